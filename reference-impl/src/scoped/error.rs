@@ -1,0 +1,124 @@
+//! Typed errors of the scoped profile. Every refusal names what was refused and, where the
+//! guest can fix it on its own, how.
+
+use super::layout::Scope;
+use super::permissions::Access;
+
+/// A guest path or identifier that cannot be resolved. Resolution never clamps: it refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("empty path {path:?}: name a file such as session/notes.md")]
+    Empty { path: String },
+    #[error("path {path:?} has no scope; did you mean one of {corrections:?}?")]
+    MissingScope {
+        path: String,
+        /// The same path under session, agent and workspace, in that order.
+        corrections: Vec<String>,
+    },
+    #[error("unknown scope {scope:?} in {path:?}; did you mean one of {corrections:?}?")]
+    UnknownScope {
+        scope: String,
+        path: String,
+        corrections: Vec<String>,
+    },
+    #[error(
+        "path {path:?} climbs out of its scope ({spelling}); traversal is refused, never clamped"
+    )]
+    Traversal {
+        path: String,
+        spelling: &'static str,
+    },
+    #[error("path {path:?} is absolute; paths start with a scope such as session/")]
+    Absolute { path: String },
+    #[error("path {path:?} has an empty segment (//)")]
+    EmptySegment { path: String },
+    #[error("path {path:?} names a directory (ends in /); name a file")]
+    DirectoryPath { path: String },
+    #[error("path {path:?} contains control character U+{codepoint:04X}")]
+    ControlCharacter { path: String, codepoint: u32 },
+    #[error("path {path:?} resolves to a {bytes}-byte key; the limit is {max} bytes")]
+    KeyTooLong {
+        path: String,
+        bytes: usize,
+        max: usize,
+    },
+    #[error("path {path:?} names a reserved directory")]
+    Reserved { path: String },
+    #[error("no skill {slug:?} in this turn's skill table ({path:?})")]
+    UnknownSkill { slug: String, path: String },
+    #[error("identifier {id:?} must be 1-64 characters of A-Z a-z 0-9 - _")]
+    InvalidId { id: String },
+}
+
+/// Everything a scoped-store operation can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ScopedError {
+    #[error(transparent)]
+    Path(#[from] PathError),
+    #[error("{scope} scope is {granted:?} for this agent; {needed:?} is needed")]
+    PermissionDenied {
+        scope: Scope,
+        granted: Access,
+        needed: Access,
+    },
+    #[error("no such file {path:?}")]
+    NotFound { path: String },
+    #[error("skill files are read-only ({path:?})")]
+    ReadOnly { path: String },
+    #[error("bucket {bucket:?} does not exist")]
+    NoSuchBucket { bucket: String },
+    #[error("object store failed during {operation}: {message}")]
+    Storage {
+        operation: &'static str,
+        message: String,
+    },
+    #[error("database failed during {operation}: {source}")]
+    Database {
+        operation: &'static str,
+        #[source]
+        source: sqlx::Error,
+    },
+    #[error("no such {kind} {id:?}")]
+    UnknownEntity { kind: &'static str, id: String },
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A crash injected at a named point (harness only): the process "dies" there, and a new
+    /// store built from what was persisted must pick up the work.
+    #[error("crashed at injected point {0:?}")]
+    Crashed(super::store::CrashPoint),
+}
+
+impl ScopedError {
+    pub(crate) fn db(operation: &'static str) -> impl FnOnce(sqlx::Error) -> ScopedError {
+        move |source| ScopedError::Database { operation, source }
+    }
+
+    /// A stable kebab-case name of the error kind, for scenario expectations.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ScopedError::Path(p) => match p {
+                PathError::Empty { .. } => "empty-path",
+                PathError::MissingScope { .. } => "missing-scope",
+                PathError::UnknownScope { .. } => "unknown-scope",
+                PathError::Traversal { .. } => "traversal",
+                PathError::Absolute { .. } => "absolute-path",
+                PathError::EmptySegment { .. } => "empty-segment",
+                PathError::DirectoryPath { .. } => "directory-path",
+                PathError::ControlCharacter { .. } => "control-character",
+                PathError::KeyTooLong { .. } => "key-too-long",
+                PathError::Reserved { .. } => "reserved-path",
+                PathError::UnknownSkill { .. } => "unknown-skill",
+                PathError::InvalidId { .. } => "invalid-id",
+            },
+            ScopedError::PermissionDenied { .. } => "permission-denied",
+            ScopedError::NotFound { .. } => "not-found",
+            ScopedError::ReadOnly { .. } => "read-only",
+            ScopedError::NoSuchBucket { .. } => "no-such-bucket",
+            ScopedError::Storage { .. } => "storage-unavailable",
+            ScopedError::Database { .. } => "database-unavailable",
+            ScopedError::UnknownEntity { .. } => "unknown-entity",
+            ScopedError::Config(_) => "config",
+            ScopedError::Crashed(_) => "crashed",
+        }
+    }
+}

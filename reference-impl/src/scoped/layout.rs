@@ -1,0 +1,636 @@
+//! The bucket layout and guest-path resolution: the ONLY place that knows the shape of keys.
+//!
+//! Keys are scope-first so that one lifecycle rule per retention class can match by prefix
+//! (S3 prefix matching has no wildcards, and a bucket holds at most 1,000 rules):
+//!
+//! ```text
+//! workspaces/<ws>/<path>                      kept until the workspace is deleted
+//! agents/<ws>/<agent>/<path>                  kept while the agent exists
+//! sessions/<ws>/<agent>/<session>/<path>      swept after the session goes idle
+//! skills/<ws>/<sha256>/<path>                 immutable skill versions, never swept
+//! ```
+//!
+//! A guest never sees these keys. It names files as `session/<path>`, `agent/<path>`,
+//! `workspace/<path>` or `skill/<slug>/<path>`, and [`resolve`] maps that onto the turn's space.
+//! Anything that tries to climb out is refused, never clamped: a clamped traversal reads the
+//! wrong file and reports success (SPEC SC-2.x). If retention moved into a sweeper of our own, the
+//! hierarchical layout could come back and only this file would change.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::error::PathError;
+use super::mutants::ScopedMutant;
+
+/// S3's hard limit on key length, in bytes of UTF-8.
+pub const MAX_KEY_BYTES: usize = 1024;
+
+/// Identifiers (workspace, agent, session) are at most this long; they are ours, not the
+/// guest's, but they still reach a key, so they are held to a strict alphabet.
+pub const MAX_ID_BYTES: usize = 64;
+
+/// The first path segment, under a scope's prefix, that holds the text extracted from files.
+/// A guest may not name it (refused as reserved), and listings never show it. It lives under
+/// the same scope prefix as the file so every prefix deletion and sweep takes it too.
+pub const TEXT_DIR: &str = ".tidemark-text";
+
+/// The three scopes a guest can write to, plus the read-only skill view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    Session,
+    Agent,
+    Workspace,
+    /// `skill/<slug>/<path>`: read-only, resolved through the turn's skill table.
+    Skill,
+}
+
+impl Scope {
+    /// The writable scopes in the order a listing and a correction present them.
+    pub const FILE_SCOPES: [Scope; 3] = [Scope::Session, Scope::Agent, Scope::Workspace];
+
+    /// The guest-facing name (the first segment of a guest path).
+    pub fn guest_name(self) -> &'static str {
+        match self {
+            Scope::Session => "session",
+            Scope::Agent => "agent",
+            Scope::Workspace => "workspace",
+            Scope::Skill => "skill",
+        }
+    }
+
+    pub fn from_guest_name(s: &str) -> Option<Scope> {
+        match s {
+            "session" => Some(Scope::Session),
+            "agent" => Some(Scope::Agent),
+            "workspace" => Some(Scope::Workspace),
+            "skill" => Some(Scope::Skill),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.guest_name())
+    }
+}
+
+/// A validated identifier: 1..=64 bytes of `[A-Za-z0-9_-]`. Validation here (rather than in
+/// callers) means no identifier can smuggle a `/` or `..` into a key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Id(String);
+
+impl Id {
+    pub fn new(s: impl Into<String>) -> Result<Id, PathError> {
+        let s = s.into();
+        let ok = !s.is_empty()
+            && s.len() <= MAX_ID_BYTES
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if ok {
+            Ok(Id(s))
+        } else {
+            Err(PathError::InvalidId { id: s })
+        }
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The space a turn runs in. The guest is never told these values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TurnSpace {
+    pub workspace: Id,
+    pub agent: Id,
+    pub session: Id,
+    /// The skill table the turn was sent: slug -> sha256 of the version.
+    pub skills: BTreeMap<String, String>,
+}
+
+impl TurnSpace {
+    pub fn new(workspace: &str, agent: &str, session: &str) -> Result<TurnSpace, PathError> {
+        Ok(TurnSpace {
+            workspace: Id::new(workspace)?,
+            agent: Id::new(agent)?,
+            session: Id::new(session)?,
+            skills: BTreeMap::new(),
+        })
+    }
+
+    pub fn with_skill(mut self, slug: &str, sha256: &str) -> Self {
+        self.skills.insert(slug.to_string(), sha256.to_string());
+        self
+    }
+
+    /// The key prefix of a scope for this turn, always ending in `/`.
+    pub fn scope_prefix(&self, scope: Scope) -> String {
+        match scope {
+            Scope::Session => session_prefix(&self.workspace, &self.agent, &self.session),
+            Scope::Agent => agent_prefix(&self.workspace, &self.agent),
+            Scope::Workspace => workspace_prefix(&self.workspace),
+            Scope::Skill => skills_prefix(&self.workspace),
+        }
+    }
+}
+
+pub fn workspace_prefix(ws: &Id) -> String {
+    format!("workspaces/{ws}/")
+}
+pub fn agent_prefix(ws: &Id, agent: &Id) -> String {
+    format!("agents/{ws}/{agent}/")
+}
+/// All sessions of one agent: `sessions/<ws>/<agent>/`.
+pub fn agent_sessions_prefix(ws: &Id, agent: &Id) -> String {
+    format!("sessions/{ws}/{agent}/")
+}
+pub fn session_prefix(ws: &Id, agent: &Id, session: &Id) -> String {
+    format!("sessions/{ws}/{agent}/{session}/")
+}
+/// Every skill version of one workspace.
+pub fn skills_prefix(ws: &Id) -> String {
+    format!("skills/{ws}/")
+}
+pub fn skill_version_prefix(ws: &Id, sha256: &str) -> String {
+    format!("skills/{ws}/{sha256}/")
+}
+
+/// The top-level class prefixes lifecycle rules match on.
+pub const SESSIONS_CLASS_PREFIX: &str = "sessions/";
+pub const AGENTS_CLASS_PREFIX: &str = "agents/";
+pub const WORKSPACES_CLASS_PREFIX: &str = "workspaces/";
+pub const SKILLS_CLASS_PREFIX: &str = "skills/";
+
+/// What a guest path resolved to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    pub scope: Scope,
+    /// The path inside the scope, as the guest will see it back (no scope segment).
+    pub relative: String,
+    /// The object key in the bucket.
+    pub key: String,
+    /// The scope's prefix (the key starts with it).
+    pub prefix: String,
+}
+
+impl Resolved {
+    /// The guest-facing name, `scope/relative`.
+    pub fn guest_path(&self) -> String {
+        format!("{}/{}", self.scope, self.relative)
+    }
+}
+
+/// The key holding the text extracted from `key`, which must be a file key under `prefix`.
+pub fn text_key(prefix: &str, key: &str) -> String {
+    let relative = key.strip_prefix(prefix).unwrap_or(key);
+    format!("{prefix}{TEXT_DIR}/{relative}")
+}
+
+/// Whether a key (under `prefix`) belongs to the extracted-text area rather than a file.
+pub fn is_text_key(prefix: &str, key: &str) -> bool {
+    key.strip_prefix(prefix)
+        .map(|rel| rel.starts_with(&format!("{TEXT_DIR}/")))
+        .unwrap_or(false)
+}
+
+/// What a path is resolved for: reading/writing a file names a file; listing names a directory
+/// (a trailing `/` and a bare scope are fine there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    File,
+    List,
+}
+
+/// Characters that render as a dot. A segment made only of these is refused: `.`, `..` and
+/// lookalikes that some normaliser (NFKC, a display layer) could turn into `..` later.
+fn is_dot_like(c: char) -> bool {
+    matches!(
+        c,
+        '.' | '\u{2024}' | '\u{2025}' | '\u{2026}' | '\u{FE52}' | '\u{FF0E}'
+    )
+}
+
+/// Percent-encodings of `.`, `/` and `\`: refused anywhere, because the layer that decodes a
+/// guest path (an HTTP router, a shell) is not this one and must not be able to turn a harmless
+/// literal into a traversal after the check.
+fn has_encoded_separator_or_dot(s: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    ["%2e", "%2f", "%5c", "%252e", "%252f", "%255c"]
+        .iter()
+        .any(|e| lower.contains(e))
+}
+
+/// Validates the path inside a scope and returns its segments. `purpose` decides whether an
+/// empty or `/`-terminated path is acceptable.
+fn check_relative(
+    full: &str,
+    relative: &str,
+    purpose: Purpose,
+    mutant: Option<ScopedMutant>,
+) -> Result<Vec<String>, PathError> {
+    let mut rel = relative;
+    if purpose == Purpose::List {
+        // A listing names a directory: `session/` and `session/reports/` are the same as
+        // `session` and `session/reports`.
+        rel = rel.strip_suffix('/').unwrap_or(rel);
+        if rel.is_empty() {
+            return Ok(Vec::new());
+        }
+    } else if rel.is_empty() {
+        return Err(PathError::Empty {
+            path: full.to_string(),
+        });
+    } else if rel.ends_with('/') {
+        return Err(PathError::DirectoryPath {
+            path: full.to_string(),
+        });
+    }
+    if rel.starts_with('/') {
+        return Err(PathError::Absolute {
+            path: full.to_string(),
+        });
+    }
+    let encoded = has_encoded_separator_or_dot(rel);
+    if encoded && mutant != Some(ScopedMutant::EncodedTraversalAccepted) {
+        return Err(PathError::Traversal {
+            path: full.to_string(),
+            spelling: "percent-encoded dot or separator",
+        });
+    }
+    let rel_owned;
+    let rel = if encoded {
+        // The mutant decodes after the check, which is exactly the bug the refusal prevents.
+        rel_owned = rel
+            .replace("%2e", ".")
+            .replace("%2E", ".")
+            .replace("%2f", "/")
+            .replace("%2F", "/");
+        rel_owned.as_str()
+    } else {
+        rel
+    };
+    if rel.contains('\\') {
+        return Err(PathError::Traversal {
+            path: full.to_string(),
+            spelling: "backslash",
+        });
+    }
+    let mut out: Vec<String> = Vec::new();
+    for seg in rel.split('/') {
+        if seg.is_empty() {
+            return Err(PathError::EmptySegment {
+                path: full.to_string(),
+            });
+        }
+        if seg.chars().all(is_dot_like) {
+            let clamping = mutant == Some(ScopedMutant::ClampingResolution)
+                || mutant == Some(ScopedMutant::EncodedTraversalAccepted);
+            if clamping {
+                // The bug the source document names: climb, but never above the scope root.
+                if seg == ".." {
+                    out.pop();
+                }
+                continue;
+            }
+            return Err(PathError::Traversal {
+                path: full.to_string(),
+                spelling: if seg == ".." {
+                    "parent segment"
+                } else {
+                    "dot segment"
+                },
+            });
+        }
+        if out.is_empty() && seg == TEXT_DIR {
+            return Err(PathError::Reserved {
+                path: full.to_string(),
+            });
+        }
+        out.push(seg.to_string());
+    }
+    if out.is_empty() && purpose == Purpose::File {
+        return Err(PathError::Empty {
+            path: full.to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// Resolves a guest path (`session/notes.md`, `skill/pricing/README.md`, ...) onto a key in the
+/// turn's space, or refuses it with a typed error. Never clamps.
+pub fn resolve(
+    path: &str,
+    turn: &TurnSpace,
+    purpose: Purpose,
+    mutant: Option<ScopedMutant>,
+) -> Result<Resolved, PathError> {
+    if path.is_empty() {
+        return Err(PathError::Empty {
+            path: String::new(),
+        });
+    }
+    if let Some(c) = path.chars().find(|c| c.is_control()) {
+        return Err(PathError::ControlCharacter {
+            path: path.escape_default().to_string(),
+            codepoint: c as u32,
+        });
+    }
+    if path.starts_with('/') || path.starts_with('\\') {
+        return Err(PathError::Absolute {
+            path: path.to_string(),
+        });
+    }
+    let (first, rest) = match path.split_once('/') {
+        Some((f, r)) => (f, r),
+        None => (path, ""),
+    };
+    let scope = match Scope::from_guest_name(first) {
+        Some(s) => s,
+        None => {
+            // Guard the correction itself: offer it only for a path that would be valid.
+            let candidate = check_relative(path, path, Purpose::File, mutant);
+            if mutant == Some(ScopedMutant::ScopeGuessed) && candidate.is_ok() {
+                return resolve(&format!("session/{path}"), turn, purpose, mutant);
+            }
+            candidate?;
+            let corrections = Scope::FILE_SCOPES
+                .iter()
+                .map(|s| format!("{s}/{path}"))
+                .collect();
+            let lower = first.to_ascii_lowercase();
+            let near_miss = Scope::FILE_SCOPES
+                .iter()
+                .chain(std::iter::once(&Scope::Skill))
+                .any(|s| lower == s.guest_name() || lower == format!("{}s", s.guest_name()));
+            return Err(if near_miss {
+                PathError::UnknownScope {
+                    scope: first.to_string(),
+                    path: path.to_string(),
+                    corrections,
+                }
+            } else {
+                PathError::MissingScope {
+                    path: path.to_string(),
+                    corrections,
+                }
+            });
+        }
+    };
+    if scope == Scope::Skill {
+        return resolve_skill(path, rest, turn, purpose, mutant);
+    }
+    let segments = check_relative(path, rest, purpose, mutant)?;
+    let relative = segments.join("/");
+    let prefix = turn.scope_prefix(scope);
+    let key = if purpose == Purpose::List && !relative.is_empty() {
+        format!("{prefix}{relative}/")
+    } else {
+        format!("{prefix}{relative}")
+    };
+    finish(path, scope, relative, key, prefix)
+}
+
+fn resolve_skill(
+    path: &str,
+    rest: &str,
+    turn: &TurnSpace,
+    purpose: Purpose,
+    mutant: Option<ScopedMutant>,
+) -> Result<Resolved, PathError> {
+    let segments = check_relative(path, rest, Purpose::List, mutant)?;
+    let Some((slug, inner)) = segments.split_first() else {
+        return Err(PathError::Empty {
+            path: path.to_string(),
+        });
+    };
+    let sha = turn
+        .skills
+        .get(slug)
+        .ok_or_else(|| PathError::UnknownSkill {
+            slug: slug.clone(),
+            path: path.to_string(),
+        })?;
+    if inner.first().map(String::as_str) == Some(TEXT_DIR) {
+        return Err(PathError::Reserved {
+            path: path.to_string(),
+        });
+    }
+    let prefix = skill_version_prefix(&turn.workspace, sha);
+    let inner = inner.join("/");
+    if purpose == Purpose::File && (inner.is_empty() || rest.ends_with('/')) {
+        return Err(PathError::DirectoryPath {
+            path: path.to_string(),
+        });
+    }
+    let key = if purpose == Purpose::List && !inner.is_empty() {
+        format!("{prefix}{inner}/")
+    } else {
+        format!("{prefix}{inner}")
+    };
+    let relative = format!("{slug}/{inner}").trim_end_matches('/').to_string();
+    let mut r = finish(path, Scope::Skill, relative, key, prefix)?;
+    // The skill view's "prefix" for mapping keys back is the version prefix; relative names
+    // carry the slug so a listing shows `skill/<slug>/<path>`.
+    r.prefix = skill_version_prefix(&turn.workspace, sha);
+    Ok(r)
+}
+
+fn finish(
+    path: &str,
+    scope: Scope,
+    relative: String,
+    key: String,
+    prefix: String,
+) -> Result<Resolved, PathError> {
+    // The longest text key is the file key plus the text directory; refuse up front so a file
+    // is never written whose extracted text cannot be.
+    let longest = key.len() + TEXT_DIR.len() + 1;
+    if longest > MAX_KEY_BYTES {
+        return Err(PathError::KeyTooLong {
+            path: path.to_string(),
+            bytes: longest,
+            max: MAX_KEY_BYTES,
+        });
+    }
+    debug_assert!(key.starts_with(&prefix));
+    Ok(Resolved {
+        scope,
+        relative,
+        key,
+        prefix,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn() -> TurnSpace {
+        TurnSpace::new("w1", "a1", "s1").unwrap().with_skill(
+            "pricing",
+            "ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12",
+        )
+    }
+
+    fn file(p: &str) -> Result<Resolved, PathError> {
+        resolve(p, &turn(), Purpose::File, None)
+    }
+
+    #[test]
+    fn each_scope_maps_onto_its_own_prefix() {
+        assert_eq!(
+            file("session/notes.md").unwrap().key,
+            "sessions/w1/a1/s1/notes.md"
+        );
+        assert_eq!(
+            file("agent/procedures.md").unwrap().key,
+            "agents/w1/a1/procedures.md"
+        );
+        assert_eq!(
+            file("workspace/reference/pricing.csv").unwrap().key,
+            "workspaces/w1/reference/pricing.csv"
+        );
+    }
+
+    #[test]
+    fn a_skill_reads_through_the_turns_skill_table() {
+        let r = file("skill/pricing/README.md").unwrap();
+        assert!(r.key.starts_with("skills/w1/ab12"));
+        assert!(r.key.ends_with("/README.md"));
+        assert!(matches!(
+            file("skill/unknown/README.md"),
+            Err(PathError::UnknownSkill { .. })
+        ));
+    }
+
+    #[test]
+    fn a_path_without_a_scope_is_answered_with_all_three_corrections() {
+        match file("notes.md") {
+            Err(PathError::MissingScope { corrections, .. }) => assert_eq!(
+                corrections,
+                vec!["session/notes.md", "agent/notes.md", "workspace/notes.md"]
+            ),
+            other => panic!("expected a correction, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_misspelt_scope_is_an_unknown_scope_with_corrections() {
+        assert!(matches!(
+            file("sessions/notes.md"),
+            Err(PathError::UnknownScope { .. })
+        ));
+    }
+
+    #[test]
+    fn traversal_is_refused_in_every_spelling() {
+        for p in [
+            "session/../agent/x",
+            "session/a/../../x",
+            "session/./x",
+            "session/a/./../x",
+            "session/%2e%2e/x",
+            "session/%2E%2E/x",
+            "session/a%2f..%2fb",
+            "session/%252e%252e/x",
+            "session/..\\x",
+            "session\\..\\x",
+            "session/a\\b",
+            "session/\u{FF0E}\u{FF0E}/x",
+            "session/.../x",
+            "session/..",
+        ] {
+            let r = file(p);
+            assert!(
+                matches!(r, Err(PathError::Traversal { .. })),
+                "{p:?} gave {r:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn absolute_empty_and_control_paths_are_refused() {
+        assert!(matches!(
+            file("/session/x"),
+            Err(PathError::Absolute { .. })
+        ));
+        assert!(matches!(
+            file("session//x"),
+            Err(PathError::Absolute { .. })
+        ));
+        assert!(matches!(
+            file("session/a//x"),
+            Err(PathError::EmptySegment { .. })
+        ));
+        assert!(matches!(file(""), Err(PathError::Empty { .. })));
+        assert!(matches!(file("session/"), Err(PathError::Empty { .. })));
+        assert!(matches!(file("session"), Err(PathError::Empty { .. })));
+        assert!(matches!(
+            file("session/a/"),
+            Err(PathError::DirectoryPath { .. })
+        ));
+        assert!(matches!(
+            file("session/a\u{0}b"),
+            Err(PathError::ControlCharacter { .. })
+        ));
+        assert!(matches!(
+            file("session/a\nb"),
+            Err(PathError::ControlCharacter { .. })
+        ));
+        assert!(matches!(
+            file("session/.tidemark-text/x"),
+            Err(PathError::Reserved { .. })
+        ));
+    }
+
+    #[test]
+    fn an_over_long_key_is_refused_before_anything_is_written() {
+        let long = format!("session/{}", "x".repeat(1100));
+        assert!(matches!(file(&long), Err(PathError::KeyTooLong { .. })));
+    }
+
+    #[test]
+    fn listing_accepts_a_bare_scope_and_a_trailing_slash() {
+        let t = turn();
+        let r = resolve("session", &t, Purpose::List, None).unwrap();
+        assert_eq!(r.key, "sessions/w1/a1/s1/");
+        let r = resolve("workspace/reference/", &t, Purpose::List, None).unwrap();
+        assert_eq!(r.key, "workspaces/w1/reference/");
+    }
+
+    #[test]
+    fn the_clamping_mutant_reads_the_wrong_file_and_reports_success() {
+        let r = resolve(
+            "session/a/../../b",
+            &turn(),
+            Purpose::File,
+            Some(ScopedMutant::ClampingResolution),
+        )
+        .unwrap();
+        assert_eq!(r.key, "sessions/w1/a1/s1/b");
+    }
+
+    #[test]
+    fn identifiers_cannot_carry_separators() {
+        assert!(Id::new("a/b").is_err());
+        assert!(Id::new("..").is_err());
+        assert!(Id::new("").is_err());
+        assert!(Id::new("x".repeat(65)).is_err());
+        assert!(Id::new("ws_1-A").is_ok());
+    }
+
+    #[test]
+    fn text_keys_sit_under_the_same_scope_prefix() {
+        let r = file("session/dir/notes.md").unwrap();
+        let t = text_key(&r.prefix, &r.key);
+        assert_eq!(t, "sessions/w1/a1/s1/.tidemark-text/dir/notes.md");
+        assert!(is_text_key(&r.prefix, &t));
+        assert!(!is_text_key(&r.prefix, &r.key));
+    }
+}

@@ -1,0 +1,25 @@
+//! The scoped object-storage profile (SPEC.md part SC): one bucket laid out scope-first,
+//! guest paths resolved by refusal rather than clamping, per-scope permissions from a settings
+//! cascade, session files swept from the session's last activity, and deletions of sessions,
+//! agents and workspaces recorded by a database trigger and swept.
+//!
+//! - [`layout`]: the only module that knows the shape of keys.
+//! - [`permissions`]: the settings cascade.
+//! - [`store`]: files over S3 (a real client over HTTP), state in PostgreSQL, the sweep.
+//! - [`schema`]: the PostgreSQL schema and its triggers.
+//! - [`lifecycle`]: the bucket lifecycle configuration and its validation.
+//! - [`mutants`]: deliberately broken variants, switched at run time.
+
+pub mod error;
+pub mod layout;
+pub mod lifecycle;
+pub mod mutants;
+pub mod permissions;
+pub mod schema;
+pub mod store;
+
+pub use error::{PathError, ScopedError};
+pub use layout::{Resolved, Scope, TurnSpace};
+pub use mutants::ScopedMutant;
+pub use permissions::{Access, Permissions, ScopeSettings};
+pub use store::{CrashPoint, ScopedConfig, ScopedStore, SweepReport, WaitKind};

@@ -1,0 +1,123 @@
+//! Deliberately broken variants of the scoped profile. Each reproduces a real bug (the source
+//! document names several) and must be killed by a named scenario. Off unless a config sets one;
+//! the switch is at run time so one build carries every mutant.
+
+/// One broken variant of the scoped reference implementation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ScopedMutant {
+    AgeOnlyExpiry,
+    ClampingResolution,
+    WorkspaceWritableByDefault,
+    AppRecordedDeletions,
+    TextOutlivesFile,
+    DeletionBeforeRecord,
+    SkillsSwept,
+    ListingOwnScopeOnly,
+    WaitsIgnored,
+    ScopeGuessed,
+    NoneStillReadable,
+    PartialBatchMarkedDone,
+    EncodedTraversalAccepted,
+}
+
+impl ScopedMutant {
+    pub const ALL: [ScopedMutant; 13] = [
+        ScopedMutant::AgeOnlyExpiry,
+        ScopedMutant::ClampingResolution,
+        ScopedMutant::WorkspaceWritableByDefault,
+        ScopedMutant::AppRecordedDeletions,
+        ScopedMutant::TextOutlivesFile,
+        ScopedMutant::DeletionBeforeRecord,
+        ScopedMutant::SkillsSwept,
+        ScopedMutant::ListingOwnScopeOnly,
+        ScopedMutant::WaitsIgnored,
+        ScopedMutant::ScopeGuessed,
+        ScopedMutant::NoneStillReadable,
+        ScopedMutant::PartialBatchMarkedDone,
+        ScopedMutant::EncodedTraversalAccepted,
+    ];
+
+    /// Stable kebab-case id, used on the command line and in scenario files.
+    pub fn id(self) -> &'static str {
+        match self {
+            ScopedMutant::AgeOnlyExpiry => "age-only-expiry",
+            ScopedMutant::ClampingResolution => "clamping-resolution",
+            ScopedMutant::WorkspaceWritableByDefault => "workspace-writable-by-default",
+            ScopedMutant::AppRecordedDeletions => "app-recorded-deletions",
+            ScopedMutant::TextOutlivesFile => "text-outlives-file",
+            ScopedMutant::DeletionBeforeRecord => "deletion-before-record",
+            ScopedMutant::SkillsSwept => "skills-swept",
+            ScopedMutant::ListingOwnScopeOnly => "listing-own-scope-only",
+            ScopedMutant::WaitsIgnored => "waits-ignored",
+            ScopedMutant::ScopeGuessed => "scope-guessed",
+            ScopedMutant::NoneStillReadable => "none-still-readable",
+            ScopedMutant::PartialBatchMarkedDone => "partial-batch-marked-done",
+            ScopedMutant::EncodedTraversalAccepted => "encoded-traversal-accepted",
+        }
+    }
+
+    /// One line saying what is broken.
+    pub fn description(self) -> &'static str {
+        match self {
+            ScopedMutant::AgeOnlyExpiry => {
+                "session files expire by object age (a lifecycle rule), not session activity: uploads vanish mid-conversation"
+            }
+            ScopedMutant::ClampingResolution => {
+                "`..` is clamped at the scope root instead of refused, so the wrong file is read and success reported"
+            }
+            ScopedMutant::WorkspaceWritableByDefault => {
+                "workspace scope defaults to read/write, so a talked-into agent overwrites shared reference material"
+            }
+            ScopedMutant::AppRecordedDeletions => {
+                "deletions are recorded by application code, not the trigger: a cascade (workspace -> agents -> sessions) is missed"
+            }
+            ScopedMutant::TextOutlivesFile => {
+                "deleting or sweeping a file leaves its extracted text readable"
+            }
+            ScopedMutant::DeletionBeforeRecord => {
+                "the sweep marks an obligation done before deleting its objects; a crash loses the record of a performed deletion"
+            }
+            ScopedMutant::SkillsSwept => {
+                "the session sweep also expires skill versions by age, though versions are immutable and never swept"
+            }
+            ScopedMutant::ListingOwnScopeOnly => {
+                "listing with no prefix shows only the session scope instead of all three"
+            }
+            ScopedMutant::WaitsIgnored => {
+                "the sweep ignores queued, parked and waiting work, sweeping a session that is about to wake"
+            }
+            ScopedMutant::ScopeGuessed => {
+                "a path with no scope is silently put in session scope instead of answered with a correction"
+            }
+            ScopedMutant::NoneStillReadable => {
+                "a scope set to none is still readable (none treated as read-only)"
+            }
+            ScopedMutant::PartialBatchMarkedDone => {
+                "a DeleteObjects answer with per-key errors is treated as success, so undeleted files are marked swept"
+            }
+            ScopedMutant::EncodedTraversalAccepted => {
+                "percent-encoded traversal (%2e%2e) passes the check and is decoded and clamped afterwards"
+            }
+        }
+    }
+
+    pub fn from_id(id: &str) -> Option<ScopedMutant> {
+        ScopedMutant::ALL.iter().copied().find(|m| m.id() == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_mutant_has_a_unique_kebab_case_id_that_round_trips() {
+        let mut seen = std::collections::BTreeSet::new();
+        for m in ScopedMutant::ALL {
+            assert!(seen.insert(m.id()));
+            assert!(m.id().chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+            assert_eq!(ScopedMutant::from_id(m.id()), Some(m));
+            assert!(!m.description().is_empty());
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The PostgreSQL schema of the scoped profile, embedded so a fresh database is brought up by
+//! [`migrate`] with no external tool. Every statement is idempotent (`IF NOT EXISTS`,
+//! `CREATE OR REPLACE`), so running it on every start is safe.
+//!
+//! Decisions recorded here (SPEC part SC):
+//! - "Nothing queued, parked or waiting" is data: one row in `session_waits` per queued message,
+//!   parked turn or scheduled wake. A session with any row is never swept, however idle.
+//! - Time is handed in. The deletion trigger cannot call our clock, so the deleting transaction
+//!   sets `tidemark.now_ms` (`SET LOCAL`) and the trigger reads it.
+//! - `storage_deletions` is written ONLY by triggers, so a cascade (workspace -> agents ->
+//!   sessions) records every prefix. `storage_deletion_records` is the proof an obligation was
+//!   met: it is written in the same transaction that marks the obligation done, after the objects
+//!   are gone, so a crash in between leaves the obligation pending and a re-run completes both.
+
+use sqlx::PgPool;
+
+use super::error::ScopedError;
+
+pub const SCHEMA_SQL: &str = r#"
+CREATE TABLE IF NOT EXISTS workspaces (
+    id               text PRIMARY KEY,
+    agent_access     text NULL CHECK (agent_access IN ('none', 'read', 'read-write')),
+    workspace_access text NULL CHECK (workspace_access IN ('none', 'read', 'read-write'))
+);
+
+CREATE TABLE IF NOT EXISTS agents (
+    workspace_id     text NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    id               text NOT NULL,
+    agent_access     text NULL CHECK (agent_access IN ('none', 'read', 'read-write')),
+    workspace_access text NULL CHECK (workspace_access IN ('none', 'read', 'read-write')),
+    PRIMARY KEY (workspace_id, id)
+);
+
+CREATE TABLE IF NOT EXISTS sessions (
+    workspace_id      text   NOT NULL,
+    agent_id          text   NOT NULL,
+    id                text   NOT NULL,
+    last_activity_ms  bigint NOT NULL,
+    -- Set when the sweep emptied the session's files; cleared by any later activity, so a
+    -- session is examined once per idle stretch, not on every sweep forever.
+    files_swept_at_ms bigint NULL,
+    PRIMARY KEY (workspace_id, agent_id, id),
+    FOREIGN KEY (workspace_id, agent_id) REFERENCES agents (workspace_id, id) ON DELETE CASCADE
+);
+
+-- The sweep's candidate scan: only sessions not yet swept, ordered by last activity, so its
+-- cost follows what has expired rather than how many sessions exist.
+CREATE INDEX IF NOT EXISTS sessions_sweep_candidates
+    ON sessions (last_activity_ms)
+    WHERE files_swept_at_ms IS NULL;
+
+CREATE TABLE IF NOT EXISTS session_waits (
+    workspace_id text NOT NULL,
+    agent_id     text NOT NULL,
+    session_id   text NOT NULL,
+    kind         text NOT NULL CHECK (kind IN ('queued', 'parked', 'waiting')),
+    wait_id      text NOT NULL,
+    PRIMARY KEY (workspace_id, agent_id, session_id, kind, wait_id),
+    FOREIGN KEY (workspace_id, agent_id, session_id)
+        REFERENCES sessions (workspace_id, agent_id, id) ON DELETE CASCADE
+);
+
+CREATE TABLE IF NOT EXISTS storage_deletions (
+    id              bigserial PRIMARY KEY,
+    prefix          text   NOT NULL,
+    entity_kind     text   NOT NULL CHECK (entity_kind IN ('session', 'agent', 'workspace')),
+    entity_id       text   NOT NULL,
+    requested_at_ms bigint NULL,
+    done_at_ms      bigint NULL
+);
+
+CREATE INDEX IF NOT EXISTS storage_deletions_pending
+    ON storage_deletions (id)
+    WHERE done_at_ms IS NULL;
+
+CREATE TABLE IF NOT EXISTS storage_deletion_records (
+    id              bigserial PRIMARY KEY,
+    deletion_id     bigint NOT NULL REFERENCES storage_deletions (id),
+    prefix          text   NOT NULL,
+    objects_deleted bigint NOT NULL,
+    completed_at_ms bigint NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS storage_deletion_records_prefix
+    ON storage_deletion_records (prefix);
+
+CREATE OR REPLACE FUNCTION tidemark_now_ms() RETURNS bigint LANGUAGE sql STABLE AS $$
+    SELECT NULLIF(current_setting('tidemark.now_ms', true), '')::bigint
+$$;
+
+-- Harness hook for the app-recorded-deletions mutant only: when the deleting transaction sets
+-- tidemark.app_records = 'on', the triggers stand down and application code records instead.
+CREATE OR REPLACE FUNCTION tidemark_triggers_off() RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT coalesce(current_setting('tidemark.app_records', true), '') = 'on'
+$$;
+
+CREATE OR REPLACE FUNCTION tidemark_record_session_deletion() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF tidemark_triggers_off() THEN RETURN OLD; END IF;
+    INSERT INTO storage_deletions (prefix, entity_kind, entity_id, requested_at_ms)
+    VALUES ('sessions/' || OLD.workspace_id || '/' || OLD.agent_id || '/' || OLD.id || '/',
+            'session', OLD.id, tidemark_now_ms());
+    RETURN OLD;
+END $$;
+
+CREATE OR REPLACE FUNCTION tidemark_record_agent_deletion() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF tidemark_triggers_off() THEN RETURN OLD; END IF;
+    INSERT INTO storage_deletions (prefix, entity_kind, entity_id, requested_at_ms)
+    VALUES ('agents/' || OLD.workspace_id || '/' || OLD.id || '/',
+            'agent', OLD.id, tidemark_now_ms());
+    RETURN OLD;
+END $$;
+
+-- A workspace's deletion also removes its skill versions: "delete everything for this
+-- customer" is an obligation, and skills are immutable, not immortal (SPEC SC decision).
+CREATE OR REPLACE FUNCTION tidemark_record_workspace_deletion() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF tidemark_triggers_off() THEN RETURN OLD; END IF;
+    INSERT INTO storage_deletions (prefix, entity_kind, entity_id, requested_at_ms)
+    VALUES ('workspaces/' || OLD.id || '/', 'workspace', OLD.id, tidemark_now_ms()),
+           ('skills/' || OLD.id || '/', 'workspace', OLD.id, tidemark_now_ms());
+    RETURN OLD;
+END $$;
+
+DROP TRIGGER IF EXISTS sessions_record_deletion ON sessions;
+CREATE TRIGGER sessions_record_deletion AFTER DELETE ON sessions
+    FOR EACH ROW EXECUTE FUNCTION tidemark_record_session_deletion();
+DROP TRIGGER IF EXISTS agents_record_deletion ON agents;
+CREATE TRIGGER agents_record_deletion AFTER DELETE ON agents
+    FOR EACH ROW EXECUTE FUNCTION tidemark_record_agent_deletion();
+DROP TRIGGER IF EXISTS workspaces_record_deletion ON workspaces;
+CREATE TRIGGER workspaces_record_deletion AFTER DELETE ON workspaces
+    FOR EACH ROW EXECUTE FUNCTION tidemark_record_workspace_deletion();
+"#;
+
+/// Brings a database up to the schema. Idempotent. Serialised with an advisory lock so two
+/// processes starting together do not race on `CREATE OR REPLACE`.
+pub async fn migrate(pool: &PgPool) -> Result<(), ScopedError> {
+    let mut tx = pool.begin().await.map_err(ScopedError::db("migrate"))?;
+    sqlx::query("SELECT pg_advisory_xact_lock(7461646)")
+        .execute(&mut *tx)
+        .await
+        .map_err(ScopedError::db("migrate"))?;
+    sqlx::raw_sql(SCHEMA_SQL)
+        .execute(&mut *tx)
+        .await
+        .map_err(ScopedError::db("migrate"))?;
+    tx.commit().await.map_err(ScopedError::db("migrate"))?;
+    Ok(())
+}

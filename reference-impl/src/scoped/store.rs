@@ -1,0 +1,1299 @@
+//! The scoped store: files through a real S3 client over HTTP, session state and deletion
+//! obligations in PostgreSQL, time from a handed-in clock.
+//!
+//! Concurrency rule (why a write racing a sweep is never lost): every file operation touches
+//! its session's activity inside a transaction that holds the session row's lock for the whole
+//! S3 call, and the sweep locks the rows it sweeps (`FOR UPDATE SKIP LOCKED`) for the whole
+//! list-and-delete. So a write either lands before the sweep looks (and makes the session
+//! active, so it is not swept) or waits until the sweep has committed (and lands after it).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{Delete, ObjectIdentifier};
+use sha2::{Digest, Sha256};
+use sqlx::{PgPool, Postgres, Row, Transaction};
+
+use super::error::ScopedError;
+use super::layout::{self, Id, Purpose, Resolved, Scope, TurnSpace};
+use super::mutants::ScopedMutant;
+use super::permissions::{Access, Permissions, ScopeSettings};
+use crate::clock::{Clock, Timestamp, DAY_MS};
+
+/// S3's limit on keys per DeleteObjects request, and ListObjectsV2's page size.
+pub const S3_BATCH: usize = 1000;
+
+/// The environment variable naming the idle TTL of session files, in days.
+pub const TTL_ENV: &str = "OUTTURN_SESSION_FILE_TTL_DAYS";
+pub const DEFAULT_TTL_DAYS: u32 = 30;
+
+/// User metadata carrying the (handed-in) time a file was written. s3s-fs reports the file's
+/// real mtime as LastModified, which a simulated clock knows nothing about; this is what the
+/// age-only mutant and the lifecycle executor measure age from.
+pub const WRITTEN_AT_META: &str = "tidemark-written-at-ms";
+
+/// A point at which the harness can make the process "die". The operation returns
+/// [`ScopedError::Crashed`] there, abandoning (rolling back) whatever was not yet committed; a
+/// new store over the same bucket and database must finish the job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CrashPoint {
+    /// In a file write: the extracted text is stored, the file not yet.
+    AfterTextWritten,
+    /// In the session sweep: the objects are deleted, the sessions not yet marked swept.
+    AfterSessionObjectsDeleted,
+    /// In the deletion sweep: a prefix is emptied, the obligation not yet marked or recorded.
+    AfterObligationObjectsDeleted,
+}
+
+#[derive(Clone, Debug)]
+pub struct ScopedConfig {
+    pub bucket: String,
+    /// Session files are swept once the session has been idle this long (and nothing waits).
+    pub session_file_ttl_days: u32,
+    /// The deployment layer of the settings cascade.
+    pub deployment_settings: ScopeSettings,
+    /// Sessions claimed per sweep transaction.
+    pub sweep_chunk: i64,
+    pub mutant: Option<ScopedMutant>,
+    pub crash_at: Option<CrashPoint>,
+}
+
+impl ScopedConfig {
+    pub fn new(bucket: impl Into<String>) -> ScopedConfig {
+        ScopedConfig {
+            bucket: bucket.into(),
+            session_file_ttl_days: DEFAULT_TTL_DAYS,
+            deployment_settings: ScopeSettings::default(),
+            sweep_chunk: 1000,
+            mutant: None,
+            crash_at: None,
+        }
+    }
+
+    /// Reads `OUTTURN_SESSION_FILE_TTL_DAYS` (default 30). A value that is not a positive
+    /// integer is a configuration error rather than a silent default.
+    pub fn from_env(bucket: impl Into<String>) -> Result<ScopedConfig, ScopedError> {
+        let mut c = ScopedConfig::new(bucket);
+        if let Ok(v) = std::env::var(TTL_ENV) {
+            c.session_file_ttl_days =
+                v.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|d| *d > 0)
+                    .ok_or_else(|| {
+                        ScopedError::Config(format!(
+                            "{TTL_ENV}={v:?} is not a positive whole number"
+                        ))
+                    })?;
+        }
+        Ok(c)
+    }
+
+    fn ttl_ms(&self) -> i64 {
+        i64::from(self.session_file_ttl_days) * DAY_MS
+    }
+}
+
+/// Requests this store has issued to S3, by kind. The sweep's efficiency is judged in
+/// requests, not seconds (s3s-fs listing cost grows with the bucket).
+#[derive(Debug, Default)]
+struct Counters {
+    put: AtomicU64,
+    get: AtomicU64,
+    head: AtomicU64,
+    list: AtomicU64,
+    delete_one: AtomicU64,
+    delete_batch: AtomicU64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RequestCounts {
+    pub put: u64,
+    pub get: u64,
+    pub head: u64,
+    pub list: u64,
+    pub delete_one: u64,
+    pub delete_batch: u64,
+}
+
+impl RequestCounts {
+    pub fn total(&self) -> u64 {
+        self.put + self.get + self.head + self.list + self.delete_one + self.delete_batch
+    }
+}
+
+/// One file as a listing shows it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ListedFile {
+    /// The guest path: `session/notes.md`.
+    pub path: String,
+    pub size: u64,
+}
+
+/// What a sweep did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SweepReport {
+    pub sessions_swept: u64,
+    /// Sessions whose deletion was incomplete (a key failed); left for the next sweep.
+    pub sessions_retried_later: u64,
+    pub obligations_completed: u64,
+    pub obligations_retried_later: u64,
+    pub objects_deleted: u64,
+    pub list_requests: u64,
+    pub delete_requests: u64,
+}
+
+/// A row of `storage_deletions`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DeletionObligation {
+    pub id: i64,
+    pub prefix: String,
+    pub entity_kind: String,
+    pub entity_id: String,
+    pub requested_at_ms: Option<i64>,
+    pub done_at_ms: Option<i64>,
+}
+
+/// A row of `storage_deletion_records`: the proof an obligation was met.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DeletionRecord {
+    pub deletion_id: i64,
+    pub prefix: String,
+    pub objects_deleted: i64,
+    pub completed_at_ms: i64,
+}
+
+/// The kinds of thing that keep an idle session from being swept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WaitKind {
+    Queued,
+    Parked,
+    Waiting,
+}
+
+impl WaitKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            WaitKind::Queued => "queued",
+            WaitKind::Parked => "parked",
+            WaitKind::Waiting => "waiting",
+        }
+    }
+}
+
+pub struct ScopedStore {
+    s3: aws_sdk_s3::Client,
+    pg: PgPool,
+    cfg: ScopedConfig,
+    clock: Arc<dyn Clock>,
+    counters: Counters,
+}
+
+/// How an S3 call failed, before it is turned into a [`ScopedError`].
+enum S3Failure {
+    NotFound,
+    Error(ScopedError),
+}
+
+fn classify<E>(operation: &'static str, bucket: &str, err: SdkError<E>) -> S3Failure
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    let status = err.raw_response().map(|r| r.status().as_u16());
+    let code = err
+        .as_service_error()
+        .and_then(|e| e.code())
+        .map(str::to_string);
+    match code.as_deref() {
+        Some("NoSuchBucket") => {
+            return S3Failure::Error(ScopedError::NoSuchBucket {
+                bucket: bucket.to_string(),
+            })
+        }
+        Some("NoSuchKey") | Some("NotFound") => return S3Failure::NotFound,
+        _ => {}
+    }
+    if status == Some(404) && code.is_none() {
+        return S3Failure::NotFound;
+    }
+    S3Failure::Error(ScopedError::Storage {
+        operation,
+        message: format!("{}", DisplayErrorContext(&err)),
+    })
+}
+
+fn must<E>(operation: &'static str, bucket: &str, err: SdkError<E>) -> ScopedError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match classify(operation, bucket, err) {
+        S3Failure::NotFound => ScopedError::Storage {
+            operation,
+            message: "unexpected 404".into(),
+        },
+        S3Failure::Error(e) => e,
+    }
+}
+
+/// Text extracted at write time: the file's bytes if they are UTF-8 without NUL (SPEC decision:
+/// no content-type sniffing; binary files have no text).
+pub fn extract_text(bytes: &[u8]) -> Option<&str> {
+    let s = std::str::from_utf8(bytes).ok()?;
+    (!s.contains('\0')).then_some(s)
+}
+
+fn access_col(row: &sqlx::postgres::PgRow, col: &str) -> Result<Option<Access>, ScopedError> {
+    let v: Option<String> = row.try_get(col).map_err(ScopedError::db("read settings"))?;
+    match v {
+        None => Ok(None),
+        Some(s) => Access::parse(&s)
+            .map(Some)
+            .ok_or_else(|| ScopedError::Config(format!("bad access value {s:?} in {col}"))),
+    }
+}
+
+impl ScopedStore {
+    /// Builds a store and brings the database schema up to date.
+    pub async fn open(
+        s3: aws_sdk_s3::Client,
+        pg: PgPool,
+        cfg: ScopedConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<ScopedStore, ScopedError> {
+        super::schema::migrate(&pg).await?;
+        Ok(ScopedStore {
+            s3,
+            pg,
+            cfg,
+            clock,
+            counters: Counters::default(),
+        })
+    }
+
+    pub fn config(&self) -> &ScopedConfig {
+        &self.cfg
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pg
+    }
+
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    fn mutant(&self) -> Option<ScopedMutant> {
+        self.cfg.mutant
+    }
+
+    fn is(&self, m: ScopedMutant) -> bool {
+        self.cfg.mutant == Some(m)
+    }
+
+    fn crash(&self, point: CrashPoint) -> Result<(), ScopedError> {
+        if self.cfg.crash_at == Some(point) {
+            Err(ScopedError::Crashed(point))
+        } else {
+            Ok(())
+        }
+    }
+
+    pub fn requests(&self) -> RequestCounts {
+        let c = &self.counters;
+        RequestCounts {
+            put: c.put.load(Ordering::Relaxed),
+            get: c.get.load(Ordering::Relaxed),
+            head: c.head.load(Ordering::Relaxed),
+            list: c.list.load(Ordering::Relaxed),
+            delete_one: c.delete_one.load(Ordering::Relaxed),
+            delete_batch: c.delete_batch.load(Ordering::Relaxed),
+        }
+    }
+
+    // ----- entities -------------------------------------------------------------------------
+
+    pub async fn create_workspace(
+        &self,
+        ws: &str,
+        settings: ScopeSettings,
+    ) -> Result<(), ScopedError> {
+        let ws = Id::new(ws)?;
+        sqlx::query(
+            "INSERT INTO workspaces (id, agent_access, workspace_access) VALUES ($1, $2, $3)
+             ON CONFLICT (id) DO UPDATE SET agent_access = EXCLUDED.agent_access,
+                                            workspace_access = EXCLUDED.workspace_access",
+        )
+        .bind(ws.as_str())
+        .bind(settings.agent.map(Access::as_str))
+        .bind(settings.workspace.map(Access::as_str))
+        .execute(&self.pg)
+        .await
+        .map_err(ScopedError::db("create workspace"))?;
+        Ok(())
+    }
+
+    pub async fn create_agent(
+        &self,
+        ws: &str,
+        agent: &str,
+        settings: ScopeSettings,
+    ) -> Result<(), ScopedError> {
+        let (ws, agent) = (Id::new(ws)?, Id::new(agent)?);
+        let r = sqlx::query(
+            "INSERT INTO agents (workspace_id, id, agent_access, workspace_access)
+             SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM workspaces WHERE id = $1)
+             ON CONFLICT (workspace_id, id) DO UPDATE SET agent_access = EXCLUDED.agent_access,
+                                                         workspace_access = EXCLUDED.workspace_access",
+        )
+        .bind(ws.as_str())
+        .bind(agent.as_str())
+        .bind(settings.agent.map(Access::as_str))
+        .bind(settings.workspace.map(Access::as_str))
+        .execute(&self.pg)
+        .await
+        .map_err(ScopedError::db("create agent"))?;
+        if r.rows_affected() == 0 {
+            return Err(ScopedError::UnknownEntity {
+                kind: "workspace",
+                id: ws.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Opens a session; its activity clock starts now.
+    pub async fn create_session(&self, turn: &TurnSpace) -> Result<(), ScopedError> {
+        let r = sqlx::query(
+            "INSERT INTO sessions (workspace_id, agent_id, id, last_activity_ms)
+             SELECT $1, $2, $3, $4
+              WHERE EXISTS (SELECT 1 FROM agents WHERE workspace_id = $1 AND id = $2)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(turn.workspace.as_str())
+        .bind(turn.agent.as_str())
+        .bind(turn.session.as_str())
+        .bind(self.now().0)
+        .execute(&self.pg)
+        .await
+        .map_err(ScopedError::db("create session"))?;
+        if r.rows_affected() == 0 && !self.session_exists(turn).await? {
+            return Err(ScopedError::UnknownEntity {
+                kind: "agent",
+                id: turn.agent.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    async fn session_exists(&self, turn: &TurnSpace) -> Result<bool, ScopedError> {
+        let row = sqlx::query(
+            "SELECT 1 FROM sessions WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
+        )
+        .bind(turn.workspace.as_str())
+        .bind(turn.agent.as_str())
+        .bind(turn.session.as_str())
+        .fetch_optional(&self.pg)
+        .await
+        .map_err(ScopedError::db("find session"))?;
+        Ok(row.is_some())
+    }
+
+    /// Records activity in a session (a turn, a message). Activity never moves backwards, even
+    /// if the handed-in clock does.
+    pub async fn record_activity(&self, turn: &TurnSpace) -> Result<(), ScopedError> {
+        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+        self.touch(&mut tx, turn).await?;
+        tx.commit()
+            .await
+            .map_err(ScopedError::db("commit activity"))?;
+        Ok(())
+    }
+
+    pub async fn add_wait(
+        &self,
+        turn: &TurnSpace,
+        kind: WaitKind,
+        wait_id: &str,
+    ) -> Result<(), ScopedError> {
+        let r = sqlx::query(
+            "INSERT INTO session_waits (workspace_id, agent_id, session_id, kind, wait_id)
+             SELECT $1, $2, $3, $4, $5
+              WHERE EXISTS (SELECT 1 FROM sessions WHERE workspace_id = $1 AND agent_id = $2 AND id = $3)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(turn.workspace.as_str())
+        .bind(turn.agent.as_str())
+        .bind(turn.session.as_str())
+        .bind(kind.as_str())
+        .bind(wait_id)
+        .execute(&self.pg)
+        .await
+        .map_err(ScopedError::db("add wait"))?;
+        if r.rows_affected() == 0 && !self.session_exists(turn).await? {
+            return Err(ScopedError::UnknownEntity {
+                kind: "session",
+                id: turn.session.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    pub async fn remove_wait(
+        &self,
+        turn: &TurnSpace,
+        kind: WaitKind,
+        wait_id: &str,
+    ) -> Result<(), ScopedError> {
+        sqlx::query(
+            "DELETE FROM session_waits WHERE workspace_id = $1 AND agent_id = $2
+               AND session_id = $3 AND kind = $4 AND wait_id = $5",
+        )
+        .bind(turn.workspace.as_str())
+        .bind(turn.agent.as_str())
+        .bind(turn.session.as_str())
+        .bind(kind.as_str())
+        .bind(wait_id)
+        .execute(&self.pg)
+        .await
+        .map_err(ScopedError::db("remove wait"))?;
+        Ok(())
+    }
+
+    /// Locks the session row for the rest of the transaction, records activity, and returns
+    /// the effective permissions from the settings cascade.
+    async fn touch(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        turn: &TurnSpace,
+    ) -> Result<Permissions, ScopedError> {
+        let row = sqlx::query(
+            "SELECT w.agent_access AS w_agent, w.workspace_access AS w_ws,
+                    a.agent_access AS a_agent, a.workspace_access AS a_ws
+               FROM sessions s
+               JOIN agents a ON a.workspace_id = s.workspace_id AND a.id = s.agent_id
+               JOIN workspaces w ON w.id = s.workspace_id
+              WHERE s.workspace_id = $1 AND s.agent_id = $2 AND s.id = $3
+              FOR UPDATE OF s",
+        )
+        .bind(turn.workspace.as_str())
+        .bind(turn.agent.as_str())
+        .bind(turn.session.as_str())
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(ScopedError::db("lock session"))?
+        .ok_or_else(|| ScopedError::UnknownEntity {
+            kind: "session",
+            id: turn.session.to_string(),
+        })?;
+        let ws_layer = ScopeSettings {
+            agent: access_col(&row, "w_agent")?,
+            workspace: access_col(&row, "w_ws")?,
+        };
+        let agent_layer = ScopeSettings {
+            agent: access_col(&row, "a_agent")?,
+            workspace: access_col(&row, "a_ws")?,
+        };
+        sqlx::query(
+            "UPDATE sessions SET last_activity_ms = GREATEST(last_activity_ms, $4),
+                                 files_swept_at_ms = NULL
+              WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
+        )
+        .bind(turn.workspace.as_str())
+        .bind(turn.agent.as_str())
+        .bind(turn.session.as_str())
+        .bind(self.now().0)
+        .execute(&mut **tx)
+        .await
+        .map_err(ScopedError::db("record activity"))?;
+        Ok(Permissions::cascade(
+            self.cfg.deployment_settings,
+            ws_layer,
+            agent_layer,
+            self.mutant(),
+        ))
+    }
+
+    fn require(
+        &self,
+        perms: &Permissions,
+        r: &Resolved,
+        needed: Access,
+    ) -> Result<(), ScopedError> {
+        let granted = perms.for_scope(r.scope, self.mutant());
+        let ok = match needed {
+            Access::ReadWrite => granted.can_write(),
+            Access::Read => granted.can_read(),
+            Access::None => true,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(ScopedError::PermissionDenied {
+                scope: r.scope,
+                granted,
+                needed,
+            })
+        }
+    }
+
+    /// The effective permissions for a turn (no activity recorded).
+    pub async fn permissions(&self, turn: &TurnSpace) -> Result<Permissions, ScopedError> {
+        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+        let p = self.touch(&mut tx, turn).await?;
+        tx.rollback().await.map_err(ScopedError::db("rollback"))?;
+        Ok(p)
+    }
+
+    // ----- files ----------------------------------------------------------------------------
+
+    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), ScopedError> {
+        self.counters.put.fetch_add(1, Ordering::Relaxed);
+        self.s3
+            .put_object()
+            .bucket(&self.cfg.bucket)
+            .key(key)
+            .metadata(WRITTEN_AT_META, self.now().0.to_string())
+            .body(ByteStream::from(bytes))
+            .send()
+            .await
+            .map_err(|e| must("PutObject", &self.cfg.bucket, e))?;
+        Ok(())
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, ScopedError> {
+        self.counters.get.fetch_add(1, Ordering::Relaxed);
+        match self
+            .s3
+            .get_object()
+            .bucket(&self.cfg.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(out) => {
+                let body = out.body.collect().await.map_err(|e| ScopedError::Storage {
+                    operation: "GetObject body",
+                    message: e.to_string(),
+                })?;
+                Ok(Some(body.into_bytes().to_vec()))
+            }
+            Err(e) => match classify("GetObject", &self.cfg.bucket, e) {
+                S3Failure::NotFound => Ok(None),
+                S3Failure::Error(e) => Err(e),
+            },
+        }
+    }
+
+    async fn exists(&self, key: &str) -> Result<bool, ScopedError> {
+        self.counters.head.fetch_add(1, Ordering::Relaxed);
+        match self
+            .s3
+            .head_object()
+            .bucket(&self.cfg.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) => match classify("HeadObject", &self.cfg.bucket, e) {
+                S3Failure::NotFound => Ok(false),
+                S3Failure::Error(e) => Err(e),
+            },
+        }
+    }
+
+    async fn delete_one(&self, key: &str) -> Result<(), ScopedError> {
+        self.counters.delete_one.fetch_add(1, Ordering::Relaxed);
+        self.s3
+            .delete_object()
+            .bucket(&self.cfg.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| must("DeleteObject", &self.cfg.bucket, e))?;
+        Ok(())
+    }
+
+    /// Every key under `prefix`, in key order, one ListObjectsV2 page at a time.
+    async fn list_keys(&self, prefix: &str) -> Result<Vec<(String, u64)>, ScopedError> {
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            self.counters.list.fetch_add(1, Ordering::Relaxed);
+            let page = self
+                .s3
+                .list_objects_v2()
+                .bucket(&self.cfg.bucket)
+                .prefix(prefix)
+                .max_keys(S3_BATCH as i32)
+                .set_continuation_token(token.take())
+                .send()
+                .await
+                .map_err(|e| must("ListObjectsV2", &self.cfg.bucket, e))?;
+            for o in page.contents() {
+                if let Some(k) = o.key() {
+                    out.push((k.to_string(), o.size().unwrap_or(0).max(0) as u64));
+                }
+            }
+            match (page.is_truncated(), page.next_continuation_token()) {
+                (Some(true), Some(t)) => token = Some(t.to_string()),
+                _ => break,
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// Deletes keys in batches of 1,000 and returns the keys S3 reported as not deleted.
+    async fn delete_keys(&self, keys: &[String]) -> Result<Vec<String>, ScopedError> {
+        let mut failed = Vec::new();
+        for chunk in keys.chunks(S3_BATCH) {
+            let ids = chunk
+                .iter()
+                .map(|k| ObjectIdentifier::builder().key(k).build())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| ScopedError::Storage {
+                    operation: "DeleteObjects",
+                    message: e.to_string(),
+                })?;
+            let delete = Delete::builder()
+                .set_objects(Some(ids))
+                .quiet(true)
+                .build()
+                .map_err(|e| ScopedError::Storage {
+                    operation: "DeleteObjects",
+                    message: e.to_string(),
+                })?;
+            self.counters.delete_batch.fetch_add(1, Ordering::Relaxed);
+            let out = self
+                .s3
+                .delete_objects()
+                .bucket(&self.cfg.bucket)
+                .delete(delete)
+                .send()
+                .await
+                .map_err(|e| must("DeleteObjects", &self.cfg.bucket, e))?;
+            if !self.is(ScopedMutant::PartialBatchMarkedDone) {
+                failed.extend(
+                    out.errors()
+                        .iter()
+                        .filter_map(|e| e.key().map(str::to_string)),
+                );
+            }
+        }
+        Ok(failed)
+    }
+
+    /// Writes a file. The extracted text is stored first and the file second, so a file is
+    /// never visible without its text; an error means the file was not (re)written.
+    pub async fn write(
+        &self,
+        turn: &TurnSpace,
+        path: &str,
+        bytes: Vec<u8>,
+    ) -> Result<Resolved, ScopedError> {
+        let r = layout::resolve(path, turn, Purpose::File, self.mutant())?;
+        if r.scope == Scope::Skill {
+            return Err(ScopedError::ReadOnly {
+                path: path.to_string(),
+            });
+        }
+        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+        let perms = self.touch(&mut tx, turn).await?;
+        self.require(&perms, &r, Access::ReadWrite)?;
+        let text_key = layout::text_key(&r.prefix, &r.key);
+        match extract_text(&bytes) {
+            Some(text) => self.put(&text_key, text.as_bytes().to_vec()).await?,
+            // Overwriting a text file with a binary one must not leave the old text behind.
+            None => self.delete_one(&text_key).await?,
+        }
+        self.crash(CrashPoint::AfterTextWritten)?;
+        self.put(&r.key, bytes).await?;
+        tx.commit().await.map_err(ScopedError::db("commit write"))?;
+        Ok(r)
+    }
+
+    pub async fn read(&self, turn: &TurnSpace, path: &str) -> Result<Vec<u8>, ScopedError> {
+        let r = layout::resolve(path, turn, Purpose::File, self.mutant())?;
+        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+        let perms = self.touch(&mut tx, turn).await?;
+        self.require(&perms, &r, Access::Read)?;
+        let bytes = self
+            .get(&r.key)
+            .await?
+            .ok_or_else(|| ScopedError::NotFound {
+                path: path.to_string(),
+            })?;
+        tx.commit().await.map_err(ScopedError::db("commit read"))?;
+        Ok(bytes)
+    }
+
+    /// The text extracted from a file when it was written; `None` for a binary file. A file
+    /// that no longer exists has no readable text, whatever is left in the text area.
+    pub async fn read_text(
+        &self,
+        turn: &TurnSpace,
+        path: &str,
+    ) -> Result<Option<String>, ScopedError> {
+        let r = layout::resolve(path, turn, Purpose::File, self.mutant())?;
+        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+        let perms = self.touch(&mut tx, turn).await?;
+        self.require(&perms, &r, Access::Read)?;
+        let outlives = self.is(ScopedMutant::TextOutlivesFile);
+        if !outlives && !self.exists(&r.key).await? {
+            return Err(ScopedError::NotFound {
+                path: path.to_string(),
+            });
+        }
+        let text = self.get(&layout::text_key(&r.prefix, &r.key)).await?;
+        // The mutant serves whatever text is left; only with no text at all does it notice.
+        if outlives && text.is_none() && !self.exists(&r.key).await? {
+            return Err(ScopedError::NotFound {
+                path: path.to_string(),
+            });
+        }
+        tx.commit().await.map_err(ScopedError::db("commit read"))?;
+        Ok(text.map(|b| String::from_utf8_lossy(&b).into_owned()))
+    }
+
+    /// Deletes a file and its text (text first: a crash in between leaves a file without text,
+    /// never text without a file).
+    pub async fn delete(&self, turn: &TurnSpace, path: &str) -> Result<(), ScopedError> {
+        let r = layout::resolve(path, turn, Purpose::File, self.mutant())?;
+        if r.scope == Scope::Skill {
+            return Err(ScopedError::ReadOnly {
+                path: path.to_string(),
+            });
+        }
+        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+        let perms = self.touch(&mut tx, turn).await?;
+        self.require(&perms, &r, Access::ReadWrite)?;
+        if !self.exists(&r.key).await? {
+            return Err(ScopedError::NotFound {
+                path: path.to_string(),
+            });
+        }
+        if !self.is(ScopedMutant::TextOutlivesFile) {
+            self.delete_one(&layout::text_key(&r.prefix, &r.key))
+                .await?;
+        }
+        self.delete_one(&r.key).await?;
+        tx.commit()
+            .await
+            .map_err(ScopedError::db("commit delete"))?;
+        Ok(())
+    }
+
+    /// Lists what the caller may see. With no prefix (or an empty one): all three scopes the
+    /// agent may read. Skills are not listed; they are read through the turn's skill table.
+    pub async fn list(
+        &self,
+        turn: &TurnSpace,
+        prefix: Option<&str>,
+    ) -> Result<Vec<ListedFile>, ScopedError> {
+        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+        let perms = self.touch(&mut tx, turn).await?;
+        let targets: Vec<Resolved> = match prefix.filter(|p| !p.is_empty()) {
+            Some(p) => {
+                let r = layout::resolve(p, turn, Purpose::List, self.mutant())?;
+                self.require(&perms, &r, Access::Read)?;
+                vec![r]
+            }
+            None => {
+                let scopes: &[Scope] = if self.is(ScopedMutant::ListingOwnScopeOnly) {
+                    &[Scope::Session]
+                } else {
+                    &Scope::FILE_SCOPES
+                };
+                let mut v = Vec::new();
+                for s in scopes {
+                    if perms.for_scope(*s, self.mutant()).can_read() {
+                        let prefix = turn.scope_prefix(*s);
+                        v.push(Resolved {
+                            scope: *s,
+                            relative: String::new(),
+                            key: prefix.clone(),
+                            prefix,
+                        });
+                    }
+                }
+                v
+            }
+        };
+        let mut files = Vec::new();
+        for r in targets {
+            for (key, size) in self.list_keys(&r.key).await? {
+                // Directory markers (keys ending in `/`) made by other tools are not files.
+                if layout::is_text_key(&r.prefix, &key) || key.ends_with('/') {
+                    continue;
+                }
+                let Some(rel) = key.strip_prefix(&r.prefix) else {
+                    continue;
+                };
+                let path = if r.scope == Scope::Skill {
+                    let slug = r.relative.split('/').next().unwrap_or_default();
+                    format!("skill/{slug}/{rel}")
+                } else {
+                    format!("{}/{rel}", r.scope)
+                };
+                files.push(ListedFile { path, size });
+            }
+        }
+        tx.commit().await.map_err(ScopedError::db("commit list"))?;
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(files)
+    }
+
+    // ----- skills ---------------------------------------------------------------------------
+
+    /// Publishes a skill version through the skills API (not the files API) and returns its
+    /// sha256. The hash covers every path and its bytes in path order, so the same content is
+    /// the same version; an existing version is never overwritten.
+    pub async fn publish_skill_version(
+        &self,
+        ws: &str,
+        files: &BTreeMap<String, Vec<u8>>,
+    ) -> Result<String, ScopedError> {
+        let ws = Id::new(ws)?;
+        let exists = sqlx::query("SELECT 1 FROM workspaces WHERE id = $1")
+            .bind(ws.as_str())
+            .fetch_optional(&self.pg)
+            .await
+            .map_err(ScopedError::db("find workspace"))?;
+        if exists.is_none() {
+            return Err(ScopedError::UnknownEntity {
+                kind: "workspace",
+                id: ws.to_string(),
+            });
+        }
+        let mut h = Sha256::new();
+        for (path, bytes) in files {
+            h.update((path.len() as u64).to_be_bytes());
+            h.update(path.as_bytes());
+            h.update((bytes.len() as u64).to_be_bytes());
+            h.update(bytes);
+        }
+        let sha = hex::encode(h.finalize());
+        let probe = TurnSpace {
+            workspace: ws.clone(),
+            agent: Id::new("skills")?,
+            session: Id::new("skills")?,
+            skills: BTreeMap::from([("v".to_string(), sha.clone())]),
+        };
+        // Validate every path before writing anything, so a bad path writes nothing.
+        let mut keys = Vec::new();
+        for path in files.keys() {
+            let r = layout::resolve(&format!("skill/v/{path}"), &probe, Purpose::File, None)?;
+            keys.push(r.key);
+        }
+        for (key, bytes) in keys.iter().zip(files.values()) {
+            if !self.exists(key).await? {
+                self.put(key, bytes.clone()).await?;
+            }
+        }
+        Ok(sha)
+    }
+
+    // ----- deletion of entities -------------------------------------------------------------
+
+    async fn delete_entity(
+        &self,
+        sql: &'static str,
+        binds: &[&str],
+        kind: &'static str,
+        app_prefix: String,
+    ) -> Result<(), ScopedError> {
+        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+        sqlx::query("SELECT set_config('tidemark.now_ms', $1, true)")
+            .bind(self.now().0.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(ScopedError::db("set now"))?;
+        if self.is(ScopedMutant::AppRecordedDeletions) {
+            // The bug: application code records the one prefix it knows about; the rows a
+            // cascade removes are never recorded.
+            sqlx::query("SELECT set_config('tidemark.app_records', 'on', true)")
+                .execute(&mut *tx)
+                .await
+                .map_err(ScopedError::db("set app records"))?;
+            sqlx::query(
+                "INSERT INTO storage_deletions (prefix, entity_kind, entity_id, requested_at_ms)
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .bind(&app_prefix)
+            .bind(kind)
+            .bind(binds.last().copied().unwrap_or_default())
+            .bind(self.now().0)
+            .execute(&mut *tx)
+            .await
+            .map_err(ScopedError::db("record deletion"))?;
+        }
+        let mut q = sqlx::query(sql);
+        for b in binds {
+            q = q.bind(*b);
+        }
+        let r = q
+            .execute(&mut *tx)
+            .await
+            .map_err(ScopedError::db("delete entity"))?;
+        if r.rows_affected() == 0 {
+            return Err(ScopedError::UnknownEntity {
+                kind,
+                id: binds.join("/"),
+            });
+        }
+        tx.commit()
+            .await
+            .map_err(ScopedError::db("commit deletion"))?;
+        Ok(())
+    }
+
+    /// Deletes a session; the trigger records its prefix for the sweep.
+    pub async fn delete_session(&self, turn: &TurnSpace) -> Result<(), ScopedError> {
+        self.delete_entity(
+            "DELETE FROM sessions WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
+            &[
+                turn.workspace.as_str(),
+                turn.agent.as_str(),
+                turn.session.as_str(),
+            ],
+            "session",
+            layout::session_prefix(&turn.workspace, &turn.agent, &turn.session),
+        )
+        .await
+    }
+
+    /// Deletes an agent; the cascade removes its sessions and the triggers record every prefix.
+    pub async fn delete_agent(&self, ws: &str, agent: &str) -> Result<(), ScopedError> {
+        let (ws, agent) = (Id::new(ws)?, Id::new(agent)?);
+        self.delete_entity(
+            "DELETE FROM agents WHERE workspace_id = $1 AND id = $2",
+            &[ws.as_str(), agent.as_str()],
+            "agent",
+            layout::agent_prefix(&ws, &agent),
+        )
+        .await
+    }
+
+    /// Deletes a workspace: its agents and sessions cascade, and the triggers record the
+    /// workspace, skills, every agent and every session prefix.
+    pub async fn delete_workspace(&self, ws: &str) -> Result<(), ScopedError> {
+        let ws = Id::new(ws)?;
+        self.delete_entity(
+            "DELETE FROM workspaces WHERE id = $1",
+            &[ws.as_str()],
+            "workspace",
+            layout::workspace_prefix(&ws),
+        )
+        .await
+    }
+
+    pub async fn deletion_obligations(&self) -> Result<Vec<DeletionObligation>, ScopedError> {
+        let rows = sqlx::query(
+            "SELECT id, prefix, entity_kind, entity_id, requested_at_ms, done_at_ms
+               FROM storage_deletions ORDER BY id",
+        )
+        .fetch_all(&self.pg)
+        .await
+        .map_err(ScopedError::db("read obligations"))?;
+        rows.iter()
+            .map(|r| {
+                Ok(DeletionObligation {
+                    id: r.try_get("id")?,
+                    prefix: r.try_get("prefix")?,
+                    entity_kind: r.try_get("entity_kind")?,
+                    entity_id: r.try_get("entity_id")?,
+                    requested_at_ms: r.try_get("requested_at_ms")?,
+                    done_at_ms: r.try_get("done_at_ms")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(ScopedError::db("read obligations"))
+    }
+
+    pub async fn deletion_records(&self) -> Result<Vec<DeletionRecord>, ScopedError> {
+        let rows = sqlx::query(
+            "SELECT deletion_id, prefix, objects_deleted, completed_at_ms
+               FROM storage_deletion_records ORDER BY id",
+        )
+        .fetch_all(&self.pg)
+        .await
+        .map_err(ScopedError::db("read deletion records"))?;
+        rows.iter()
+            .map(|r| {
+                Ok(DeletionRecord {
+                    deletion_id: r.try_get("deletion_id")?,
+                    prefix: r.try_get("prefix")?,
+                    objects_deleted: r.try_get("objects_deleted")?,
+                    completed_at_ms: r.try_get("completed_at_ms")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(ScopedError::db("read deletion records"))
+    }
+
+    // ----- the sweep ------------------------------------------------------------------------
+
+    /// The hourly sweep: idle sessions' files, then pending deletion obligations.
+    pub async fn sweep(&self) -> Result<SweepReport, ScopedError> {
+        let before = self.requests();
+        let mut report = SweepReport::default();
+        if self.is(ScopedMutant::AgeOnlyExpiry) {
+            self.sweep_by_age(layout::SESSIONS_CLASS_PREFIX, &mut report)
+                .await?;
+        } else {
+            self.sweep_idle_sessions(&mut report).await?;
+        }
+        if self.is(ScopedMutant::SkillsSwept) {
+            self.sweep_by_age(layout::SKILLS_CLASS_PREFIX, &mut report)
+                .await?;
+        }
+        self.sweep_obligations(&mut report).await?;
+        let after = self.requests();
+        report.list_requests = after.list - before.list;
+        report.delete_requests = after.delete_batch - before.delete_batch;
+        Ok(report)
+    }
+
+    /// SQL selecting the sweep's candidates. Public so the plan can be shown (EXPLAIN) and
+    /// checked to use `sessions_sweep_candidates`.
+    pub const CANDIDATES_SQL: &'static str =
+        "SELECT s.workspace_id, s.agent_id, s.id, s.last_activity_ms
+           FROM sessions s
+          WHERE s.files_swept_at_ms IS NULL
+            AND s.last_activity_ms <= $1
+            AND NOT EXISTS (SELECT 1 FROM session_waits w
+                             WHERE w.workspace_id = s.workspace_id AND w.agent_id = s.agent_id
+                               AND w.session_id = s.id)
+          ORDER BY s.last_activity_ms, s.workspace_id, s.agent_id, s.id
+          LIMIT $2
+          FOR UPDATE OF s SKIP LOCKED";
+
+    const CANDIDATES_IGNORING_WAITS_SQL: &'static str =
+        "SELECT s.workspace_id, s.agent_id, s.id, s.last_activity_ms
+           FROM sessions s
+          WHERE s.files_swept_at_ms IS NULL
+            AND s.last_activity_ms <= $1
+          ORDER BY s.last_activity_ms, s.workspace_id, s.agent_id, s.id
+          LIMIT $2
+          FOR UPDATE OF s SKIP LOCKED";
+
+    async fn sweep_idle_sessions(&self, report: &mut SweepReport) -> Result<(), ScopedError> {
+        let cutoff = self.now().0.saturating_sub(self.cfg.ttl_ms());
+        let sql = if self.is(ScopedMutant::WaitsIgnored) {
+            Self::CANDIDATES_IGNORING_WAITS_SQL
+        } else {
+            Self::CANDIDATES_SQL
+        };
+        loop {
+            let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+            let rows = sqlx::query(sql)
+                .bind(cutoff)
+                .bind(self.cfg.sweep_chunk)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(ScopedError::db("select idle sessions"))?;
+            if rows.is_empty() {
+                tx.rollback().await.map_err(ScopedError::db("rollback"))?;
+                return Ok(());
+            }
+            let claimed = rows.len() as i64;
+            let mut sessions: Vec<(String, String, String)> = Vec::new();
+            let mut keys: Vec<String> = Vec::new();
+            let mut owner: Vec<usize> = Vec::new();
+            for row in &rows {
+                let ws: String = row.try_get(0).map_err(ScopedError::db("row"))?;
+                let agent: String = row.try_get(1).map_err(ScopedError::db("row"))?;
+                let id: String = row.try_get(2).map_err(ScopedError::db("row"))?;
+                let prefix = format!("sessions/{ws}/{agent}/{id}/");
+                for (k, _) in self.list_keys(&prefix).await? {
+                    keys.push(k);
+                    owner.push(sessions.len());
+                }
+                sessions.push((ws, agent, id));
+            }
+            // One DeleteObjects per 1,000 keys across sessions: the request count approaches
+            // the lower bound (list pages + ceil(keys / 1000)).
+            let failed: std::collections::BTreeSet<String> =
+                self.delete_keys(&keys).await?.into_iter().collect();
+            let mut incomplete = vec![false; sessions.len()];
+            for (k, o) in keys.iter().zip(&owner) {
+                if failed.contains(k) {
+                    incomplete[*o] = true;
+                }
+            }
+            report.objects_deleted += (keys.len() - failed.len()) as u64;
+            self.crash(CrashPoint::AfterSessionObjectsDeleted)?;
+            for (i, (ws, agent, id)) in sessions.iter().enumerate() {
+                if incomplete[i] {
+                    report.sessions_retried_later += 1;
+                    continue;
+                }
+                sqlx::query(
+                    "UPDATE sessions SET files_swept_at_ms = $4
+                      WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
+                )
+                .bind(ws)
+                .bind(agent)
+                .bind(id)
+                .bind(self.now().0)
+                .execute(&mut *tx)
+                .await
+                .map_err(ScopedError::db("mark swept"))?;
+                report.sessions_swept += 1;
+            }
+            tx.commit().await.map_err(ScopedError::db("commit sweep"))?;
+            if claimed < self.cfg.sweep_chunk || report.sessions_retried_later > 0 {
+                // Incomplete sessions stay unswept; looping would pick them straight back up.
+                return Ok(());
+            }
+        }
+    }
+
+    /// The age-only bug (and the skills-swept bug): delete by object age under a class prefix,
+    /// knowing nothing about session activity.
+    async fn sweep_by_age(&self, class: &str, report: &mut SweepReport) -> Result<(), ScopedError> {
+        let cutoff = self.now().0.saturating_sub(self.cfg.ttl_ms());
+        let mut doomed = Vec::new();
+        for (key, _) in self.list_keys(class).await? {
+            self.counters.head.fetch_add(1, Ordering::Relaxed);
+            let head = self
+                .s3
+                .head_object()
+                .bucket(&self.cfg.bucket)
+                .key(&key)
+                .send()
+                .await
+                .map_err(|e| must("HeadObject", &self.cfg.bucket, e))?;
+            let written = head
+                .metadata()
+                .and_then(|m| m.get(WRITTEN_AT_META))
+                .and_then(|v| v.parse::<i64>().ok())
+                .unwrap_or(i64::MIN);
+            if written <= cutoff {
+                doomed.push(key);
+            }
+        }
+        let failed = self.delete_keys(&doomed).await?;
+        report.objects_deleted += (doomed.len() - failed.len()) as u64;
+        Ok(())
+    }
+
+    async fn sweep_obligations(&self, report: &mut SweepReport) -> Result<(), ScopedError> {
+        let pending: Vec<i64> = sqlx::query_scalar(
+            "SELECT id FROM storage_deletions WHERE done_at_ms IS NULL ORDER BY id",
+        )
+        .fetch_all(&self.pg)
+        .await
+        .map_err(ScopedError::db("select obligations"))?;
+        for id in pending {
+            if self.is(ScopedMutant::DeletionBeforeRecord) {
+                self.meet_obligation_marking_first(id, report).await?;
+                continue;
+            }
+            let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+            let Some(prefix) = sqlx::query_scalar::<_, String>(
+                "SELECT prefix FROM storage_deletions
+                  WHERE id = $1 AND done_at_ms IS NULL FOR UPDATE SKIP LOCKED",
+            )
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(ScopedError::db("claim obligation"))?
+            else {
+                continue;
+            };
+            let keys: Vec<String> = self
+                .list_keys(&prefix)
+                .await?
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect();
+            let failed = self.delete_keys(&keys).await?;
+            report.objects_deleted += (keys.len() - failed.len()) as u64;
+            if !failed.is_empty() {
+                // Leave it pending: it is recorded done only once the prefix is empty.
+                report.obligations_retried_later += 1;
+                tx.rollback().await.map_err(ScopedError::db("rollback"))?;
+                continue;
+            }
+            self.crash(CrashPoint::AfterObligationObjectsDeleted)?;
+            self.record_obligation(&mut tx, id, &prefix, keys.len() as i64)
+                .await?;
+            sqlx::query("UPDATE storage_deletions SET done_at_ms = $2 WHERE id = $1")
+                .bind(id)
+                .bind(self.now().0)
+                .execute(&mut *tx)
+                .await
+                .map_err(ScopedError::db("mark obligation done"))?;
+            tx.commit()
+                .await
+                .map_err(ScopedError::db("commit obligation"))?;
+            report.obligations_completed += 1;
+        }
+        Ok(())
+    }
+
+    async fn record_obligation(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        id: i64,
+        prefix: &str,
+        objects: i64,
+    ) -> Result<(), ScopedError> {
+        sqlx::query(
+            "INSERT INTO storage_deletion_records (deletion_id, prefix, objects_deleted, completed_at_ms)
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(id)
+        .bind(prefix)
+        .bind(objects)
+        .bind(self.now().0)
+        .execute(&mut **tx)
+        .await
+        .map_err(ScopedError::db("record deletion"))?;
+        Ok(())
+    }
+
+    /// The deletion-before-record bug: the obligation is closed first, the objects deleted
+    /// after, the record written last; a crash in between performs a deletion nobody recorded.
+    async fn meet_obligation_marking_first(
+        &self,
+        id: i64,
+        report: &mut SweepReport,
+    ) -> Result<(), ScopedError> {
+        let prefix: Option<String> = sqlx::query_scalar(
+            "UPDATE storage_deletions SET done_at_ms = $2
+              WHERE id = $1 AND done_at_ms IS NULL RETURNING prefix",
+        )
+        .bind(id)
+        .bind(self.now().0)
+        .fetch_optional(&self.pg)
+        .await
+        .map_err(ScopedError::db("mark obligation done"))?;
+        let Some(prefix) = prefix else {
+            return Ok(());
+        };
+        let keys: Vec<String> = self
+            .list_keys(&prefix)
+            .await?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        let failed = self.delete_keys(&keys).await?;
+        report.objects_deleted += (keys.len() - failed.len()) as u64;
+        self.crash(CrashPoint::AfterObligationObjectsDeleted)?;
+        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+        self.record_obligation(&mut tx, id, &prefix, keys.len() as i64)
+            .await?;
+        tx.commit()
+            .await
+            .map_err(ScopedError::db("commit record"))?;
+        report.obligations_completed += 1;
+        Ok(())
+    }
+}
