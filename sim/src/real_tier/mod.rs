@@ -1,0 +1,109 @@
+//! The real tier: the reference implementation against s3s-fs served over loopback HTTP behind
+//! a fault-injecting wrapper, and a real PostgreSQL.
+//!
+//! - [`faults`]: the fault-injecting `s3s::S3` wrapper (errors, latency, partial DeleteObjects,
+//!   store down) that also stores lifecycle configuration.
+//! - [`server`]: the in-process server and an aws-sdk-s3 client for it.
+//! - [`pg`]: PostgreSQL from `DATABASE_URL`, an ephemeral cluster, or (detected) Docker.
+
+pub mod faults;
+pub mod pg;
+pub mod server;
+
+use std::sync::Arc;
+
+use tidemark_reference::clock::Clock;
+use tidemark_reference::scoped::{ScopedConfig, ScopedError, ScopedStore};
+
+pub use faults::{FaultHandle, FaultPlan};
+pub use pg::{PgProvider, PgSourceKind, TestDatabase};
+pub use server::{s3_client, S3Server};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RealTierError {
+    #[error("no PostgreSQL available; tried, in order:\n  - {}", reasons.join("\n  - "))]
+    NoPostgres { reasons: Vec<String> },
+    #[error("PostgreSQL: {message}")]
+    Postgres { message: String },
+    #[error("S3 server: {message}")]
+    S3Server { message: String },
+    #[error("S3 client: {message}")]
+    S3Client { message: String },
+    #[error(transparent)]
+    Scoped(#[from] ScopedError),
+}
+
+/// One running real tier: an S3 server over a temporary directory and a PostgreSQL provider.
+/// Dropping it stops the server, stops an ephemeral cluster and removes both directories.
+pub struct RealTier {
+    // Field order is drop order: the server stops before its directory goes.
+    pub s3: S3Server,
+    pub pg: PgProvider,
+    root: tempfile::TempDir,
+}
+
+impl RealTier {
+    pub async fn start(seed: u64) -> Result<RealTier, RealTierError> {
+        let root = tempfile::Builder::new()
+            .prefix("tidemark-s3-")
+            .tempdir()
+            .map_err(|e| RealTierError::S3Server {
+                message: format!("temporary directory: {e}"),
+            })?;
+        let s3 = S3Server::start(root.path(), seed).await?;
+        let pg = PgProvider::from_environment().await?;
+        Ok(RealTier { s3, pg, root })
+    }
+
+    pub fn root(&self) -> &std::path::Path {
+        self.root.path()
+    }
+
+    /// Creates a bucket through the client (so the request path is exercised too).
+    pub async fn create_bucket(&self, bucket: &str) -> Result<(), RealTierError> {
+        self.s3
+            .client()
+            .create_bucket()
+            .bucket(bucket)
+            .send()
+            .await
+            .map_err(|e| RealTierError::S3Client {
+                message: format!(
+                    "CreateBucket {bucket}: {}",
+                    aws_sdk_s3::error::DisplayErrorContext(&e)
+                ),
+            })?;
+        Ok(())
+    }
+
+    /// A scoped store on a fresh bucket and a fresh database, for one scenario.
+    pub async fn scoped_store(
+        &self,
+        name: &str,
+        mut config: ScopedConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<(ScopedStore, TestDatabase), RealTierError> {
+        let db = self.pg.fresh_database(name).await?;
+        let bucket = bucket_name(name, &db.name);
+        self.create_bucket(&bucket).await?;
+        config.bucket = bucket;
+        let store = ScopedStore::open(self.s3.client(), db.pool.clone(), config, clock).await?;
+        Ok((store, db))
+    }
+}
+
+/// A valid bucket name (3-63 of [a-z0-9-]) unique to a database.
+pub fn bucket_name(hint: &str, db_name: &str) -> String {
+    let mut s: String = format!("b-{db_name}-{hint}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    s.truncate(63);
+    s.trim_end_matches('-').to_string()
+}

@@ -1,0 +1,408 @@
+//! PostgreSQL for the real tier, from (in order) `DATABASE_URL`, an ephemeral cluster started
+//! from local PostgreSQL binaries, or testcontainers where a Docker daemon answers; otherwise
+//! an error naming all three. Each scenario gets its own database. An ephemeral cluster is
+//! stopped and its directory removed when the provider is dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection, PgPool};
+
+use super::RealTierError;
+
+/// Where the server binaries are looked for when `TIDEMARK_PG_BIN` is not set.
+pub const PG_BIN_ROOT: &str = "/usr/lib/postgresql";
+
+/// Where a provider's PostgreSQL came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PgSourceKind {
+    DatabaseUrl,
+    EphemeralCluster { bin_dir: PathBuf },
+}
+
+/// A source of fresh databases.
+pub struct PgProvider {
+    admin: PgConnectOptions,
+    kind: PgSourceKind,
+    cluster: Option<EphemeralCluster>,
+    counter: AtomicU64,
+}
+
+impl PgProvider {
+    /// `DATABASE_URL`, else an ephemeral cluster, else testcontainers, else an error naming all
+    /// three and why each was unavailable.
+    pub async fn from_environment() -> Result<PgProvider, RealTierError> {
+        let mut reasons = Vec::new();
+        match std::env::var("DATABASE_URL") {
+            Ok(url) if !url.trim().is_empty() => return PgProvider::from_url(&url).await,
+            _ => reasons.push("DATABASE_URL: not set".to_string()),
+        }
+        match find_pg_bin() {
+            Ok(bin) => match EphemeralCluster::start(&bin).await {
+                Ok(cluster) => {
+                    let admin = cluster.connect_options();
+                    return Ok(PgProvider {
+                        admin,
+                        kind: PgSourceKind::EphemeralCluster { bin_dir: bin },
+                        cluster: Some(cluster),
+                        counter: AtomicU64::new(0),
+                    });
+                }
+                Err(e) => reasons.push(format!("ephemeral cluster from {}: {e}", bin.display())),
+            },
+            Err(e) => reasons.push(format!("ephemeral cluster: {e}")),
+        }
+        reasons.push(format!("testcontainers: {}", docker_status()));
+        Err(RealTierError::NoPostgres { reasons })
+    }
+
+    pub async fn from_url(url: &str) -> Result<PgProvider, RealTierError> {
+        let admin: PgConnectOptions = url.parse().map_err(|e| RealTierError::Postgres {
+            message: format!("DATABASE_URL does not parse: {e}"),
+        })?;
+        let conn = admin.connect().await.map_err(|e| RealTierError::Postgres {
+            message: format!("DATABASE_URL does not answer: {e}"),
+        })?;
+        let _ = conn.close().await;
+        Ok(PgProvider {
+            admin,
+            kind: PgSourceKind::DatabaseUrl,
+            cluster: None,
+            counter: AtomicU64::new(0),
+        })
+    }
+
+    pub fn kind(&self) -> &PgSourceKind {
+        &self.kind
+    }
+
+    /// Connection options of the administrative database (for EXPLAIN and inspection).
+    pub fn admin_options(&self) -> PgConnectOptions {
+        self.admin.clone()
+    }
+
+    /// Creates a new, empty database and returns a pool on it. Names are unique per provider
+    /// and process, so parallel scenarios never share one.
+    pub async fn fresh_database(&self, hint: &str) -> Result<TestDatabase, RealTierError> {
+        let n = self.counter.fetch_add(1, Ordering::SeqCst);
+        let clean: String = hint
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .take(30)
+            .collect();
+        let name = format!("tdm_{}_{}_{clean}", std::process::id(), n);
+        let mut admin = self
+            .admin
+            .connect()
+            .await
+            .map_err(|e| RealTierError::Postgres {
+                message: format!("connect for CREATE DATABASE: {e}"),
+            })?;
+        // The name is built from [a-z0-9_] only, so quoting it is enough.
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+            .execute(&mut admin)
+            .await
+            .map_err(|e| RealTierError::Postgres {
+                message: format!("CREATE DATABASE {name}: {e}"),
+            })?;
+        let _ = admin.close().await;
+        let options = self.admin.clone().database(&name);
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options.clone())
+            .await
+            .map_err(|e| RealTierError::Postgres {
+                message: format!("connect to {name}: {e}"),
+            })?;
+        Ok(TestDatabase {
+            name,
+            pool,
+            options,
+        })
+    }
+
+    /// Drops a database made by [`fresh_database`](Self::fresh_database). With an ephemeral
+    /// cluster this is optional (the whole cluster goes on drop); with `DATABASE_URL` it is how
+    /// a run leaves the server as it found it.
+    pub async fn drop_database(&self, db: TestDatabase) -> Result<(), RealTierError> {
+        db.pool.close().await;
+        let mut admin = self
+            .admin
+            .connect()
+            .await
+            .map_err(|e| RealTierError::Postgres {
+                message: format!("connect for DROP DATABASE: {e}"),
+            })?;
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+            db.name
+        )))
+        .execute(&mut admin)
+        .await
+        .map_err(|e| RealTierError::Postgres {
+            message: format!("DROP DATABASE {}: {e}", db.name),
+        })?;
+        let _ = admin.close().await;
+        Ok(())
+    }
+
+    /// Stops the ephemeral cluster now (it is also stopped on drop).
+    pub fn stop(&mut self) {
+        self.cluster.take();
+    }
+}
+
+/// One scenario's database.
+pub struct TestDatabase {
+    pub name: String,
+    pub pool: PgPool,
+    pub options: PgConnectOptions,
+}
+
+/// Finds the newest `<root>/<version>/bin` holding `initdb` and `postgres`, or `TIDEMARK_PG_BIN`.
+fn find_pg_bin() -> Result<PathBuf, String> {
+    if let Ok(dir) = std::env::var("TIDEMARK_PG_BIN") {
+        let p = PathBuf::from(dir);
+        return if p.join("initdb").is_file() {
+            Ok(p)
+        } else {
+            Err(format!("TIDEMARK_PG_BIN={} has no initdb", p.display()))
+        };
+    }
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir(PG_BIN_ROOT)
+        .map_err(|e| format!("no binaries under {PG_BIN_ROOT}: {e}"))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let v = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let bin = e.path().join("bin");
+            (bin.join("initdb").is_file() && bin.join("postgres").is_file()).then_some((v, bin))
+        })
+        .collect();
+    versions.sort();
+    versions
+        .pop()
+        .map(|(_, p)| p)
+        .ok_or_else(|| format!("no <version>/bin/initdb under {PG_BIN_ROOT}"))
+}
+
+/// Whether a Docker daemon answers. Testcontainers would need one (and an image registry).
+fn docker_status() -> String {
+    let socket = std::env::var("DOCKER_HOST")
+        .ok()
+        .and_then(|h| h.strip_prefix("unix://").map(str::to_string))
+        .unwrap_or_else(|| "/var/run/docker.sock".to_string());
+    match std::os::unix::net::UnixStream::connect(&socket) {
+        Ok(_) => format!(
+            "a Docker daemon answers at {socket}, but this build does not start containers; set DATABASE_URL"
+        ),
+        Err(e) => format!("no Docker daemon answers at {socket} ({e})"),
+    }
+}
+
+/// The uid and gid of the `postgres` account, from /etc/passwd.
+fn postgres_account() -> Result<(u32, u32), String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").map_err(|e| e.to_string())?;
+    passwd
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.len() > 3 && f[0] == "postgres")
+                .then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))
+                .flatten()
+        })
+        .ok_or_else(|| "running as root and there is no postgres account to drop to".to_string())
+}
+
+fn running_as_root() -> bool {
+    // The owner of /proc/self is the effective uid; no libc needed.
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid() == 0)
+        .unwrap_or(false)
+}
+
+/// A PostgreSQL cluster in a temporary directory, owned by this process.
+pub struct EphemeralCluster {
+    dir: Option<tempfile::TempDir>,
+    child: Option<Child>,
+    port: u16,
+}
+
+impl EphemeralCluster {
+    pub async fn start(bin: &Path) -> Result<EphemeralCluster, String> {
+        let run_as = if running_as_root() {
+            Some(postgres_account()?)
+        } else {
+            None
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("tidemark-pg-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let data = dir.path().join("data");
+        let socket_dir = dir.path().join("sock");
+        std::fs::create_dir(&socket_dir).map_err(|e| e.to_string())?;
+        if let Some((uid, gid)) = run_as {
+            for p in [dir.path(), socket_dir.as_path()] {
+                std::os::unix::fs::chown(p, Some(uid), Some(gid))
+                    .map_err(|e| format!("chown {}: {e}", p.display()))?;
+            }
+        }
+        let mut initdb = Command::new(bin.join("initdb"));
+        initdb
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--locale=C",
+            ])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        as_user(&mut initdb, run_as);
+        let out = tokio::task::spawn_blocking(move || initdb.output())
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("initdb: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "initdb failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let mut last_err = String::new();
+        // A free port can be taken between probing and binding; try a few.
+        for _ in 0..5 {
+            let port = free_port().map_err(|e| e.to_string())?;
+            let mut cluster = EphemeralCluster {
+                dir: None,
+                child: None,
+                port,
+            };
+            let mut postgres = Command::new(bin.join("postgres"));
+            postgres
+                .arg("-D")
+                .arg(&data)
+                .arg("-p")
+                .arg(port.to_string())
+                .arg("-k")
+                .arg(&socket_dir)
+                .args([
+                    "-c",
+                    "listen_addresses=127.0.0.1",
+                    "-c",
+                    "fsync=off",
+                    "-c",
+                    "synchronous_commit=off",
+                    "-c",
+                    "full_page_writes=off",
+                    "-c",
+                    "max_connections=200",
+                ])
+                .current_dir(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            as_user(&mut postgres, run_as);
+            cluster.child = Some(postgres.spawn().map_err(|e| format!("postgres: {e}"))?);
+            match cluster.wait_ready(Duration::from_secs(20)).await {
+                Ok(()) => {
+                    cluster.dir = Some(dir);
+                    return Ok(cluster);
+                }
+                Err(e) => last_err = e, // cluster dropped here: the child is stopped
+            }
+        }
+        Err(format!("postgres did not start: {last_err}"))
+    }
+
+    fn connect_options(&self) -> PgConnectOptions {
+        PgConnectOptions::new()
+            .host("127.0.0.1")
+            .port(self.port)
+            .username("postgres")
+            .database("postgres")
+    }
+
+    async fn wait_ready(&mut self, limit: Duration) -> Result<(), String> {
+        let start = Instant::now();
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(format!("postgres exited with {status}"));
+                }
+            }
+            match self.connect_options().connect().await {
+                Ok(c) => {
+                    let _ = c.close().await;
+                    return Ok(());
+                }
+                Err(e) if start.elapsed() > limit => return Err(e.to_string()),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl Drop for EphemeralCluster {
+    fn drop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        // Fast shutdown (SIGINT) disconnects clients and exits cleanly, so no backend or
+        // shared memory segment outlives the cluster. SIGKILL is the fallback.
+        let _ = Command::new("kill")
+            .arg("-INT")
+            .arg(child.id().to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break;
+                }
+            }
+        }
+        // `dir` (a TempDir) is removed when it drops, after the server has stopped.
+    }
+}
+
+fn as_user(cmd: &mut Command, run_as: Option<(u32, u32)>) {
+    if let Some((uid, gid)) = run_as {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(uid).gid(gid);
+        // HOME of root is not readable by postgres; some tools look at it.
+        cmd.env("HOME", "/tmp");
+    }
+}
+
+fn free_port() -> std::io::Result<u16> {
+    let l = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+    Ok(l.local_addr()?.port())
+}

@@ -1,0 +1,114 @@
+//! s3s-fs served in-process over loopback HTTP behind the fault wrapper, and a real S3 client
+//! (aws-sdk-s3) pointed at it.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder as ConnBuilder;
+use s3s::auth::SimpleAuth;
+use s3s::service::S3ServiceBuilder;
+use tokio::net::TcpListener;
+
+use super::faults::{FaultHandle, FaultyS3};
+use super::RealTierError;
+
+/// The keys the server accepts and the client signs with. Test-only, never secrets.
+pub const ACCESS_KEY: &str = "tidemark-access";
+pub const SECRET_KEY: &str = "tidemark-secret-key";
+pub const REGION: &str = "us-east-1";
+
+/// A running S3 server. Stops (its accept loop is aborted and its open connections dropped)
+/// when dropped; the root directory belongs to the caller.
+pub struct S3Server {
+    addr: SocketAddr,
+    faults: FaultHandle,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl S3Server {
+    /// Serves `root` (a directory; each bucket is a subdirectory) on 127.0.0.1 at a free port.
+    /// Must be called inside a Tokio runtime.
+    pub async fn start(root: &Path, seed: u64) -> Result<S3Server, RealTierError> {
+        let fs = s3s_fs::FileSystem::new(root).map_err(|e| RealTierError::S3Server {
+            message: format!("s3s-fs over {}: {e:?}", root.display()),
+        })?;
+        let faults = FaultHandle::new(seed);
+        let mut builder = S3ServiceBuilder::new(FaultyS3::new(fs, faults.clone()));
+        builder.set_auth(SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
+        let service = builder.build();
+        let listener =
+            TcpListener::bind(("127.0.0.1", 0))
+                .await
+                .map_err(|e| RealTierError::S3Server {
+                    message: format!("bind 127.0.0.1: {e}"),
+                })?;
+        let addr = listener.local_addr().map_err(|e| RealTierError::S3Server {
+            message: e.to_string(),
+        })?;
+        let task = tokio::spawn(async move {
+            let http = ConnBuilder::new(TokioExecutor::new());
+            let mut conns = tokio::task::JoinSet::new();
+            loop {
+                let Ok((socket, _)) = listener.accept().await else {
+                    continue;
+                };
+                let conn = http
+                    .serve_connection(TokioIo::new(socket), service.clone())
+                    .into_owned();
+                // Connections live in this JoinSet, so aborting the server task drops them.
+                conns.spawn(async move {
+                    let _ = conn.await;
+                });
+                while conns.try_join_next().is_some() {}
+            }
+        });
+        Ok(S3Server { addr, faults, task })
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn faults(&self) -> &FaultHandle {
+        &self.faults
+    }
+
+    /// A client for this server.
+    pub fn client(&self) -> aws_sdk_s3::Client {
+        s3_client(&self.endpoint())
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// An aws-sdk-s3 client for any S3 endpoint speaking plain HTTP, signing with the harness keys.
+/// Path-style addressing, because a loopback address has no bucket subdomains. Retries are off:
+/// the reference implementation reports a failed request rather than the SDK hiding injected
+/// faults behind retries.
+pub fn s3_client(endpoint: &str) -> aws_sdk_s3::Client {
+    use aws_sdk_s3::config::{
+        Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation,
+    };
+    let creds = Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "tidemark");
+    let config = aws_sdk_s3::Config::builder()
+        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .region(Region::new(REGION))
+        .endpoint_url(endpoint)
+        .credentials_provider(creds)
+        .force_path_style(true)
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled())
+        .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
+        .response_checksum_validation(ResponseChecksumValidation::WhenRequired)
+        .build();
+    aws_sdk_s3::Client::from_conf(config)
+}
