@@ -1,0 +1,24 @@
+//! Tidemark conformance: the contract (requests and outcomes as data), the scenario format and
+//! its runner, the drivers that reach an implementation, the mutant catalogue's runner, and the
+//! reports. The `tidemark` binary (src/main.rs) is a thin command line over this library.
+
+pub mod contract;
+pub mod driver;
+pub mod mutants;
+pub mod profiles;
+pub mod report;
+pub mod runner;
+pub mod scenario;
+pub mod spec;
+pub mod suite;
+
+use std::path::PathBuf;
+
+/// Where the suite lives in this repository.
+pub fn default_scenarios_dir() -> PathBuf {
+    spec::repo_root().join("scenarios")
+}
+
+pub fn default_spec_path() -> PathBuf {
+    spec::repo_root().join("SPEC.md")
+}

@@ -1,0 +1,3 @@
+//! In-process drivers for the reference implementation, one module per profile.
+
+pub mod scratchpad;

@@ -1,0 +1,466 @@
+//! The scenario grammar, one line at a time. Every error names the file, the line and what was
+//! expected; an unknown operation, knob, reason or rule id is an error, never a skipped step.
+//!
+//! ```text
+//! scenario: <sentence>                 required, first
+//! profile: scratchpad                  required
+//! rules: SP-1.2, SP-3.1                required, ids defined in SPEC.md
+//! knob <name> <value>                  e.g. knob session_cap_bytes 1KiB; knob root unmounted
+//! advance <duration>                   e.g. advance 6d23h59m
+//! stop | start
+//! <caller> write <path> <content> => <expect>
+//! <caller> read <path> => <expect>
+//! <caller> list [<path>] => <expect>
+//! <caller> remove <path> => <expect>
+//! disk mkdir|write|symlink|exists|absent|no-path-contains ...
+//! workdir empty
+//! ```
+//! A caller is `name@#channel/thread` (a thread) or `name@#channel` (a channel pairing). In a
+//! path, a component `@name` is that requester's hashed directory, and `<caller>` is that
+//! caller's hashed session directory. Content is a quoted string or a size (`600KiB`, `10B`).
+
+use super::lex::{tokenize, Token};
+use super::{Action, DiskAction, Expect, KnobUnit, Knobs, Profile, Scenario, ScenarioError, Step, SCRATCHPAD_KNOBS};
+use crate::contract::{Bytes, Caller, Request, SCRATCHPAD_REASONS};
+use crate::spec::{is_rule_id, RuleIndex};
+use std::path::{Path, PathBuf};
+use tidemark_reference::scratchpad::{requester_dir, CallContext};
+
+pub fn parse_file(path: &Path, rules: &RuleIndex) -> Result<Scenario, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: path.to_path_buf(),
+        line: 0,
+        message: format!("cannot read the file: {e}"),
+    })?;
+    parse_str(path, &text, rules)
+}
+
+pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario, ScenarioError> {
+    let err = |line: usize, message: String| ScenarioError {
+        file: file.to_path_buf(),
+        line,
+        message,
+    };
+    let mut name: Option<String> = None;
+    let mut profile: Option<Profile> = None;
+    let mut cited: Option<Vec<String>> = None;
+    let mut knobs = Knobs::default();
+    let mut steps = Vec::new();
+
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let trimmed = raw.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if let Some(v) = trimmed.strip_prefix("scenario:") {
+            if name.is_some() {
+                return Err(err(line, "a second 'scenario:' line; one scenario per file".into()));
+            }
+            let v = v.trim();
+            if v.is_empty() {
+                return Err(err(line, "expected a sentence after 'scenario:' stating the decision proved".into()));
+            }
+            name = Some(v.to_string());
+            continue;
+        }
+        if name.is_none() {
+            return Err(err(line, format!("expected 'scenario: <sentence>' as the first line, found {trimmed:?}")));
+        }
+        if let Some(v) = trimmed.strip_prefix("profile:") {
+            let v = v.trim();
+            profile = Some(Profile::from_name(v).ok_or_else(|| err(line, format!("unknown profile {v:?}; expected 'scratchpad'")))?);
+            continue;
+        }
+        if let Some(v) = trimmed.strip_prefix("rules:") {
+            let mut ids = Vec::new();
+            for id in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                if !is_rule_id(id) {
+                    return Err(err(line, format!("{id:?} is not a rule id; expected the form SP-1.2")));
+                }
+                if !rules.contains(id) {
+                    return Err(err(line, format!("rule {id} is not defined in SPEC.md")));
+                }
+                ids.push(id.to_string());
+            }
+            if ids.is_empty() {
+                return Err(err(line, "expected at least one rule id after 'rules:'".into()));
+            }
+            cited = Some(ids);
+            continue;
+        }
+        let tokens = tokenize(trimmed).map_err(|m| err(line, m))?;
+        let profile_now = profile.ok_or_else(|| err(line, "expected 'profile:' before the first step".into()))?;
+        if cited.is_none() {
+            return Err(err(line, "expected 'rules:' before the first step".into()));
+        }
+        let mut p = LineParser { tokens: &tokens, pos: 0 };
+        let first = p.word().map_err(|m| err(line, m))?;
+        let action = match first.as_str() {
+            "knob" => {
+                if !steps.is_empty() {
+                    return Err(err(line, "knobs must come before the first step".into()));
+                }
+                parse_knob(&mut p, &mut knobs, profile_now).map_err(|m| err(line, m))?;
+                continue;
+            }
+            "advance" => {
+                let d = p.word().map_err(|m| err(line, m))?;
+                let ms = parse_duration(&d).map_err(|m| err(line, m))?;
+                Action::Advance { ms }
+            }
+            "stop" => Action::Stop,
+            "start" => Action::Start,
+            "workdir" => {
+                let w = p.word().map_err(|m| err(line, m))?;
+                if w != "empty" {
+                    return Err(err(line, format!("expected 'workdir empty', found 'workdir {w}'")));
+                }
+                Action::Disk(DiskAction::WorkdirEmpty)
+            }
+            "disk" => Action::Disk(parse_disk(&mut p).map_err(|m| err(line, m))?),
+            w if w.contains('@') => {
+                let caller = parse_caller(w).map_err(|m| err(line, m))?;
+                parse_call(&mut p, caller).map_err(|m| err(line, m))?
+            }
+            other => {
+                return Err(err(
+                    line,
+                    format!("unknown step {other:?}; expected a caller (name@#channel[/thread]), advance, stop, start, disk, workdir or knob"),
+                ))
+            }
+        };
+        p.end().map_err(|m| err(line, m))?;
+        steps.push(Step { line, text: trimmed.to_string(), action });
+    }
+
+    let name = name.ok_or_else(|| err(1, "expected 'scenario: <sentence>'; the file is empty".into()))?;
+    let profile = profile.ok_or_else(|| err(1, "expected a 'profile:' line".into()))?;
+    let rules = cited.ok_or_else(|| err(1, "expected a 'rules:' line citing SPEC.md".into()))?;
+    if let Some(bad) = rules.iter().find(|r| !r.starts_with(profile.rule_prefix())) {
+        return Err(err(1, format!("rule {bad} belongs to another profile; a {} scenario cites {}* rules", profile.name(), profile.rule_prefix())));
+    }
+    if steps.is_empty() {
+        return Err(err(text.lines().count().max(1), "expected at least one step".into()));
+    }
+    Ok(Scenario { file: PathBuf::from(file), name, profile, rules, knobs, steps })
+}
+
+struct LineParser<'a> {
+    tokens: &'a [Token],
+    pos: usize,
+}
+
+impl LineParser<'_> {
+    fn peek(&self) -> Option<&Token> {
+        self.tokens.get(self.pos)
+    }
+    fn next(&mut self) -> Option<&Token> {
+        let t = self.tokens.get(self.pos);
+        self.pos += 1;
+        t
+    }
+    fn word(&mut self) -> Result<String, String> {
+        match self.next() {
+            Some(Token::Word(w)) => Ok(w.clone()),
+            Some(t) => Err(format!("expected a word, found {}", t.describe())),
+            None => Err("expected a word, found the end of the line".into()),
+        }
+    }
+    /// A path: a bare word or a quoted string, with placeholders expanded.
+    fn path(&mut self) -> Result<Vec<u8>, String> {
+        match self.next() {
+            Some(Token::Word(w)) => Ok(expand(w)?.into_bytes()),
+            Some(Token::Quoted(q)) => match std::str::from_utf8(q) {
+                Ok(s) => Ok(expand(s)?.into_bytes()),
+                Err(_) => Ok(q.clone()), // non-UTF-8 paths are passed through untouched
+            },
+            Some(t) => Err(format!("expected a path, found {}", t.describe())),
+            None => Err("expected a path, found the end of the line".into()),
+        }
+    }
+    fn arrow(&mut self) -> Result<(), String> {
+        match self.next() {
+            Some(Token::Arrow) => Ok(()),
+            Some(t) => Err(format!("expected '=> <expectation>', found {}", t.describe())),
+            None => Err("expected '=> <expectation>': every call states what must come back".into()),
+        }
+    }
+    fn end(&self) -> Result<(), String> {
+        match self.peek() {
+            None => Ok(()),
+            Some(t) => Err(format!("unexpected {} after the end of the step", t.describe())),
+        }
+    }
+    /// `[a, b, c]` or `[]`.
+    fn path_list(&mut self) -> Result<Vec<String>, String> {
+        match self.next() {
+            Some(Token::Open) => {}
+            Some(t) => return Err(format!("expected '[', found {}", t.describe())),
+            None => return Err("expected '[', found the end of the line".into()),
+        }
+        let mut out = Vec::new();
+        loop {
+            match self.next() {
+                Some(Token::Close) => return Ok(out),
+                Some(Token::Word(w)) => out.push(expand(w)?),
+                Some(Token::Quoted(q)) => out.push(expand(&String::from_utf8_lossy(q))?),
+                Some(t) => return Err(format!("expected a path or ']', found {}", t.describe())),
+                None => return Err("expected ']' to close the list".into()),
+            }
+            match self.next() {
+                Some(Token::Comma) => continue,
+                Some(Token::Close) => return Ok(out),
+                Some(t) => return Err(format!("expected ',' or ']', found {}", t.describe())),
+                None => return Err("expected ']' to close the list".into()),
+            }
+        }
+    }
+}
+
+/// `alice@#general/T1` or `alice@#general`.
+fn parse_caller(w: &str) -> Result<Caller, String> {
+    let (req, place) = w.split_once('@').ok_or_else(|| format!("expected a caller name@#channel, found {w:?}"))?;
+    let place = place
+        .strip_prefix('#')
+        .ok_or_else(|| format!("expected '#' before the channel in {w:?} (name@#channel[/thread])"))?;
+    let (channel, thread) = match place.split_once('/') {
+        Some((c, t)) => (c, Some(t.to_string())),
+        None => (place, None),
+    };
+    if req.is_empty() || channel.is_empty() || thread.as_deref() == Some("") {
+        return Err(format!("expected name@#channel or name@#channel/thread, found {w:?}"));
+    }
+    Ok(Caller { requester: req.to_string(), channel: channel.to_string(), thread })
+}
+
+pub(crate) fn context_of(c: &Caller) -> CallContext {
+    CallContext { requester: c.requester.clone(), channel: c.channel.clone(), thread: c.thread.clone() }
+}
+
+/// Expands `@name` components to the requester's hashed directory and `<caller>` components to
+/// that caller's hashed session directory (SP-1.2 fixes both functions).
+fn expand(path: &str) -> Result<String, String> {
+    let mut out = Vec::new();
+    for c in path.split('/') {
+        if let Some(name) = c.strip_prefix('@') {
+            if name.is_empty() {
+                return Err(format!("'@' in {path:?} needs a requester name after it"));
+            }
+            out.push(requester_dir(name));
+        } else if c.starts_with('<') {
+            // `<alice@#general/T1>` spans a '/', so it arrives split; rejoin below.
+            out.push(c.to_string());
+        } else {
+            out.push(c.to_string());
+        }
+    }
+    let joined = out.join("/");
+    // Rejoin and expand `<caller>` placeholders, which may contain one '/'.
+    let mut result = String::new();
+    let mut rest = joined.as_str();
+    while let Some(start) = rest.find('<') {
+        result.push_str(&rest[..start]);
+        let end = rest[start..].find('>').ok_or_else(|| format!("'<' in {path:?} is not closed by '>'"))? + start;
+        let caller = parse_caller(&rest[start + 1..end])?;
+        result.push_str(&context_of(&caller).session_dir());
+        rest = &rest[end + 1..];
+    }
+    result.push_str(rest);
+    Ok(result)
+}
+
+fn parse_call(p: &mut LineParser, caller: Caller) -> Result<Action, String> {
+    let verb = p.word()?;
+    let request = match verb.as_str() {
+        "write" => {
+            let path = p.path()?;
+            let content = match p.next() {
+                Some(Token::Quoted(q)) => q.clone(),
+                Some(Token::Word(w)) => filler(parse_size(w)?),
+                Some(t) => return Err(format!("expected content (a quoted string or a size like 600KiB), found {}", t.describe())),
+                None => return Err("expected content (a quoted string or a size like 600KiB)".into()),
+            };
+            Request::Write { caller, path: Bytes(path), content: Bytes(content) }
+        }
+        "read" => Request::Read { caller, path: Bytes(p.path()?) },
+        "remove" => Request::Remove { caller, path: Bytes(p.path()?) },
+        "list" => {
+            let path = match p.peek() {
+                Some(Token::Arrow) | None => None,
+                _ => Some(Bytes(p.path()?)),
+            };
+            Request::List { caller, path }
+        }
+        other => return Err(format!("unknown operation {other:?}; expected write, read, list or remove")),
+    };
+    p.arrow()?;
+    let expect = parse_expect(p, &request)?;
+    Ok(Action::Call { request, expect })
+}
+
+fn parse_expect(p: &mut LineParser, req: &Request) -> Result<Expect, String> {
+    let is_write = matches!(req, Request::Write { .. });
+    match p.peek().cloned() {
+        Some(Token::Quoted(q)) => {
+            p.next();
+            if !matches!(req, Request::Read { .. }) {
+                return Err("a quoted expectation is file content; only a read returns content".into());
+            }
+            Ok(Expect::Content(q))
+        }
+        Some(Token::Open) => {
+            if !matches!(req, Request::List { .. }) {
+                return Err("a [list] expectation is a listing; only list returns one".into());
+            }
+            Ok(Expect::Listing(p.path_list()?))
+        }
+        Some(Token::Word(w)) => {
+            p.next();
+            match w.as_str() {
+                "ok" if is_write => match p.peek() {
+                    Some(Token::Word(e)) if e == "evicted" => {
+                        p.next();
+                        Ok(Expect::Written { evicted: p.path_list()? })
+                    }
+                    _ => Ok(Expect::Written { evicted: vec![] }),
+                },
+                "ok" => Ok(Expect::Ok),
+                "not_found" => Ok(Expect::Refused("not_found".into())),
+                "refused" => {
+                    let r = p.word()?;
+                    if !SCRATCHPAD_REASONS.contains(&r.as_str()) {
+                        return Err(format!("unknown refusal reason {r:?}; expected one of {}", SCRATCHPAD_REASONS.join(", ")));
+                    }
+                    Ok(Expect::Refused(r))
+                }
+                other => Err(format!(
+                    "unknown expectation {other:?}; expected ok, ok evicted [..], refused <reason>, not_found, \"content\" or [paths]"
+                )),
+            }
+        }
+        Some(t) => Err(format!("expected an expectation after '=>', found {}", t.describe())),
+        None => Err("expected an expectation after '=>'".into()),
+    }
+}
+
+fn parse_knob(p: &mut LineParser, knobs: &mut Knobs, profile: Profile) -> Result<(), String> {
+    let name = p.word()?;
+    let value = p.word()?;
+    if name == "root" {
+        if value != "unmounted" {
+            return Err(format!("expected 'knob root unmounted', found 'knob root {value}'"));
+        }
+        knobs.mounted = false;
+        return Ok(());
+    }
+    let table = match profile {
+        Profile::Scratchpad => SCRATCHPAD_KNOBS,
+    };
+    let unit = table
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, u)| *u)
+        .ok_or_else(|| {
+            format!(
+                "unknown knob {name:?}; expected root or one of {}",
+                table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            )
+        })?;
+    let v = match unit {
+        KnobUnit::Bytes => parse_size(&value)? as i64,
+        KnobUnit::Duration => parse_duration(&value)?,
+        KnobUnit::Count => value.parse::<i64>().map_err(|_| format!("expected a whole number for {name}, found {value:?}"))?,
+    };
+    knobs.values.insert(name, v);
+    Ok(())
+}
+
+fn parse_disk(p: &mut LineParser) -> Result<DiskAction, String> {
+    let verb = p.word()?;
+    let path_str = |p: &mut LineParser| -> Result<String, String> { Ok(String::from_utf8_lossy(&p.path()?).to_string()) };
+    Ok(match verb.as_str() {
+        "mkdir" => DiskAction::Mkdir(path_str(p)?),
+        "write" => {
+            let path = path_str(p)?;
+            let content = match p.next() {
+                Some(Token::Quoted(q)) => q.clone(),
+                Some(Token::Word(w)) => filler(parse_size(w)?),
+                _ => return Err("expected content after 'disk write <path>'".into()),
+            };
+            DiskAction::Write(path, content)
+        }
+        "symlink" => {
+            let link = path_str(p)?;
+            let arrow = p.word()?;
+            if arrow != "->" {
+                return Err(format!("expected 'disk symlink <link> -> <target>', found {arrow:?}"));
+            }
+            let target = path_str(p)?;
+            DiskAction::Symlink { link, target }
+        }
+        "exists" => DiskAction::Exists(path_str(p)?),
+        "absent" => DiskAction::Absent(path_str(p)?),
+        "no-path-contains" => match p.next() {
+            Some(Token::Word(w)) => DiskAction::NoPathContains(w.clone()),
+            Some(Token::Quoted(q)) => DiskAction::NoPathContains(String::from_utf8_lossy(q).to_string()),
+            _ => return Err("expected text after 'disk no-path-contains'".into()),
+        },
+        other => return Err(format!("unknown disk action {other:?}; expected mkdir, write, symlink, exists, absent or no-path-contains")),
+    })
+}
+
+/// Deterministic filler content of `n` bytes, printable so listings and reports stay readable.
+pub fn filler(n: u64) -> Vec<u8> {
+    (0..n).map(|i| b'a' + (i % 26) as u8).collect()
+}
+
+/// `10B`, `4KiB`, `1MiB`, or a plain number of bytes.
+pub fn parse_size(w: &str) -> Result<u64, String> {
+    let (num, mult) = if let Some(n) = w.strip_suffix("MiB") {
+        (n, 1024 * 1024)
+    } else if let Some(n) = w.strip_suffix("KiB") {
+        (n, 1024)
+    } else if let Some(n) = w.strip_suffix('B') {
+        (n, 1)
+    } else {
+        (w, 1)
+    };
+    num.parse::<u64>()
+        .map(|n| n * mult)
+        .map_err(|_| format!("expected a size like 100B, 4KiB or 1MiB, found {w:?}"))
+}
+
+/// `7d`, `6d23h59m`, `90s`, `250ms`.
+pub fn parse_duration(w: &str) -> Result<i64, String> {
+    let bad = || format!("expected a duration like 7d, 6d23h, 59m59s or 250ms, found {w:?}");
+    let mut total: i64 = 0;
+    let mut rest = w;
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(bad());
+        }
+        let n: i64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let (unit_ms, len) = if rest.starts_with("ms") {
+            (1, 2)
+        } else if rest.starts_with('d') {
+            (86_400_000, 1)
+        } else if rest.starts_with('h') {
+            (3_600_000, 1)
+        } else if rest.starts_with('m') {
+            (60_000, 1)
+        } else if rest.starts_with('s') {
+            (1_000, 1)
+        } else {
+            return Err(bad());
+        };
+        total += n * unit_ms;
+        rest = &rest[len..];
+    }
+    Ok(total)
+}

@@ -1,0 +1,35 @@
+//! Loading a suite (scenarios + SPEC.md rule ids) and running it against a driver factory.
+
+use crate::driver::DriverFactory;
+use crate::runner::{run_scenario, ScenarioResult};
+use crate::scenario::{load_dir, Profile, Scenario, ScenarioError};
+use crate::spec::RuleIndex;
+use std::path::Path;
+
+/// Loads every scenario under `scenarios_dir`, checking rule citations against `spec_path`.
+pub fn load(scenarios_dir: &Path, spec_path: &Path) -> Result<Vec<Scenario>, ScenarioError> {
+    let rules = RuleIndex::load(spec_path).map_err(|e| ScenarioError {
+        file: spec_path.to_path_buf(),
+        line: 0,
+        message: format!("cannot read SPEC.md: {e}"),
+    })?;
+    load_dir(scenarios_dir, &rules)
+}
+
+/// The scenarios of the given profiles (all when `profiles` is empty).
+pub fn select<'a>(scenarios: &'a [Scenario], profiles: &[Profile]) -> Vec<&'a Scenario> {
+    scenarios
+        .iter()
+        .filter(|s| profiles.is_empty() || profiles.contains(&s.profile))
+        .collect()
+}
+
+/// Runs each scenario in order; scenarios of a profile the factory does not support are skipped
+/// by the caller's selection, not here.
+pub async fn run_all(scenarios: &[&Scenario], factory: &dyn DriverFactory) -> Vec<ScenarioResult> {
+    let mut out = Vec::with_capacity(scenarios.len());
+    for s in scenarios {
+        out.push(run_scenario(s, factory).await);
+    }
+    out
+}

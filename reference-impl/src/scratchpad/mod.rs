@@ -1,0 +1,485 @@
+//! The scratchpad session workspace (SPEC.md part SP): a filesystem scratchpad laid out
+//! `<root>/<t-|c-><session-hash>/<requester-hash>/<path>`.
+//!
+//! Reads span the session; writes land in the caller's subtree. A per-requester ceiling refuses;
+//! a per-session cap evicts oldest-first inside the overflowing session only. Two retention
+//! timers collect quiet threads and idle channel pairings; the sweeper runs at startup and then
+//! on an interval. Time comes from the handed-in [`Clock`]; file and directory times are set
+//! from it, so the disk tells the sweeper the truth in simulated time too.
+
+mod config;
+mod disk;
+mod error;
+mod identity;
+mod mutants;
+mod paths;
+mod retention;
+mod usage;
+
+pub use config::{ScratchpadConfig, MIB};
+pub use error::{Refusal, ScratchError};
+pub use identity::{digest, parse_session_dir, requester_dir, CallContext, SessionKind};
+pub use mutants::ScratchpadMutant;
+pub use retention::SweepReport;
+pub use usage::Usage;
+
+use crate::clock::{Clock, Timestamp};
+use paths::{GuestPath, Limits};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What a successful write did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// The path the session listing shows for the new file: `<requester-hash>/<path>`.
+    pub listed_path: String,
+    /// Every file the session cap evicted to make room, as listing paths, oldest first (SP-4.3).
+    pub evicted: Vec<String>,
+}
+
+/// One entry of a listing.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ListEntry {
+    /// Relative to the session: `<requester-hash>/<path>`.
+    pub path: String,
+    pub size: u64,
+}
+
+pub struct Scratchpad {
+    cfg: ScratchpadConfig,
+    clock: Arc<dyn Clock>,
+    usage: Usage,
+    next_sweep_at: Option<Timestamp>,
+}
+
+impl Scratchpad {
+    /// Opens a scratchpad: measures what is already on disk once, so the running counts are right
+    /// after a restart. An unmounted root opens, and then refuses every operation (SP-1.3).
+    pub fn open(cfg: ScratchpadConfig, clock: Arc<dyn Clock>) -> Result<Scratchpad, ScratchError> {
+        let mut pad = Scratchpad {
+            cfg,
+            clock,
+            usage: Usage::default(),
+            next_sweep_at: None,
+        };
+        if let Ok(root) = pad.root() {
+            pad.usage = measure_usage(&root)?;
+        }
+        Ok(pad)
+    }
+
+    pub fn config(&self) -> &ScratchpadConfig {
+        &self.cfg
+    }
+
+    pub fn usage(&self) -> &Usage {
+        &self.usage
+    }
+
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// The mounted root, or a refusal. An empty root is never resolved to anything (SP-1.3):
+    /// `EvalSymlinks("")` returning "." is how the source's scratchpad wrote into the repo.
+    fn root(&self) -> Result<PathBuf, ScratchError> {
+        if self.cfg.root.as_os_str().is_empty() {
+            if self.cfg.is(ScratchpadMutant::EmptyRootIsWorkingDir) {
+                return Ok(self.cfg.working_dir.clone());
+            }
+            return Err(ScratchError::new(
+                Refusal::Unmounted,
+                "the scratchpad is not mounted (its root is empty); nothing was written",
+            ));
+        }
+        match fs::metadata(&self.cfg.root) {
+            Ok(m) if m.is_dir() => Ok(self.cfg.root.clone()),
+            _ => Err(ScratchError::new(
+                Refusal::Unmounted,
+                format!(
+                    "the scratchpad root {} is not a directory; nothing was written",
+                    self.cfg.root.display()
+                ),
+            )),
+        }
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            max_depth: self.cfg.max_depth,
+            max_path_bytes: self.cfg.max_path_bytes,
+            normalise_dotdot: self.cfg.is(ScratchpadMutant::DotDotNormalised),
+        }
+    }
+
+    fn session_dir(&self, ctx: &CallContext) -> String {
+        if self.cfg.is(ScratchpadMutant::RawIdentifiersInPaths) {
+            return match &ctx.thread {
+                Some(t) => format!("t-{}-{}", ctx.channel, t),
+                None => format!("c-{}-{}", ctx.channel, ctx.requester),
+            };
+        }
+        if self.cfg.is(ScratchpadMutant::PairingSharedByChannel) && ctx.thread.is_none() {
+            return format!("c-{}", digest("pairing", &[&ctx.channel]));
+        }
+        ctx.session_dir()
+    }
+
+    fn requester_dir(&self, ctx: &CallContext) -> String {
+        if self.cfg.is(ScratchpadMutant::RawIdentifiersInPaths) {
+            return ctx.requester.clone();
+        }
+        ctx.requester_dir()
+    }
+
+    fn refuse_symlinks(&self, base: &Path, rel: &[String]) -> Result<(), ScratchError> {
+        if self.cfg.is(ScratchpadMutant::SymlinksFollowed) {
+            return Ok(());
+        }
+        match disk::first_symlink(base, rel) {
+            Some(link) => Err(ScratchError::new(
+                Refusal::SymlinkEscape,
+                format!(
+                    "{} is a symbolic link; the scratchpad never follows links",
+                    link.strip_prefix(base).unwrap_or(&link).display()
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes `data` to `path` in the caller's own subtree (SP-3.1), enforcing the ceiling
+    /// (refuses, SP-4.1) and then the session cap (evicts oldest-first in this session, SP-4.2).
+    pub fn write(&mut self, ctx: &CallContext, path: &[u8], data: &[u8]) -> Result<WriteOutcome, ScratchError> {
+        let root = self.root()?;
+        let gp = GuestPath::parse(path, &self.limits())?;
+        let len = data.len() as u64;
+        let largest = self.cfg.max_file_bytes.min(self.cfg.session_cap_bytes);
+        if len > largest {
+            return Err(ScratchError::new(
+                Refusal::TooLarge,
+                format!("the file is {len} bytes; at most {largest} fit in a session"),
+            ));
+        }
+        let now = self.now();
+        let session = self.session_dir(ctx);
+        let requester = self.requester_dir(ctx);
+        let mut rel: Vec<String> = vec![session.clone(), requester.clone()];
+        rel.extend(gp.components().iter().cloned());
+        self.refuse_symlinks(&root, &rel)?;
+        let target = rel.iter().fold(root.clone(), |p, c| p.join(c));
+        let old_len = match fs::symlink_metadata(&target) {
+            Ok(m) if m.is_dir() => {
+                return Err(ScratchError::new(
+                    Refusal::IsADirectory,
+                    format!("{} is a directory", gp.as_string()),
+                ))
+            }
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        };
+        // An overwrite replaces bytes rather than adding them (SP-4.4).
+        let credited = if self.cfg.is(ScratchpadMutant::OverwriteDoubleCounted) { 0 } else { old_len };
+        let listed_path = format!("{requester}/{}", gp.as_string());
+
+        // The ceiling first: over it, nothing changes at all (SP-4.1).
+        let measured = if self.cfg.is(ScratchpadMutant::QuotaPerSession) {
+            self.usage.session_bytes(&session)
+        } else {
+            self.usage.requester_bytes(&requester)
+        };
+        let mut evicted = Vec::new();
+        if measured - credited.min(measured) + len > self.cfg.requester_ceiling_bytes {
+            if self.cfg.is(ScratchpadMutant::CeilingEvicts) {
+                let need = measured - credited.min(measured) + len - self.cfg.requester_ceiling_bytes;
+                evicted.extend(self.evict_from_requester(&root, &requester, &listed_path, need)?);
+            } else {
+                return Err(ScratchError::new(
+                    Refusal::CeilingExceeded,
+                    format!(
+                        "this write would take you to {} bytes across your sessions; the ceiling is {}. Remove files you no longer need",
+                        measured - credited.min(measured) + len,
+                        self.cfg.requester_ceiling_bytes
+                    ),
+                ));
+            }
+        }
+
+        // Then the session cap: evict oldest-first inside this session only (SP-4.2).
+        let session_bytes = self.usage.session_bytes(&session);
+        let after = session_bytes - credited.min(session_bytes) + len;
+        if after > self.cfg.session_cap_bytes {
+            let need = after - self.cfg.session_cap_bytes;
+            evicted.extend(self.evict_from_session(&root, &session, &listed_path, need)?);
+        }
+
+        let parent_rel = &rel[..rel.len() - 1];
+        disk::create_dirs(&root, parent_rel, now).map_err(|e| ScratchError::new(Refusal::NotADirectory, e.to_string()))?;
+        let is_new = old_len == 0 && fs::symlink_metadata(&target).is_err();
+        fs::write(&target, data).map_err(|e| ScratchError::io("writing the file", e))?;
+        disk::set_mtime(&target, now).map_err(|e| ScratchError::io("stamping the file", e))?;
+        if is_new {
+            let parent = target.parent().expect("target has a parent");
+            disk::set_mtime(parent, now).map_err(|e| ScratchError::io("stamping the directory", e))?;
+        }
+        self.usage.subtract(&session, &requester, credited);
+        self.usage.add(&session, &requester, len);
+        if self.cfg.is(ScratchpadMutant::EvictionNotNamed) {
+            evicted.clear();
+        }
+        Ok(WriteOutcome { listed_path, evicted })
+    }
+
+    /// Removes files of `session`, oldest first, until `need` bytes are freed. Returns them as
+    /// listing paths.
+    fn evict_from_session(&mut self, root: &Path, session: &str, keep: &str, need: u64) -> Result<Vec<String>, ScratchError> {
+        let mut candidates: Vec<(String, String, disk::FileEntry)> = Vec::new();
+        let sessions: Vec<String> = if self.cfg.is(ScratchpadMutant::EvictAcrossSessions) {
+            list_dir_names(root)
+        } else {
+            vec![session.to_string()]
+        };
+        for s in &sessions {
+            let sdir = root.join(s);
+            let Ok(walk) = disk::walk(&sdir) else { continue };
+            for f in walk.files {
+                let rel = f.path.strip_prefix(&sdir).expect("walk stays below its root");
+                let listed = rel.to_string_lossy().to_string();
+                if s == session && listed == keep {
+                    continue; // the file being overwritten is replaced, not evicted
+                }
+                candidates.push((s.clone(), listed, f));
+            }
+        }
+        self.order_for_eviction(&mut candidates);
+        self.remove_until(candidates, need)
+    }
+
+    /// The `ceiling-evicts` mutant's eviction: the requester's own files, from any session.
+    fn evict_from_requester(&mut self, root: &Path, requester: &str, keep: &str, need: u64) -> Result<Vec<String>, ScratchError> {
+        let mut candidates = Vec::new();
+        for s in list_dir_names(root) {
+            let rdir = root.join(&s).join(requester);
+            let Ok(walk) = disk::walk(&rdir) else { continue };
+            for f in walk.files {
+                let listed = f.path.strip_prefix(root.join(&s)).expect("below").to_string_lossy().to_string();
+                if listed != keep {
+                    candidates.push((s.clone(), listed, f));
+                }
+            }
+        }
+        self.order_for_eviction(&mut candidates);
+        self.remove_until(candidates, need)
+    }
+
+    fn order_for_eviction(&self, c: &mut [(String, String, disk::FileEntry)]) {
+        if self.cfg.is(ScratchpadMutant::EvictByName) {
+            c.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        } else if self.cfg.is(ScratchpadMutant::EvictNewestFirst) {
+            c.sort_by(|a, b| (b.2.mtime, &b.1).cmp(&(a.2.mtime, &a.1)));
+        } else {
+            // Oldest first; equal times broken by listing path so the choice is deterministic.
+            c.sort_by(|a, b| (a.2.mtime, &a.0, &a.1).cmp(&(b.2.mtime, &b.0, &b.1)));
+        }
+    }
+
+    fn remove_until(&mut self, candidates: Vec<(String, String, disk::FileEntry)>, need: u64) -> Result<Vec<String>, ScratchError> {
+        let now = self.now();
+        let mut freed = 0u64;
+        let mut evicted = Vec::new();
+        for (session, listed, f) in candidates {
+            if freed >= need {
+                break;
+            }
+            fs::remove_file(&f.path).map_err(|e| ScratchError::io("evicting a file", e))?;
+            // Removing an entry moves its directory's time, exactly as the OS would (SP-5.3).
+            if let Some(parent) = f.path.parent() {
+                let _ = disk::set_mtime(parent, now);
+            }
+            let owner = listed.split('/').next().unwrap_or_default().to_string();
+            self.usage.subtract(&session, &owner, f.size);
+            freed += f.size;
+            evicted.push(listed);
+        }
+        Ok(evicted)
+    }
+
+    /// Reads a file (SP-3.2): a bare path is the caller's own file if it exists (own path wins);
+    /// otherwise the path is taken as the session listing shows it, `<requester-hash>/<path>`.
+    pub fn read(&self, ctx: &CallContext, path: &[u8]) -> Result<Vec<u8>, ScratchError> {
+        let root = self.root()?;
+        let gp = GuestPath::parse(path, &self.limits())?;
+        let session = self.session_dir(ctx);
+        let own: Vec<String> = [session.clone(), self.requester_dir(ctx)]
+            .into_iter()
+            .chain(gp.components().iter().cloned())
+            .collect();
+        let shared: Vec<String> = std::iter::once(session).chain(gp.components().iter().cloned()).collect();
+        let order = if self.cfg.is(ScratchpadMutant::SessionPathBeforeOwn) { [shared, own] } else { [own, shared] };
+        let mut saw_dir = false;
+        for rel in order {
+            self.refuse_symlinks(&root, &rel)?;
+            let p = rel.iter().fold(root.clone(), |p, c| p.join(c));
+            match fs::metadata(&p) {
+                Ok(m) if m.is_file() => return fs::read(&p).map_err(|e| ScratchError::io("reading the file", e)),
+                Ok(m) if m.is_dir() => saw_dir = true,
+                _ => {}
+            }
+        }
+        if saw_dir {
+            return Err(ScratchError::new(Refusal::IsADirectory, format!("{} is a directory; list it instead", gp.as_string())));
+        }
+        Err(ScratchError::new(
+            Refusal::NotFound,
+            format!("no file {} in this session; list the root to see every member's files", gp.as_string()),
+        ))
+    }
+
+    /// Lists the session (SP-3.3). With no path, every member's files; with a path, that
+    /// directory, resolved as a read is (own first).
+    pub fn list(&self, ctx: &CallContext, path: Option<&[u8]>) -> Result<Vec<ListEntry>, ScratchError> {
+        let root = self.root()?;
+        let session = self.session_dir(ctx);
+        let sdir = root.join(&session);
+        if fs::symlink_metadata(&sdir).is_err() {
+            return match path {
+                None => Ok(Vec::new()),
+                Some(_) => Err(ScratchError::new(Refusal::NotFound, "this session has no files yet")),
+            };
+        }
+        let own_only = self.cfg.is(ScratchpadMutant::RootListsOwnOnly);
+        let start: PathBuf = match path {
+            None if own_only => sdir.join(self.requester_dir(ctx)),
+            None => sdir.clone(),
+            Some(raw) => {
+                let gp = GuestPath::parse(raw, &self.limits())?;
+                let own: Vec<String> = [session.clone(), self.requester_dir(ctx)]
+                    .into_iter()
+                    .chain(gp.components().iter().cloned())
+                    .collect();
+                let shared: Vec<String> = std::iter::once(session.clone()).chain(gp.components().iter().cloned()).collect();
+                let mut found = None;
+                for rel in [own, shared] {
+                    self.refuse_symlinks(&root, &rel)?;
+                    let p = rel.iter().fold(root.clone(), |p, c| p.join(c));
+                    if fs::symlink_metadata(&p).is_ok() {
+                        found = Some(p);
+                        break;
+                    }
+                }
+                found.ok_or_else(|| ScratchError::new(Refusal::NotFound, format!("nothing at {} in this session", gp.as_string())))?
+            }
+        };
+        let meta = match fs::symlink_metadata(&start) {
+            Ok(m) => m,
+            Err(_) => return Ok(Vec::new()),
+        };
+        let mut entries = Vec::new();
+        if meta.is_file() {
+            let rel = start.strip_prefix(&sdir).expect("below the session");
+            entries.push(ListEntry { path: rel.to_string_lossy().to_string(), size: meta.len() });
+        } else {
+            let walk = disk::walk(&start).map_err(|e| ScratchError::io("listing", e))?;
+            for f in walk.files {
+                let rel = f.path.strip_prefix(&sdir).expect("below the session");
+                entries.push(ListEntry { path: rel.to_string_lossy().to_string(), size: f.size });
+            }
+        }
+        entries.sort();
+        Ok(entries)
+    }
+
+    /// Removes one of the caller's own files (SP-3.4). Another member's files are theirs.
+    pub fn remove(&mut self, ctx: &CallContext, path: &[u8]) -> Result<(), ScratchError> {
+        let root = self.root()?;
+        let gp = GuestPath::parse(path, &self.limits())?;
+        let session = self.session_dir(ctx);
+        let requester = self.requester_dir(ctx);
+        let rel: Vec<String> = [session.clone(), requester.clone()]
+            .into_iter()
+            .chain(gp.components().iter().cloned())
+            .collect();
+        self.refuse_symlinks(&root, &rel)?;
+        let target = rel.iter().fold(root, |p, c| p.join(c));
+        match fs::symlink_metadata(&target) {
+            Ok(m) if m.is_file() => {
+                fs::remove_file(&target).map_err(|e| ScratchError::io("removing the file", e))?;
+                if let Some(parent) = target.parent() {
+                    let _ = disk::set_mtime(parent, self.now());
+                }
+                self.usage.subtract(&session, &requester, m.len());
+                Ok(())
+            }
+            Ok(_) => Err(ScratchError::new(Refusal::IsADirectory, format!("{} is a directory", gp.as_string()))),
+            Err(_) => Err(ScratchError::new(Refusal::NotFound, format!("you have no file {}", gp.as_string()))),
+        }
+    }
+
+    /// Startup: one sweep at once, so a restart after an outage does not hold expired files for
+    /// a full interval (SP-5.5), then the timer.
+    pub fn start(&mut self) -> Result<SweepReport, ScratchError> {
+        let now = self.now();
+        self.next_sweep_at = Some(now.plus_ms(self.cfg.sweep_interval_ms));
+        if self.cfg.is(ScratchpadMutant::NoStartupSweep) {
+            return Ok(SweepReport::default());
+        }
+        self.sweep()
+    }
+
+    /// The timer: sweeps when the interval has elapsed since the last sweep.
+    pub fn tick(&mut self) -> Result<Option<SweepReport>, ScratchError> {
+        let now = self.now();
+        match self.next_sweep_at {
+            Some(due) if now >= due => {
+                self.next_sweep_at = Some(now.plus_ms(self.cfg.sweep_interval_ms));
+                self.sweep().map(Some)
+            }
+            Some(_) => Ok(None),
+            None => self.start().map(Some),
+        }
+    }
+
+    /// One sweep over the root (SP-5). Unmounted: nothing to sweep, and nothing is touched.
+    pub fn sweep(&mut self) -> Result<SweepReport, ScratchError> {
+        let root = match self.root() {
+            Ok(r) if !self.cfg.root.as_os_str().is_empty() => r,
+            _ => return Ok(SweepReport::default()),
+        };
+        let report = retention::sweep(&root, &self.cfg, self.now())?;
+        for s in &report.collected {
+            self.usage.drop_session(s);
+        }
+        Ok(report)
+    }
+}
+
+fn list_dir_names(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(root)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// One walk of the root: bytes per (session, requester). Used at open, and by tests to check the
+/// running counts against the disk.
+pub fn measure_usage(root: &Path) -> Result<Usage, ScratchError> {
+    let mut usage = Usage::default();
+    for session in list_dir_names(root) {
+        let sdir = root.join(&session);
+        for requester in list_dir_names(&sdir) {
+            let walk = disk::walk(&sdir.join(&requester)).map_err(|e| ScratchError::io("measuring", e))?;
+            let bytes: u64 = walk.files.iter().map(|f| f.size).sum();
+            if bytes > 0 {
+                usage.add(&session, &requester, bytes);
+            }
+        }
+    }
+    Ok(usage)
+}

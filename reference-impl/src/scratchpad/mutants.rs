@@ -1,0 +1,125 @@
+//! Deliberately broken variants of the scratchpad, each reproducing a real bug.
+//!
+//! They exist so the conformance suite can prove its power: every mutant must be killed by a
+//! named scenario (`tidemark mutants`). A mutant is switched on at runtime through
+//! [`super::ScratchpadConfig::mutant`]; production wiring leaves it `None`.
+
+/// One broken variant. The first four are the bugs the source document names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ScratchpadMutant {
+    /// Session age counts directory timestamps, so removing a file keeps a dead session alive.
+    DirMtimeCounted,
+    /// An empty (unmounted) root resolves to the working directory, as `EvalSymlinks("")` did.
+    EmptyRootIsWorkingDir,
+    /// Listing the session root shows only the caller's own files.
+    RootListsOwnOnly,
+    /// The ceiling is measured over the session, not summed across the requester's sessions.
+    QuotaPerSession,
+    /// The session cap evicts the newest file first.
+    EvictNewestFirst,
+    /// The session cap evicts in path order, ignoring age.
+    EvictByName,
+    /// Eviction takes the requester's oldest file from any session, not only the overflowing one.
+    EvictAcrossSessions,
+    /// The per-requester ceiling evicts instead of refusing.
+    CeilingEvicts,
+    /// The sweeper waits a full interval after startup instead of sweeping at once.
+    NoStartupSweep,
+    /// One retention timer for both kinds: channel pairings wait a thread's week.
+    OneTimerForBothKinds,
+    /// Session and requester identifiers are written into paths unhashed.
+    RawIdentifiersInPaths,
+    /// Overwriting a file counts both the old and the new bytes.
+    OverwriteDoubleCounted,
+    /// `..` is normalised away instead of refused.
+    DotDotNormalised,
+    /// A channel pairing is keyed by channel alone, so members of a channel share it.
+    PairingSharedByChannel,
+    /// The write result does not name the files the cap evicted.
+    EvictionNotNamed,
+    /// Symlinks under the root are followed, so a link can lead reads out of the root.
+    SymlinksFollowed,
+    /// The sweeper removes any directory under the root, including ones it did not write.
+    ForeignDirectorySwept,
+    /// A bare path is looked up across the session before the caller's own subtree.
+    SessionPathBeforeOwn,
+    /// An empty session never expires: with no file there is no age, and it is skipped.
+    EmptySessionKeptForever,
+}
+
+impl ScratchpadMutant {
+    pub const ALL: [ScratchpadMutant; 19] = [
+        Self::DirMtimeCounted,
+        Self::EmptyRootIsWorkingDir,
+        Self::RootListsOwnOnly,
+        Self::QuotaPerSession,
+        Self::EvictNewestFirst,
+        Self::EvictByName,
+        Self::EvictAcrossSessions,
+        Self::CeilingEvicts,
+        Self::NoStartupSweep,
+        Self::OneTimerForBothKinds,
+        Self::RawIdentifiersInPaths,
+        Self::OverwriteDoubleCounted,
+        Self::DotDotNormalised,
+        Self::PairingSharedByChannel,
+        Self::EvictionNotNamed,
+        Self::SymlinksFollowed,
+        Self::ForeignDirectorySwept,
+        Self::SessionPathBeforeOwn,
+        Self::EmptySessionKeptForever,
+    ];
+
+    /// A stable kebab-case name, used on the command line and in reports.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::DirMtimeCounted => "dir-mtime-counted",
+            Self::EmptyRootIsWorkingDir => "empty-root-is-working-dir",
+            Self::RootListsOwnOnly => "root-lists-own-only",
+            Self::QuotaPerSession => "quota-per-session",
+            Self::EvictNewestFirst => "evict-newest-first",
+            Self::EvictByName => "evict-by-name",
+            Self::EvictAcrossSessions => "evict-across-sessions",
+            Self::CeilingEvicts => "ceiling-evicts",
+            Self::NoStartupSweep => "no-startup-sweep",
+            Self::OneTimerForBothKinds => "one-timer-for-both-kinds",
+            Self::RawIdentifiersInPaths => "raw-identifiers-in-paths",
+            Self::OverwriteDoubleCounted => "overwrite-double-counted",
+            Self::DotDotNormalised => "dotdot-normalised",
+            Self::PairingSharedByChannel => "pairing-shared-by-channel",
+            Self::EvictionNotNamed => "eviction-not-named",
+            Self::SymlinksFollowed => "symlinks-followed",
+            Self::ForeignDirectorySwept => "foreign-directory-swept",
+            Self::SessionPathBeforeOwn => "session-path-before-own",
+            Self::EmptySessionKeptForever => "empty-session-kept-forever",
+        }
+    }
+
+    pub fn description(self) -> &'static str {
+        match self {
+            Self::DirMtimeCounted => "session age counts directory timestamps (named in the source)",
+            Self::EmptyRootIsWorkingDir => "an empty root resolves to the working directory (named in the source)",
+            Self::RootListsOwnOnly => "listing the root shows only your own files (named in the source)",
+            Self::QuotaPerSession => "the ceiling is measured per session, not per requester (named in the source)",
+            Self::EvictNewestFirst => "the session cap evicts newest-first",
+            Self::EvictByName => "the session cap evicts in path order",
+            Self::EvictAcrossSessions => "eviction reaches the requester's other sessions",
+            Self::CeilingEvicts => "the per-requester ceiling evicts instead of refusing",
+            Self::NoStartupSweep => "no sweep at startup",
+            Self::OneTimerForBothKinds => "channel pairings use the thread timer",
+            Self::RawIdentifiersInPaths => "identifiers reach paths unhashed",
+            Self::OverwriteDoubleCounted => "an overwrite counts old and new bytes",
+            Self::DotDotNormalised => "`..` is normalised instead of refused",
+            Self::PairingSharedByChannel => "a channel pairing is shared by everyone in the channel",
+            Self::EvictionNotNamed => "the write result omits evicted files",
+            Self::SymlinksFollowed => "symlinks under the root are followed",
+            Self::ForeignDirectorySwept => "the sweeper removes directories it did not write",
+            Self::SessionPathBeforeOwn => "a bare path prefers another member's file over your own",
+            Self::EmptySessionKeptForever => "an empty session is never collected",
+        }
+    }
+
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.id() == id)
+    }
+}

@@ -1,0 +1,8 @@
+//! Deterministic simulation for Tidemark: the virtual clock, one master seed, and traces with
+//! stable hashes. Later tiers (turmoil worlds, seeded faults) build on these three.
+
+pub mod clock;
+pub mod seed;
+pub mod trace;
+
+pub mod real_tier;
