@@ -142,11 +142,32 @@ impl FaultHandle {
 pub struct FaultyS3<T> {
     inner: T,
     faults: FaultHandle,
+    /// The s3s-fs root, when there is one: s3s-fs creates a missing bucket's directory on
+    /// PutObject, where S3 answers NoSuchBucket. The wrapper restores S3's behaviour.
+    fs_root: Option<std::path::PathBuf>,
 }
 
 impl<T> FaultyS3<T> {
     pub fn new(inner: T, faults: FaultHandle) -> Self {
-        FaultyS3 { inner, faults }
+        FaultyS3 {
+            inner,
+            faults,
+            fs_root: None,
+        }
+    }
+
+    pub fn with_fs_root(mut self, root: impl Into<std::path::PathBuf>) -> Self {
+        self.fs_root = Some(root.into());
+        self
+    }
+
+    fn require_bucket(&self, bucket: &str) -> S3Result<()> {
+        match &self.fs_root {
+            Some(root) if !root.join(bucket).is_dir() => {
+                Err(s3_error!(NoSuchBucket, "bucket {bucket} does not exist"))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -208,6 +229,7 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<PutObjectInput>,
     ) -> S3Result<S3Response<PutObjectOutput>> {
         gate(&self.faults, "PutObject").await?;
+        self.require_bucket(&req.input.bucket)?;
         self.inner.put_object(req).await
     }
 
@@ -216,6 +238,7 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<GetObjectInput>,
     ) -> S3Result<S3Response<GetObjectOutput>> {
         gate(&self.faults, "GetObject").await?;
+        self.require_bucket(&req.input.bucket)?;
         self.inner.get_object(req).await
     }
 
@@ -224,6 +247,7 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<HeadObjectInput>,
     ) -> S3Result<S3Response<HeadObjectOutput>> {
         gate(&self.faults, "HeadObject").await?;
+        self.require_bucket(&req.input.bucket)?;
         self.inner.head_object(req).await
     }
 
@@ -232,6 +256,7 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
         gate(&self.faults, "CopyObject").await?;
+        self.require_bucket(&req.input.bucket)?;
         self.inner.copy_object(req).await
     }
 
@@ -240,6 +265,7 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<DeleteObjectInput>,
     ) -> S3Result<S3Response<DeleteObjectOutput>> {
         gate(&self.faults, "DeleteObject").await?;
+        self.require_bucket(&req.input.bucket)?;
         self.inner.delete_object(req).await
     }
 
@@ -248,6 +274,7 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<ListObjectsInput>,
     ) -> S3Result<S3Response<ListObjectsOutput>> {
         gate(&self.faults, "ListObjects").await?;
+        self.require_bucket(&req.input.bucket)?;
         self.inner.list_objects(req).await
     }
 
@@ -256,6 +283,7 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<ListObjectsV2Input>,
     ) -> S3Result<S3Response<ListObjectsV2Output>> {
         gate(&self.faults, "ListObjectsV2").await?;
+        self.require_bucket(&req.input.bucket)?;
         self.inner.list_objects_v2(req).await
     }
 
@@ -264,6 +292,7 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<CreateMultipartUploadInput>,
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
         gate(&self.faults, "CreateMultipartUpload").await?;
+        self.require_bucket(&req.input.bucket)?;
         self.inner.create_multipart_upload(req).await
     }
 
@@ -272,6 +301,7 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<UploadPartInput>,
     ) -> S3Result<S3Response<UploadPartOutput>> {
         gate(&self.faults, "UploadPart").await?;
+        self.require_bucket(&req.input.bucket)?;
         self.inner.upload_part(req).await
     }
 
@@ -296,6 +326,7 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<DeleteObjectsInput>,
     ) -> S3Result<S3Response<DeleteObjectsOutput>> {
         gate(&self.faults, "DeleteObjects").await?;
+        self.require_bucket(&req.input.bucket)?;
         let mut failed = Vec::new();
         let req = req.map_input(|mut input| {
             let objects = std::mem::take(&mut input.delete.objects);

@@ -34,7 +34,8 @@ impl S3Server {
             message: format!("s3s-fs over {}: {e:?}", root.display()),
         })?;
         let faults = FaultHandle::new(seed);
-        let mut builder = S3ServiceBuilder::new(FaultyS3::new(fs, faults.clone()));
+        let mut builder =
+            S3ServiceBuilder::new(FaultyS3::new(fs, faults.clone()).with_fs_root(root));
         builder.set_auth(SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
         let service = builder.build();
         let listener =
