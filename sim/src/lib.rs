@@ -6,3 +6,4 @@ pub mod seed;
 pub mod trace;
 
 pub mod real_tier;
+pub mod lifecycle;

@@ -848,6 +848,29 @@ impl ScopedStore {
         Ok(files)
     }
 
+    // ----- lifecycle ------------------------------------------------------------------------
+
+    /// Validates the bucket's lifecycle configuration (the 1,000-rule cap, one filter per rule,
+    /// no abort in a tag-filtered rule, a session backstop longer than the idle TTL) and puts
+    /// it on the bucket. Nothing is sent if validation fails.
+    pub async fn apply_lifecycle(
+        &self,
+        config: &super::lifecycle::LifecycleConfiguration,
+    ) -> Result<(), ScopedError> {
+        config
+            .validate_for_ttl(self.cfg.session_file_ttl_days)
+            .map_err(|e| ScopedError::Config(e.to_string()))?;
+        let aws = super::lifecycle::to_aws(config).map_err(ScopedError::Config)?;
+        self.s3
+            .put_bucket_lifecycle_configuration()
+            .bucket(&self.cfg.bucket)
+            .lifecycle_configuration(aws)
+            .send()
+            .await
+            .map_err(|e| must("PutBucketLifecycleConfiguration", &self.cfg.bucket, e))?;
+        Ok(())
+    }
+
     // ----- skills ---------------------------------------------------------------------------
 
     /// Publishes a skill version through the skills API (not the files API) and returns its
