@@ -7,6 +7,7 @@
 //! - [`pg`]: PostgreSQL from `DATABASE_URL`, an ephemeral cluster, or (detected) Docker.
 
 pub mod faults;
+pub mod memory_s3;
 pub mod pg;
 pub mod server;
 
@@ -16,6 +17,7 @@ use tidemark_reference::clock::Clock;
 use tidemark_reference::scoped::{ScopedConfig, ScopedError, ScopedStore};
 
 pub use faults::{FaultHandle, FaultPlan};
+pub use memory_s3::{MemoryHandle, MemoryS3};
 pub use pg::{PgProvider, PgSourceKind, TestDatabase};
 pub use server::{s3_client, S3Server};
 

@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder as ConnBuilder;
@@ -10,7 +11,10 @@ use s3s::auth::SimpleAuth;
 use s3s::service::S3ServiceBuilder;
 use tokio::net::TcpListener;
 
+use tidemark_reference::clock::Clock;
+
 use super::faults::{FaultHandle, FaultyS3};
+use super::memory_s3::{MemoryHandle, MemoryS3};
 use super::RealTierError;
 
 /// The keys the server accepts and the client signs with. Test-only, never secrets.
@@ -27,15 +31,33 @@ pub struct S3Server {
 }
 
 impl S3Server {
-    /// Serves `root` (a directory; each bucket is a subdirectory) on 127.0.0.1 at a free port.
-    /// Must be called inside a Tokio runtime.
+    /// Serves `root` (a directory; each bucket is a subdirectory) with s3s-fs on 127.0.0.1 at
+    /// a free port. Must be called inside a Tokio runtime.
     pub async fn start(root: &Path, seed: u64) -> Result<S3Server, RealTierError> {
         let fs = s3s_fs::FileSystem::new(root).map_err(|e| RealTierError::S3Server {
             message: format!("s3s-fs over {}: {e:?}", root.display()),
         })?;
         let faults = FaultHandle::new(seed);
-        let mut builder =
-            S3ServiceBuilder::new(FaultyS3::new(fs, faults.clone()).with_fs_root(root));
+        S3Server::serve(FaultyS3::new(fs, faults.clone()).with_fs_root(root), faults).await
+    }
+
+    /// Serves an in-memory store (see [`MemoryS3`]) behind the same fault wrapper.
+    pub async fn start_memory(
+        clock: Arc<dyn Clock>,
+        seed: u64,
+    ) -> Result<(S3Server, MemoryHandle), RealTierError> {
+        let mem = MemoryS3::new(clock);
+        let handle = mem.handle();
+        let faults = FaultHandle::new(seed);
+        let server = S3Server::serve(FaultyS3::new(mem, faults.clone()), faults).await?;
+        Ok((server, handle))
+    }
+
+    async fn serve<T: s3s::S3>(
+        s3: FaultyS3<T>,
+        faults: FaultHandle,
+    ) -> Result<S3Server, RealTierError> {
+        let mut builder = S3ServiceBuilder::new(s3);
         builder.set_auth(SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
         let service = builder.build();
         let listener =

@@ -1,0 +1,146 @@
+//! Sweep efficiency at the scale the issue names: 100,000 live objects across 10,000 sessions,
+//! 1,000 of them expired. S3 requests are counted against the lower bound (one list page per
+//! expired session, plus one DeleteObjects per 1,000 keys), and the candidate query's plan must
+//! use the partial index, so its cost follows what expired rather than what exists.
+//!
+//! The objects live in the in-memory S3 served over HTTP (s3s-fs lists by scanning the whole
+//! bucket, which would measure s3s-fs, not the sweep); PostgreSQL is real.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use sqlx::Row;
+use tidemark_reference::clock::{Clock, ManualClock, DAY_MS};
+use tidemark_reference::scoped::store::WRITTEN_AT_META;
+use tidemark_reference::scoped::{ScopeSettings, ScopedConfig, ScopedStore};
+use tidemark_sim::clock::EPOCH;
+use tidemark_sim::real_tier::{PgProvider, S3Server};
+
+const SESSIONS: usize = 10_000;
+const AGENTS: usize = 100;
+const OBJECTS_PER_SESSION: usize = 10;
+const EXPIRED_EVERY: usize = 10; // one session in ten: 1,000 expired
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_of_a_thousand_expired_sessions_among_ten_thousand_stays_within_a_tenth_of_the_lower_bound(
+) {
+    let clock = ManualClock::starting_at(EPOCH);
+    let (server, mem) = S3Server::start_memory(Arc::new(clock.clone()), 9)
+        .await
+        .unwrap();
+    let pg = PgProvider::from_environment().await.unwrap();
+    let db = pg.fresh_database("scale").await.unwrap();
+    let client = server.client();
+    client.create_bucket().bucket("scale").send().await.unwrap();
+    let mut config = ScopedConfig::new("scale");
+    config.session_file_ttl_days = 30;
+    let store = ScopedStore::open(client, db.pool.clone(), config, Arc::new(clock.clone()))
+        .await
+        .unwrap();
+    store
+        .create_workspace("w", ScopeSettings::default())
+        .await
+        .unwrap();
+
+    // Rows in bulk: expired sessions were last active at the epoch, the rest 39 days later.
+    let t0 = Instant::now();
+    let expired_at = EPOCH.0;
+    let active_at = EPOCH.0 + 39 * DAY_MS;
+    sqlx::query(
+        "INSERT INTO agents (workspace_id, id) SELECT 'w', 'a' || g FROM generate_series(0, $1 - 1) g",
+    )
+    .bind(AGENTS as i32)
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO sessions (workspace_id, agent_id, id, last_activity_ms)
+         SELECT 'w', 'a' || (g % $2), 's' || g,
+                CASE WHEN g % $3 = 0 THEN $4 ELSE $5 END
+           FROM generate_series(0, $1 - 1) g",
+    )
+    .bind(SESSIONS as i32)
+    .bind(AGENTS as i32)
+    .bind(EXPIRED_EVERY as i32)
+    .bind(expired_at)
+    .bind(active_at)
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE").execute(&db.pool).await.unwrap();
+    for g in 0..SESSIONS {
+        let written = if g % EXPIRED_EVERY == 0 {
+            expired_at
+        } else {
+            active_at
+        };
+        for f in 0..OBJECTS_PER_SESSION {
+            mem.seed(
+                "scale",
+                &format!("sessions/w/a{}/s{g}/f{f}.txt", g % AGENTS),
+                vec![b'x'; 100],
+                BTreeMap::from([(WRITTEN_AT_META.to_string(), written.to_string())]),
+                written,
+            );
+        }
+    }
+    assert_eq!(mem.object_count("scale"), SESSIONS * OBJECTS_PER_SESSION);
+    let seeding = t0.elapsed();
+
+    clock.advance_ms(40 * DAY_MS);
+    let cutoff = clock.now().0 - 30 * DAY_MS;
+
+    // The plan of the candidate query.
+    let plan: Vec<String> = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "EXPLAIN {}",
+        ScopedStore::CANDIDATES_SQL
+    )))
+    .bind(cutoff)
+    .bind(1000_i64)
+    .fetch_all(&db.pool)
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| r.get::<String, _>(0))
+    .collect();
+    println!("candidate query plan:\n{}", plan.join("\n"));
+    assert!(
+        plan.iter().any(|l| l.contains("sessions_sweep_candidates")),
+        "the sweep's candidate query does not use its index:\n{}",
+        plan.join("\n")
+    );
+
+    server.faults().reset_counts();
+    let t1 = Instant::now();
+    let report = store.sweep().await.unwrap();
+    let sweep_time = t1.elapsed();
+    let counts = server.faults().counts();
+
+    let expired = SESSIONS / EXPIRED_EVERY;
+    let keys = expired * OBJECTS_PER_SESSION;
+    assert_eq!(report.sessions_swept as usize, expired);
+    assert_eq!(report.objects_deleted as usize, keys);
+    assert_eq!(
+        mem.object_count("scale"),
+        (SESSIONS - expired) * OBJECTS_PER_SESSION
+    );
+    let lower_bound = expired + keys.div_ceil(1000);
+    let issued: u64 = counts.values().sum();
+    println!(
+        "seeded {} objects / {SESSIONS} sessions in {seeding:?}; sweep of {expired} expired: \
+         {issued} S3 requests ({counts:?}), lower bound {lower_bound}, ratio {:.3}, {sweep_time:?}",
+        SESSIONS * OBJECTS_PER_SESSION,
+        issued as f64 / lower_bound as f64
+    );
+    assert!(
+        issued as f64 <= 1.1 * lower_bound as f64,
+        "{issued} requests against a lower bound of {lower_bound}"
+    );
+
+    // A second sweep finds nothing to do and costs no S3 request: swept sessions are marked.
+    server.faults().reset_counts();
+    let again = store.sweep().await.unwrap();
+    assert_eq!(again.sessions_swept, 0);
+    assert_eq!(server.faults().counts().values().sum::<u64>(), 0);
+}
