@@ -4,8 +4,11 @@
 
 pub mod contract;
 pub mod driver;
+pub mod gate;
 pub mod mutants;
+pub mod process;
 pub mod profiles;
+pub mod protocol;
 pub mod report;
 pub mod runner;
 pub mod scenario;

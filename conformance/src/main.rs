@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::scenario::Profile;
-use tidemark_conformance::{default_scenarios_dir, default_spec_path, mutants, report, suite};
+use tidemark_conformance::{default_scenarios_dir, default_spec_path, gate, mutants, process, report, suite};
 
 #[derive(Parser)]
 #[command(name = "tidemark", version, about = "Deterministic simulation and conformance harness for agent file storage with retention")]
@@ -27,12 +27,42 @@ struct SuiteArgs {
     spec: PathBuf,
 }
 
+/// What `run` checks and how it reports.
+#[derive(clap::Args, Clone)]
+struct GateArgs {
+    /// Run the suite against this program (PROTOCOL.md) instead of the in-process reference,
+    /// e.g. --impl 'python3 examples/python-scratchpad/scratchpad.py'.
+    #[arg(long = "impl", value_name = "COMMAND")]
+    implementation: Option<String>,
+    /// How long to wait for each answer from an --impl program before failing the scenario.
+    #[arg(long, default_value_t = tidemark_conformance::process::DEFAULT_REPLY_TIMEOUT_MS)]
+    timeout_ms: u64,
+    /// Only the scenario with this test name (repeatable), e.g. --only scratchpad::own_path_wins.
+    #[arg(long, value_name = "TEST_NAME")]
+    only: Vec<String>,
+    /// What stdout carries: the human table, or one JSON document.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Also write a JUnit XML report here, for CI.
+    #[arg(long, value_name = "PATH")]
+    junit: Option<PathBuf>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Table,
+    Json,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Run the scenarios against the reference implementation; prints a table and `N passed, M failed`.
+    /// Run the scenarios against the reference implementation, or any program speaking the
+    /// protocol (--impl); prints a table and `N passed, M failed`.
     Run {
         #[command(flatten)]
         suite: SuiteArgs,
+        #[command(flatten)]
+        gate: GateArgs,
     },
     /// Run every mutant of the reference implementation; each must be killed by some scenario.
     Mutants {
@@ -69,14 +99,7 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<bool, String> {
     match cli.command {
-        Command::Run { suite: args } => {
-            let profiles = profiles(&args.profile)?;
-            let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
-            let selected = suite::select(&all, &profiles);
-            let results = suite::run_all(&selected, &ReferenceScratchpad::default()).await;
-            print!("{}", report::table(&results));
-            Ok(results.iter().all(|r| r.passed()))
-        }
+        Command::Run { suite: args, gate: gate_args } => run_suite(&args, &gate_args).await,
         Command::Mutants { suite: args, only, all_killers } => {
             let profiles = profiles(&args.profile)?;
             let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
@@ -89,4 +112,31 @@ async fn run(cli: Cli) -> Result<bool, String> {
             Ok(results.iter().all(|r| r.killed()))
         }
     }
+}
+
+/// `tidemark run`: the reference in-process, or an --impl program through the protocol.
+async fn run_suite(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String> {
+    let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
+    let selection = gate::Selection { profiles: profiles(&args.profile)?, only: gate_args.only.clone() };
+    let selected = selection.apply(&all)?;
+    let report = match &gate_args.implementation {
+        None => gate::check(&selected, &ReferenceScratchpad::default(), "tidemark run".into()).await,
+        Some(command) => {
+            let command = process::AdapterCommand::parse(command, &process::launch_dir()).map_err(|e| e.to_string())?;
+            let options = process::ProcessOptions { reply_timeout: std::time::Duration::from_millis(gate_args.timeout_ms) };
+            let factory = process::ProcessFactory::probe(command.clone(), options)
+                .await
+                .map_err(|e| format!("the implementation did not complete the init exchange: {e}"))?;
+            let quoted = shlex::try_quote(command.text()).map_err(|e| e.to_string())?;
+            gate::check(&selected, &factory, format!("tidemark run --impl {quoted}")).await
+        }
+    };
+    match gate_args.format {
+        Format::Table => print!("{}", report::render_table(&report)),
+        Format::Json => print!("{}", report::render_json(&report)),
+    }
+    if let Some(path) = &gate_args.junit {
+        std::fs::write(path, report::render_junit(&report)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(report.passed())
 }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use tidemark_reference::clock::{Clock, ManualClock, DAY_MS};
 use tidemark_reference::scoped::store::{CrashPoint, ListedFile};
 use tidemark_reference::scoped::{
-    Access, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, TurnSpace,
-    WaitKind,
+    Access, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, SweepPause,
+    TurnSpace, WaitKind,
 };
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::{FaultPlan, RealTier, TestDatabase};
@@ -736,6 +736,142 @@ scenario!(
             w.raw_keys("sessions/").await.is_empty(),
             "left after healing: {:?}",
             w.raw_keys("sessions/").await
+        );
+        Ok(())
+    }
+);
+
+scenario!(
+    a_write_racing_a_sweep_is_never_lost,
+    kills = [SweepUnlocked],
+    |w| {
+        let t = w.standard().await;
+        ok(
+            w.store.write(&t, "session/old.txt", b"old".to_vec()).await,
+            "write",
+        )?;
+        w.days(31);
+        let pause = Arc::new(SweepPause::default());
+        let mut cfg = w.config.clone();
+        cfg.sweep_pause = Some(pause.clone());
+        w.restart(cfg).await;
+        let store = &w.store;
+        let race = async {
+            pause.reached.notified().await;
+            let write = store.write(&t, "session/new.txt", b"new".to_vec());
+            tokio::pin!(write);
+            // Give the write every chance to land while the sweep is between claim and delete.
+            let landed = tokio::select! {
+                r = &mut write => Some(r),
+                _ = tokio::time::sleep(std::time::Duration::from_millis(300)) => None,
+            };
+            pause.resume.notify_one();
+            match landed {
+                Some(r) => r,
+                None => write.await,
+            }
+        };
+        let (swept, written) = tokio::join!(store.sweep(), race);
+        ok(swept, "sweep")?;
+        ok(written, "write")?;
+        let got = w.store.read(&t, "session/new.txt").await;
+        ensure!(
+            got.is_ok(),
+            "the write racing the sweep was lost: {:?}",
+            got.err()
+        );
+        Ok(())
+    }
+);
+
+scenario!(
+    a_write_that_crashes_after_storing_its_text_leaves_nothing_readable,
+    kills = [TextOutlivesFile],
+    |w| {
+        let t = w.standard().await;
+        let mut crashing = w.config.clone();
+        crashing.crash_at = Some(CrashPoint::AfterTextWritten);
+        w.restart(crashing).await;
+        let r = w
+            .store
+            .write(&t, "session/half.md", b"half written".to_vec())
+            .await;
+        ensure!(
+            matches!(r, Err(ScopedError::Crashed(_))),
+            "crash point not reached: {r:?}"
+        );
+        w.restart(w.config.clone()).await;
+        let listed = w.paths(&t, None).await?;
+        ensure!(listed.is_empty(), "a crashed write is listed: {listed:?}");
+        let r = w.store.read_text(&t, "session/half.md").await;
+        ensure!(
+            matches!(r, Err(ScopedError::NotFound { .. })),
+            "a crashed write's text is readable: {r:?}"
+        );
+        Ok(())
+    }
+);
+
+scenario!(
+    a_sweep_that_crashes_after_deleting_finishes_on_the_next_run,
+    kills = [],
+    |w| {
+        let t = w.standard().await;
+        ok(
+            w.store.write(&t, "session/a.txt", b"a".to_vec()).await,
+            "write",
+        )?;
+        w.days(30);
+        let mut crashing = w.config.clone();
+        crashing.crash_at = Some(CrashPoint::AfterSessionObjectsDeleted);
+        w.restart(crashing).await;
+        let r = w.store.sweep().await;
+        ensure!(
+            matches!(r, Err(ScopedError::Crashed(_))),
+            "crash point not reached: {r:?}"
+        );
+        w.restart(w.config.clone()).await;
+        let r = ok(w.store.sweep().await, "sweep after restart")?;
+        ensure!(
+            r.sessions_swept == 1,
+            "the interrupted session was not finished: {r:?}"
+        );
+        ensure!(w.raw_keys("sessions/").await.is_empty(), "objects left");
+        Ok(())
+    }
+);
+
+scenario!(
+    dropped_database_connections_are_survived_without_half_writes,
+    kills = [],
+    |w| {
+        let t = w.standard().await;
+        ok(
+            w.store.write(&t, "session/a.txt", b"a".to_vec()).await,
+            "write",
+        )?;
+        let killed: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid()) t",
+        )
+        .fetch_one(&w.db.pool)
+        .await
+        .map_err(|e| e.to_string())?;
+        ensure!(killed >= 1, "no connection was dropped");
+        // The pool notices dead connections and reconnects; each operation either completes or
+        // reports a database error, and a reported error wrote nothing.
+        let mut outcomes = Vec::new();
+        for i in 0..5 {
+            let path = format!("session/b{i}.txt");
+            match w.store.write(&t, &path, b"b".to_vec()).await {
+                Ok(_) => outcomes.push((path, true)),
+                Err(e) if e.kind() == "database-unavailable" => outcomes.push((path, false)),
+                Err(e) => return Err(format!("unexpected error after dropped connections: {e}")),
+            }
+        }
+        ensure!(
+            outcomes.iter().any(|(_, ok)| *ok),
+            "never recovered: {outcomes:?}"
         );
         Ok(())
     }

@@ -22,4 +22,4 @@ pub use error::{PathError, ScopedError};
 pub use layout::{Resolved, Scope, TurnSpace};
 pub use mutants::ScopedMutant;
 pub use permissions::{Access, Permissions, ScopeSettings};
-pub use store::{CrashPoint, ScopedConfig, ScopedStore, SweepReport, WaitKind};
+pub use store::{CrashPoint, ScopedConfig, ScopedStore, SweepPause, SweepReport, WaitKind};

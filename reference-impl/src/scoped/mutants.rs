@@ -18,10 +18,11 @@ pub enum ScopedMutant {
     NoneStillReadable,
     PartialBatchMarkedDone,
     EncodedTraversalAccepted,
+    SweepUnlocked,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 13] = [
+    pub const ALL: [ScopedMutant; 14] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -35,6 +36,7 @@ impl ScopedMutant {
         ScopedMutant::NoneStillReadable,
         ScopedMutant::PartialBatchMarkedDone,
         ScopedMutant::EncodedTraversalAccepted,
+        ScopedMutant::SweepUnlocked,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -53,6 +55,7 @@ impl ScopedMutant {
             ScopedMutant::NoneStillReadable => "none-still-readable",
             ScopedMutant::PartialBatchMarkedDone => "partial-batch-marked-done",
             ScopedMutant::EncodedTraversalAccepted => "encoded-traversal-accepted",
+            ScopedMutant::SweepUnlocked => "sweep-unlocked",
         }
     }
 
@@ -97,6 +100,9 @@ impl ScopedMutant {
             }
             ScopedMutant::EncodedTraversalAccepted => {
                 "percent-encoded traversal (%2e%2e) passes the check and is decoded and clamped afterwards"
+            }
+            ScopedMutant::SweepUnlocked => {
+                "the sweep reads its candidates without locking them, so a write racing the sweep is deleted"
             }
         }
     }

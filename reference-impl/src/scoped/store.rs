@@ -59,6 +59,18 @@ pub struct ScopedConfig {
     pub sweep_chunk: i64,
     pub mutant: Option<ScopedMutant>,
     pub crash_at: Option<CrashPoint>,
+    /// Harness hook: the session sweep stops after claiming its candidates and before listing
+    /// them, until released, so a test can race a write against it deterministically.
+    pub sweep_pause: Option<Arc<SweepPause>>,
+}
+
+/// A rendezvous inside the session sweep (see [`ScopedConfig::sweep_pause`]).
+#[derive(Debug, Default)]
+pub struct SweepPause {
+    /// Notified when the sweep has claimed its candidates.
+    pub reached: tokio::sync::Notify,
+    /// The sweep waits for this before listing and deleting.
+    pub resume: tokio::sync::Notify,
 }
 
 impl ScopedConfig {
@@ -70,6 +82,7 @@ impl ScopedConfig {
             sweep_chunk: 1000,
             mutant: None,
             crash_at: None,
+            sweep_pause: None,
         }
     }
 
@@ -1114,12 +1127,27 @@ impl ScopedStore {
         };
         loop {
             let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-            let rows = sqlx::query(sql)
-                .bind(cutoff)
-                .bind(self.cfg.sweep_chunk)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(ScopedError::db("select idle sessions"))?;
+            let rows = if self.is(ScopedMutant::SweepUnlocked) {
+                // The bug: candidates read without claiming their rows, so a write can touch
+                // the session and land between the listing and the deletion.
+                let unlocked = sql.replace("FOR UPDATE OF s SKIP LOCKED", "");
+                sqlx::query(sqlx::AssertSqlSafe(unlocked))
+                    .bind(cutoff)
+                    .bind(self.cfg.sweep_chunk)
+                    .fetch_all(&self.pg)
+                    .await
+            } else {
+                sqlx::query(sql)
+                    .bind(cutoff)
+                    .bind(self.cfg.sweep_chunk)
+                    .fetch_all(&mut *tx)
+                    .await
+            }
+            .map_err(ScopedError::db("select idle sessions"))?;
+            if let Some(pause) = &self.cfg.sweep_pause {
+                pause.reached.notify_one();
+                pause.resume.notified().await;
+            }
             if rows.is_empty() {
                 tx.rollback().await.map_err(ScopedError::db("rollback"))?;
                 return Ok(());

@@ -1,0 +1,158 @@
+//! Gating an implementation: run every scenario its profiles select, skip (never fail) the
+//! scenarios of profiles it does not claim, and report.
+//!
+//! Two entry points over the same selection:
+//!
+//! - [`check`], which `tidemark run` calls for the reference or an `--impl` program and which
+//!   returns a [`RunReport`];
+//! - [`run_as_tests`], the one call a Rust implementation makes from its own
+//!   `tests/conformance.rs` (with `harness = false`), as Go's `fstest.TestFS` is one call: each
+//!   scenario becomes its own test, so `cargo test eviction` filters and CI lists each by name.
+//!
+//! ```no_run
+//! // tests/conformance.rs of a Rust implementation
+//! # struct MyScratchpadFactory;
+//! # impl tidemark_conformance::driver::DriverFactory for MyScratchpadFactory {
+//! #     fn name(&self) -> String { unimplemented!() }
+//! #     fn supports(&self, _: tidemark_conformance::scenario::Profile) -> bool { unimplemented!() }
+//! #     fn create(&self, _: tidemark_conformance::scenario::Profile, _: &tidemark_conformance::driver::Environment)
+//! #         -> Result<Box<dyn tidemark_conformance::driver::Driver>, tidemark_conformance::driver::DriverError> { unimplemented!() }
+//! # }
+//! fn main() {
+//!     tidemark_conformance::gate::run_as_tests(MyScratchpadFactory);
+//! }
+//! ```
+
+use crate::driver::DriverFactory;
+use crate::report::{CaseReport, RunReport};
+use crate::runner::run_scenario;
+use crate::scenario::{Profile, Scenario, ScenarioError};
+use crate::{default_scenarios_dir, default_spec_path, suite};
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Which scenarios a run covers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Only these profiles; empty means every profile.
+    pub profiles: Vec<Profile>,
+    /// Only the scenarios with these exact test names (`scratchpad::own_path_wins`); empty means
+    /// all. A name that matches no scenario is an error, so a mistyped replay command cannot
+    /// pass by running nothing.
+    pub only: Vec<String>,
+}
+
+impl Selection {
+    pub fn apply<'a>(&self, scenarios: &'a [Scenario]) -> Result<Vec<&'a Scenario>, String> {
+        for name in &self.only {
+            if !scenarios.iter().any(|s| &s.test_name() == name) {
+                return Err(format!("no scenario is named {name:?}; test names look like scratchpad::own_path_wins"));
+            }
+        }
+        Ok(suite::select(scenarios, &self.profiles)
+            .into_iter()
+            .filter(|s| self.only.is_empty() || self.only.contains(&s.test_name()))
+            .collect())
+    }
+}
+
+/// Why a scenario does not run against `factory`, if it does not.
+pub fn skip_reason(factory: &dyn DriverFactory, scenario: &Scenario) -> Option<String> {
+    (!factory.supports(scenario.profile))
+        .then(|| format!("the implementation does not claim the {} profile", scenario.profile.name()))
+}
+
+/// Runs the selected scenarios in suite order against `factory`, one after another; a scenario
+/// that fails (however badly the implementation behaved) does not stop the next.
+pub async fn check(scenarios: &[&Scenario], factory: &dyn DriverFactory, replay_prefix: String) -> RunReport {
+    let mut cases = Vec::with_capacity(scenarios.len());
+    for scenario in scenarios {
+        match skip_reason(factory, scenario) {
+            Some(reason) => cases.push(CaseReport::skipped(scenario, reason)),
+            None => {
+                let result = run_scenario(scenario, factory).await;
+                cases.push(CaseReport::from_result(&result, scenario.profile.name()));
+            }
+        }
+    }
+    RunReport { implementation: factory.name(), replay_prefix, cases }
+}
+
+/// The suite as libtest-mimic trials for `factory`: one test per scenario, named by its test
+/// name; a scenario of a profile the factory does not support is an ignored test.
+#[derive(Clone)]
+pub struct Gate {
+    factory: Arc<dyn DriverFactory>,
+    scenarios_dir: PathBuf,
+    spec_path: PathBuf,
+}
+
+impl Gate {
+    /// The suite shipped with this crate, against `factory`.
+    pub fn new(factory: impl DriverFactory + 'static) -> Gate {
+        Gate { factory: Arc::new(factory), scenarios_dir: default_scenarios_dir(), spec_path: default_spec_path() }
+    }
+
+    /// Runs the scenarios under `dir` instead (e.g. a team's own scenarios in the same format).
+    pub fn scenarios_dir(mut self, dir: impl Into<PathBuf>) -> Gate {
+        self.scenarios_dir = dir.into();
+        self
+    }
+
+    /// Checks rule citations against this SPEC.md instead.
+    pub fn spec(mut self, path: impl Into<PathBuf>) -> Gate {
+        self.spec_path = path.into();
+        self
+    }
+
+    pub fn trials(&self) -> Result<Vec<Trial>, ScenarioError> {
+        let scenarios = suite::load(&self.scenarios_dir, &self.spec_path)?;
+        Ok(scenarios.into_iter().map(|s| self.trial(s)).collect())
+    }
+
+    fn trial(&self, scenario: Scenario) -> Trial {
+        let name = scenario.test_name();
+        let ignored = skip_reason(&*self.factory, &scenario).is_some();
+        let factory = self.factory.clone();
+        Trial::test(name, move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Failed::from(format!("cannot build a tokio runtime: {e}")))?;
+            let result = runtime.block_on(run_scenario(&scenario, &*factory));
+            match result.failure {
+                None => Ok(()),
+                Some(f) => Err(Failed::from(format!(
+                    "{}:{}: {}\n  expected: {}\n  actual:   {}\n  replay:   cargo test -- --exact {}\n  trace tail:\n    {}",
+                    scenario.file.display(),
+                    f.line,
+                    f.step,
+                    f.expected,
+                    f.actual.replace('\n', "\n            "),
+                    result.test_name,
+                    result.trace.tail(8).join("\n    ")
+                ))),
+            }
+        })
+        .with_ignored_flag(ignored)
+    }
+
+    /// Parses the test binary's arguments, runs the trials and exits with libtest's status.
+    pub fn run_as_tests(self) -> ! {
+        let args = Arguments::from_args();
+        match self.trials() {
+            Ok(trials) => libtest_mimic::run(&args, trials).exit(),
+            Err(e) => {
+                eprintln!("the conformance suite does not load: {e}");
+                std::process::exit(101)
+            }
+        }
+    }
+}
+
+/// The one call: every scenario of the shipped suite, against `factory`, as its own test.
+pub fn run_as_tests(factory: impl DriverFactory + 'static) -> ! {
+    Gate::new(factory).run_as_tests()
+}
+

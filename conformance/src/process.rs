@@ -1,0 +1,642 @@
+//! The out-of-process driver: the implementation under test is any program that speaks the
+//! `tidemark/1` protocol (PROTOCOL.md) on stdin/stdout.
+//!
+//! Each scenario gets its own process, started by `Request::Start` in the scenario's working
+//! directory, handed the scenario's environment in an init exchange, and killed (SIGKILL, no
+//! shutdown) by `stop`, exactly as the in-process driver drops the reference. Every line the
+//! harness waits for is bounded by [`ProcessOptions::reply_timeout`]; a program that prints
+//! garbage, answers the wrong request, never answers or exits early becomes a [`DriverError`]
+//! naming what happened and the last lines of its stderr, and is killed and reaped. The runner
+//! attaches the scenario and step and moves on to the next scenario.
+
+use crate::contract::{Outcome, Request};
+use crate::driver::{Driver, DriverError, DriverFactory, Environment};
+use crate::protocol::{FromImplementation, Init, InitOk, RequestEnvelope, ToImplementation, INIT_ID, PROTOCOL};
+use crate::scenario::Profile;
+use async_trait::async_trait;
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tidemark_reference::clock::Timestamp;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// The default bound on every wait for the program: its init_ok, each reply, its exit.
+pub const DEFAULT_REPLY_TIMEOUT_MS: u64 = 10_000;
+
+/// The longest line accepted from the program's stdout. A 1 MiB file read back is 2 MiB of hex;
+/// the bound leaves room for large listings and stops a runaway program from exhausting memory.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
+/// How long to wait, after the program's stdout closes or it is killed, for its exit status and
+/// the rest of its stderr. Short: the process is already gone or going.
+const EXIT_GRACE: Duration = Duration::from_millis(1_000);
+
+/// How much of the program's stderr is kept for error messages.
+const STDERR_TAIL_LINES: usize = 12;
+const STDERR_LINE_MAX_CHARS: usize = 400;
+
+/// How much of an offending stdout line is quoted in an error message.
+const QUOTED_LINE_MAX_CHARS: usize = 200;
+
+#[derive(Clone, Debug)]
+pub struct ProcessOptions {
+    /// Bounds every wait for the program (the `--timeout-ms` knob).
+    pub reply_timeout: Duration,
+}
+
+impl Default for ProcessOptions {
+    fn default() -> Self {
+        ProcessOptions { reply_timeout: Duration::from_millis(DEFAULT_REPLY_TIMEOUT_MS) }
+    }
+}
+
+/// A program and its arguments, split as a shell splits words (quotes respected) but not run
+/// through a shell.
+///
+/// The program runs with the scenario's working directory as its current directory (so an
+/// unmounted scratchpad that resolves `""` to `.` is caught writing there, SP-1.3). A command is
+/// written relative to where `tidemark` is run, so every word that names an existing path
+/// relative to that directory is made absolute first; a bare program name (`python3`) is looked
+/// up on `PATH` as a shell would.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapterCommand {
+    program: OsString,
+    args: Vec<OsString>,
+    /// As the user wrote it: for reports and replay commands.
+    text: String,
+}
+
+impl AdapterCommand {
+    pub fn parse(text: &str, launch_dir: &Path) -> Result<AdapterCommand, DriverError> {
+        let words = shlex::split(text)
+            .ok_or_else(|| DriverError(format!("cannot split the command {text:?} into words: a quote is not closed")))?;
+        let Some((program, args)) = words.split_first() else {
+            return Err(DriverError("the implementation command is empty".into()));
+        };
+        let resolve = |word: &str, is_program: bool| -> OsString {
+            let path = Path::new(word);
+            let looks_like_path = !is_program || word.contains('/');
+            if looks_like_path && path.is_relative() && !word.starts_with('-') && launch_dir.join(path).exists() {
+                launch_dir.join(path).into_os_string()
+            } else {
+                OsString::from(word)
+            }
+        };
+        Ok(AdapterCommand {
+            program: resolve(program, true),
+            args: args.iter().map(|a| resolve(a, false)).collect(),
+            text: text.to_string(),
+        })
+    }
+
+    /// The command as the user wrote it.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// Makes one [`ProcessDriver`] per scenario, for a program whose claims were learned by
+/// [`ProcessFactory::probe`].
+#[derive(Clone, Debug)]
+pub struct ProcessFactory {
+    command: AdapterCommand,
+    options: ProcessOptions,
+    claims: InitOk,
+}
+
+impl ProcessFactory {
+    /// Starts the program once, with an init that names no profile, to learn which profiles and
+    /// capabilities it claims; then closes its stdin and kills it. Scenarios of a profile it does
+    /// not claim are skipped.
+    pub async fn probe(command: AdapterCommand, options: ProcessOptions) -> Result<ProcessFactory, DriverError> {
+        let scratch = tempfile::Builder::new()
+            .prefix("tidemark-probe-")
+            .tempdir()
+            .map_err(|e| DriverError(format!("cannot make a scratch directory for the probe: {e}")))?;
+        let (root, workdir) = (scratch.path().join("root"), scratch.path().join("workdir"));
+        for dir in [&root, &workdir] {
+            std::fs::create_dir(dir).map_err(|e| DriverError(format!("cannot make {}: {e}", dir.display())))?;
+        }
+        let init = init_message(None, &root, &workdir, &BTreeMap::new())?;
+        let mut adapter = Adapter::spawn(&command, &workdir, &options)?;
+        let claims = adapter.handshake(init).await;
+        adapter.close_stdin();
+        adapter.kill().await;
+        Ok(ProcessFactory { command, options, claims: claims? })
+    }
+
+    /// What the program said it supports.
+    pub fn claims(&self) -> &InitOk {
+        &self.claims
+    }
+
+    pub fn command(&self) -> &AdapterCommand {
+        &self.command
+    }
+}
+
+impl DriverFactory for ProcessFactory {
+    fn name(&self) -> String {
+        self.command.text.clone()
+    }
+
+    fn supports(&self, profile: Profile) -> bool {
+        self.claims.profiles.iter().any(|p| p == profile.name())
+    }
+
+    fn create(&self, profile: Profile, env: &Environment) -> Result<Box<dyn Driver>, DriverError> {
+        Ok(Box::new(ProcessDriver {
+            command: self.command.clone(),
+            options: self.options.clone(),
+            profile,
+            env: env.clone(),
+            adapter: None,
+            next_id: INIT_ID + 1,
+        }))
+    }
+}
+
+fn init_message(profile: Option<Profile>, root: &Path, workdir: &Path, knobs: &BTreeMap<String, i64>) -> Result<Init, DriverError> {
+    let utf8 = |what: &str, p: &Path| {
+        p.to_str()
+            .map(str::to_string)
+            .ok_or_else(|| DriverError(format!("the {what} {} is not UTF-8 and cannot be sent as JSON", p.display())))
+    };
+    Ok(Init {
+        id: INIT_ID,
+        protocol: PROTOCOL.to_string(),
+        profile: profile.map(|p| p.name().to_string()),
+        root: utf8("scratch root", root)?,
+        workdir: utf8("working directory", workdir)?,
+        knobs: knobs.clone(),
+        s3: None,
+        postgres_url: None,
+    })
+}
+
+/// One scenario's implementation: at most one running process at a time.
+pub struct ProcessDriver {
+    command: AdapterCommand,
+    options: ProcessOptions,
+    profile: Profile,
+    env: Environment,
+    adapter: Option<Adapter>,
+    /// Request ids increase across restarts, so a reply from a previous life cannot be mistaken
+    /// for an answer.
+    next_id: u64,
+}
+
+impl ProcessDriver {
+    async fn start_process(&mut self) -> Result<(), DriverError> {
+        if let Some(old) = self.adapter.take() {
+            old.kill().await;
+        }
+        let init = init_message(Some(self.profile), &self.env.root, &self.env.workdir, &self.env.knobs.values)?;
+        let mut adapter = Adapter::spawn(&self.command, &self.env.workdir, &self.options)?;
+        let claims = match adapter.handshake(init).await {
+            Ok(claims) => claims,
+            Err(e) => {
+                adapter.kill().await;
+                return Err(e);
+            }
+        };
+        if !claims.profiles.iter().any(|p| p == self.profile.name()) {
+            let e = adapter
+                .failure(format!(
+                    "the implementation was started for the {} profile but its init_ok claims only [{}]",
+                    self.profile.name(),
+                    claims.profiles.join(", ")
+                ))
+                .await;
+            adapter.kill().await;
+            return Err(e);
+        }
+        self.adapter = Some(adapter);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Driver for ProcessDriver {
+    async fn call(&mut self, now: Timestamp, request: &Request) -> Result<Outcome, DriverError> {
+        if let Request::Start = request {
+            self.start_process().await?;
+        }
+        let Some(adapter) = self.adapter.as_mut() else {
+            return Err(DriverError(format!("a {} request arrived while the implementation was not running", request.op_name())));
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        let envelope = RequestEnvelope { id, now_ms: now.as_millis(), body: request.clone() };
+        let result = adapter.request(envelope).await;
+        if result.is_err() {
+            // A program that misbehaved once is not trusted with another request.
+            if let Some(adapter) = self.adapter.take() {
+                adapter.kill().await;
+            }
+        }
+        result
+    }
+
+    async fn stop(&mut self) -> Result<(), DriverError> {
+        if let Some(adapter) = self.adapter.take() {
+            adapter.kill().await;
+        }
+        Ok(())
+    }
+}
+
+/// A running program: its pipes, the tail of its stderr, and the bound on every wait.
+struct Adapter {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    stderr: StderrTail,
+    reply_timeout: Duration,
+    /// Set once the process has been waited for, so it is never signalled after its pid may
+    /// have been reused.
+    reaped: bool,
+}
+
+impl Adapter {
+    fn spawn(command: &AdapterCommand, workdir: &Path, options: &ProcessOptions) -> Result<Adapter, DriverError> {
+        let mut cmd = Command::new(&command.program);
+        cmd.args(&command.args)
+            .current_dir(workdir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        // Its own process group, so that killing it also kills what it started (`go run`,
+        // `sh -c`, `npm start` all run the real program as a child).
+        #[cfg(unix)]
+        cmd.process_group(0);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| DriverError(format!("cannot start the implementation `{}`: {e}", command.text)))?;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+            unreachable!("all three pipes were requested");
+        };
+        Ok(Adapter {
+            child,
+            stdin: Some(stdin),
+            stdout: BufReader::new(stdout),
+            stderr: StderrTail::capture(stderr),
+            reply_timeout: options.reply_timeout,
+            reaped: false,
+        })
+    }
+
+    /// Sends init and checks init_ok: the same protocol, and a well-formed claim.
+    async fn handshake(&mut self, init: Init) -> Result<InitOk, DriverError> {
+        self.send(&ToImplementation::Init(init)).await?;
+        match self.receive(INIT_ID, "init").await? {
+            FromImplementation::InitOk(ok) if ok.protocol == PROTOCOL => Ok(ok),
+            FromImplementation::InitOk(ok) => {
+                Err(self.failure(format!("the implementation speaks {:?}, but the harness speaks {PROTOCOL:?}", ok.protocol)).await)
+            }
+            FromImplementation::Error(e) => Err(self.failure(format!("the implementation refused init: {}", e.message)).await),
+            other => Err(self.failure(format!("expected init_ok in answer to init, got {}", other.type_name())).await),
+        }
+    }
+
+    async fn request(&mut self, envelope: RequestEnvelope) -> Result<Outcome, DriverError> {
+        let (id, op) = (envelope.id, envelope.body.op_name());
+        self.send(&ToImplementation::Request(envelope)).await?;
+        match self.receive(id, op).await? {
+            FromImplementation::Reply(reply) => Ok(reply.body),
+            FromImplementation::Error(e) => {
+                Err(self.failure(format!("the implementation reported an error for request {id} ({op}): {}", e.message)).await)
+            }
+            other => Err(self.failure(format!("expected a reply to request {id} ({op}), got {}", other.type_name())).await),
+        }
+    }
+
+    async fn send(&mut self, message: &ToImplementation) -> Result<(), DriverError> {
+        let mut line = serde_json::to_vec(message).expect("protocol messages always serialise");
+        line.push(b'\n');
+        let what = match message {
+            ToImplementation::Init(_) => "init".to_string(),
+            ToImplementation::Request(r) => format!("request {} ({})", r.id, r.body.op_name()),
+        };
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err(DriverError(format!("cannot send {what}: the implementation's stdin is closed")));
+        };
+        let written = tokio::time::timeout(self.reply_timeout, async {
+            stdin.write_all(&line).await?;
+            stdin.flush().await
+        })
+        .await;
+        match written {
+            Ok(Ok(())) => Ok(()),
+            // A broken pipe means the program has gone: say so, with how it ended.
+            Ok(Err(e)) => Err(self.failure(format!("cannot send {what}: {e}")).await),
+            Err(_) => Err(self
+                .failure(format!(
+                    "the implementation did not read {what} within {} ms (is it reading stdin?)",
+                    self.reply_timeout.as_millis()
+                ))
+                .await),
+        }
+    }
+
+    /// Reads the next message, which must answer `id`. Blank lines are ignored; the whole wait,
+    /// however many lines it takes, is bounded by the reply timeout.
+    async fn receive(&mut self, id: u64, op: &str) -> Result<FromImplementation, DriverError> {
+        let awaited = if id == INIT_ID { "init".to_string() } else { format!("request {id} ({op})") };
+        let deadline = Instant::now() + self.reply_timeout;
+        loop {
+            let mut line = Vec::new();
+            let read = tokio::time::timeout_at(deadline, read_bounded_line(&mut self.stdout, &mut line)).await;
+            let read = match read {
+                Ok(r) => r,
+                Err(_) => {
+                    return Err(self
+                        .failure(format!(
+                            "no answer to {awaited} within {} ms (the bound is --timeout-ms)",
+                            self.reply_timeout.as_millis()
+                        ))
+                        .await)
+                }
+            };
+            match read {
+                Err(e) => return Err(self.failure(format!("cannot read the answer to {awaited}: {e}")).await),
+                Ok(LineRead::Eof) => {
+                    return Err(self.failure(format!("the implementation closed its stdout before answering {awaited}")).await)
+                }
+                Ok(LineRead::TooLong) => {
+                    return Err(self
+                        .failure(format!("the implementation printed a line longer than {MAX_LINE_BYTES} bytes while answering {awaited}"))
+                        .await)
+                }
+                Ok(LineRead::Line) => {}
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let message: FromImplementation = match serde_json::from_slice(&line) {
+                Ok(m) => m,
+                Err(e) => {
+                    return Err(self
+                        .failure(format!(
+                            "the implementation printed a line that is not a {PROTOCOL} message while the harness awaited the answer to {awaited} ({e}): {}",
+                            quote_line(&line)
+                        ))
+                        .await)
+                }
+            };
+            if message.in_reply_to() != id {
+                return Err(self
+                    .failure(format!(
+                        "the implementation answered request {} but the harness awaited the answer to {awaited}",
+                        message.in_reply_to()
+                    ))
+                    .await);
+            }
+            return Ok(message);
+        }
+    }
+
+    /// A driver error: `what`, how the process ended if it has, and the tail of its stderr.
+    async fn failure(&mut self, what: String) -> DriverError {
+        let mut message = what;
+        if let Some(status) = self.exit_status_within(Duration::ZERO).await {
+            let _ = write!(message, "; the implementation exited ({})", describe_exit(status));
+            // It has exited, so its stderr is closing: let the capture collect the last lines.
+            self.stderr.finish(EXIT_GRACE).await;
+        } else {
+            tokio::task::yield_now().await;
+        }
+        message.push_str(&self.stderr.render());
+        DriverError(message)
+    }
+
+    /// The exit status if the process ends within `grace` (which may be zero).
+    async fn exit_status_within(&mut self, grace: Duration) -> Option<ExitStatus> {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            self.reaped = true;
+            return Some(status);
+        }
+        if grace.is_zero() {
+            // A process that just closed stdout is usually a moment from exiting.
+            return match tokio::time::timeout(Duration::from_millis(50), self.child.wait()).await {
+                Ok(Ok(status)) => {
+                    self.reaped = true;
+                    Some(status)
+                }
+                _ => None,
+            };
+        }
+        match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(Ok(status)) => {
+                self.reaped = true;
+                Some(status)
+            }
+            _ => None,
+        }
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// SIGKILL to the process and its group, then reap it: a crash, no shutdown.
+    async fn kill(mut self) {
+        self.stdin = None;
+        if !self.reaped {
+            self.kill_group();
+            let _ = self.child.start_kill();
+            let _ = self.exit_status_within(EXIT_GRACE).await;
+        }
+        self.stderr.abort();
+    }
+
+    fn kill_group(&self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.child.id() {
+            // SAFETY: kill(2) with a negative pid signals the process group the child leads; it
+            // touches no memory. The group was created at spawn and the child is not yet reaped,
+            // so the id cannot name anyone else's group.
+            unsafe {
+                libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for Adapter {
+    fn drop(&mut self) {
+        // Error paths that never reach `kill` still take the program's children with it;
+        // `kill_on_drop` covers the program itself and tokio reaps it.
+        if !self.reaped {
+            self.kill_group();
+        }
+        self.stderr.abort();
+    }
+}
+
+fn describe_exit(status: ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("killed by signal {signal}");
+        }
+    }
+    match status.code() {
+        Some(code) => format!("exit code {code}"),
+        None => status.to_string(),
+    }
+}
+
+fn quote_line(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_end();
+    if text.chars().count() > QUOTED_LINE_MAX_CHARS {
+        format!("`{}…` ({} bytes)", text.chars().take(QUOTED_LINE_MAX_CHARS).collect::<String>(), line.len())
+    } else {
+        format!("`{text}`")
+    }
+}
+
+enum LineRead {
+    Line,
+    Eof,
+    TooLong,
+}
+
+/// Reads up to and excluding the next `\n` into `line`, refusing to hold more than
+/// [`MAX_LINE_BYTES`]. A final line without a newline still counts as a line.
+async fn read_bounded_line(reader: &mut BufReader<ChildStdout>, line: &mut Vec<u8>) -> std::io::Result<LineRead> {
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if line.is_empty() { LineRead::Eof } else { LineRead::Line });
+        }
+        if let Some(newline) = available.iter().position(|&b| b == b'\n') {
+            line.extend_from_slice(&available[..newline]);
+            reader.consume(newline + 1);
+            return Ok(LineRead::Line);
+        }
+        let taken = available.len();
+        line.extend_from_slice(available);
+        reader.consume(taken);
+        if line.len() > MAX_LINE_BYTES {
+            return Ok(LineRead::TooLong);
+        }
+    }
+}
+
+/// The last lines the program wrote to stderr, collected by a task that drains the pipe
+/// continuously (a full pipe would block a chatty program mid-request).
+struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl StderrTail {
+    fn capture(stderr: tokio::process::ChildStderr) -> StderrTail {
+        let lines = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_LINES)));
+        let sink = lines.clone();
+        let task = tokio::spawn(async move {
+            let mut stderr = stderr;
+            let mut chunk = vec![0u8; 8 * 1024];
+            let mut partial = Vec::new();
+            let push = |bytes: &[u8]| {
+                let text = String::from_utf8_lossy(bytes);
+                let text: String = text.trim_end().chars().take(STDERR_LINE_MAX_CHARS).collect();
+                let mut lines = sink.lock().expect("the stderr tail is never poisoned");
+                if lines.len() == STDERR_TAIL_LINES {
+                    lines.pop_front();
+                }
+                lines.push_back(text);
+            };
+            loop {
+                let n = match stderr.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                for &b in &chunk[..n] {
+                    if b == b'\n' {
+                        push(&partial);
+                        partial.clear();
+                    } else if partial.len() < STDERR_LINE_MAX_CHARS * 4 {
+                        partial.push(b);
+                    }
+                }
+            }
+            if !partial.is_empty() {
+                push(&partial);
+            }
+        });
+        StderrTail { lines, task: Some(task) }
+    }
+
+    /// Waits (bounded) for the pipe to close, so the lines written just before an exit are kept.
+    async fn finish(&mut self, grace: Duration) {
+        if let Some(task) = self.task.as_mut() {
+            if tokio::time::timeout(grace, task).await.is_ok() {
+                self.task = None;
+            }
+        }
+    }
+
+    fn abort(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+
+    fn render(&self) -> String {
+        let lines = self.lines.lock().expect("the stderr tail is never poisoned");
+        if lines.is_empty() {
+            return "; its stderr was empty".into();
+        }
+        let mut s = format!("\nlast {} line(s) of its stderr:", lines.len());
+        for l in lines.iter() {
+            let _ = write!(s, "\n  | {l}");
+        }
+        s
+    }
+}
+
+/// The launch directory for [`AdapterCommand::parse`]: where `tidemark` was run.
+pub fn launch_dir() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_is_split_like_a_shell_and_existing_relative_paths_are_made_absolute() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("impl.py"), "").unwrap();
+        let c = AdapterCommand::parse("python3 -u 'impl.py' --name \"a b\"", dir.path()).unwrap();
+        assert_eq!(c.program, OsString::from("python3"));
+        assert_eq!(
+            c.args,
+            vec![
+                OsString::from("-u"),
+                dir.path().join("impl.py").into_os_string(),
+                OsString::from("--name"),
+                OsString::from("a b")
+            ]
+        );
+        assert_eq!(c.text(), "python3 -u 'impl.py' --name \"a b\"");
+    }
+
+    #[test]
+    fn an_unclosed_quote_or_an_empty_command_is_refused_with_a_reason() {
+        assert!(AdapterCommand::parse("python3 'x", Path::new("/")).unwrap_err().0.contains("quote"));
+        assert!(AdapterCommand::parse("   ", Path::new("/")).unwrap_err().0.contains("empty"));
+    }
+}

@@ -1,0 +1,173 @@
+//! The out-of-process protocol, `tidemark/1`, as data (PROTOCOL.md is the prose, and
+//! protocol.schema.json the JSON Schema, of these types).
+//!
+//! One JSON object per line: the harness writes [`ToImplementation`] lines to the program's stdin
+//! and reads [`FromImplementation`] lines from its stdout; stderr is the program's log. The
+//! request and outcome bodies are exactly the JSON of [`Request`] and [`Outcome`], so a scenario
+//! means the same thing in every language.
+
+use crate::contract::{Outcome, Request};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The protocol name and version both sides state in the init exchange. A change that an
+/// existing implementation could misread bumps the number.
+pub const PROTOCOL: &str = "tidemark/1";
+
+/// The id of the init message; requests count up from 1.
+pub const INIT_ID: u64 = 0;
+
+/// A line the harness writes to the implementation's stdin.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToImplementation {
+    Init(Init),
+    Request(RequestEnvelope),
+}
+
+/// The first line a program receives: what the harness provides for the coming scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Init {
+    pub id: u64,
+    /// Always [`PROTOCOL`].
+    pub protocol: String,
+    /// The profile the coming scenario exercises. `None` when the harness starts the program only
+    /// to ask what it supports; stdin closes right after `init_ok`.
+    pub profile: Option<String>,
+    /// The scratch root (scratchpad profile). Empty when the scenario runs unmounted (SP-1.3):
+    /// the empty string must never be resolved to anything.
+    pub root: String,
+    /// The program's working directory, also its actual current directory. The harness checks
+    /// that an unmounted scratchpad writes nothing here.
+    pub workdir: String,
+    /// The knobs the scenario sets, by their SPEC.md names (sizes in bytes, durations in
+    /// milliseconds). A knob not named keeps its SPEC.md default.
+    pub knobs: BTreeMap<String, i64>,
+    /// The object store (scoped profile); absent for the scratchpad profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s3: Option<S3Endpoint>,
+    /// A PostgreSQL connection URL (scoped profile); absent for the scratchpad profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres_url: Option<String>,
+}
+
+/// An S3-compatible endpoint and the credentials to reach it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct S3Endpoint {
+    pub endpoint_url: String,
+    pub region: String,
+    pub bucket: String,
+    pub access_key_id: String,
+    pub secret_access_key: String,
+}
+
+/// One operation at one simulated instant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestEnvelope {
+    pub id: u64,
+    /// The current time, milliseconds since the Unix epoch, UTC. The only clock the program may
+    /// use for a retention decision.
+    pub now_ms: i64,
+    pub body: Request,
+}
+
+/// A line the implementation writes to stdout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FromImplementation {
+    InitOk(InitOk),
+    Reply(Reply),
+    /// The program could not perform a request at all (a bug, a disk error): not a refusal,
+    /// which is an ordinary [`Outcome`]. The harness reports it as the scenario's failure.
+    Error(ErrorReply),
+}
+
+impl FromImplementation {
+    pub fn in_reply_to(&self) -> u64 {
+        match self {
+            FromImplementation::InitOk(m) => m.in_reply_to,
+            FromImplementation::Reply(m) => m.in_reply_to,
+            FromImplementation::Error(m) => m.in_reply_to,
+        }
+    }
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            FromImplementation::InitOk(_) => "init_ok",
+            FromImplementation::Reply(_) => "reply",
+            FromImplementation::Error(_) => "error",
+        }
+    }
+}
+
+/// What the program supports. Profiles are selected by these claims: a scenario whose profile is
+/// not claimed is skipped, not failed. Names the harness does not know are kept but unused, so a
+/// program may claim a profile before the harness it runs under supports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitOk {
+    pub in_reply_to: u64,
+    pub protocol: String,
+    /// A name for reports, e.g. `my-scratchpad 0.3.1`.
+    #[serde(default)]
+    pub implementation: String,
+    pub profiles: Vec<String>,
+    /// Optional behaviours beyond a profile's required rules.
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    pub in_reply_to: u64,
+    pub body: Outcome,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorReply {
+    pub in_reply_to: u64,
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::{Bytes, Caller};
+
+    #[test]
+    fn a_request_line_carries_the_contract_body_with_bytes_as_hex() {
+        let line = serde_json::to_string(&ToImplementation::Request(RequestEnvelope {
+            id: 3,
+            now_ms: 1_767_225_600_000,
+            body: Request::Read {
+                caller: Caller { requester: "alice".into(), channel: "general".into(), thread: Some("T1".into()) },
+                path: Bytes(b"a.md".to_vec()),
+            },
+        }))
+        .unwrap();
+        assert_eq!(
+            line,
+            r#"{"type":"request","id":3,"now_ms":1767225600000,"body":{"op":"read","caller":{"requester":"alice","channel":"general","thread":"T1"},"path":"612e6d64"}}"#
+        );
+    }
+
+    #[test]
+    fn a_reply_line_parses_into_the_contract_outcome() {
+        let m: FromImplementation =
+            serde_json::from_str(r#"{"type":"reply","in_reply_to":3,"body":{"outcome":"refused","reason":"traversal","message":"no"}}"#)
+                .unwrap();
+        assert_eq!(
+            m,
+            FromImplementation::Reply(Reply {
+                in_reply_to: 3,
+                body: Outcome::Refused { reason: "traversal".into(), message: "no".into() }
+            })
+        );
+    }
+
+    #[test]
+    fn an_init_ok_may_omit_its_name_and_capabilities() {
+        let m: FromImplementation =
+            serde_json::from_str(r#"{"type":"init_ok","in_reply_to":0,"protocol":"tidemark/1","profiles":["scratchpad"]}"#).unwrap();
+        assert_eq!(m.type_name(), "init_ok");
+        assert_eq!(m.in_reply_to(), 0);
+    }
+}
