@@ -204,7 +204,7 @@ scenario!(
             .await
             .err()
             .map(|e| e.kind());
-        ensure!(e == Some("not-found"), "deleted file reads as {e:?}");
+        ensure!(e == Some("not_found"), "deleted file reads as {e:?}");
         Ok(())
     }
 );
@@ -221,7 +221,7 @@ scenario!(
             .err()
             .map(|e| e.kind());
         ensure!(
-            e == Some("permission-denied"),
+            e == Some("permission_denied"),
             "workspace write by default gave {e:?}"
         );
         ensure!(
@@ -248,7 +248,7 @@ scenario!(
             .await
             .err()
             .map(|e| e.kind());
-        ensure!(e == Some("permission-denied"), "none-scope read gave {e:?}");
+        ensure!(e == Some("permission_denied"), "none-scope read gave {e:?}");
         let listed = w.paths(&tri, None).await?;
         ensure!(
             listed.iter().all(|p| p.starts_with("session/")),
@@ -261,7 +261,7 @@ scenario!(
             .err()
             .map(|e| e.kind());
         ensure!(
-            e == Some("permission-denied"),
+            e == Some("permission_denied"),
             "listing a none scope gave {e:?}"
         );
         // Session is always read/write, whatever the settings say.
@@ -314,7 +314,7 @@ scenario!(
             .err()
             .map(|e| e.kind());
         ensure!(
-            e == Some("permission-denied"),
+            e == Some("permission_denied"),
             "agent write with agent=read gave {e:?}"
         );
         Ok(())
@@ -376,12 +376,12 @@ scenario!(
     |w| {
         let t = w.standard().await;
         let cases: [(&str, &str); 6] = [
-            ("", "empty-path"),
-            ("session/a\u{7}b", "control-character"),
-            ("session/", "empty-path"),
-            ("session/dir/", "directory-path"),
-            ("tmp/x", "missing-scope"),
-            ("Sessions/x", "unknown-scope"),
+            ("", "empty_path"),
+            ("session/a\u{7}b", "control_character"),
+            ("session/", "empty_path"),
+            ("session/dir/", "directory_path"),
+            ("tmp/x", "missing_scope"),
+            ("Sessions/x", "unknown_scope"),
         ];
         for (p, kind) in cases {
             let e = w
@@ -399,7 +399,7 @@ scenario!(
             .await
             .err()
             .map(|e| e.kind());
-        ensure!(e == Some("key-too-long"), "long key gave {e:?}");
+        ensure!(e == Some("key_too_long"), "long key gave {e:?}");
         ensure!(
             w.raw_keys("").await.is_empty(),
             "refused writes left objects"
@@ -568,7 +568,7 @@ scenario!(
             .await
             .err()
             .map(|e| e.kind());
-        ensure!(e == Some("read-only"), "skill write gave {e:?}");
+        ensure!(e == Some("read_only"), "skill write gave {e:?}");
         w.days(400);
         ok(w.store.sweep().await, "sweep")?;
         let got = ok(
@@ -865,7 +865,7 @@ scenario!(
             let path = format!("session/b{i}.txt");
             match w.store.write(&t, &path, b"b".to_vec()).await {
                 Ok(_) => outcomes.push((path, true)),
-                Err(e) if e.kind() == "database-unavailable" => outcomes.push((path, false)),
+                Err(e) if e.kind() == "database_unavailable" => outcomes.push((path, false)),
                 Err(e) => return Err(format!("unexpected error after dropped connections: {e}")),
             }
         }
@@ -887,7 +887,7 @@ async fn a_store_that_is_down_or_a_bucket_that_does_not_exist_is_a_typed_error()
         .write(&t, "session/a.txt", b"a".to_vec())
         .await
         .unwrap_err();
-    assert_eq!(e.kind(), "storage-unavailable", "{e}");
+    assert_eq!(e.kind(), "storage_unavailable", "{e}");
     w.tier.s3.faults().heal();
     assert!(
         w.raw_keys("").await.is_empty(),
@@ -904,9 +904,9 @@ async fn a_store_that_is_down_or_a_bucket_that_does_not_exist_is_a_typed_error()
         .write(&t, "session/a.txt", b"a".to_vec())
         .await
         .unwrap_err();
-    assert_eq!(e.kind(), "no-such-bucket", "{e}");
+    assert_eq!(e.kind(), "no_such_bucket", "{e}");
     let e = s.read(&t, "session/a.txt").await.unwrap_err();
-    assert_eq!(e.kind(), "no-such-bucket", "{e}");
+    assert_eq!(e.kind(), "no_such_bucket", "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -919,7 +919,7 @@ async fn a_database_that_is_down_is_a_typed_error() {
         .write(&t, "session/a.txt", b"a".to_vec())
         .await
         .unwrap_err();
-    assert_eq!(e.kind(), "database-unavailable", "{e}");
+    assert_eq!(e.kind(), "database_unavailable", "{e}");
     assert!(w.raw_keys("").await.is_empty());
 }
 

@@ -93,30 +93,30 @@ impl ScopedError {
         move |source| ScopedError::Database { operation, source }
     }
 
-    /// A stable kebab-case name of the error kind, for scenario expectations.
+    /// A stable snake_case reason code (SPEC SC-8), for scenario expectations.
     pub fn kind(&self) -> &'static str {
         match self {
             ScopedError::Path(p) => match p {
-                PathError::Empty { .. } => "empty-path",
-                PathError::MissingScope { .. } => "missing-scope",
-                PathError::UnknownScope { .. } => "unknown-scope",
+                PathError::Empty { .. } => "empty_path",
+                PathError::MissingScope { .. } => "missing_scope",
+                PathError::UnknownScope { .. } => "unknown_scope",
                 PathError::Traversal { .. } => "traversal",
-                PathError::Absolute { .. } => "absolute-path",
-                PathError::EmptySegment { .. } => "empty-segment",
-                PathError::DirectoryPath { .. } => "directory-path",
-                PathError::ControlCharacter { .. } => "control-character",
-                PathError::KeyTooLong { .. } => "key-too-long",
-                PathError::Reserved { .. } => "reserved-path",
-                PathError::UnknownSkill { .. } => "unknown-skill",
-                PathError::InvalidId { .. } => "invalid-id",
+                PathError::Absolute { .. } => "absolute_path",
+                PathError::EmptySegment { .. } => "empty_segment",
+                PathError::DirectoryPath { .. } => "directory_path",
+                PathError::ControlCharacter { .. } => "control_character",
+                PathError::KeyTooLong { .. } => "key_too_long",
+                PathError::Reserved { .. } => "reserved_path",
+                PathError::UnknownSkill { .. } => "unknown_skill",
+                PathError::InvalidId { .. } => "invalid_id",
             },
-            ScopedError::PermissionDenied { .. } => "permission-denied",
-            ScopedError::NotFound { .. } => "not-found",
-            ScopedError::ReadOnly { .. } => "read-only",
-            ScopedError::NoSuchBucket { .. } => "no-such-bucket",
-            ScopedError::Storage { .. } => "storage-unavailable",
-            ScopedError::Database { .. } => "database-unavailable",
-            ScopedError::UnknownEntity { .. } => "unknown-entity",
+            ScopedError::PermissionDenied { .. } => "permission_denied",
+            ScopedError::NotFound { .. } => "not_found",
+            ScopedError::ReadOnly { .. } => "read_only",
+            ScopedError::NoSuchBucket { .. } => "no_such_bucket",
+            ScopedError::Storage { .. } => "storage_unavailable",
+            ScopedError::Database { .. } => "database_unavailable",
+            ScopedError::UnknownEntity { .. } => "unknown_entity",
             ScopedError::Config(_) => "config",
             ScopedError::Crashed(_) => "crashed",
         }
