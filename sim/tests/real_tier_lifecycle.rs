@@ -126,5 +126,5 @@ async fn an_age_only_lifecycle_rule_loses_the_uploads_of_a_conversation_the_swee
         "age-only rule deleted {deleted:?}"
     );
     let e = store.read(&t, "session/upload.pdf").await.unwrap_err();
-    assert_eq!(e.kind(), "not-found", "lost mid-conversation");
+    assert_eq!(e.kind(), "not_found", "lost mid-conversation");
 }
