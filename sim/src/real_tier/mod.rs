@@ -9,6 +9,7 @@
 pub mod faults;
 pub mod memory_s3;
 pub mod pg;
+pub mod scoped_driver;
 pub mod server;
 
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use tidemark_reference::scoped::{ScopedConfig, ScopedError, ScopedStore};
 pub use faults::{FaultHandle, FaultPlan};
 pub use memory_s3::{MemoryHandle, MemoryS3};
 pub use pg::{PgProvider, PgSourceKind, TestDatabase};
+pub use scoped_driver::{ScopedDriver, ScopedOp, ScopedOutcome, Turn};
 pub use server::{s3_client, S3Server};
 
 #[derive(Debug, thiserror::Error)]

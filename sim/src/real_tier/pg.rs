@@ -29,6 +29,8 @@ pub struct PgProvider {
     kind: PgSourceKind,
     cluster: Option<EphemeralCluster>,
     counter: AtomicU64,
+    /// The `DATABASE_URL` this provider came from, if it did.
+    source_url: Option<String>,
 }
 
 impl PgProvider {
@@ -49,6 +51,7 @@ impl PgProvider {
                         kind: PgSourceKind::EphemeralCluster { bin_dir: bin },
                         cluster: Some(cluster),
                         counter: AtomicU64::new(0),
+                        source_url: None,
                     });
                 }
                 Err(e) => reasons.push(format!("ephemeral cluster from {}: {e}", bin.display())),
@@ -72,7 +75,19 @@ impl PgProvider {
             kind: PgSourceKind::DatabaseUrl,
             cluster: None,
             counter: AtomicU64::new(0),
+            source_url: Some(url.to_string()),
         })
+    }
+
+    /// The URL of database `name` on this provider's server.
+    pub fn database_url(&self, name: &str) -> String {
+        match (&self.kind, &self.source_url) {
+            (PgSourceKind::DatabaseUrl, Some(url)) => with_database(url, name),
+            _ => format!(
+                "postgres://postgres@127.0.0.1:{}/{name}",
+                self.cluster.as_ref().map(|c| c.port()).unwrap_or(5432)
+            ),
+        }
     }
 
     pub fn kind(&self) -> &PgSourceKind {
@@ -124,10 +139,12 @@ impl PgProvider {
             .map_err(|e| RealTierError::Postgres {
                 message: format!("connect to {name}: {e}"),
             })?;
+        let url = self.database_url(&name);
         Ok(TestDatabase {
             name,
             pool,
             options,
+            url,
         })
     }
 
@@ -167,6 +184,27 @@ pub struct TestDatabase {
     pub name: String,
     pub pool: PgPool,
     pub options: PgConnectOptions,
+    /// A connection URL for this database, for an implementation in another process.
+    pub url: String,
+}
+
+/// `url` with its database (the path) replaced by `name`, query string kept.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let authority_end = base
+        .find("://")
+        .map(|i| i + 3)
+        .and_then(|start| base[start..].find('/').map(|j| start + j))
+        .unwrap_or(base.len());
+    let mut out = format!("{}/{name}", &base[..authority_end]);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
 }
 
 /// Finds the newest `<root>/<version>/bin` holding `initdb` and `postgres`, or `TIDEMARK_PG_BIN`.
@@ -405,4 +443,18 @@ fn as_user(cmd: &mut Command, run_as: Option<(u32, u32)>) {
 fn free_port() -> std::io::Result<u16> {
     let l = std::net::TcpListener::bind(("127.0.0.1", 0))?;
     Ok(l.local_addr()?.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn a_database_url_gets_the_scenarios_database_and_keeps_its_options() {
+        assert_eq!(
+            with_database("postgres://u:p@h:5/orig?sslmode=disable", "tdm_1"),
+            "postgres://u:p@h:5/tdm_1?sslmode=disable"
+        );
+        assert_eq!(with_database("postgres://h", "x"), "postgres://h/x");
+    }
 }
