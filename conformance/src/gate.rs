@@ -47,7 +47,9 @@ impl Selection {
     pub fn apply<'a>(&self, scenarios: &'a [Scenario]) -> Result<Vec<&'a Scenario>, String> {
         for name in &self.only {
             if !scenarios.iter().any(|s| &s.test_name() == name) {
-                return Err(format!("no scenario is named {name:?}; test names look like scratchpad::own_path_wins"));
+                return Err(format!(
+                    "no scenario is named {name:?}; test names look like scratchpad::own_path_wins"
+                ));
             }
         }
         Ok(suite::select(scenarios, &self.profiles)
@@ -59,13 +61,21 @@ impl Selection {
 
 /// Why a scenario does not run against `factory`, if it does not.
 pub fn skip_reason(factory: &dyn DriverFactory, scenario: &Scenario) -> Option<String> {
-    (!factory.supports(scenario.profile))
-        .then(|| format!("the implementation does not claim the {} profile", scenario.profile.name()))
+    (!factory.supports(scenario.profile)).then(|| {
+        format!(
+            "the implementation does not claim the {} profile",
+            scenario.profile.name()
+        )
+    })
 }
 
 /// Runs the selected scenarios in suite order against `factory`, one after another; a scenario
 /// that fails (however badly the implementation behaved) does not stop the next.
-pub async fn check(scenarios: &[&Scenario], factory: &dyn DriverFactory, replay_prefix: String) -> RunReport {
+pub async fn check(
+    scenarios: &[&Scenario],
+    factory: &dyn DriverFactory,
+    replay_prefix: String,
+) -> RunReport {
     let mut cases = Vec::with_capacity(scenarios.len());
     for scenario in scenarios {
         match skip_reason(factory, scenario) {
@@ -76,7 +86,11 @@ pub async fn check(scenarios: &[&Scenario], factory: &dyn DriverFactory, replay_
             }
         }
     }
-    RunReport { implementation: factory.name(), replay_prefix, cases }
+    RunReport {
+        implementation: factory.name(),
+        replay_prefix,
+        cases,
+    }
 }
 
 /// The suite as libtest-mimic trials for `factory`: one test per scenario, named by its test
@@ -91,7 +105,11 @@ pub struct Gate {
 impl Gate {
     /// The suite shipped with this crate, against `factory`.
     pub fn new(factory: impl DriverFactory + 'static) -> Gate {
-        Gate { factory: Arc::new(factory), scenarios_dir: default_scenarios_dir(), spec_path: default_spec_path() }
+        Gate {
+            factory: Arc::new(factory),
+            scenarios_dir: default_scenarios_dir(),
+            spec_path: default_spec_path(),
+        }
     }
 
     /// Runs the scenarios under `dir` instead (e.g. a team's own scenarios in the same format).
@@ -155,4 +173,3 @@ impl Gate {
 pub fn run_as_tests(factory: impl DriverFactory + 'static) -> ! {
     Gate::new(factory).run_as_tests()
 }
-

@@ -11,7 +11,9 @@
 
 use crate::contract::{Outcome, Request};
 use crate::driver::{Driver, DriverError, DriverFactory, Environment};
-use crate::protocol::{FromImplementation, Init, InitOk, RequestEnvelope, ToImplementation, INIT_ID, PROTOCOL};
+use crate::protocol::{
+    FromImplementation, Init, InitOk, RequestEnvelope, ToImplementation, INIT_ID, PROTOCOL,
+};
 use crate::scenario::Profile;
 use async_trait::async_trait;
 use std::collections::{BTreeMap, VecDeque};
@@ -53,7 +55,9 @@ pub struct ProcessOptions {
 
 impl Default for ProcessOptions {
     fn default() -> Self {
-        ProcessOptions { reply_timeout: Duration::from_millis(DEFAULT_REPLY_TIMEOUT_MS) }
+        ProcessOptions {
+            reply_timeout: Duration::from_millis(DEFAULT_REPLY_TIMEOUT_MS),
+        }
     }
 }
 
@@ -75,15 +79,22 @@ pub struct AdapterCommand {
 
 impl AdapterCommand {
     pub fn parse(text: &str, launch_dir: &Path) -> Result<AdapterCommand, DriverError> {
-        let words = shlex::split(text)
-            .ok_or_else(|| DriverError(format!("cannot split the command {text:?} into words: a quote is not closed")))?;
+        let words = shlex::split(text).ok_or_else(|| {
+            DriverError(format!(
+                "cannot split the command {text:?} into words: a quote is not closed"
+            ))
+        })?;
         let Some((program, args)) = words.split_first() else {
             return Err(DriverError("the implementation command is empty".into()));
         };
         let resolve = |word: &str, is_program: bool| -> OsString {
             let path = Path::new(word);
             let looks_like_path = !is_program || word.contains('/');
-            if looks_like_path && path.is_relative() && !word.starts_with('-') && launch_dir.join(path).exists() {
+            if looks_like_path
+                && path.is_relative()
+                && !word.starts_with('-')
+                && launch_dir.join(path).exists()
+            {
                 launch_dir.join(path).into_os_string()
             } else {
                 OsString::from(word)
@@ -115,21 +126,33 @@ impl ProcessFactory {
     /// Starts the program once, with an init that names no profile, to learn which profiles and
     /// capabilities it claims; then closes its stdin and kills it. Scenarios of a profile it does
     /// not claim are skipped.
-    pub async fn probe(command: AdapterCommand, options: ProcessOptions) -> Result<ProcessFactory, DriverError> {
+    pub async fn probe(
+        command: AdapterCommand,
+        options: ProcessOptions,
+    ) -> Result<ProcessFactory, DriverError> {
         let scratch = tempfile::Builder::new()
             .prefix("tidemark-probe-")
             .tempdir()
-            .map_err(|e| DriverError(format!("cannot make a scratch directory for the probe: {e}")))?;
+            .map_err(|e| {
+                DriverError(format!(
+                    "cannot make a scratch directory for the probe: {e}"
+                ))
+            })?;
         let (root, workdir) = (scratch.path().join("root"), scratch.path().join("workdir"));
         for dir in [&root, &workdir] {
-            std::fs::create_dir(dir).map_err(|e| DriverError(format!("cannot make {}: {e}", dir.display())))?;
+            std::fs::create_dir(dir)
+                .map_err(|e| DriverError(format!("cannot make {}: {e}", dir.display())))?;
         }
         let init = init_message(None, &root, &workdir, &BTreeMap::new())?;
         let mut adapter = Adapter::spawn(&command, &workdir, &options)?;
         let claims = adapter.handshake(init).await;
         adapter.close_stdin();
         adapter.kill().await;
-        Ok(ProcessFactory { command, options, claims: claims? })
+        Ok(ProcessFactory {
+            command,
+            options,
+            claims: claims?,
+        })
     }
 
     /// What the program said it supports.
@@ -163,11 +186,19 @@ impl DriverFactory for ProcessFactory {
     }
 }
 
-fn init_message(profile: Option<Profile>, root: &Path, workdir: &Path, knobs: &BTreeMap<String, i64>) -> Result<Init, DriverError> {
+fn init_message(
+    profile: Option<Profile>,
+    root: &Path,
+    workdir: &Path,
+    knobs: &BTreeMap<String, i64>,
+) -> Result<Init, DriverError> {
     let utf8 = |what: &str, p: &Path| {
-        p.to_str()
-            .map(str::to_string)
-            .ok_or_else(|| DriverError(format!("the {what} {} is not UTF-8 and cannot be sent as JSON", p.display())))
+        p.to_str().map(str::to_string).ok_or_else(|| {
+            DriverError(format!(
+                "the {what} {} is not UTF-8 and cannot be sent as JSON",
+                p.display()
+            ))
+        })
     };
     Ok(Init {
         id: INIT_ID,
@@ -198,7 +229,12 @@ impl ProcessDriver {
         if let Some(old) = self.adapter.take() {
             old.kill().await;
         }
-        let init = init_message(Some(self.profile), &self.env.root, &self.env.workdir, &self.env.knobs.values)?;
+        let init = init_message(
+            Some(self.profile),
+            &self.env.root,
+            &self.env.workdir,
+            &self.env.knobs.values,
+        )?;
         let mut adapter = Adapter::spawn(&self.command, &self.env.workdir, &self.options)?;
         let claims = match adapter.handshake(init).await {
             Ok(claims) => claims,
@@ -230,11 +266,18 @@ impl Driver for ProcessDriver {
             self.start_process().await?;
         }
         let Some(adapter) = self.adapter.as_mut() else {
-            return Err(DriverError(format!("a {} request arrived while the implementation was not running", request.op_name())));
+            return Err(DriverError(format!(
+                "a {} request arrived while the implementation was not running",
+                request.op_name()
+            )));
         };
         let id = self.next_id;
         self.next_id += 1;
-        let envelope = RequestEnvelope { id, now_ms: now.as_millis(), body: request.clone() };
+        let envelope = RequestEnvelope {
+            id,
+            now_ms: now.as_millis(),
+            body: request.clone(),
+        };
         let result = adapter.request(envelope).await;
         if result.is_err() {
             // A program that misbehaved once is not trusted with another request.
@@ -266,7 +309,11 @@ struct Adapter {
 }
 
 impl Adapter {
-    fn spawn(command: &AdapterCommand, workdir: &Path, options: &ProcessOptions) -> Result<Adapter, DriverError> {
+    fn spawn(
+        command: &AdapterCommand,
+        workdir: &Path,
+        options: &ProcessOptions,
+    ) -> Result<Adapter, DriverError> {
         let mut cmd = Command::new(&command.program);
         cmd.args(&command.args)
             .current_dir(workdir)
@@ -278,10 +325,15 @@ impl Adapter {
         // `sh -c`, `npm start` all run the real program as a child).
         #[cfg(unix)]
         cmd.process_group(0);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| DriverError(format!("cannot start the implementation `{}`: {e}", command.text)))?;
-        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+        let mut child = cmd.spawn().map_err(|e| {
+            DriverError(format!(
+                "cannot start the implementation `{}`: {e}",
+                command.text
+            ))
+        })?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
             unreachable!("all three pipes were requested");
         };
         Ok(Adapter {
@@ -299,11 +351,21 @@ impl Adapter {
         self.send(&ToImplementation::Init(init)).await?;
         match self.receive(INIT_ID, "init").await? {
             FromImplementation::InitOk(ok) if ok.protocol == PROTOCOL => Ok(ok),
-            FromImplementation::InitOk(ok) => {
-                Err(self.failure(format!("the implementation speaks {:?}, but the harness speaks {PROTOCOL:?}", ok.protocol)).await)
-            }
-            FromImplementation::Error(e) => Err(self.failure(format!("the implementation refused init: {}", e.message)).await),
-            other => Err(self.failure(format!("expected init_ok in answer to init, got {}", other.type_name())).await),
+            FromImplementation::InitOk(ok) => Err(self
+                .failure(format!(
+                    "the implementation speaks {:?}, but the harness speaks {PROTOCOL:?}",
+                    ok.protocol
+                ))
+                .await),
+            FromImplementation::Error(e) => Err(self
+                .failure(format!("the implementation refused init: {}", e.message))
+                .await),
+            other => Err(self
+                .failure(format!(
+                    "expected init_ok in answer to init, got {}",
+                    other.type_name()
+                ))
+                .await),
         }
     }
 
@@ -312,10 +374,18 @@ impl Adapter {
         self.send(&ToImplementation::Request(envelope)).await?;
         match self.receive(id, op).await? {
             FromImplementation::Reply(reply) => Ok(reply.body),
-            FromImplementation::Error(e) => {
-                Err(self.failure(format!("the implementation reported an error for request {id} ({op}): {}", e.message)).await)
-            }
-            other => Err(self.failure(format!("expected a reply to request {id} ({op}), got {}", other.type_name())).await),
+            FromImplementation::Error(e) => Err(self
+                .failure(format!(
+                    "the implementation reported an error for request {id} ({op}): {}",
+                    e.message
+                ))
+                .await),
+            other => Err(self
+                .failure(format!(
+                    "expected a reply to request {id} ({op}), got {}",
+                    other.type_name()
+                ))
+                .await),
         }
     }
 
@@ -327,7 +397,9 @@ impl Adapter {
             ToImplementation::Request(r) => format!("request {} ({})", r.id, r.body.op_name()),
         };
         let Some(stdin) = self.stdin.as_mut() else {
-            return Err(DriverError(format!("cannot send {what}: the implementation's stdin is closed")));
+            return Err(DriverError(format!(
+                "cannot send {what}: the implementation's stdin is closed"
+            )));
         };
         let written = tokio::time::timeout(self.reply_timeout, async {
             stdin.write_all(&line).await?;
@@ -350,11 +422,17 @@ impl Adapter {
     /// Reads the next message, which must answer `id`. Blank lines are ignored; the whole wait,
     /// however many lines it takes, is bounded by the reply timeout.
     async fn receive(&mut self, id: u64, op: &str) -> Result<FromImplementation, DriverError> {
-        let awaited = if id == INIT_ID { "init".to_string() } else { format!("request {id} ({op})") };
+        let awaited = if id == INIT_ID {
+            "init".to_string()
+        } else {
+            format!("request {id} ({op})")
+        };
         let deadline = Instant::now() + self.reply_timeout;
         loop {
             let mut line = Vec::new();
-            let read = tokio::time::timeout_at(deadline, read_bounded_line(&mut self.stdout, &mut line)).await;
+            let read =
+                tokio::time::timeout_at(deadline, read_bounded_line(&mut self.stdout, &mut line))
+                    .await;
             let read = match read {
                 Ok(r) => r,
                 Err(_) => {
@@ -408,7 +486,11 @@ impl Adapter {
     async fn failure(&mut self, what: String) -> DriverError {
         let mut message = what;
         if let Some(status) = self.exit_status_within(Duration::ZERO).await {
-            let _ = write!(message, "; the implementation exited ({})", describe_exit(status));
+            let _ = write!(
+                message,
+                "; the implementation exited ({})",
+                describe_exit(status)
+            );
             // It has exited, so its stderr is closing: let the capture collect the last lines.
             self.stderr.finish(EXIT_GRACE).await;
         } else {
@@ -500,7 +582,11 @@ fn quote_line(line: &[u8]) -> String {
     let text = String::from_utf8_lossy(line);
     let text = text.trim_end();
     if text.chars().count() > QUOTED_LINE_MAX_CHARS {
-        format!("`{}…` ({} bytes)", text.chars().take(QUOTED_LINE_MAX_CHARS).collect::<String>(), line.len())
+        format!(
+            "`{}…` ({} bytes)",
+            text.chars().take(QUOTED_LINE_MAX_CHARS).collect::<String>(),
+            line.len()
+        )
     } else {
         format!("`{text}`")
     }
@@ -514,11 +600,18 @@ enum LineRead {
 
 /// Reads up to and excluding the next `\n` into `line`, refusing to hold more than
 /// [`MAX_LINE_BYTES`]. A final line without a newline still counts as a line.
-async fn read_bounded_line(reader: &mut BufReader<ChildStdout>, line: &mut Vec<u8>) -> std::io::Result<LineRead> {
+async fn read_bounded_line(
+    reader: &mut BufReader<ChildStdout>,
+    line: &mut Vec<u8>,
+) -> std::io::Result<LineRead> {
     loop {
         let available = reader.fill_buf().await?;
         if available.is_empty() {
-            return Ok(if line.is_empty() { LineRead::Eof } else { LineRead::Line });
+            return Ok(if line.is_empty() {
+                LineRead::Eof
+            } else {
+                LineRead::Line
+            });
         }
         if let Some(newline) = available.iter().position(|&b| b == b'\n') {
             line.extend_from_slice(&available[..newline]);
@@ -551,7 +644,11 @@ impl StderrTail {
             let mut partial = Vec::new();
             let push = |bytes: &[u8]| {
                 let text = String::from_utf8_lossy(bytes);
-                let text: String = text.trim_end().chars().take(STDERR_LINE_MAX_CHARS).collect();
+                let text: String = text
+                    .trim_end()
+                    .chars()
+                    .take(STDERR_LINE_MAX_CHARS)
+                    .collect();
                 let mut lines = sink.lock().expect("the stderr tail is never poisoned");
                 if lines.len() == STDERR_TAIL_LINES {
                     lines.pop_front();
@@ -576,7 +673,10 @@ impl StderrTail {
                 push(&partial);
             }
         });
-        StderrTail { lines, task: Some(task) }
+        StderrTail {
+            lines,
+            task: Some(task),
+        }
     }
 
     /// Waits (bounded) for the pipe to close, so the lines written just before an exit are kept.
@@ -595,7 +695,10 @@ impl StderrTail {
     }
 
     fn render(&self) -> String {
-        let lines = self.lines.lock().expect("the stderr tail is never poisoned");
+        let lines = self
+            .lines
+            .lock()
+            .expect("the stderr tail is never poisoned");
         if lines.is_empty() {
             return "; its stderr was empty".into();
         }
@@ -636,7 +739,13 @@ mod tests {
 
     #[test]
     fn an_unclosed_quote_or_an_empty_command_is_refused_with_a_reason() {
-        assert!(AdapterCommand::parse("python3 'x", Path::new("/")).unwrap_err().0.contains("quote"));
-        assert!(AdapterCommand::parse("   ", Path::new("/")).unwrap_err().0.contains("empty"));
+        assert!(AdapterCommand::parse("python3 'x", Path::new("/"))
+            .unwrap_err()
+            .0
+            .contains("quote"));
+        assert!(AdapterCommand::parse("   ", Path::new("/"))
+            .unwrap_err()
+            .0
+            .contains("empty"));
     }
 }

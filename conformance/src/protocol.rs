@@ -138,7 +138,11 @@ mod tests {
             id: 3,
             now_ms: 1_767_225_600_000,
             body: Request::Read {
-                caller: Caller { requester: "alice".into(), channel: "general".into(), thread: Some("T1".into()) },
+                caller: Caller {
+                    requester: "alice".into(),
+                    channel: "general".into(),
+                    thread: Some("T1".into()),
+                },
                 path: Bytes(b"a.md".to_vec()),
             },
         }))
@@ -158,7 +162,10 @@ mod tests {
             m,
             FromImplementation::Reply(Reply {
                 in_reply_to: 3,
-                body: Outcome::Refused { reason: "traversal".into(), message: "no".into() }
+                body: Outcome::Refused {
+                    reason: "traversal".into(),
+                    message: "no".into()
+                }
             })
         );
     }

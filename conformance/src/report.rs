@@ -22,7 +22,9 @@ pub enum Verdict {
     Passed,
     Failed(Failure),
     /// Not run, and not a failure: the implementation does not claim the scenario's profile.
-    Skipped { reason: String },
+    Skipped {
+        reason: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,7 +53,11 @@ impl CaseReport {
                 None => Verdict::Passed,
                 Some(f) => Verdict::Failed(f.clone()),
             },
-            trace_tail: if result.passed() { vec![] } else { result.trace.tail(TRACE_TAIL_LINES).to_vec() },
+            trace_tail: if result.passed() {
+                vec![]
+            } else {
+                result.trace.tail(TRACE_TAIL_LINES).to_vec()
+            },
         }
     }
 
@@ -97,10 +103,12 @@ impl RunReport {
         }
     }
 
-    /// No scenario failed. Skipped scenarios do not fail a run: the implementation chose its
-    /// profiles, and the report says which it did not claim.
+    /// No scenario failed, and at least one ran. Skipped scenarios do not fail a run (the
+    /// implementation chose its profiles, and the report says which it did not claim), but a run
+    /// that checked nothing is not a pass: a CI gate must not go green on an empty run.
     pub fn passed(&self) -> bool {
-        self.counts().failed == 0
+        let counts = self.counts();
+        counts.failed == 0 && counts.passed > 0
     }
 
     pub fn replay_command(&self, case: &CaseReport) -> String {
@@ -111,8 +119,15 @@ impl RunReport {
 /// The human table for results of the in-process reference (kept for callers that have no
 /// [`RunReport`]).
 pub fn table(results: &[ScenarioResult]) -> String {
-    let cases = results.iter().map(|r| CaseReport::from_result(r, r.test_name.split("::").next().unwrap_or(""))).collect();
-    render_table(&RunReport { implementation: "reference".into(), replay_prefix: "tidemark run".into(), cases })
+    let cases = results
+        .iter()
+        .map(|r| CaseReport::from_result(r, r.test_name.split("::").next().unwrap_or("")))
+        .collect();
+    render_table(&RunReport {
+        implementation: "reference".into(),
+        replay_prefix: "tidemark run".into(),
+        cases,
+    })
 }
 
 pub fn summary_line(results: &[ScenarioResult]) -> String {
@@ -124,19 +139,33 @@ pub fn summary_line(results: &[ScenarioResult]) -> String {
 /// replay it; a skip adds why. The last line is `N passed, M failed`.
 pub fn render_table(report: &RunReport) -> String {
     let mut s = String::new();
-    let width = report.cases.iter().map(|c| c.test_name.len()).max().unwrap_or(0);
+    let width = report
+        .cases
+        .iter()
+        .map(|c| c.test_name.len())
+        .max()
+        .unwrap_or(0);
     for case in &report.cases {
         let status = match case.verdict {
             Verdict::Passed => "PASS",
             Verdict::Failed(_) => "FAIL",
             Verdict::Skipped { .. } => "SKIP",
         };
-        let _ = writeln!(s, "{status}  {:<width$}  {}", case.test_name, case.rules.join(", "));
+        let _ = writeln!(
+            s,
+            "{status}  {:<width$}  {}",
+            case.test_name,
+            case.rules.join(", ")
+        );
         match &case.verdict {
             Verdict::Passed => {}
             Verdict::Failed(f) => {
-                let _ = writeln!(s, "      {}:{}: {}", case.file, f.line, f.step);
-                let _ = writeln!(s, "      expected: {}", indent_continuation(&f.expected, 16));
+                let _ = writeln!(s, "      {}: {}", location(&case.file, f.line), f.step);
+                let _ = writeln!(
+                    s,
+                    "      expected: {}",
+                    indent_continuation(&f.expected, 16)
+                );
                 let _ = writeln!(s, "      actual:   {}", indent_continuation(&f.actual, 16));
                 let _ = writeln!(s, "      replay:   {}", report.replay_command(case));
             }
@@ -149,8 +178,23 @@ pub fn render_table(report: &RunReport) -> String {
     if counts.skipped > 0 {
         let _ = writeln!(s, "{} skipped (not run, not failed)", counts.skipped);
     }
+    if counts.passed + counts.failed == 0 {
+        let _ = writeln!(
+            s,
+            "no scenario ran: the run checks nothing, so it does not pass"
+        );
+    }
     let _ = writeln!(s, "{} passed, {} failed", counts.passed, counts.failed);
     s
+}
+
+/// `file:line`, or the file alone for a failure before the first step (line 0).
+fn location(file: &str, line: usize) -> String {
+    if line == 0 {
+        file.to_string()
+    } else {
+        format!("{file}:{line}")
+    }
 }
 
 fn indent_continuation(text: &str, indent: usize) -> String {
@@ -259,9 +303,19 @@ fn write_junit(w: &mut Writer<Vec<u8>>, report: &RunReport) -> std::io::Result<(
         .with_attribute(("skipped", all.skipped.to_string().as_str()))
         .write_inner_content(|w| {
             for profile in &profiles {
-                let cases: Vec<&CaseReport> = report.cases.iter().filter(|c| c.profile == *profile).collect();
-                let failed = cases.iter().filter(|c| matches!(c.verdict, Verdict::Failed(_))).count();
-                let skipped = cases.iter().filter(|c| matches!(c.verdict, Verdict::Skipped { .. })).count();
+                let cases: Vec<&CaseReport> = report
+                    .cases
+                    .iter()
+                    .filter(|c| c.profile == *profile)
+                    .collect();
+                let failed = cases
+                    .iter()
+                    .filter(|c| matches!(c.verdict, Verdict::Failed(_)))
+                    .count();
+                let skipped = cases
+                    .iter()
+                    .filter(|c| matches!(c.verdict, Verdict::Skipped { .. }))
+                    .count();
                 w.create_element("testsuite")
                     .with_attribute(("name", format!("tidemark.{profile}").as_str()))
                     .with_attribute(("tests", cases.len().to_string().as_str()))
@@ -284,7 +338,11 @@ fn write_junit(w: &mut Writer<Vec<u8>>, report: &RunReport) -> std::io::Result<(
     Ok(())
 }
 
-fn write_case(w: &mut Writer<Vec<u8>>, report: &RunReport, case: &CaseReport) -> std::io::Result<()> {
+fn write_case(
+    w: &mut Writer<Vec<u8>>,
+    report: &RunReport,
+    case: &CaseReport,
+) -> std::io::Result<()> {
     w.create_element("testcase")
         .with_attribute(("classname", format!("tidemark.{}", case.profile).as_str()))
         .with_attribute(("name", xml_safe(&case.test_name).as_str()))
@@ -300,11 +358,14 @@ fn write_case(w: &mut Writer<Vec<u8>>, report: &RunReport, case: &CaseReport) ->
             match &case.verdict {
                 Verdict::Passed => {}
                 Verdict::Failed(f) => {
-                    let message = format!("line {}: expected {}", f.line, first_line(&f.expected));
+                    let message = format!(
+                        "{}: expected {}",
+                        location(&case.file, f.line),
+                        first_line(&f.expected)
+                    );
                     let mut body = format!(
-                        "{}:{}: {}\nexpected: {}\nactual:   {}\nreplay:   {}\n",
-                        case.file,
-                        f.line,
+                        "{}: {}\nexpected: {}\nactual:   {}\nreplay:   {}\n",
+                        location(&case.file, f.line),
                         f.step,
                         f.expected,
                         indent_continuation(&f.actual, 10),
@@ -322,7 +383,9 @@ fn write_case(w: &mut Writer<Vec<u8>>, report: &RunReport, case: &CaseReport) ->
                         .write_text_content(BytesText::new(&xml_safe(&body)))?;
                 }
                 Verdict::Skipped { reason } => {
-                    w.create_element("skipped").with_attribute(("message", xml_safe(reason).as_str())).write_empty()?;
+                    w.create_element("skipped")
+                        .with_attribute(("message", xml_safe(reason).as_str()))
+                        .write_empty()?;
                 }
             }
             Ok(())
@@ -362,7 +425,10 @@ fn xml_safe(s: &str) -> String {
 fn display_path(path: &Path) -> String {
     let repo = crate::spec::repo_root();
     let cwd = std::env::current_dir().ok();
-    let relative = path.strip_prefix(&repo).ok().or_else(|| cwd.as_deref().and_then(|c| path.strip_prefix(c).ok()));
+    let relative = path
+        .strip_prefix(&repo)
+        .ok()
+        .or_else(|| cwd.as_deref().and_then(|c| path.strip_prefix(c).ok()));
     relative.unwrap_or(path).display().to_string()
 }
 

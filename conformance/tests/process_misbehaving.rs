@@ -1,0 +1,205 @@
+//! Adapters that break the protocol: each failure names the scenario, the step and what
+//! happened, the wait is bounded, the next scenario still runs, and no process is left behind.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tidemark_conformance::gate::{self, Selection};
+use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
+use tidemark_conformance::report::{RunReport, Verdict};
+use tidemark_conformance::runner::Failure;
+use tidemark_conformance::spec::repo_root;
+use tidemark_conformance::{default_scenarios_dir, default_spec_path, suite};
+
+/// Two scenarios whose first step is a write, so a misbehaving adapter fails at a step a person
+/// can find.
+const TWO_SCENARIOS: [&str; 2] = [
+    "scratchpad::own_path_wins",
+    "scratchpad::a_thread_is_one_workspace_for_everyone_in_it",
+];
+const REPLY_TIMEOUT: Duration = Duration::from_millis(400);
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(f)
+}
+
+async fn factory(fixture: &str) -> ProcessFactory {
+    let command = AdapterCommand::parse(
+        &format!("python3 fixtures/adapters/{fixture}"),
+        &repo_root(),
+    )
+    .expect("a command");
+    ProcessFactory::probe(
+        command,
+        ProcessOptions {
+            reply_timeout: REPLY_TIMEOUT,
+        },
+    )
+    .await
+    .expect("the fixture completes init")
+}
+
+/// Runs the two scenarios against a fixture adapter.
+fn run_two(fixture: &str) -> RunReport {
+    let all = suite::load(&default_scenarios_dir(), &default_spec_path()).expect("the suite loads");
+    let selection = Selection {
+        profiles: vec![],
+        only: TWO_SCENARIOS.iter().map(|s| s.to_string()).collect(),
+    };
+    let selected = selection.apply(&all).expect("the scenarios exist");
+    block_on(async {
+        let factory = factory(fixture).await;
+        gate::check(
+            &selected,
+            &factory,
+            format!("tidemark run --impl 'python3 fixtures/adapters/{fixture}'"),
+        )
+        .await
+    })
+}
+
+fn failures(report: &RunReport) -> Vec<&Failure> {
+    report
+        .cases
+        .iter()
+        .map(|c| match &c.verdict {
+            Verdict::Failed(f) => f,
+            other => panic!("{} should fail, got {other:?}", c.test_name),
+        })
+        .collect()
+}
+
+/// Every process whose command line mentions `needle`: none may outlive a run.
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) {
+            found.push(format!(
+                "{}: {cmdline}",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    found
+}
+
+fn assert_each_failure_names_the_first_write(report: &RunReport, phrase: &str) {
+    assert_eq!(
+        report.cases.len(),
+        2,
+        "both scenarios ran: a failure does not stop the run"
+    );
+    for f in failures(report) {
+        assert!(f.line > 0, "the failure names the step's line: {f:?}");
+        assert!(
+            f.step.contains(" write "),
+            "the failure quotes the step: {f:?}"
+        );
+        assert!(
+            f.actual.contains(phrase),
+            "the failure says {phrase:?}: {}",
+            f.actual
+        );
+    }
+}
+
+#[test]
+fn an_adapter_that_prints_garbage_fails_the_step_with_the_line_quoted() {
+    let report = run_two("prints-garbage.py");
+    assert_each_failure_names_the_first_write(&report, "is not a tidemark/1 message");
+    assert_each_failure_names_the_first_write(&report, "`handling write...`");
+}
+
+#[test]
+fn an_adapter_that_answers_the_wrong_request_fails_the_step_naming_both_ids() {
+    let report = run_two("answers-wrong-id.py");
+    assert_each_failure_names_the_first_write(
+        &report,
+        "answered request 3 but the harness awaited the answer to request 2 (write)",
+    );
+}
+
+#[test]
+fn an_adapter_that_never_answers_fails_within_the_timeout_and_is_killed() {
+    let started = Instant::now();
+    let report = run_two("never-answers.py");
+    let elapsed = started.elapsed();
+    assert_each_failure_names_the_first_write(
+        &report,
+        "no answer to request 2 (write) within 400 ms",
+    );
+    assert_each_failure_names_the_first_write(
+        &report,
+        "never-answers: thinking about write forever",
+    );
+    // Two scenarios, one bounded wait each, plus start-up and kill: far below a hang.
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "the run took {elapsed:?}"
+    );
+    assert_eq!(
+        processes_mentioning("never-answers.py"),
+        Vec::<String>::new(),
+        "the adapter was killed and reaped"
+    );
+}
+
+#[test]
+fn an_adapter_that_exits_early_fails_the_step_with_its_exit_code_and_stderr() {
+    let report = run_two("exits-early.py");
+    assert_each_failure_names_the_first_write(
+        &report,
+        "closed its stdout before answering request 2 (write)",
+    );
+    assert_each_failure_names_the_first_write(&report, "exit code 3");
+    assert_each_failure_names_the_first_write(&report, "fatal: cannot open the scratch root");
+}
+
+#[test]
+fn an_adapter_that_claims_a_profile_it_does_not_implement_fails_every_scenario_at_start() {
+    let report = run_two("claims-unimplemented-profile.py");
+    assert_eq!(report.counts().failed, 2);
+    for f in failures(&report) {
+        assert_eq!(f.step, "(start)");
+        assert!(
+            f.actual
+                .contains("reported an error for request 1 (start): start is not implemented"),
+            "{}",
+            f.actual
+        );
+    }
+}
+
+#[test]
+fn scenarios_of_a_profile_the_adapter_does_not_claim_are_skipped_and_an_empty_run_does_not_pass() {
+    let report = run_two("claims-no-known-profile.py");
+    let counts = report.counts();
+    assert_eq!((counts.passed, counts.failed, counts.skipped), (0, 0, 2));
+    for c in &report.cases {
+        assert_eq!(
+            c.verdict,
+            Verdict::Skipped {
+                reason: "the implementation does not claim the scratchpad profile".into()
+            }
+        );
+    }
+    assert!(!report.passed(), "a run that checked nothing is not a pass");
+}
+
+#[test]
+fn a_program_that_cannot_be_started_is_named_in_the_error() {
+    let command = AdapterCommand::parse("./no-such-adapter --flag", Path::new("/")).unwrap();
+    let err = block_on(ProcessFactory::probe(command, ProcessOptions::default())).unwrap_err();
+    assert!(
+        err.0
+            .contains("cannot start the implementation `./no-such-adapter --flag`"),
+        "{err}"
+    );
+}

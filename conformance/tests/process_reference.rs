@@ -1,0 +1,98 @@
+//! The reference implementation behind the protocol behaves exactly as it does in-process: the
+//! same verdict for every scenario, and, with a mutant switched on, the same failures.
+
+use tidemark_conformance::gate;
+use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
+use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
+use tidemark_conformance::report::{RunReport, Verdict};
+use tidemark_conformance::scenario::Scenario;
+use tidemark_conformance::{default_scenarios_dir, default_spec_path, suite};
+use tidemark_reference::scratchpad::ScratchpadMutant;
+
+const ADAPTER: &str = env!("CARGO_BIN_EXE_tidemark-reference-adapter");
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(f)
+}
+
+fn scenarios() -> Vec<Scenario> {
+    suite::load(&default_scenarios_dir(), &default_spec_path()).expect("the suite loads")
+}
+
+fn through_the_adapter(scenarios: &[Scenario], args: &str) -> RunReport {
+    let selected: Vec<&Scenario> = scenarios.iter().collect();
+    let command = AdapterCommand::parse(
+        &format!("{ADAPTER} {args}"),
+        &std::env::current_dir().unwrap(),
+    )
+    .unwrap();
+    block_on(async {
+        let factory = ProcessFactory::probe(command, ProcessOptions::default())
+            .await
+            .expect("the adapter completes init");
+        gate::check(&selected, &factory, "tidemark run --impl adapter".into()).await
+    })
+}
+
+fn in_process(scenarios: &[Scenario], mutant: Option<ScratchpadMutant>) -> RunReport {
+    let selected: Vec<&Scenario> = scenarios.iter().collect();
+    block_on(gate::check(
+        &selected,
+        &ReferenceScratchpad { mutant },
+        "tidemark run".into(),
+    ))
+}
+
+/// Each scenario's test name and verdict, failures compared by where they failed and what came
+/// back (the actual outcome), which must not depend on the path taken.
+fn verdicts(report: &RunReport) -> Vec<(String, String)> {
+    report
+        .cases
+        .iter()
+        .map(|c| {
+            let verdict = match &c.verdict {
+                Verdict::Passed => "passed".to_string(),
+                Verdict::Failed(f) => format!("failed at line {}: {}", f.line, f.actual),
+                Verdict::Skipped { reason } => format!("skipped: {reason}"),
+            };
+            (c.test_name.clone(), verdict)
+        })
+        .collect()
+}
+
+#[test]
+fn the_reference_behind_the_protocol_passes_every_scenario_exactly_as_in_process() {
+    let scenarios = scenarios();
+    let process = through_the_adapter(&scenarios, "");
+    assert_eq!(verdicts(&process), verdicts(&in_process(&scenarios, None)));
+    assert!(process.passed());
+    assert_eq!(process.counts().passed, scenarios.len());
+}
+
+#[test]
+fn a_mutant_behind_the_protocol_fails_the_same_scenarios_with_the_same_outcomes_as_in_process() {
+    let scenarios = scenarios();
+    // Three mutants from different families keep the test quick; `tidemark mutants` covers all.
+    for mutant in [
+        ScratchpadMutant::ALL[0],
+        ScratchpadMutant::ALL[ScratchpadMutant::ALL.len() / 2],
+        *ScratchpadMutant::ALL.last().unwrap(),
+    ] {
+        let process = through_the_adapter(&scenarios, &format!("--mutant {}", mutant.id()));
+        assert_eq!(
+            verdicts(&process),
+            verdicts(&in_process(&scenarios, Some(mutant))),
+            "mutant {}",
+            mutant.id()
+        );
+        assert!(
+            !process.passed(),
+            "mutant {} is killed through the protocol",
+            mutant.id()
+        );
+    }
+}
