@@ -1,0 +1,190 @@
+//! protocol.schema.json describes the protocol as it is actually spoken: every line of a real
+//! run through the reference adapter, in both directions, validates against it.
+//!
+//! The validator covers exactly the JSON Schema keywords the file uses (`$ref`, `oneOf`, `type`,
+//! `const`, `enum`, `required`, `properties`, `items`, `additionalProperties`, `minimum`,
+//! `pattern` as `^([0-9a-f]{2})*$` or `^[a-z][a-z0-9_]*$`), and fails on any other, so the
+//! schema cannot grow a keyword this test silently ignores.
+
+use serde_json::Value;
+use std::process::Command;
+use tidemark_conformance::spec::repo_root;
+
+const TIDEMARK: &str = env!("CARGO_BIN_EXE_tidemark");
+const ADAPTER: &str = env!("CARGO_BIN_EXE_tidemark-reference-adapter");
+
+fn schema() -> Value {
+    let text = std::fs::read_to_string(repo_root().join("conformance/protocol.schema.json"))
+        .expect("the schema exists");
+    serde_json::from_str(&text).expect("the schema is JSON")
+}
+
+fn resolve<'a>(root: &'a Value, reference: &str) -> &'a Value {
+    let pointer = reference.strip_prefix('#').expect("only local references");
+    root.pointer(pointer)
+        .unwrap_or_else(|| panic!("the schema has no {reference}"))
+}
+
+/// Why `value` does not match `schema`, if it does not.
+fn check(root: &Value, schema: &Value, value: &Value, at: &str) -> Result<(), String> {
+    let Some(keywords) = schema.as_object() else {
+        return Err(format!("{at}: schema is not an object"));
+    };
+    for (keyword, arg) in keywords {
+        match keyword.as_str() {
+            "$schema" | "$id" | "$defs" | "title" | "description" => {}
+            "$ref" => check(root, resolve(root, arg.as_str().unwrap()), value, at)?,
+            "oneOf" => {
+                let matching = arg
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|s| check(root, s, value, at).is_ok())
+                    .count();
+                if matching != 1 {
+                    return Err(format!(
+                        "{at}: {matching} alternatives of oneOf match {value}"
+                    ));
+                }
+            }
+            "type" => {
+                let types: Vec<&str> = match arg {
+                    Value::String(t) => vec![t.as_str()],
+                    Value::Array(ts) => ts.iter().map(|t| t.as_str().unwrap()).collect(),
+                    _ => return Err(format!("{at}: bad type keyword")),
+                };
+                let ok = types.iter().any(|t| match *t {
+                    "object" => value.is_object(),
+                    "array" => value.is_array(),
+                    "string" => value.is_string(),
+                    "integer" => value.is_i64() || value.is_u64(),
+                    "null" => value.is_null(),
+                    other => panic!("type {other} is not covered by this validator"),
+                });
+                if !ok {
+                    return Err(format!("{at}: {value} is not {types:?}"));
+                }
+            }
+            "const" if arg != value => return Err(format!("{at}: {value} is not {arg}")),
+            "const" => {}
+            "enum" if !arg.as_array().unwrap().contains(value) => {
+                return Err(format!("{at}: {value} is not one of {arg}"))
+            }
+            "enum" => {}
+            "required" => {
+                for name in arg.as_array().unwrap() {
+                    if value.get(name.as_str().unwrap()).is_none() {
+                        return Err(format!("{at}: {name} is missing"));
+                    }
+                }
+            }
+            "properties" => {
+                for (name, sub) in arg.as_object().unwrap() {
+                    if let Some(v) = value.get(name) {
+                        check(root, sub, v, &format!("{at}.{name}"))?;
+                    }
+                }
+            }
+            "additionalProperties" => {
+                for (name, v) in value.as_object().into_iter().flatten() {
+                    check(root, arg, v, &format!("{at}.{name}"))?;
+                }
+            }
+            "items" => {
+                for (i, v) in value.as_array().into_iter().flatten().enumerate() {
+                    check(root, arg, v, &format!("{at}[{i}]"))?;
+                }
+            }
+            "minimum" if value.as_i64().is_some_and(|v| v < arg.as_i64().unwrap()) => {
+                return Err(format!("{at}: {value} < {arg}"))
+            }
+            "minimum" => {}
+            "pattern" => {
+                let s = value.as_str().unwrap_or_default();
+                let ok = match arg.as_str().unwrap() {
+                    "^([0-9a-f]{2})*$" => {
+                        s.len() % 2 == 0
+                            && s.bytes()
+                                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                    }
+                    "^[a-z][a-z0-9_]*$" => {
+                        s.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+                            && s.bytes()
+                                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                    }
+                    other => panic!("pattern {other} is not covered by this validator"),
+                };
+                if !ok {
+                    return Err(format!("{at}: {value} does not match {arg}"));
+                }
+            }
+            other => panic!("keyword {other} is not covered by this validator"),
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (to_impl, from_impl) = (
+        dir.path().join("to-impl.jsonl"),
+        dir.path().join("from-impl.jsonl"),
+    );
+    // A recording adapter: the reference, with both directions of its pipe copied to files.
+    let recording = format!(
+        "sh -c 'tee -a {} | {ADAPTER} | tee -a {}'",
+        to_impl.display(),
+        from_impl.display()
+    );
+    let out = Command::new(TIDEMARK)
+        .args(["run", "--impl", &recording])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    let schema = schema();
+    let mut checked = std::collections::BTreeSet::new();
+    for (file, definition) in [
+        (&to_impl, "#/$defs/to_implementation"),
+        (&from_impl, "#/$defs/from_implementation"),
+    ] {
+        let lines = std::fs::read_to_string(file).unwrap();
+        assert!(lines.lines().count() > 100, "the run was recorded");
+        for line in lines.lines() {
+            let value: Value = serde_json::from_str(line).unwrap();
+            if let Err(e) = check(&schema, resolve(&schema, definition), &value, "$") {
+                panic!("{line}\ndoes not validate as {definition}: {e}");
+            }
+            let tag = value["body"]
+                .get("op")
+                .or(value["body"].get("outcome"))
+                .unwrap_or(&value["type"]);
+            checked.insert(tag.as_str().unwrap().to_string());
+        }
+    }
+    // The run exercised every message type, op and outcome of the scratchpad profile.
+    let expected = [
+        "content", "init", "init_ok", "list", "listing", "read", "refused", "remove", "removed",
+        "start", "swept", "tick", "write", "written",
+    ];
+    let missing: Vec<_> = expected.iter().filter(|t| !checked.contains(**t)).collect();
+    assert!(missing.is_empty(), "not exercised: {missing:?}");
+}
+
+#[test]
+fn the_schema_refuses_a_reply_without_its_id_and_a_path_that_is_not_hex() {
+    let schema = schema();
+    let from = resolve(&schema, "#/$defs/from_implementation");
+    let to = resolve(&schema, "#/$defs/to_implementation");
+    let no_id: Value = serde_json::json!({"type": "reply", "body": {"outcome": "removed"}});
+    assert!(check(&schema, from, &no_id, "$").is_err());
+    let not_hex: Value = serde_json::json!({"type": "request", "id": 1, "now_ms": 0,
+        "body": {"op": "read", "caller": {"requester": "a", "channel": "c"}, "path": "notes.md"}});
+    assert!(check(&schema, to, &not_hex, "$").is_err());
+}
