@@ -417,12 +417,27 @@ impl ScopedStore {
     /// Records activity in a session (a turn, a message). Activity never moves backwards, even
     /// if the handed-in clock does.
     pub async fn record_activity(&self, turn: &TurnSpace) -> Result<(), ScopedError> {
-        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-        self.touch(&mut tx, turn).await?;
-        tx.commit()
+        self.in_session(turn, "commit activity", async |_| Ok(()))
             .await
-            .map_err(ScopedError::db("commit activity"))?;
-        Ok(())
+    }
+
+    /// Runs `body` inside the session's transaction (row locked, activity recorded, the
+    /// effective permissions handed in) and commits only if it succeeds. On an error the
+    /// transaction is rolled back at once, not merely dropped: a dropped transaction keeps the
+    /// session's row lock until its pooled connection is next used, and the sweep
+    /// (`SKIP LOCKED`) would pass the session by.
+    async fn in_session<T>(
+        &self,
+        turn: &TurnSpace,
+        op: &'static str,
+        body: impl AsyncFnOnce(Permissions) -> Result<T, ScopedError>,
+    ) -> Result<T, ScopedError> {
+        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+        let result = match self.touch(&mut tx, turn).await {
+            Ok(perms) => body(perms).await,
+            Err(e) => Err(e),
+        };
+        settle(tx, result, op).await
     }
 
     pub async fn add_wait(
@@ -555,9 +570,9 @@ impl ScopedStore {
     /// The effective permissions for a turn (no activity recorded).
     pub async fn permissions(&self, turn: &TurnSpace) -> Result<Permissions, ScopedError> {
         let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-        let p = self.touch(&mut tx, turn).await?;
+        let p = self.touch(&mut tx, turn).await;
         tx.rollback().await.map_err(ScopedError::db("rollback"))?;
-        Ok(p)
+        p
     }
 
     // ----- files ----------------------------------------------------------------------------
@@ -715,34 +730,32 @@ impl ScopedStore {
                 path: path.to_string(),
             });
         }
-        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-        let perms = self.touch(&mut tx, turn).await?;
-        self.require(&perms, &r, Access::ReadWrite)?;
-        let text_key = layout::text_key(&r.prefix, &r.key);
-        match extract_text(&bytes) {
-            Some(text) => self.put(&text_key, text.as_bytes().to_vec()).await?,
-            // Overwriting a text file with a binary one must not leave the old text behind.
-            None => self.delete_one(&text_key).await?,
-        }
-        self.crash(CrashPoint::AfterTextWritten)?;
-        self.put(&r.key, bytes).await?;
-        tx.commit().await.map_err(ScopedError::db("commit write"))?;
+        self.in_session(turn, "commit write", async |perms| {
+            self.require(&perms, &r, Access::ReadWrite)?;
+            let text_key = layout::text_key(&r.prefix, &r.key);
+            match extract_text(&bytes) {
+                Some(text) => self.put(&text_key, text.as_bytes().to_vec()).await?,
+                // Overwriting a text file with a binary one must not leave the old text behind.
+                None => self.delete_one(&text_key).await?,
+            }
+            self.crash(CrashPoint::AfterTextWritten)?;
+            self.put(&r.key, bytes).await
+        })
+        .await?;
         Ok(r)
     }
 
     pub async fn read(&self, turn: &TurnSpace, path: &str) -> Result<Vec<u8>, ScopedError> {
         let r = layout::resolve(path, turn, Purpose::File, self.mutant())?;
-        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-        let perms = self.touch(&mut tx, turn).await?;
-        self.require(&perms, &r, Access::Read)?;
-        let bytes = self
-            .get(&r.key)
-            .await?
-            .ok_or_else(|| ScopedError::NotFound {
-                path: path.to_string(),
-            })?;
-        tx.commit().await.map_err(ScopedError::db("commit read"))?;
-        Ok(bytes)
+        self.in_session(turn, "commit read", async |perms| {
+            self.require(&perms, &r, Access::Read)?;
+            self.get(&r.key)
+                .await?
+                .ok_or_else(|| ScopedError::NotFound {
+                    path: path.to_string(),
+                })
+        })
+        .await
     }
 
     /// The text extracted from a file when it was written; `None` for a binary file. A file
@@ -753,24 +766,24 @@ impl ScopedStore {
         path: &str,
     ) -> Result<Option<String>, ScopedError> {
         let r = layout::resolve(path, turn, Purpose::File, self.mutant())?;
-        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-        let perms = self.touch(&mut tx, turn).await?;
-        self.require(&perms, &r, Access::Read)?;
-        let outlives = self.is(ScopedMutant::TextOutlivesFile);
-        if !outlives && !self.exists(&r.key).await? {
-            return Err(ScopedError::NotFound {
-                path: path.to_string(),
-            });
-        }
-        let text = self.get(&layout::text_key(&r.prefix, &r.key)).await?;
-        // The mutant serves whatever text is left; only with no text at all does it notice.
-        if outlives && text.is_none() && !self.exists(&r.key).await? {
-            return Err(ScopedError::NotFound {
-                path: path.to_string(),
-            });
-        }
-        tx.commit().await.map_err(ScopedError::db("commit read"))?;
-        Ok(text.map(|b| String::from_utf8_lossy(&b).into_owned()))
+        self.in_session(turn, "commit read", async |perms| {
+            self.require(&perms, &r, Access::Read)?;
+            let outlives = self.is(ScopedMutant::TextOutlivesFile);
+            if !outlives && !self.exists(&r.key).await? {
+                return Err(ScopedError::NotFound {
+                    path: path.to_string(),
+                });
+            }
+            let text = self.get(&layout::text_key(&r.prefix, &r.key)).await?;
+            // The mutant serves whatever text is left; only with no text at all does it notice.
+            if outlives && text.is_none() && !self.exists(&r.key).await? {
+                return Err(ScopedError::NotFound {
+                    path: path.to_string(),
+                });
+            }
+            Ok(text.map(|b| String::from_utf8_lossy(&b).into_owned()))
+        })
+        .await
     }
 
     /// Deletes a file and its text (text first: a crash in between leaves a file without text,
@@ -782,23 +795,20 @@ impl ScopedStore {
                 path: path.to_string(),
             });
         }
-        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-        let perms = self.touch(&mut tx, turn).await?;
-        self.require(&perms, &r, Access::ReadWrite)?;
-        if !self.exists(&r.key).await? {
-            return Err(ScopedError::NotFound {
-                path: path.to_string(),
-            });
-        }
-        if !self.is(ScopedMutant::TextOutlivesFile) {
-            self.delete_one(&layout::text_key(&r.prefix, &r.key))
-                .await?;
-        }
-        self.delete_one(&r.key).await?;
-        tx.commit()
-            .await
-            .map_err(ScopedError::db("commit delete"))?;
-        Ok(())
+        self.in_session(turn, "commit delete", async |perms| {
+            self.require(&perms, &r, Access::ReadWrite)?;
+            if !self.exists(&r.key).await? {
+                return Err(ScopedError::NotFound {
+                    path: path.to_string(),
+                });
+            }
+            if !self.is(ScopedMutant::TextOutlivesFile) {
+                self.delete_one(&layout::text_key(&r.prefix, &r.key))
+                    .await?;
+            }
+            self.delete_one(&r.key).await
+        })
+        .await
     }
 
     /// Lists what the caller may see. With no prefix (or an empty one): all three scopes the
@@ -808,57 +818,57 @@ impl ScopedStore {
         turn: &TurnSpace,
         prefix: Option<&str>,
     ) -> Result<Vec<ListedFile>, ScopedError> {
-        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-        let perms = self.touch(&mut tx, turn).await?;
-        let targets: Vec<Resolved> = match prefix.filter(|p| !p.is_empty()) {
-            Some(p) => {
-                let r = layout::resolve(p, turn, Purpose::List, self.mutant())?;
-                self.require(&perms, &r, Access::Read)?;
-                vec![r]
-            }
-            None => {
-                let scopes: &[Scope] = if self.is(ScopedMutant::ListingOwnScopeOnly) {
-                    &[Scope::Session]
-                } else {
-                    &Scope::FILE_SCOPES
-                };
-                let mut v = Vec::new();
-                for s in scopes {
-                    if perms.for_scope(*s, self.mutant()).can_read() {
-                        let prefix = turn.scope_prefix(*s);
-                        v.push(Resolved {
-                            scope: *s,
-                            relative: String::new(),
-                            key: prefix.clone(),
-                            prefix,
-                        });
+        self.in_session(turn, "commit list", async |perms| {
+            let targets: Vec<Resolved> = match prefix.filter(|p| !p.is_empty()) {
+                Some(p) => {
+                    let r = layout::resolve(p, turn, Purpose::List, self.mutant())?;
+                    self.require(&perms, &r, Access::Read)?;
+                    vec![r]
+                }
+                None => {
+                    let scopes: &[Scope] = if self.is(ScopedMutant::ListingOwnScopeOnly) {
+                        &[Scope::Session]
+                    } else {
+                        &Scope::FILE_SCOPES
+                    };
+                    let mut v = Vec::new();
+                    for s in scopes {
+                        if perms.for_scope(*s, self.mutant()).can_read() {
+                            let prefix = turn.scope_prefix(*s);
+                            v.push(Resolved {
+                                scope: *s,
+                                relative: String::new(),
+                                key: prefix.clone(),
+                                prefix,
+                            });
+                        }
                     }
+                    v
                 }
-                v
-            }
-        };
-        let mut files = Vec::new();
-        for r in targets {
-            for (key, size) in self.list_keys(&r.key).await? {
-                // Directory markers (keys ending in `/`) made by other tools are not files.
-                if layout::is_text_key(&r.prefix, &key) || key.ends_with('/') {
-                    continue;
+            };
+            let mut files = Vec::new();
+            for r in targets {
+                for (key, size) in self.list_keys(&r.key).await? {
+                    // Directory markers (keys ending in `/`) made by other tools are not files.
+                    if layout::is_text_key(&r.prefix, &key) || key.ends_with('/') {
+                        continue;
+                    }
+                    let Some(rel) = key.strip_prefix(&r.prefix) else {
+                        continue;
+                    };
+                    let path = if r.scope == Scope::Skill {
+                        let slug = r.relative.split('/').next().unwrap_or_default();
+                        format!("skill/{slug}/{rel}")
+                    } else {
+                        format!("{}/{rel}", r.scope)
+                    };
+                    files.push(ListedFile { path, size });
                 }
-                let Some(rel) = key.strip_prefix(&r.prefix) else {
-                    continue;
-                };
-                let path = if r.scope == Scope::Skill {
-                    let slug = r.relative.split('/').next().unwrap_or_default();
-                    format!("skill/{slug}/{rel}")
-                } else {
-                    format!("{}/{rel}", r.scope)
-                };
-                files.push(ListedFile { path, size });
             }
-        }
-        tx.commit().await.map_err(ScopedError::db("commit list"))?;
-        files.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(files)
+            files.sort_by(|a, b| a.path.cmp(&b.path));
+            Ok(files)
+        })
+        .await
     }
 
     // ----- lifecycle ------------------------------------------------------------------------
@@ -944,48 +954,49 @@ impl ScopedStore {
         app_prefix: String,
     ) -> Result<(), ScopedError> {
         let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-        sqlx::query("SELECT set_config('tidemark.now_ms', $1, true)")
-            .bind(self.now().0.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(ScopedError::db("set now"))?;
-        if self.is(ScopedMutant::AppRecordedDeletions) {
-            // The bug: application code records the one prefix it knows about; the rows a
-            // cascade removes are never recorded.
-            sqlx::query("SELECT set_config('tidemark.app_records', 'on', true)")
+        let result: Result<(), ScopedError> = async {
+            sqlx::query("SELECT set_config('tidemark.now_ms', $1, true)")
+                .bind(self.now().0.to_string())
                 .execute(&mut *tx)
                 .await
-                .map_err(ScopedError::db("set app records"))?;
-            sqlx::query(
-                "INSERT INTO storage_deletions (prefix, entity_kind, entity_id, requested_at_ms)
-                 VALUES ($1, $2, $3, $4)",
-            )
-            .bind(&app_prefix)
-            .bind(kind)
-            .bind(binds.last().copied().unwrap_or_default())
-            .bind(self.now().0)
-            .execute(&mut *tx)
-            .await
-            .map_err(ScopedError::db("record deletion"))?;
+                .map_err(ScopedError::db("set now"))?;
+            if self.is(ScopedMutant::AppRecordedDeletions) {
+                // The bug: application code records the one prefix it knows about; the rows a
+                // cascade removes are never recorded.
+                sqlx::query("SELECT set_config('tidemark.app_records', 'on', true)")
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(ScopedError::db("set app records"))?;
+                sqlx::query(
+                    "INSERT INTO storage_deletions (prefix, entity_kind, entity_id, requested_at_ms)
+                     VALUES ($1, $2, $3, $4)",
+                )
+                .bind(&app_prefix)
+                .bind(kind)
+                .bind(binds.last().copied().unwrap_or_default())
+                .bind(self.now().0)
+                .execute(&mut *tx)
+                .await
+                .map_err(ScopedError::db("record deletion"))?;
+            }
+            let mut q = sqlx::query(sql);
+            for b in binds {
+                q = q.bind(*b);
+            }
+            let r = q
+                .execute(&mut *tx)
+                .await
+                .map_err(ScopedError::db("delete entity"))?;
+            if r.rows_affected() == 0 {
+                return Err(ScopedError::UnknownEntity {
+                    kind,
+                    id: binds.join("/"),
+                });
+            }
+            Ok(())
         }
-        let mut q = sqlx::query(sql);
-        for b in binds {
-            q = q.bind(*b);
-        }
-        let r = q
-            .execute(&mut *tx)
-            .await
-            .map_err(ScopedError::db("delete entity"))?;
-        if r.rows_affected() == 0 {
-            return Err(ScopedError::UnknownEntity {
-                kind,
-                id: binds.join("/"),
-            });
-        }
-        tx.commit()
-            .await
-            .map_err(ScopedError::db("commit deletion"))?;
-        Ok(())
+        .await;
+        settle(tx, result, "commit deletion").await
     }
 
     /// Deletes a session; the trigger records its prefix for the sweep.
@@ -1127,79 +1138,82 @@ impl ScopedStore {
         };
         loop {
             let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-            let rows = if self.is(ScopedMutant::SweepUnlocked) {
-                // The bug: candidates read without claiming their rows, so a write can touch
-                // the session and land between the listing and the deletion.
-                let unlocked = sql.replace("FOR UPDATE OF s SKIP LOCKED", "");
-                sqlx::query(sqlx::AssertSqlSafe(unlocked))
-                    .bind(cutoff)
-                    .bind(self.cfg.sweep_chunk)
-                    .fetch_all(&self.pg)
+            // Any error rolls back at once and releases the claimed rows (see `settle`).
+            let result: Result<bool, ScopedError> = async {
+                let rows = if self.is(ScopedMutant::SweepUnlocked) {
+                    // The bug: candidates read without claiming their rows, so a write can touch
+                    // the session and land between the listing and the deletion.
+                    let unlocked = sql.replace("FOR UPDATE OF s SKIP LOCKED", "");
+                    sqlx::query(sqlx::AssertSqlSafe(unlocked))
+                        .bind(cutoff)
+                        .bind(self.cfg.sweep_chunk)
+                        .fetch_all(&self.pg)
+                        .await
+                } else {
+                    sqlx::query(sql)
+                        .bind(cutoff)
+                        .bind(self.cfg.sweep_chunk)
+                        .fetch_all(&mut *tx)
+                        .await
+                }
+                .map_err(ScopedError::db("select idle sessions"))?;
+                if let Some(pause) = &self.cfg.sweep_pause {
+                    pause.reached.notify_one();
+                    pause.resume.notified().await;
+                }
+                if rows.is_empty() {
+                    return Ok(false);
+                }
+                let claimed = rows.len() as i64;
+                let mut sessions: Vec<(String, String, String)> = Vec::new();
+                let mut keys: Vec<String> = Vec::new();
+                let mut owner: Vec<usize> = Vec::new();
+                for row in &rows {
+                    let ws: String = row.try_get(0).map_err(ScopedError::db("row"))?;
+                    let agent: String = row.try_get(1).map_err(ScopedError::db("row"))?;
+                    let id: String = row.try_get(2).map_err(ScopedError::db("row"))?;
+                    let prefix = format!("sessions/{ws}/{agent}/{id}/");
+                    for (k, _) in self.list_keys(&prefix).await? {
+                        keys.push(k);
+                        owner.push(sessions.len());
+                    }
+                    sessions.push((ws, agent, id));
+                }
+                // One DeleteObjects per 1,000 keys across sessions: the request count approaches
+                // the lower bound (list pages + ceil(keys / 1000)).
+                let failed: std::collections::BTreeSet<String> =
+                    self.delete_keys(&keys).await?.into_iter().collect();
+                let mut incomplete = vec![false; sessions.len()];
+                for (k, o) in keys.iter().zip(&owner) {
+                    if failed.contains(k) {
+                        incomplete[*o] = true;
+                    }
+                }
+                report.objects_deleted += (keys.len() - failed.len()) as u64;
+                self.crash(CrashPoint::AfterSessionObjectsDeleted)?;
+                for (i, (ws, agent, id)) in sessions.iter().enumerate() {
+                    if incomplete[i] {
+                        report.sessions_retried_later += 1;
+                        continue;
+                    }
+                    sqlx::query(
+                        "UPDATE sessions SET files_swept_at_ms = $4
+                          WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
+                    )
+                    .bind(ws)
+                    .bind(agent)
+                    .bind(id)
+                    .bind(self.now().0)
+                    .execute(&mut *tx)
                     .await
-            } else {
-                sqlx::query(sql)
-                    .bind(cutoff)
-                    .bind(self.cfg.sweep_chunk)
-                    .fetch_all(&mut *tx)
-                    .await
-            }
-            .map_err(ScopedError::db("select idle sessions"))?;
-            if let Some(pause) = &self.cfg.sweep_pause {
-                pause.reached.notify_one();
-                pause.resume.notified().await;
-            }
-            if rows.is_empty() {
-                tx.rollback().await.map_err(ScopedError::db("rollback"))?;
-                return Ok(());
-            }
-            let claimed = rows.len() as i64;
-            let mut sessions: Vec<(String, String, String)> = Vec::new();
-            let mut keys: Vec<String> = Vec::new();
-            let mut owner: Vec<usize> = Vec::new();
-            for row in &rows {
-                let ws: String = row.try_get(0).map_err(ScopedError::db("row"))?;
-                let agent: String = row.try_get(1).map_err(ScopedError::db("row"))?;
-                let id: String = row.try_get(2).map_err(ScopedError::db("row"))?;
-                let prefix = format!("sessions/{ws}/{agent}/{id}/");
-                for (k, _) in self.list_keys(&prefix).await? {
-                    keys.push(k);
-                    owner.push(sessions.len());
+                    .map_err(ScopedError::db("mark swept"))?;
+                    report.sessions_swept += 1;
                 }
-                sessions.push((ws, agent, id));
-            }
-            // One DeleteObjects per 1,000 keys across sessions: the request count approaches
-            // the lower bound (list pages + ceil(keys / 1000)).
-            let failed: std::collections::BTreeSet<String> =
-                self.delete_keys(&keys).await?.into_iter().collect();
-            let mut incomplete = vec![false; sessions.len()];
-            for (k, o) in keys.iter().zip(&owner) {
-                if failed.contains(k) {
-                    incomplete[*o] = true;
-                }
-            }
-            report.objects_deleted += (keys.len() - failed.len()) as u64;
-            self.crash(CrashPoint::AfterSessionObjectsDeleted)?;
-            for (i, (ws, agent, id)) in sessions.iter().enumerate() {
-                if incomplete[i] {
-                    report.sessions_retried_later += 1;
-                    continue;
-                }
-                sqlx::query(
-                    "UPDATE sessions SET files_swept_at_ms = $4
-                      WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
-                )
-                .bind(ws)
-                .bind(agent)
-                .bind(id)
-                .bind(self.now().0)
-                .execute(&mut *tx)
-                .await
-                .map_err(ScopedError::db("mark swept"))?;
-                report.sessions_swept += 1;
-            }
-            tx.commit().await.map_err(ScopedError::db("commit sweep"))?;
-            if claimed < self.cfg.sweep_chunk || report.sessions_retried_later > 0 {
                 // Incomplete sessions stay unswept; looping would pick them straight back up.
+                Ok(claimed == self.cfg.sweep_chunk && report.sessions_retried_later == 0)
+            }
+            .await;
+            if !settle(tx, result, "commit sweep").await? {
                 return Ok(());
             }
         }
@@ -1247,44 +1261,46 @@ impl ScopedStore {
                 continue;
             }
             let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-            let Some(prefix) = sqlx::query_scalar::<_, String>(
-                "SELECT prefix FROM storage_deletions
-                  WHERE id = $1 AND done_at_ms IS NULL FOR UPDATE SKIP LOCKED",
-            )
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(ScopedError::db("claim obligation"))?
-            else {
-                continue;
-            };
-            let keys: Vec<String> = self
-                .list_keys(&prefix)
-                .await?
-                .into_iter()
-                .map(|(k, _)| k)
-                .collect();
-            let failed = self.delete_keys(&keys).await?;
-            report.objects_deleted += (keys.len() - failed.len()) as u64;
-            if !failed.is_empty() {
-                // Leave it pending: it is recorded done only once the prefix is empty.
-                report.obligations_retried_later += 1;
-                tx.rollback().await.map_err(ScopedError::db("rollback"))?;
-                continue;
-            }
-            self.crash(CrashPoint::AfterObligationObjectsDeleted)?;
-            self.record_obligation(&mut tx, id, &prefix, keys.len() as i64)
-                .await?;
-            sqlx::query("UPDATE storage_deletions SET done_at_ms = $2 WHERE id = $1")
+            let result: Result<bool, ScopedError> = async {
+                let Some(prefix) = sqlx::query_scalar::<_, String>(
+                    "SELECT prefix FROM storage_deletions
+                      WHERE id = $1 AND done_at_ms IS NULL FOR UPDATE SKIP LOCKED",
+                )
                 .bind(id)
-                .bind(self.now().0)
-                .execute(&mut *tx)
+                .fetch_optional(&mut *tx)
                 .await
-                .map_err(ScopedError::db("mark obligation done"))?;
-            tx.commit()
-                .await
-                .map_err(ScopedError::db("commit obligation"))?;
-            report.obligations_completed += 1;
+                .map_err(ScopedError::db("claim obligation"))?
+                else {
+                    return Ok(false);
+                };
+                let keys: Vec<String> = self
+                    .list_keys(&prefix)
+                    .await?
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .collect();
+                let failed = self.delete_keys(&keys).await?;
+                report.objects_deleted += (keys.len() - failed.len()) as u64;
+                if !failed.is_empty() {
+                    // Leave it pending: it is recorded done only once the prefix is empty.
+                    report.obligations_retried_later += 1;
+                    return Ok(false);
+                }
+                self.crash(CrashPoint::AfterObligationObjectsDeleted)?;
+                self.record_obligation(&mut tx, id, &prefix, keys.len() as i64)
+                    .await?;
+                sqlx::query("UPDATE storage_deletions SET done_at_ms = $2 WHERE id = $1")
+                    .bind(id)
+                    .bind(self.now().0)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(ScopedError::db("mark obligation done"))?;
+                Ok(true)
+            }
+            .await;
+            if settle(tx, result, "commit obligation").await? {
+                report.obligations_completed += 1;
+            }
         }
         Ok(())
     }
@@ -1339,12 +1355,30 @@ impl ScopedStore {
         report.objects_deleted += (keys.len() - failed.len()) as u64;
         self.crash(CrashPoint::AfterObligationObjectsDeleted)?;
         let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-        self.record_obligation(&mut tx, id, &prefix, keys.len() as i64)
-            .await?;
-        tx.commit()
-            .await
-            .map_err(ScopedError::db("commit record"))?;
+        let r = self
+            .record_obligation(&mut tx, id, &prefix, keys.len() as i64)
+            .await;
+        settle(tx, r, "commit record").await?;
         report.obligations_completed += 1;
         Ok(())
+    }
+}
+
+/// Commits on success; on failure rolls back at once (see [`ScopedStore::in_session`] for why a
+/// dropped transaction is not enough) and returns the original error.
+async fn settle<T>(
+    tx: Transaction<'static, Postgres>,
+    result: Result<T, ScopedError>,
+    op: &'static str,
+) -> Result<T, ScopedError> {
+    match result {
+        Ok(v) => {
+            tx.commit().await.map_err(ScopedError::db(op))?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = tx.rollback().await;
+            Err(e)
+        }
     }
 }
