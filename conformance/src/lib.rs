@@ -4,8 +4,10 @@
 
 pub mod contract;
 pub mod driver;
+pub mod explore;
 pub mod gate;
 pub mod mutants;
+pub mod oracle;
 pub mod process;
 pub mod profiles;
 pub mod protocol;

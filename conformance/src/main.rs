@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::scenario::Profile;
-use tidemark_conformance::{default_scenarios_dir, default_spec_path, gate, mutants, process, report, suite};
+use tidemark_conformance::{default_scenarios_dir, default_spec_path, explore, gate, mutants, process, report, suite};
 
 #[derive(Parser)]
 #[command(name = "tidemark", version, about = "Deterministic simulation and conformance harness for agent file storage with retention")]
@@ -35,7 +35,7 @@ struct GateArgs {
     #[arg(long = "impl", value_name = "COMMAND")]
     implementation: Option<String>,
     /// How long to wait for each answer from an --impl program before failing the scenario.
-    #[arg(long, default_value_t = tidemark_conformance::process::DEFAULT_REPLY_TIMEOUT_MS)]
+    #[arg(long, default_value_t = tidemark_conformance::process::DEFAULT_REPLY_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: u64,
     /// Only the scenario with this test name (repeatable), e.g. --only scratchpad::own_path_wins.
     #[arg(long, value_name = "TEST_NAME")]
@@ -75,6 +75,49 @@ enum Command {
         #[arg(long)]
         all_killers: bool,
     },
+    /// Random operation sequences from seeds, beside the oracle; failures shrink and are saved.
+    Explore {
+        /// How many seeds (before sharding).
+        #[arg(long, default_value_t = 100)]
+        seeds: u64,
+        #[arg(long, default_value_t = 0)]
+        first_seed: u64,
+        /// Only the profile explored (scratchpad).
+        #[arg(long, default_value = "scratchpad")]
+        profile: String,
+        /// Run only seeds with `seed % M == K`, so M machines split one run.
+        #[arg(long, default_value = "0/1")]
+        shard: tidemark_conformance::explore::Shard,
+        /// Explore against this mutant instead of the reference.
+        #[arg(long)]
+        mutant: Option<String>,
+        /// Run each seed twice and compare trace hashes.
+        #[arg(long)]
+        check_determinism: bool,
+        /// For each mutant (or --mutant), count the seeds random search needs to find it.
+        #[arg(long)]
+        hunt: bool,
+        /// Independent searches per mutant when hunting.
+        #[arg(long, default_value_t = 5)]
+        hunt_trials: u64,
+        /// Where failures are saved as fixtures.
+        #[arg(long, default_value_os_t = tidemark_conformance::spec::repo_root().join("fixtures/explore"))]
+        save_dir: PathBuf,
+        /// Do not save failures.
+        #[arg(long)]
+        no_save: bool,
+        #[arg(long, default_value_t = 4096)]
+        max_shrink_iters: u32,
+    },
+    /// Replay a saved failure (a fixture file) or a seed.
+    Replay {
+        /// A fixture saved by `tidemark explore`.
+        fixture: Option<PathBuf>,
+        #[arg(long)]
+        seed: Option<u64>,
+        #[arg(long)]
+        mutant: Option<String>,
+    },
 }
 
 fn profiles(arg: &Option<String>) -> Result<Vec<Profile>, String> {
@@ -86,8 +129,47 @@ fn profiles(arg: &Option<String>) -> Result<Vec<Profile>, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Exploration drives its own runtimes, one per run, so it starts outside this one.
+    let direct = match &cli.command {
+        Command::Explore {
+            seeds,
+            first_seed,
+            profile,
+            shard,
+            mutant,
+            check_determinism,
+            hunt,
+            hunt_trials,
+            save_dir,
+            no_save,
+            max_shrink_iters,
+        } => Some(if profile != "scratchpad" {
+            Err(format!("explore covers the scratchpad profile; {profile:?} is not explored yet"))
+        } else {
+            explore::cli::explore(&explore::cli::ExploreArgs {
+                seeds: *seeds,
+                first_seed: *first_seed,
+                shard: *shard,
+                mutant: mutant.clone(),
+                check_determinism: *check_determinism,
+                hunt: *hunt,
+                hunt_trials: *hunt_trials,
+                save_dir: (!no_save).then(|| save_dir.clone()),
+                max_shrink_iters: *max_shrink_iters,
+            })
+        }),
+        Command::Replay { fixture, seed, mutant } => Some(explore::cli::replay(fixture.as_deref(), *seed, mutant)),
+        _ => None,
+    };
+    if let Some(result) = direct {
+        return exit(result);
+    }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
-    match rt.block_on(run(cli)) {
+    exit(rt.block_on(run(cli)))
+}
+
+fn exit(result: Result<bool, String>) -> ExitCode {
+    match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
@@ -111,6 +193,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             print!("{}", mutants::table(&results));
             Ok(results.iter().all(|r| r.killed()))
         }
+        Command::Explore { .. } | Command::Replay { .. } => unreachable!("handled before the runtime starts"),
     }
 }
 

@@ -1,7 +1,9 @@
-//! `cargo test` runs each scenario as its own named test (`scratchpad::<file stem>`), and each
-//! mutant as a test that passes only when some scenario kills it (`mutant::<profile>::<id>`).
+//! `cargo test` runs each scenario as its own named test (`scratchpad::<file stem>`), each
+//! mutant as a test that passes only when some scenario kills it (`mutant::<profile>::<id>`),
+//! and each saved exploration failure under fixtures/explore as a replay (`fixture::<file>`).
 
 use libtest_mimic::{Arguments, Failed, Trial};
+use tidemark_conformance::explore::fixture;
 use tidemark_conformance::mutants::run_scratchpad_mutants;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::runner::run_scenario;
@@ -48,6 +50,39 @@ fn main() {
                 Ok(())
             } else {
                 Err(Failed::from(format!("mutant {} ({}) survives every scenario", m.id(), m.description())))
+            }
+        }));
+    }
+    let fixtures_dir = tidemark_conformance::spec::repo_root().join("fixtures/explore");
+    let fixtures = match fixture::load_all(&fixtures_dir) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("a saved fixture does not load: {e}");
+            std::process::exit(101);
+        }
+    };
+    for (path, f) in fixtures {
+        let name = path.file_stem().map(|s| s.to_string_lossy().replace('-', "_")).unwrap_or_default();
+        trials.push(Trial::test(format!("fixture::{name}"), move || {
+            let r = block_on(fixture::replay(&f)).map_err(Failed::from)?;
+            let shown = path.display();
+            if f.mutant.is_some() {
+                // A failure found against a mutant must recur exactly, and the reference must
+                // pass the same steps: the model and the reference still agree.
+                if !r.reproduced {
+                    return Err(Failed::from(format!(
+                        "{shown}: the saved failure no longer reproduces identically (trace {} vs saved {}; divergence {:?})",
+                        r.trace_hash, f.trace_hash, r.divergence
+                    )));
+                }
+                if !r.reference_passes {
+                    return Err(Failed::from(format!("{shown}: the reference fails these steps too")));
+                }
+                Ok(())
+            } else if let Some(d) = r.divergence {
+                Err(Failed::from(format!("{shown}: the reference still fails: {d}")))
+            } else {
+                Ok(())
             }
         }));
     }

@@ -179,6 +179,20 @@ impl Scratchpad {
             Ok(m) => m.len(),
             Err(_) => 0,
         };
+        // A parent that exists as a file makes the write impossible; find out before anything is
+        // evicted, so the refusal changes nothing (SP-6.1).
+        let mut parent = root.clone();
+        for c in &rel[..rel.len() - 1] {
+            parent.push(c);
+            if let Ok(m) = fs::symlink_metadata(&parent) {
+                if !m.is_dir() {
+                    return Err(ScratchError::new(
+                        Refusal::NotADirectory,
+                        format!("a file stands where {} needs a directory", gp.as_string()),
+                    ));
+                }
+            }
+        }
         // An overwrite replaces bytes rather than adding them (SP-4.4).
         let credited = if self.cfg.is(ScratchpadMutant::OverwriteDoubleCounted) { 0 } else { old_len };
         let listed_path = format!("{requester}/{}", gp.as_string());

@@ -1,0 +1,181 @@
+//! The operations an exploration generates: small indices into fixed tables, so a sequence is
+//! compact to save, shrinks well, and prints as lines a person reads like a scenario.
+
+use crate::contract::{Bytes, Caller, Request};
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+pub const WHO: [&str; 3] = ["alice", "bob", "carol"];
+pub const CHANNEL: &str = "g";
+/// Places: two threads and the caller's own channel pairing.
+pub const PLACES: [Option<&str>; 3] = [Some("T1"), Some("T2"), None];
+/// Paths chosen to collide: shared names, a directory that is also written as a file, a climb,
+/// another member's listing path, and paths through a planted link.
+pub const PATHS: [&str; 10] = [
+    "notes.md",
+    "a.txt",
+    "b.txt",
+    "dir/c.txt",
+    "dir",
+    "dir/deep/d.txt",
+    "../x",
+    "@bob/notes.md",
+    "link/secret.txt",
+    "link",
+];
+/// Where the harness may plant a symbolic link (a fault: someone else's link in the subtree).
+pub const LINK_PATHS: [&str; 2] = ["link", "dir/link"];
+/// With the exploration knobs (cap 1000 B), 1001 is over size.
+pub const SIZES: [u16; 5] = [10, 200, 450, 900, 1001];
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum SimOp {
+    /// Does nothing. First among the alternatives, so shrinking turns unneeded steps into it.
+    Nop,
+    Write { who: u8, place: u8, path: u8, size: u8 },
+    Read { who: u8, place: u8, path: u8 },
+    List { who: u8, place: u8 },
+    Remove { who: u8, place: u8, path: u8 },
+    /// Time moves (negative: the clock jumps backward); a running implementation gets a tick.
+    Advance { ms: i64 },
+    /// The implementation dies; nothing but the disk survives.
+    Crash,
+    /// The implementation starts again (and sweeps at once).
+    Restart,
+    /// The harness places a symbolic link pointing outside the root.
+    PlantLink { who: u8, place: u8, path: u8 },
+}
+
+pub fn caller(who: u8, place: u8) -> Caller {
+    Caller {
+        requester: WHO[who as usize % WHO.len()].to_string(),
+        channel: CHANNEL.to_string(),
+        thread: PLACES[place as usize % PLACES.len()].map(str::to_string),
+    }
+}
+
+/// A path from the table, with `@bob` expanded to bob's hashed directory (SP-1.2).
+pub fn path(i: u8) -> Vec<u8> {
+    PATHS[i as usize % PATHS.len()]
+        .replace("@bob", &tidemark_reference::scratchpad::requester_dir("bob"))
+        .into_bytes()
+}
+
+/// Content for the write at position `step`: distinct per step so a read tells writes apart.
+pub fn content(step: usize, size: u8) -> Vec<u8> {
+    let n = SIZES[size as usize % SIZES.len()] as usize;
+    let mut c = format!("step {step};").into_bytes();
+    c.extend((0..n).map(|i| b'a' + (i % 26) as u8));
+    c.truncate(n);
+    c
+}
+
+impl SimOp {
+    /// The contract request for a call operation, `None` for the others.
+    pub fn request(&self, step: usize) -> Option<Request> {
+        Some(match *self {
+            SimOp::Write { who, place, path: p, size } => Request::Write {
+                caller: caller(who, place),
+                path: Bytes(path(p)),
+                content: Bytes(content(step, size)),
+            },
+            SimOp::Read { who, place, path: p } => Request::Read { caller: caller(who, place), path: Bytes(path(p)) },
+            SimOp::List { who, place } => Request::List { caller: caller(who, place), path: None },
+            SimOp::Remove { who, place, path: p } => Request::Remove { caller: caller(who, place), path: Bytes(path(p)) },
+            _ => return None,
+        })
+    }
+}
+
+fn duration(ms: i64) -> String {
+    if ms < 0 {
+        return format!("-{}", duration(-ms));
+    }
+    let units = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1_000, "s"), (1, "ms")];
+    let mut rest = ms;
+    let mut s = String::new();
+    for (u, name) in units {
+        if rest >= u {
+            s.push_str(&format!("{}{name}", rest / u));
+            rest %= u;
+        }
+    }
+    if s.is_empty() {
+        s.push_str("0s");
+    }
+    s
+}
+
+impl fmt::Display for SimOp {
+    /// Scenario-like spelling: `alice@#g/T1 write dir/c.txt 450B`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let who = |w: u8, p: u8| caller(w, p).display();
+        let p = |i: u8| PATHS[i as usize % PATHS.len()];
+        match *self {
+            SimOp::Nop => write!(f, "nop"),
+            SimOp::Write { who: w, place, path, size } => {
+                write!(f, "{} write {} {}B", who(w, place), p(path), SIZES[size as usize % SIZES.len()])
+            }
+            SimOp::Read { who: w, place, path } => write!(f, "{} read {}", who(w, place), p(path)),
+            SimOp::List { who: w, place } => write!(f, "{} list", who(w, place)),
+            SimOp::Remove { who: w, place, path } => write!(f, "{} remove {}", who(w, place), p(path)),
+            SimOp::Advance { ms } => write!(f, "advance {}", duration(ms)),
+            SimOp::Crash => write!(f, "stop"),
+            SimOp::Restart => write!(f, "start"),
+            SimOp::PlantLink { who: w, place, path } => {
+                write!(f, "disk symlink {}:{} -> $OUTSIDE", who(w, place), LINK_PATHS[path as usize % LINK_PATHS.len()])
+            }
+        }
+    }
+}
+
+/// A path index, favouring `notes.md` and `@bob/notes.md`: own-path precedence only shows when
+/// one member writes under another's listed path and the other has that file too.
+fn path_index() -> impl Strategy<Value = u8> {
+    prop_oneof![3 => Just(0u8), 3 => Just(7u8), 6 => 0u8..PATHS.len() as u8]
+}
+
+/// The standard workload's step: weights tuned so 200 steps span about a month of simulated time
+/// (forward advances average about 14 hours and are about a quarter of the steps), with crashes,
+/// backward clock jumps and planted links as rare faults.
+pub fn op() -> impl Strategy<Value = SimOp> {
+    let who = 0u8..3;
+    let place = 0u8..3;
+    let forward = prop_oneof![
+        3 => Just(1_000i64),
+        5 => Just(60_000),
+        5 => Just(300_000),
+        4 => Just(1_800_000),
+        4 => Just(3_540_000),
+        3 => Just(3_600_000),
+        4 => Just(21_600_000),
+        6 => Just(86_400_000),
+        3 => Just(3 * 86_400_000),
+        1 => Just(7 * 86_400_000),
+    ];
+    let backward = prop_oneof![Just(-60_000i64), Just(-3_600_000), Just(-86_400_000)];
+    prop_oneof![
+        1 => Just(SimOp::Nop),
+        30 => (who.clone(), place.clone(), path_index(), 0u8..SIZES.len() as u8)
+            .prop_map(|(who, place, path, size)| SimOp::Write { who, place, path, size }),
+        14 => (who.clone(), place.clone(), path_index()).prop_map(|(who, place, path)| SimOp::Read { who, place, path }),
+        12 => (who.clone(), place.clone()).prop_map(|(who, place)| SimOp::List { who, place }),
+        8 => (who.clone(), place.clone(), path_index()).prop_map(|(who, place, path)| SimOp::Remove { who, place, path }),
+        24 => forward.prop_map(|ms| SimOp::Advance { ms }),
+        2 => backward.prop_map(|ms| SimOp::Advance { ms }),
+        2 => Just(SimOp::Crash),
+        3 => Just(SimOp::Restart),
+        1 => (who, place, 0u8..LINK_PATHS.len() as u8).prop_map(|(who, place, path)| SimOp::PlantLink { who, place, path }),
+    ]
+}
+
+/// Operations per seed in the standard workload.
+pub const OPS_PER_SEED: usize = 200;
+
+/// A whole seed's workload: always [`OPS_PER_SEED`] steps (shrinking turns steps into `Nop`),
+/// and, for one seed in twenty, an unmounted root.
+pub fn workload() -> impl Strategy<Value = (bool, Vec<SimOp>)> {
+    (proptest::bool::weighted(0.05), super::shrink::sequence(op().boxed(), OPS_PER_SEED))
+}

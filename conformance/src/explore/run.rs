@@ -1,0 +1,288 @@
+//! Plays one sequence of operations against an implementation and the oracle side by side,
+//! comparing every outcome, then heals the world and checks liveness.
+
+use super::ops::{caller, SimOp, LINK_PATHS, PLACES, WHO};
+use crate::contract::{Outcome, Request};
+use crate::driver::{Driver, DriverFactory, Environment};
+use crate::oracle::scratchpad::{ModelKnobs, ScratchpadModel};
+use crate::scenario::{Knobs, Profile};
+use std::fs;
+use std::path::Path;
+use tidemark_reference::clock::Timestamp;
+use tidemark_sim::clock::EPOCH;
+use tidemark_sim::trace::Trace;
+
+/// The exploration knobs: small enough that 200 steps reach the cap, the ceiling and both timers.
+pub fn knobs(unmounted: bool) -> (Knobs, ModelKnobs) {
+    let model = ModelKnobs {
+        mounted: !unmounted,
+        session_cap_bytes: 1000,
+        requester_ceiling_bytes: 2500,
+        max_file_bytes: 1000,
+        ..ModelKnobs::default()
+    };
+    let mut k = Knobs { mounted: !unmounted, ..Knobs::default() };
+    k.values.insert("session_cap_bytes".into(), model.session_cap_bytes as i64);
+    k.values.insert("requester_ceiling_bytes".into(), model.requester_ceiling_bytes as i64);
+    k.values.insert("max_file_bytes".into(), model.max_file_bytes as i64);
+    (k, model)
+}
+
+/// Where a run diverged from the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Divergence {
+    /// Index into the operations, or `None` for the start and the healing phase.
+    pub step: Option<usize>,
+    pub op: String,
+    pub expected: String,
+    pub actual: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub trace: Trace,
+    pub divergence: Option<Divergence>,
+    /// Simulated milliseconds from the first to the last step, healing included.
+    pub simulated_ms: i64,
+}
+
+/// Where runs make their temporary roots: `TIDEMARK_TMPDIR`, else `/dev/shm` (memory-backed, so
+/// a seed costs syscalls rather than disk writes), else the system temporary directory.
+pub fn scratch_base() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("TIDEMARK_TMPDIR") {
+        return d.into();
+    }
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() && tempfile::tempdir_in(shm).is_ok() {
+        return shm.to_path_buf();
+    }
+    std::env::temp_dir()
+}
+
+/// A foreign directory planted before the run; it must survive every sweep (SP-5.4).
+const FOREIGN: &str = "lost+found/keep.txt";
+
+/// Outcomes are equal when everything but a refusal's message is equal.
+fn same(a: &Outcome, b: &Outcome) -> bool {
+    match (a, b) {
+        (Outcome::Refused { reason: x, .. }, Outcome::Refused { reason: y, .. }) => x == y,
+        _ => a == b,
+    }
+}
+
+struct World<'a> {
+    driver: Box<dyn Driver>,
+    model: ScratchpadModel,
+    trace: &'a mut Trace,
+    now: Timestamp,
+    root: &'a Path,
+    outside: &'a Path,
+}
+
+impl World<'_> {
+    fn rel(&self) -> i64 {
+        self.now.as_millis() - EPOCH.as_millis()
+    }
+
+    async fn both(&mut self, step: Option<usize>, label: &str, req: &Request) -> Result<(), Divergence> {
+        let expected = self.model.apply(self.now.as_millis(), req);
+        let actual = match self.driver.call(self.now, req).await {
+            Ok(o) => o,
+            Err(e) => {
+                return Err(Divergence {
+                    step,
+                    op: label.into(),
+                    expected: expected.summary(),
+                    actual: format!("implementation error: {e}"),
+                })
+            }
+        };
+        let rel = self.rel();
+        self.trace.record(rel, format!("{label} -> {}", actual.summary()));
+        if same(&expected, &actual) {
+            Ok(())
+        } else {
+            Err(Divergence { step, op: label.into(), expected: expected.summary(), actual: actual.summary() })
+        }
+    }
+
+    async fn step(&mut self, i: usize, op: &SimOp) -> Result<(), Divergence> {
+        let label = op.to_string();
+        match op {
+            SimOp::Nop => Ok(()),
+            SimOp::Advance { ms } => {
+                self.now = self.now.plus_ms(*ms);
+                let rel = self.rel();
+                self.trace.record(rel, &label);
+                if self.model.is_running() {
+                    self.both(Some(i), "tick", &Request::Tick).await?;
+                }
+                Ok(())
+            }
+            SimOp::Crash => {
+                if self.model.is_running() {
+                    self.driver.stop().await.map_err(|e| Divergence {
+                        step: Some(i),
+                        op: label.clone(),
+                        expected: "a clean stop".into(),
+                        actual: e.to_string(),
+                    })?;
+                    self.model.stop();
+                    let rel = self.rel();
+                    self.trace.record(rel, &label);
+                }
+                Ok(())
+            }
+            SimOp::Restart => {
+                if !self.model.is_running() {
+                    self.both(Some(i), &label, &Request::Start).await?;
+                }
+                Ok(())
+            }
+            SimOp::PlantLink { who, place, path } => {
+                let c = caller(*who, *place);
+                let rel_path: Vec<String> = LINK_PATHS[*path as usize % LINK_PATHS.len()].split('/').map(String::from).collect();
+                if self.root.as_os_str().is_empty() || !self.model.can_plant_link(&c, &rel_path) {
+                    return Ok(());
+                }
+                let ctx = crate::scenario::parse::context_of(&c);
+                let session = self.root.join(ctx.session_dir());
+                let mut dir = session.join(ctx.requester_dir());
+                let mut created = Vec::new();
+                for d in [&session, &dir] {
+                    if !d.exists() {
+                        created.push(d.to_path_buf());
+                    }
+                }
+                for c in &rel_path[..rel_path.len() - 1] {
+                    dir.push(c);
+                    if !dir.exists() {
+                        created.push(dir.clone());
+                    }
+                }
+                fs::create_dir_all(&dir).expect("planting a link's directories");
+                std::os::unix::fs::symlink(self.outside, dir.join(rel_path.last().expect("a name"))).expect("planting a link");
+                // The operating system stamped what it touched with its own clock; restamp in
+                // simulated time as the implementation does (SP-3.5): each created directory,
+                // the directory it was created in, and the link's own directory. The session
+                // directory therefore moves only when a member directory is created in it.
+                let t = filetime::FileTime::from_system_time(self.now.to_system_time());
+                let mut touched: Vec<std::path::PathBuf> = vec![dir.clone()];
+                for d in &created {
+                    touched.push(d.clone());
+                    if let Some(parent) = d.parent().filter(|p| p.starts_with(&session)) {
+                        touched.push(parent.to_path_buf());
+                    }
+                }
+                for d in touched {
+                    let _ = filetime::set_file_mtime(d, t);
+                }
+                self.model.plant_link(&c, &rel_path, self.now.as_millis());
+                let rel = self.rel();
+                self.trace.record(rel, &label);
+                Ok(())
+            }
+            call => {
+                if !self.model.is_running() {
+                    let rel = self.rel();
+                    self.trace.record(rel, format!("{label} -> (down)"));
+                    return Ok(());
+                }
+                let req = call.request(i).expect("a call operation");
+                self.both(Some(i), &label, &req).await
+            }
+        }
+    }
+}
+
+/// Plays `ops` against a fresh implementation from `factory` and the model.
+pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory) -> RunResult {
+    let mut trace = Trace::new();
+    let tmp = tempfile::Builder::new().prefix("tidemark-explore-").tempdir_in(scratch_base()).expect("a temporary directory");
+    let root = tmp.path().join("root");
+    let workdir = tmp.path().join("workdir");
+    let outside = tmp.path().join("outside");
+    for d in [&root, &workdir, &outside] {
+        fs::create_dir(d).expect("a scratch directory");
+    }
+    fs::write(outside.join("secret.txt"), "outside the root").expect("the outside file");
+    let foreign = root.join(FOREIGN);
+    fs::create_dir_all(foreign.parent().expect("parent")).expect("a foreign directory");
+    fs::write(&foreign, "not the scratchpad's").expect("a foreign file");
+    // Old in simulated time, so a sweeper that wrongly considered it would collect it at once.
+    let long_ago = filetime::FileTime::from_system_time(EPOCH.plus_ms(-30 * 86_400_000).to_system_time());
+    for p in [&foreign, &root.join("lost+found")] {
+        let _ = filetime::set_file_mtime(p, long_ago);
+    }
+
+    let (knobs, model_knobs) = knobs(unmounted);
+    let env = Environment {
+        root: if unmounted { Default::default() } else { root.clone() },
+        workdir: workdir.clone(),
+        knobs,
+    };
+    let driver = match factory.create(Profile::Scratchpad, &env) {
+        Ok(d) => d,
+        Err(e) => {
+            return RunResult {
+                trace,
+                divergence: Some(Divergence { step: None, op: "create".into(), expected: "an implementation".into(), actual: e.to_string() }),
+                simulated_ms: 0,
+            }
+        }
+    };
+    let model_root = if unmounted { Path::new("") } else { root.as_path() };
+    let mut w = World { driver, model: ScratchpadModel::new(model_knobs.clone()), trace: &mut trace, now: EPOCH, root: model_root, outside: &outside };
+    let result = async {
+        w.both(None, "start", &Request::Start).await?;
+        for (i, op) in ops.iter().enumerate() {
+            w.step(i, op).await?;
+        }
+        heal(&mut w, &model_knobs).await?;
+        check_disk(&root, &workdir)
+    }
+    .await;
+    let simulated_ms = w.now.as_millis() - EPOCH.as_millis();
+    if w.model.is_running() {
+        let _ = w.driver.stop().await;
+    }
+    drop(w);
+    RunResult { trace, divergence: result.err(), simulated_ms }
+}
+
+/// The healing phase: everything restarts, time passes the longest timer plus one interval, and
+/// every session is listed. Anything the model expired must be gone (liveness).
+async fn heal(w: &mut World<'_>, k: &ModelKnobs) -> Result<(), Divergence> {
+    if !w.model.is_running() {
+        w.both(None, "heal: start", &Request::Start).await?;
+    }
+    w.now = w.now.plus_ms(k.thread_quiet_ms.max(k.pairing_idle_ms) + k.sweep_interval_ms);
+    w.both(None, "heal: tick after the longest timer", &Request::Tick).await?;
+    for who in 0..WHO.len() as u8 {
+        for place in 0..PLACES.len() as u8 {
+            let req = Request::List { caller: caller(who, place), path: None };
+            w.both(None, &format!("heal: {} list", caller(who, place).display()), &req).await?;
+        }
+    }
+    Ok(())
+}
+
+/// What the model cannot see: the foreign directory survives (SP-5.4) and the working directory
+/// stays empty (SP-1.3).
+fn check_disk(root: &Path, workdir: &Path) -> Result<(), Divergence> {
+    if !root.join(FOREIGN).exists() {
+        return Err(Divergence { step: None, op: "heal: disk".into(), expected: format!("{FOREIGN} to survive"), actual: "it was removed".into() });
+    }
+    let stray: Vec<String> = fs::read_dir(workdir)
+        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect())
+        .unwrap_or_default();
+    if !stray.is_empty() {
+        return Err(Divergence {
+            step: None,
+            op: "heal: disk".into(),
+            expected: "the working directory to stay empty".into(),
+            actual: format!("it holds {}", stray.join(", ")),
+        });
+    }
+    Ok(())
+}
