@@ -877,6 +877,47 @@ scenario!(
     }
 );
 
+scenario!(
+    an_overwrite_that_fails_between_its_two_puts_never_serves_the_other_versions_text,
+    kills = [],
+    |w| {
+        let t = w.standard().await;
+        ok(
+            w.store
+                .write(&t, "session/doc.md", b"first version".to_vec())
+                .await,
+            "write",
+        )?;
+        // The overwrite stores its text (PUT 1) and then fails storing the file (PUT 2).
+        w.tier.s3.faults().set_plan(FaultPlan {
+            fail_requests: vec![("PutObject".into(), 2)],
+            ..Default::default()
+        });
+        let r = w
+            .store
+            .write(&t, "session/doc.md", b"second version".to_vec())
+            .await;
+        w.tier.s3.faults().heal();
+        ensure!(
+            r.as_ref().err().map(|e| e.kind()) == Some("storage_unavailable"),
+            "the failed overwrite reported {:?}",
+            r.map(|r| r.key)
+        );
+        let content = ok(w.store.read(&t, "session/doc.md").await, "read")?;
+        let text = ok(w.store.read_text(&t, "session/doc.md").await, "read text")?;
+        ensure!(
+            content == b"first version",
+            "content {:?}",
+            String::from_utf8_lossy(&content)
+        );
+        ensure!(
+            text.as_deref() == Some("first version"),
+            "the file says \"first version\" but its text says {text:?}"
+        );
+        Ok(())
+    }
+);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_is_down_or_a_bucket_that_does_not_exist_is_a_typed_error() {
     let w = World::new("down", None).await;

@@ -35,6 +35,11 @@ pub const DEFAULT_TTL_DAYS: u32 = 30;
 /// age-only mutant and the lifecycle executor measure age from.
 pub const WRITTEN_AT_META: &str = "tidemark-written-at-ms";
 
+/// User metadata on a file and on its extracted text: the sha256 of the file's content. A text
+/// whose stamp differs from its file's is stale (an overwrite failed between the two PUTs) and
+/// is never served: the text is extracted afresh from the file instead.
+pub const SOURCE_SHA_META: &str = "tidemark-source-sha256";
+
 /// A point at which the harness can make the process "die". The operation returns
 /// [`ScopedError::Crashed`] there, abandoning (rolling back) whatever was not yet committed; a
 /// new store over the same bucket and database must finish the job.
@@ -578,13 +583,28 @@ impl ScopedStore {
     // ----- files ----------------------------------------------------------------------------
 
     async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), ScopedError> {
+        self.put_tagged(key, bytes, None).await
+    }
+
+    /// Puts an object, stamping the write time and, for a file and its text, the sha256 of the
+    /// file's content (see [`SOURCE_SHA_META`]).
+    async fn put_tagged(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        source_sha: Option<&str>,
+    ) -> Result<(), ScopedError> {
         self.counters.put.fetch_add(1, Ordering::Relaxed);
-        self.s3
+        let mut req = self
+            .s3
             .put_object()
             .bucket(&self.cfg.bucket)
             .key(key)
-            .metadata(WRITTEN_AT_META, self.now().0.to_string())
-            .body(ByteStream::from(bytes))
+            .metadata(WRITTEN_AT_META, self.now().0.to_string());
+        if let Some(sha) = source_sha {
+            req = req.metadata(SOURCE_SHA_META, sha);
+        }
+        req.body(ByteStream::from(bytes))
             .send()
             .await
             .map_err(|e| must("PutObject", &self.cfg.bucket, e))?;
@@ -592,6 +612,14 @@ impl ScopedStore {
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, ScopedError> {
+        Ok(self.get_stamped(key).await?.map(|(b, _)| b))
+    }
+
+    /// An object's bytes and its source-sha stamp, or `None` if it does not exist.
+    async fn get_stamped(
+        &self,
+        key: &str,
+    ) -> Result<Option<(Vec<u8>, Option<String>)>, ScopedError> {
         self.counters.get.fetch_add(1, Ordering::Relaxed);
         match self
             .s3
@@ -602,11 +630,12 @@ impl ScopedStore {
             .await
         {
             Ok(out) => {
+                let stamp = out.metadata().and_then(|m| m.get(SOURCE_SHA_META)).cloned();
                 let body = out.body.collect().await.map_err(|e| ScopedError::Storage {
                     operation: "GetObject body",
                     message: e.to_string(),
                 })?;
-                Ok(Some(body.into_bytes().to_vec()))
+                Ok(Some((body.into_bytes().to_vec(), stamp)))
             }
             Err(e) => match classify("GetObject", &self.cfg.bucket, e) {
                 S3Failure::NotFound => Ok(None),
@@ -616,6 +645,11 @@ impl ScopedStore {
     }
 
     async fn exists(&self, key: &str) -> Result<bool, ScopedError> {
+        Ok(self.head_stamp(key).await?.is_some())
+    }
+
+    /// `None` if the object does not exist, else its source-sha stamp (if it has one).
+    async fn head_stamp(&self, key: &str) -> Result<Option<Option<String>>, ScopedError> {
         self.counters.head.fetch_add(1, Ordering::Relaxed);
         match self
             .s3
@@ -625,9 +659,11 @@ impl ScopedStore {
             .send()
             .await
         {
-            Ok(_) => Ok(true),
+            Ok(out) => Ok(Some(
+                out.metadata().and_then(|m| m.get(SOURCE_SHA_META)).cloned(),
+            )),
             Err(e) => match classify("HeadObject", &self.cfg.bucket, e) {
-                S3Failure::NotFound => Ok(false),
+                S3Failure::NotFound => Ok(None),
                 S3Failure::Error(e) => Err(e),
             },
         }
@@ -733,13 +769,17 @@ impl ScopedStore {
         self.in_session(turn, "commit write", async |perms| {
             self.require(&perms, &r, Access::ReadWrite)?;
             let text_key = layout::text_key(&r.prefix, &r.key);
+            let sha = hex::encode(Sha256::digest(&bytes));
             match extract_text(&bytes) {
-                Some(text) => self.put(&text_key, text.as_bytes().to_vec()).await?,
+                Some(text) => {
+                    self.put_tagged(&text_key, text.as_bytes().to_vec(), Some(&sha))
+                        .await?
+                }
                 // Overwriting a text file with a binary one must not leave the old text behind.
                 None => self.delete_one(&text_key).await?,
             }
             self.crash(CrashPoint::AfterTextWritten)?;
-            self.put(&r.key, bytes).await
+            self.put_tagged(&r.key, bytes, Some(&sha)).await
         })
         .await?;
         Ok(r)
@@ -769,19 +809,31 @@ impl ScopedStore {
         self.in_session(turn, "commit read", async |perms| {
             self.require(&perms, &r, Access::Read)?;
             let outlives = self.is(ScopedMutant::TextOutlivesFile);
-            if !outlives && !self.exists(&r.key).await? {
-                return Err(ScopedError::NotFound {
-                    path: path.to_string(),
-                });
+            let not_found = || ScopedError::NotFound {
+                path: path.to_string(),
+            };
+            let file = self.head_stamp(&r.key).await?;
+            if file.is_none() && !outlives {
+                return Err(not_found());
             }
-            let text = self.get(&layout::text_key(&r.prefix, &r.key)).await?;
-            // The mutant serves whatever text is left; only with no text at all does it notice.
-            if outlives && text.is_none() && !self.exists(&r.key).await? {
-                return Err(ScopedError::NotFound {
-                    path: path.to_string(),
-                });
+            let text = self
+                .get_stamped(&layout::text_key(&r.prefix, &r.key))
+                .await?;
+            let lossy = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+            match (file, text) {
+                // Only the mutant gets here: text served for a file that is gone.
+                (None, Some((t, _))) => Ok(Some(lossy(t))),
+                (None, None) => Err(not_found()),
+                (Some(file_sha), Some((t, text_sha))) if outlives || file_sha == text_sha => {
+                    Ok(Some(lossy(t)))
+                }
+                // Stale or missing text (an overwrite failed between its two PUTs, or the
+                // file is binary): extract afresh rather than serve another version's text.
+                (Some(_), _) => {
+                    let bytes = self.get(&r.key).await?.ok_or_else(not_found)?;
+                    Ok(extract_text(&bytes).map(str::to_string))
+                }
             }
-            Ok(text.map(|b| String::from_utf8_lossy(&b).into_owned()))
         })
         .await
     }

@@ -26,6 +26,9 @@ pub struct FaultPlan {
     pub delete_key_failure_rate: f64,
     /// Fixed delay added to every request.
     pub latency: Duration,
+    /// Exact failures: `(operation, n)` fails the n-th request (1-based) of that operation
+    /// (`"PutObject"`, `"DeleteObjects"`, …) counted from when this plan was set.
+    pub fail_requests: Vec<(String, u64)>,
 }
 
 /// Requests the wrapper has seen, by operation name, in name order.
@@ -35,6 +38,7 @@ struct State {
     plan: FaultPlan,
     rng: ChaCha8Rng,
     counts: OpCounts,
+    since_plan: OpCounts,
     injected: u64,
     lifecycle: BTreeMap<String, BucketLifecycleConfiguration>,
 }
@@ -49,6 +53,7 @@ impl FaultHandle {
             plan: FaultPlan::default(),
             rng: ChaCha8Rng::seed_from_u64(seed),
             counts: OpCounts::new(),
+            since_plan: OpCounts::new(),
             injected: 0,
             lifecycle: BTreeMap::new(),
         })))
@@ -61,7 +66,9 @@ impl FaultHandle {
     }
 
     pub fn set_plan(&self, plan: FaultPlan) {
-        self.lock().plan = plan;
+        let mut s = self.lock();
+        s.plan = plan;
+        s.since_plan.clear();
     }
 
     pub fn plan(&self) -> FaultPlan {
@@ -73,7 +80,7 @@ impl FaultHandle {
     }
 
     pub fn heal(&self) {
-        self.lock().plan = FaultPlan::default();
+        self.set_plan(FaultPlan::default());
     }
 
     pub fn counts(&self) -> OpCounts {
@@ -98,7 +105,26 @@ impl FaultHandle {
     fn admit(&self, op: &'static str) -> (Option<s3s::S3Error>, Duration) {
         let mut s = self.lock();
         *s.counts.entry(op).or_insert(0) += 1;
+        let nth = {
+            let n = s.since_plan.entry(op).or_insert(0);
+            *n += 1;
+            *n
+        };
         let latency = s.plan.latency;
+        if s.plan
+            .fail_requests
+            .iter()
+            .any(|(o, n)| o == op && *n == nth)
+        {
+            s.injected += 1;
+            return (
+                Some(s3_error!(
+                    InternalError,
+                    "injected: {op} number {nth} fails"
+                )),
+                latency,
+            );
+        }
         if s.plan.down {
             s.injected += 1;
             return (

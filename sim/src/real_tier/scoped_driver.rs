@@ -451,6 +451,7 @@ impl ScopedDriver {
                     error_rate: *error_rate,
                     delete_key_failure_rate: *delete_key_failure_rate,
                     latency: std::time::Duration::ZERO,
+                    fail_requests: Vec::new(),
                 });
                 ScopedOutcome::Ok
             }

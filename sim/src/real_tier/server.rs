@@ -74,6 +74,8 @@ impl S3Server {
             let mut conns = tokio::task::JoinSet::new();
             loop {
                 let Ok((socket, _)) = listener.accept().await else {
+                    // Out of descriptors or a reset: back off instead of spinning.
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                     continue;
                 };
                 let conn = http
