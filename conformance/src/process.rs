@@ -40,6 +40,10 @@ pub const MAX_LINE_BYTES: usize = 64 << 20;
 /// the rest of its stderr. Short: the process is already gone or going.
 const EXIT_GRACE: Duration = Duration::from_millis(1_000);
 
+/// How long to wait for the exit status of a program that misbehaved while still running (a
+/// timeout, a garbage line): it usually is not exiting, so the report should not wait long.
+const RUNNING_GRACE: Duration = Duration::from_millis(50);
+
 /// How much of the program's stderr is kept for error messages.
 const STDERR_TAIL_LINES: usize = 12;
 const STDERR_LINE_MAX_CHARS: usize = 400;
@@ -409,7 +413,9 @@ impl Adapter {
         match written {
             Ok(Ok(())) => Ok(()),
             // A broken pipe means the program has gone: say so, with how it ended.
-            Ok(Err(e)) => Err(self.failure(format!("cannot send {what}: {e}")).await),
+            Ok(Err(e)) => Err(self
+                .failure_on_exit(format!("cannot send {what}: {e}"))
+                .await),
             Err(_) => Err(self
                 .failure(format!(
                     "the implementation did not read {what} within {} ms (is it reading stdin?)",
@@ -447,7 +453,7 @@ impl Adapter {
             match read {
                 Err(e) => return Err(self.failure(format!("cannot read the answer to {awaited}: {e}")).await),
                 Ok(LineRead::Eof) => {
-                    return Err(self.failure(format!("the implementation closed its stdout before answering {awaited}")).await)
+                    return Err(self.failure_on_exit(format!("the implementation closed its stdout before answering {awaited}")).await)
                 }
                 Ok(LineRead::TooLong) => {
                     return Err(self
@@ -484,8 +490,18 @@ impl Adapter {
 
     /// A driver error: `what`, how the process ended if it has, and the tail of its stderr.
     async fn failure(&mut self, what: String) -> DriverError {
+        self.describe_failure(what, RUNNING_GRACE).await
+    }
+
+    /// A driver error for a program that closed its end of a pipe: it is exiting, so its exit
+    /// status is worth a longer wait.
+    async fn failure_on_exit(&mut self, what: String) -> DriverError {
+        self.describe_failure(what, EXIT_GRACE).await
+    }
+
+    async fn describe_failure(&mut self, what: String, grace: Duration) -> DriverError {
         let mut message = what;
-        if let Some(status) = self.exit_status_within(Duration::ZERO).await {
+        if let Some(status) = self.exit_status_within(grace).await {
             let _ = write!(
                 message,
                 "; the implementation exited ({})",
@@ -500,22 +516,8 @@ impl Adapter {
         DriverError(message)
     }
 
-    /// The exit status if the process ends within `grace` (which may be zero).
+    /// The exit status if the process ends within `grace`.
     async fn exit_status_within(&mut self, grace: Duration) -> Option<ExitStatus> {
-        if let Ok(Some(status)) = self.child.try_wait() {
-            self.reaped = true;
-            return Some(status);
-        }
-        if grace.is_zero() {
-            // A process that just closed stdout is usually a moment from exiting.
-            return match tokio::time::timeout(Duration::from_millis(50), self.child.wait()).await {
-                Ok(Ok(status)) => {
-                    self.reaped = true;
-                    Some(status)
-                }
-                _ => None,
-            };
-        }
         match tokio::time::timeout(grace, self.child.wait()).await {
             Ok(Ok(status)) => {
                 self.reaped = true;

@@ -103,7 +103,7 @@ fn check(root: &Value, schema: &Value, value: &Value, at: &str) -> Result<(), St
                 let s = value.as_str().unwrap_or_default();
                 let ok = match arg.as_str().unwrap() {
                     "^([0-9a-f]{2})*$" => {
-                        s.len() % 2 == 0
+                        s.len().is_multiple_of(2)
                             && s.bytes()
                                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
                     }
