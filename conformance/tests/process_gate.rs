@@ -39,6 +39,10 @@ fn a_broken_implementation_fails_the_tests_of_the_scenarios_that_catch_it() {
     let mutant = ReferenceScratchpad {
         mutant: Some(ScratchpadMutant::ALL[0]),
     };
+    println!(
+        "expected below: an inner `test result: FAILED` for mutant {}",
+        ScratchpadMutant::ALL[0].id()
+    );
     let (conclusion, _) = run(Gate::new(mutant), None);
     assert!(
         conclusion.num_failed > 0,
