@@ -918,6 +918,142 @@ scenario!(
     }
 );
 
+scenario!(
+    deleting_an_agent_records_its_sessions_and_spares_its_neighbours,
+    kills = [AppRecordedDeletions],
+    |w| {
+        let t = w.standard().await;
+        w.store
+            .create_agent("w1", "a2", ScopeSettings::default())
+            .await
+            .unwrap();
+        let t2 = TurnSpace::new("w1", "a1", "s2").unwrap();
+        let n = TurnSpace::new("w1", "a2", "s1").unwrap();
+        for turn in [&t, &t2, &n] {
+            ok(w.store.create_session(turn).await, "session")?;
+            ok(
+                w.store.write(turn, "session/f.txt", b"f".to_vec()).await,
+                "write",
+            )?;
+            ok(
+                w.store.write(turn, "agent/g.txt", b"g".to_vec()).await,
+                "write",
+            )?;
+        }
+        ok(w.store.delete_agent("w1", "a1").await, "delete agent")?;
+        let mut prefixes: Vec<String> = ok(w.store.deletion_obligations().await, "obligations")?
+            .into_iter()
+            .map(|o| o.prefix)
+            .collect();
+        prefixes.sort();
+        ensure!(
+            prefixes == vec!["agents/w1/a1/", "sessions/w1/a1/s1/", "sessions/w1/a1/s2/"],
+            "recorded {prefixes:?}"
+        );
+        ok(w.store.sweep().await, "sweep")?;
+        let left = w.raw_keys("").await;
+        ensure!(
+            left.iter().all(|k| !k.contains("/a1/")),
+            "agent a1 left {left:?}"
+        );
+        ensure!(
+            w.store.read(&n, "session/f.txt").await.is_ok()
+                && w.store.read(&n, "agent/g.txt").await.is_ok(),
+            "the neighbouring agent lost files"
+        );
+        let e = w
+            .store
+            .read(&t, "session/f.txt")
+            .await
+            .err()
+            .map(|e| e.kind());
+        ensure!(
+            e == Some("unknown_entity"),
+            "a deleted agent's session still answers: {e:?}"
+        );
+        Ok(())
+    }
+);
+
+scenario!(
+    a_skill_version_is_immutable_addressed_by_content_and_listed_only_through_its_slug,
+    kills = [],
+    |w| {
+        let t = w.standard().await;
+        let v1 = BTreeMap::from([
+            ("README.md".to_string(), b"v1".to_vec()),
+            ("lib/price.py".to_string(), b"x = 1".to_vec()),
+        ]);
+        let sha1 = ok(w.store.publish_skill_version("w1", &v1).await, "publish")?;
+        let again = ok(
+            w.store.publish_skill_version("w1", &v1).await,
+            "publish again",
+        )?;
+        ensure!(
+            sha1 == again,
+            "the same content published twice is two versions"
+        );
+        let v2 = BTreeMap::from([("README.md".to_string(), b"v2".to_vec())]);
+        let sha2 = ok(w.store.publish_skill_version("w1", &v2).await, "publish v2")?;
+        ensure!(sha1 != sha2, "different content shares a version");
+        // A turn sent v1 reads v1, whatever was published later.
+        let t1 = t.clone().with_skill("pricing", &sha1);
+        let got = ok(w.store.read(&t1, "skill/pricing/README.md").await, "read")?;
+        ensure!(
+            got == b"v1",
+            "turn with v1 read {:?}",
+            String::from_utf8_lossy(&got)
+        );
+        let listed = w.paths(&t1, Some("skill/pricing")).await?;
+        ensure!(
+            listed == vec!["skill/pricing/README.md", "skill/pricing/lib/price.py"],
+            "listed {listed:?}"
+        );
+        let bare = w.paths(&t1, None).await?;
+        ensure!(
+            bare.iter().all(|p| !p.starts_with("skill/")),
+            "a bare listing shows skills: {bare:?}"
+        );
+        let bad = BTreeMap::from([("../escape.md".to_string(), b"x".to_vec())]);
+        let e = w
+            .store
+            .publish_skill_version("w1", &bad)
+            .await
+            .err()
+            .map(|e| e.kind());
+        ensure!(
+            e == Some("traversal"),
+            "a skill path that climbs out gave {e:?}"
+        );
+        Ok(())
+    }
+);
+
+scenario!(
+    a_clock_that_jumps_backwards_never_makes_a_session_look_older,
+    kills = [],
+    |w| {
+        let t = w.standard().await;
+        ok(
+            w.store.write(&t, "session/a.txt", b"a".to_vec()).await,
+            "write",
+        )?;
+        w.days(20);
+        ok(w.store.record_activity(&t).await, "activity on day 20")?;
+        // The clock jumps back ten days; activity recorded now must not move the session back.
+        w.days(-10);
+        ok(w.store.record_activity(&t).await, "activity after the jump")?;
+        // Day 45 by the clock: 25 days after the day-20 activity. Not yet idle for 30.
+        w.days(35);
+        ok(w.store.sweep().await, "sweep")?;
+        ensure!(
+            w.store.read(&t, "session/a.txt").await.is_ok(),
+            "swept early after a clock jump"
+        );
+        Ok(())
+    }
+);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_is_down_or_a_bucket_that_does_not_exist_is_a_typed_error() {
     let w = World::new("down", None).await;
