@@ -39,10 +39,12 @@ fn a_broken_implementation_fails_the_tests_of_the_scenarios_that_catch_it() {
     let mutant = ReferenceScratchpad {
         mutant: Some(ScratchpadMutant::ALL[0]),
     };
-    println!(
-        "expected below: an inner `test result: FAILED` for mutant {}",
+    // Straight to stdout, as libtest-mimic prints, so the note sits beside the line it explains.
+    let note = format!(
+        "(expected next: an inner `test result: FAILED` for mutant {})\n",
         ScratchpadMutant::ALL[0].id()
     );
+    std::io::Write::write_all(&mut std::io::stdout(), note.as_bytes()).unwrap();
     let (conclusion, _) = run(Gate::new(mutant), None);
     assert!(
         conclusion.num_failed > 0,
