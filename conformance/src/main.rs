@@ -207,9 +207,17 @@ async fn run_suite(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, Strin
         Some(command) => {
             let command = process::AdapterCommand::parse(command, &process::launch_dir()).map_err(|e| e.to_string())?;
             let options = process::ProcessOptions { reply_timeout: std::time::Duration::from_millis(gate_args.timeout_ms) };
-            let factory = process::ProcessFactory::probe(command.clone(), options)
-                .await
-                .map_err(|e| format!("the implementation did not complete the init exchange: {e}"))?;
+            let factory = match process::ProcessFactory::probe(command.clone(), options).await {
+                Ok(factory) => factory,
+                Err(e) => {
+                    let message = format!("the implementation did not complete the init exchange: {e}");
+                    if let Some(path) = &gate_args.junit {
+                        let xml = report::render_junit_setup_error(command.text(), &message);
+                        std::fs::write(path, xml).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                    }
+                    return Err(message);
+                }
+            };
             let quoted = shlex::try_quote(command.text()).map_err(|e| e.to_string())?;
             gate::check(&selected, &factory, format!("tidemark run --impl {quoted}")).await
         }

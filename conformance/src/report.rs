@@ -338,6 +338,55 @@ fn write_junit(w: &mut Writer<Vec<u8>>, report: &RunReport) -> std::io::Result<(
     Ok(())
 }
 
+/// JUnit XML for a run that could not begin (the program did not complete the init exchange):
+/// one `<error>` test case, so a CI job that publishes the file shows why instead of "no report".
+pub fn render_junit_setup_error(implementation: &str, message: &str) -> String {
+    let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
+    write_setup_error(&mut w, implementation, message).expect("writing XML to memory cannot fail");
+    let mut s = String::from_utf8(w.into_inner()).expect("the XML writer writes UTF-8");
+    s.push('\n');
+    s
+}
+
+fn write_setup_error(
+    w: &mut Writer<Vec<u8>>,
+    implementation: &str,
+    message: &str,
+) -> std::io::Result<()> {
+    w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
+    let counts = [
+        ("tests", "1"),
+        ("failures", "0"),
+        ("errors", "1"),
+        ("skipped", "0"),
+    ];
+    w.create_element("testsuites")
+        .with_attribute(("name", "tidemark"))
+        .with_attributes(counts)
+        .write_inner_content(|w| {
+            w.create_element("testsuite")
+                .with_attribute(("name", "tidemark.setup"))
+                .with_attributes(counts)
+                .write_inner_content(|w| {
+                    w.create_element("properties")
+                        .write_inner_content(|w| property(w, "implementation", implementation))?;
+                    w.create_element("testcase")
+                        .with_attribute(("classname", "tidemark.setup"))
+                        .with_attribute(("name", "init exchange"))
+                        .write_inner_content(|w| {
+                            w.create_element("error")
+                                .with_attribute(("message", xml_safe(first_line(message)).as_str()))
+                                .with_attribute(("type", "setup"))
+                                .write_text_content(BytesText::new(&xml_safe(message)))?;
+                            Ok(())
+                        })?;
+                    Ok(())
+                })?;
+            Ok(())
+        })?;
+    Ok(())
+}
+
 fn write_case(
     w: &mut Writer<Vec<u8>>,
     report: &RunReport,

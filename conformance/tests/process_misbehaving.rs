@@ -203,3 +203,29 @@ fn a_program_that_cannot_be_started_is_named_in_the_error() {
         "{err}"
     );
 }
+
+#[test]
+fn a_program_that_fails_the_init_exchange_exits_2_and_its_junit_file_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("junit.xml");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(["run", "--impl", "echo hello", "--junit"])
+        .arg(&junit)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("did not complete the init exchange") && stderr.contains("`hello`"),
+        "{stderr}"
+    );
+    let xml = std::fs::read_to_string(&junit).expect("a JUnit file even though nothing ran");
+    assert!(
+        xml.contains(r#"<testcase classname="tidemark.setup" name="init exchange">"#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<error message="the implementation did not complete the init exchange"#),
+        "{xml}"
+    );
+}

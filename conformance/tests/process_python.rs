@@ -187,3 +187,50 @@ fn an_unknown_only_name_is_an_error_not_an_empty_pass() {
         run.stderr
     );
 }
+
+#[test]
+fn a_program_that_resolves_an_empty_root_to_its_working_directory_is_caught_and_writes_nothing_outside_it(
+) {
+    // The source's own bug (SP-1.3), introduced into a copy of the example: "" becomes ".".
+    let example =
+        std::fs::read_to_string(repo_root().join("examples/python-scratchpad/scratchpad.py"))
+            .unwrap();
+    let bugged = example.replacen(
+        "        self.root = root\n",
+        "        self.root = root or \".\"\n",
+        1,
+    );
+    assert_ne!(
+        bugged, example,
+        "the example still assigns its root where this test expects"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("empty-root-is-cwd.py");
+    std::fs::write(&script, bugged).unwrap();
+
+    let command = format!("python3 {}", script.display());
+    let run = tidemark_run(&[
+        "--impl",
+        &command,
+        "--only",
+        "scratchpad::an_unmounted_scratchpad_writes_nothing",
+    ]);
+    assert_eq!(run.status, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("expected: refused unmounted\n      actual:   written "),
+        "{}",
+        run.stdout
+    );
+    // It wrote into the scenario's working directory (its current directory), never into the
+    // directory tidemark was run from.
+    let strays: Vec<_> = std::fs::read_dir(repo_root())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("t-"))
+        .collect();
+    assert!(
+        strays.is_empty(),
+        "the program wrote beside the repository: {strays:?}"
+    );
+}
