@@ -170,8 +170,13 @@ impl ProcessFactory {
 }
 
 impl DriverFactory for ProcessFactory {
+    /// The name the program gave itself, and the command that ran it: reports then say which
+    /// version was checked, and how to run it again.
     fn name(&self) -> String {
-        self.command.text.clone()
+        match self.claims.implementation.trim() {
+            "" => self.command.text.clone(),
+            named => format!("{named} via `{}`", self.command.text),
+        }
     }
 
     fn supports(&self, profile: Profile) -> bool {

@@ -229,3 +229,17 @@ fn a_program_that_fails_the_init_exchange_exits_2_and_its_junit_file_says_why() 
         "{xml}"
     );
 }
+
+#[test]
+fn an_adapter_started_for_a_profile_its_init_ok_does_not_claim_fails_at_start() {
+    let report = run_two("forgets-its-profile.py");
+    for f in failures(&report) {
+        assert_eq!(f.step, "(start)");
+        assert!(
+            f.actual
+                .contains("started for the scratchpad profile but its init_ok claims only []"),
+            "{}",
+            f.actual
+        );
+    }
+}

@@ -397,7 +397,7 @@ def main():
                 "type": "init_ok",
                 "in_reply_to": msg["id"],
                 "protocol": PROTOCOL,
-                "implementation": "python-scratchpad (tidemark example)",
+                "implementation": "python-scratchpad example 1.0",
                 "profiles": ["scratchpad"],
             })
         elif msg["type"] == "request":
