@@ -96,3 +96,36 @@ fn a_mutant_behind_the_protocol_fails_the_same_scenarios_with_the_same_outcomes_
         );
     }
 }
+
+/// Not a check but a measurement, run on demand:
+/// `cargo test -p tidemark-conformance --test process_reference -- --ignored --nocapture`.
+/// Wall time of the whole suite in-process and through the reference adapter, after a warm-up,
+/// median of several rounds (wall-clock reads here measure; they decide nothing).
+#[test]
+#[ignore = "a measurement, not a check; run with --ignored --nocapture"]
+fn measure_the_overhead_of_the_process_path() {
+    const ROUNDS: usize = 7;
+    let scenarios = scenarios();
+    let median = |f: &dyn Fn()| {
+        f();
+        let mut times: Vec<std::time::Duration> = (0..ROUNDS)
+            .map(|_| {
+                let started = std::time::Instant::now();
+                f();
+                started.elapsed()
+            })
+            .collect();
+        times.sort();
+        times[ROUNDS / 2]
+    };
+    let in_process = median(&|| assert!(in_process(&scenarios, None).passed()));
+    let process = median(&|| assert!(through_the_adapter(&scenarios, "").passed()));
+    println!(
+        "{} scenarios: in-process {:?}, through the reference adapter {:?}, ratio {:.1}x ({:?} per scenario)",
+        scenarios.len(),
+        in_process,
+        process,
+        process.as_secs_f64() / in_process.as_secs_f64(),
+        (process.saturating_sub(in_process)) / scenarios.len() as u32
+    );
+}
