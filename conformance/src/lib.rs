@@ -2,6 +2,7 @@
 //! its runner, the drivers that reach an implementation, the mutant catalogue's runner, and the
 //! reports. The `tidemark` binary (src/main.rs) is a thin command line over this library.
 
+pub mod bench;
 pub mod contract;
 pub mod driver;
 pub mod explore;

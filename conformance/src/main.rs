@@ -109,6 +109,12 @@ enum Command {
         #[arg(long, default_value_t = 4096)]
         max_shrink_iters: u32,
     },
+    /// Print the measured figures: scratchpad write cost by session size, exploration speed.
+    Bench {
+        /// Seeds for the exploration throughput figure.
+        #[arg(long, default_value_t = 500)]
+        seeds: u64,
+    },
     /// Replay a saved failure (a fixture file) or a seed.
     Replay {
         /// A fixture saved by `tidemark explore`.
@@ -159,6 +165,10 @@ fn main() -> ExitCode {
             })
         }),
         Command::Replay { fixture, seed, mutant } => Some(explore::cli::replay(fixture.as_deref(), *seed, mutant)),
+        Command::Bench { seeds } => {
+            print!("{}", tidemark_conformance::bench::run(*seeds));
+            Some(Ok(true))
+        }
         _ => None,
     };
     if let Some(result) = direct {
@@ -193,7 +203,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             print!("{}", mutants::table(&results));
             Ok(results.iter().all(|r| r.killed()))
         }
-        Command::Explore { .. } | Command::Replay { .. } => unreachable!("handled before the runtime starts"),
+        Command::Explore { .. } | Command::Replay { .. } | Command::Bench { .. } => unreachable!("handled before the runtime starts"),
     }
 }
 

@@ -26,6 +26,9 @@ impl Usage {
     }
 
     pub fn add(&mut self, session: &str, requester: &str, bytes: u64) {
+        if bytes == 0 {
+            return; // an empty file holds no quota; keeping no entry keeps the maps comparable
+        }
         *self
             .by_pair
             .entry((session.to_string(), requester.to_string()))

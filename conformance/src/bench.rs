@@ -1,0 +1,93 @@
+//! `tidemark bench`: the figures the issues ask for, measured on this machine. Timings come from
+//! the wall clock here on purpose: they are measurements, never inputs to a decision.
+
+use crate::explore::run::scratch_base;
+use crate::explore::{run_seed, Shard};
+use crate::profiles::scratchpad::ReferenceScratchpad;
+use std::sync::Arc;
+use std::time::Instant;
+use tidemark_reference::clock::{ManualClock, Timestamp};
+use tidemark_reference::scratchpad::{CallContext, Scratchpad, ScratchpadConfig};
+
+/// Mean microseconds of one 100-byte write into a session already holding `files` files, with
+/// the cap out of reach (so the quota check alone is measured), over `writes` writes.
+pub fn scratchpad_write_us(files: usize, writes: usize) -> f64 {
+    let tmp = tempfile::tempdir_in(scratch_base()).expect("a temporary directory");
+    let mut cfg = ScratchpadConfig::with_root(tmp.path());
+    cfg.session_cap_bytes = 1 << 30;
+    cfg.max_file_bytes = 1 << 20;
+    cfg.requester_ceiling_bytes = 1 << 31;
+    let clock = ManualClock::starting_at(Timestamp(1_767_225_600_000));
+    let mut pad = Scratchpad::open(cfg, Arc::new(clock.clone())).expect("opens");
+    let ctx = CallContext { requester: "alice".into(), channel: "g".into(), thread: Some("T1".into()) };
+    let data = vec![b'x'; 100];
+    for i in 0..files {
+        pad.write(&ctx, format!("d{}/f{i}.txt", i % 100).as_bytes(), &data).expect("a setup write");
+    }
+    let started = Instant::now();
+    for i in 0..writes {
+        clock.advance_ms(1);
+        pad.write(&ctx, format!("bench/w{}.txt", i % 50).as_bytes(), &data).expect("a measured write");
+    }
+    started.elapsed().as_secs_f64() * 1e6 / writes as f64
+}
+
+/// Mean microseconds of a write that must evict, in a full session of `files` files: the one
+/// case that walks the session (only that session).
+pub fn scratchpad_evicting_write_us(files: usize, writes: usize) -> f64 {
+    let tmp = tempfile::tempdir_in(scratch_base()).expect("a temporary directory");
+    let mut cfg = ScratchpadConfig::with_root(tmp.path());
+    cfg.session_cap_bytes = files as u64 * 100;
+    cfg.max_file_bytes = 100;
+    cfg.requester_ceiling_bytes = 1 << 31;
+    let clock = ManualClock::starting_at(Timestamp(1_767_225_600_000));
+    let mut pad = Scratchpad::open(cfg, Arc::new(clock.clone())).expect("opens");
+    let ctx = CallContext { requester: "alice".into(), channel: "g".into(), thread: Some("T1".into()) };
+    let data = vec![b'x'; 100];
+    for i in 0..files {
+        clock.advance_ms(1);
+        pad.write(&ctx, format!("d{}/f{i}.txt", i % 100).as_bytes(), &data).expect("a setup write");
+    }
+    let started = Instant::now();
+    for i in 0..writes {
+        clock.advance_ms(1);
+        let w = pad.write(&ctx, format!("new/e{i}.txt").as_bytes(), &data).expect("a measured write");
+        assert_eq!(w.evicted.len(), 1, "each measured write evicts exactly one file");
+    }
+    started.elapsed().as_secs_f64() * 1e6 / writes as f64
+}
+
+/// Seeds per second and simulated seconds per wall second for the standard exploration
+/// workload, on this thread alone.
+pub fn explore_throughput(seeds: u64) -> (f64, f64) {
+    let reference = ReferenceScratchpad::default();
+    let started = Instant::now();
+    let mut simulated_ms = 0i64;
+    for seed in Shard::ALL.seeds(0, seeds) {
+        let r = run_seed(seed, &reference);
+        assert!(r.divergence.is_none(), "seed {seed} diverged; run tidemark explore");
+        simulated_ms += r.simulated_ms;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    (seeds as f64 / secs, simulated_ms as f64 / 1000.0 / secs)
+}
+
+pub fn run(seeds: u64) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "scratch base: {}", scratch_base().display());
+    for files in [10, 10_000] {
+        let us = scratchpad_write_us(files, 2_000);
+        let _ = writeln!(s, "scratchpad write, session of {files:>6} files: {us:>8.1} us/write (quota check from running counts)");
+    }
+    for files in [10, 10_000] {
+        let us = scratchpad_evicting_write_us(files, if files > 100 { 50 } else { 500 });
+        let _ = writeln!(s, "scratchpad evicting write, {files:>6} files:    {us:>8.1} us/write (walks the overflowing session)");
+    }
+    let (sps, speedup) = explore_throughput(seeds);
+    let _ = writeln!(
+        s,
+        "explore, standard workload (3 clients, 200 ops, ~30 simulated days): {sps:.0} seeds/s, {speedup:.0} simulated s per wall s ({seeds} seeds, one thread)"
+    );
+    s
+}
