@@ -76,6 +76,8 @@ pub struct SweepPause {
     pub reached: tokio::sync::Notify,
     /// The sweep waits for this before listing and deleting.
     pub resume: tokio::sync::Notify,
+    /// Set once the sweep has stopped here.
+    pub used: std::sync::atomic::AtomicBool,
 }
 
 impl ScopedConfig {
@@ -1210,8 +1212,11 @@ impl ScopedStore {
                 }
                 .map_err(ScopedError::db("select idle sessions"))?;
                 if let Some(pause) = &self.cfg.sweep_pause {
-                    pause.reached.notify_one();
-                    pause.resume.notified().await;
+                    // Once per rendezvous: a later chunk of the same sweep does not stop again.
+                    if !pause.used.swap(true, Ordering::SeqCst) {
+                        pause.reached.notify_one();
+                        pause.resume.notified().await;
+                    }
                 }
                 if rows.is_empty() {
                     return Ok(false);

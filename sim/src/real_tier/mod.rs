@@ -10,6 +10,7 @@ pub mod faults;
 pub mod memory_s3;
 pub mod pg;
 pub mod scoped_driver;
+pub mod script;
 pub mod server;
 
 use std::sync::Arc;
@@ -42,7 +43,9 @@ pub enum RealTierError {
 pub struct RealTier {
     // Field order is drop order: the server stops before its directory goes.
     pub s3: S3Server,
-    pub pg: PgProvider,
+    /// Shared: many tiers (one S3 server each, so faults stay per scenario) may use one
+    /// PostgreSQL server, each scenario in its own database.
+    pub pg: Arc<PgProvider>,
     root: tempfile::TempDir,
 }
 
@@ -54,8 +57,27 @@ impl RealTier {
             .map_err(|e| RealTierError::S3Server {
                 message: format!("temporary directory: {e}"),
             })?;
+        let pg = Arc::new(PgProvider::from_environment().await?);
+        RealTier::start_with(pg, seed, root).await
+    }
+
+    /// A tier with its own S3 server over a fresh directory, on an existing PostgreSQL.
+    pub async fn with_postgres(pg: Arc<PgProvider>, seed: u64) -> Result<RealTier, RealTierError> {
+        let root = tempfile::Builder::new()
+            .prefix("tidemark-s3-")
+            .tempdir()
+            .map_err(|e| RealTierError::S3Server {
+                message: format!("temporary directory: {e}"),
+            })?;
+        RealTier::start_with(pg, seed, root).await
+    }
+
+    async fn start_with(
+        pg: Arc<PgProvider>,
+        seed: u64,
+        root: tempfile::TempDir,
+    ) -> Result<RealTier, RealTierError> {
         let s3 = S3Server::start(root.path(), seed).await?;
-        let pg = PgProvider::from_environment().await?;
         Ok(RealTier { s3, pg, root })
     }
 

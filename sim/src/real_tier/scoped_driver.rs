@@ -11,7 +11,7 @@ use tidemark_reference::clock::{Clock, ManualClock, Timestamp};
 use tidemark_reference::scoped::lifecycle::{Filter, LifecycleConfiguration, Rule};
 use tidemark_reference::scoped::{
     Access, CrashPoint, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore,
-    TurnSpace, WaitKind,
+    SweepPause, TurnSpace, WaitKind,
 };
 
 use super::{FaultPlan, RealTier, RealTierError, TestDatabase};
@@ -80,6 +80,13 @@ pub enum ScopedOp {
         path: String,
         content: String,
     },
+    /// A write raced against a sweep: issued while the sweep has claimed its candidates and
+    /// not yet deleted anything, given every chance to land before the sweep goes on.
+    WriteDuringSweep {
+        turn: Turn,
+        path: String,
+        content: String,
+    },
     Read {
         turn: Turn,
         path: String,
@@ -127,6 +134,9 @@ pub enum ScopedOp {
         error_rate: f64,
         #[serde(default)]
         delete_key_failure_rate: f64,
+        /// `(operation, n)`: the n-th request of that operation from now fails.
+        #[serde(default)]
+        fail_requests: Vec<(String, u64)>,
     },
     Heal,
     /// Every key under a prefix, straight from the bucket.
@@ -378,6 +388,38 @@ impl ScopedDriver {
                     path: r.guest_path(),
                 }
             }
+            ScopedOp::WriteDuringSweep {
+                turn,
+                path,
+                content,
+            } => {
+                let pause = Arc::new(SweepPause::default());
+                let mut config = self.config.clone();
+                config.sweep_pause = Some(pause.clone());
+                self.reopen(config).await?;
+                let space = self.space(turn)?;
+                let store = &self.store;
+                let race = async {
+                    pause.reached.notified().await;
+                    let write = store.write(&space, path, content.as_bytes().to_vec());
+                    tokio::pin!(write);
+                    let landed = tokio::select! {
+                        r = &mut write => Some(r),
+                        _ = tokio::time::sleep(std::time::Duration::from_millis(300)) => None,
+                    };
+                    pause.resume.notify_one();
+                    match landed {
+                        Some(r) => r,
+                        None => write.await,
+                    }
+                };
+                let (swept, written) = tokio::join!(store.sweep(), race);
+                self.reopen(self.config.clone()).await?;
+                swept?;
+                ScopedOutcome::Written {
+                    path: written?.guest_path(),
+                }
+            }
             ScopedOp::Read { turn, path } => {
                 let bytes = s.read(&self.space(turn)?, path).await?;
                 ScopedOutcome::Content {
@@ -445,13 +487,14 @@ impl ScopedDriver {
                 down,
                 error_rate,
                 delete_key_failure_rate,
+                fail_requests,
             } => {
                 self.tier.s3.faults().set_plan(FaultPlan {
                     down: *down,
                     error_rate: *error_rate,
                     delete_key_failure_rate: *delete_key_failure_rate,
                     latency: std::time::Duration::ZERO,
-                    fail_requests: Vec::new(),
+                    fail_requests: fail_requests.clone(),
                 });
                 ScopedOutcome::Ok
             }

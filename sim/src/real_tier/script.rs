@@ -1,0 +1,704 @@
+//! Scoped-profile scenarios as text (`scenarios/scoped/*.tdms`), in the same shape as the
+//! scratchpad's `.tdm` files: a header, then one step per line with its expectation.
+//!
+//! ```text
+//! scenario: a conversation older than the ttl but still active keeps its uploads
+//! profile: scoped
+//! rules: SC-5.1, SC-5.3
+//! kills: age-only-expiry
+//!
+//! create workspace w1
+//! create agent w1/a1
+//! create session w1/a1/s1
+//! w1/a1/s1 write session/upload.pdf "contract"   => written session/upload.pdf
+//! advance 40d
+//! w1/a1/s1 activity                              => ok
+//! sweep                                          => swept 0 sessions, 0 deletions
+//! w1/a1/s1 read session/upload.pdf               => "contract"
+//! ```
+//!
+//! Steps (a turn is `ws/agent/session`, optionally `+slug=skill-name,...` for its skill table):
+//! - `create workspace W [agent=ACCESS] [workspace=ACCESS]`, `create agent W/A [...]`,
+//!   `create session W/A/S`; `delete session W/A/S`, `delete agent W/A`, `delete workspace W`
+//! - `TURN write PATH "CONTENT"`, `TURN read PATH`, `TURN text PATH`, `TURN list [PREFIX]`,
+//!   `TURN delete PATH`, `TURN activity`, `TURN wait KIND ID`, `TURN unwait KIND ID`
+//! - `publish skill NAME in W FILE="CONTENT" ...`
+//! - `TURN write PATH "CONTENT" during sweep` (a write raced against a sweep)
+//! - `advance 1d2h`, `sweep`, `crash at POINT`, `restart`, `heal`,
+//!   `faults down`, `faults delete-failure RATE`, `faults error RATE`, `faults fail OP N`
+//! - `apply lifecycle BACKSTOP_DAYS`, `lifecycle age-only PREFIX DAYS` (runs an age-only rule
+//!   with AWS semantics and answers the keys it deleted)
+//! - `bucket PREFIX`, `pending deletions`, `deletion records`
+//!
+//! Expectations after `=>` (a step without one must answer `ok`): `ok`, `written PATH`,
+//! `"CONTENT"`, `text "TEXT"`, `no text`, `[a, b, ...]`, `refused REASON`,
+//! `swept N sessions, M deletions`, `crashed`, `published`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
+use tidemark_reference::scoped::Access;
+
+use super::scoped_driver::{CrashPointName, ScopedOp, ScopedOutcome, Turn, WaitKindName};
+
+#[derive(Clone, Debug)]
+pub struct Script {
+    pub file: PathBuf,
+    pub name: String,
+    pub rules: Vec<String>,
+    /// Mutant ids this scenario is meant to kill.
+    pub kills: Vec<String>,
+    pub knobs: BTreeMap<String, i64>,
+    pub steps: Vec<Step>,
+}
+
+impl Script {
+    /// `scoped::<file stem>`, so `cargo test cascade` filters by file name.
+    pub fn test_name(&self) -> String {
+        let stem = self
+            .file
+            .file_stem()
+            .map(|s| s.to_string_lossy().replace('-', "_"))
+            .unwrap_or_default();
+        format!("scoped::{stem}")
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub line: usize,
+    pub text: String,
+    pub action: Action,
+    pub expect: Expect,
+}
+
+#[derive(Clone, Debug)]
+pub enum Action {
+    Advance(i64),
+    Op(ScopedOp),
+}
+
+/// What a step must answer. Listings and prefix sets compare as given (both sides sorted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expect {
+    Ok,
+    Written(String),
+    Content(String),
+    Text(Option<String>),
+    List(Vec<String>),
+    Refused(String),
+    Swept { sessions: u64, deletions: u64 },
+    Crashed,
+    Published,
+}
+
+impl Expect {
+    /// Whether `got` satisfies this expectation.
+    pub fn matches(&self, got: &ScopedOutcome) -> bool {
+        let sorted = |v: &[String]| {
+            let mut v = v.to_vec();
+            v.sort();
+            v
+        };
+        match (self, got) {
+            (Expect::Ok, ScopedOutcome::Ok) => true,
+            (Expect::Written(p), ScopedOutcome::Written { path }) => p == path,
+            (Expect::Content(c), ScopedOutcome::Content { content }) => c == content,
+            (Expect::Text(t), ScopedOutcome::Text { text }) => t == text,
+            (Expect::List(l), ScopedOutcome::Listing { paths }) => sorted(l) == sorted(paths),
+            (Expect::List(l), ScopedOutcome::Keys { keys }) => sorted(l) == sorted(keys),
+            (Expect::List(l), ScopedOutcome::Prefixes { prefixes }) => {
+                sorted(l) == sorted(prefixes)
+            }
+            (Expect::Refused(r), ScopedOutcome::Refused { reason, .. }) => r == reason,
+            (
+                Expect::Swept {
+                    sessions,
+                    deletions,
+                },
+                ScopedOutcome::Swept {
+                    sessions: s,
+                    obligations: o,
+                },
+            ) => sessions == s && deletions == o,
+            (Expect::Crashed, ScopedOutcome::Crashed { .. }) => true,
+            (Expect::Published, ScopedOutcome::Published { .. }) => true,
+            _ => false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}: {message}", file.display())]
+pub struct ScriptError {
+    pub file: PathBuf,
+    pub line: usize,
+    pub message: String,
+}
+
+/// Every `*.tdms` under `dir`, in path order.
+pub fn load_dir(dir: &Path) -> Result<Vec<Script>, ScriptError> {
+    let mut files = Vec::new();
+    collect(dir, &mut files).map_err(|e| ScriptError {
+        file: dir.to_path_buf(),
+        line: 0,
+        message: format!("cannot read the scenario directory: {e}"),
+    })?;
+    files.sort();
+    files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).map_err(|e| ScriptError {
+                file: f.clone(),
+                line: 0,
+                message: e.to_string(),
+            })?;
+            parse(f, &text)
+        })
+        .collect()
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let p = e?.path();
+        if p.is_dir() {
+            collect(&p, out)?;
+        } else if p.extension().is_some_and(|x| x == "tdms") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// Splits a line into words, keeping `"quoted strings"` (with `\"`, `\\`, `\n`) whole and
+/// `[a, b]` lists as one word.
+fn words(s: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut chars = s.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+            continue;
+        }
+        let mut w = String::new();
+        if c == '[' {
+            for c in chars.by_ref() {
+                w.push(c);
+                if c == ']' {
+                    break;
+                }
+            }
+            if !w.ends_with(']') {
+                return Err("a list is not closed with ]".into());
+            }
+        } else {
+            let mut quoted = false;
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() && !quoted {
+                    break;
+                }
+                chars.next();
+                if c == '"' {
+                    quoted = !quoted;
+                    w.push(c);
+                } else if c == '\\' && quoted {
+                    match chars.next() {
+                        Some('n') => w.push('\n'),
+                        Some(x) => w.push(x),
+                        None => return Err("a line ends inside an escape".into()),
+                    }
+                } else {
+                    w.push(c);
+                }
+            }
+            if quoted {
+                return Err("a quoted string is not closed".into());
+            }
+        }
+        out.push(w);
+    }
+    Ok(out)
+}
+
+fn unquote(w: &str) -> Result<String, String> {
+    w.strip_prefix('"')
+        .and_then(|w| w.strip_suffix('"'))
+        .map(str::to_string)
+        .ok_or_else(|| format!("expected a \"quoted string\", got {w}"))
+}
+
+fn list(w: &str) -> Result<Vec<String>, String> {
+    let inner = w
+        .strip_prefix('[')
+        .and_then(|w| w.strip_suffix(']'))
+        .ok_or_else(|| format!("expected a [list], got {w}"))?;
+    Ok(inner
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+/// `1d`, `6d23h`, `30m`, `90s`, `-10d` (a backwards clock jump).
+pub fn duration_ms(s: &str) -> Result<i64, String> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let mut total = 0i64;
+    let mut num = String::new();
+    for c in body.chars() {
+        if c.is_ascii_digit() {
+            num.push(c);
+            continue;
+        }
+        let n: i64 = num
+            .parse()
+            .map_err(|_| format!("bad duration {s:?}; write it like 6d23h, 30m or 90s"))?;
+        num.clear();
+        total += n * match c {
+            'd' => DAY_MS,
+            'h' => HOUR_MS,
+            'm' => MINUTE_MS,
+            's' => 1000,
+            _ => {
+                return Err(format!(
+                    "bad duration unit {c:?} in {s:?}; use d, h, m or s"
+                ))
+            }
+        };
+    }
+    if !num.is_empty() || body.is_empty() {
+        return Err(format!(
+            "bad duration {s:?}; write it like 6d23h, 30m or 90s"
+        ));
+    }
+    Ok(if neg { -total } else { total })
+}
+
+fn access(s: &str) -> Result<Access, String> {
+    Access::parse(s).ok_or_else(|| format!("access must be none, read or read-write, not {s:?}"))
+}
+
+fn turn(w: &str) -> Result<Turn, String> {
+    let (ids, skills) = match w.split_once('+') {
+        Some((i, s)) => (i, Some(s)),
+        None => (w, None),
+    };
+    let parts: Vec<&str> = ids.split('/').collect();
+    let [ws, agent, session] = parts[..] else {
+        return Err(format!("a turn is workspace/agent/session, not {w:?}"));
+    };
+    let mut t = Turn::new(ws, agent, session);
+    for pair in skills.into_iter().flat_map(|s| s.split(',')) {
+        let (slug, name) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("a turn's skill is slug=name, not {pair:?}"))?;
+        t.skills.insert(slug.into(), name.into());
+    }
+    Ok(t)
+}
+
+fn settings(rest: &[String]) -> Result<(Option<Access>, Option<Access>), String> {
+    let (mut a, mut w) = (None, None);
+    for kv in rest {
+        match kv.split_once('=') {
+            Some(("agent", v)) => a = Some(access(v)?),
+            Some(("workspace", v)) => w = Some(access(v)?),
+            _ => {
+                return Err(format!(
+                    "expected agent=ACCESS or workspace=ACCESS, got {kv}"
+                ))
+            }
+        }
+    }
+    Ok((a, w))
+}
+
+fn action(w: &[String]) -> Result<Action, String> {
+    let s: Vec<&str> = w.iter().map(String::as_str).collect();
+    let op = match s[..] {
+        ["advance", d] => return Ok(Action::Advance(duration_ms(d)?)),
+        ["create", "workspace", ws, ..] => {
+            let (agent_access, workspace_access) = settings(&w[3..])?;
+            ScopedOp::CreateWorkspace {
+                workspace: ws.into(),
+                agent_access,
+                workspace_access,
+            }
+        }
+        ["create", "agent", wa, ..] => {
+            let (ws, agent) = wa
+                .split_once('/')
+                .ok_or_else(|| format!("an agent is workspace/agent, not {wa:?}"))?;
+            let (agent_access, workspace_access) = settings(&w[3..])?;
+            ScopedOp::CreateAgent {
+                workspace: ws.into(),
+                agent: agent.into(),
+                agent_access,
+                workspace_access,
+            }
+        }
+        ["create", "session", t] => ScopedOp::CreateSession { turn: turn(t)? },
+        ["delete", "session", t] => ScopedOp::DeleteSession { turn: turn(t)? },
+        ["delete", "agent", wa] => {
+            let (ws, agent) = wa
+                .split_once('/')
+                .ok_or_else(|| format!("an agent is workspace/agent, not {wa:?}"))?;
+            ScopedOp::DeleteAgent {
+                workspace: ws.into(),
+                agent: agent.into(),
+            }
+        }
+        ["delete", "workspace", ws] => ScopedOp::DeleteWorkspace {
+            workspace: ws.into(),
+        },
+        ["publish", "skill", name, "in", ws, ..] => {
+            let mut files = BTreeMap::new();
+            for f in &w[5..] {
+                let (path, content) = f
+                    .split_once('=')
+                    .ok_or_else(|| format!("a skill file is PATH=\"CONTENT\", not {f}"))?;
+                files.insert(path.to_string(), unquote(content)?);
+            }
+            ScopedOp::PublishSkill {
+                workspace: ws.into(),
+                name: name.into(),
+                files,
+            }
+        }
+        ["sweep"] => ScopedOp::Sweep,
+        ["restart"] => ScopedOp::Restart,
+        ["heal"] => ScopedOp::Heal,
+        ["crash", "at", p] => ScopedOp::CrashAt {
+            point: CrashPointName(p.into()),
+        },
+        ["faults", "down"] => ScopedOp::Faults {
+            down: true,
+            error_rate: 0.0,
+            delete_key_failure_rate: 0.0,
+            fail_requests: Vec::new(),
+        },
+        ["faults", "delete-failure", r] => ScopedOp::Faults {
+            down: false,
+            error_rate: 0.0,
+            delete_key_failure_rate: r.parse().map_err(|_| format!("bad rate {r}"))?,
+            fail_requests: Vec::new(),
+        },
+        ["faults", "error", r] => ScopedOp::Faults {
+            down: false,
+            error_rate: r.parse().map_err(|_| format!("bad rate {r}"))?,
+            delete_key_failure_rate: 0.0,
+            fail_requests: Vec::new(),
+        },
+        ["faults", "fail", op, n] => ScopedOp::Faults {
+            down: false,
+            error_rate: 0.0,
+            delete_key_failure_rate: 0.0,
+            fail_requests: vec![(
+                op.to_string(),
+                n.parse().map_err(|_| format!("bad request number {n}"))?,
+            )],
+        },
+        ["apply", "lifecycle", days] => ScopedOp::ApplyLifecycle {
+            session_backstop_days: days.parse().map_err(|_| format!("bad days {days}"))?,
+        },
+        ["lifecycle", "age-only", prefix, days] => ScopedOp::RunAgeRule {
+            prefix: prefix.to_string(),
+            days: days.parse().map_err(|_| format!("bad days {days}"))?,
+        },
+        ["bucket", p] => ScopedOp::BucketKeys {
+            prefix: if p == "\"\"" { String::new() } else { p.into() },
+        },
+        ["pending", "deletions"] => ScopedOp::PendingDeletions,
+        ["deletion", "records"] => ScopedOp::DeletionRecords,
+        [t, "write", path, content] => ScopedOp::Write {
+            turn: turn(t)?,
+            path: unquote_or(path),
+            content: unquote(content)?,
+        },
+        [t, "write", path, content, "during", "sweep"] => ScopedOp::WriteDuringSweep {
+            turn: turn(t)?,
+            path: unquote_or(path),
+            content: unquote(content)?,
+        },
+        [t, "read", path] => ScopedOp::Read {
+            turn: turn(t)?,
+            path: unquote_or(path),
+        },
+        [t, "text", path] => ScopedOp::ReadText {
+            turn: turn(t)?,
+            path: unquote_or(path),
+        },
+        [t, "list"] => ScopedOp::List {
+            turn: turn(t)?,
+            prefix: None,
+        },
+        [t, "list", p] => ScopedOp::List {
+            turn: turn(t)?,
+            prefix: Some(unquote_or(p)),
+        },
+        [t, "delete", path] => ScopedOp::Delete {
+            turn: turn(t)?,
+            path: unquote_or(path),
+        },
+        [t, "activity"] => ScopedOp::Activity { turn: turn(t)? },
+        [t, "wait", kind, id] => ScopedOp::AddWait {
+            turn: turn(t)?,
+            kind: WaitKindName(kind.into()),
+            id: id.into(),
+        },
+        [t, "unwait", kind, id] => ScopedOp::RemoveWait {
+            turn: turn(t)?,
+            kind: WaitKindName(kind.into()),
+            id: id.into(),
+        },
+        _ => return Err(format!("no such step: {}", s.join(" "))),
+    };
+    Ok(Action::Op(op))
+}
+
+/// A path may be quoted (to carry spaces, control characters or an empty string) or bare.
+fn unquote_or(w: &str) -> String {
+    unquote(w).unwrap_or_else(|_| w.to_string())
+}
+
+fn expect(w: &[String]) -> Result<Expect, String> {
+    // `swept 1 session, 0 deletions` reads better with its comma; commas outside quotes and
+    // lists are punctuation.
+    let s: Vec<&str> = w
+        .iter()
+        .map(|x| {
+            if x.starts_with('"') || x.starts_with('[') {
+                x.as_str()
+            } else {
+                x.trim_end_matches(',')
+            }
+        })
+        .collect();
+    Ok(match s[..] {
+        ["ok"] => Expect::Ok,
+        ["crashed"] => Expect::Crashed,
+        ["published"] => Expect::Published,
+        ["written", p] => Expect::Written(unquote_or(p)),
+        ["refused", r] => Expect::Refused(r.into()),
+        ["no", "text"] => Expect::Text(None),
+        ["text", t] => Expect::Text(Some(unquote(t)?)),
+        ["swept", n, "sessions" | "session", m, "deletions" | "deletion"] => Expect::Swept {
+            sessions: n.parse().map_err(|_| format!("bad count {n}"))?,
+            deletions: m.parse().map_err(|_| format!("bad count {m}"))?,
+        },
+        [c] if c.starts_with('"') => Expect::Content(unquote(c)?),
+        [l] if l.starts_with('[') => Expect::List(list(l)?),
+        _ => return Err(format!("no such expectation: {}", s.join(" "))),
+    })
+}
+
+pub fn parse(file: &Path, text: &str) -> Result<Script, ScriptError> {
+    let err = |line: usize, message: String| ScriptError {
+        file: file.to_path_buf(),
+        line,
+        message,
+    };
+    let mut name = None;
+    let mut rules = Vec::new();
+    let mut kills = Vec::new();
+    let mut knobs = BTreeMap::new();
+    let mut steps = Vec::new();
+    let mut profile_seen = false;
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let l = raw.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        if steps.is_empty() {
+            if let Some(v) = l.strip_prefix("scenario:") {
+                name = Some(v.trim().to_string());
+                continue;
+            }
+            if let Some(v) = l.strip_prefix("profile:") {
+                if v.trim() != "scoped" {
+                    return Err(err(
+                        line,
+                        format!("profile must be scoped, not {:?}", v.trim()),
+                    ));
+                }
+                profile_seen = true;
+                continue;
+            }
+            if let Some(v) = l.strip_prefix("rules:") {
+                rules = v.split(',').map(|r| r.trim().to_string()).collect();
+                continue;
+            }
+            if let Some(v) = l.strip_prefix("kills:") {
+                kills = v.split(',').map(|r| r.trim().to_string()).collect();
+                continue;
+            }
+            if let Some(v) = l.strip_prefix("knobs:") {
+                for kv in v.split(',') {
+                    let (k, val) = kv
+                        .trim()
+                        .split_once('=')
+                        .ok_or_else(|| err(line, format!("a knob is name=value, not {kv:?}")))?;
+                    let val: i64 = val
+                        .trim()
+                        .parse()
+                        .map_err(|_| err(line, format!("knob {k} needs a whole number")))?;
+                    knobs.insert(k.trim().to_string(), val);
+                }
+                continue;
+            }
+        }
+        let (act, exp) = match l.split_once("=>") {
+            Some((a, e)) => (a, Some(e)),
+            None => (l, None),
+        };
+        let aw = words(act).map_err(|m| err(line, m))?;
+        let action = action(&aw).map_err(|m| err(line, m))?;
+        let expect = match exp {
+            Some(e) => expect(&words(e).map_err(|m| err(line, m))?).map_err(|m| err(line, m))?,
+            None => Expect::Ok,
+        };
+        steps.push(Step {
+            line,
+            text: l.to_string(),
+            action,
+            expect,
+        });
+    }
+    let name =
+        name.ok_or_else(|| err(1, "the first line must be `scenario: <sentence>`".into()))?;
+    if !profile_seen {
+        return Err(err(1, "missing `profile: scoped`".into()));
+    }
+    if rules.is_empty() || rules.iter().any(|r| !r.starts_with("SC-")) {
+        return Err(err(1, "`rules:` must cite SC-… rules".into()));
+    }
+    Ok(Script {
+        file: file.to_path_buf(),
+        name,
+        rules,
+        kills,
+        knobs,
+        steps,
+    })
+}
+
+/// Where a scenario failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepFailure {
+    pub line: usize,
+    pub step: String,
+    pub expected: String,
+    pub actual: String,
+}
+
+impl std::fmt::Display for StepFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}: {}\n  expected: {}\n  actual:   {}",
+            self.line, self.step, self.expected, self.actual
+        )
+    }
+}
+
+/// Runs a scenario from the pinned epoch on its own S3 server (so its faults are its own) and
+/// its own database on `pg`.
+pub async fn run(
+    pg: std::sync::Arc<super::PgProvider>,
+    script: &Script,
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+) -> Result<(), StepFailure> {
+    let fail = |line: usize, step: &str, expected: String, actual: String| StepFailure {
+        line,
+        step: step.to_string(),
+        expected,
+        actual,
+    };
+    let name = script
+        .file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let seed = script.file.to_string_lossy().bytes().fold(0u64, |h, b| {
+        h.wrapping_mul(1_099_511_628_211).wrapping_add(u64::from(b))
+    });
+    let tier = super::RealTier::with_postgres(pg, seed)
+        .await
+        .map_err(|e| fail(0, "start", "a running S3 server".into(), e.to_string()))?;
+    let mut driver =
+        super::ScopedDriver::start(std::sync::Arc::new(tier), &name, mutant, &script.knobs)
+            .await
+            .map_err(|e| fail(0, "start", "a running store".into(), e.to_string()))?;
+    let mut now = crate::clock::EPOCH;
+    for step in &script.steps {
+        match &step.action {
+            Action::Advance(ms) => now = now.plus_ms(*ms),
+            Action::Op(op) => {
+                let got = driver
+                    .call(now, op)
+                    .await
+                    .map_err(|e| fail(step.line, &step.text, format!("{:?}", step.expect), e))?;
+                if !step.expect.matches(&got) {
+                    return Err(fail(
+                        step.line,
+                        &step.text,
+                        format!("{:?}", step.expect),
+                        format!("{got:?}"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scenario_parses_into_steps_with_expectations() {
+        let s = parse(
+            Path::new("x.tdms"),
+            "scenario: s\nprofile: scoped\nrules: SC-1.1\nkills: age-only-expiry\n\n\
+             create workspace w1 workspace=read-write\n\
+             w1/a1/s1 write session/a.md \"hi there\" => written session/a.md\n\
+             advance 1d2h\n\
+             w1/a1/s1+pricing=v1 list => [session/a.md, agent/b.md]\n\
+             sweep => swept 1 sessions, 0 deletions\n",
+        )
+        .unwrap();
+        assert_eq!(s.steps.len(), 5);
+        assert_eq!(s.kills, vec!["age-only-expiry"]);
+        assert!(matches!(s.steps[2].action, Action::Advance(ms) if ms == DAY_MS + 2 * HOUR_MS));
+        assert_eq!(
+            s.steps[4].expect,
+            Expect::Swept {
+                sessions: 1,
+                deletions: 0
+            }
+        );
+    }
+
+    #[test]
+    fn a_malformed_step_names_its_line() {
+        let e = parse(
+            Path::new("x.tdms"),
+            "scenario: s\nprofile: scoped\nrules: SC-1.1\nfrobnicate\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 4);
+    }
+
+    #[test]
+    fn durations_read_like_the_scratchpad_scenarios() {
+        assert_eq!(duration_ms("6d23h").unwrap(), 6 * DAY_MS + 23 * HOUR_MS);
+        assert_eq!(duration_ms("-10d").unwrap(), -10 * DAY_MS);
+        assert!(duration_ms("5x").is_err());
+    }
+}
