@@ -51,10 +51,22 @@ const STDERR_LINE_MAX_CHARS: usize = 400;
 /// How much of an offending stdout line is quoted in an error message.
 const QUOTED_LINE_MAX_CHARS: usize = 200;
 
+/// The least time a program gets to start and answer init, whatever the reply timeout: an
+/// interpreter on a loaded CI machine, a JVM or `go run` can take seconds before its first line.
+pub const MIN_STARTUP_TIMEOUT_MS: u64 = 30_000;
+
 #[derive(Clone, Debug)]
 pub struct ProcessOptions {
-    /// Bounds every wait for the program (the `--timeout-ms` knob).
+    /// Bounds every wait for an answer to a request (the `--timeout-ms` knob).
     pub reply_timeout: Duration,
+}
+
+impl ProcessOptions {
+    /// Bounds the wait from spawning the program to its init_ok.
+    pub fn startup_timeout(&self) -> Duration {
+        self.reply_timeout
+            .max(Duration::from_millis(MIN_STARTUP_TIMEOUT_MS))
+    }
 }
 
 impl Default for ProcessOptions {
@@ -312,6 +324,7 @@ struct Adapter {
     stdout: BufReader<ChildStdout>,
     stderr: StderrTail,
     reply_timeout: Duration,
+    startup_timeout: Duration,
     /// Set once the process has been waited for, so it is never signalled after its pid may
     /// have been reused.
     reaped: bool,
@@ -351,14 +364,16 @@ impl Adapter {
             stdout: BufReader::new(stdout),
             stderr: StderrTail::capture(stderr),
             reply_timeout: options.reply_timeout,
+            startup_timeout: options.startup_timeout(),
             reaped: false,
         })
     }
 
     /// Sends init and checks init_ok: the same protocol, and a well-formed claim.
     async fn handshake(&mut self, init: Init) -> Result<InitOk, DriverError> {
-        self.send(&ToImplementation::Init(init)).await?;
-        match self.receive(INIT_ID, "init").await? {
+        let bound = self.startup_timeout;
+        self.send(&ToImplementation::Init(init), bound).await?;
+        match self.receive(INIT_ID, "init", bound).await? {
             FromImplementation::InitOk(ok) if ok.protocol == PROTOCOL => Ok(ok),
             FromImplementation::InitOk(ok) => Err(self
                 .failure(format!(
@@ -380,8 +395,10 @@ impl Adapter {
 
     async fn request(&mut self, envelope: RequestEnvelope) -> Result<Outcome, DriverError> {
         let (id, op) = (envelope.id, envelope.body.op_name());
-        self.send(&ToImplementation::Request(envelope)).await?;
-        match self.receive(id, op).await? {
+        let bound = self.reply_timeout;
+        self.send(&ToImplementation::Request(envelope), bound)
+            .await?;
+        match self.receive(id, op, bound).await? {
             FromImplementation::Reply(reply) => Ok(reply.body),
             FromImplementation::Error(e) => Err(self
                 .failure(format!(
@@ -398,7 +415,11 @@ impl Adapter {
         }
     }
 
-    async fn send(&mut self, message: &ToImplementation) -> Result<(), DriverError> {
+    async fn send(
+        &mut self,
+        message: &ToImplementation,
+        bound: Duration,
+    ) -> Result<(), DriverError> {
         let mut line = serde_json::to_vec(message).expect("protocol messages always serialise");
         line.push(b'\n');
         let what = match message {
@@ -410,35 +431,61 @@ impl Adapter {
                 "cannot send {what}: the implementation's stdin is closed"
             )));
         };
-        let written = tokio::time::timeout(self.reply_timeout, async {
+        let written = tokio::time::timeout(bound, async {
             stdin.write_all(&line).await?;
             stdin.flush().await
         })
         .await;
         match written {
             Ok(Ok(())) => Ok(()),
-            // A broken pipe means the program has gone: say so, with how it ended.
-            Ok(Err(e)) => Err(self
-                .failure_on_exit(format!("cannot send {what}: {e}"))
-                .await),
+            // A broken pipe means the program has gone: say so, with what it printed last and how
+            // it ended.
+            Ok(Err(e)) => {
+                let printed = self.unread_stdout_line().await;
+                Err(self
+                    .failure_on_exit(format!("cannot send {what}: {e}{printed}"))
+                    .await)
+            }
             Err(_) => Err(self
                 .failure(format!(
                     "the implementation did not read {what} within {} ms (is it reading stdin?)",
-                    self.reply_timeout.as_millis()
+                    bound.as_millis()
                 ))
                 .await),
         }
     }
 
+    /// The first line a program that has gone left on its stdout, quoted, if any: often its
+    /// reason for going.
+    async fn unread_stdout_line(&mut self) -> String {
+        let mut line = Vec::new();
+        match tokio::time::timeout(
+            RUNNING_GRACE,
+            read_bounded_line(&mut self.stdout, &mut line),
+        )
+        .await
+        {
+            Ok(Ok(LineRead::Line)) if !line.iter().all(u8::is_ascii_whitespace) => {
+                format!("; it had printed {}", quote_line(&line))
+            }
+            _ => String::new(),
+        }
+    }
+
     /// Reads the next message, which must answer `id`. Blank lines are ignored; the whole wait,
-    /// however many lines it takes, is bounded by the reply timeout.
-    async fn receive(&mut self, id: u64, op: &str) -> Result<FromImplementation, DriverError> {
+    /// however many lines it takes, is bounded by `bound`.
+    async fn receive(
+        &mut self,
+        id: u64,
+        op: &str,
+        bound: Duration,
+    ) -> Result<FromImplementation, DriverError> {
         let awaited = if id == INIT_ID {
             "init".to_string()
         } else {
             format!("request {id} ({op})")
         };
-        let deadline = Instant::now() + self.reply_timeout;
+        let deadline = Instant::now() + bound;
         loop {
             let mut line = Vec::new();
             let read =
@@ -449,8 +496,13 @@ impl Adapter {
                 Err(_) => {
                     return Err(self
                         .failure(format!(
-                            "no answer to {awaited} within {} ms (the bound is --timeout-ms)",
-                            self.reply_timeout.as_millis()
+                            "no answer to {awaited} within {} ms ({})",
+                            bound.as_millis(),
+                            if id == INIT_ID {
+                                "the startup bound: at least 30 s, or --timeout-ms if longer"
+                            } else {
+                                "the bound is --timeout-ms"
+                            }
                         ))
                         .await)
                 }
