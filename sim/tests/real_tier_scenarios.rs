@@ -16,6 +16,24 @@ fn scenarios_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/scoped")
 }
 
+/// The SC rule ids SPEC defines: from SPEC.md once part SC is merged there, else from the
+/// draft beside the code.
+fn sc_rules() -> Result<std::collections::BTreeSet<String>, Failed> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let spec = std::fs::read_to_string(root.join("SPEC.md")).unwrap_or_default();
+    let text = if spec.contains("**SC-1.1**") {
+        spec
+    } else {
+        std::fs::read_to_string(root.join("reference-impl/src/scoped/SPEC-SC.md"))
+            .map_err(|e| Failed::from(format!("cannot read SPEC part SC: {e}")))?
+    };
+    Ok(text
+        .split("**")
+        .filter(|w| w.starts_with("SC-") && w[3..].chars().all(|c| c.is_ascii_digit() || c == '.'))
+        .map(str::to_string)
+        .collect())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let scripts = match script::load_dir(&scenarios_dir()) {
@@ -94,6 +112,33 @@ fn main() {
                         .collect::<Vec<_>>()
                         .join(", ")
                 )))
+            },
+        ));
+    }
+    {
+        let scripts = scripts.clone();
+        trials.push(Trial::test(
+            "rules::every_sc_rule_is_cited_and_every_citation_exists",
+            move || {
+                let defined = sc_rules()?;
+                let mut cited = std::collections::BTreeSet::new();
+                for s in &scripts {
+                    for r in &s.rules {
+                        if !defined.contains(r) {
+                            return Err(Failed::from(format!(
+                                "{} cites {r}, which SPEC does not define",
+                                s.file.display()
+                            )));
+                        }
+                        cited.insert(r.clone());
+                    }
+                }
+                let uncited: Vec<_> = defined.difference(&cited).collect();
+                if uncited.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Failed::from(format!("no scenario cites {uncited:?}")))
+                }
             },
         ));
     }

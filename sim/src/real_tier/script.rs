@@ -657,6 +657,56 @@ pub async fn run(
     Ok(())
 }
 
+/// One scenario's result in a suite run.
+#[derive(Clone, Debug)]
+pub struct ScriptResult {
+    pub test_name: String,
+    pub name: String,
+    pub file: PathBuf,
+    pub failure: Option<StepFailure>,
+}
+
+/// Runs every scenario against the reference (or one mutant of it), in order.
+pub async fn run_suite(
+    pg: std::sync::Arc<super::PgProvider>,
+    scripts: &[Script],
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+) -> Vec<ScriptResult> {
+    let mut out = Vec::with_capacity(scripts.len());
+    for s in scripts {
+        out.push(ScriptResult {
+            test_name: s.test_name(),
+            name: s.name.clone(),
+            file: s.file.clone(),
+            failure: run(pg.clone(), s, mutant).await.err(),
+        });
+    }
+    out
+}
+
+/// For each scoped mutant, the first scenario naming it in `kills:` that fails under it
+/// (`None`: the mutant survives, or no scenario names it).
+pub async fn mutant_matrix(
+    pg: std::sync::Arc<super::PgProvider>,
+    scripts: &[Script],
+) -> Vec<(tidemark_reference::scoped::ScopedMutant, Option<String>)> {
+    let mut out = Vec::new();
+    for m in tidemark_reference::scoped::ScopedMutant::ALL {
+        let mut killed_by = None;
+        for s in scripts
+            .iter()
+            .filter(|s| s.kills.iter().any(|k| k == m.id()))
+        {
+            if run(pg.clone(), s, Some(m)).await.is_err() {
+                killed_by = Some(s.test_name());
+                break;
+            }
+        }
+        out.push((m, killed_by));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
