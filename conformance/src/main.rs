@@ -229,7 +229,13 @@ async fn run_suite(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, Strin
                 }
             };
             let quoted = shlex::try_quote(command.text()).map_err(|e| e.to_string())?;
-            gate::check(&selected, &factory, format!("tidemark run --impl {quoted}")).await
+            // The replay command waits as long as this run did, or a slow scenario would time out
+            // differently when replayed.
+            let mut replay = format!("tidemark run --impl {quoted}");
+            if gate_args.timeout_ms != process::DEFAULT_REPLY_TIMEOUT_MS {
+                replay.push_str(&format!(" --timeout-ms {}", gate_args.timeout_ms));
+            }
+            gate::check(&selected, &factory, replay).await
         }
     };
     match gate_args.format {

@@ -244,3 +244,40 @@ fn an_adapter_started_for_a_profile_its_init_ok_does_not_claim_fails_at_start() 
         );
     }
 }
+
+/// What a person reads for each kind of misbehaviour, as the CLI prints it.
+#[test]
+fn each_misbehaviour_reads_clearly_in_the_table() {
+    let mut tables = String::new();
+    for (fixture, timeout_ms) in [
+        ("prints-garbage.py", "10000"),
+        ("answers-wrong-id.py", "10000"),
+        ("never-answers.py", "400"),
+        ("exits-early.py", "10000"),
+        ("claims-unimplemented-profile.py", "10000"),
+        ("forgets-its-profile.py", "10000"),
+        ("claims-no-known-profile.py", "10000"),
+    ] {
+        let command = format!("python3 fixtures/adapters/{fixture}");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args([
+                "run",
+                "--impl",
+                &command,
+                "--timeout-ms",
+                timeout_ms,
+                "--only",
+                TWO_SCENARIOS[0],
+            ])
+            .current_dir(repo_root())
+            .output()
+            .unwrap();
+        tables.push_str(&format!(
+            "$ tidemark run --impl '{command}' --timeout-ms {timeout_ms} --only {}   # exit {}\n{}\n",
+            TWO_SCENARIOS[0],
+            out.status.code().unwrap(),
+            String::from_utf8_lossy(&out.stdout)
+        ));
+    }
+    insta::assert_snapshot!("misbehaving_adapters_table", tables);
+}
