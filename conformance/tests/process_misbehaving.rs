@@ -130,7 +130,10 @@ fn an_adapter_that_answers_the_wrong_request_fails_the_step_naming_both_ids() {
 #[test]
 fn an_adapter_that_never_answers_fails_within_the_timeout_and_is_killed() {
     let started = Instant::now();
-    let report = run_two_within("never-answers.py", SHORT_REPLY_TIMEOUT);
+    // A marker argument the script ignores, so that only this test's processes are looked for
+    // (another test runs the same script at the same time).
+    let marker = format!("leak-check-{}", std::process::id());
+    let report = run_two_within(&format!("never-answers.py {marker}"), SHORT_REPLY_TIMEOUT);
     let elapsed = started.elapsed();
     assert_each_failure_names_the_first_write(
         &report,
@@ -146,7 +149,7 @@ fn an_adapter_that_never_answers_fails_within_the_timeout_and_is_killed() {
         "the run took {elapsed:?}"
     );
     assert_eq!(
-        processes_mentioning("never-answers.py"),
+        processes_mentioning(&marker),
         Vec::<String>::new(),
         "the adapter was killed and reaped"
     );
