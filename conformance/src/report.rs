@@ -116,25 +116,6 @@ impl RunReport {
     }
 }
 
-/// The human table for results of the in-process reference (kept for callers that have no
-/// [`RunReport`]).
-pub fn table(results: &[ScenarioResult]) -> String {
-    let cases = results
-        .iter()
-        .map(|r| CaseReport::from_result(r, r.test_name.split("::").next().unwrap_or("")))
-        .collect();
-    render_table(&RunReport {
-        implementation: "reference".into(),
-        replay_prefix: "tidemark run".into(),
-        cases,
-    })
-}
-
-pub fn summary_line(results: &[ScenarioResult]) -> String {
-    let passed = results.iter().filter(|r| r.passed()).count();
-    format!("{} passed, {} failed", passed, results.len() - passed)
-}
-
 /// The human table. Each line: status, test name, rules; a failure adds where, what and how to
 /// replay it; a skip adds why. The last line is `N passed, M failed`.
 pub fn render_table(report: &RunReport) -> String {
