@@ -17,6 +17,7 @@ pub mod runner;
 pub mod scenario;
 pub mod spec;
 pub mod suite;
+pub mod world;
 
 use std::path::PathBuf;
 

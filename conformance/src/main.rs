@@ -109,6 +109,21 @@ enum Command {
         #[arg(long, default_value_t = 4096)]
         max_shrink_iters: u32,
     },
+    /// Seeds through the turmoil world: the scratchpad as a networked host with its sweeper on a
+    /// timer, three concurrent clients, partitions, crashes, restarts and clock jumps.
+    World {
+        #[arg(long, default_value_t = 20)]
+        seeds: u64,
+        #[arg(long, default_value_t = 0)]
+        first_seed: u64,
+        #[arg(long)]
+        mutant: Option<String>,
+        #[arg(long)]
+        check_determinism: bool,
+        /// Hunt every mutant through the world.
+        #[arg(long)]
+        hunt: bool,
+    },
     /// Print the measured figures: scratchpad write cost by session size, exploration speed.
     Bench {
         /// Seeds for the exploration throughput figure.
@@ -165,6 +180,12 @@ fn main() -> ExitCode {
             })
         }),
         Command::Replay { fixture, seed, mutant } => Some(explore::cli::replay(fixture.as_deref(), *seed, mutant)),
+        Command::World { seeds, first_seed, mutant, check_determinism, hunt } => Some(
+            match mutant.as_deref().map(|id| tidemark_reference::scratchpad::ScratchpadMutant::from_id(id).ok_or(format!("unknown mutant {id:?}"))) {
+                Some(Err(e)) => Err(e),
+                m => Ok(tidemark_conformance::world::command(*seeds, *first_seed, m.and_then(Result::ok), *check_determinism, *hunt)),
+            },
+        ),
         Command::Bench { seeds } => {
             print!("{}", tidemark_conformance::bench::run(*seeds));
             Some(Ok(true))
@@ -203,7 +224,9 @@ async fn run(cli: Cli) -> Result<bool, String> {
             print!("{}", mutants::table(&results));
             Ok(results.iter().all(|r| r.killed()))
         }
-        Command::Explore { .. } | Command::Replay { .. } | Command::Bench { .. } => unreachable!("handled before the runtime starts"),
+        Command::Explore { .. } | Command::Replay { .. } | Command::Bench { .. } | Command::World { .. } => {
+            unreachable!("handled before the runtime starts")
+        }
     }
 }
 

@@ -60,7 +60,7 @@ pub fn scratch_base() -> std::path::PathBuf {
 }
 
 /// A foreign directory planted before the run; it must survive every sweep (SP-5.4).
-const FOREIGN: &str = "lost+found/keep.txt";
+pub const FOREIGN: &str = "lost+found/keep.txt";
 
 /// Outcomes are equal when everything but a refusal's message is equal.
 fn same(a: &Outcome, b: &Outcome) -> bool {
@@ -145,38 +145,7 @@ impl World<'_> {
                 if self.root.as_os_str().is_empty() || !self.model.can_plant_link(&c, &rel_path) {
                     return Ok(());
                 }
-                let ctx = crate::scenario::parse::context_of(&c);
-                let session = self.root.join(ctx.session_dir());
-                let mut dir = session.join(ctx.requester_dir());
-                let mut created = Vec::new();
-                for d in [&session, &dir] {
-                    if !d.exists() {
-                        created.push(d.to_path_buf());
-                    }
-                }
-                for c in &rel_path[..rel_path.len() - 1] {
-                    dir.push(c);
-                    if !dir.exists() {
-                        created.push(dir.clone());
-                    }
-                }
-                fs::create_dir_all(&dir).expect("planting a link's directories");
-                std::os::unix::fs::symlink(self.outside, dir.join(rel_path.last().expect("a name"))).expect("planting a link");
-                // The operating system stamped what it touched with its own clock; restamp in
-                // simulated time as the implementation does (SP-3.5): each created directory,
-                // the directory it was created in, and the link's own directory. The session
-                // directory therefore moves only when a member directory is created in it.
-                let t = filetime::FileTime::from_system_time(self.now.to_system_time());
-                let mut touched: Vec<std::path::PathBuf> = vec![dir.clone()];
-                for d in &created {
-                    touched.push(d.clone());
-                    if let Some(parent) = d.parent().filter(|p| p.starts_with(&session)) {
-                        touched.push(parent.to_path_buf());
-                    }
-                }
-                for d in touched {
-                    let _ = filetime::set_file_mtime(d, t);
-                }
+                plant_link_on_disk(self.root, self.outside, &c, &rel_path, self.now);
                 self.model.plant_link(&c, &rel_path, self.now.as_millis());
                 let rel = self.rel();
                 self.trace.record(rel, &label);
@@ -195,6 +164,42 @@ impl World<'_> {
     }
 }
 
+/// Plants a symbolic link to `outside` at `rel_path` in `c`'s subtree, as someone other than the
+/// implementation would, then restamps what the operating system touched in simulated time as
+/// the implementation does (SP-3.5): each created directory, the directory it was created in, and
+/// the link's own directory. The session directory thus moves only when a member directory is
+/// created in it.
+pub fn plant_link_on_disk(root: &Path, outside: &Path, c: &crate::contract::Caller, rel_path: &[String], now: Timestamp) {
+    let ctx = crate::scenario::parse::context_of(c);
+    let session = root.join(ctx.session_dir());
+    let mut dir = session.join(ctx.requester_dir());
+    let mut created = Vec::new();
+    for d in [&session, &dir] {
+        if !d.exists() {
+            created.push(d.to_path_buf());
+        }
+    }
+    for c in &rel_path[..rel_path.len() - 1] {
+        dir.push(c);
+        if !dir.exists() {
+            created.push(dir.clone());
+        }
+    }
+    fs::create_dir_all(&dir).expect("planting a link's directories");
+    std::os::unix::fs::symlink(outside, dir.join(rel_path.last().expect("a name"))).expect("planting a link");
+    let t = filetime::FileTime::from_system_time(now.to_system_time());
+    let mut touched: Vec<std::path::PathBuf> = vec![dir.clone()];
+    for d in &created {
+        touched.push(d.clone());
+        if let Some(parent) = d.parent().filter(|p| p.starts_with(&session)) {
+            touched.push(parent.to_path_buf());
+        }
+    }
+    for d in touched {
+        let _ = filetime::set_file_mtime(d, t);
+    }
+}
+
 /// Plays `ops` against a fresh implementation from `factory` and the model.
 pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory) -> RunResult {
     let mut trace = Trace::new();
@@ -206,14 +211,7 @@ pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory
         fs::create_dir(d).expect("a scratch directory");
     }
     fs::write(outside.join("secret.txt"), "outside the root").expect("the outside file");
-    let foreign = root.join(FOREIGN);
-    fs::create_dir_all(foreign.parent().expect("parent")).expect("a foreign directory");
-    fs::write(&foreign, "not the scratchpad's").expect("a foreign file");
-    // Old in simulated time, so a sweeper that wrongly considered it would collect it at once.
-    let long_ago = filetime::FileTime::from_system_time(EPOCH.plus_ms(-30 * 86_400_000).to_system_time());
-    for p in [&foreign, &root.join("lost+found")] {
-        let _ = filetime::set_file_mtime(p, long_ago);
-    }
+    plant_foreign(&root);
 
     let (knobs, model_knobs) = knobs(unmounted);
     let env = Environment {
@@ -267,9 +265,21 @@ async fn heal(w: &mut World<'_>, k: &ModelKnobs) -> Result<(), Divergence> {
     Ok(())
 }
 
+/// Plants a directory the scheme did not write, old in simulated time, so a sweeper that wrongly
+/// considered it would collect it at once (SP-5.4).
+pub fn plant_foreign(root: &Path) {
+    let foreign = root.join(FOREIGN);
+    fs::create_dir_all(foreign.parent().expect("parent")).expect("a foreign directory");
+    fs::write(&foreign, "not the scratchpad's").expect("a foreign file");
+    let long_ago = filetime::FileTime::from_system_time(EPOCH.plus_ms(-30 * 86_400_000).to_system_time());
+    for p in [&foreign, &root.join("lost+found")] {
+        let _ = filetime::set_file_mtime(p, long_ago);
+    }
+}
+
 /// What the model cannot see: the foreign directory survives (SP-5.4) and the working directory
 /// stays empty (SP-1.3).
-fn check_disk(root: &Path, workdir: &Path) -> Result<(), Divergence> {
+pub fn check_disk(root: &Path, workdir: &Path) -> Result<(), Divergence> {
     if !root.join(FOREIGN).exists() {
         return Err(Divergence { step: None, op: "heal: disk".into(), expected: format!("{FOREIGN} to survive"), actual: "it was removed".into() });
     }

@@ -329,12 +329,21 @@ impl ScratchpadModel {
 
     /// SP-5: collect every session whose newest file (or, empty, its own directory time) is at
     /// least its timer old. Names in order.
-    fn sweep(&mut self, now: i64) -> Vec<String> {
+    pub fn sweep(&mut self, now: i64) -> Vec<String> {
+        let expired = self.expired(now);
+        for id in &expired {
+            self.sessions.remove(id);
+        }
+        expired
+    }
+
+    /// The sessions a sweep at `now` would collect, in name order, without collecting them.
+    pub fn expired(&self, now: i64) -> Vec<String> {
         if !self.knobs.mounted {
             return vec![];
         }
         let k = &self.knobs;
-        let expired: Vec<String> = self
+        self
             .sessions
             .iter()
             .filter(|(_, s)| {
@@ -343,10 +352,6 @@ impl ScratchpadModel {
                 now - newest >= ttl
             })
             .map(|(id, _)| id.clone())
-            .collect();
-        for id in &expired {
-            self.sessions.remove(id);
-        }
-        expired
+            .collect()
     }
 }
