@@ -284,3 +284,28 @@ fn each_misbehaviour_reads_clearly_in_the_table() {
     }
     insta::assert_snapshot!("misbehaving_adapters_table", tables);
 }
+
+#[test]
+fn a_program_that_logs_megabytes_to_stderr_is_never_blocked_by_a_full_pipe() {
+    // 4 MB of log before the real program starts: far more than a pipe holds, so it would block
+    // for ever unless the harness drains stderr while it waits.
+    let example = repo_root().join("examples/python-scratchpad/scratchpad.py");
+    let command = format!(
+        "sh -c 'head -c 4000000 /dev/zero | tr \"\\0\" x >&2; echo >&2; exec python3 {}'",
+        example.display()
+    );
+    let all = suite::load(&default_scenarios_dir(), &default_spec_path()).unwrap();
+    let selection = Selection {
+        profiles: vec![],
+        only: vec![TWO_SCENARIOS[0].to_string()],
+    };
+    let selected = selection.apply(&all).unwrap();
+    let report = block_on(async {
+        let command = AdapterCommand::parse(&command, &repo_root()).unwrap();
+        let factory = ProcessFactory::probe(command, ProcessOptions::default())
+            .await
+            .expect("init completes");
+        gate::check(&selected, &factory, "tidemark run --impl chatty".into()).await
+    });
+    assert!(report.passed(), "{:?}", report.cases);
+}
