@@ -144,3 +144,89 @@ async fn the_sweep_of_a_thousand_expired_sessions_among_ten_thousand_stays_withi
     assert_eq!(again.sessions_swept, 0);
     assert_eq!(server.faults().counts().values().sum::<u64>(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_workspace_of_a_thousand_sessions_costs_one_list_per_prefix_and_one_delete_per_thousand_keys(
+) {
+    let clock = ManualClock::starting_at(EPOCH);
+    let (server, mem) = S3Server::start_memory(Arc::new(clock.clone()), 10)
+        .await
+        .unwrap();
+    let pg = PgProvider::from_environment().await.unwrap();
+    let db = pg.fresh_database("wsdelete").await.unwrap();
+    let client = server.client();
+    client.create_bucket().bucket("wsdel").send().await.unwrap();
+    let store = ScopedStore::open(
+        client,
+        db.pool.clone(),
+        ScopedConfig::new("wsdel"),
+        Arc::new(clock.clone()),
+    )
+    .await
+    .unwrap();
+    store
+        .create_workspace("w", ScopeSettings::default())
+        .await
+        .unwrap();
+    let (agents, per_agent, files) = (100usize, 10usize, 10usize);
+    sqlx::query(
+        "INSERT INTO agents (workspace_id, id) SELECT 'w', 'a' || g FROM generate_series(0, $1 - 1) g",
+    )
+    .bind(agents as i32)
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO sessions (workspace_id, agent_id, id, last_activity_ms)
+         SELECT 'w', 'a' || (g / $2), 's' || g, $3 FROM generate_series(0, $1 - 1) g",
+    )
+    .bind((agents * per_agent) as i32)
+    .bind(per_agent as i32)
+    .bind(EPOCH.0)
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let mut keys: usize = 0;
+    for g in 0..agents * per_agent {
+        for f in 0..files {
+            mem.seed(
+                "wsdel",
+                &format!("sessions/w/a{}/s{g}/f{f}.txt", g / per_agent),
+                vec![b'x'; 10],
+                BTreeMap::new(),
+                EPOCH.0,
+            );
+            keys += 1;
+        }
+    }
+    for a in 0..agents {
+        mem.seed(
+            "wsdel",
+            &format!("agents/w/a{a}/notes.md"),
+            vec![b'y'; 10],
+            BTreeMap::new(),
+            EPOCH.0,
+        );
+        keys += 1;
+    }
+    store.delete_workspace("w").await.unwrap();
+    let prefixes = store.deletion_obligations().await.unwrap().len();
+    assert_eq!(prefixes, 2 + agents + agents * per_agent);
+
+    server.faults().reset_counts();
+    let t = Instant::now();
+    let report = store.sweep().await.unwrap();
+    let elapsed = t.elapsed();
+    let counts = server.faults().counts();
+    assert_eq!(report.obligations_completed as usize, prefixes);
+    assert_eq!(mem.object_count("wsdel"), 0);
+    let issued: u64 = counts.values().sum();
+    let lower_bound = prefixes + keys.div_ceil(1000);
+    println!(
+        "workspace deletion: {prefixes} prefixes, {keys} objects: {issued} S3 requests ({counts:?}), \
+         lower bound {lower_bound}, ratio {:.3}, {elapsed:?}",
+        issued as f64 / lower_bound as f64
+    );
+    assert!(issued as f64 <= 1.1 * lower_bound as f64);
+    assert_eq!(store.deletion_records().await.unwrap().len(), prefixes);
+}

@@ -1305,61 +1305,90 @@ impl ScopedStore {
         Ok(())
     }
 
+    /// Empties pending deletion obligations, a chunk at a time: each claimed prefix is listed,
+    /// the keys of the whole chunk are deleted in batches of 1,000, and only then, in the same
+    /// transaction, is each fully emptied obligation recorded and marked done. A crash anywhere
+    /// before the commit leaves every obligation of the chunk pending for the next sweep.
     async fn sweep_obligations(&self, report: &mut SweepReport) -> Result<(), ScopedError> {
-        let pending: Vec<i64> = sqlx::query_scalar(
-            "SELECT id FROM storage_deletions WHERE done_at_ms IS NULL ORDER BY id",
-        )
-        .fetch_all(&self.pg)
-        .await
-        .map_err(ScopedError::db("select obligations"))?;
-        for id in pending {
-            if self.is(ScopedMutant::DeletionBeforeRecord) {
+        if self.is(ScopedMutant::DeletionBeforeRecord) {
+            let pending: Vec<i64> = sqlx::query_scalar(
+                "SELECT id FROM storage_deletions WHERE done_at_ms IS NULL ORDER BY id",
+            )
+            .fetch_all(&self.pg)
+            .await
+            .map_err(ScopedError::db("select obligations"))?;
+            for id in pending {
                 self.meet_obligation_marking_first(id, report).await?;
-                continue;
             }
+            return Ok(());
+        }
+        loop {
             let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
             let result: Result<bool, ScopedError> = async {
-                let Some(prefix) = sqlx::query_scalar::<_, String>(
-                    "SELECT prefix FROM storage_deletions
-                      WHERE id = $1 AND done_at_ms IS NULL FOR UPDATE SKIP LOCKED",
+                let rows = sqlx::query(
+                    "SELECT id, prefix FROM storage_deletions
+                      WHERE done_at_ms IS NULL
+                      ORDER BY id
+                      LIMIT $1
+                      FOR UPDATE SKIP LOCKED",
                 )
-                .bind(id)
-                .fetch_optional(&mut *tx)
+                .bind(self.cfg.sweep_chunk)
+                .fetch_all(&mut *tx)
                 .await
-                .map_err(ScopedError::db("claim obligation"))?
-                else {
-                    return Ok(false);
-                };
-                let keys: Vec<String> = self
-                    .list_keys(&prefix)
-                    .await?
-                    .into_iter()
-                    .map(|(k, _)| k)
-                    .collect();
-                let failed = self.delete_keys(&keys).await?;
-                report.objects_deleted += (keys.len() - failed.len()) as u64;
-                if !failed.is_empty() {
-                    // Leave it pending: it is recorded done only once the prefix is empty.
-                    report.obligations_retried_later += 1;
+                .map_err(ScopedError::db("claim obligations"))?;
+                if rows.is_empty() {
                     return Ok(false);
                 }
+                let claimed = rows.len() as i64;
+                let mut obligations: Vec<(i64, String, Vec<String>)> = Vec::new();
+                for row in &rows {
+                    let id: i64 = row.try_get(0).map_err(ScopedError::db("row"))?;
+                    let prefix: String = row.try_get(1).map_err(ScopedError::db("row"))?;
+                    let keys = self
+                        .list_keys(&prefix)
+                        .await?
+                        .into_iter()
+                        .map(|(k, _)| k)
+                        .collect();
+                    obligations.push((id, prefix, keys));
+                }
+                // One DeleteObjects per 1,000 keys across the chunk; a key under two recorded
+                // prefixes is sent once.
+                let unique: Vec<String> = obligations
+                    .iter()
+                    .flat_map(|(_, _, keys)| keys.iter().cloned())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                let failed: std::collections::BTreeSet<String> =
+                    self.delete_keys(&unique).await?.into_iter().collect();
+                report.objects_deleted += (unique.len() - failed.len()) as u64;
                 self.crash(CrashPoint::AfterObligationObjectsDeleted)?;
-                self.record_obligation(&mut tx, id, &prefix, keys.len() as i64)
-                    .await?;
-                sqlx::query("UPDATE storage_deletions SET done_at_ms = $2 WHERE id = $1")
-                    .bind(id)
-                    .bind(self.now().0)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(ScopedError::db("mark obligation done"))?;
-                Ok(true)
+                let mut retried = 0;
+                for (id, prefix, keys) in &obligations {
+                    if keys.iter().any(|k| failed.contains(k)) {
+                        // Left pending: recorded done only once its prefix is empty.
+                        retried += 1;
+                        continue;
+                    }
+                    self.record_obligation(&mut tx, *id, prefix, keys.len() as i64)
+                        .await?;
+                    sqlx::query("UPDATE storage_deletions SET done_at_ms = $2 WHERE id = $1")
+                        .bind(id)
+                        .bind(self.now().0)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(ScopedError::db("mark obligation done"))?;
+                    report.obligations_completed += 1;
+                }
+                report.obligations_retried_later += retried;
+                Ok(claimed == self.cfg.sweep_chunk && retried == 0)
             }
             .await;
-            if settle(tx, result, "commit obligation").await? {
-                report.obligations_completed += 1;
+            if !settle(tx, result, "commit obligations").await? {
+                return Ok(());
             }
         }
-        Ok(())
     }
 
     async fn record_obligation(
