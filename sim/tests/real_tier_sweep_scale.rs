@@ -211,6 +211,34 @@ async fn deleting_a_workspace_of_a_thousand_sessions_costs_one_list_per_prefix_a
     }
     store.delete_workspace("w").await.unwrap();
     let prefixes = store.deletion_obligations().await.unwrap().len();
+    // Finished obligations pile up over the years; the claim must not scan them.
+    sqlx::query(
+        "INSERT INTO storage_deletions (prefix, entity_kind, entity_id, done_at_ms)
+         SELECT 'sessions/old/a/s' || g || '/', 'session', 's' || g, 1 FROM generate_series(1, 20000) g",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE storage_deletions")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let plan: Vec<String> = sqlx::query(
+        "EXPLAIN SELECT id, prefix FROM storage_deletions WHERE done_at_ms IS NULL
+          ORDER BY id LIMIT 1000 FOR UPDATE SKIP LOCKED",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| r.get::<String, _>(0))
+    .collect();
+    println!("obligation claim plan:\n{}", plan.join("\n"));
+    assert!(
+        plan.iter().any(|l| l.contains("storage_deletions_pending")),
+        "the obligation claim does not use its index:\n{}",
+        plan.join("\n")
+    );
     assert_eq!(prefixes, 2 + agents + agents * per_agent);
 
     server.faults().reset_counts();
