@@ -133,3 +133,30 @@ async fn the_fault_wrapper_stores_and_serves_lifecycle_configuration() {
     assert_eq!(got.rules().len(), 1);
     assert_eq!(got.rules()[0].id(), Some("sessions-backstop"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_url_is_used_as_given_and_each_scenario_still_gets_its_own_database() {
+    use tidemark_sim::real_tier::{PgProvider, PgSourceKind};
+    // Stand up a cluster, then reach it only through a URL, as DATABASE_URL would.
+    let ephemeral = PgProvider::from_environment()
+        .await
+        .expect("a cluster starts");
+    let url = ephemeral.database_url("postgres");
+    let by_url = PgProvider::from_url(&url).await.expect("the URL answers");
+    assert_eq!(by_url.kind(), &PgSourceKind::DatabaseUrl);
+    let db = by_url.fresh_database("by url").await.unwrap();
+    assert!(db.url.ends_with(&format!("/{}", db.name)), "{}", db.url);
+    let n: i64 = sqlx::query_scalar("SELECT 41::bigint + 1")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 42);
+    let name = db.name.clone();
+    by_url.drop_database(db).await.unwrap();
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_database WHERE datname = $1")
+        .bind(&name)
+        .fetch_one(&ephemeral.fresh_database("probe").await.unwrap().pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "the scenario database was left behind");
+}
