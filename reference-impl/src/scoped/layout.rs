@@ -416,6 +416,15 @@ fn resolve_skill(
             slug: slug.clone(),
             path: path.to_string(),
         })?;
+    // The skill table comes from the host, but its values still reach a key: only a sha256
+    // in lowercase hex may.
+    if sha.len() != 64
+        || !sha
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return Err(PathError::InvalidId { id: sha.clone() });
+    }
     if inner.first().map(String::as_str) == Some(TEXT_DIR) {
         return Err(PathError::Reserved {
             path: path.to_string(),
@@ -506,6 +515,13 @@ mod tests {
         assert!(matches!(
             file("skill/unknown/README.md"),
             Err(PathError::UnknownSkill { .. })
+        ));
+        let bad = TurnSpace::new("w1", "a1", "s1")
+            .unwrap()
+            .with_skill("evil", "../../workspaces/w2");
+        assert!(matches!(
+            resolve("skill/evil/x", &bad, Purpose::File, None),
+            Err(PathError::InvalidId { .. })
         ));
     }
 
