@@ -537,6 +537,18 @@ pub fn parse(file: &Path, text: &str) -> Result<Script, ScriptError> {
                 kills = v.split(',').map(|r| r.trim().to_string()).collect();
                 continue;
             }
+            if let Some(v) = l.strip_prefix("knob ") {
+                // `knob session_file_ttl_days 7`, as the scratchpad's files spell knobs.
+                let mut parts = v.split_whitespace();
+                let (Some(k), Some(val), None) = (parts.next(), parts.next(), parts.next()) else {
+                    return Err(err(line, format!("a knob is `knob NAME VALUE`, not {l:?}")));
+                };
+                let val: i64 = val
+                    .parse()
+                    .map_err(|_| err(line, format!("knob {k} needs a whole number")))?;
+                knobs.insert(k.to_string(), val);
+                continue;
+            }
             if let Some(v) = l.strip_prefix("knobs:") {
                 for kv in v.split(',') {
                     let (k, val) = kv
