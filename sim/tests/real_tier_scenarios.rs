@@ -2,7 +2,9 @@
 //! `scoped::<file stem>`, against the reference implementation on the real tier (s3s-fs over
 //! HTTP, a real PostgreSQL; one bucket and database per scenario), and each scoped mutant as a
 //! test, `mutant::scoped::<id>`, that passes only when a scenario naming it in `kills:` fails
-//! under it.
+//! under it. Each scenario runs a second time on the in-memory S3
+//! (`differential::memory::<file stem>`): the in-memory store earns its place in the
+//! simulation tier by giving the same observable outcomes.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -75,6 +77,20 @@ fn main() {
         trials.push(Trial::test(s.test_name(), move || {
             let tier = get_tier()?;
             rt.block_on(script::run(tier, &s, None))
+                .map_err(|f| Failed::from(format!("{}: {}\n{f}", s.file.display(), s.name)))
+        }));
+    }
+    // The differential check: the same scenarios, the same expectations, on the in-memory
+    // store. A scenario that passes on s3s-fs and fails here is a difference between them.
+    for s in scripts.clone() {
+        let rt = rt.clone();
+        let get_tier = get_tier.clone();
+        let name = s
+            .test_name()
+            .replacen("scoped::", "differential::memory::", 1);
+        trials.push(Trial::test(name, move || {
+            let pg = get_tier()?;
+            rt.block_on(script::run_on(pg, &s, None, script::Backend::Memory))
                 .map_err(|f| Failed::from(format!("{}: {}\n{f}", s.file.display(), s.name)))
         }));
     }

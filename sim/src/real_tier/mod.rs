@@ -72,6 +72,27 @@ impl RealTier {
         RealTier::start_with(pg, seed, root).await
     }
 
+    /// A tier whose S3 server is the in-memory store (same fault wrapper, same HTTP path), on
+    /// an existing PostgreSQL: the other half of the differential check against s3s-fs.
+    pub async fn with_postgres_memory(
+        pg: Arc<PgProvider>,
+        seed: u64,
+    ) -> Result<RealTier, RealTierError> {
+        let root = tempfile::Builder::new()
+            .prefix("tidemark-s3-")
+            .tempdir()
+            .map_err(|e| RealTierError::S3Server {
+                message: format!("temporary directory: {e}"),
+            })?;
+        // LastModified of the in-memory store comes from this clock; the scoped reference
+        // stamps its own write times, so a fixed instant is enough.
+        let clock = Arc::new(tidemark_reference::clock::ManualClock::starting_at(
+            crate::clock::EPOCH,
+        ));
+        let (s3, _) = S3Server::start_memory(clock, seed).await?;
+        Ok(RealTier { s3, pg, root })
+    }
+
     async fn start_with(
         pg: Arc<PgProvider>,
         seed: u64,

@@ -625,6 +625,25 @@ pub async fn run(
     script: &Script,
     mutant: Option<tidemark_reference::scoped::ScopedMutant>,
 ) -> Result<(), StepFailure> {
+    run_on(pg, script, mutant, Backend::S3sFs).await
+}
+
+/// Which object store serves a scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// s3s-fs over a temporary directory: the real tier.
+    S3sFs,
+    /// The in-memory store, for the differential check (and the simulation tier).
+    Memory,
+}
+
+/// [`run`] on a chosen object store.
+pub async fn run_on(
+    pg: std::sync::Arc<super::PgProvider>,
+    script: &Script,
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+    backend: Backend,
+) -> Result<(), StepFailure> {
     let fail = |line: usize, step: &str, expected: String, actual: String| StepFailure {
         line,
         step: step.to_string(),
@@ -639,9 +658,11 @@ pub async fn run(
     let seed = script.file.to_string_lossy().bytes().fold(0u64, |h, b| {
         h.wrapping_mul(1_099_511_628_211).wrapping_add(u64::from(b))
     });
-    let tier = super::RealTier::with_postgres(pg, seed)
-        .await
-        .map_err(|e| fail(0, "start", "a running S3 server".into(), e.to_string()))?;
+    let tier = match backend {
+        Backend::S3sFs => super::RealTier::with_postgres(pg, seed).await,
+        Backend::Memory => super::RealTier::with_postgres_memory(pg, seed).await,
+    }
+    .map_err(|e| fail(0, "start", "a running S3 server".into(), e.to_string()))?;
     let mut driver =
         super::ScopedDriver::start(std::sync::Arc::new(tier), &name, mutant, &script.knobs)
             .await
