@@ -761,10 +761,9 @@ scenario!(
             let write = store.write(&t, "session/new.txt", b"new".to_vec());
             tokio::pin!(write);
             // Give the write every chance to land while the sweep is between claim and delete.
-            let landed = tokio::select! {
-                r = &mut write => Some(r),
-                _ = tokio::time::sleep(std::time::Duration::from_millis(300)) => None,
-            };
+            let landed =
+                tidemark_sim::real_tier::scoped_driver::race_until_blocked(&mut write, &w.db.pool)
+                    .await;
             pause.resume.notify_one();
             match landed {
                 Some(r) => r,

@@ -403,10 +403,7 @@ impl ScopedDriver {
                     pause.reached.notified().await;
                     let write = store.write(&space, path, content.as_bytes().to_vec());
                     tokio::pin!(write);
-                    let landed = tokio::select! {
-                        r = &mut write => Some(r),
-                        _ = tokio::time::sleep(std::time::Duration::from_millis(300)) => None,
-                    };
+                    let landed = race_until_blocked(&mut write, &self.db.pool).await;
                     pause.resume.notify_one();
                     match landed {
                         Some(r) => r,
@@ -607,5 +604,36 @@ impl From<ScopedError> for Failure {
 impl From<String> for Failure {
     fn from(e: String) -> Self {
         Failure::Harness(e)
+    }
+}
+
+/// Drives a write raced against a paused sweep until it either lands (the sweep did not hold
+/// the session: a bug) or is seen blocked on a row lock in PostgreSQL (the sweep holds it:
+/// correct), so the race's outcome does not depend on how loaded the machine is. Gives up
+/// waiting after ten seconds.
+pub async fn race_until_blocked<F, T>(
+    write: &mut std::pin::Pin<&mut F>,
+    pool: &sqlx::PgPool,
+) -> Option<T>
+where
+    F: std::future::Future<Output = T>,
+{
+    let started = std::time::Instant::now();
+    loop {
+        tokio::select! {
+            r = write.as_mut() => return Some(r),
+            _ = tokio::time::sleep(std::time::Duration::from_millis(20)) => {
+                let blocked: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM pg_stat_activity
+                      WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                )
+                .fetch_one(pool)
+                .await
+                .unwrap_or(0);
+                if blocked > 0 || started.elapsed() > std::time::Duration::from_secs(10) {
+                    return None;
+                }
+            }
+        }
     }
 }
