@@ -28,7 +28,9 @@ use crate::report::{CaseReport, RunReport};
 use crate::runner::run_scenario;
 use crate::scenario::{Profile, Scenario, ScenarioError};
 use crate::{default_scenarios_dir, default_spec_path, suite};
+use futures::StreamExt;
 use libtest_mimic::{Arguments, Failed, Trial};
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -76,16 +78,32 @@ pub async fn check(
     factory: &dyn DriverFactory,
     replay_prefix: String,
 ) -> RunReport {
-    let mut cases = Vec::with_capacity(scenarios.len());
-    for scenario in scenarios {
-        match skip_reason(factory, scenario) {
-            Some(reason) => cases.push(CaseReport::skipped(scenario, reason)),
-            None => {
-                let result = run_scenario(scenario, factory).await;
-                cases.push(CaseReport::from_result(&result, scenario.profile.name()));
+    check_concurrently(scenarios, factory, replay_prefix, NonZeroUsize::MIN).await
+}
+
+/// As [`check`], with up to `jobs` scenarios in flight at once. Scenarios share nothing (each
+/// has its own directories and, through the protocol, its own process), so only the waits
+/// overlap: a program that is slow to start costs its start-up once per `jobs` scenarios. The
+/// report keeps suite order, so it does not depend on `jobs`.
+pub async fn check_concurrently(
+    scenarios: &[&Scenario],
+    factory: &dyn DriverFactory,
+    replay_prefix: String,
+    jobs: NonZeroUsize,
+) -> RunReport {
+    let cases = futures::stream::iter(scenarios)
+        .map(|scenario| async move {
+            match skip_reason(factory, scenario) {
+                Some(reason) => CaseReport::skipped(scenario, reason),
+                None => {
+                    let result = run_scenario(scenario, factory).await;
+                    CaseReport::from_result(&result, scenario.profile.name())
+                }
             }
-        }
-    }
+        })
+        .buffered(jobs.get())
+        .collect()
+        .await;
     RunReport {
         implementation: factory.name(),
         replay_prefix,

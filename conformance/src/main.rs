@@ -46,6 +46,10 @@ struct GateArgs {
     /// Also write a JUnit XML report here, for CI.
     #[arg(long, value_name = "PATH")]
     junit: Option<PathBuf>,
+    /// Scenarios in flight at once (each has its own directories and process); the report's
+    /// order does not change.
+    #[arg(long, default_value = "1")]
+    jobs: std::num::NonZeroUsize,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
@@ -236,7 +240,7 @@ async fn run_suite(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, Strin
     let selection = gate::Selection { profiles: profiles(&args.profile)?, only: gate_args.only.clone() };
     let selected = selection.apply(&all)?;
     let report = match &gate_args.implementation {
-        None => gate::check(&selected, &ReferenceScratchpad::default(), "tidemark run".into()).await,
+        None => gate::check_concurrently(&selected, &ReferenceScratchpad::default(), "tidemark run".into(), gate_args.jobs).await,
         Some(command) => {
             let command = process::AdapterCommand::parse(command, &process::launch_dir()).map_err(|e| e.to_string())?;
             let options = process::ProcessOptions { reply_timeout: std::time::Duration::from_millis(gate_args.timeout_ms) };
@@ -258,7 +262,7 @@ async fn run_suite(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, Strin
             if gate_args.timeout_ms != process::DEFAULT_REPLY_TIMEOUT_MS {
                 replay.push_str(&format!(" --timeout-ms {}", gate_args.timeout_ms));
             }
-            gate::check(&selected, &factory, replay).await
+            gate::check_concurrently(&selected, &factory, replay, gate_args.jobs).await
         }
     };
     match gate_args.format {

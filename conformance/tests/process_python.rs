@@ -234,3 +234,16 @@ fn a_program_that_resolves_an_empty_root_to_its_working_directory_is_caught_and_
         "the program wrote beside the repository: {strays:?}"
     );
 }
+
+#[test]
+fn the_report_is_the_same_whatever_the_number_of_scenarios_in_flight() {
+    let mut args = vec!["--impl", BROKEN];
+    for name in SNAPSHOT_SCENARIOS {
+        args.extend(["--only", name]);
+    }
+    let one_at_a_time = tidemark_run(&args);
+    args.extend(["--jobs", "3"]);
+    let three_at_once = tidemark_run(&args);
+    assert_eq!(one_at_a_time.status, three_at_once.status);
+    assert_eq!(one_at_a_time.stdout, three_at_once.stdout);
+}
