@@ -112,6 +112,9 @@ enum Command {
         no_save: bool,
         #[arg(long, default_value_t = 4096)]
         max_shrink_iters: u32,
+        /// Explore a program speaking conformance/PROTOCOL.md instead of the reference.
+        #[arg(long = "impl", value_name = "COMMAND")]
+        implementation: Option<String>,
     },
     /// Seeds through the turmoil world: the scratchpad as a networked host with its sweeper on a
     /// timer, three concurrent clients, partitions, crashes, restarts and clock jumps.
@@ -168,6 +171,7 @@ fn main() -> ExitCode {
             save_dir,
             no_save,
             max_shrink_iters,
+            implementation,
         } => Some(if profile != "scratchpad" {
             Err(format!("explore covers the scratchpad profile; {profile:?} is not explored yet"))
         } else {
@@ -181,6 +185,7 @@ fn main() -> ExitCode {
                 hunt_trials: *hunt_trials,
                 save_dir: (!no_save).then(|| save_dir.clone()),
                 max_shrink_iters: *max_shrink_iters,
+                implementation: implementation.clone(),
             })
         }),
         Command::Replay { fixture, seed, mutant } => Some(explore::cli::replay(fixture.as_deref(), *seed, mutant)),

@@ -19,6 +19,8 @@ pub struct ExploreArgs {
     pub hunt_trials: u64,
     pub save_dir: Option<PathBuf>,
     pub max_shrink_iters: u32,
+    /// Explore a program speaking the protocol instead of the reference.
+    pub implementation: Option<String>,
 }
 
 fn progress(n: u64, what: &str) -> ProgressBar {
@@ -78,7 +80,19 @@ pub fn explore(args: &ExploreArgs) -> Result<bool, String> {
     if args.hunt {
         return hunt(args);
     }
-    let factory = ReferenceScratchpad { mutant };
+    let reference = ReferenceScratchpad { mutant };
+    let program;
+    let factory: &dyn crate::driver::DriverFactory = match &args.implementation {
+        None => &reference,
+        Some(_) if mutant.is_some() => return Err("--mutant switches the reference; it cannot apply to --impl".into()),
+        Some(cmd) => {
+            use crate::process::{launch_dir, AdapterCommand, ProcessFactory, ProcessOptions};
+            let command = AdapterCommand::parse(cmd, &launch_dir()).map_err(|e| e.to_string())?;
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+            program = rt.block_on(ProcessFactory::probe(command, ProcessOptions::default())).map_err(|e| e.to_string())?;
+            &program
+        }
+    };
     let seeds: Vec<u64> = args.shard.seeds(args.first_seed, args.seeds).collect();
     let bar = progress(seeds.len() as u64, if args.check_determinism { "determinism" } else { "explore" });
     let started = Instant::now();
@@ -87,8 +101,8 @@ pub fn explore(args: &ExploreArgs) -> Result<bool, String> {
     let mut simulated_ms: i64 = 0;
     for &seed in &seeds {
         if args.check_determinism {
-            let a = run_seed(seed, &factory);
-            let b = run_seed(seed, &factory);
+            let a = run_seed(seed, factory);
+            let b = run_seed(seed, factory);
             simulated_ms += a.simulated_ms;
             if a.trace.hash() == b.trace.hash() && a.trace.lines() == b.trace.lines() {
                 identical += 1;
@@ -96,13 +110,20 @@ pub fn explore(args: &ExploreArgs) -> Result<bool, String> {
                 failures += 1;
                 bar.suspend(|| println!("NONDETERMINISTIC  seed {seed}: {} vs {}", a.trace.hash(), b.trace.hash()));
             }
-        } else if let Some(found) = explore_seed(seed, &factory, args.max_shrink_iters) {
+        } else if let Some(found) = explore_seed(seed, factory, args.max_shrink_iters) {
             failures += 1;
-            let saved = match &args.save_dir {
-                Some(dir) => Some(save(&found, mutant, dir)?),
-                None => None,
+            // Fixtures replay against the reference; a program's failures are printed, not saved.
+            let saved = match (&args.save_dir, &args.implementation) {
+                (Some(dir), None) => Some(save(&found, mutant, dir)?),
+                _ => None,
             };
-            bar.suspend(|| print!("{}", describe(&found, mutant, saved.as_deref())));
+            let mut text = describe(&found, mutant, saved.as_deref());
+            if let Some(cmd) = &args.implementation {
+                text = text
+                    .replacen("against the reference", &format!("against {cmd}"), 1)
+                    .replace(&format!("tidemark replay --seed {seed}"), &format!("tidemark explore --impl '{cmd}' --first-seed {seed} --seeds 1"));
+            }
+            bar.suspend(|| print!("{text}"));
         } else {
             // Passing seeds are not rerun for their simulated span; count the generated advances.
             simulated_ms += generate(seed).1.iter().map(|o| if let super::ops::SimOp::Advance { ms } = o { *ms } else { 0 }).sum::<i64>();
