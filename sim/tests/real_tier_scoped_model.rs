@@ -13,7 +13,7 @@ use tidemark_reference::scoped::{
     ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, TurnSpace, WaitKind,
 };
 use tidemark_sim::clock::EPOCH;
-use tidemark_sim::real_tier::{MemoryHandle, PgProvider, S3Server};
+use tidemark_sim::real_tier::{FaultPlan, MemoryHandle, PgProvider, S3Server};
 
 const TTL_DAYS: i64 = 30;
 const SESSIONS: [(&str, &str); 4] = [("a1", "s1"), ("a1", "s2"), ("a2", "s1"), ("a2", "s2")];
@@ -54,6 +54,7 @@ async fn run_sequence(
     seed: u64,
     steps: usize,
     mutant: Option<ScopedMutant>,
+    faults: Option<FaultPlan>,
 ) -> Result<usize, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let clock = ManualClock::starting_at(EPOCH);
@@ -100,6 +101,11 @@ async fn run_sequence(
         model.sessions[i].last_activity = clock.now().0;
     }
 
+    // Faults from here on: S3 requests fail at random, DeleteObjects keys fail at random.
+    let faulty = faults.is_some();
+    if let Some(plan) = &faults {
+        server.faults().set_plan(plan.clone());
+    }
     let mut log: Vec<String> = Vec::new();
     let mut swept_files = 0;
     for step in 0..steps {
@@ -128,6 +134,10 @@ async fn run_sequence(
                         m.last_activity = m.last_activity.max(now);
                     }
                     (Err(ScopedError::UnknownEntity { .. }), true) => {}
+                    // A failed write changed nothing: not the file, not the activity.
+                    (Err(ScopedError::Storage { .. }), _) if faulty => {
+                        log.push("  (failed: storage)".into())
+                    }
                     (r, deleted) => {
                         return fail(&log, format!("write gave {r:?} (deleted {deleted})"))
                     }
@@ -144,6 +154,9 @@ async fn run_sequence(
                     }
                     (Err(ScopedError::NotFound { .. }), false, None) => {}
                     (Err(ScopedError::UnknownEntity { .. }), true, _) => {}
+                    (Err(ScopedError::Storage { .. }), false, _) if faulty => {
+                        log.push("  (failed: storage)".into())
+                    }
                     (r, deleted, want) => {
                         return fail(
                             &log,
@@ -206,8 +219,23 @@ async fn run_sequence(
             }
             80..=96 => {
                 log.push("sweep".into());
-                if let Err(e) = store.sweep().await {
-                    return fail(&log, format!("sweep failed: {e}"));
+                match store.sweep().await {
+                    Ok(r) if r.sessions_retried_later == 0 && r.obligations_retried_later == 0 => {}
+                    Ok(_) | Err(ScopedError::Storage { .. }) if faulty => {
+                        // Interrupted or incomplete: nothing may be marked done that is not.
+                        // Healed, the next sweep must finish the job exactly.
+                        log.push("  (incomplete under faults; healed and swept again)".into());
+                        server.faults().heal();
+                        let r = store.sweep().await;
+                        if let Some(plan) = &faults {
+                            server.faults().set_plan(plan.clone());
+                        }
+                        if let Err(e) = r {
+                            return fail(&log, format!("the healed sweep failed: {e}"));
+                        }
+                    }
+                    Ok(r) => return fail(&log, format!("a sweep without faults retried: {r:?}")),
+                    Err(e) => return fail(&log, format!("sweep failed: {e}")),
                 }
                 swept_files += model.sweep(now);
                 // The bucket agrees with the model, session by session.
@@ -250,7 +278,7 @@ async fn random_sequences_of_writes_reads_waits_sweeps_and_deletions_agree_with_
     let pg = PgProvider::from_environment().await.unwrap();
     let mut swept = 0;
     for seed in 0..24 {
-        match run_sequence(&pg, seed, 60, None).await {
+        match run_sequence(&pg, seed, 60, None, None).await {
             Ok(n) => swept += n,
             Err(e) => {
                 panic!("{e}\nreplay: cargo test -p tidemark-sim --test real_tier_scoped_model")
@@ -267,7 +295,7 @@ async fn random_sequences_find_the_age_only_and_waits_ignored_mutants() {
     for m in [ScopedMutant::AgeOnlyExpiry, ScopedMutant::WaitsIgnored] {
         let mut killed = None;
         for seed in 0..24 {
-            if run_sequence(&pg, seed, 60, Some(m)).await.is_err() {
+            if run_sequence(&pg, seed, 60, Some(m), None).await.is_err() {
                 killed = Some(seed);
                 break;
             }
@@ -277,5 +305,21 @@ async fn random_sequences_find_the_age_only_and_waits_ignored_mutants() {
             "mutant {} survives 24 random sequences",
             m.id()
         );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_random_store_faults_nothing_half_done_is_reported_done_and_a_healed_sweep_finishes()
+{
+    let pg = PgProvider::from_environment().await.unwrap();
+    let plan = FaultPlan {
+        error_rate: 0.15,
+        delete_key_failure_rate: 0.2,
+        ..Default::default()
+    };
+    for seed in 100..116 {
+        if let Err(e) = run_sequence(&pg, seed, 60, None, Some(plan.clone())).await {
+            panic!("{e}\nreplay: cargo test -p tidemark-sim --test real_tier_scoped_model under_random");
+        }
     }
 }
