@@ -98,16 +98,7 @@ impl ScopedConfig {
     pub fn from_env(bucket: impl Into<String>) -> Result<ScopedConfig, ScopedError> {
         let mut c = ScopedConfig::new(bucket);
         if let Ok(v) = std::env::var(TTL_ENV) {
-            c.session_file_ttl_days =
-                v.trim()
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|d| *d > 0)
-                    .ok_or_else(|| {
-                        ScopedError::Config(format!(
-                            "{TTL_ENV}={v:?} is not a positive whole number"
-                        ))
-                    })?;
+            c.session_file_ttl_days = parse_ttl_days(&v)?;
         }
         Ok(c)
     }
@@ -115,6 +106,17 @@ impl ScopedConfig {
     fn ttl_ms(&self) -> i64 {
         i64::from(self.session_file_ttl_days) * DAY_MS
     }
+}
+
+/// Parses an `OUTTURN_SESSION_FILE_TTL_DAYS` value: a positive whole number of days.
+pub fn parse_ttl_days(v: &str) -> Result<u32, ScopedError> {
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|d| *d > 0)
+        .ok_or_else(|| {
+            ScopedError::Config(format!("{TTL_ENV}={v:?} is not a positive whole number"))
+        })
 }
 
 /// Requests this store has issued to S3, by kind. The sweep's efficiency is judged in
@@ -1466,5 +1468,26 @@ async fn settle<T>(
             let _ = tx.rollback().await;
             Err(e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ttl_knob_takes_a_positive_whole_number_of_days_and_nothing_else() {
+        assert_eq!(parse_ttl_days("30").unwrap(), 30);
+        assert_eq!(parse_ttl_days(" 7 ").unwrap(), 7);
+        for bad in ["0", "-1", "thirty", "1.5", ""] {
+            assert_eq!(parse_ttl_days(bad).unwrap_err().kind(), "config", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn text_is_extracted_from_utf8_without_nul_only() {
+        assert_eq!(extract_text(b"hello"), Some("hello"));
+        assert_eq!(extract_text(&[0xff, 0xfe]), None);
+        assert_eq!(extract_text(b"a\0b"), None);
     }
 }
