@@ -150,9 +150,28 @@ enum Command {
 
 fn profiles(arg: &Option<String>) -> Result<Vec<Profile>, String> {
     match arg.as_deref() {
-        None | Some("all") => Ok(vec![]),
-        Some(p) => Profile::from_name(p).map(|p| vec![p]).ok_or_else(|| format!("unknown profile {p:?}; expected scratchpad or all")),
+        None | Some("all") | Some("scoped") => Ok(vec![]),
+        Some(p) => Profile::from_name(p).map(|p| vec![p]).ok_or_else(|| format!("unknown profile {p:?}; expected scratchpad, scoped or all")),
     }
+}
+
+/// The scoped profile runs on the real tier through its own scenario runner
+/// (`profiles::scoped`); these say which halves a `--profile` selects.
+fn wants_scoped(arg: &Option<String>) -> bool {
+    matches!(arg.as_deref(), None | Some("all") | Some("scoped"))
+}
+
+fn wants_scratchpad(arg: &Option<String>) -> bool {
+    arg.as_deref() != Some("scoped")
+}
+
+/// Drops a rendered table's closing `N passed, M failed` line, so two profiles end in one.
+fn without_summary(table: &str) -> (&str, usize, usize) {
+    let trimmed = table.trim_end_matches('\n');
+    let (body, last) = trimmed.rsplit_once('\n').unwrap_or(("", trimmed));
+    let mut nums = last.split(|c: char| !c.is_ascii_digit()).filter(|t| !t.is_empty()).map(|t| t.parse::<usize>().unwrap_or(0));
+    let (passed, failed) = (nums.next().unwrap_or(0), nums.next().unwrap_or(0));
+    (body, passed, failed)
 }
 
 fn main() -> ExitCode {
@@ -221,17 +240,58 @@ fn exit(result: Result<bool, String>) -> ExitCode {
 
 async fn run(cli: Cli) -> Result<bool, String> {
     match cli.command {
-        Command::Run { suite: args, gate: gate_args } => run_suite(&args, &gate_args).await,
+        Command::Run { suite: args, gate: gate_args } => {
+            let scoped = wants_scoped(&args.profile) && gate_args.implementation.is_none() && gate_args.only.is_empty() && matches!(gate_args.format, Format::Table);
+            if !scoped {
+                if args.profile.as_deref() == Some("scoped") {
+                    return Err("the scoped profile runs in-process on the real tier only: no --impl, --only or --format json yet".into());
+                }
+                return run_suite(&args, &gate_args).await;
+            }
+            let (mut passed, mut failed) = (0, 0);
+            if wants_scratchpad(&args.profile) {
+                let table = capture_suite(&args, &gate_args).await?;
+                let (body, p, f) = without_summary(&table);
+                println!("{body}");
+                passed += p;
+                failed += f;
+            }
+            let run = tidemark_conformance::profiles::scoped::run(&tidemark_conformance::profiles::scoped::scenarios_dir(), None).await?;
+            print!("{}", tidemark_conformance::profiles::scoped::report(&run));
+            passed += run.passed();
+            failed += run.failed();
+            println!("{passed} passed, {failed} failed");
+            Ok(failed == 0 && passed > 0)
+        }
         Command::Mutants { suite: args, only, all_killers } => {
-            let profiles = profiles(&args.profile)?;
-            let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
-            let selected = suite::select(&all, &profiles);
-            let results = mutants::run_scratchpad_mutants(&selected, only.as_deref(), !all_killers).await;
-            if results.is_empty() {
+            let mut rows = String::new();
+            let (mut killed, mut survived) = (0, 0);
+            if wants_scratchpad(&args.profile) {
+                let profiles = profiles(&args.profile)?;
+                let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
+                let selected = suite::select(&all, &profiles);
+                let results = mutants::run_scratchpad_mutants(&selected, only.as_deref(), !all_killers).await;
+                let table = mutants::table(&results);
+                let (body, _, _) = without_summary(&table);
+                if !body.is_empty() {
+                    rows.push_str(body);
+                    rows.push('\n');
+                }
+                killed += results.iter().filter(|r| r.killed()).count();
+                survived += results.iter().filter(|r| !r.killed()).count();
+            }
+            if wants_scoped(&args.profile) {
+                let results = tidemark_conformance::profiles::scoped::mutants(&tidemark_conformance::profiles::scoped::scenarios_dir(), only.as_deref()).await?;
+                rows.push_str(&tidemark_conformance::profiles::scoped::mutant_table(&results));
+                killed += results.iter().filter(|r| r.killed_by.is_some()).count();
+                survived += results.iter().filter(|r| r.killed_by.is_none()).count();
+            }
+            if killed + survived == 0 {
                 return Err(format!("no mutant matches {:?}", only.unwrap_or_default()));
             }
-            print!("{}", mutants::table(&results));
-            Ok(results.iter().all(|r| r.killed()))
+            print!("{rows}");
+            println!("{killed} passed, {survived} failed");
+            Ok(survived == 0)
         }
         Command::Explore { .. } | Command::Replay { .. } | Command::Bench { .. } | Command::World { .. } => {
             unreachable!("handled before the runtime starts")
@@ -240,6 +300,18 @@ async fn run(cli: Cli) -> Result<bool, String> {
 }
 
 /// `tidemark run`: the reference in-process, or an --impl program through the protocol.
+/// The reference scratchpad suite's table, for a run that adds the scoped profile after it.
+async fn capture_suite(args: &SuiteArgs, gate_args: &GateArgs) -> Result<String, String> {
+    let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
+    let selection = gate::Selection { profiles: profiles(&args.profile)?, only: gate_args.only.clone() };
+    let selected = selection.apply(&all)?;
+    let report = gate::check_concurrently(&selected, &ReferenceScratchpad::default(), "tidemark run".into(), gate_args.jobs).await;
+    if let Some(path) = &gate_args.junit {
+        std::fs::write(path, report::render_junit(&report)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(report::render_table(&report))
+}
+
 async fn run_suite(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String> {
     let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
     let selection = gate::Selection { profiles: profiles(&args.profile)?, only: gate_args.only.clone() };
