@@ -18,17 +18,11 @@ fn scenarios_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/scoped")
 }
 
-/// The SC rule ids SPEC defines: from SPEC.md once part SC is merged there, else from the
-/// draft beside the code.
+/// The SC rule ids SPEC.md defines.
 fn sc_rules() -> Result<std::collections::BTreeSet<String>, Failed> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let spec = std::fs::read_to_string(root.join("SPEC.md")).unwrap_or_default();
-    let text = if spec.contains("**SC-1.1**") {
-        spec
-    } else {
-        std::fs::read_to_string(root.join("reference-impl/src/scoped/SPEC-SC.md"))
-            .map_err(|e| Failed::from(format!("cannot read SPEC part SC: {e}")))?
-    };
+    let text = std::fs::read_to_string(root.join("SPEC.md"))
+        .map_err(|e| Failed::from(format!("cannot read SPEC.md: {e}")))?;
     Ok(text
         .split("**")
         .filter(|w| w.starts_with("SC-") && w[3..].chars().all(|c| c.is_ascii_digit() || c == '.'))
