@@ -7,3 +7,4 @@ pub mod trace;
 
 pub mod real_tier;
 pub mod lifecycle;
+pub mod turmoil_s3;

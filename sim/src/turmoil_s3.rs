@@ -1,0 +1,154 @@
+//! The in-memory S3 store reachable over turmoil's simulated network, and the same aws-sdk-s3
+//! client the real tier uses, connecting through `turmoil::net::TcpStream`.
+//!
+//! - [`memory_service`]: the s3s service over a [`MemoryS3`], with the harness keys. Build it
+//!   once outside the host closure: the service is a cheap clone sharing one store, so the
+//!   store's contents survive a host bounce.
+//! - [`serve`]: the accept loop (hyper-util's auto server over a `turmoil::net::TcpListener`),
+//!   to run as a turmoil host's body.
+//! - [`sim_s3_client`]: an `aws_sdk_s3::Client` whose HTTP connector opens one simulated TCP
+//!   connection per request and speaks HTTP/1.1 over it with hyper. Retries are off and an
+//!   operation timeout bounds every call, so a partition is an error rather than a hang.
+//!
+//! Requests are signed with the real wall clock (s3s checks the signing time against its own
+//! wall clock), so signatures differ between runs; what the world observes does not.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_smithy_runtime_api::client::http::{
+    http_client_fn, HttpConnector, HttpConnectorFuture, SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_types::body::SdkBody;
+use http_body_util::BodyExt;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder as ConnBuilder;
+use s3s::auth::SimpleAuth;
+use s3s::service::{S3Service, S3ServiceBuilder};
+use tidemark_reference::clock::Clock;
+
+use crate::real_tier::memory_s3::{MemoryHandle, MemoryS3};
+use crate::real_tier::server::{ACCESS_KEY, REGION, SECRET_KEY};
+
+/// The port the simulated store listens on.
+pub const S3_PORT: u16 = 9000;
+
+/// The s3s service over a fresh in-memory store, with SimpleAuth set to the harness keys, and a
+/// handle on the store for seeding and inspection.
+pub fn memory_service(clock: Arc<dyn Clock>) -> (S3Service, MemoryHandle) {
+    let mem = MemoryS3::new(clock);
+    let handle = mem.handle();
+    let mut builder = S3ServiceBuilder::new(mem);
+    builder.set_auth(SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
+    (builder.build(), handle)
+}
+
+/// Serves `service` on `0.0.0.0:port` over turmoil's network until the host stops. Call it
+/// from inside a turmoil host.
+pub async fn serve(service: S3Service, port: u16) -> turmoil::Result {
+    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?;
+    let http = ConnBuilder::new(TokioExecutor::new());
+    loop {
+        let (socket, _) = listener.accept().await?;
+        let conn = http
+            .serve_connection(TokioIo::new(socket), service.clone())
+            .into_owned();
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+    }
+}
+
+/// The endpoint URL for a store host named `host` listening on `port`.
+pub fn endpoint(host: &str, port: u16) -> String {
+    format!("http://{host}:{port}")
+}
+
+/// An HTTP connector over turmoil's simulated TCP: per request, one connection to the URI's
+/// host and port, one HTTP/1.1 exchange, and the response body read in full.
+#[derive(Debug, Clone, Default)]
+pub struct TurmoilConnector;
+
+impl HttpConnector for TurmoilConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        HttpConnectorFuture::new(exchange(request))
+    }
+}
+
+async fn exchange(request: HttpRequest) -> Result<HttpResponse, ConnectorError> {
+    let mut request = request
+        .try_into_http1x()
+        .map_err(|e| ConnectorError::user(Box::new(e)))?;
+    let uri = request.uri().clone();
+    let host = uri
+        .host()
+        .ok_or_else(|| ConnectorError::user(format!("no host in {uri}").into()))?
+        .to_string();
+    let port = uri.port_u16().unwrap_or(80);
+    // hyper's connection-level client sends the request as given: an origin-form target and
+    // the Host header the signature covers, as a pooled client would send them.
+    if !request.headers().contains_key(http::header::HOST) {
+        let authority = uri.authority().map(|a| a.as_str()).unwrap_or(host.as_str());
+        let value = http::HeaderValue::from_str(authority)
+            .map_err(|e| ConnectorError::user(Box::new(e)))?;
+        request.headers_mut().insert(http::header::HOST, value);
+    }
+    let target = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    *request.uri_mut() = target
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| ConnectorError::user(Box::new(e)))?;
+    let stream = turmoil::net::TcpStream::connect((host.as_str(), port))
+        .await
+        .map_err(|e| ConnectorError::io(Box::new(e)).never_connected())?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| ConnectorError::io(Box::new(e)))?;
+    // The connection task ends when the exchange ends (the sender is dropped) or fails.
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| ConnectorError::io(Box::new(e)))?;
+    let (parts, body) = response.into_parts();
+    let bytes = body
+        .collect()
+        .await
+        .map_err(|e| ConnectorError::io(Box::new(e)))?
+        .to_bytes();
+    let response = http::Response::from_parts(parts, SdkBody::from(bytes));
+    HttpResponse::try_from(response).map_err(|e| ConnectorError::other(Box::new(e), None))
+}
+
+/// An aws-sdk-s3 client for `endpoint` over turmoil's network, configured as the real tier's
+/// [`crate::real_tier::s3_client`] is (path style, harness keys, retries off, checksums only
+/// when required), with every operation bounded by `operation_timeout` of simulated time.
+/// Build and use it inside a turmoil host or client.
+pub fn sim_s3_client(endpoint: &str, operation_timeout: Duration) -> aws_sdk_s3::Client {
+    use aws_sdk_s3::config::timeout::TimeoutConfig;
+    use aws_sdk_s3::config::{
+        Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation,
+    };
+    let creds = Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "tidemark");
+    let http_client = http_client_fn(|_, _| SharedHttpConnector::new(TurmoilConnector));
+    let config = aws_sdk_s3::Config::builder()
+        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .region(Region::new(REGION))
+        .endpoint_url(endpoint)
+        .credentials_provider(creds)
+        .force_path_style(true)
+        .http_client(http_client)
+        .retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled())
+        .timeout_config(
+            TimeoutConfig::builder()
+                .operation_timeout(operation_timeout)
+                .build(),
+        )
+        .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
+        .response_checksum_validation(ResponseChecksumValidation::WhenRequired)
+        .build();
+    aws_sdk_s3::Client::from_conf(config)
+}
