@@ -19,15 +19,21 @@ pub fn scratchpad_write_us(files: usize, writes: usize) -> f64 {
     cfg.requester_ceiling_bytes = 1 << 31;
     let clock = ManualClock::starting_at(Timestamp(1_767_225_600_000));
     let mut pad = Scratchpad::open(cfg, Arc::new(clock.clone())).expect("opens");
-    let ctx = CallContext { requester: "alice".into(), channel: "g".into(), thread: Some("T1".into()) };
+    let ctx = CallContext {
+        requester: "alice".into(),
+        channel: "g".into(),
+        thread: Some("T1".into()),
+    };
     let data = vec![b'x'; 100];
     for i in 0..files {
-        pad.write(&ctx, format!("d{}/f{i}.txt", i % 100).as_bytes(), &data).expect("a setup write");
+        pad.write(&ctx, format!("d{}/f{i}.txt", i % 100).as_bytes(), &data)
+            .expect("a setup write");
     }
     let started = Instant::now();
     for i in 0..writes {
         clock.advance_ms(1);
-        pad.write(&ctx, format!("bench/w{}.txt", i % 50).as_bytes(), &data).expect("a measured write");
+        pad.write(&ctx, format!("bench/w{}.txt", i % 50).as_bytes(), &data)
+            .expect("a measured write");
     }
     started.elapsed().as_secs_f64() * 1e6 / writes as f64
 }
@@ -42,17 +48,28 @@ pub fn scratchpad_evicting_write_us(files: usize, writes: usize) -> f64 {
     cfg.requester_ceiling_bytes = 1 << 31;
     let clock = ManualClock::starting_at(Timestamp(1_767_225_600_000));
     let mut pad = Scratchpad::open(cfg, Arc::new(clock.clone())).expect("opens");
-    let ctx = CallContext { requester: "alice".into(), channel: "g".into(), thread: Some("T1".into()) };
+    let ctx = CallContext {
+        requester: "alice".into(),
+        channel: "g".into(),
+        thread: Some("T1".into()),
+    };
     let data = vec![b'x'; 100];
     for i in 0..files {
         clock.advance_ms(1);
-        pad.write(&ctx, format!("d{}/f{i}.txt", i % 100).as_bytes(), &data).expect("a setup write");
+        pad.write(&ctx, format!("d{}/f{i}.txt", i % 100).as_bytes(), &data)
+            .expect("a setup write");
     }
     let started = Instant::now();
     for i in 0..writes {
         clock.advance_ms(1);
-        let w = pad.write(&ctx, format!("new/e{i}.txt").as_bytes(), &data).expect("a measured write");
-        assert_eq!(w.evicted.len(), 1, "each measured write evicts exactly one file");
+        let w = pad
+            .write(&ctx, format!("new/e{i}.txt").as_bytes(), &data)
+            .expect("a measured write");
+        assert_eq!(
+            w.evicted.len(),
+            1,
+            "each measured write evicts exactly one file"
+        );
     }
     started.elapsed().as_secs_f64() * 1e6 / writes as f64
 }
@@ -65,7 +82,10 @@ pub fn explore_throughput(seeds: u64) -> (f64, f64) {
     let mut simulated_ms = 0i64;
     for seed in Shard::ALL.seeds(0, seeds) {
         let r = run_seed(seed, &reference);
-        assert!(r.divergence.is_none(), "seed {seed} diverged; run tidemark explore");
+        assert!(
+            r.divergence.is_none(),
+            "seed {seed} diverged; run tidemark explore"
+        );
         simulated_ms += r.simulated_ms;
     }
     let secs = started.elapsed().as_secs_f64();

@@ -51,7 +51,11 @@ impl Bytes {
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Request {
     /// Write a file into the caller's own subtree (SP-3.1).
-    Write { caller: Caller, path: Bytes, content: Bytes },
+    Write {
+        caller: Caller,
+        path: Bytes,
+        content: Bytes,
+    },
     /// Read a file: own path first, then the session listing path (SP-3.2).
     Read { caller: Caller, path: Bytes },
     /// List the session, or one directory of it (SP-3.3).
@@ -91,14 +95,26 @@ pub struct Entry {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Outcome {
-    Written { path: String, evicted: Vec<String> },
-    Content { content: Bytes },
-    Listing { entries: Vec<Entry> },
+    Written {
+        path: String,
+        evicted: Vec<String>,
+    },
+    Content {
+        content: Bytes,
+    },
+    Listing {
+        entries: Vec<Entry>,
+    },
     Removed,
     /// A start or tick; `swept` names the sessions collected by a sweep it ran, if any.
-    Swept { swept: Vec<String> },
+    Swept {
+        swept: Vec<String>,
+    },
     /// Refused with a reason code from SPEC.md; nothing changed.
-    Refused { reason: String, message: String },
+    Refused {
+        reason: String,
+        message: String,
+    },
 }
 
 impl Outcome {
@@ -106,11 +122,17 @@ impl Outcome {
     pub fn summary(&self) -> String {
         match self {
             Outcome::Written { path, evicted } if evicted.is_empty() => format!("written {path}"),
-            Outcome::Written { path, evicted } => format!("written {path}, evicted [{}]", evicted.join(", ")),
+            Outcome::Written { path, evicted } => {
+                format!("written {path}, evicted [{}]", evicted.join(", "))
+            }
             Outcome::Content { content } => format!("content {:?}", abbreviate(&content.lossy())),
             Outcome::Listing { entries } => format!(
                 "listing [{}]",
-                entries.iter().map(|e| e.path.as_str()).collect::<Vec<_>>().join(", ")
+                entries
+                    .iter()
+                    .map(|e| e.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             Outcome::Removed => "removed".into(),
             Outcome::Swept { swept } => format!("swept [{}]", swept.join(", ")),
@@ -121,7 +143,11 @@ impl Outcome {
 
 fn abbreviate(s: &str) -> String {
     if s.chars().count() > 40 {
-        format!("{}…({} bytes)", s.chars().take(32).collect::<String>(), s.len())
+        format!(
+            "{}…({} bytes)",
+            s.chars().take(32).collect::<String>(),
+            s.len()
+        )
     } else {
         s.to_string()
     }

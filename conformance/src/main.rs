@@ -5,10 +5,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::scenario::Profile;
-use tidemark_conformance::{default_scenarios_dir, default_spec_path, explore, gate, mutants, process, report, suite};
+use tidemark_conformance::{
+    default_scenarios_dir, default_spec_path, explore, gate, mutants, process, report, suite,
+};
 
 #[derive(Parser)]
-#[command(name = "tidemark", version, about = "Deterministic simulation and conformance harness for agent file storage with retention")]
+#[command(
+    name = "tidemark",
+    version,
+    about = "Deterministic simulation and conformance harness for agent file storage with retention"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -151,7 +157,9 @@ enum Command {
 fn profiles(arg: &Option<String>) -> Result<Vec<Profile>, String> {
     match arg.as_deref() {
         None | Some("all") | Some("scoped") => Ok(vec![]),
-        Some(p) => Profile::from_name(p).map(|p| vec![p]).ok_or_else(|| format!("unknown profile {p:?}; expected scratchpad, scoped or all")),
+        Some(p) => Profile::from_name(p)
+            .map(|p| vec![p])
+            .ok_or_else(|| format!("unknown profile {p:?}; expected scratchpad, scoped or all")),
     }
 }
 
@@ -169,7 +177,10 @@ fn wants_scratchpad(arg: &Option<String>) -> bool {
 fn without_summary(table: &str) -> (&str, usize, usize) {
     let trimmed = table.trim_end_matches('\n');
     let (body, last) = trimmed.rsplit_once('\n').unwrap_or(("", trimmed));
-    let mut nums = last.split(|c: char| !c.is_ascii_digit()).filter(|t| !t.is_empty()).map(|t| t.parse::<usize>().unwrap_or(0));
+    let mut nums = last
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse::<usize>().unwrap_or(0));
     let (passed, failed) = (nums.next().unwrap_or(0), nums.next().unwrap_or(0));
     (body, passed, failed)
 }
@@ -192,7 +203,9 @@ fn main() -> ExitCode {
             max_shrink_iters,
             implementation,
         } => Some(if profile != "scratchpad" {
-            Err(format!("explore covers the scratchpad profile; {profile:?} is not explored yet"))
+            Err(format!(
+                "explore covers the scratchpad profile; {profile:?} is not explored yet"
+            ))
         } else {
             explore::cli::explore(&explore::cli::ExploreArgs {
                 seeds: *seeds,
@@ -207,11 +220,30 @@ fn main() -> ExitCode {
                 implementation: implementation.clone(),
             })
         }),
-        Command::Replay { fixture, seed, mutant } => Some(explore::cli::replay(fixture.as_deref(), *seed, mutant)),
-        Command::World { seeds, first_seed, mutant, check_determinism, hunt } => Some(
-            match mutant.as_deref().map(|id| tidemark_reference::scratchpad::ScratchpadMutant::from_id(id).ok_or(format!("unknown mutant {id:?}"))) {
+        Command::Replay {
+            fixture,
+            seed,
+            mutant,
+        } => Some(explore::cli::replay(fixture.as_deref(), *seed, mutant)),
+        Command::World {
+            seeds,
+            first_seed,
+            mutant,
+            check_determinism,
+            hunt,
+        } => Some(
+            match mutant.as_deref().map(|id| {
+                tidemark_reference::scratchpad::ScratchpadMutant::from_id(id)
+                    .ok_or(format!("unknown mutant {id:?}"))
+            }) {
                 Some(Err(e)) => Err(e),
-                m => Ok(tidemark_conformance::world::command(*seeds, *first_seed, m.and_then(Result::ok), *check_determinism, *hunt)),
+                m => Ok(tidemark_conformance::world::command(
+                    *seeds,
+                    *first_seed,
+                    m.and_then(Result::ok),
+                    *check_determinism,
+                    *hunt,
+                )),
             },
         ),
         Command::Bench { seeds } => {
@@ -223,7 +255,10 @@ fn main() -> ExitCode {
     if let Some(result) = direct {
         return exit(result);
     }
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
     exit(rt.block_on(run(cli)))
 }
 
@@ -240,8 +275,14 @@ fn exit(result: Result<bool, String>) -> ExitCode {
 
 async fn run(cli: Cli) -> Result<bool, String> {
     match cli.command {
-        Command::Run { suite: args, gate: gate_args } => {
-            let scoped = wants_scoped(&args.profile) && gate_args.implementation.is_none() && gate_args.only.is_empty() && matches!(gate_args.format, Format::Table);
+        Command::Run {
+            suite: args,
+            gate: gate_args,
+        } => {
+            let scoped = wants_scoped(&args.profile)
+                && gate_args.implementation.is_none()
+                && gate_args.only.is_empty()
+                && matches!(gate_args.format, Format::Table);
             if !scoped {
                 if args.profile.as_deref() == Some("scoped") {
                     return Err("the scoped profile runs in-process on the real tier only: no --impl, --only or --format json yet".into());
@@ -256,21 +297,30 @@ async fn run(cli: Cli) -> Result<bool, String> {
                 passed += p;
                 failed += f;
             }
-            let run = tidemark_conformance::profiles::scoped::run(&tidemark_conformance::profiles::scoped::scenarios_dir(), None).await?;
+            let run = tidemark_conformance::profiles::scoped::run(
+                &tidemark_conformance::profiles::scoped::scenarios_dir(),
+                None,
+            )
+            .await?;
             print!("{}", tidemark_conformance::profiles::scoped::report(&run));
             passed += run.passed();
             failed += run.failed();
             println!("{passed} passed, {failed} failed");
             Ok(failed == 0 && passed > 0)
         }
-        Command::Mutants { suite: args, only, all_killers } => {
+        Command::Mutants {
+            suite: args,
+            only,
+            all_killers,
+        } => {
             let mut rows = String::new();
             let (mut killed, mut survived) = (0, 0);
             if wants_scratchpad(&args.profile) {
                 let profiles = profiles(&args.profile)?;
                 let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
                 let selected = suite::select(&all, &profiles);
-                let results = mutants::run_scratchpad_mutants(&selected, only.as_deref(), !all_killers).await;
+                let results =
+                    mutants::run_scratchpad_mutants(&selected, only.as_deref(), !all_killers).await;
                 let table = mutants::table(&results);
                 let (body, _, _) = without_summary(&table);
                 if !body.is_empty() {
@@ -281,8 +331,14 @@ async fn run(cli: Cli) -> Result<bool, String> {
                 survived += results.iter().filter(|r| !r.killed()).count();
             }
             if wants_scoped(&args.profile) {
-                let results = tidemark_conformance::profiles::scoped::mutants(&tidemark_conformance::profiles::scoped::scenarios_dir(), only.as_deref()).await?;
-                rows.push_str(&tidemark_conformance::profiles::scoped::mutant_table(&results));
+                let results = tidemark_conformance::profiles::scoped::mutants(
+                    &tidemark_conformance::profiles::scoped::scenarios_dir(),
+                    only.as_deref(),
+                )
+                .await?;
+                rows.push_str(&tidemark_conformance::profiles::scoped::mutant_table(
+                    &results,
+                ));
                 killed += results.iter().filter(|r| r.killed_by.is_some()).count();
                 survived += results.iter().filter(|r| r.killed_by.is_none()).count();
             }
@@ -293,7 +349,10 @@ async fn run(cli: Cli) -> Result<bool, String> {
             println!("{killed} passed, {survived} failed");
             Ok(survived == 0)
         }
-        Command::Explore { .. } | Command::Replay { .. } | Command::Bench { .. } | Command::World { .. } => {
+        Command::Explore { .. }
+        | Command::Replay { .. }
+        | Command::Bench { .. }
+        | Command::World { .. } => {
             unreachable!("handled before the runtime starts")
         }
     }
@@ -303,31 +362,57 @@ async fn run(cli: Cli) -> Result<bool, String> {
 /// The reference scratchpad suite's table, for a run that adds the scoped profile after it.
 async fn capture_suite(args: &SuiteArgs, gate_args: &GateArgs) -> Result<String, String> {
     let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
-    let selection = gate::Selection { profiles: profiles(&args.profile)?, only: gate_args.only.clone() };
+    let selection = gate::Selection {
+        profiles: profiles(&args.profile)?,
+        only: gate_args.only.clone(),
+    };
     let selected = selection.apply(&all)?;
-    let report = gate::check_concurrently(&selected, &ReferenceScratchpad::default(), "tidemark run".into(), gate_args.jobs).await;
+    let report = gate::check_concurrently(
+        &selected,
+        &ReferenceScratchpad::default(),
+        "tidemark run".into(),
+        gate_args.jobs,
+    )
+    .await;
     if let Some(path) = &gate_args.junit {
-        std::fs::write(path, report::render_junit(&report)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(path, report::render_junit(&report))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(report::render_table(&report))
 }
 
 async fn run_suite(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String> {
     let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
-    let selection = gate::Selection { profiles: profiles(&args.profile)?, only: gate_args.only.clone() };
+    let selection = gate::Selection {
+        profiles: profiles(&args.profile)?,
+        only: gate_args.only.clone(),
+    };
     let selected = selection.apply(&all)?;
     let report = match &gate_args.implementation {
-        None => gate::check_concurrently(&selected, &ReferenceScratchpad::default(), "tidemark run".into(), gate_args.jobs).await,
+        None => {
+            gate::check_concurrently(
+                &selected,
+                &ReferenceScratchpad::default(),
+                "tidemark run".into(),
+                gate_args.jobs,
+            )
+            .await
+        }
         Some(command) => {
-            let command = process::AdapterCommand::parse(command, &process::launch_dir()).map_err(|e| e.to_string())?;
-            let options = process::ProcessOptions { reply_timeout: std::time::Duration::from_millis(gate_args.timeout_ms) };
+            let command = process::AdapterCommand::parse(command, &process::launch_dir())
+                .map_err(|e| e.to_string())?;
+            let options = process::ProcessOptions {
+                reply_timeout: std::time::Duration::from_millis(gate_args.timeout_ms),
+            };
             let factory = match process::ProcessFactory::probe(command.clone(), options).await {
                 Ok(factory) => factory,
                 Err(e) => {
-                    let message = format!("the implementation did not complete the init exchange: {e}");
+                    let message =
+                        format!("the implementation did not complete the init exchange: {e}");
                     if let Some(path) = &gate_args.junit {
                         let xml = report::render_junit_setup_error(command.text(), &message);
-                        std::fs::write(path, xml).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                        std::fs::write(path, xml)
+                            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
                     }
                     return Err(message);
                 }
@@ -347,7 +432,8 @@ async fn run_suite(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, Strin
         Format::Json => print!("{}", report::render_json(&report)),
     }
     if let Some(path) = &gate_args.junit {
-        std::fs::write(path, report::render_junit(&report)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(path, report::render_junit(&report))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(report.passed())
 }

@@ -23,7 +23,11 @@ impl MutantResult {
 }
 
 /// Runs the scratchpad mutants. `stop_at_first` stops each mutant at its first killing scenario.
-pub async fn run_scratchpad_mutants(scenarios: &[&Scenario], only: Option<&str>, stop_at_first: bool) -> Vec<MutantResult> {
+pub async fn run_scratchpad_mutants(
+    scenarios: &[&Scenario],
+    only: Option<&str>,
+    stop_at_first: bool,
+) -> Vec<MutantResult> {
     let mut out = Vec::new();
     for m in ScratchpadMutant::ALL {
         if only.is_some_and(|o| o != m.id()) {
@@ -31,7 +35,10 @@ pub async fn run_scratchpad_mutants(scenarios: &[&Scenario], only: Option<&str>,
         }
         let factory = ReferenceScratchpad { mutant: Some(m) };
         let mut killed_by = Vec::new();
-        for s in scenarios.iter().filter(|s| s.profile == Profile::Scratchpad) {
+        for s in scenarios
+            .iter()
+            .filter(|s| s.profile == Profile::Scratchpad)
+        {
             if !run_scenario(s, &factory).await.passed() {
                 killed_by.push(s.test_name());
                 if stop_at_first {
@@ -39,7 +46,12 @@ pub async fn run_scratchpad_mutants(scenarios: &[&Scenario], only: Option<&str>,
                 }
             }
         }
-        out.push(MutantResult { profile: Profile::Scratchpad, id: m.id(), description: m.description(), killed_by });
+        out.push(MutantResult {
+            profile: Profile::Scratchpad,
+            id: m.id(),
+            description: m.description(),
+            killed_by,
+        });
     }
     out
 }
@@ -50,10 +62,26 @@ pub fn table(results: &[MutantResult]) -> String {
     let width = results.iter().map(|r| r.id.len()).max().unwrap_or(0);
     for r in results {
         if r.killed() {
-            let more = if r.killed_by.len() > 1 { format!(" (+{} more)", r.killed_by.len() - 1) } else { String::new() };
-            let _ = writeln!(s, "KILLED    {:<11} {:<width$}  by {}{more}", r.profile.name(), r.id, r.killed_by[0]);
+            let more = if r.killed_by.len() > 1 {
+                format!(" (+{} more)", r.killed_by.len() - 1)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                "KILLED    {:<11} {:<width$}  by {}{more}",
+                r.profile.name(),
+                r.id,
+                r.killed_by[0]
+            );
         } else {
-            let _ = writeln!(s, "SURVIVED  {:<11} {:<width$}  {}: no scenario fails", r.profile.name(), r.id, r.description);
+            let _ = writeln!(
+                s,
+                "SURVIVED  {:<11} {:<width$}  {}: no scenario fails",
+                r.profile.name(),
+                r.id,
+                r.description
+            );
         }
     }
     let killed = results.iter().filter(|r| r.killed()).count();

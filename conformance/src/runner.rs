@@ -61,17 +61,32 @@ pub async fn run_scenario(scenario: &Scenario, factory: &dyn DriverFactory) -> S
     }
 }
 
-async fn play(scenario: &Scenario, factory: &dyn DriverFactory, tmp: &Path, trace: &mut Trace) -> Result<(), Failure> {
-    let setup_failure = |what: &str, e: String| Failure { line: 0, step: "(setup)".into(), expected: what.into(), actual: e };
+async fn play(
+    scenario: &Scenario,
+    factory: &dyn DriverFactory,
+    tmp: &Path,
+    trace: &mut Trace,
+) -> Result<(), Failure> {
+    let setup_failure = |what: &str, e: String| Failure {
+        line: 0,
+        step: "(setup)".into(),
+        expected: what.into(),
+        actual: e,
+    };
     let root = tmp.join("root");
     let workdir = tmp.join("workdir");
     let outside = tmp.join("outside");
     for d in [&root, &workdir, &outside] {
         fs::create_dir(d).map_err(|e| setup_failure("a scratch directory", e.to_string()))?;
     }
-    fs::write(outside.join("secret.txt"), OUTSIDE_SECRET).map_err(|e| setup_failure("the outside file", e.to_string()))?;
+    fs::write(outside.join("secret.txt"), OUTSIDE_SECRET)
+        .map_err(|e| setup_failure("the outside file", e.to_string()))?;
     let env = Environment {
-        root: if scenario.knobs.mounted { root.clone() } else { PathBuf::new() },
+        root: if scenario.knobs.mounted {
+            root.clone()
+        } else {
+            PathBuf::new()
+        },
         workdir: workdir.clone(),
         knobs: scenario.knobs.clone(),
     };
@@ -84,11 +99,19 @@ async fn play(scenario: &Scenario, factory: &dyn DriverFactory, tmp: &Path, trac
         start(&mut *driver, now, trace, 0, "(start)").await?;
         running = true;
         for step in &scenario.steps {
-            let fail = |expected: String, actual: String| Failure { line: step.line, step: step.text.clone(), expected, actual };
+            let fail = |expected: String, actual: String| Failure {
+                line: step.line,
+                step: step.text.clone(),
+                expected,
+                actual,
+            };
             match &step.action {
                 Action::Advance { ms } => {
                     now = now.plus_ms(*ms);
-                    trace.record(now.as_millis() - EPOCH.as_millis(), format!("advance {ms}ms"));
+                    trace.record(
+                        now.as_millis() - EPOCH.as_millis(),
+                        format!("advance {ms}ms"),
+                    );
                     if running {
                         let out = driver
                             .call(now, &Request::Tick)
@@ -98,7 +121,10 @@ async fn play(scenario: &Scenario, factory: &dyn DriverFactory, tmp: &Path, trac
                     }
                 }
                 Action::Stop => {
-                    driver.stop().await.map_err(|e| fail("the implementation to stop".into(), e.to_string()))?;
+                    driver
+                        .stop()
+                        .await
+                        .map_err(|e| fail("the implementation to stop".into(), e.to_string()))?;
                     trace.record(rel(now), "stop");
                     running = false;
                 }
@@ -108,12 +134,14 @@ async fn play(scenario: &Scenario, factory: &dyn DriverFactory, tmp: &Path, trac
                 }
                 Action::Call { request, expect } => {
                     if !running {
-                        return Err(fail("a running implementation".into(), "the scenario called it while stopped (a scenario bug)".into()));
+                        return Err(fail(
+                            "a running implementation".into(),
+                            "the scenario called it while stopped (a scenario bug)".into(),
+                        ));
                     }
-                    let out = driver
-                        .call(now, request)
-                        .await
-                        .map_err(|e| fail(expect.to_string(), format!("implementation error: {e}")))?;
+                    let out = driver.call(now, request).await.map_err(|e| {
+                        fail(expect.to_string(), format!("implementation error: {e}"))
+                    })?;
                     trace.record(rel(now), format!("{} -> {}", step.text, out.summary()));
                     if !matches(expect, &out) {
                         return Err(fail(expect.to_string(), out.summary()));
@@ -138,13 +166,22 @@ fn rel(now: Timestamp) -> i64 {
     now.as_millis() - EPOCH.as_millis()
 }
 
-async fn start(driver: &mut dyn Driver, now: Timestamp, trace: &mut Trace, line: usize, text: &str) -> Result<(), Failure> {
-    let out = driver.call(now, &Request::Start).await.map_err(|e| Failure {
-        line,
-        step: text.into(),
-        expected: "the implementation to start".into(),
-        actual: e.to_string(),
-    })?;
+async fn start(
+    driver: &mut dyn Driver,
+    now: Timestamp,
+    trace: &mut Trace,
+    line: usize,
+    text: &str,
+) -> Result<(), Failure> {
+    let out = driver
+        .call(now, &Request::Start)
+        .await
+        .map_err(|e| Failure {
+            line,
+            step: text.into(),
+            expected: "the implementation to start".into(),
+            actual: e.to_string(),
+        })?;
     trace.record(rel(now), format!("start -> {}", out.summary()));
     Ok(())
 }
@@ -169,7 +206,13 @@ pub fn matches(expect: &Expect, out: &Outcome) -> bool {
 }
 
 /// Performs or checks one disk step. Errors are (expected, actual).
-fn disk(d: &DiskAction, root: &Path, workdir: &Path, outside: &Path, now: Timestamp) -> Result<(), (String, String)> {
+fn disk(
+    d: &DiskAction,
+    root: &Path,
+    workdir: &Path,
+    outside: &Path,
+    now: Timestamp,
+) -> Result<(), (String, String)> {
     let io = |what: &str, e: std::io::Error| (what.to_string(), e.to_string());
     let stamp = |p: &Path| {
         let t = filetime::FileTime::from_system_time(now.to_system_time());
@@ -184,7 +227,8 @@ fn disk(d: &DiskAction, root: &Path, workdir: &Path, outside: &Path, now: Timest
         DiskAction::Write(rel, content) => {
             let p = root.join(rel);
             if let Some(parent) = p.parent() {
-                fs::create_dir_all(parent).map_err(|e| io("the parent directory to be created", e))?;
+                fs::create_dir_all(parent)
+                    .map_err(|e| io("the parent directory to be created", e))?;
             }
             fs::write(&p, content).map_err(|e| io("the file to be written", e))?;
             stamp(&p).map_err(|e| io("the file to be stamped", e))
@@ -192,25 +236,38 @@ fn disk(d: &DiskAction, root: &Path, workdir: &Path, outside: &Path, now: Timest
         DiskAction::Symlink { link, target } => {
             let p = root.join(link);
             if let Some(parent) = p.parent() {
-                fs::create_dir_all(parent).map_err(|e| io("the parent directory to be created", e))?;
+                fs::create_dir_all(parent)
+                    .map_err(|e| io("the parent directory to be created", e))?;
             }
             let target = target.replace("$OUTSIDE", &outside.to_string_lossy());
             std::os::unix::fs::symlink(&target, &p).map_err(|e| io("the symlink to be created", e))
         }
         DiskAction::Exists(rel) => match fs::symlink_metadata(root.join(rel)) {
             Ok(_) => Ok(()),
-            Err(_) => Err((format!("{rel} to exist under the root"), "it does not".into())),
+            Err(_) => Err((
+                format!("{rel} to exist under the root"),
+                "it does not".into(),
+            )),
         },
         DiskAction::Absent(rel) => match fs::symlink_metadata(root.join(rel)) {
-            Ok(_) => Err((format!("{rel} to be absent from the root"), "it exists".into())),
+            Ok(_) => Err((
+                format!("{rel} to be absent from the root"),
+                "it exists".into(),
+            )),
             Err(_) => Ok(()),
         },
         DiskAction::NoPathContains(text) => {
-            let hits = all_paths(root).into_iter().filter(|p| p.contains(text.as_str())).collect::<Vec<_>>();
+            let hits = all_paths(root)
+                .into_iter()
+                .filter(|p| p.contains(text.as_str()))
+                .collect::<Vec<_>>();
             if hits.is_empty() {
                 Ok(())
             } else {
-                Err((format!("no path under the root containing {text:?}"), format!("found {}", hits.join(", "))))
+                Err((
+                    format!("no path under the root containing {text:?}"),
+                    format!("found {}", hits.join(", ")),
+                ))
             }
         }
         DiskAction::WorkdirEmpty => {
@@ -218,7 +275,10 @@ fn disk(d: &DiskAction, root: &Path, workdir: &Path, outside: &Path, now: Timest
             if found.is_empty() {
                 Ok(())
             } else {
-                Err(("the working directory to stay empty".into(), format!("it holds {}", found.join(", "))))
+                Err((
+                    "the working directory to stay empty".into(),
+                    format!("it holds {}", found.join(", ")),
+                ))
             }
         }
     }
@@ -232,7 +292,12 @@ fn all_paths(dir: &Path) -> Vec<String> {
         let Ok(rd) = fs::read_dir(&d) else { continue };
         for e in rd.flatten() {
             let p = e.path();
-            out.push(p.strip_prefix(dir).unwrap_or(&p).to_string_lossy().to_string());
+            out.push(
+                p.strip_prefix(dir)
+                    .unwrap_or(&p)
+                    .to_string_lossy()
+                    .to_string(),
+            );
             if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
                 stack.push(p);
             }

@@ -42,16 +42,23 @@ impl RuleIndex {
 
 /// `SP-1`, `SP-1.2`, `SC-3.4.1`: two capital letters, a dash, dot-separated numbers.
 pub fn is_rule_id(id: &str) -> bool {
-    let Some((prefix, nums)) = id.split_once('-') else { return false };
+    let Some((prefix, nums)) = id.split_once('-') else {
+        return false;
+    };
     prefix.len() == 2
         && prefix.bytes().all(|b| b.is_ascii_uppercase())
         && !nums.is_empty()
-        && nums.split('.').all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        && nums
+            .split('.')
+            .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The repository root, found from this crate's manifest directory.
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("conformance/ has a parent").to_path_buf()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("conformance/ has a parent")
+        .to_path_buf()
 }
 
 #[cfg(test)]
@@ -60,7 +67,9 @@ mod tests {
 
     #[test]
     fn rules_are_read_from_bold_ids_at_the_start_of_a_line() {
-        let idx = RuleIndex::parse("**SP-1.1** A rule.\n- **SP-2** Another.\nSee **SP-9** inline? no: `x **SP-3**`.");
+        let idx = RuleIndex::parse(
+            "**SP-1.1** A rule.\n- **SP-2** Another.\nSee **SP-9** inline? no: `x **SP-3**`.",
+        );
         assert!(idx.contains("SP-1.1"));
         assert!(idx.contains("SP-2"));
         assert!(!idx.contains("SP-3"));

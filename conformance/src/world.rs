@@ -48,11 +48,27 @@ impl Clock for WorldClock {
 /// One line of the server's log, in the order things were applied.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Applied {
-    Start { at_ms: i64, swept: Vec<String> },
-    Sweep { at_ms: i64, swept: Vec<String> },
-    Call { at_ms: i64, client: usize, seq: usize, request: Request, outcome: Outcome },
+    Start {
+        at_ms: i64,
+        swept: Vec<String>,
+    },
+    Sweep {
+        at_ms: i64,
+        swept: Vec<String>,
+    },
+    Call {
+        at_ms: i64,
+        client: usize,
+        seq: usize,
+        request: Request,
+        outcome: Outcome,
+    },
     /// The harness planted a symbolic link (a fault: someone else's link in a subtree).
-    Plant { at_ms: i64, caller: Caller, path: Vec<String> },
+    Plant {
+        at_ms: i64,
+        caller: Caller,
+        path: Vec<String>,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -70,25 +86,50 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn apply(pad: &mut Scratchpad, req: &Request) -> Outcome {
     let ctx = |c: &Caller| crate::scenario::parse::context_of(c);
-    let refused = |e: tidemark_reference::scratchpad::ScratchError| Outcome::Refused { reason: e.refusal.code().into(), message: e.message };
+    let refused = |e: tidemark_reference::scratchpad::ScratchError| Outcome::Refused {
+        reason: e.refusal.code().into(),
+        message: e.message,
+    };
     match req {
-        Request::Write { caller, path, content } => match pad.write(&ctx(caller), &path.0, &content.0) {
-            Ok(w) => Outcome::Written { path: w.listed_path, evicted: w.evicted },
+        Request::Write {
+            caller,
+            path,
+            content,
+        } => match pad.write(&ctx(caller), &path.0, &content.0) {
+            Ok(w) => Outcome::Written {
+                path: w.listed_path,
+                evicted: w.evicted,
+            },
             Err(e) => refused(e),
         },
         Request::Read { caller, path } => match pad.read(&ctx(caller), &path.0) {
-            Ok(c) => Outcome::Content { content: crate::contract::Bytes(c) },
+            Ok(c) => Outcome::Content {
+                content: crate::contract::Bytes(c),
+            },
             Err(e) => refused(e),
         },
-        Request::List { caller, path } => match pad.list(&ctx(caller), path.as_ref().map(|p| p.0.as_slice())) {
-            Ok(es) => Outcome::Listing { entries: es.into_iter().map(|e| crate::contract::Entry { path: e.path, size: e.size }).collect() },
-            Err(e) => refused(e),
-        },
+        Request::List { caller, path } => {
+            match pad.list(&ctx(caller), path.as_ref().map(|p| p.0.as_slice())) {
+                Ok(es) => Outcome::Listing {
+                    entries: es
+                        .into_iter()
+                        .map(|e| crate::contract::Entry {
+                            path: e.path,
+                            size: e.size,
+                        })
+                        .collect(),
+                },
+                Err(e) => refused(e),
+            }
+        }
         Request::Remove { caller, path } => match pad.remove(&ctx(caller), &path.0) {
             Ok(()) => Outcome::Removed,
             Err(e) => refused(e),
         },
-        Request::Start | Request::Tick => Outcome::Refused { reason: "not_found".into(), message: "not a client request".into() },
+        Request::Start | Request::Tick => Outcome::Refused {
+            reason: "not_found".into(),
+            message: "not a client request".into(),
+        },
     }
 }
 
@@ -97,7 +138,10 @@ async fn serve(cfg: ScratchpadConfig, clock: WorldClock, log: Log) -> turmoil::R
     let mut pad = Scratchpad::open(cfg, Arc::new(clock.clone()))?;
     let report = pad.start()?;
     let rel = |c: &WorldClock| c.now().as_millis() - EPOCH.as_millis();
-    lock(&log).push(Applied::Start { at_ms: rel(&clock), swept: report.collected });
+    lock(&log).push(Applied::Start {
+        at_ms: rel(&clock),
+        swept: report.collected,
+    });
     let pad = Arc::new(Mutex::new(pad));
     {
         let (pad, log, clock) = (pad.clone(), log.clone(), clock.clone());
@@ -106,7 +150,10 @@ async fn serve(cfg: ScratchpadConfig, clock: WorldClock, log: Log) -> turmoil::R
                 tokio::time::sleep(SWEEPER_POLL).await;
                 let mut p = lock(&pad);
                 if let Ok(Some(r)) = p.tick() {
-                    lock(&log).push(Applied::Sweep { at_ms: rel(&clock), swept: r.collected });
+                    lock(&log).push(Applied::Sweep {
+                        at_ms: rel(&clock),
+                        swept: r.collected,
+                    });
                 }
             }
         });
@@ -121,11 +168,19 @@ async fn serve(cfg: ScratchpadConfig, clock: WorldClock, log: Log) -> turmoil::R
             if reader.read_line(&mut line).await.is_err() {
                 return;
             }
-            let Ok(env) = serde_json::from_str::<Envelope>(&line) else { return };
+            let Ok(env) = serde_json::from_str::<Envelope>(&line) else {
+                return;
+            };
             let outcome = {
                 let mut p = lock(&pad);
                 let outcome = apply(&mut p, &env.request);
-                lock(&log).push(Applied::Call { at_ms: rel(&clock), client: env.client, seq: env.seq, request: env.request, outcome: outcome.clone() });
+                lock(&log).push(Applied::Call {
+                    at_ms: rel(&clock),
+                    client: env.client,
+                    seq: env.seq,
+                    request: env.request,
+                    outcome: outcome.clone(),
+                });
                 outcome
             };
             let mut out = serde_json::to_string(&outcome).expect("an outcome serialises");
@@ -137,13 +192,19 @@ async fn serve(cfg: ScratchpadConfig, clock: WorldClock, log: Log) -> turmoil::R
 
 async fn call(client: usize, seq: usize, request: Request) -> std::io::Result<Outcome> {
     let mut stream = turmoil::net::TcpStream::connect(("pad", PORT)).await?;
-    let mut line = serde_json::to_string(&Envelope { client, seq, request }).expect("serialises");
+    let mut line = serde_json::to_string(&Envelope {
+        client,
+        seq,
+        request,
+    })
+    .expect("serialises");
     line.push('\n');
     stream.write_all(line.as_bytes()).await?;
     let mut reader = BufReader::new(stream);
     let mut answer = String::new();
     reader.read_line(&mut answer).await?;
-    serde_json::from_str(&answer).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    serde_json::from_str(&answer)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 /// What a client saw for one request: the outcome, or nothing (timeout, refused connection).
@@ -173,13 +234,34 @@ fn client_ops(seed: MasterSeed, client: usize) -> Vec<(u64, SimOp)> {
         .map(|_| {
             let pause_ms = rng.gen_range(0..60);
             let place = rng.gen_range(0..PLACES.len() as u8);
-            let who = if rng.gen_bool(0.7) { client as u8 } else { rng.gen_range(0..WHO.len() as u8) };
-            let p = if rng.gen_bool(0.45) { [0u8, 7, 8][rng.gen_range(0..3)] } else { rng.gen_range(0..PATHS.len() as u8) };
+            let who = if rng.gen_bool(0.7) {
+                client as u8
+            } else {
+                rng.gen_range(0..WHO.len() as u8)
+            };
+            let p = if rng.gen_bool(0.45) {
+                [0u8, 7, 8][rng.gen_range(0..3)]
+            } else {
+                rng.gen_range(0..PATHS.len() as u8)
+            };
             let op = match rng.gen_range(0..100) {
-                0..=44 => SimOp::Write { who, place, path: p, size: rng.gen_range(0..SIZES.len() as u8) },
-                45..=69 => SimOp::Read { who, place, path: p },
+                0..=44 => SimOp::Write {
+                    who,
+                    place,
+                    path: p,
+                    size: rng.gen_range(0..SIZES.len() as u8),
+                },
+                45..=69 => SimOp::Read {
+                    who,
+                    place,
+                    path: p,
+                },
                 70..=87 => SimOp::List { who, place },
-                _ => SimOp::Remove { who, place, path: p },
+                _ => SimOp::Remove {
+                    who,
+                    place,
+                    path: p,
+                },
             };
             (pause_ms, op)
         })
@@ -192,7 +274,15 @@ fn faults(seed: MasterSeed) -> Vec<(u64, Fault)> {
     // Clock jumps spread over the run: about a month in all.
     for _ in 0..24 {
         let at = rng.gen_range(0..2_400u64);
-        let jump = [5 * MINUTE_MS, HOUR_MS, 6 * HOUR_MS, DAY_MS, DAY_MS, 2 * DAY_MS, 3 * DAY_MS][rng.gen_range(0..7)];
+        let jump = [
+            5 * MINUTE_MS,
+            HOUR_MS,
+            6 * HOUR_MS,
+            DAY_MS,
+            DAY_MS,
+            2 * DAY_MS,
+            3 * DAY_MS,
+        ][rng.gen_range(0..7)];
         out.push((at, Fault::Jump(jump)));
     }
     if rng.gen_bool(0.3) {
@@ -209,8 +299,15 @@ fn faults(seed: MasterSeed) -> Vec<(u64, Fault)> {
         out.push((at + rng.gen_range(50..400), Fault::Bounce));
     }
     for _ in 0..rng.gen_range(0..3) {
-        let (who, place, path) = (rng.gen_range(0..WHO.len() as u8), rng.gen_range(0..PLACES.len() as u8), rng.gen_range(0..2));
-        out.push((rng.gen_range(0..1_500), Fault::PlantLink { who, place, path }));
+        let (who, place, path) = (
+            rng.gen_range(0..WHO.len() as u8),
+            rng.gen_range(0..PLACES.len() as u8),
+            rng.gen_range(0..2),
+        );
+        out.push((
+            rng.gen_range(0..1_500),
+            Fault::PlantLink { who, place, path },
+        ));
     }
     for _ in 0..rng.gen_range(0..3) {
         let c = rng.gen_range(0..CLIENTS);
@@ -229,7 +326,10 @@ fn knobs(unmounted: bool) -> ModelKnobs {
 /// Runs one seed's world against the reference (or a mutant) and checks it with the oracle.
 pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
     let master = MasterSeed(seed);
-    let tmp = tempfile::Builder::new().prefix("tidemark-world-").tempdir_in(scratch_base()).expect("a temporary directory");
+    let tmp = tempfile::Builder::new()
+        .prefix("tidemark-world-")
+        .tempdir_in(scratch_base())
+        .expect("a temporary directory");
     let root = tmp.path().join("root");
     let workdir = tmp.path().join("workdir");
     let outside = tmp.path().join("outside");
@@ -241,7 +341,11 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
     // One world in ten runs unmounted (SP-1.3).
     let unmounted = master.stream("world-mount").gen_bool(0.1);
     let mk = knobs(unmounted);
-    let mut cfg = ScratchpadConfig::with_root(if unmounted { std::path::PathBuf::new() } else { root.clone() });
+    let mut cfg = ScratchpadConfig::with_root(if unmounted {
+        std::path::PathBuf::new()
+    } else {
+        root.clone()
+    });
     cfg.working_dir = workdir.clone();
     cfg.session_cap_bytes = mk.session_cap_bytes;
     cfg.requester_ceiling_bytes = mk.requester_ceiling_bytes;
@@ -262,8 +366,16 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
         .max_message_latency(Duration::from_millis(15))
         .build();
     {
-        let (cfg, clock, log) = (cfg.clone(), WorldClock { offset_ms: offset.clone() }, log.clone());
-        sim.host("pad", move || serve(cfg.clone(), clock.clone(), log.clone()));
+        let (cfg, clock, log) = (
+            cfg.clone(),
+            WorldClock {
+                offset_ms: offset.clone(),
+            },
+            log.clone(),
+        );
+        sim.host("pad", move || {
+            serve(cfg.clone(), clock.clone(), log.clone())
+        });
     }
     for c in 0..CLIENTS {
         let ops = client_ops(master, c);
@@ -272,7 +384,10 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
             for (seq, (pause_ms, op)) in ops.into_iter().enumerate() {
                 tokio::time::sleep(Duration::from_millis(pause_ms)).await;
                 let request = op.request(c * 1000 + seq).expect("a call");
-                let got = tokio::time::timeout(CALL_TIMEOUT, call(c, seq, request)).await.ok().and_then(Result::ok);
+                let got = tokio::time::timeout(CALL_TIMEOUT, call(c, seq, request))
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
                 lock(&seen).push((c, seq, got));
             }
             left.fetch_sub(1, Ordering::SeqCst);
@@ -290,8 +405,14 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
             let mut seq = 0;
             for who in 0..WHO.len() as u8 {
                 for place in 0..PLACES.len() as u8 {
-                    let request = Request::List { caller: caller(who, place), path: None };
-                    let got = tokio::time::timeout(CALL_TIMEOUT, call(99, seq, request)).await.ok().and_then(Result::ok);
+                    let request = Request::List {
+                        caller: caller(who, place),
+                        path: None,
+                    };
+                    let got = tokio::time::timeout(CALL_TIMEOUT, call(99, seq, request))
+                        .await
+                        .ok()
+                        .and_then(Result::ok);
                     lock(&seen).push((99, seq, got));
                     seq += 1;
                 }
@@ -327,15 +448,25 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
                 Fault::Repair(c) => sim.repair(format!("c{c}"), "pad"),
                 Fault::PlantLink { who, place, path } => {
                     let c = caller(*who, *place);
-                    let rel: Vec<String> = crate::explore::ops::LINK_PATHS[*path as usize].split('/').map(String::from).collect();
+                    let rel: Vec<String> = crate::explore::ops::LINK_PATHS[*path as usize]
+                        .split('/')
+                        .map(String::from)
+                        .collect();
                     if !unmounted && can_plant(&root, &c, &rel) {
                         let now = EPOCH.plus_ms(elapsed_ms as i64 + offset.load(Ordering::SeqCst));
                         crate::explore::run::plant_link_on_disk(&root, &outside, &c, &rel, now);
-                        lock(&log).push(Applied::Plant { at_ms: now.as_millis() - EPOCH.as_millis(), caller: c, path: rel });
+                        lock(&log).push(Applied::Plant {
+                            at_ms: now.as_millis() - EPOCH.as_millis(),
+                            caller: c,
+                            path: rel,
+                        });
                     }
                 }
             }
-            trace.record(elapsed_ms as i64 + offset.load(Ordering::SeqCst), format!("fault {f:?}"));
+            trace.record(
+                elapsed_ms as i64 + offset.load(Ordering::SeqCst),
+                format!("fault {f:?}"),
+            );
             next_fault += 1;
         }
         if !healed && workers_left.load(Ordering::SeqCst) == 0 {
@@ -367,9 +498,16 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
         failure = check(&log, &seen, &mut trace, unmounted).err();
     }
     if failure.is_none() {
-        failure = crate::explore::run::check_disk(&root, &workdir).err().map(|d| format!("{}: expected {}, got {}", d.op, d.expected, d.actual));
+        failure = crate::explore::run::check_disk(&root, &workdir)
+            .err()
+            .map(|d| format!("{}: expected {}, got {}", d.op, d.expected, d.actual));
     }
-    WorldResult { trace, failure, simulated_ms, steps }
+    WorldResult {
+        trace,
+        failure,
+        simulated_ms,
+        steps,
+    }
 }
 
 /// Replays the server's log through the oracle; checks what clients saw against it; checks
@@ -384,8 +522,16 @@ fn check(log: &Log, seen: &Seen, trace: &mut Trace, unmounted: bool) -> Result<(
                 model.stop();
                 let expected = model.apply(EPOCH.as_millis() + at_ms, &Request::Start);
                 trace.record(*at_ms, format!("start -> swept [{}]", swept.join(", ")));
-                if expected != (Outcome::Swept { swept: swept.clone() }) {
-                    return Err(format!("startup sweep at +{at_ms}ms: expected {}, got swept [{}]", expected.summary(), swept.join(", ")));
+                if expected
+                    != (Outcome::Swept {
+                        swept: swept.clone(),
+                    })
+                {
+                    return Err(format!(
+                        "startup sweep at +{at_ms}ms: expected {}, got swept [{}]",
+                        expected.summary(),
+                        swept.join(", ")
+                    ));
                 }
                 last_at = *at_ms;
             }
@@ -393,21 +539,47 @@ fn check(log: &Log, seen: &Seen, trace: &mut Trace, unmounted: bool) -> Result<(
                 let expected = model.sweep(EPOCH.as_millis() + at_ms);
                 trace.record(*at_ms, format!("sweep -> [{}]", swept.join(", ")));
                 if &expected != swept {
-                    return Err(format!("timed sweep at +{at_ms}ms: expected [{}], got [{}]", expected.join(", "), swept.join(", ")));
+                    return Err(format!(
+                        "timed sweep at +{at_ms}ms: expected [{}], got [{}]",
+                        expected.join(", "),
+                        swept.join(", ")
+                    ));
                 }
                 last_at = *at_ms;
             }
-            Applied::Plant { at_ms, caller, path } => {
+            Applied::Plant {
+                at_ms,
+                caller,
+                path,
+            } => {
                 model.plant_link(caller, path, EPOCH.as_millis() + at_ms);
-                trace.record(*at_ms, format!("plant link {}:{}", caller.display(), path.join("/")));
+                trace.record(
+                    *at_ms,
+                    format!("plant link {}:{}", caller.display(), path.join("/")),
+                );
             }
-            Applied::Call { at_ms, client, seq, request, outcome } => {
+            Applied::Call {
+                at_ms,
+                client,
+                seq,
+                request,
+                outcome,
+            } => {
                 let expected = model.apply(EPOCH.as_millis() + at_ms, request);
                 let same = match (&expected, outcome) {
-                    (Outcome::Refused { reason: a, .. }, Outcome::Refused { reason: b, .. }) => a == b,
+                    (Outcome::Refused { reason: a, .. }, Outcome::Refused { reason: b, .. }) => {
+                        a == b
+                    }
                     (a, b) => a == b,
                 };
-                trace.record(*at_ms, format!("c{client}#{seq} {} -> {}", request.op_name(), outcome.summary()));
+                trace.record(
+                    *at_ms,
+                    format!(
+                        "c{client}#{seq} {} -> {}",
+                        request.op_name(),
+                        outcome.summary()
+                    ),
+                );
                 if !same {
                     return Err(format!(
                         "client {client} request {seq} ({}) at +{at_ms}ms: expected {}, got {}",
@@ -424,20 +596,35 @@ fn check(log: &Log, seen: &Seen, trace: &mut Trace, unmounted: bool) -> Result<(
     for (client, seq, got) in lock(seen).iter() {
         if let Some(got) = got {
             let applied = log.iter().find_map(|e| match e {
-                Applied::Call { client: c, seq: s, outcome, .. } if c == client && s == seq => Some(outcome),
+                Applied::Call {
+                    client: c,
+                    seq: s,
+                    outcome,
+                    ..
+                } if c == client && s == seq => Some(outcome),
                 _ => None,
             });
             if applied != Some(got) {
-                return Err(format!("client {client} request {seq} received {} but the server applied {:?}", got.summary(), applied.map(Outcome::summary)));
+                return Err(format!(
+                    "client {client} request {seq} received {} but the server applied {:?}",
+                    got.summary(),
+                    applied.map(Outcome::summary)
+                ));
             }
         }
     }
     // Liveness: after healing and several sweeper polls, nothing the model expired remains.
     let leftover = model.expired(EPOCH.as_millis() + last_at);
     if !leftover.is_empty() {
-        return Err(format!("liveness: sessions [{}] expired by +{last_at}ms but were never collected", leftover.join(", ")));
+        return Err(format!(
+            "liveness: sessions [{}] expired by +{last_at}ms but were never collected",
+            leftover.join(", ")
+        ));
     }
-    let audited = lock(seen).iter().filter(|(c, _, got)| *c == 99 && got.is_some()).count();
+    let audited = lock(seen)
+        .iter()
+        .filter(|(c, _, got)| *c == 99 && got.is_some())
+        .count();
     if audited == 0 {
         return Err("liveness: the auditor reached the healed server for no listing".into());
     }
@@ -462,21 +649,36 @@ fn can_plant(root: &std::path::Path, c: &Caller, rel: &[String]) -> bool {
 
 /// `tidemark world`: seeds through the turmoil world, optionally twice each (determinism), or
 /// every mutant hunted.
-pub fn command(seeds: u64, first_seed: u64, mutant: Option<ScratchpadMutant>, check_determinism: bool, hunt: bool) -> bool {
+pub fn command(
+    seeds: u64,
+    first_seed: u64,
+    mutant: Option<ScratchpadMutant>,
+    check_determinism: bool,
+    hunt: bool,
+) -> bool {
     let started = std::time::Instant::now();
     if hunt {
         let mut found = 0;
         for m in ScratchpadMutant::ALL {
-            let hit = (first_seed..first_seed + seeds).find(|s| run_world(*s, Some(m)).failure.is_some());
+            let hit =
+                (first_seed..first_seed + seeds).find(|s| run_world(*s, Some(m)).failure.is_some());
             match hit {
                 Some(s) => {
                     found += 1;
-                    println!("FOUND      {:<28} at seed {s} ({} seeds)", m.id(), s - first_seed + 1);
+                    println!(
+                        "FOUND      {:<28} at seed {s} ({} seeds)",
+                        m.id(),
+                        s - first_seed + 1
+                    );
                 }
                 None => println!("NOT FOUND  {:<28} in {seeds} seeds", m.id()),
             }
         }
-        println!("{} passed, {} failed", found, ScratchpadMutant::ALL.len() - found);
+        println!(
+            "{} passed, {} failed",
+            found,
+            ScratchpadMutant::ALL.len() - found
+        );
         return found == ScratchpadMutant::ALL.len();
     }
     let mut failed = 0u64;
@@ -493,13 +695,19 @@ pub fn command(seeds: u64, first_seed: u64, mutant: Option<ScratchpadMutant>, ch
                 identical += 1;
             } else {
                 failed += 1;
-                println!("NONDETERMINISTIC  world seed {seed}: {} vs {}", r.trace.hash(), again.trace.hash());
+                println!(
+                    "NONDETERMINISTIC  world seed {seed}: {} vs {}",
+                    r.trace.hash(),
+                    again.trace.hash()
+                );
                 continue;
             }
         }
         if let Some(f) = &r.failure {
             failed += 1;
-            let m = mutant.map(|m| format!(" --mutant {}", m.id())).unwrap_or_default();
+            let m = mutant
+                .map(|m| format!(" --mutant {}", m.id()))
+                .unwrap_or_default();
             println!("FAIL  world seed {seed}: {f}");
             for l in r.trace.tail(8) {
                 println!("    {l}");

@@ -11,7 +11,11 @@ fn every_seed_replays_to_a_byte_identical_trace() {
     for seed in 0..20 {
         let a = run_seed(seed, &reference);
         let b = run_seed(seed, &reference);
-        assert_eq!(a.trace.lines(), b.trace.lines(), "seed {seed} is not deterministic");
+        assert_eq!(
+            a.trace.lines(),
+            b.trace.lines(),
+            "seed {seed} is not deterministic"
+        );
         assert_eq!(a.trace.hash(), b.trace.hash());
     }
 }
@@ -31,8 +35,20 @@ fn the_reference_survives_a_bounded_random_search() {
 
 #[test]
 fn random_search_finds_the_directory_mtime_mutant_and_shrinks_it() {
-    let mutant = ReferenceScratchpad { mutant: Some(ScratchpadMutant::DirMtimeCounted) };
-    let found = (0..50).find_map(|seed| explore_seed(seed, &mutant, 2_000)).expect("found within 50 seeds");
-    assert!(found.ops.len() <= 8, "shrunk to {} operations: {:?}", found.ops.len(), found.ops);
-    assert!(found.run.divergence.is_some(), "the shrunk sequence still fails");
+    let mutant = ReferenceScratchpad {
+        mutant: Some(ScratchpadMutant::DirMtimeCounted),
+    };
+    let found = (0..50)
+        .find_map(|seed| explore_seed(seed, &mutant, 2_000))
+        .expect("found within 50 seeds");
+    assert!(
+        found.ops.len() <= 8,
+        "shrunk to {} operations: {:?}",
+        found.ops.len(),
+        found.ops
+    );
+    assert!(
+        found.run.divergence.is_some(),
+        "the shrunk sequence still fails"
+    );
 }

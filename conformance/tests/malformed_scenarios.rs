@@ -17,12 +17,16 @@ const HEAD: &str = "scenario: an example\nprofile: scratchpad\nrules: SP-1.1\n";
 
 #[test]
 fn an_unknown_operation_is_an_error_not_a_skipped_step() {
-    insta::assert_snapshot!(error_of(&format!("{HEAD}alice@#g/T1 delete notes.md => ok\n")));
+    insta::assert_snapshot!(error_of(&format!(
+        "{HEAD}alice@#g/T1 delete notes.md => ok\n"
+    )));
 }
 
 #[test]
 fn an_unknown_rule_id_is_an_error() {
-    insta::assert_snapshot!(error_of("scenario: x\nprofile: scratchpad\nrules: SP-1.1, SP-9.9\n"));
+    insta::assert_snapshot!(error_of(
+        "scenario: x\nprofile: scratchpad\nrules: SP-1.1, SP-9.9\n"
+    ));
 }
 
 #[test]
@@ -32,12 +36,16 @@ fn a_call_without_an_expectation_names_what_was_expected() {
 
 #[test]
 fn an_unknown_refusal_reason_lists_the_known_ones() {
-    insta::assert_snapshot!(error_of(&format!("{HEAD}alice@#g/T1 read ../x => refused climbing\n")));
+    insta::assert_snapshot!(error_of(&format!(
+        "{HEAD}alice@#g/T1 read ../x => refused climbing\n"
+    )));
 }
 
 #[test]
 fn an_unclosed_string_names_its_line() {
-    insta::assert_snapshot!(error_of(&format!("{HEAD}\n# a comment\nalice@#g/T1 write notes.md \"draft => ok\n")));
+    insta::assert_snapshot!(error_of(&format!(
+        "{HEAD}\n# a comment\nalice@#g/T1 write notes.md \"draft => ok\n"
+    )));
 }
 
 #[test]
@@ -57,7 +65,9 @@ fn a_missing_scenario_line_is_reported_at_line_one() {
 
 #[test]
 fn a_caller_without_a_channel_is_explained() {
-    insta::assert_snapshot!(error_of(&format!("{HEAD}alice@general write x \"y\" => ok\n")));
+    insta::assert_snapshot!(error_of(&format!(
+        "{HEAD}alice@general write x \"y\" => ok\n"
+    )));
 }
 
 #[test]

@@ -11,7 +11,11 @@ use tidemark_conformance::{default_scenarios_dir, default_spec_path, suite};
 use tidemark_reference::scratchpad::ScratchpadMutant;
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime").block_on(f)
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
 }
 
 fn main() {
@@ -43,15 +47,22 @@ fn main() {
     }
     for m in ScratchpadMutant::ALL {
         let scenarios = scenarios.clone();
-        trials.push(Trial::test(format!("mutant::scratchpad::{}", m.id().replace('-', "_")), move || {
-            let refs: Vec<_> = scenarios.iter().collect();
-            let r = block_on(run_scratchpad_mutants(&refs, Some(m.id()), true));
-            if r.iter().all(|r| r.killed()) {
-                Ok(())
-            } else {
-                Err(Failed::from(format!("mutant {} ({}) survives every scenario", m.id(), m.description())))
-            }
-        }));
+        trials.push(Trial::test(
+            format!("mutant::scratchpad::{}", m.id().replace('-', "_")),
+            move || {
+                let refs: Vec<_> = scenarios.iter().collect();
+                let r = block_on(run_scratchpad_mutants(&refs, Some(m.id()), true));
+                if r.iter().all(|r| r.killed()) {
+                    Ok(())
+                } else {
+                    Err(Failed::from(format!(
+                        "mutant {} ({}) survives every scenario",
+                        m.id(),
+                        m.description()
+                    )))
+                }
+            },
+        ));
     }
     let fixtures_dir = tidemark_conformance::spec::repo_root().join("fixtures/explore");
     let fixtures = match fixture::load_all(&fixtures_dir) {
@@ -62,7 +73,10 @@ fn main() {
         }
     };
     for (path, f) in fixtures {
-        let name = path.file_stem().map(|s| s.to_string_lossy().replace('-', "_")).unwrap_or_default();
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().replace('-', "_"))
+            .unwrap_or_default();
         trials.push(Trial::test(format!("fixture::{name}"), move || {
             let r = block_on(fixture::replay(&f)).map_err(Failed::from)?;
             let shown = path.display();

@@ -6,5 +6,5 @@
 //! Time is handed in through [`clock::Clock`]; nothing here reads the wall clock.
 
 pub mod clock;
-pub mod scratchpad;
 pub mod scoped;
+pub mod scratchpad;

@@ -8,9 +8,20 @@ use tidemark_reference::scratchpad::{measure_usage, CallContext, Scratchpad, Scr
 
 #[derive(Clone, Debug)]
 enum Step {
-    Write { who: usize, thread: Option<usize>, path: usize, size: usize },
-    Remove { who: usize, thread: Option<usize>, path: usize },
-    Advance { hours: i64 },
+    Write {
+        who: usize,
+        thread: Option<usize>,
+        path: usize,
+        size: usize,
+    },
+    Remove {
+        who: usize,
+        thread: Option<usize>,
+        path: usize,
+    },
+    Advance {
+        hours: i64,
+    },
     Restart,
 }
 
@@ -28,7 +39,11 @@ fn step() -> impl Strategy<Value = Step> {
 }
 
 fn ctx(who: usize, thread: Option<usize>) -> CallContext {
-    CallContext { requester: WHO[who].into(), channel: "g".into(), thread: thread.map(|t| format!("T{t}")) }
+    CallContext {
+        requester: WHO[who].into(),
+        channel: "g".into(),
+        thread: thread.map(|t| format!("T{t}")),
+    }
 }
 
 fn config(root: &std::path::Path) -> ScratchpadConfig {

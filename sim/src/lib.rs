@@ -5,6 +5,6 @@ pub mod clock;
 pub mod seed;
 pub mod trace;
 
-pub mod real_tier;
 pub mod lifecycle;
+pub mod real_tier;
 pub mod turmoil_s3;

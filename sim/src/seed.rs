@@ -25,11 +25,17 @@ mod tests {
 
     #[test]
     fn the_same_seed_and_name_give_the_same_numbers() {
-        assert_eq!(MasterSeed(7).stream("faults").next_u64(), MasterSeed(7).stream("faults").next_u64());
+        assert_eq!(
+            MasterSeed(7).stream("faults").next_u64(),
+            MasterSeed(7).stream("faults").next_u64()
+        );
     }
 
     #[test]
     fn streams_of_different_names_are_independent() {
-        assert_ne!(MasterSeed(7).stream("faults").next_u64(), MasterSeed(7).stream("clients").next_u64());
+        assert_ne!(
+            MasterSeed(7).stream("faults").next_u64(),
+            MasterSeed(7).stream("clients").next_u64()
+        );
     }
 }

@@ -26,21 +26,34 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn file_name(&self) -> String {
-        format!("{}-{}-seed-{}.json", self.profile, self.mutant.as_deref().unwrap_or("reference"), self.seed)
+        format!(
+            "{}-{}-seed-{}.json",
+            self.profile,
+            self.mutant.as_deref().unwrap_or("reference"),
+            self.seed
+        )
     }
 
     pub fn save(&self, dir: &Path) -> std::io::Result<PathBuf> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(self.file_name());
-        std::fs::write(&path, serde_json::to_string_pretty(self).expect("a fixture serialises") + "\n")?;
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(self).expect("a fixture serialises") + "\n",
+        )?;
         Ok(path)
     }
 
     pub fn load(path: &Path) -> Result<Fixture, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let f: Fixture = serde_json::from_str(&text).map_err(|e| format!("{}:{}: {e}", path.display(), e.line()))?;
+        let f: Fixture = serde_json::from_str(&text)
+            .map_err(|e| format!("{}:{}: {e}", path.display(), e.line()))?;
         if f.version != 1 {
-            return Err(format!("{}: fixture version {} is not 1", path.display(), f.version));
+            return Err(format!(
+                "{}: fixture version {} is not 1",
+                path.display(),
+                f.version
+            ));
         }
         Ok(f)
     }
@@ -48,7 +61,9 @@ impl Fixture {
     pub fn mutant(&self) -> Result<Option<ScratchpadMutant>, String> {
         match &self.mutant {
             None => Ok(None),
-            Some(id) => ScratchpadMutant::from_id(id).map(Some).ok_or_else(|| format!("unknown mutant {id:?}")),
+            Some(id) => ScratchpadMutant::from_id(id)
+                .map(Some)
+                .ok_or_else(|| format!("unknown mutant {id:?}")),
         }
     }
 }
@@ -65,14 +80,22 @@ pub struct Replay {
 }
 
 pub async fn replay(f: &Fixture) -> Result<Replay, String> {
-    let factory = ReferenceScratchpad { mutant: f.mutant()? };
+    let factory = ReferenceScratchpad {
+        mutant: f.mutant()?,
+    };
     let run = run_ops(&f.ops, f.unmounted, &factory).await;
     let reference = if f.mutant.is_some() {
-        run_ops(&f.ops, f.unmounted, &ReferenceScratchpad::default()).await.divergence.is_none()
+        run_ops(&f.ops, f.unmounted, &ReferenceScratchpad::default())
+            .await
+            .divergence
+            .is_none()
     } else {
         run.divergence.is_none()
     };
-    let divergence = run.divergence.as_ref().map(|d| format!("{}: expected {}, got {}", d.op, d.expected, d.actual));
+    let divergence = run
+        .divergence
+        .as_ref()
+        .map(|d| format!("{}: expected {}, got {}", d.op, d.expected, d.actual));
     Ok(Replay {
         reproduced: run.divergence.is_some() && run.trace.hash() == f.trace_hash,
         trace_hash: run.trace.hash(),
@@ -84,8 +107,14 @@ pub async fn replay(f: &Fixture) -> Result<Replay, String> {
 /// Every fixture under `dir`, sorted by file name.
 pub fn load_all(dir: &Path) -> Result<Vec<(PathBuf, Fixture)>, String> {
     let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else { return Ok(out) };
-    let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Ok(out);
+    };
+    let mut paths: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
     paths.sort();
     for p in paths {
         let f = Fixture::load(&p)?;

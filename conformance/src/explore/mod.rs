@@ -30,7 +30,10 @@ pub fn rng_for(seed: u64) -> TestRng {
 /// The workload a seed generates, before any shrinking.
 pub fn generate(seed: u64) -> (bool, Vec<SimOp>) {
     let mut runner = TestRunner::new_with_rng(Config::default(), rng_for(seed));
-    workload().new_tree(&mut runner).expect("the workload strategy always generates").current()
+    workload()
+        .new_tree(&mut runner)
+        .expect("the workload strategy always generates")
+        .current()
 }
 
 /// A failing seed, shrunk.
@@ -46,7 +49,11 @@ pub struct Found {
 }
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime").block_on(f)
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(f)
 }
 
 /// Runs one seed without shrinking.
@@ -56,7 +63,11 @@ pub fn run_seed(seed: u64, factory: &dyn DriverFactory) -> RunResult {
 }
 
 /// Runs one seed; on failure shrinks it with proptest and returns the minimal failing sequence.
-pub fn explore_seed(seed: u64, factory: &dyn DriverFactory, max_shrink_iters: u32) -> Option<Found> {
+pub fn explore_seed(
+    seed: u64,
+    factory: &dyn DriverFactory,
+    max_shrink_iters: u32,
+) -> Option<Found> {
     let config = Config {
         cases: 1,
         failure_persistence: None,
@@ -66,12 +77,18 @@ pub fn explore_seed(seed: u64, factory: &dyn DriverFactory, max_shrink_iters: u3
         ..Config::default()
     };
     let mut runner = TestRunner::new_with_rng(config, rng_for(seed));
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
     let outcome = runner.run(&workload(), |(unmounted, ops)| {
         let r = rt.block_on(run_ops(&ops, unmounted, factory));
         match r.divergence {
             None => Ok(()),
-            Some(d) => Err(TestCaseError::fail(format!("{}: expected {}, got {}", d.op, d.expected, d.actual))),
+            Some(d) => Err(TestCaseError::fail(format!(
+                "{}: expected {}, got {}",
+                d.op, d.expected, d.actual
+            ))),
         }
     });
     match outcome {
@@ -80,7 +97,13 @@ pub fn explore_seed(seed: u64, factory: &dyn DriverFactory, max_shrink_iters: u3
             let original_len = ops.len();
             let ops: Vec<SimOp> = ops.into_iter().filter(|o| *o != SimOp::Nop).collect();
             let run = rt.block_on(run_ops(&ops, unmounted, factory));
-            Some(Found { seed, unmounted, ops, run, original_len })
+            Some(Found {
+                seed,
+                unmounted,
+                ops,
+                run,
+                original_len,
+            })
         }
         Err(TestError::Abort(why)) => panic!("proptest aborted seed {seed}: {why}"),
     }
@@ -96,9 +119,15 @@ pub struct Shard {
 impl std::str::FromStr for Shard {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let (k, m) = s.split_once('/').ok_or_else(|| format!("expected a shard K/M, found {s:?}"))?;
-        let index: u64 = k.parse().map_err(|_| format!("expected a number before '/', found {k:?}"))?;
-        let count: u64 = m.parse().map_err(|_| format!("expected a number after '/', found {m:?}"))?;
+        let (k, m) = s
+            .split_once('/')
+            .ok_or_else(|| format!("expected a shard K/M, found {s:?}"))?;
+        let index: u64 = k
+            .parse()
+            .map_err(|_| format!("expected a number before '/', found {k:?}"))?;
+        let count: u64 = m
+            .parse()
+            .map_err(|_| format!("expected a number after '/', found {m:?}"))?;
         if count == 0 || index >= count {
             return Err(format!("shard {s} is out of range: need 0 <= K < M"));
         }
@@ -128,7 +157,9 @@ mod tests {
     #[test]
     fn shards_partition_the_seeds() {
         let all: Vec<u64> = Shard::ALL.seeds(0, 30).collect();
-        let mut parts: Vec<u64> = (0..3).flat_map(|k| Shard { index: k, count: 3 }.seeds(0, 30)).collect();
+        let mut parts: Vec<u64> = (0..3)
+            .flat_map(|k| Shard { index: k, count: 3 }.seeds(0, 30))
+            .collect();
         parts.sort();
         assert_eq!(all, parts);
         assert!("3/3".parse::<Shard>().is_err());

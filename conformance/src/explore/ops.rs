@@ -34,18 +34,40 @@ pub const SIZES: [u16; 5] = [10, 200, 450, 900, 1001];
 pub enum SimOp {
     /// Does nothing. First among the alternatives, so shrinking turns unneeded steps into it.
     Nop,
-    Write { who: u8, place: u8, path: u8, size: u8 },
-    Read { who: u8, place: u8, path: u8 },
-    List { who: u8, place: u8 },
-    Remove { who: u8, place: u8, path: u8 },
+    Write {
+        who: u8,
+        place: u8,
+        path: u8,
+        size: u8,
+    },
+    Read {
+        who: u8,
+        place: u8,
+        path: u8,
+    },
+    List {
+        who: u8,
+        place: u8,
+    },
+    Remove {
+        who: u8,
+        place: u8,
+        path: u8,
+    },
     /// Time moves (negative: the clock jumps backward); a running implementation gets a tick.
-    Advance { ms: i64 },
+    Advance {
+        ms: i64,
+    },
     /// The implementation dies; nothing but the disk survives.
     Crash,
     /// The implementation starts again (and sweeps at once).
     Restart,
     /// The harness places a symbolic link pointing outside the root.
-    PlantLink { who: u8, place: u8, path: u8 },
+    PlantLink {
+        who: u8,
+        place: u8,
+        path: u8,
+    },
 }
 
 pub fn caller(who: u8, place: u8) -> Caller {
@@ -59,7 +81,10 @@ pub fn caller(who: u8, place: u8) -> Caller {
 /// A path from the table, with `@bob` expanded to bob's hashed directory (SP-1.2).
 pub fn path(i: u8) -> Vec<u8> {
     PATHS[i as usize % PATHS.len()]
-        .replace("@bob", &tidemark_reference::scratchpad::requester_dir("bob"))
+        .replace(
+            "@bob",
+            &tidemark_reference::scratchpad::requester_dir("bob"),
+        )
         .into_bytes()
 }
 
@@ -76,14 +101,36 @@ impl SimOp {
     /// The contract request for a call operation, `None` for the others.
     pub fn request(&self, step: usize) -> Option<Request> {
         Some(match *self {
-            SimOp::Write { who, place, path: p, size } => Request::Write {
+            SimOp::Write {
+                who,
+                place,
+                path: p,
+                size,
+            } => Request::Write {
                 caller: caller(who, place),
                 path: Bytes(path(p)),
                 content: Bytes(content(step, size)),
             },
-            SimOp::Read { who, place, path: p } => Request::Read { caller: caller(who, place), path: Bytes(path(p)) },
-            SimOp::List { who, place } => Request::List { caller: caller(who, place), path: None },
-            SimOp::Remove { who, place, path: p } => Request::Remove { caller: caller(who, place), path: Bytes(path(p)) },
+            SimOp::Read {
+                who,
+                place,
+                path: p,
+            } => Request::Read {
+                caller: caller(who, place),
+                path: Bytes(path(p)),
+            },
+            SimOp::List { who, place } => Request::List {
+                caller: caller(who, place),
+                path: None,
+            },
+            SimOp::Remove {
+                who,
+                place,
+                path: p,
+            } => Request::Remove {
+                caller: caller(who, place),
+                path: Bytes(path(p)),
+            },
             _ => return None,
         })
     }
@@ -93,7 +140,13 @@ fn duration(ms: i64) -> String {
     if ms < 0 {
         return format!("-{}", duration(-ms));
     }
-    let units = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1_000, "s"), (1, "ms")];
+    let units = [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1_000, "s"),
+        (1, "ms"),
+    ];
     let mut rest = ms;
     let mut s = String::new();
     for (u, name) in units {
@@ -115,17 +168,45 @@ impl fmt::Display for SimOp {
         let p = |i: u8| PATHS[i as usize % PATHS.len()];
         match *self {
             SimOp::Nop => write!(f, "nop"),
-            SimOp::Write { who: w, place, path, size } => {
-                write!(f, "{} write {} {}B", who(w, place), p(path), SIZES[size as usize % SIZES.len()])
+            SimOp::Write {
+                who: w,
+                place,
+                path,
+                size,
+            } => {
+                write!(
+                    f,
+                    "{} write {} {}B",
+                    who(w, place),
+                    p(path),
+                    SIZES[size as usize % SIZES.len()]
+                )
             }
-            SimOp::Read { who: w, place, path } => write!(f, "{} read {}", who(w, place), p(path)),
+            SimOp::Read {
+                who: w,
+                place,
+                path,
+            } => write!(f, "{} read {}", who(w, place), p(path)),
             SimOp::List { who: w, place } => write!(f, "{} list", who(w, place)),
-            SimOp::Remove { who: w, place, path } => write!(f, "{} remove {}", who(w, place), p(path)),
+            SimOp::Remove {
+                who: w,
+                place,
+                path,
+            } => write!(f, "{} remove {}", who(w, place), p(path)),
             SimOp::Advance { ms } => write!(f, "advance {}", duration(ms)),
             SimOp::Crash => write!(f, "stop"),
             SimOp::Restart => write!(f, "start"),
-            SimOp::PlantLink { who: w, place, path } => {
-                write!(f, "disk symlink {}:{} -> $OUTSIDE", who(w, place), LINK_PATHS[path as usize % LINK_PATHS.len()])
+            SimOp::PlantLink {
+                who: w,
+                place,
+                path,
+            } => {
+                write!(
+                    f,
+                    "disk symlink {}:{} -> $OUTSIDE",
+                    who(w, place),
+                    LINK_PATHS[path as usize % LINK_PATHS.len()]
+                )
             }
         }
     }
@@ -177,5 +258,8 @@ pub const OPS_PER_SEED: usize = 200;
 /// A whole seed's workload: always [`OPS_PER_SEED`] steps (shrinking turns steps into `Nop`),
 /// and, for one seed in twenty, an unmounted root.
 pub fn workload() -> impl Strategy<Value = (bool, Vec<SimOp>)> {
-    (proptest::bool::weighted(0.05), super::shrink::sequence(op().boxed(), OPS_PER_SEED))
+    (
+        proptest::bool::weighted(0.05),
+        super::shrink::sequence(op().boxed(), OPS_PER_SEED),
+    )
 }

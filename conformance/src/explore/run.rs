@@ -21,10 +21,18 @@ pub fn knobs(unmounted: bool) -> (Knobs, ModelKnobs) {
         max_file_bytes: 1000,
         ..ModelKnobs::default()
     };
-    let mut k = Knobs { mounted: !unmounted, ..Knobs::default() };
-    k.values.insert("session_cap_bytes".into(), model.session_cap_bytes as i64);
-    k.values.insert("requester_ceiling_bytes".into(), model.requester_ceiling_bytes as i64);
-    k.values.insert("max_file_bytes".into(), model.max_file_bytes as i64);
+    let mut k = Knobs {
+        mounted: !unmounted,
+        ..Knobs::default()
+    };
+    k.values
+        .insert("session_cap_bytes".into(), model.session_cap_bytes as i64);
+    k.values.insert(
+        "requester_ceiling_bytes".into(),
+        model.requester_ceiling_bytes as i64,
+    );
+    k.values
+        .insert("max_file_bytes".into(), model.max_file_bytes as i64);
     (k, model)
 }
 
@@ -84,7 +92,12 @@ impl World<'_> {
         self.now.as_millis() - EPOCH.as_millis()
     }
 
-    async fn both(&mut self, step: Option<usize>, label: &str, req: &Request) -> Result<(), Divergence> {
+    async fn both(
+        &mut self,
+        step: Option<usize>,
+        label: &str,
+        req: &Request,
+    ) -> Result<(), Divergence> {
         let expected = self.model.apply(self.now.as_millis(), req);
         let actual = match self.driver.call(self.now, req).await {
             Ok(o) => o,
@@ -98,11 +111,17 @@ impl World<'_> {
             }
         };
         let rel = self.rel();
-        self.trace.record(rel, format!("{label} -> {}", actual.summary()));
+        self.trace
+            .record(rel, format!("{label} -> {}", actual.summary()));
         if same(&expected, &actual) {
             Ok(())
         } else {
-            Err(Divergence { step, op: label.into(), expected: expected.summary(), actual: actual.summary() })
+            Err(Divergence {
+                step,
+                op: label.into(),
+                expected: expected.summary(),
+                actual: actual.summary(),
+            })
         }
     }
 
@@ -141,7 +160,10 @@ impl World<'_> {
             }
             SimOp::PlantLink { who, place, path } => {
                 let c = caller(*who, *place);
-                let rel_path: Vec<String> = LINK_PATHS[*path as usize % LINK_PATHS.len()].split('/').map(String::from).collect();
+                let rel_path: Vec<String> = LINK_PATHS[*path as usize % LINK_PATHS.len()]
+                    .split('/')
+                    .map(String::from)
+                    .collect();
                 if self.root.as_os_str().is_empty() || !self.model.can_plant_link(&c, &rel_path) {
                     return Ok(());
                 }
@@ -169,7 +191,13 @@ impl World<'_> {
 /// the implementation does (SP-3.5): each created directory, the directory it was created in, and
 /// the link's own directory. The session directory thus moves only when a member directory is
 /// created in it.
-pub fn plant_link_on_disk(root: &Path, outside: &Path, c: &crate::contract::Caller, rel_path: &[String], now: Timestamp) {
+pub fn plant_link_on_disk(
+    root: &Path,
+    outside: &Path,
+    c: &crate::contract::Caller,
+    rel_path: &[String],
+    now: Timestamp,
+) {
     let ctx = crate::scenario::parse::context_of(c);
     let session = root.join(ctx.session_dir());
     let mut dir = session.join(ctx.requester_dir());
@@ -186,7 +214,8 @@ pub fn plant_link_on_disk(root: &Path, outside: &Path, c: &crate::contract::Call
         }
     }
     fs::create_dir_all(&dir).expect("planting a link's directories");
-    std::os::unix::fs::symlink(outside, dir.join(rel_path.last().expect("a name"))).expect("planting a link");
+    std::os::unix::fs::symlink(outside, dir.join(rel_path.last().expect("a name")))
+        .expect("planting a link");
     let t = filetime::FileTime::from_system_time(now.to_system_time());
     let mut touched: Vec<std::path::PathBuf> = vec![dir.clone()];
     for d in &created {
@@ -203,7 +232,10 @@ pub fn plant_link_on_disk(root: &Path, outside: &Path, c: &crate::contract::Call
 /// Plays `ops` against a fresh implementation from `factory` and the model.
 pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory) -> RunResult {
     let mut trace = Trace::new();
-    let tmp = tempfile::Builder::new().prefix("tidemark-explore-").tempdir_in(scratch_base()).expect("a temporary directory");
+    let tmp = tempfile::Builder::new()
+        .prefix("tidemark-explore-")
+        .tempdir_in(scratch_base())
+        .expect("a temporary directory");
     let root = tmp.path().join("root");
     let workdir = tmp.path().join("workdir");
     let outside = tmp.path().join("outside");
@@ -215,7 +247,11 @@ pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory
 
     let (knobs, model_knobs) = knobs(unmounted);
     let env = Environment {
-        root: if unmounted { Default::default() } else { root.clone() },
+        root: if unmounted {
+            Default::default()
+        } else {
+            root.clone()
+        },
         workdir: workdir.clone(),
         knobs,
     };
@@ -224,13 +260,29 @@ pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory
         Err(e) => {
             return RunResult {
                 trace,
-                divergence: Some(Divergence { step: None, op: "create".into(), expected: "an implementation".into(), actual: e.to_string() }),
+                divergence: Some(Divergence {
+                    step: None,
+                    op: "create".into(),
+                    expected: "an implementation".into(),
+                    actual: e.to_string(),
+                }),
                 simulated_ms: 0,
             }
         }
     };
-    let model_root = if unmounted { Path::new("") } else { root.as_path() };
-    let mut w = World { driver, model: ScratchpadModel::new(model_knobs.clone()), trace: &mut trace, now: EPOCH, root: model_root, outside: &outside };
+    let model_root = if unmounted {
+        Path::new("")
+    } else {
+        root.as_path()
+    };
+    let mut w = World {
+        driver,
+        model: ScratchpadModel::new(model_knobs.clone()),
+        trace: &mut trace,
+        now: EPOCH,
+        root: model_root,
+        outside: &outside,
+    };
     let result = async {
         w.both(None, "start", &Request::Start).await?;
         for (i, op) in ops.iter().enumerate() {
@@ -245,7 +297,11 @@ pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory
         let _ = w.driver.stop().await;
     }
     drop(w);
-    RunResult { trace, divergence: result.err(), simulated_ms }
+    RunResult {
+        trace,
+        divergence: result.err(),
+        simulated_ms,
+    }
 }
 
 /// The healing phase: everything restarts, time passes the longest timer plus one interval, and
@@ -254,12 +310,23 @@ async fn heal(w: &mut World<'_>, k: &ModelKnobs) -> Result<(), Divergence> {
     if !w.model.is_running() {
         w.both(None, "heal: start", &Request::Start).await?;
     }
-    w.now = w.now.plus_ms(k.thread_quiet_ms.max(k.pairing_idle_ms) + k.sweep_interval_ms);
-    w.both(None, "heal: tick after the longest timer", &Request::Tick).await?;
+    w.now = w
+        .now
+        .plus_ms(k.thread_quiet_ms.max(k.pairing_idle_ms) + k.sweep_interval_ms);
+    w.both(None, "heal: tick after the longest timer", &Request::Tick)
+        .await?;
     for who in 0..WHO.len() as u8 {
         for place in 0..PLACES.len() as u8 {
-            let req = Request::List { caller: caller(who, place), path: None };
-            w.both(None, &format!("heal: {} list", caller(who, place).display()), &req).await?;
+            let req = Request::List {
+                caller: caller(who, place),
+                path: None,
+            };
+            w.both(
+                None,
+                &format!("heal: {} list", caller(who, place).display()),
+                &req,
+            )
+            .await?;
         }
     }
     Ok(())
@@ -271,7 +338,8 @@ pub fn plant_foreign(root: &Path) {
     let foreign = root.join(FOREIGN);
     fs::create_dir_all(foreign.parent().expect("parent")).expect("a foreign directory");
     fs::write(&foreign, "not the scratchpad's").expect("a foreign file");
-    let long_ago = filetime::FileTime::from_system_time(EPOCH.plus_ms(-30 * 86_400_000).to_system_time());
+    let long_ago =
+        filetime::FileTime::from_system_time(EPOCH.plus_ms(-30 * 86_400_000).to_system_time());
     for p in [&foreign, &root.join("lost+found")] {
         let _ = filetime::set_file_mtime(p, long_ago);
     }
@@ -281,10 +349,19 @@ pub fn plant_foreign(root: &Path) {
 /// stays empty (SP-1.3).
 pub fn check_disk(root: &Path, workdir: &Path) -> Result<(), Divergence> {
     if !root.join(FOREIGN).exists() {
-        return Err(Divergence { step: None, op: "heal: disk".into(), expected: format!("{FOREIGN} to survive"), actual: "it was removed".into() });
+        return Err(Divergence {
+            step: None,
+            op: "heal: disk".into(),
+            expected: format!("{FOREIGN} to survive"),
+            actual: "it was removed".into(),
+        });
     }
     let stray: Vec<String> = fs::read_dir(workdir)
-        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
         .unwrap_or_default();
     if !stray.is_empty() {
         return Err(Divergence {

@@ -23,7 +23,10 @@ impl<T: fmt::Debug> fmt::Debug for OpsStrategy<T> {
 }
 
 /// Exactly `len` elements when generated; any subsequence when shrunk.
-pub fn sequence<T: fmt::Debug + Clone + 'static>(element: BoxedStrategy<T>, len: usize) -> OpsStrategy<T> {
+pub fn sequence<T: fmt::Debug + Clone + 'static>(
+    element: BoxedStrategy<T>,
+    len: usize,
+) -> OpsStrategy<T> {
     OpsStrategy { element, len }
 }
 
@@ -40,7 +43,10 @@ impl<T: fmt::Debug + Clone + 'static> Strategy for OpsStrategy<T> {
         Ok(OpsTree {
             trees,
             included: vec![true; n],
-            phase: Phase::Chunks { size: n.div_ceil(2).max(1), start: n / 2 },
+            phase: Phase::Chunks {
+                size: n.div_ceil(2).max(1),
+                start: n / 2,
+            },
             last: None,
         })
     }
@@ -50,8 +56,13 @@ impl<T: fmt::Debug + Clone + 'static> Strategy for OpsStrategy<T> {
 enum Phase {
     /// Try deleting `size` consecutive included elements from position `start` (in the
     /// included-only numbering).
-    Chunks { size: usize, start: usize },
-    Elements { ix: usize },
+    Chunks {
+        size: usize,
+        start: usize,
+    },
+    Elements {
+        ix: usize,
+    },
     Done,
 }
 
@@ -70,13 +81,21 @@ pub struct OpsTree<T: fmt::Debug> {
 
 impl<T: fmt::Debug> fmt::Debug for OpsTree<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "OpsTree({} of {} kept, {:?})", self.included.iter().filter(|k| **k).count(), self.trees.len(), self.phase)
+        write!(
+            f,
+            "OpsTree({} of {} kept, {:?})",
+            self.included.iter().filter(|k| **k).count(),
+            self.trees.len(),
+            self.phase
+        )
     }
 }
 
 impl<T: fmt::Debug + Clone> OpsTree<T> {
     fn kept(&self) -> Vec<usize> {
-        (0..self.included.len()).filter(|&i| self.included[i]).collect()
+        (0..self.included.len())
+            .filter(|&i| self.included[i])
+            .collect()
     }
 
     /// Applies the next simplification candidate; false when none is left.
@@ -90,7 +109,10 @@ impl<T: fmt::Debug + Clone> OpsTree<T> {
                         self.phase = if size <= 1 || kept.len() <= 1 {
                             Phase::Elements { ix: 0 }
                         } else {
-                            Phase::Chunks { size: size / 2, start: 0 }
+                            Phase::Chunks {
+                                size: size / 2,
+                                start: 0,
+                            }
                         };
                         continue;
                     }
@@ -127,7 +149,10 @@ impl<T: fmt::Debug + Clone> ValueTree for OpsTree<T> {
     type Value = Vec<T>;
 
     fn current(&self) -> Vec<T> {
-        self.kept().into_iter().map(|i| self.trees[i].current()).collect()
+        self.kept()
+            .into_iter()
+            .map(|i| self.trees[i].current())
+            .collect()
     }
 
     /// The last candidate still failed: keep it, and try the next one from here.
@@ -145,7 +170,10 @@ impl<T: fmt::Debug + Clone> ValueTree for OpsTree<T> {
                     self.included[i] = true;
                 }
                 if let Phase::Chunks { size, start } = self.phase {
-                    self.phase = Phase::Chunks { size, start: start + count.max(1) };
+                    self.phase = Phase::Chunks {
+                        size,
+                        start: start + count.max(1),
+                    };
                 }
                 self.next_candidate()
             }
@@ -171,7 +199,11 @@ mod tests {
 
     #[test]
     fn a_failure_needing_two_elements_shrinks_to_those_two() {
-        let config = Config { cases: 64, failure_persistence: None, ..Config::default() };
+        let config = Config {
+            cases: 64,
+            failure_persistence: None,
+            ..Config::default()
+        };
         let mut runner = TestRunner::new(config);
         let strategy = sequence((0u8..10).boxed(), 200);
         // Fails whenever a 7 comes somewhere before a 3.

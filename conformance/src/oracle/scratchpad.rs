@@ -66,7 +66,10 @@ pub struct ScratchpadModel {
 }
 
 fn refused(reason: &str) -> Outcome {
-    Outcome::Refused { reason: reason.into(), message: String::new() }
+    Outcome::Refused {
+        reason: reason.into(),
+        message: String::new(),
+    }
 }
 
 /// SP-2 in the order of SP-6.2: empty, NUL, UTF-8, length, absolute, backslash, components, depth.
@@ -77,7 +80,9 @@ fn parse_path(raw: &[u8], k: &ModelKnobs) -> Result<Vec<String>, Outcome> {
     if raw.contains(&0) {
         return Err(refused("nul_byte"));
     }
-    let Ok(s) = std::str::from_utf8(raw) else { return Err(refused("not_utf8")) };
+    let Ok(s) = std::str::from_utf8(raw) else {
+        return Err(refused("not_utf8"));
+    };
     if raw.len() > k.max_path_bytes {
         return Err(refused("path_too_long"));
     }
@@ -104,7 +109,10 @@ fn parse_path(raw: &[u8], k: &ModelKnobs) -> Result<Vec<String>, Outcome> {
 fn session_of(c: &Caller) -> (String, bool) {
     match &c.thread {
         Some(t) => (format!("t-{}", digest("thread", &[&c.channel, t])), true),
-        None => (format!("c-{}", digest("pairing", &[&c.channel, &c.requester])), false),
+        None => (
+            format!("c-{}", digest("pairing", &[&c.channel, &c.requester])),
+            false,
+        ),
     }
 }
 
@@ -113,7 +121,8 @@ impl Subtree {
         (1..=path.len()).any(|n| self.links.contains(&path[..n]))
     }
     fn file_on_parents(&self, path: &[String]) -> bool {
-        (1..path.len()).any(|n| self.files.contains_key(&path[..n]) || self.links.contains(&path[..n]))
+        (1..path.len())
+            .any(|n| self.files.contains_key(&path[..n]) || self.links.contains(&path[..n]))
     }
     fn bytes(&self) -> u64 {
         self.files.values().map(|f| f.content.len() as u64).sum()
@@ -122,7 +131,12 @@ impl Subtree {
 
 impl ScratchpadModel {
     pub fn new(knobs: ModelKnobs) -> Self {
-        ScratchpadModel { knobs, sessions: BTreeMap::new(), running: false, next_sweep_at: None }
+        ScratchpadModel {
+            knobs,
+            sessions: BTreeMap::new(),
+            running: false,
+            next_sweep_at: None,
+        }
     }
 
     pub fn is_running(&self) -> bool {
@@ -133,7 +147,11 @@ impl ScratchpadModel {
     pub fn plant_link(&mut self, caller: &Caller, path: &[String], now: i64) {
         let (sid, thread) = session_of(caller);
         let me = requester_dir(&caller.requester);
-        let session = self.sessions.entry(sid).or_insert(Session { thread, dir_mtime: now, members: BTreeMap::new() });
+        let session = self.sessions.entry(sid).or_insert(Session {
+            thread,
+            dir_mtime: now,
+            members: BTreeMap::new(),
+        });
         if !session.members.contains_key(&me) {
             session.dir_mtime = now;
         }
@@ -171,26 +189,40 @@ impl ScratchpadModel {
             Request::Start => {
                 self.running = true;
                 self.next_sweep_at = Some(now + self.knobs.sweep_interval_ms);
-                Outcome::Swept { swept: self.sweep(now) }
+                Outcome::Swept {
+                    swept: self.sweep(now),
+                }
             }
             Request::Tick => match self.next_sweep_at {
                 Some(due) if now >= due => {
                     self.next_sweep_at = Some(now + self.knobs.sweep_interval_ms);
-                    Outcome::Swept { swept: self.sweep(now) }
+                    Outcome::Swept {
+                        swept: self.sweep(now),
+                    }
                 }
                 _ => Outcome::Swept { swept: vec![] },
             },
             _ if !self.knobs.mounted => refused("unmounted"),
-            Request::Write { caller, path, content } => self.write(now, caller, &path.0, &content.0),
+            Request::Write {
+                caller,
+                path,
+                content,
+            } => self.write(now, caller, &path.0, &content.0),
             Request::Read { caller, path } => self.read(caller, &path.0),
             Request::List { caller, path: None } => self.list(caller),
-            Request::List { .. } => unimplemented!("the model predicts whole-session listings only"),
+            Request::List { .. } => {
+                unimplemented!("the model predicts whole-session listings only")
+            }
             Request::Remove { caller, path } => self.remove(now, caller, &path.0),
         }
     }
 
     fn requester_total(&self, me: &str) -> u64 {
-        self.sessions.values().filter_map(|s| s.members.get(me)).map(Subtree::bytes).sum()
+        self.sessions
+            .values()
+            .filter_map(|s| s.members.get(me))
+            .map(Subtree::bytes)
+            .sum()
     }
 
     fn write(&mut self, now: i64, caller: &Caller, raw: &[u8], data: &[u8]) -> Outcome {
@@ -206,7 +238,11 @@ impl ScratchpadModel {
         let me = requester_dir(&caller.requester);
         let listed = format!("{me}/{}", path.join("/"));
         let empty = Subtree::default();
-        let sub = self.sessions.get(&sid).and_then(|s| s.members.get(&me)).unwrap_or(&empty);
+        let sub = self
+            .sessions
+            .get(&sid)
+            .and_then(|s| s.members.get(&me))
+            .unwrap_or(&empty);
         if sub.link_on(&path) {
             return refused("symlink_escape");
         }
@@ -216,21 +252,38 @@ impl ScratchpadModel {
         if sub.file_on_parents(&path) {
             return refused("not_a_directory");
         }
-        let old = sub.files.get(&path).map(|f| f.content.len() as u64).unwrap_or(0);
+        let old = sub
+            .files
+            .get(&path)
+            .map(|f| f.content.len() as u64)
+            .unwrap_or(0);
         if self.requester_total(&me) - old + len > self.knobs.requester_ceiling_bytes {
             return refused("ceiling_exceeded");
         }
-        let session_total: u64 = self.sessions.get(&sid).map(|s| s.members.values().map(Subtree::bytes).sum()).unwrap_or(0);
+        let session_total: u64 = self
+            .sessions
+            .get(&sid)
+            .map(|s| s.members.values().map(Subtree::bytes).sum())
+            .unwrap_or(0);
         let mut evicted = Vec::new();
         if session_total - old + len > self.knobs.session_cap_bytes {
             let need = session_total - old + len - self.knobs.session_cap_bytes;
-            let session = self.sessions.get_mut(&sid).expect("a session over its cap exists");
+            let session = self
+                .sessions
+                .get_mut(&sid)
+                .expect("a session over its cap exists");
             let mut candidates: Vec<(i64, String, String, Vec<String>, u64)> = Vec::new();
             for (member, s) in &session.members {
                 for (p, f) in &s.files {
                     let l = format!("{member}/{}", p.join("/"));
                     if l != listed {
-                        candidates.push((f.mtime, l, member.clone(), p.clone(), f.content.len() as u64));
+                        candidates.push((
+                            f.mtime,
+                            l,
+                            member.clone(),
+                            p.clone(),
+                            f.content.len() as u64,
+                        ));
                     }
                 }
             }
@@ -240,12 +293,21 @@ impl ScratchpadModel {
                 if freed >= need {
                     break;
                 }
-                session.members.get_mut(&member).expect("member").files.remove(&p);
+                session
+                    .members
+                    .get_mut(&member)
+                    .expect("member")
+                    .files
+                    .remove(&p);
                 freed += size;
                 evicted.push(l);
             }
         }
-        let session = self.sessions.entry(sid).or_insert(Session { thread, dir_mtime: now, members: BTreeMap::new() });
+        let session = self.sessions.entry(sid).or_insert(Session {
+            thread,
+            dir_mtime: now,
+            members: BTreeMap::new(),
+        });
         if !session.members.contains_key(&me) {
             session.dir_mtime = now;
         }
@@ -253,8 +315,17 @@ impl ScratchpadModel {
         for n in 1..path.len() {
             sub.dirs.insert(path[..n].to_vec());
         }
-        sub.files.insert(path, File { content: data.to_vec(), mtime: now });
-        Outcome::Written { path: listed, evicted }
+        sub.files.insert(
+            path,
+            File {
+                content: data.to_vec(),
+                mtime: now,
+            },
+        );
+        Outcome::Written {
+            path: listed,
+            evicted,
+        }
     }
 
     fn read(&self, caller: &Caller, raw: &[u8]) -> Outcome {
@@ -263,7 +334,9 @@ impl ScratchpadModel {
             Err(o) => return o,
         };
         let (sid, _) = session_of(caller);
-        let Some(session) = self.sessions.get(&sid) else { return refused("not_found") };
+        let Some(session) = self.sessions.get(&sid) else {
+            return refused("not_found");
+        };
         let me = requester_dir(&caller.requester);
         let mut saw_dir = false;
         // Own path first (SP-3.2), then the path as the listing shows it.
@@ -278,7 +351,9 @@ impl ScratchpadModel {
                 return refused("symlink_escape");
             }
             if let Some(f) = sub.files.get(rel) {
-                return Outcome::Content { content: Bytes(f.content.clone()) };
+                return Outcome::Content {
+                    content: Bytes(f.content.clone()),
+                };
             }
             if sub.dirs.contains(rel) {
                 saw_dir = true;
@@ -297,7 +372,10 @@ impl ScratchpadModel {
         if let Some(s) = self.sessions.get(&sid) {
             for (member, sub) in &s.members {
                 for (p, f) in &sub.files {
-                    entries.push(Entry { path: format!("{member}/{}", p.join("/")), size: f.content.len() as u64 });
+                    entries.push(Entry {
+                        path: format!("{member}/{}", p.join("/")),
+                        size: f.content.len() as u64,
+                    });
                 }
             }
         }
@@ -312,7 +390,11 @@ impl ScratchpadModel {
         };
         let (sid, _) = session_of(caller);
         let me = requester_dir(&caller.requester);
-        let Some(sub) = self.sessions.get_mut(&sid).and_then(|s| s.members.get_mut(&me)) else {
+        let Some(sub) = self
+            .sessions
+            .get_mut(&sid)
+            .and_then(|s| s.members.get_mut(&me))
+        else {
             return refused("not_found");
         };
         if sub.link_on(&path) {
@@ -343,12 +425,20 @@ impl ScratchpadModel {
             return vec![];
         }
         let k = &self.knobs;
-        self
-            .sessions
+        self.sessions
             .iter()
             .filter(|(_, s)| {
-                let newest = s.members.values().flat_map(|m| m.files.values().map(|f| f.mtime)).max().unwrap_or(s.dir_mtime);
-                let ttl = if s.thread { k.thread_quiet_ms } else { k.pairing_idle_ms };
+                let newest = s
+                    .members
+                    .values()
+                    .flat_map(|m| m.files.values().map(|f| f.mtime))
+                    .max()
+                    .unwrap_or(s.dir_mtime);
+                let ttl = if s.thread {
+                    k.thread_quiet_ms
+                } else {
+                    k.pairing_idle_ms
+                };
                 now - newest >= ttl
             })
             .map(|(id, _)| id.clone())

@@ -8,7 +8,9 @@ use crate::scenario::Profile;
 use async_trait::async_trait;
 use std::sync::Arc;
 use tidemark_reference::clock::{ManualClock, Timestamp};
-use tidemark_reference::scratchpad::{ScratchError, Scratchpad, ScratchpadConfig, ScratchpadMutant};
+use tidemark_reference::scratchpad::{
+    ScratchError, Scratchpad, ScratchpadConfig, ScratchpadMutant,
+};
 
 /// Makes reference scratchpads, optionally with one mutant switched on.
 #[derive(Clone, Debug, Default)]
@@ -36,8 +38,15 @@ impl DriverFactory for ReferenceScratchpad {
 }
 
 /// Builds the reference configuration from the harness's environment and knobs.
-pub fn config_for(env: &Environment, mutant: Option<ScratchpadMutant>) -> Result<ScratchpadConfig, DriverError> {
-    let root = if env.knobs.mounted { env.root.clone() } else { Default::default() };
+pub fn config_for(
+    env: &Environment,
+    mutant: Option<ScratchpadMutant>,
+) -> Result<ScratchpadConfig, DriverError> {
+    let root = if env.knobs.mounted {
+        env.root.clone()
+    } else {
+        Default::default()
+    };
     let mut cfg = ScratchpadConfig::with_root(root);
     cfg.working_dir = env.workdir.clone();
     cfg.mutant = mutant;
@@ -51,7 +60,11 @@ pub fn config_for(env: &Environment, mutant: Option<ScratchpadMutant>) -> Result
             "sweep_interval_ms" => cfg.sweep_interval_ms = v,
             "max_depth" => cfg.max_depth = v as usize,
             "max_path_bytes" => cfg.max_path_bytes = v as usize,
-            other => return Err(DriverError(format!("the reference scratchpad has no knob {other:?}"))),
+            other => {
+                return Err(DriverError(format!(
+                    "the reference scratchpad has no knob {other:?}"
+                )))
+            }
         }
     }
     Ok(cfg)
@@ -64,7 +77,10 @@ struct ScratchpadDriver {
 }
 
 fn refused(e: ScratchError) -> Outcome {
-    Outcome::Refused { reason: e.refusal.code().to_string(), message: e.message }
+    Outcome::Refused {
+        reason: e.refusal.code().to_string(),
+        message: e.message,
+    }
 }
 
 #[async_trait]
@@ -74,31 +90,55 @@ impl Driver for ScratchpadDriver {
         if let Request::Start = request {
             let mut pad = Scratchpad::open(self.cfg.clone(), Arc::new(self.clock.clone()))
                 .map_err(|e| DriverError(format!("the scratchpad did not open: {e}")))?;
-            let report = pad.start().map_err(|e| DriverError(format!("the startup sweep failed: {e}")))?;
+            let report = pad
+                .start()
+                .map_err(|e| DriverError(format!("the startup sweep failed: {e}")))?;
             self.pad = Some(pad);
-            return Ok(Outcome::Swept { swept: report.collected });
+            return Ok(Outcome::Swept {
+                swept: report.collected,
+            });
         }
-        let pad = self.pad.as_mut().ok_or_else(|| DriverError("a request arrived before start".into()))?;
+        let pad = self
+            .pad
+            .as_mut()
+            .ok_or_else(|| DriverError("a request arrived before start".into()))?;
         Ok(match request {
             Request::Start => unreachable!("handled above"),
             Request::Tick => match pad.tick() {
-                Ok(r) => Outcome::Swept { swept: r.map(|r| r.collected).unwrap_or_default() },
+                Ok(r) => Outcome::Swept {
+                    swept: r.map(|r| r.collected).unwrap_or_default(),
+                },
                 Err(e) => return Err(DriverError(format!("the timed sweep failed: {e}"))),
             },
-            Request::Write { caller, path, content } => match pad.write(&context_of(caller), &path.0, &content.0) {
-                Ok(w) => Outcome::Written { path: w.listed_path, evicted: w.evicted },
+            Request::Write {
+                caller,
+                path,
+                content,
+            } => match pad.write(&context_of(caller), &path.0, &content.0) {
+                Ok(w) => Outcome::Written {
+                    path: w.listed_path,
+                    evicted: w.evicted,
+                },
                 Err(e) => refused(e),
             },
             Request::Read { caller, path } => match pad.read(&context_of(caller), &path.0) {
                 Ok(c) => Outcome::Content { content: Bytes(c) },
                 Err(e) => refused(e),
             },
-            Request::List { caller, path } => match pad.list(&context_of(caller), path.as_ref().map(|p| p.0.as_slice())) {
-                Ok(entries) => Outcome::Listing {
-                    entries: entries.into_iter().map(|e| Entry { path: e.path, size: e.size }).collect(),
-                },
-                Err(e) => refused(e),
-            },
+            Request::List { caller, path } => {
+                match pad.list(&context_of(caller), path.as_ref().map(|p| p.0.as_slice())) {
+                    Ok(entries) => Outcome::Listing {
+                        entries: entries
+                            .into_iter()
+                            .map(|e| Entry {
+                                path: e.path,
+                                size: e.size,
+                            })
+                            .collect(),
+                    },
+                    Err(e) => refused(e),
+                }
+            }
             Request::Remove { caller, path } => match pad.remove(&context_of(caller), &path.0) {
                 Ok(()) => Outcome::Removed,
                 Err(e) => refused(e),

@@ -54,7 +54,10 @@ pub fn tokenize(line: &str) -> Result<Vec<Token>, String> {
             }
             _ => {
                 let start = i;
-                while i < b.len() && !matches!(b[i], b' ' | b'\t' | b'[' | b']' | b',' | b'"') && !(b[i] == b'=' && b.get(i + 1) == Some(&b'>')) {
+                while i < b.len()
+                    && !matches!(b[i], b' ' | b'\t' | b'[' | b']' | b',' | b'"')
+                    && !(b[i] == b'=' && b.get(i + 1) == Some(&b'>'))
+                {
                     i += 1;
                 }
                 out.push(Token::Word(line[start..i].to_string()));
@@ -79,11 +82,20 @@ fn quoted(b: &[u8], mut i: usize) -> Result<(Vec<u8>, usize), String> {
                     b'"' => out.push(b'"'),
                     b'x' => {
                         let hex = b.get(i + 2..i + 4).ok_or("'\\x' needs two hex digits")?;
-                        let s = std::str::from_utf8(hex).map_err(|_| "'\\x' needs two hex digits")?;
-                        out.push(u8::from_str_radix(s, 16).map_err(|_| format!("'\\x{s}' is not two hex digits"))?);
+                        let s =
+                            std::str::from_utf8(hex).map_err(|_| "'\\x' needs two hex digits")?;
+                        out.push(
+                            u8::from_str_radix(s, 16)
+                                .map_err(|_| format!("'\\x{s}' is not two hex digits"))?,
+                        );
                         i += 2;
                     }
-                    other => return Err(format!("unknown escape '\\{}' (expected \\n, \\t, \\0, \\\\, \\\" or \\xNN)", other as char)),
+                    other => {
+                        return Err(format!(
+                            "unknown escape '\\{}' (expected \\n, \\t, \\0, \\\\, \\\" or \\xNN)",
+                            other as char
+                        ))
+                    }
                 }
                 i += 2;
             }

@@ -150,7 +150,9 @@ impl fmt::Display for Expect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Expect::Ok => write!(f, "ok"),
-            Expect::Written { evicted } if evicted.is_empty() => write!(f, "written, nothing evicted"),
+            Expect::Written { evicted } if evicted.is_empty() => {
+                write!(f, "written, nothing evicted")
+            }
             Expect::Written { evicted } => write!(f, "written, evicted [{}]", evicted.join(", ")),
             Expect::Content(c) => write!(f, "content {:?}", String::from_utf8_lossy(c)),
             Expect::Listing(p) => write!(f, "listing [{}]", p.join(", ")),
@@ -164,7 +166,10 @@ impl fmt::Display for Expect {
 pub enum DiskAction {
     Mkdir(String),
     Write(String, Vec<u8>),
-    Symlink { link: String, target: String },
+    Symlink {
+        link: String,
+        target: String,
+    },
     Exists(String),
     Absent(String),
     /// No path under the root contains this text (identifiers never reach a path, SP-1.2).
@@ -190,7 +195,10 @@ impl fmt::Display for ScenarioError {
 impl std::error::Error for ScenarioError {}
 
 /// Loads every `*.tdm` file below `dir`, sorted by path.
-pub fn load_dir(dir: &Path, rules: &crate::spec::RuleIndex) -> Result<Vec<Scenario>, ScenarioError> {
+pub fn load_dir(
+    dir: &Path,
+    rules: &crate::spec::RuleIndex,
+) -> Result<Vec<Scenario>, ScenarioError> {
     let mut files = Vec::new();
     collect(dir, &mut files).map_err(|e| ScenarioError {
         file: dir.to_path_buf(),

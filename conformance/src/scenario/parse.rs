@@ -20,7 +20,10 @@
 //! caller's hashed session directory. Content is a quoted string or a size (`600KiB`, `10B`).
 
 use super::lex::{tokenize, Token};
-use super::{Action, DiskAction, Expect, KnobUnit, Knobs, Profile, Scenario, ScenarioError, Step, SCRATCHPAD_KNOBS};
+use super::{
+    Action, DiskAction, Expect, KnobUnit, Knobs, Profile, Scenario, ScenarioError, Step,
+    SCRATCHPAD_KNOBS,
+};
 use crate::contract::{Bytes, Caller, Request, SCRATCHPAD_REASONS};
 use crate::spec::{is_rule_id, RuleIndex};
 use std::path::{Path, PathBuf};
@@ -55,28 +58,45 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
         }
         if let Some(v) = trimmed.strip_prefix("scenario:") {
             if name.is_some() {
-                return Err(err(line, "a second 'scenario:' line; one scenario per file".into()));
+                return Err(err(
+                    line,
+                    "a second 'scenario:' line; one scenario per file".into(),
+                ));
             }
             let v = v.trim();
             if v.is_empty() {
-                return Err(err(line, "expected a sentence after 'scenario:' stating the decision proved".into()));
+                return Err(err(
+                    line,
+                    "expected a sentence after 'scenario:' stating the decision proved".into(),
+                ));
             }
             name = Some(v.to_string());
             continue;
         }
         if name.is_none() {
-            return Err(err(line, format!("expected 'scenario: <sentence>' as the first line, found {trimmed:?}")));
+            return Err(err(
+                line,
+                format!("expected 'scenario: <sentence>' as the first line, found {trimmed:?}"),
+            ));
         }
         if let Some(v) = trimmed.strip_prefix("profile:") {
             let v = v.trim();
-            profile = Some(Profile::from_name(v).ok_or_else(|| err(line, format!("unknown profile {v:?}; expected 'scratchpad'")))?);
+            profile = Some(Profile::from_name(v).ok_or_else(|| {
+                err(
+                    line,
+                    format!("unknown profile {v:?}; expected 'scratchpad'"),
+                )
+            })?);
             continue;
         }
         if let Some(v) = trimmed.strip_prefix("rules:") {
             let mut ids = Vec::new();
             for id in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 if !is_rule_id(id) {
-                    return Err(err(line, format!("{id:?} is not a rule id; expected the form SP-1.2")));
+                    return Err(err(
+                        line,
+                        format!("{id:?} is not a rule id; expected the form SP-1.2"),
+                    ));
                 }
                 if !rules.contains(id) {
                     return Err(err(line, format!("rule {id} is not defined in SPEC.md")));
@@ -84,17 +104,24 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
                 ids.push(id.to_string());
             }
             if ids.is_empty() {
-                return Err(err(line, "expected at least one rule id after 'rules:'".into()));
+                return Err(err(
+                    line,
+                    "expected at least one rule id after 'rules:'".into(),
+                ));
             }
             cited = Some(ids);
             continue;
         }
         let tokens = tokenize(trimmed).map_err(|m| err(line, m))?;
-        let profile_now = profile.ok_or_else(|| err(line, "expected 'profile:' before the first step".into()))?;
+        let profile_now =
+            profile.ok_or_else(|| err(line, "expected 'profile:' before the first step".into()))?;
         if cited.is_none() {
             return Err(err(line, "expected 'rules:' before the first step".into()));
         }
-        let mut p = LineParser { tokens: &tokens, pos: 0 };
+        let mut p = LineParser {
+            tokens: &tokens,
+            pos: 0,
+        };
         let first = p.word().map_err(|m| err(line, m))?;
         let action = match first.as_str() {
             "knob" => {
@@ -131,19 +158,45 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
             }
         };
         p.end().map_err(|m| err(line, m))?;
-        steps.push(Step { line, text: trimmed.to_string(), action });
+        steps.push(Step {
+            line,
+            text: trimmed.to_string(),
+            action,
+        });
     }
 
-    let name = name.ok_or_else(|| err(1, "expected 'scenario: <sentence>'; the file is empty".into()))?;
+    let name = name.ok_or_else(|| {
+        err(
+            1,
+            "expected 'scenario: <sentence>'; the file is empty".into(),
+        )
+    })?;
     let profile = profile.ok_or_else(|| err(1, "expected a 'profile:' line".into()))?;
     let rules = cited.ok_or_else(|| err(1, "expected a 'rules:' line citing SPEC.md".into()))?;
     if let Some(bad) = rules.iter().find(|r| !r.starts_with(profile.rule_prefix())) {
-        return Err(err(1, format!("rule {bad} belongs to another profile; a {} scenario cites {}* rules", profile.name(), profile.rule_prefix())));
+        return Err(err(
+            1,
+            format!(
+                "rule {bad} belongs to another profile; a {} scenario cites {}* rules",
+                profile.name(),
+                profile.rule_prefix()
+            ),
+        ));
     }
     if steps.is_empty() {
-        return Err(err(text.lines().count().max(1), "expected at least one step".into()));
+        return Err(err(
+            text.lines().count().max(1),
+            "expected at least one step".into(),
+        ));
     }
-    Ok(Scenario { file: PathBuf::from(file), name, profile, rules, knobs, steps })
+    Ok(Scenario {
+        file: PathBuf::from(file),
+        name,
+        profile,
+        rules,
+        knobs,
+        steps,
+    })
 }
 
 struct LineParser<'a> {
@@ -182,14 +235,22 @@ impl LineParser<'_> {
     fn arrow(&mut self) -> Result<(), String> {
         match self.next() {
             Some(Token::Arrow) => Ok(()),
-            Some(t) => Err(format!("expected '=> <expectation>', found {}", t.describe())),
-            None => Err("expected '=> <expectation>': every call states what must come back".into()),
+            Some(t) => Err(format!(
+                "expected '=> <expectation>', found {}",
+                t.describe()
+            )),
+            None => {
+                Err("expected '=> <expectation>': every call states what must come back".into())
+            }
         }
     }
     fn end(&self) -> Result<(), String> {
         match self.peek() {
             None => Ok(()),
-            Some(t) => Err(format!("unexpected {} after the end of the step", t.describe())),
+            Some(t) => Err(format!(
+                "unexpected {} after the end of the step",
+                t.describe()
+            )),
         }
     }
     /// `[a, b, c]` or `[]`.
@@ -220,22 +281,34 @@ impl LineParser<'_> {
 
 /// `alice@#general/T1` or `alice@#general`.
 fn parse_caller(w: &str) -> Result<Caller, String> {
-    let (req, place) = w.split_once('@').ok_or_else(|| format!("expected a caller name@#channel, found {w:?}"))?;
-    let place = place
-        .strip_prefix('#')
-        .ok_or_else(|| format!("expected '#' before the channel in {w:?} (name@#channel[/thread])"))?;
+    let (req, place) = w
+        .split_once('@')
+        .ok_or_else(|| format!("expected a caller name@#channel, found {w:?}"))?;
+    let place = place.strip_prefix('#').ok_or_else(|| {
+        format!("expected '#' before the channel in {w:?} (name@#channel[/thread])")
+    })?;
     let (channel, thread) = match place.split_once('/') {
         Some((c, t)) => (c, Some(t.to_string())),
         None => (place, None),
     };
     if req.is_empty() || channel.is_empty() || thread.as_deref() == Some("") {
-        return Err(format!("expected name@#channel or name@#channel/thread, found {w:?}"));
+        return Err(format!(
+            "expected name@#channel or name@#channel/thread, found {w:?}"
+        ));
     }
-    Ok(Caller { requester: req.to_string(), channel: channel.to_string(), thread })
+    Ok(Caller {
+        requester: req.to_string(),
+        channel: channel.to_string(),
+        thread,
+    })
 }
 
 pub(crate) fn context_of(c: &Caller) -> CallContext {
-    CallContext { requester: c.requester.clone(), channel: c.channel.clone(), thread: c.thread.clone() }
+    CallContext {
+        requester: c.requester.clone(),
+        channel: c.channel.clone(),
+        thread: c.thread.clone(),
+    }
 }
 
 /// Expands `@name` components to the requester's hashed directory and `<caller>` components to
@@ -261,7 +334,10 @@ fn expand(path: &str) -> Result<String, String> {
     let mut rest = joined.as_str();
     while let Some(start) = rest.find('<') {
         result.push_str(&rest[..start]);
-        let end = rest[start..].find('>').ok_or_else(|| format!("'<' in {path:?} is not closed by '>'"))? + start;
+        let end = rest[start..]
+            .find('>')
+            .ok_or_else(|| format!("'<' in {path:?} is not closed by '>'"))?
+            + start;
         let caller = parse_caller(&rest[start + 1..end])?;
         result.push_str(&context_of(&caller).session_dir());
         rest = &rest[end + 1..];
@@ -278,13 +354,30 @@ fn parse_call(p: &mut LineParser, caller: Caller) -> Result<Action, String> {
             let content = match p.next() {
                 Some(Token::Quoted(q)) => q.clone(),
                 Some(Token::Word(w)) => filler(parse_size(w)?),
-                Some(t) => return Err(format!("expected content (a quoted string or a size like 600KiB), found {}", t.describe())),
-                None => return Err("expected content (a quoted string or a size like 600KiB)".into()),
+                Some(t) => {
+                    return Err(format!(
+                        "expected content (a quoted string or a size like 600KiB), found {}",
+                        t.describe()
+                    ))
+                }
+                None => {
+                    return Err("expected content (a quoted string or a size like 600KiB)".into())
+                }
             };
-            Request::Write { caller, path: Bytes(path), content: Bytes(content) }
+            Request::Write {
+                caller,
+                path: Bytes(path),
+                content: Bytes(content),
+            }
         }
-        "read" => Request::Read { caller, path: Bytes(p.path()?) },
-        "remove" => Request::Remove { caller, path: Bytes(p.path()?) },
+        "read" => Request::Read {
+            caller,
+            path: Bytes(p.path()?),
+        },
+        "remove" => Request::Remove {
+            caller,
+            path: Bytes(p.path()?),
+        },
         "list" => {
             let path = match p.peek() {
                 Some(Token::Arrow) | None => None,
@@ -292,7 +385,11 @@ fn parse_call(p: &mut LineParser, caller: Caller) -> Result<Action, String> {
             };
             Request::List { caller, path }
         }
-        other => return Err(format!("unknown operation {other:?}; expected write, read, list or remove")),
+        other => {
+            return Err(format!(
+                "unknown operation {other:?}; expected write, read, list or remove"
+            ))
+        }
     };
     p.arrow()?;
     let expect = parse_expect(p, &request)?;
@@ -305,7 +402,9 @@ fn parse_expect(p: &mut LineParser, req: &Request) -> Result<Expect, String> {
         Some(Token::Quoted(q)) => {
             p.next();
             if !matches!(req, Request::Read { .. }) {
-                return Err("a quoted expectation is file content; only a read returns content".into());
+                return Err(
+                    "a quoted expectation is file content; only a read returns content".into(),
+                );
             }
             Ok(Expect::Content(q))
         }
@@ -339,7 +438,10 @@ fn parse_expect(p: &mut LineParser, req: &Request) -> Result<Expect, String> {
                 )),
             }
         }
-        Some(t) => Err(format!("expected an expectation after '=>', found {}", t.describe())),
+        Some(t) => Err(format!(
+            "expected an expectation after '=>', found {}",
+            t.describe()
+        )),
         None => Err("expected an expectation after '=>'".into()),
     }
 }
@@ -349,7 +451,9 @@ fn parse_knob(p: &mut LineParser, knobs: &mut Knobs, profile: Profile) -> Result
     let value = p.word()?;
     if name == "root" {
         if value != "unmounted" {
-            return Err(format!("expected 'knob root unmounted', found 'knob root {value}'"));
+            return Err(format!(
+                "expected 'knob root unmounted', found 'knob root {value}'"
+            ));
         }
         knobs.mounted = false;
         return Ok(());
@@ -370,7 +474,9 @@ fn parse_knob(p: &mut LineParser, knobs: &mut Knobs, profile: Profile) -> Result
     let v = match unit {
         KnobUnit::Bytes => parse_size(&value)? as i64,
         KnobUnit::Duration => parse_duration(&value)?,
-        KnobUnit::Count => value.parse::<i64>().map_err(|_| format!("expected a whole number for {name}, found {value:?}"))?,
+        KnobUnit::Count => value
+            .parse::<i64>()
+            .map_err(|_| format!("expected a whole number for {name}, found {value:?}"))?,
     };
     knobs.values.insert(name, v);
     Ok(())
@@ -378,7 +484,9 @@ fn parse_knob(p: &mut LineParser, knobs: &mut Knobs, profile: Profile) -> Result
 
 fn parse_disk(p: &mut LineParser) -> Result<DiskAction, String> {
     let verb = p.word()?;
-    let path_str = |p: &mut LineParser| -> Result<String, String> { Ok(String::from_utf8_lossy(&p.path()?).to_string()) };
+    let path_str = |p: &mut LineParser| -> Result<String, String> {
+        Ok(String::from_utf8_lossy(&p.path()?).to_string())
+    };
     Ok(match verb.as_str() {
         "mkdir" => DiskAction::Mkdir(path_str(p)?),
         "write" => {

@@ -17,10 +17,7 @@ pub fn set_mtime(path: &Path, t: Timestamp) -> io::Result<()> {
 }
 
 pub fn mtime(meta: &fs::Metadata) -> Timestamp {
-    Timestamp::from_system_time(
-        meta.modified()
-            .unwrap_or(std::time::UNIX_EPOCH),
-    )
+    Timestamp::from_system_time(meta.modified().unwrap_or(std::time::UNIX_EPOCH))
 }
 
 /// A regular file found by a walk.

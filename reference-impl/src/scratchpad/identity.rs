@@ -83,10 +83,11 @@ pub fn parse_session_dir(name: &str) -> Option<SessionKind> {
     };
     let rest = &name[2..];
     let is_hash = rest.len() == HASH_HEX_LEN
-        && rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        && rest
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     is_hash.then_some(kind)
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -102,18 +103,30 @@ mod tests {
 
     #[test]
     fn a_thread_is_one_session_for_everyone_in_it() {
-        assert_eq!(ctx("alice", Some("T")).session_dir(), ctx("bob", Some("T")).session_dir());
+        assert_eq!(
+            ctx("alice", Some("T")).session_dir(),
+            ctx("bob", Some("T")).session_dir()
+        );
     }
 
     #[test]
     fn a_channel_pairing_is_private_to_its_user() {
-        assert_ne!(ctx("alice", None).session_dir(), ctx("bob", None).session_dir());
+        assert_ne!(
+            ctx("alice", None).session_dir(),
+            ctx("bob", None).session_dir()
+        );
     }
 
     #[test]
     fn the_kind_survives_the_round_trip_through_a_directory_name() {
-        assert_eq!(parse_session_dir(&ctx("a", Some("T")).session_dir()), Some(SessionKind::Thread));
-        assert_eq!(parse_session_dir(&ctx("a", None).session_dir()), Some(SessionKind::Pairing));
+        assert_eq!(
+            parse_session_dir(&ctx("a", Some("T")).session_dir()),
+            Some(SessionKind::Thread)
+        );
+        assert_eq!(
+            parse_session_dir(&ctx("a", None).session_dir()),
+            Some(SessionKind::Pairing)
+        );
         assert_eq!(parse_session_dir("t-notahash"), None);
         assert_eq!(parse_session_dir("lost+found"), None);
     }

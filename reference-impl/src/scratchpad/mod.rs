@@ -151,7 +151,12 @@ impl Scratchpad {
 
     /// Writes `data` to `path` in the caller's own subtree (SP-3.1), enforcing the ceiling
     /// (refuses, SP-4.1) and then the session cap (evicts oldest-first in this session, SP-4.2).
-    pub fn write(&mut self, ctx: &CallContext, path: &[u8], data: &[u8]) -> Result<WriteOutcome, ScratchError> {
+    pub fn write(
+        &mut self,
+        ctx: &CallContext,
+        path: &[u8],
+        data: &[u8],
+    ) -> Result<WriteOutcome, ScratchError> {
         let root = self.root()?;
         let gp = GuestPath::parse(path, &self.limits())?;
         let len = data.len() as u64;
@@ -194,7 +199,11 @@ impl Scratchpad {
             }
         }
         // An overwrite replaces bytes rather than adding them (SP-4.4).
-        let credited = if self.cfg.is(ScratchpadMutant::OverwriteDoubleCounted) { 0 } else { old_len };
+        let credited = if self.cfg.is(ScratchpadMutant::OverwriteDoubleCounted) {
+            0
+        } else {
+            old_len
+        };
         let listed_path = format!("{requester}/{}", gp.as_string());
 
         // The ceiling first: over it, nothing changes at all (SP-4.1).
@@ -206,7 +215,8 @@ impl Scratchpad {
         let mut evicted = Vec::new();
         if measured - credited.min(measured) + len > self.cfg.requester_ceiling_bytes {
             if self.cfg.is(ScratchpadMutant::CeilingEvicts) {
-                let need = measured - credited.min(measured) + len - self.cfg.requester_ceiling_bytes;
+                let need =
+                    measured - credited.min(measured) + len - self.cfg.requester_ceiling_bytes;
                 evicted.extend(self.evict_from_requester(&root, &requester, &listed_path, need)?);
             } else {
                 return Err(ScratchError::new(
@@ -229,25 +239,36 @@ impl Scratchpad {
         }
 
         let parent_rel = &rel[..rel.len() - 1];
-        disk::create_dirs(&root, parent_rel, now).map_err(|e| ScratchError::new(Refusal::NotADirectory, e.to_string()))?;
+        disk::create_dirs(&root, parent_rel, now)
+            .map_err(|e| ScratchError::new(Refusal::NotADirectory, e.to_string()))?;
         let is_new = old_len == 0 && fs::symlink_metadata(&target).is_err();
         fs::write(&target, data).map_err(|e| ScratchError::io("writing the file", e))?;
         disk::set_mtime(&target, now).map_err(|e| ScratchError::io("stamping the file", e))?;
         if is_new {
             let parent = target.parent().expect("target has a parent");
-            disk::set_mtime(parent, now).map_err(|e| ScratchError::io("stamping the directory", e))?;
+            disk::set_mtime(parent, now)
+                .map_err(|e| ScratchError::io("stamping the directory", e))?;
         }
         self.usage.subtract(&session, &requester, credited);
         self.usage.add(&session, &requester, len);
         if self.cfg.is(ScratchpadMutant::EvictionNotNamed) {
             evicted.clear();
         }
-        Ok(WriteOutcome { listed_path, evicted })
+        Ok(WriteOutcome {
+            listed_path,
+            evicted,
+        })
     }
 
     /// Removes files of `session`, oldest first, until `need` bytes are freed. Returns them as
     /// listing paths.
-    fn evict_from_session(&mut self, root: &Path, session: &str, keep: &str, need: u64) -> Result<Vec<String>, ScratchError> {
+    fn evict_from_session(
+        &mut self,
+        root: &Path,
+        session: &str,
+        keep: &str,
+        need: u64,
+    ) -> Result<Vec<String>, ScratchError> {
         let mut candidates: Vec<(String, String, disk::FileEntry)> = Vec::new();
         let sessions: Vec<String> = if self.cfg.is(ScratchpadMutant::EvictAcrossSessions) {
             list_dir_names(root)
@@ -256,9 +277,14 @@ impl Scratchpad {
         };
         for s in &sessions {
             let sdir = root.join(s);
-            let Ok(walk) = disk::walk(&sdir) else { continue };
+            let Ok(walk) = disk::walk(&sdir) else {
+                continue;
+            };
             for f in walk.files {
-                let rel = f.path.strip_prefix(&sdir).expect("walk stays below its root");
+                let rel = f
+                    .path
+                    .strip_prefix(&sdir)
+                    .expect("walk stays below its root");
                 let listed = rel.to_string_lossy().to_string();
                 if s == session && listed == keep {
                     continue; // the file being overwritten is replaced, not evicted
@@ -271,13 +297,26 @@ impl Scratchpad {
     }
 
     /// The `ceiling-evicts` mutant's eviction: the requester's own files, from any session.
-    fn evict_from_requester(&mut self, root: &Path, requester: &str, keep: &str, need: u64) -> Result<Vec<String>, ScratchError> {
+    fn evict_from_requester(
+        &mut self,
+        root: &Path,
+        requester: &str,
+        keep: &str,
+        need: u64,
+    ) -> Result<Vec<String>, ScratchError> {
         let mut candidates = Vec::new();
         for s in list_dir_names(root) {
             let rdir = root.join(&s).join(requester);
-            let Ok(walk) = disk::walk(&rdir) else { continue };
+            let Ok(walk) = disk::walk(&rdir) else {
+                continue;
+            };
             for f in walk.files {
-                let listed = f.path.strip_prefix(root.join(&s)).expect("below").to_string_lossy().to_string();
+                let listed = f
+                    .path
+                    .strip_prefix(root.join(&s))
+                    .expect("below")
+                    .to_string_lossy()
+                    .to_string();
                 if listed != keep {
                     candidates.push((s.clone(), listed, f));
                 }
@@ -298,7 +337,11 @@ impl Scratchpad {
         }
     }
 
-    fn remove_until(&mut self, candidates: Vec<(String, String, disk::FileEntry)>, need: u64) -> Result<Vec<String>, ScratchError> {
+    fn remove_until(
+        &mut self,
+        candidates: Vec<(String, String, disk::FileEntry)>,
+        need: u64,
+    ) -> Result<Vec<String>, ScratchError> {
         let now = self.now();
         let mut freed = 0u64;
         let mut evicted = Vec::new();
@@ -329,37 +372,58 @@ impl Scratchpad {
             .into_iter()
             .chain(gp.components().iter().cloned())
             .collect();
-        let shared: Vec<String> = std::iter::once(session).chain(gp.components().iter().cloned()).collect();
-        let order = if self.cfg.is(ScratchpadMutant::SessionPathBeforeOwn) { [shared, own] } else { [own, shared] };
+        let shared: Vec<String> = std::iter::once(session)
+            .chain(gp.components().iter().cloned())
+            .collect();
+        let order = if self.cfg.is(ScratchpadMutant::SessionPathBeforeOwn) {
+            [shared, own]
+        } else {
+            [own, shared]
+        };
         let mut saw_dir = false;
         for rel in order {
             self.refuse_symlinks(&root, &rel)?;
             let p = rel.iter().fold(root.clone(), |p, c| p.join(c));
             match fs::metadata(&p) {
-                Ok(m) if m.is_file() => return fs::read(&p).map_err(|e| ScratchError::io("reading the file", e)),
+                Ok(m) if m.is_file() => {
+                    return fs::read(&p).map_err(|e| ScratchError::io("reading the file", e))
+                }
                 Ok(m) if m.is_dir() => saw_dir = true,
                 _ => {}
             }
         }
         if saw_dir {
-            return Err(ScratchError::new(Refusal::IsADirectory, format!("{} is a directory; list it instead", gp.as_string())));
+            return Err(ScratchError::new(
+                Refusal::IsADirectory,
+                format!("{} is a directory; list it instead", gp.as_string()),
+            ));
         }
         Err(ScratchError::new(
             Refusal::NotFound,
-            format!("no file {} in this session; list the root to see every member's files", gp.as_string()),
+            format!(
+                "no file {} in this session; list the root to see every member's files",
+                gp.as_string()
+            ),
         ))
     }
 
     /// Lists the session (SP-3.3). With no path, every member's files; with a path, that
     /// directory, resolved as a read is (own first).
-    pub fn list(&self, ctx: &CallContext, path: Option<&[u8]>) -> Result<Vec<ListEntry>, ScratchError> {
+    pub fn list(
+        &self,
+        ctx: &CallContext,
+        path: Option<&[u8]>,
+    ) -> Result<Vec<ListEntry>, ScratchError> {
         let root = self.root()?;
         let session = self.session_dir(ctx);
         let sdir = root.join(&session);
         if fs::symlink_metadata(&sdir).is_err() {
             return match path {
                 None => Ok(Vec::new()),
-                Some(_) => Err(ScratchError::new(Refusal::NotFound, "this session has no files yet")),
+                Some(_) => Err(ScratchError::new(
+                    Refusal::NotFound,
+                    "this session has no files yet",
+                )),
             };
         }
         let own_only = self.cfg.is(ScratchpadMutant::RootListsOwnOnly);
@@ -372,7 +436,9 @@ impl Scratchpad {
                     .into_iter()
                     .chain(gp.components().iter().cloned())
                     .collect();
-                let shared: Vec<String> = std::iter::once(session.clone()).chain(gp.components().iter().cloned()).collect();
+                let shared: Vec<String> = std::iter::once(session.clone())
+                    .chain(gp.components().iter().cloned())
+                    .collect();
                 let mut found = None;
                 for rel in [own, shared] {
                     self.refuse_symlinks(&root, &rel)?;
@@ -382,7 +448,12 @@ impl Scratchpad {
                         break;
                     }
                 }
-                found.ok_or_else(|| ScratchError::new(Refusal::NotFound, format!("nothing at {} in this session", gp.as_string())))?
+                found.ok_or_else(|| {
+                    ScratchError::new(
+                        Refusal::NotFound,
+                        format!("nothing at {} in this session", gp.as_string()),
+                    )
+                })?
             }
         };
         let meta = match fs::symlink_metadata(&start) {
@@ -392,12 +463,18 @@ impl Scratchpad {
         let mut entries = Vec::new();
         if meta.is_file() {
             let rel = start.strip_prefix(&sdir).expect("below the session");
-            entries.push(ListEntry { path: rel.to_string_lossy().to_string(), size: meta.len() });
+            entries.push(ListEntry {
+                path: rel.to_string_lossy().to_string(),
+                size: meta.len(),
+            });
         } else {
             let walk = disk::walk(&start).map_err(|e| ScratchError::io("listing", e))?;
             for f in walk.files {
                 let rel = f.path.strip_prefix(&sdir).expect("below the session");
-                entries.push(ListEntry { path: rel.to_string_lossy().to_string(), size: f.size });
+                entries.push(ListEntry {
+                    path: rel.to_string_lossy().to_string(),
+                    size: f.size,
+                });
             }
         }
         entries.sort();
@@ -425,8 +502,14 @@ impl Scratchpad {
                 self.usage.subtract(&session, &requester, m.len());
                 Ok(())
             }
-            Ok(_) => Err(ScratchError::new(Refusal::IsADirectory, format!("{} is a directory", gp.as_string()))),
-            Err(_) => Err(ScratchError::new(Refusal::NotFound, format!("you have no file {}", gp.as_string()))),
+            Ok(_) => Err(ScratchError::new(
+                Refusal::IsADirectory,
+                format!("{} is a directory", gp.as_string()),
+            )),
+            Err(_) => Err(ScratchError::new(
+                Refusal::NotFound,
+                format!("you have no file {}", gp.as_string()),
+            )),
         }
     }
 
@@ -488,7 +571,8 @@ pub fn measure_usage(root: &Path) -> Result<Usage, ScratchError> {
     for session in list_dir_names(root) {
         let sdir = root.join(&session);
         for requester in list_dir_names(&sdir) {
-            let walk = disk::walk(&sdir.join(&requester)).map_err(|e| ScratchError::io("measuring", e))?;
+            let walk =
+                disk::walk(&sdir.join(&requester)).map_err(|e| ScratchError::io("measuring", e))?;
             let bytes: u64 = walk.files.iter().map(|f| f.size).sum();
             if bytes > 0 {
                 usage.add(&session, &requester, bytes);

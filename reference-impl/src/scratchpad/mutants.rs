@@ -97,10 +97,18 @@ impl ScratchpadMutant {
 
     pub fn description(self) -> &'static str {
         match self {
-            Self::DirMtimeCounted => "session age counts directory timestamps (named in the source)",
-            Self::EmptyRootIsWorkingDir => "an empty root resolves to the working directory (named in the source)",
-            Self::RootListsOwnOnly => "listing the root shows only your own files (named in the source)",
-            Self::QuotaPerSession => "the ceiling is measured per session, not per requester (named in the source)",
+            Self::DirMtimeCounted => {
+                "session age counts directory timestamps (named in the source)"
+            }
+            Self::EmptyRootIsWorkingDir => {
+                "an empty root resolves to the working directory (named in the source)"
+            }
+            Self::RootListsOwnOnly => {
+                "listing the root shows only your own files (named in the source)"
+            }
+            Self::QuotaPerSession => {
+                "the ceiling is measured per session, not per requester (named in the source)"
+            }
             Self::EvictNewestFirst => "the session cap evicts newest-first",
             Self::EvictByName => "the session cap evicts in path order",
             Self::EvictAcrossSessions => "eviction reaches the requester's other sessions",
@@ -110,7 +118,9 @@ impl ScratchpadMutant {
             Self::RawIdentifiersInPaths => "identifiers reach paths unhashed",
             Self::OverwriteDoubleCounted => "an overwrite counts old and new bytes",
             Self::DotDotNormalised => "`..` is normalised instead of refused",
-            Self::PairingSharedByChannel => "a channel pairing is shared by everyone in the channel",
+            Self::PairingSharedByChannel => {
+                "a channel pairing is shared by everyone in the channel"
+            }
             Self::EvictionNotNamed => "the write result omits evicted files",
             Self::SymlinksFollowed => "symlinks under the root are followed",
             Self::ForeignDirectorySwept => "the sweeper removes directories it did not write",

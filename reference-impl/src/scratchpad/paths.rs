@@ -27,27 +27,43 @@ impl GuestPath {
 
     pub fn parse(raw: &[u8], limits: &Limits) -> Result<GuestPath, ScratchError> {
         if raw.is_empty() {
-            return Err(ScratchError::new(Refusal::EmptyPath, "the path is empty; name a file"));
+            return Err(ScratchError::new(
+                Refusal::EmptyPath,
+                "the path is empty; name a file",
+            ));
         }
         if raw.contains(&0) {
-            return Err(ScratchError::new(Refusal::NulByte, "the path contains a NUL byte"));
+            return Err(ScratchError::new(
+                Refusal::NulByte,
+                "the path contains a NUL byte",
+            ));
         }
         let text = std::str::from_utf8(raw).map_err(|e| {
             ScratchError::new(
                 Refusal::NotUtf8,
-                format!("the path is not valid UTF-8 (invalid byte at offset {})", e.valid_up_to()),
+                format!(
+                    "the path is not valid UTF-8 (invalid byte at offset {})",
+                    e.valid_up_to()
+                ),
             )
         })?;
         if raw.len() > limits.max_path_bytes {
             return Err(ScratchError::new(
                 Refusal::PathTooLong,
-                format!("the path is {} bytes; at most {} are allowed", raw.len(), limits.max_path_bytes),
+                format!(
+                    "the path is {} bytes; at most {} are allowed",
+                    raw.len(),
+                    limits.max_path_bytes
+                ),
             ));
         }
         if text.starts_with('/') {
             return Err(ScratchError::new(
                 Refusal::AbsolutePath,
-                format!("{text:?} is absolute; name it relative to your scratchpad, e.g. {:?}", text.trim_start_matches('/')),
+                format!(
+                    "{text:?} is absolute; name it relative to your scratchpad, e.g. {:?}",
+                    text.trim_start_matches('/')
+                ),
             ));
         }
         if text.contains('\\') {
@@ -65,7 +81,9 @@ impl GuestPath {
                 ".." => {
                     return Err(ScratchError::new(
                         Refusal::Traversal,
-                        format!("{text:?} contains '..'; paths may not climb, and are never clamped"),
+                        format!(
+                            "{text:?} contains '..'; paths may not climb, and are never clamped"
+                        ),
                     ))
                 }
                 "" | "." => {
@@ -78,12 +96,19 @@ impl GuestPath {
             }
         }
         if components.is_empty() {
-            return Err(ScratchError::new(Refusal::EmptyPath, "the path names no file"));
+            return Err(ScratchError::new(
+                Refusal::EmptyPath,
+                "the path names no file",
+            ));
         }
         if components.len() > limits.max_depth {
             return Err(ScratchError::new(
                 Refusal::TooDeep,
-                format!("the path has {} components; at most {} are allowed", components.len(), limits.max_depth),
+                format!(
+                    "the path has {} components; at most {} are allowed",
+                    components.len(),
+                    limits.max_depth
+                ),
             ));
         }
         Ok(GuestPath { components })

@@ -22,7 +22,11 @@ pub struct SweepReport {
     pub kept: usize,
 }
 
-pub fn sweep(root: &Path, cfg: &ScratchpadConfig, now: Timestamp) -> Result<SweepReport, ScratchError> {
+pub fn sweep(
+    root: &Path,
+    cfg: &ScratchpadConfig,
+    now: Timestamp,
+) -> Result<SweepReport, ScratchError> {
     let mut report = SweepReport::default();
     let mut names: Vec<String> = fs::read_dir(root)
         .map_err(|e| ScratchError::io("reading the scratchpad root", e))?
@@ -32,7 +36,9 @@ pub fn sweep(root: &Path, cfg: &ScratchpadConfig, now: Timestamp) -> Result<Swee
     names.sort();
     for name in names {
         let dir = root.join(&name);
-        let Ok(meta) = fs::symlink_metadata(&dir) else { continue };
+        let Ok(meta) = fs::symlink_metadata(&dir) else {
+            continue;
+        };
         if !meta.is_dir() {
             continue;
         }
@@ -45,7 +51,12 @@ pub fn sweep(root: &Path, cfg: &ScratchpadConfig, now: Timestamp) -> Result<Swee
         let walk = disk::walk(&dir).map_err(|e| ScratchError::io("walking a session", e))?;
         let newest_file = walk.files.iter().map(|f| f.mtime).max();
         let age_from = if cfg.is(ScratchpadMutant::DirMtimeCounted) {
-            let newest_dir = walk.dirs.iter().map(|d| d.1).chain([disk::mtime(&meta)]).max();
+            let newest_dir = walk
+                .dirs
+                .iter()
+                .map(|d| d.1)
+                .chain([disk::mtime(&meta)])
+                .max();
             newest_file.max(newest_dir)
         } else {
             match newest_file {
@@ -60,7 +71,9 @@ pub fn sweep(root: &Path, cfg: &ScratchpadConfig, now: Timestamp) -> Result<Swee
         };
         let ttl_ms = match kind {
             SessionKind::Thread => cfg.thread_quiet_ms,
-            SessionKind::Pairing if cfg.is(ScratchpadMutant::OneTimerForBothKinds) => cfg.thread_quiet_ms,
+            SessionKind::Pairing if cfg.is(ScratchpadMutant::OneTimerForBothKinds) => {
+                cfg.thread_quiet_ms
+            }
             SessionKind::Pairing => cfg.pairing_idle_ms,
         };
         if now.as_millis() - age_from.as_millis() >= ttl_ms {
