@@ -84,55 +84,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn apply(pad: &mut Scratchpad, req: &Request) -> Outcome {
-    let ctx = |c: &Caller| crate::scenario::parse::context_of(c);
-    let refused = |e: tidemark_reference::scratchpad::ScratchError| Outcome::Refused {
-        reason: e.refusal.code().into(),
-        message: e.message,
-    };
-    match req {
-        Request::Write {
-            caller,
-            path,
-            content,
-        } => match pad.write(&ctx(caller), &path.0, &content.0) {
-            Ok(w) => Outcome::Written {
-                path: w.listed_path,
-                evicted: w.evicted,
-            },
-            Err(e) => refused(e),
-        },
-        Request::Read { caller, path } => match pad.read(&ctx(caller), &path.0) {
-            Ok(c) => Outcome::Content {
-                content: crate::contract::Bytes(c),
-            },
-            Err(e) => refused(e),
-        },
-        Request::List { caller, path } => {
-            match pad.list(&ctx(caller), path.as_ref().map(|p| p.0.as_slice())) {
-                Ok(es) => Outcome::Listing {
-                    entries: es
-                        .into_iter()
-                        .map(|e| crate::contract::Entry {
-                            path: e.path,
-                            size: e.size,
-                        })
-                        .collect(),
-                },
-                Err(e) => refused(e),
-            }
-        }
-        Request::Remove { caller, path } => match pad.remove(&ctx(caller), &path.0) {
-            Ok(()) => Outcome::Removed,
-            Err(e) => refused(e),
-        },
-        Request::Start | Request::Tick => Outcome::Refused {
-            reason: "not_found".into(),
-            message: "not a client request".into(),
-        },
-    }
-}
-
 /// The scratchpad host: opens from disk, sweeps at startup, serves, and sweeps on its timer.
 async fn serve(cfg: ScratchpadConfig, clock: WorldClock, log: Log) -> turmoil::Result {
     let mut pad = Scratchpad::open(cfg, Arc::new(clock.clone()))?;
@@ -173,7 +124,10 @@ async fn serve(cfg: ScratchpadConfig, clock: WorldClock, log: Log) -> turmoil::R
             };
             let outcome = {
                 let mut p = lock(&pad);
-                let outcome = apply(&mut p, &env.request);
+                let outcome = match env.request {
+                    Request::Start | Request::Tick => return, // only the host itself starts and ticks
+                    ref call => crate::profiles::scratchpad::apply_call(&mut p, call),
+                };
                 lock(&log).push(Applied::Call {
                     at_ms: rel(&clock),
                     client: env.client,

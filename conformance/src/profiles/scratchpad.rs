@@ -76,6 +76,49 @@ struct ScratchpadDriver {
     pad: Option<Scratchpad>,
 }
 
+/// Performs one caller request (write, read, list, remove) on a scratchpad and renders its
+/// outcome in the contract's terms. Shared by the in-process driver and the turmoil world's host.
+pub fn apply_call(pad: &mut Scratchpad, request: &Request) -> Outcome {
+    match request {
+        Request::Write {
+            caller,
+            path,
+            content,
+        } => match pad.write(&context_of(caller), &path.0, &content.0) {
+            Ok(w) => Outcome::Written {
+                path: w.listed_path,
+                evicted: w.evicted,
+            },
+            Err(e) => refused(e),
+        },
+        Request::Read { caller, path } => match pad.read(&context_of(caller), &path.0) {
+            Ok(c) => Outcome::Content { content: Bytes(c) },
+            Err(e) => refused(e),
+        },
+        Request::List { caller, path } => {
+            match pad.list(&context_of(caller), path.as_ref().map(|p| p.0.as_slice())) {
+                Ok(entries) => Outcome::Listing {
+                    entries: entries
+                        .into_iter()
+                        .map(|e| Entry {
+                            path: e.path,
+                            size: e.size,
+                        })
+                        .collect(),
+                },
+                Err(e) => refused(e),
+            }
+        }
+        Request::Remove { caller, path } => match pad.remove(&context_of(caller), &path.0) {
+            Ok(()) => Outcome::Removed,
+            Err(e) => refused(e),
+        },
+        Request::Start | Request::Tick => {
+            panic!("apply_call takes caller requests; start and tick drive the sweeper")
+        }
+    }
+}
+
 fn refused(e: ScratchError) -> Outcome {
     Outcome::Refused {
         reason: e.refusal.code().to_string(),
@@ -110,39 +153,7 @@ impl Driver for ScratchpadDriver {
                 },
                 Err(e) => return Err(DriverError(format!("the timed sweep failed: {e}"))),
             },
-            Request::Write {
-                caller,
-                path,
-                content,
-            } => match pad.write(&context_of(caller), &path.0, &content.0) {
-                Ok(w) => Outcome::Written {
-                    path: w.listed_path,
-                    evicted: w.evicted,
-                },
-                Err(e) => refused(e),
-            },
-            Request::Read { caller, path } => match pad.read(&context_of(caller), &path.0) {
-                Ok(c) => Outcome::Content { content: Bytes(c) },
-                Err(e) => refused(e),
-            },
-            Request::List { caller, path } => {
-                match pad.list(&context_of(caller), path.as_ref().map(|p| p.0.as_slice())) {
-                    Ok(entries) => Outcome::Listing {
-                        entries: entries
-                            .into_iter()
-                            .map(|e| Entry {
-                                path: e.path,
-                                size: e.size,
-                            })
-                            .collect(),
-                    },
-                    Err(e) => refused(e),
-                }
-            }
-            Request::Remove { caller, path } => match pad.remove(&context_of(caller), &path.0) {
-                Ok(()) => Outcome::Removed,
-                Err(e) => refused(e),
-            },
+            call => apply_call(pad, call),
         })
     }
 
