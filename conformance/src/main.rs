@@ -92,7 +92,8 @@ enum Command {
         seeds: u64,
         #[arg(long, default_value_t = 0)]
         first_seed: u64,
-        /// Only the profile explored (scratchpad).
+        /// The profile explored: scratchpad (oracle, shrinking, fixtures) or scoped (the real
+        /// tier against the model of SPEC part SC; no shrinking or fixtures).
         #[arg(long, default_value = "scratchpad")]
         profile: String,
         /// Run only seeds with `seed % M == K`, so M machines split one run.
@@ -202,9 +203,21 @@ fn main() -> ExitCode {
             no_save,
             max_shrink_iters,
             implementation,
-        } => Some(if profile != "scratchpad" {
+        } => Some(if profile == "scoped" {
+            if *check_determinism || implementation.is_some() {
+                Err("explore --profile scoped runs the reference in process on the real tier: no --check-determinism or --impl yet".into())
+            } else {
+                explore::scoped::command(&explore::scoped::ScopedExploreArgs {
+                    seeds: *seeds,
+                    first_seed: *first_seed,
+                    shard: *shard,
+                    mutant: mutant.clone(),
+                    hunt: *hunt,
+                })
+            }
+        } else if profile != "scratchpad" {
             Err(format!(
-                "explore covers the scratchpad profile; {profile:?} is not explored yet"
+                "explore covers the scratchpad and scoped profiles; {profile:?} is not one of them"
             ))
         } else {
             explore::cli::explore(&explore::cli::ExploreArgs {

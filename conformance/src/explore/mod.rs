@@ -9,6 +9,7 @@ pub mod cli;
 pub mod fixture;
 pub mod ops;
 pub mod run;
+pub mod scoped;
 pub mod shrink;
 
 use crate::driver::DriverFactory;

@@ -39,7 +39,8 @@ impl ScopedRun {
     }
 }
 
-async fn postgres() -> Result<(Arc<PgProvider>, String, Duration), String> {
+/// One PostgreSQL for a run, where it came from, and how long it took to answer.
+pub async fn postgres() -> Result<(Arc<PgProvider>, String, Duration), String> {
     let t = Instant::now();
     let pg = PgProvider::from_environment()
         .await
