@@ -188,7 +188,7 @@ pub fn hunt_report(lines: &[HuntLine], limit: u64) -> String {
             (None, None) => {
                 let _ = writeln!(
                     s,
-                    "NOT FOUND  {id:<width$}  in {} seed(s) of random search (limit {limit}); a scenario kills it",
+                    "NOT FOUND  {id:<width$}  in {} seed(s) of random search (limit {limit})",
                     l.tried
                 );
             }
