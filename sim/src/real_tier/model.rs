@@ -1,5 +1,7 @@
 //! Random operation sequences against the scoped reference, checked step by step against a
-//! small executable model of SPEC part SC (activity, waits, the idle TTL, session deletion).
+//! small executable model of SPEC part SC (activity, waits, the idle TTL, session and agent
+//! deletion, agent-scope files, listings, extracted text, and refusals: traversal, a missing
+//! scope, the read-only workspace).
 //! Every sequence comes from one seed; a divergence carries the seed, the steps so far and
 //! what the model expected beside what the store did.
 //! S3 is the in-memory store over HTTP (fast, deterministic LastModified); PostgreSQL is real.
@@ -14,7 +16,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tidemark_reference::clock::{Clock, ManualClock, DAY_MS, HOUR_MS};
 use tidemark_reference::scoped::{
-    ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, TurnSpace, WaitKind,
+    PathError, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, TurnSpace,
+    WaitKind,
 };
 
 use crate::clock::EPOCH;
@@ -35,8 +38,13 @@ struct SessionModel {
     deleted: bool,
 }
 
+const AGENTS: [&str; 2] = ["a1", "a2"];
+
 struct Model {
     sessions: Vec<SessionModel>,
+    /// Agent-scope files by agent, kept while the agent exists (SC-1.1).
+    agent_files: BTreeMap<&'static str, BTreeMap<String, String>>,
+    deleted_agents: BTreeSet<&'static str>,
 }
 
 impl Model {
@@ -49,7 +57,30 @@ impl Model {
                 s.files.clear();
             }
         }
+        // A deleted agent's obligation is emptied by the same sweep (SC-6).
+        for a in &self.deleted_agents {
+            if let Some(files) = self.agent_files.get_mut(a) {
+                removed += files.len();
+                files.clear();
+            }
+        }
         removed
+    }
+
+    /// What a listing with no prefix shows for session `i` (SC-2.5): its session files and its
+    /// agent's files; the workspace scope holds nothing in these sequences.
+    fn listing(&self, i: usize) -> BTreeSet<String> {
+        let agent = SESSIONS[i].0;
+        let session = self.sessions[i]
+            .files
+            .keys()
+            .map(|p| format!("session/{p}"));
+        let agent_files = self
+            .agent_files
+            .get(agent)
+            .into_iter()
+            .flat_map(|f| f.keys().map(|p| format!("agent/{p}")));
+        session.chain(agent_files).collect()
     }
 }
 
@@ -172,6 +203,8 @@ async fn run_on(
         .collect();
     let mut model = Model {
         sessions: vec![SessionModel::default(); SESSIONS.len()],
+        agent_files: BTreeMap::new(),
+        deleted_agents: BTreeSet::new(),
     };
     for (i, t) in turns.iter().enumerate() {
         store
@@ -192,7 +225,7 @@ async fn run_on(
         let i = rng.gen_range(0..SESSIONS.len());
         let t = &turns[i];
         let now = clock.now().0;
-        let choice = rng.gen_range(0..100);
+        let choice = rng.gen_range(0..112);
         let fail = |log: &Vec<String>, expected: String, actual: String| {
             Err(SequenceError::Diverged(Divergence {
                 seed,
@@ -371,6 +404,53 @@ async fn run_on(
                         );
                     }
                 }
+                for a in AGENTS {
+                    let prefix = format!("agents/w1/{a}/");
+                    let got: BTreeSet<String> = mem
+                        .keys("model", &prefix)
+                        .into_iter()
+                        .filter_map(|k| k.strip_prefix(&prefix).map(str::to_string))
+                        .filter(|k| !k.starts_with(".tidemark-text/"))
+                        .collect();
+                    let want: BTreeSet<String> = model
+                        .agent_files
+                        .get(a)
+                        .map(|f| f.keys().cloned().collect())
+                        .unwrap_or_default();
+                    if got != want {
+                        return fail(
+                            &log,
+                            format!("after the sweep agent {a} holds {want:?}"),
+                            format!("after the sweep agent {a} holds {got:?}"),
+                        );
+                    }
+                }
+            }
+            100..=110 => {
+                if let Err(d) = probe(
+                    &store, t, i, now, choice, faulty, &mut rng, &mut model, &mut log,
+                )
+                .await
+                {
+                    return fail(&log, d.0, d.1);
+                }
+            }
+            111 => {
+                let agent = AGENTS[rng.gen_range(0..AGENTS.len())];
+                if model.deleted_agents.contains(agent) {
+                    continue;
+                }
+                log.push(format!("delete agent {agent}"));
+                if let Err(e) = store.delete_agent("w1", agent).await {
+                    return fail(&log, "delete agent: Ok".into(), format!("{e}"));
+                }
+                model.deleted_agents.insert(agent);
+                for (j, (a, _)) in SESSIONS.iter().enumerate() {
+                    if *a == agent {
+                        model.sessions[j].deleted = true;
+                        model.sessions[j].waits.clear();
+                    }
+                }
             }
             _ => {
                 if model.sessions[i].deleted {
@@ -386,4 +466,209 @@ async fn run_on(
         }
     }
     Ok(SequenceRun { steps, swept_files })
+}
+
+/// The rarer operations: agent-scope writes, listings, extracted text, single-file deletes, and
+/// requests that must be refused (traversal in two spellings, a path with no scope, a write to the read-only
+/// workspace). Returns (expected, actual) on a divergence.
+#[allow(clippy::too_many_arguments)]
+async fn probe(
+    store: &ScopedStore,
+    t: &TurnSpace,
+    i: usize,
+    now: i64,
+    choice: u32,
+    faulty: bool,
+    rng: &mut ChaCha8Rng,
+    model: &mut Model,
+    log: &mut Vec<String>,
+) -> Result<(), (String, String)> {
+    let path = PATHS[rng.gen_range(0..PATHS.len())];
+    let who = format!("{}/{}", t.agent, t.session);
+    let deleted = model.sessions[i].deleted;
+    let gone = |r: &str| {
+        (
+            format!("{r}: UnknownEntity (the session is deleted)"),
+            String::new(),
+        )
+    };
+    match choice {
+        100 | 101 => {
+            let content = format!("agent v{}", log.len());
+            log.push(format!("{who} write agent/{path} {content}"));
+            match (
+                store
+                    .write(t, &format!("agent/{path}"), content.clone().into_bytes())
+                    .await,
+                deleted,
+            ) {
+                (Err(ScopedError::Storage { .. }), _) if faulty => {
+                    log.push("  (failed: storage)".into())
+                }
+                (Ok(_), false) => {
+                    model
+                        .agent_files
+                        .entry(SESSIONS[i].0)
+                        .or_default()
+                        .insert(path.to_string(), content);
+                    let m = &mut model.sessions[i];
+                    m.last_activity = m.last_activity.max(now);
+                }
+                (Err(ScopedError::UnknownEntity { .. }), true) => {}
+                (r, true) => return Err((gone("agent write").0, format!("agent write: {r:?}"))),
+                (r, false) => {
+                    return Err(("agent write: Ok".into(), format!("agent write: {r:?}")))
+                }
+            }
+        }
+        102 | 103 => {
+            log.push(format!("{who} list"));
+            match (store.list(t, None).await, deleted) {
+                (Err(ScopedError::Storage { .. }), _) if faulty => {
+                    log.push("  (failed: storage)".into())
+                }
+                (Err(ScopedError::Storage { .. }), _) if faulty => {
+                    log.push("  (failed: storage)".into())
+                }
+                (Ok(files), false) => {
+                    let got: BTreeSet<String> = files.into_iter().map(|f| f.path).collect();
+                    let want = model.listing(i);
+                    if got != want {
+                        return Err((format!("list: {want:?}"), format!("list: {got:?}")));
+                    }
+                    let m = &mut model.sessions[i];
+                    m.last_activity = m.last_activity.max(now);
+                }
+                (Err(ScopedError::UnknownEntity { .. }), true) => {}
+                (r, d) => {
+                    let want = if d { gone("list").0 } else { "list: Ok".into() };
+                    return Err((want, format!("list: {r:?}")));
+                }
+            }
+        }
+        104 | 105 => {
+            log.push(format!("{who} text session/{path}"));
+            let want = model.sessions[i].files.get(path).cloned();
+            match (
+                store.read_text(t, &format!("session/{path}")).await,
+                deleted,
+                want,
+            ) {
+                (Err(ScopedError::Storage { .. }), _, _) if faulty => {
+                    log.push("  (failed: storage)".into())
+                }
+                (Ok(Some(text)), false, Some(c)) if text == c => {
+                    let m = &mut model.sessions[i];
+                    m.last_activity = m.last_activity.max(now);
+                }
+                (Err(ScopedError::NotFound { .. }), false, None) => {}
+                (Err(ScopedError::UnknownEntity { .. }), true, _) => {}
+                (r, d, w) => {
+                    let want = match (d, w) {
+                        (true, _) => gone("text").0,
+                        (false, None) => "text: NotFound (the file is gone, so is its text)".into(),
+                        (false, Some(c)) => format!("text: Ok(Some({c:?}))"),
+                    };
+                    return Err((want, format!("text: {r:?}")));
+                }
+            }
+        }
+        106 | 107 => {
+            let spelled = if rng.gen_bool(0.5) {
+                format!("session/dir/../../agent/{path}")
+            } else {
+                format!("session/%2e%2e/agent/{path}")
+            };
+            log.push(format!("{who} read {spelled}"));
+            match store.read(t, &spelled).await {
+                Err(ScopedError::Path(PathError::Traversal { .. })) => {}
+                r => {
+                    return Err((
+                        "read: refused as Traversal, never clamped".into(),
+                        format!("read: {r:?}"),
+                    ))
+                }
+            }
+        }
+        109 => {
+            log.push(format!("{who} delete session/{path}"));
+            let had = model.sessions[i].files.contains_key(path);
+            match (
+                store.delete(t, &format!("session/{path}")).await,
+                deleted,
+                had,
+            ) {
+                (Err(ScopedError::Storage { .. }), _, _) if faulty => {
+                    log.push("  (failed: storage)".into())
+                }
+                (Ok(()), false, true) => {
+                    let m = &mut model.sessions[i];
+                    m.files.remove(path);
+                    m.last_activity = m.last_activity.max(now);
+                    // The text goes with its file, at once (SC-4): a file the listing no longer
+                    // shows is not readable, not even as text.
+                    log.push(format!("{who} text session/{path}"));
+                    match store.read_text(t, &format!("session/{path}")).await {
+                        Err(ScopedError::NotFound { .. }) => {}
+                        Err(ScopedError::Storage { .. }) if faulty => {
+                            log.push("  (failed: storage)".into())
+                        }
+                        r => {
+                            return Err((
+                                "text of a deleted file: NotFound".into(),
+                                format!("text: {r:?}"),
+                            ))
+                        }
+                    }
+                }
+                (Err(ScopedError::NotFound { .. }), false, false) => {}
+                (Err(ScopedError::UnknownEntity { .. }), true, _) => {}
+                (r, d, h) => {
+                    let want = match (d, h) {
+                        (true, _) => gone("delete").0,
+                        (false, true) => "delete: Ok".into(),
+                        (false, false) => "delete: NotFound".into(),
+                    };
+                    return Err((want, format!("delete: {r:?}")));
+                }
+            }
+        }
+        108 => {
+            log.push(format!("{who} read {path}"));
+            match store.read(t, path).await {
+                Err(ScopedError::Path(PathError::MissingScope { corrections, .. }))
+                    if corrections.len() == 3 => {}
+                r => {
+                    return Err((
+                        "read: refused as MissingScope with three corrections".into(),
+                        format!("read: {r:?}"),
+                    ))
+                }
+            }
+        }
+        _ => {
+            log.push(format!("{who} write workspace/{path}"));
+            match (
+                store
+                    .write(t, &format!("workspace/{path}"), b"shared".to_vec())
+                    .await,
+                deleted,
+            ) {
+                (Err(ScopedError::Storage { .. }), _) if faulty => {
+                    log.push("  (failed: storage)".into())
+                }
+                (Err(ScopedError::PermissionDenied { .. }), false) => {}
+                (Err(ScopedError::UnknownEntity { .. }), true) => {}
+                (r, d) => {
+                    let want = if d {
+                        gone("workspace write").0
+                    } else {
+                        "workspace write: PermissionDenied (read-only by default)".into()
+                    };
+                    return Err((want, format!("workspace write: {r:?}")));
+                }
+            }
+        }
+    }
+    Ok(())
 }
