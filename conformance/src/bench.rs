@@ -6,19 +6,23 @@ use crate::explore::{run_seed, Shard};
 use crate::profiles::scratchpad::ReferenceScratchpad;
 use std::sync::Arc;
 use std::time::Instant;
-use tidemark_reference::clock::{ManualClock, Timestamp};
+use tidemark_reference::clock::ManualClock;
 use tidemark_reference::scratchpad::{CallContext, Scratchpad, ScratchpadConfig};
+use tidemark_sim::clock::EPOCH;
 
-/// Mean microseconds of one 100-byte write into a session already holding `files` files, with
-/// the cap out of reach (so the quota check alone is measured), over `writes` writes.
-pub fn scratchpad_write_us(files: usize, writes: usize) -> f64 {
+/// A scratchpad on a fresh temporary root (returned, so it lives as long as the pad) whose
+/// session `alice@#g/T1` already holds `files` 100-byte files. `spaced` gives each setup file
+/// its own millisecond, so eviction order is by time rather than by name.
+fn prefilled(
+    cfg: impl FnOnce(&mut ScratchpadConfig),
+    files: usize,
+    spaced: bool,
+) -> (tempfile::TempDir, Scratchpad, ManualClock, CallContext) {
     let tmp = tempfile::tempdir_in(scratch_base()).expect("a temporary directory");
-    let mut cfg = ScratchpadConfig::with_root(tmp.path());
-    cfg.session_cap_bytes = 1 << 30;
-    cfg.max_file_bytes = 1 << 20;
-    cfg.requester_ceiling_bytes = 1 << 31;
-    let clock = ManualClock::starting_at(Timestamp(1_767_225_600_000));
-    let mut pad = Scratchpad::open(cfg, Arc::new(clock.clone())).expect("opens");
+    let mut config = ScratchpadConfig::with_root(tmp.path());
+    cfg(&mut config);
+    let clock = ManualClock::starting_at(EPOCH);
+    let mut pad = Scratchpad::open(config, Arc::new(clock.clone())).expect("opens");
     let ctx = CallContext {
         requester: "alice".into(),
         channel: "g".into(),
@@ -26,9 +30,28 @@ pub fn scratchpad_write_us(files: usize, writes: usize) -> f64 {
     };
     let data = vec![b'x'; 100];
     for i in 0..files {
+        if spaced {
+            clock.advance_ms(1);
+        }
         pad.write(&ctx, format!("d{}/f{i}.txt", i % 100).as_bytes(), &data)
             .expect("a setup write");
     }
+    (tmp, pad, clock, ctx)
+}
+
+/// Mean microseconds of one 100-byte write into a session already holding `files` files, with
+/// the cap out of reach (so the quota check alone is measured), over `writes` writes.
+pub fn scratchpad_write_us(files: usize, writes: usize) -> f64 {
+    let (_tmp, mut pad, clock, ctx) = prefilled(
+        |c| {
+            c.session_cap_bytes = 1 << 30;
+            c.max_file_bytes = 1 << 20;
+            c.requester_ceiling_bytes = 1 << 31;
+        },
+        files,
+        false,
+    );
+    let data = vec![b'x'; 100];
     let started = Instant::now();
     for i in 0..writes {
         clock.advance_ms(1);
@@ -41,24 +64,16 @@ pub fn scratchpad_write_us(files: usize, writes: usize) -> f64 {
 /// Mean microseconds of a write that must evict, in a full session of `files` files: the one
 /// case that walks the session (only that session).
 pub fn scratchpad_evicting_write_us(files: usize, writes: usize) -> f64 {
-    let tmp = tempfile::tempdir_in(scratch_base()).expect("a temporary directory");
-    let mut cfg = ScratchpadConfig::with_root(tmp.path());
-    cfg.session_cap_bytes = files as u64 * 100;
-    cfg.max_file_bytes = 100;
-    cfg.requester_ceiling_bytes = 1 << 31;
-    let clock = ManualClock::starting_at(Timestamp(1_767_225_600_000));
-    let mut pad = Scratchpad::open(cfg, Arc::new(clock.clone())).expect("opens");
-    let ctx = CallContext {
-        requester: "alice".into(),
-        channel: "g".into(),
-        thread: Some("T1".into()),
-    };
+    let (_tmp, mut pad, clock, ctx) = prefilled(
+        |c| {
+            c.session_cap_bytes = files as u64 * 100;
+            c.max_file_bytes = 100;
+            c.requester_ceiling_bytes = 1 << 31;
+        },
+        files,
+        true,
+    );
     let data = vec![b'x'; 100];
-    for i in 0..files {
-        clock.advance_ms(1);
-        pad.write(&ctx, format!("d{}/f{i}.txt", i % 100).as_bytes(), &data)
-            .expect("a setup write");
-    }
     let started = Instant::now();
     for i in 0..writes {
         clock.advance_ms(1);

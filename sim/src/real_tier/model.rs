@@ -386,42 +386,29 @@ async fn run_on(
                     Err(e) => return fail(&log, "sweep: Ok".into(), format!("sweep: {e}")),
                 }
                 swept_files += model.sweep(now);
-                // The bucket agrees with the model, session by session.
-                for (j, (a, s)) in SESSIONS.iter().enumerate() {
-                    let prefix = format!("sessions/w1/{a}/{s}/");
-                    let got: BTreeSet<String> = mem
-                        .keys("model", &prefix)
-                        .into_iter()
-                        .filter_map(|k| k.strip_prefix(&prefix).map(str::to_string))
-                        .filter(|k| !k.starts_with(".tidemark-text/"))
-                        .collect();
-                    let want: BTreeSet<String> = model.sessions[j].files.keys().cloned().collect();
-                    if got != want {
-                        return fail(
-                            &log,
-                            format!("after the sweep {a}/{s} holds {want:?}"),
-                            format!("after the sweep {a}/{s} holds {got:?}"),
-                        );
-                    }
-                }
-                for a in AGENTS {
-                    let prefix = format!("agents/w1/{a}/");
-                    let got: BTreeSet<String> = mem
-                        .keys("model", &prefix)
-                        .into_iter()
-                        .filter_map(|k| k.strip_prefix(&prefix).map(str::to_string))
-                        .filter(|k| !k.starts_with(".tidemark-text/"))
-                        .collect();
-                    let want: BTreeSet<String> = model
+                // The bucket agrees with the model, session by session and agent by agent.
+                let sessions = SESSIONS.iter().enumerate().map(|(j, (a, s))| {
+                    (
+                        format!("sessions/w1/{a}/{s}/"),
+                        format!("{a}/{s}"),
+                        model.sessions[j].files.keys().cloned().collect(),
+                    )
+                });
+                let agents = AGENTS.iter().map(|a| {
+                    let files: BTreeSet<String> = model
                         .agent_files
                         .get(a)
                         .map(|f| f.keys().cloned().collect())
                         .unwrap_or_default();
+                    (format!("agents/w1/{a}/"), format!("agent {a}"), files)
+                });
+                for (prefix, name, want) in sessions.chain(agents).collect::<Vec<_>>() {
+                    let got = files_under(mem, &prefix);
                     if got != want {
                         return fail(
                             &log,
-                            format!("after the sweep agent {a} holds {want:?}"),
-                            format!("after the sweep agent {a} holds {got:?}"),
+                            format!("after the sweep {name} holds {want:?}"),
+                            format!("after the sweep {name} holds {got:?}"),
                         );
                     }
                 }
@@ -466,6 +453,15 @@ async fn run_on(
         }
     }
     Ok(SequenceRun { steps, swept_files })
+}
+
+/// The guest-visible files under `prefix` in the model bucket: extracted text is not a file.
+fn files_under(mem: &MemoryHandle, prefix: &str) -> BTreeSet<String> {
+    mem.keys("model", prefix)
+        .into_iter()
+        .filter_map(|k| k.strip_prefix(prefix).map(str::to_string))
+        .filter(|k| !k.starts_with(".tidemark-text/"))
+        .collect()
 }
 
 /// The rarer operations: agent-scope writes, listings, extracted text, single-file deletes, and
