@@ -4,7 +4,8 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
-use tidemark_conformance::scenario::Profile;
+use tidemark_conformance::profiles::scoped_process;
+use tidemark_conformance::scenario::{Profile, Scenario};
 use tidemark_conformance::{
     default_scenarios_dir, default_spec_path, explore, gate, mutants, process, report, suite,
 };
@@ -92,8 +93,8 @@ enum Command {
         seeds: u64,
         #[arg(long, default_value_t = 0)]
         first_seed: u64,
-        /// The profile explored: scratchpad (oracle, shrinking, fixtures) or scoped (the real
-        /// tier against the model of SPEC part SC; no shrinking or fixtures).
+        /// The profile explored: scratchpad (the oracle, in process) or scoped (the real tier
+        /// against the model of SPEC part SC). Both shrink failures and save them.
         #[arg(long, default_value = "scratchpad")]
         profile: String,
         /// Run only seeds with `seed % M == K`, so M machines split one run.
@@ -111,9 +112,10 @@ enum Command {
         /// Independent searches per mutant when hunting.
         #[arg(long, default_value_t = 5)]
         hunt_trials: u64,
-        /// Where failures are saved as fixtures.
-        #[arg(long, default_value_os_t = tidemark_conformance::spec::repo_root().join("fixtures/explore"))]
-        save_dir: PathBuf,
+        /// Where failures are saved as fixtures [default: fixtures/explore, or
+        /// fixtures/explore-scoped for the scoped profile].
+        #[arg(long)]
+        save_dir: Option<PathBuf>,
         /// Do not save failures.
         #[arg(long)]
         no_save: bool,
@@ -204,8 +206,8 @@ fn main() -> ExitCode {
             max_shrink_iters,
             implementation,
         } => Some(if profile == "scoped" {
-            if *check_determinism || implementation.is_some() {
-                Err("explore --profile scoped runs the reference in process on the real tier: no --check-determinism or --impl yet".into())
+            if implementation.is_some() {
+                Err("explore --profile scoped runs the reference in process on the real tier: no --impl yet".into())
             } else {
                 explore::scoped::command(&explore::scoped::ScopedExploreArgs {
                     seeds: *seeds,
@@ -213,6 +215,13 @@ fn main() -> ExitCode {
                     shard: *shard,
                     mutant: mutant.clone(),
                     hunt: *hunt,
+                    check_determinism: *check_determinism,
+                    save_dir: (!no_save).then(|| {
+                        save_dir
+                            .clone()
+                            .unwrap_or_else(explore::scoped_fixture::default_dir)
+                    }),
+                    max_shrink_iters: *max_shrink_iters,
                 })
             }
         } else if profile != "scratchpad" {
@@ -228,7 +237,11 @@ fn main() -> ExitCode {
                 check_determinism: *check_determinism,
                 hunt: *hunt,
                 hunt_trials: *hunt_trials,
-                save_dir: (!no_save).then(|| save_dir.clone()),
+                save_dir: (!no_save).then(|| {
+                    save_dir.clone().unwrap_or_else(|| {
+                        tidemark_conformance::spec::repo_root().join("fixtures/explore")
+                    })
+                }),
                 max_shrink_iters: *max_shrink_iters,
                 implementation: implementation.clone(),
             })
@@ -237,7 +250,12 @@ fn main() -> ExitCode {
             fixture,
             seed,
             mutant,
-        } => Some(explore::cli::replay(fixture.as_deref(), *seed, mutant)),
+        } => Some(match fixture {
+            Some(f) if explore::scoped_fixture::is_scoped(f) => {
+                explore::scoped::replay_fixture(f)
+            }
+            _ => explore::cli::replay(fixture.as_deref(), *seed, mutant),
+        }),
         Command::World {
             seeds,
             first_seed,
@@ -291,6 +309,10 @@ async fn run(cli: Cli) -> Result<bool, String> {
         Command::Run {
             suite: args,
             gate: gate_args,
+        } if gate_args.implementation.is_some() => run_impl(&args, &gate_args).await,
+        Command::Run {
+            suite: args,
+            gate: gate_args,
         } => {
             let scoped = wants_scoped(&args.profile)
                 && gate_args.implementation.is_none()
@@ -298,7 +320,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
                 && matches!(gate_args.format, Format::Table);
             if !scoped {
                 if args.profile.as_deref() == Some("scoped") {
-                    return Err("the scoped profile runs in-process on the real tier only: no --impl, --only or --format json yet".into());
+                    return Err("the scoped profile's in-process run takes no --only or --format json yet (through --impl it takes both)".into());
                 }
                 return run_suite(&args, &gate_args).await;
             }
@@ -401,51 +423,109 @@ async fn run_suite(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, Strin
         only: gate_args.only.clone(),
     };
     let selected = selection.apply(&all)?;
-    let report = match &gate_args.implementation {
-        None => {
-            gate::check_concurrently(
-                &selected,
-                &ReferenceScratchpad::default(),
-                "tidemark run".into(),
-                gate_args.jobs,
-            )
-            .await
+    let report = gate::check_concurrently(
+        &selected,
+        &ReferenceScratchpad::default(),
+        "tidemark run".into(),
+        gate_args.jobs,
+    )
+    .await;
+    emit(&report, gate_args)
+}
+
+/// `tidemark run --impl`: every scenario the program's profiles select, scratchpad and scoped,
+/// through the protocol, in one report.
+async fn run_impl(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String> {
+    let Some(command) = &gate_args.implementation else {
+        unreachable!("run_impl is called with --impl");
+    };
+    if let Some(p) = args.profile.as_deref() {
+        if !matches!(p, "all" | "scratchpad" | "scoped") {
+            return Err(format!(
+                "unknown profile {p:?}; expected scratchpad, scoped or all"
+            ));
         }
-        Some(command) => {
-            let command = process::AdapterCommand::parse(command, &process::launch_dir())
-                .map_err(|e| e.to_string())?;
-            let options = process::ProcessOptions {
-                reply_timeout: std::time::Duration::from_millis(gate_args.timeout_ms),
+    }
+    let scoped_prefix = format!("{}::", scoped_process::PROFILE);
+    let (scoped_only, scratchpad_only): (Vec<String>, Vec<String>) = gate_args
+        .only
+        .iter()
+        .cloned()
+        .partition(|name| name.starts_with(&scoped_prefix));
+    for (names, wanted, profile) in [
+        (&scoped_only, wants_scoped(&args.profile), "scoped"),
+        (&scratchpad_only, wants_scratchpad(&args.profile), "scratchpad"),
+    ] {
+        if let (Some(name), false) = (names.first(), wanted) {
+            return Err(format!(
+                "--only {name} names a {profile} scenario, but --profile leaves that profile out"
+            ));
+        }
+    }
+    let only_given = !gate_args.only.is_empty();
+    let scratchpad_selected = {
+        let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
+        if wants_scratchpad(&args.profile) && (!only_given || !scratchpad_only.is_empty()) {
+            let selection = gate::Selection {
+                profiles: vec![Profile::Scratchpad],
+                only: scratchpad_only,
             };
-            let factory = match process::ProcessFactory::probe(command.clone(), options).await {
-                Ok(factory) => factory,
-                Err(e) => {
-                    let message =
-                        format!("the implementation did not complete the init exchange: {e}");
-                    if let Some(path) = &gate_args.junit {
-                        let xml = report::render_junit_setup_error(command.text(), &message);
-                        std::fs::write(path, xml)
-                            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                    }
-                    return Err(message);
-                }
-            };
-            let quoted = shlex::try_quote(command.text()).map_err(|e| e.to_string())?;
-            // The replay command waits as long as this run did, or a slow scenario would time out
-            // differently when replayed.
-            let mut replay = format!("tidemark run --impl {quoted}");
-            if gate_args.timeout_ms != process::DEFAULT_REPLY_TIMEOUT_MS {
-                replay.push_str(&format!(" --timeout-ms {}", gate_args.timeout_ms));
-            }
-            gate::check_concurrently(&selected, &factory, replay, gate_args.jobs).await
+            selection.apply(&all)?.into_iter().cloned().collect()
+        } else {
+            Vec::new()
         }
     };
+    let scoped_dir = args.scenarios.join(scoped_process::PROFILE);
+    let scoped_selected = if wants_scoped(&args.profile)
+        && (!only_given || !scoped_only.is_empty())
+        && (scoped_dir.is_dir() || !scoped_only.is_empty())
+    {
+        scoped_process::load(&scoped_dir, &scoped_only)?
+    } else {
+        Vec::new()
+    };
+
+    let command =
+        process::AdapterCommand::parse(command, &process::launch_dir()).map_err(|e| e.to_string())?;
+    let options = process::ProcessOptions {
+        reply_timeout: std::time::Duration::from_millis(gate_args.timeout_ms),
+    };
+    let factory = match process::ProcessFactory::probe(command.clone(), options).await {
+        Ok(factory) => factory,
+        Err(e) => {
+            let message = format!("the implementation did not complete the init exchange: {e}");
+            if let Some(path) = &gate_args.junit {
+                let xml = report::render_junit_setup_error(command.text(), &message);
+                std::fs::write(path, xml)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            }
+            return Err(message);
+        }
+    };
+    let quoted = shlex::try_quote(command.text()).map_err(|e| e.to_string())?;
+    // The replay command waits as long as this run did, or a slow scenario would time out
+    // differently when replayed.
+    let mut replay = format!("tidemark run --impl {quoted}");
+    if gate_args.timeout_ms != process::DEFAULT_REPLY_TIMEOUT_MS {
+        replay.push_str(&format!(" --timeout-ms {}", gate_args.timeout_ms));
+    }
+    let scratchpad_refs: Vec<&Scenario> = scratchpad_selected.iter().collect();
+    let mut report =
+        gate::check_concurrently(&scratchpad_refs, &factory, replay, gate_args.jobs).await;
+    report
+        .cases
+        .extend(scoped_process::check(&factory, &scoped_selected, gate_args.jobs).await?);
+    emit(&report, gate_args)
+}
+
+/// Prints the report in the chosen format, writes the JUnit file if asked; true if it passed.
+fn emit(report: &report::RunReport, gate_args: &GateArgs) -> Result<bool, String> {
     match gate_args.format {
-        Format::Table => print!("{}", report::render_table(&report)),
-        Format::Json => print!("{}", report::render_json(&report)),
+        Format::Table => print!("{}", report::render_table(report)),
+        Format::Json => print!("{}", report::render_json(report)),
     }
     if let Some(path) = &gate_args.junit {
-        std::fs::write(path, report::render_junit(&report))
+        std::fs::write(path, report::render_junit(report))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(report.passed())

@@ -16,6 +16,8 @@ use crate::protocol::{
 };
 use crate::scenario::Profile;
 use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -256,27 +258,136 @@ impl ProcessDriver {
             &self.env.workdir,
             &self.env.knobs.values,
         )?;
-        let mut adapter = Adapter::spawn(&self.command, &self.env.workdir, &self.options)?;
-        let claims = match adapter.handshake(init).await {
-            Ok(claims) => claims,
-            Err(e) => {
-                adapter.kill().await;
-                return Err(e);
-            }
-        };
-        if !claims.profiles.iter().any(|p| p == self.profile.name()) {
-            let e = adapter
-                .failure(format!(
-                    "the implementation was started for the {} profile but its init_ok claims only [{}]",
-                    self.profile.name(),
-                    claims.profiles.join(", ")
-                ))
-                .await;
+        self.adapter = Some(
+            start_checked(
+                &self.command,
+                &self.options,
+                &self.env.workdir,
+                init,
+                self.profile.name(),
+            )
+            .await?,
+        );
+        Ok(())
+    }
+}
+
+/// Spawns the program in `workdir`, sends `init` and checks that its init_ok claims `profile`.
+/// On any failure the program is killed and the error says why.
+async fn start_checked(
+    command: &AdapterCommand,
+    options: &ProcessOptions,
+    workdir: &Path,
+    init: Init,
+    profile: &str,
+) -> Result<Adapter, DriverError> {
+    let mut adapter = Adapter::spawn(command, workdir, options)?;
+    let claims = match adapter.handshake(init).await {
+        Ok(claims) => claims,
+        Err(e) => {
             adapter.kill().await;
             return Err(e);
         }
-        self.adapter = Some(adapter);
+    };
+    if !claims.profiles.iter().any(|p| p == profile) {
+        let e = adapter
+            .failure(format!(
+                "the implementation was started for the {profile} profile but its init_ok claims only [{}]",
+                claims.profiles.join(", ")
+            ))
+            .await;
+        adapter.kill().await;
+        return Err(e);
+    }
+    Ok(adapter)
+}
+
+/// One scenario's program for a profile whose steps are not scratchpad [`Request`]s (the scoped
+/// profile): started with a given `init`, sent typed requests, restarted (SIGKILL to its process
+/// group, then a new process with the same `init`) when the scenario says it crashes. Every wait
+/// is bounded and every misbehaviour reads as it does for the scratchpad.
+pub struct ProcessSession {
+    command: AdapterCommand,
+    options: ProcessOptions,
+    workdir: PathBuf,
+    init: Init,
+    profile: String,
+    adapter: Option<Adapter>,
+    next_id: u64,
+}
+
+impl ProcessSession {
+    /// Starts the program of `factory` with `init` (whose `profile` must be set) in `workdir`.
+    pub async fn start(
+        factory: &ProcessFactory,
+        workdir: &Path,
+        init: Init,
+    ) -> Result<ProcessSession, DriverError> {
+        let profile = init
+            .profile
+            .clone()
+            .ok_or_else(|| DriverError("a session's init names no profile".into()))?;
+        let mut session = ProcessSession {
+            command: factory.command.clone(),
+            options: factory.options.clone(),
+            workdir: workdir.to_path_buf(),
+            init,
+            profile,
+            adapter: None,
+            next_id: INIT_ID + 1,
+        };
+        session.restart().await?;
+        Ok(session)
+    }
+
+    /// Kills the running program (a crash: SIGKILL to its process group, nothing flushed) and
+    /// starts a new one with the same init.
+    pub async fn restart(&mut self) -> Result<(), DriverError> {
+        self.stop().await;
+        self.adapter = Some(
+            start_checked(
+                &self.command,
+                &self.options,
+                &self.workdir,
+                self.init.clone(),
+                &self.profile,
+            )
+            .await?,
+        );
         Ok(())
+    }
+
+    /// Sends one request (`op` names it in error messages) at `now_ms` and returns its outcome.
+    /// A program that misbehaves is killed: it is not trusted with another request.
+    pub async fn call<B: Serialize, O: DeserializeOwned>(
+        &mut self,
+        now_ms: i64,
+        op: &str,
+        body: B,
+    ) -> Result<O, DriverError> {
+        let Some(adapter) = self.adapter.as_mut() else {
+            return Err(DriverError(format!(
+                "a {op} request arrived while the implementation was not running"
+            )));
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        let result = adapter
+            .request(RequestEnvelope { id, now_ms, body }, op)
+            .await;
+        if result.is_err() {
+            if let Some(adapter) = self.adapter.take() {
+                adapter.kill().await;
+            }
+        }
+        result
+    }
+
+    /// Kills the program, if it runs.
+    pub async fn stop(&mut self) {
+        if let Some(adapter) = self.adapter.take() {
+            adapter.kill().await;
+        }
     }
 }
 
@@ -299,7 +410,7 @@ impl Driver for ProcessDriver {
             now_ms: now.as_millis(),
             body: request.clone(),
         };
-        let result = adapter.request(envelope).await;
+        let result = adapter.request(envelope, request.op_name()).await;
         if result.is_err() {
             // A program that misbehaved once is not trusted with another request.
             if let Some(adapter) = self.adapter.take() {
@@ -372,8 +483,13 @@ impl Adapter {
     /// Sends init and checks init_ok: the same protocol, and a well-formed claim.
     async fn handshake(&mut self, init: Init) -> Result<InitOk, DriverError> {
         let bound = self.startup_timeout;
-        self.send(&ToImplementation::Init(init), bound).await?;
-        match self.receive(INIT_ID, "init", bound).await? {
+        self.send(
+            &ToImplementation::<Request>::Init(init),
+            "init".into(),
+            bound,
+        )
+        .await?;
+        match self.receive::<Outcome>(INIT_ID, "init", bound).await? {
             FromImplementation::InitOk(ok) if ok.protocol == PROTOCOL => Ok(ok),
             FromImplementation::InitOk(ok) => Err(self
                 .failure(format!(
@@ -393,12 +509,17 @@ impl Adapter {
         }
     }
 
-    async fn request(&mut self, envelope: RequestEnvelope) -> Result<Outcome, DriverError> {
-        let (id, op) = (envelope.id, envelope.body.op_name());
+    async fn request<B: Serialize, O: DeserializeOwned>(
+        &mut self,
+        envelope: RequestEnvelope<B>,
+        op: &str,
+    ) -> Result<O, DriverError> {
+        let id = envelope.id;
         let bound = self.reply_timeout;
-        self.send(&ToImplementation::Request(envelope), bound)
+        let what = format!("request {id} ({op})");
+        self.send(&ToImplementation::Request(envelope), what, bound)
             .await?;
-        match self.receive(id, op, bound).await? {
+        match self.receive::<O>(id, op, bound).await? {
             FromImplementation::Reply(reply) => Ok(reply.body),
             FromImplementation::Error(e) => Err(self
                 .failure(format!(
@@ -415,17 +536,14 @@ impl Adapter {
         }
     }
 
-    async fn send(
+    async fn send<B: Serialize>(
         &mut self,
-        message: &ToImplementation,
+        message: &ToImplementation<B>,
+        what: String,
         bound: Duration,
     ) -> Result<(), DriverError> {
         let mut line = serde_json::to_vec(message).expect("protocol messages always serialise");
         line.push(b'\n');
-        let what = match message {
-            ToImplementation::Init(_) => "init".to_string(),
-            ToImplementation::Request(r) => format!("request {} ({})", r.id, r.body.op_name()),
-        };
         let Some(stdin) = self.stdin.as_mut() else {
             return Err(DriverError(format!(
                 "cannot send {what}: the implementation's stdin is closed"
@@ -474,12 +592,12 @@ impl Adapter {
 
     /// Reads the next message, which must answer `id`. Blank lines are ignored; the whole wait,
     /// however many lines it takes, is bounded by `bound`.
-    async fn receive(
+    async fn receive<O: DeserializeOwned>(
         &mut self,
         id: u64,
         op: &str,
         bound: Duration,
-    ) -> Result<FromImplementation, DriverError> {
+    ) -> Result<FromImplementation<O>, DriverError> {
         let awaited = if id == INIT_ID {
             "init".to_string()
         } else {
@@ -522,7 +640,7 @@ impl Adapter {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let message: FromImplementation = match serde_json::from_slice(&line) {
+            let message: FromImplementation<O> = match serde_json::from_slice(&line) {
                 Ok(m) => m,
                 Err(e) => {
                     return Err(self

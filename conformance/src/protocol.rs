@@ -9,6 +9,8 @@
 use crate::contract::{Outcome, Request};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+#[cfg(doc)]
+use tidemark_sim::real_tier::{ScopedOp, ScopedOutcome};
 
 /// The protocol name and version both sides state in the init exchange. A change that an
 /// existing implementation could misread bumps the number.
@@ -17,12 +19,14 @@ pub const PROTOCOL: &str = "tidemark/1";
 /// The id of the init message; requests count up from 1.
 pub const INIT_ID: u64 = 0;
 
-/// A line the harness writes to the implementation's stdin.
+/// A line the harness writes to the implementation's stdin. The body type is the profile's
+/// request: [`Request`] for the scratchpad, [`ScopedOp`] for the scoped profile (the same `op`
+/// names mean different things in the two, so the profile of the `init` decides how to read them).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ToImplementation {
+pub enum ToImplementation<B = Request> {
     Init(Init),
-    Request(RequestEnvelope),
+    Request(RequestEnvelope<B>),
 }
 
 /// The first line a program receives: what the harness provides for the coming scenario.
@@ -63,26 +67,27 @@ pub struct S3Endpoint {
 
 /// One operation at one simulated instant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RequestEnvelope {
+pub struct RequestEnvelope<B = Request> {
     pub id: u64,
     /// The current time, milliseconds since the Unix epoch, UTC. The only clock the program may
     /// use for a retention decision.
     pub now_ms: i64,
-    pub body: Request,
+    pub body: B,
 }
 
-/// A line the implementation writes to stdout.
+/// A line the implementation writes to stdout. The body of a reply is the profile's outcome:
+/// [`Outcome`] for the scratchpad, [`ScopedOutcome`] for the scoped profile.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum FromImplementation {
+pub enum FromImplementation<O = Outcome> {
     InitOk(InitOk),
-    Reply(Reply),
+    Reply(Reply<O>),
     /// The program could not perform a request at all (a bug, a disk error): not a refusal,
     /// which is an ordinary [`Outcome`]. The harness reports it as the scenario's failure.
     Error(ErrorReply),
 }
 
-impl FromImplementation {
+impl<O> FromImplementation<O> {
     pub fn in_reply_to(&self) -> u64 {
         match self {
             FromImplementation::InitOk(m) => m.in_reply_to,
@@ -116,9 +121,9 @@ pub struct InitOk {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Reply {
+pub struct Reply<O = Outcome> {
     pub in_reply_to: u64,
-    pub body: Outcome,
+    pub body: O,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

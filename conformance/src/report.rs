@@ -452,7 +452,7 @@ fn xml_safe(s: &str) -> String {
 
 /// A scenario file as reports show it: relative to the repository (or the current directory)
 /// when inside it, so reports do not depend on where the repository was cloned.
-fn display_path(path: &Path) -> String {
+pub(crate) fn display_path(path: &Path) -> String {
     let repo = crate::spec::repo_root();
     let cwd = std::env::current_dir().ok();
     let relative = path

@@ -1,7 +1,7 @@
 //! protocol.schema.json describes the protocol as it is actually spoken: every line of a real
 //! run through the reference adapter, in both directions, validates against it.
 //!
-//! The validator covers exactly the JSON Schema keywords the file uses (`$ref`, `oneOf`, `type`,
+//! The validator covers exactly the JSON Schema keywords the file uses (`$ref`, `oneOf`, `anyOf`, `type`,
 //! `const`, `enum`, `required`, `properties`, `items`, `additionalProperties`, `minimum`,
 //! `pattern` as `^([0-9a-f]{2})*$` or `^[a-z][a-z0-9_]*$`), and fails on any other, so the
 //! schema cannot grow a keyword this test silently ignores.
@@ -45,6 +45,12 @@ fn check(root: &Value, schema: &Value, value: &Value, at: &str) -> Result<(), St
                     return Err(format!(
                         "{at}: {matching} alternatives of oneOf match {value}"
                     ));
+                }
+            }
+            "anyOf" => {
+                let alternatives = arg.as_array().unwrap();
+                if !alternatives.iter().any(|s| check(root, s, value, at).is_ok()) {
+                    return Err(format!("{at}: no alternative of anyOf matches {value}"));
                 }
             }
             "type" => {
@@ -124,6 +130,17 @@ fn check(root: &Value, schema: &Value, value: &Value, at: &str) -> Result<(), St
     Ok(())
 }
 
+/// The body definition of a request to a program started for `profile`.
+fn request_body_definition(profile: Option<&str>) -> &'static str {
+    match profile {
+        Some("scoped") => "#/$defs/scoped_request_body",
+        Some("scratchpad") => "#/$defs/request_body",
+        other => panic!("a request reached a program started for {other:?}"),
+    }
+}
+
+/// Both profiles: the scratchpad suite and, because the reference adapter claims it, the scoped
+/// suite with its S3 endpoint and database in `init` (PostgreSQL as the real-tier tests get it).
 #[test]
 fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
     let dir = tempfile::tempdir().unwrap();
@@ -156,10 +173,35 @@ fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
     ] {
         let lines = std::fs::read_to_string(file).unwrap();
         assert!(lines.lines().count() > 100, "the run was recorded");
+        // Requests are checked against the body definition of the profile their program was
+        // started for (the last init before them), not only against either profile's.
+        let mut profile: Option<String> = None;
         for line in lines.lines() {
             let value: Value = serde_json::from_str(line).unwrap();
             if let Err(e) = check(&schema, resolve(&schema, definition), &value, "$") {
                 panic!("{line}\ndoes not validate as {definition}: {e}");
+            }
+            match value["type"].as_str() {
+                Some("init") => profile = value["profile"].as_str().map(str::to_string),
+                Some("request") => {
+                    let body = request_body_definition(profile.as_deref());
+                    if let Err(e) = check(&schema, resolve(&schema, body), &value["body"], "$.body")
+                    {
+                        panic!("{line}\ndoes not validate as {body}: {e}");
+                    }
+                    if profile.as_deref() == Some("scoped") {
+                        assert!(
+                            value["now_ms"].is_i64(),
+                            "a scoped request carries the simulated time: {line}"
+                        );
+                    }
+                }
+                _ => {}
+            }
+            if value["type"] == "init" && value["profile"] == "scoped" {
+                for field in ["s3", "postgres_url"] {
+                    assert!(!value[field].is_null(), "a scoped init hands over {field}: {line}");
+                }
             }
             let tag = value["body"]
                 .get("op")
@@ -168,10 +210,15 @@ fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
             checked.insert(tag.as_str().unwrap().to_string());
         }
     }
-    // The run exercised every message type, op and outcome of the scratchpad profile.
+    // The run exercised every message type, op and outcome of both profiles.
     let expected = [
         "content", "init", "init_ok", "list", "listing", "read", "refused", "remove", "removed",
         "start", "swept", "tick", "write", "written",
+        // scoped
+        "create_workspace", "create_agent", "create_session", "activity", "add_wait",
+        "remove_wait", "read_text", "delete", "publish_skill", "delete_session", "delete_agent",
+        "delete_workspace", "sweep", "apply_lifecycle", "crash_at", "write_during_sweep", "ok",
+        "text", "published", "crashed",
     ];
     let missing: Vec<_> = expected.iter().filter(|t| !checked.contains(**t)).collect();
     assert!(missing.is_empty(), "not exercised: {missing:?}");
@@ -187,4 +234,27 @@ fn the_schema_refuses_a_reply_without_its_id_and_a_path_that_is_not_hex() {
     let not_hex: Value = serde_json::json!({"type": "request", "id": 1, "now_ms": 0,
         "body": {"op": "read", "caller": {"requester": "a", "channel": "c"}, "path": "notes.md"}});
     assert!(check(&schema, to, &not_hex, "$").is_err());
+}
+
+#[test]
+fn harness_side_steps_are_not_scoped_requests_in_the_schema() {
+    let schema = schema();
+    let body = resolve(&schema, "#/$defs/scoped_request_body");
+    for op in [
+        "restart",
+        "faults",
+        "heal",
+        "bucket_keys",
+        "pending_deletions",
+        "deletion_records",
+        "run_age_rule",
+    ] {
+        let value = serde_json::json!({"op": op, "prefix": "sessions/", "days": 1});
+        assert!(
+            check(&schema, body, &value, "$").is_err(),
+            "{op} is performed by the harness, never sent"
+        );
+    }
+    let sweep = serde_json::json!({"op": "sweep"});
+    assert!(check(&schema, body, &sweep, "$").is_ok());
 }

@@ -1,23 +1,48 @@
 //! The reference implementation behind the `tidemark/1` protocol (PROTOCOL.md).
 //!
-//! It drives the very same in-process driver `tidemark run` uses, so the suite passing through
-//! `tidemark run --impl target/debug/tidemark-reference-adapter` proves the process path adds
-//! nothing and loses nothing. `--mutant <id>` switches on one mutant of the catalogue, so the
-//! process path can be shown to catch a real bug too.
+//! Scratchpad: it drives the very same in-process driver `tidemark run` uses, so the suite
+//! passing through `tidemark run --impl target/debug/tidemark-reference-adapter` proves the
+//! process path adds nothing and loses nothing. Scoped: a `ScopedStore` on the bucket and
+//! database the harness hands over in `init`, its clock set from each request's `now_ms`; it
+//! claims the `crash_points` and `write_during_sweep` capabilities. `--mutant <id>` switches on
+//! one mutant of either catalogue, so the process path can be shown to catch a real bug too.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use tidemark_conformance::driver::{Driver, DriverFactory, Environment};
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::protocol::{
-    ErrorReply, FromImplementation, Init, InitOk, Reply, ToImplementation, PROTOCOL,
+    ErrorReply, FromImplementation, Init, InitOk, Reply, RequestEnvelope, ToImplementation,
+    PROTOCOL,
 };
 use tidemark_conformance::scenario::{Knobs, Profile};
 use tidemark_reference::clock::Timestamp;
+use tidemark_reference::scoped::ScopedMutant;
 use tidemark_reference::scratchpad::ScratchpadMutant;
+use tidemark_sim::real_tier::remote::{self, S3Access, ScopedService};
+use tidemark_sim::real_tier::ScopedOp;
+
+/// The scoped profile's name, and the optional behaviours this adapter has.
+const SCOPED: &str = "scoped";
+const CAPABILITIES: [&str; 2] = [remote::CRASH_POINTS, remote::WRITE_DURING_SWEEP];
+
+/// A mutant of one of the two catalogues.
+#[derive(Clone, Copy, Default)]
+struct Mutants {
+    scratchpad: Option<ScratchpadMutant>,
+    scoped: Option<ScopedMutant>,
+}
+
+/// The implementation a scenario's init selected.
+enum Serving {
+    /// A probe: no profile yet.
+    Nothing,
+    Scratchpad(Box<dyn Driver>),
+    Scoped(Box<ScopedService>),
+}
 
 fn main() -> ExitCode {
-    let mutant = match parse_args() {
+    let mutants = match parse_args() {
         Ok(m) => m,
         Err(e) => {
             eprintln!("tidemark-reference-adapter: {e}");
@@ -28,7 +53,7 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    match rt.block_on(serve(mutant)) {
+    match rt.block_on(serve(mutants)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tidemark-reference-adapter: {e}");
@@ -37,15 +62,29 @@ fn main() -> ExitCode {
     }
 }
 
-fn parse_args() -> Result<Option<ScratchpadMutant>, String> {
+fn parse_args() -> Result<Mutants, String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.as_slice() {
-        [] => Ok(None),
+        [] => Ok(Mutants::default()),
         [flag, id] if flag == "--mutant" => {
-            ScratchpadMutant::from_id(id).map(Some).ok_or_else(|| {
-                let ids: Vec<_> = ScratchpadMutant::ALL.iter().map(|m| m.id()).collect();
-                format!("no mutant {id:?}; the catalogue has {}", ids.join(", "))
-            })
+            if let Some(m) = ScratchpadMutant::from_id(id) {
+                return Ok(Mutants {
+                    scratchpad: Some(m),
+                    scoped: None,
+                });
+            }
+            if let Some(m) = ScopedMutant::from_id(id) {
+                return Ok(Mutants {
+                    scratchpad: None,
+                    scoped: Some(m),
+                });
+            }
+            let ids: Vec<_> = ScratchpadMutant::ALL
+                .iter()
+                .map(|m| m.id())
+                .chain(ScopedMutant::ALL.iter().map(|m| m.id()))
+                .collect();
+            Err(format!("no mutant {id:?}; the catalogues have {}", ids.join(", ")))
         }
         _ => Err("usage: tidemark-reference-adapter [--mutant <id>]".into()),
     }
@@ -53,56 +92,40 @@ fn parse_args() -> Result<Option<ScratchpadMutant>, String> {
 
 /// Answers lines from stdin until it closes. A line it cannot understand is a harness bug: it
 /// says so on stderr and exits, which the harness reports.
-async fn serve(mutant: Option<ScratchpadMutant>) -> Result<(), String> {
-    let factory = ReferenceScratchpad { mutant };
+async fn serve(mutants: Mutants) -> Result<(), String> {
+    let factory = ReferenceScratchpad {
+        mutant: mutants.scratchpad,
+    };
     let stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
-    let mut driver: Option<Box<dyn Driver>> = None;
+    let mut serving = Serving::Nothing;
     for line in stdin.lines() {
         let line = line.map_err(|e| format!("cannot read stdin: {e}"))?;
         if line.trim().is_empty() {
             continue;
         }
-        let message: ToImplementation = serde_json::from_str(&line)
+        // The body's meaning depends on the profile of the init, so it is read after the envelope.
+        let message: ToImplementation<serde_json::Value> = serde_json::from_str(&line)
             .map_err(|e| format!("not a {PROTOCOL} message ({e}): {line}"))?;
-        let answer = match message {
-            ToImplementation::Init(init) => {
-                let id = init.id;
-                match init_driver(&factory, &init) {
-                    Ok(d) => {
-                        driver = d;
-                        FromImplementation::InitOk(InitOk {
-                            in_reply_to: id,
+        let mut out = match message {
+            ToImplementation::Init(init) => line_of(&match start(&factory, mutants.scoped, &init).await {
+                    Ok(s) => {
+                        serving = s;
+                        FromImplementation::<()>::InitOk(InitOk {
+                            in_reply_to: init.id,
                             protocol: PROTOCOL.into(),
                             implementation: factory.name(),
-                            profiles: vec![Profile::Scratchpad.name().into()],
-                            capabilities: vec![],
+                            profiles: vec![Profile::Scratchpad.name().into(), SCOPED.into()],
+                            capabilities: CAPABILITIES.iter().map(|c| c.to_string()).collect(),
                         })
                     }
                     Err(message) => FromImplementation::Error(ErrorReply {
-                        in_reply_to: id,
+                        in_reply_to: init.id,
                         message,
                     }),
-                }
-            }
-            ToImplementation::Request(r) => match driver.as_mut() {
-                None => FromImplementation::Error(ErrorReply {
-                    in_reply_to: r.id,
-                    message: "a request arrived before an init naming a profile".into(),
                 }),
-                Some(d) => match d.call(Timestamp::from_millis(r.now_ms), &r.body).await {
-                    Ok(outcome) => FromImplementation::Reply(Reply {
-                        in_reply_to: r.id,
-                        body: outcome,
-                    }),
-                    Err(e) => FromImplementation::Error(ErrorReply {
-                        in_reply_to: r.id,
-                        message: e.to_string(),
-                    }),
-                },
-            },
+            ToImplementation::Request(r) => answer(&mut serving, r).await,
         };
-        let mut out = serde_json::to_vec(&answer).expect("protocol messages always serialise");
         out.push(b'\n');
         stdout
             .write_all(&out)
@@ -112,11 +135,50 @@ async fn serve(mutant: Option<ScratchpadMutant>) -> Result<(), String> {
     Ok(())
 }
 
-/// The in-process driver for the init's profile, or `None` for a probe (an init naming no profile).
-fn init_driver(
+fn line_of<O: serde::Serialize>(message: &FromImplementation<O>) -> Vec<u8> {
+    serde_json::to_vec(message).expect("protocol messages always serialise")
+}
+
+/// One request, answered by the implementation the init selected, as the line to print.
+async fn answer(serving: &mut Serving, r: RequestEnvelope<serde_json::Value>) -> Vec<u8> {
+    let now = Timestamp::from_millis(r.now_ms);
+    let error = |message: String| {
+        line_of(&FromImplementation::<()>::Error(ErrorReply {
+            in_reply_to: r.id,
+            message,
+        }))
+    };
+    fn reply<O: serde::Serialize>(id: u64, body: O) -> Vec<u8> {
+        line_of(&FromImplementation::Reply(Reply {
+            in_reply_to: id,
+            body,
+        }))
+    }
+    match serving {
+        Serving::Nothing => error("a request arrived before an init naming a profile".into()),
+        Serving::Scratchpad(d) => match serde_json::from_value(r.body.clone()) {
+            Err(e) => error(format!("not a scratchpad request ({e}): {}", r.body)),
+            Ok(request) => match d.call(now, &request).await {
+                Ok(outcome) => reply(r.id, outcome),
+                Err(e) => error(e.to_string()),
+            },
+        },
+        Serving::Scoped(service) => match serde_json::from_value::<ScopedOp>(r.body.clone()) {
+            Err(e) => error(format!("not a scoped request ({e}): {}", r.body)),
+            Ok(op) => match service.call(now, &op).await {
+                Ok(outcome) => reply(r.id, outcome),
+                Err(e) => error(e),
+            },
+        },
+    }
+}
+
+/// The implementation for the init's profile, or nothing for a probe (an init naming no profile).
+async fn start(
     factory: &ReferenceScratchpad,
+    scoped_mutant: Option<ScopedMutant>,
     init: &Init,
-) -> Result<Option<Box<dyn Driver>>, String> {
+) -> Result<Serving, String> {
     if init.protocol != PROTOCOL {
         return Err(format!(
             "this adapter speaks {PROTOCOL}, not {}",
@@ -124,8 +186,22 @@ fn init_driver(
         ));
     }
     let Some(name) = init.profile.as_deref() else {
-        return Ok(None);
+        return Ok(Serving::Nothing);
     };
+    if name == SCOPED {
+        let (Some(s3), Some(url)) = (&init.s3, &init.postgres_url) else {
+            return Err("the scoped profile needs `s3` and `postgres_url` in init".into());
+        };
+        let access = S3Access {
+            endpoint_url: s3.endpoint_url.clone(),
+            region: s3.region.clone(),
+            bucket: s3.bucket.clone(),
+            access_key_id: s3.access_key_id.clone(),
+            secret_access_key: s3.secret_access_key.clone(),
+        };
+        let service = ScopedService::open(&access, url, &init.knobs, scoped_mutant).await?;
+        return Ok(Serving::Scoped(Box::new(service)));
+    }
     let profile = Profile::from_name(name)
         .filter(|p| factory.supports(*p))
         .ok_or_else(|| format!("no {name:?} profile here"))?;
@@ -139,6 +215,6 @@ fn init_driver(
     };
     factory
         .create(profile, &env)
-        .map(Some)
+        .map(Serving::Scratchpad)
         .map_err(|e| e.to_string())
 }

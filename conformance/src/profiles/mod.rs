@@ -1,4 +1,5 @@
 //! In-process drivers for the reference implementation, one module per profile.
 
 pub mod scoped;
+pub mod scoped_process;
 pub mod scratchpad;

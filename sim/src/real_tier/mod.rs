@@ -5,12 +5,14 @@
 //!   store down) that also stores lifecycle configuration.
 //! - [`server`]: the in-process server and an aws-sdk-s3 client for it.
 //! - [`pg`]: PostgreSQL from `DATABASE_URL`, an ephemeral cluster, or (detected) Docker.
+//! - [`remote`]: the scoped profile split where the process protocol splits it.
 //! - [`model`]: seeded random operation sequences checked against a model of SPEC part SC.
 
 pub mod faults;
 pub mod memory_s3;
 pub mod model;
 pub mod pg;
+pub mod remote;
 pub mod scoped_driver;
 pub mod script;
 pub mod server;

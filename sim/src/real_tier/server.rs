@@ -120,13 +120,24 @@ impl Drop for S3Server {
 /// the reference implementation reports a failed request rather than the SDK hiding injected
 /// faults behind retries.
 pub fn s3_client(endpoint: &str) -> aws_sdk_s3::Client {
+    s3_client_with(endpoint, REGION, ACCESS_KEY, SECRET_KEY)
+}
+
+/// As [`s3_client`], with the region and keys given (an implementation in another process is
+/// handed them in its init message).
+pub fn s3_client_with(
+    endpoint: &str,
+    region: &str,
+    access_key_id: &str,
+    secret_access_key: &str,
+) -> aws_sdk_s3::Client {
     use aws_sdk_s3::config::{
         Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation,
     };
-    let creds = Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "tidemark");
+    let creds = Credentials::new(access_key_id, secret_access_key, None, None, "tidemark");
     let config = aws_sdk_s3::Config::builder()
         .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
-        .region(Region::new(REGION))
+        .region(Region::new(region.to_string()))
         .endpoint_url(endpoint)
         .credentials_provider(creds)
         .force_path_style(true)
