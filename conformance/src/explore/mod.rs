@@ -10,6 +10,7 @@ pub mod fixture;
 pub mod ops;
 pub mod run;
 pub mod scoped;
+pub mod scoped_fixture;
 pub mod shrink;
 
 use crate::driver::DriverFactory;

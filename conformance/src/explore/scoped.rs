@@ -3,15 +3,22 @@
 //! by the model of SPEC part SC in `tidemark_sim::real_tier::model`. One PostgreSQL for the whole
 //! run; each seed gets its own database and its own S3 server.
 //!
-//! No shrinking and no fixtures yet: a failure prints its seed, its operations, where it
-//! diverged, and the command that replays it.
+//! A failing seed is shrunk by deleting chunks of its operations (the proptest value tree of
+//! `shrink.rs`, over the seed's fixed operations), printed with its trace, and saved under
+//! `fixtures/explore-scoped/`, where `cargo test` replays it for ever.
 
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::scoped_fixture::{self, divergence_hash, ScopedFixture};
+use super::shrink::OpsTree;
 use super::Shard;
+use proptest::strategy::ValueTree;
 use tidemark_reference::scoped::ScopedMutant;
-use tidemark_sim::real_tier::model::{run_sequence, SequenceError, DEFAULT_STEPS};
+use tidemark_sim::real_tier::model::{
+    generate, run_ops, run_sequence, Divergence, ModelOp, SequenceError, DEFAULT_STEPS,
+};
 use tidemark_sim::real_tier::PgProvider;
 
 /// What `tidemark explore --profile scoped` was asked for.
@@ -22,6 +29,12 @@ pub struct ScopedExploreArgs {
     pub shard: Shard,
     pub mutant: Option<String>,
     pub hunt: bool,
+    /// Run each seed twice and compare trace hashes.
+    pub check_determinism: bool,
+    /// Where failures are saved; `None`: not saved.
+    pub save_dir: Option<PathBuf>,
+    /// Candidate runs the shrinker may spend on one failure.
+    pub max_shrink_iters: u32,
 }
 
 /// The mutant an id names, or an error listing every scoped id.
@@ -51,6 +64,39 @@ pub fn replay_command(seed: u64, mutant: Option<ScopedMutant>) -> String {
 pub struct ScopedFailure {
     pub seed: u64,
     pub error: SequenceError,
+    /// The operations that fail: shrunk when the failure was a divergence.
+    pub ops: Vec<ModelOp>,
+    pub original_len: usize,
+}
+
+/// Shrinks a failing sequence: deletes chunks of operations (halves, quarters, … single
+/// steps) while it still diverges, at most `max_iters` candidate runs. Each candidate runs on a
+/// fresh database with the same seed, so the S3 fault generator is the same.
+pub async fn shrink(
+    pg: &PgProvider,
+    seed: u64,
+    ops: Vec<ModelOp>,
+    divergence: Divergence,
+    mutant: Option<ScopedMutant>,
+    max_iters: u32,
+) -> (Vec<ModelOp>, Divergence) {
+    let mut tree = OpsTree::of_values(ops.clone());
+    let mut best = (ops, divergence);
+    let mut more = tree.simplify();
+    let mut iters = 0;
+    while more && iters < max_iters {
+        iters += 1;
+        let candidate = tree.current();
+        more = match run_ops(pg, seed, &candidate, mutant, None).await {
+            Err(SequenceError::Diverged(d)) => {
+                best = (candidate, d);
+                tree.simplify()
+            }
+            // A pass, or a harness hiccup (never a verdict): keep the step.
+            _ => tree.complicate(),
+        };
+    }
+    best
 }
 
 /// A finished exploration.
@@ -62,11 +108,13 @@ pub struct ScopedExplore {
     pub elapsed: Duration,
 }
 
-/// Runs every seed (its own database on `pg`) against the reference or `mutant`.
+/// Runs every seed (its own database on `pg`) against the reference or `mutant`; a divergence
+/// is shrunk with at most `max_shrink_iters` candidate runs.
 pub async fn explore_seeds(
     pg: &PgProvider,
     seeds: impl Iterator<Item = u64>,
     mutant: Option<ScopedMutant>,
+    max_shrink_iters: u32,
 ) -> ScopedExplore {
     let start = Instant::now();
     let mut out = ScopedExplore {
@@ -76,12 +124,28 @@ pub async fn explore_seeds(
         elapsed: Duration::ZERO,
     };
     for seed in seeds {
-        match run_sequence(pg, seed, DEFAULT_STEPS, mutant, None).await {
+        let ops = generate(seed, DEFAULT_STEPS);
+        match run_ops(pg, seed, &ops, mutant, None).await {
             Ok(r) => {
                 out.passed += 1;
                 out.swept_files += r.swept_files;
             }
-            Err(error) => out.failures.push(ScopedFailure { seed, error }),
+            Err(SequenceError::Diverged(d)) => {
+                let original_len = ops.len();
+                let (ops, d) = shrink(pg, seed, ops, d, mutant, max_shrink_iters).await;
+                out.failures.push(ScopedFailure {
+                    seed,
+                    error: SequenceError::Diverged(d),
+                    ops,
+                    original_len,
+                });
+            }
+            Err(error) => out.failures.push(ScopedFailure {
+                seed,
+                error,
+                original_len: ops.len(),
+                ops,
+            }),
         }
     }
     out.elapsed = start.elapsed();
@@ -138,8 +202,9 @@ pub async fn hunt(
     lines
 }
 
-/// A failure the way a person needs it: seed, operations, expected beside actual, replay.
-pub fn describe(f: &ScopedFailure, mutant: Option<ScopedMutant>) -> String {
+/// A failure the way a person needs it: seed, shrunk operations, the trace tail, expected
+/// beside actual, and the commands that replay it.
+pub fn describe(f: &ScopedFailure, mutant: Option<ScopedMutant>, saved: Option<&Path>) -> String {
     let mut s = String::new();
     let against = mutant
         .map(|m| format!("mutant {}", m.id()))
@@ -147,16 +212,21 @@ pub fn describe(f: &ScopedFailure, mutant: Option<ScopedMutant>) -> String {
     let _ = writeln!(s, "FAIL  seed {} against the {against}", f.seed);
     match &f.error {
         SequenceError::Diverged(d) => {
-            let _ = writeln!(s, "  operations ({}):", d.ops.len());
-            for (i, op) in d.ops.iter().enumerate() {
-                let _ = writeln!(s, "    {i:>3}  {op}");
-            }
             let _ = writeln!(
                 s,
-                "  diverged at operation {} (step {} of the seed), the last one:",
-                d.ops.len().saturating_sub(1),
-                d.step
+                "  operations ({} of the seed's {}, shrunk):",
+                f.ops.len(),
+                f.original_len
             );
+            for (i, op) in f.ops.iter().enumerate() {
+                let _ = writeln!(s, "    {i:>3}  {op}");
+            }
+            let tail = d.ops.len().saturating_sub(12);
+            let _ = writeln!(s, "  trace tail:");
+            for line in &d.ops[tail..] {
+                let _ = writeln!(s, "    {line}");
+            }
+            let _ = writeln!(s, "  diverged at operation {}, the last one:", d.step);
             let _ = writeln!(s, "    expected {}", d.expected);
             let _ = writeln!(s, "    actual   {}", d.actual);
         }
@@ -164,7 +234,15 @@ pub fn describe(f: &ScopedFailure, mutant: Option<ScopedMutant>) -> String {
             let _ = writeln!(s, "  could not set up: {e}");
         }
     }
-    let _ = writeln!(s, "  replay: {}", replay_command(f.seed, mutant));
+    match saved {
+        Some(p) => {
+            let _ = writeln!(s, "  saved:  {}", p.display());
+            let _ = writeln!(s, "  replay: tidemark replay {}", p.display());
+        }
+        None => {
+            let _ = writeln!(s, "  replay: {}", replay_command(f.seed, mutant));
+        }
+    }
     s
 }
 
@@ -229,9 +307,29 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
             println!("{summary}");
             return Ok(lines.iter().all(|l| l.found.is_some()));
         }
-        let run = explore_seeds(&pg, args.shard.seeds(args.first_seed, args.seeds), mutant).await;
+        if args.check_determinism {
+            return check_determinism(&pg, args, mutant).await;
+        }
+        let run = explore_seeds(
+            &pg,
+            args.shard.seeds(args.first_seed, args.seeds),
+            mutant,
+            args.max_shrink_iters,
+        )
+        .await;
         for f in &run.failures {
-            print!("{}", describe(f, mutant));
+            let saved = match (&f.error, &args.save_dir) {
+                (SequenceError::Diverged(d), Some(dir)) => {
+                    let fixture = ScopedFixture::new(f.seed, mutant, f.ops.clone(), d);
+                    Some(
+                        fixture
+                            .save(dir)
+                            .map_err(|e| format!("saving a fixture in {}: {e}", dir.display()))?,
+                    )
+                }
+                _ => None,
+            };
+            print!("{}", describe(f, mutant, saved.as_deref()));
         }
         let n = run.passed + run.failures.len();
         println!(
@@ -244,6 +342,95 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
         println!("{} passed, {} failed", run.passed, run.failures.len());
         Ok(run.failures.is_empty())
     })
+}
+
+/// Runs each seed twice, each on a fresh database, and compares the trace hashes (of the whole
+/// run, or of the divergence).
+async fn check_determinism(
+    pg: &PgProvider,
+    args: &ScopedExploreArgs,
+    mutant: Option<ScopedMutant>,
+) -> Result<bool, String> {
+    let start = Instant::now();
+    let (mut same, mut n) = (0u64, 0u64);
+    for seed in args.shard.seeds(args.first_seed, args.seeds) {
+        let mut hashes = Vec::new();
+        for _ in 0..2 {
+            hashes.push(
+                match run_sequence(pg, seed, DEFAULT_STEPS, mutant, None).await {
+                    Ok(r) => r.trace_hash(),
+                    Err(SequenceError::Diverged(d)) => divergence_hash(&d),
+                    Err(SequenceError::Setup(e)) => return Err(format!("seed {seed}: {e}")),
+                },
+            );
+        }
+        n += 1;
+        if hashes[0] == hashes[1] {
+            same += 1;
+        } else {
+            println!(
+                "NONDETERMINISTIC  seed {seed}: {} then {}; replay: {}",
+                hashes[0],
+                hashes[1],
+                replay_command(seed, mutant)
+            );
+        }
+    }
+    println!(
+        "{n} seeds run twice in {:.2?}: {same} of {n} replay byte-identically",
+        start.elapsed()
+    );
+    println!("{same} passed, {} failed", n - same);
+    Ok(same == n)
+}
+
+/// `tidemark replay` of a scoped fixture: prints what happened and whether it recurred.
+pub fn replay_fixture(path: &Path) -> Result<bool, String> {
+    let f = ScopedFixture::load(path)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("a tokio runtime: {e}"))?;
+    let r = rt.block_on(async {
+        let (pg, _, _) = crate::profiles::scoped::postgres().await?;
+        scoped_fixture::replay(&pg, &f).await
+    })?;
+    println!("fixture:   {}", path.display());
+    println!(
+        "against:   {}",
+        f.mutant
+            .as_deref()
+            .map(|m| format!("scoped mutant {m}"))
+            .unwrap_or_else(|| "the scoped reference".into())
+    );
+    println!("operations (seed {}):", f.seed);
+    for op in &f.ops {
+        println!("  {op}");
+    }
+    match &r.divergence {
+        Some(d) => println!("diverged:  {d}"),
+        None => println!("diverged:  no (the run passes)"),
+    }
+    println!(
+        "trace:     {} ({})",
+        r.trace_hash.as_deref().unwrap_or("-"),
+        if r.reproduced {
+            "identical to the saved run"
+        } else {
+            "DIFFERS from the saved run"
+        }
+    );
+    if f.mutant.is_some() {
+        println!(
+            "reference: {}",
+            if r.reference_passes {
+                "passes the same operations"
+            } else {
+                "FAILS the same operations"
+            }
+        );
+    }
+    Ok(r.divergence.is_none())
 }
 
 #[cfg(test)]
@@ -259,13 +446,13 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let (pg, _, _) = crate::profiles::scoped::postgres().await.unwrap();
-            let run = explore_seeds(&pg, 0..3, None).await;
+            let run = explore_seeds(&pg, 0..3, None, 0).await;
             assert!(
                 run.failures.is_empty(),
                 "{}",
                 run.failures
                     .iter()
-                    .map(|f| describe(f, None))
+                    .map(|f| describe(f, None, None))
                     .collect::<String>()
             );
             assert_eq!(run.passed, 3);

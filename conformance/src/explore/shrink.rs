@@ -52,6 +52,26 @@ impl<T: fmt::Debug + Clone + 'static> Strategy for OpsStrategy<T> {
     }
 }
 
+impl<T: fmt::Debug + Clone + 'static> OpsTree<T> {
+    /// A tree over fixed values: shrinks by deleting chunks of steps only. For sequences that
+    /// come from a generator of their own (the scoped model's seed), not from a strategy.
+    pub fn of_values(values: Vec<T>) -> OpsTree<T> {
+        let n = values.len();
+        OpsTree {
+            trees: values
+                .into_iter()
+                .map(|v| Box::new(proptest::strategy::Just(v)) as Box<dyn ValueTree<Value = T>>)
+                .collect(),
+            included: vec![true; n],
+            phase: Phase::Chunks {
+                size: n.div_ceil(2).max(1),
+                start: n / 2,
+            },
+            last: None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Phase {
     /// Try deleting `size` consecutive included elements from position `start` (in the
@@ -196,6 +216,30 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use proptest::test_runner::{Config, TestError};
+
+    #[test]
+    fn a_tree_over_fixed_values_deletes_steps_down_to_the_ones_that_fail() {
+        let values: Vec<u8> = (0..80).map(|i| (i * 7 % 10) as u8).collect();
+        let fails = |v: &[u8]| {
+            let first7 = v.iter().position(|&x| x == 7);
+            let last3 = v.iter().rposition(|&x| x == 3);
+            matches!((first7, last3), (Some(a), Some(b)) if a < b)
+        };
+        assert!(fails(&values));
+        let mut tree = OpsTree::of_values(values);
+        let mut best = tree.current();
+        let mut more = tree.simplify();
+        while more {
+            let c = tree.current();
+            more = if fails(&c) {
+                best = c;
+                tree.simplify()
+            } else {
+                tree.complicate()
+            };
+        }
+        assert_eq!(best, vec![7, 3]);
+    }
 
     #[test]
     fn a_failure_needing_two_elements_shrinks_to_those_two() {
