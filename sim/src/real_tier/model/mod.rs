@@ -649,6 +649,28 @@ impl<'a> Runner<'a> {
                 self.model.sessions[i].waits.clear();
                 Ok(())
             }
+            ModelOp::StoreFaults {
+                error_percent,
+                key_failure_percent,
+            } => {
+                let plan = FaultPlan {
+                    error_rate: f64::from(error_percent.min(100)) / 100.0,
+                    delete_key_failure_rate: f64::from(key_failure_percent.min(100)) / 100.0,
+                    ..FaultPlan::default()
+                };
+                self.server.faults().set_plan(plan.clone());
+                self.faults = Some(plan);
+                Ok(())
+            }
+            ModelOp::Heal => {
+                self.server.faults().heal();
+                self.faults = None;
+                Ok(())
+            }
+            ModelOp::JumpBack { hours } => {
+                self.clock.advance_ms(-i64::from(hours) * HOUR_MS);
+                Ok(())
+            }
             ModelOp::DeleteAgent { agent: a } => {
                 let a = agent(a);
                 if self.model.deleted_agents.contains(a) {
@@ -674,16 +696,28 @@ impl<'a> Runner<'a> {
     /// incomplete or interrupted sweep is followed by a healed one that must finish the job.
     async fn sweep_healing(&mut self) -> Step {
         let r = self.store.sweep().await;
+        self.finish_sweep(r, "sweep").await
+    }
+
+    /// Judges a sweep's result; under faults an incomplete or interrupted sweep is followed by
+    /// a healed one, which must finish the job.
+    async fn finish_sweep(
+        &mut self,
+        r: Result<tidemark_reference::scoped::SweepReport, ScopedError>,
+        what: &str,
+    ) -> Step {
         match r {
             Ok(r) if r.sessions_retried_later == 0 && r.obligations_retried_later == 0 => {
                 self.note(format!(
-                    "swept {} sessions, {} obligations",
+                    "{what}: swept {} sessions, {} obligations",
                     r.sessions_swept, r.obligations_completed
                 ));
                 Ok(())
             }
             Ok(_) | Err(ScopedError::Storage { .. }) if self.faulty() => {
-                self.note("incomplete under faults; healed and swept again");
+                self.note(format!(
+                    "{what}: incomplete under faults; healed and swept again"
+                ));
                 self.server.faults().heal();
                 let r = self.store.sweep().await;
                 if let Some(plan) = &self.faults {
@@ -691,7 +725,7 @@ impl<'a> Runner<'a> {
                 }
                 self.complete(r, "the healed sweep")
             }
-            other => self.complete(other, "sweep"),
+            other => self.complete(other, what),
         }
     }
 
@@ -1004,7 +1038,7 @@ impl<'a> Runner<'a> {
             }
         };
         drop(racing);
-        self.complete(swept, "the raced sweep")?;
+        self.finish_sweep(swept, "the raced sweep").await?;
         self.swept_files += self.model.sweep(now);
         let deleted = self.model.sessions[i].deleted;
         match (written, deleted) {

@@ -104,6 +104,18 @@ pub enum ModelOp {
     DeleteAgent {
         agent: u8,
     },
+    /// From here on each S3 request fails with `error_percent`% probability and each key of a
+    /// DeleteObjects with `key_failure_percent`%; sweeps heal and sweep again to finish.
+    StoreFaults {
+        error_percent: u8,
+        key_failure_percent: u8,
+    },
+    /// The store stops failing.
+    Heal,
+    /// The handed-in clock jumps back (an NTP step, a restored VM): activity never moves back.
+    JumpBack {
+        hours: u8,
+    },
 }
 
 pub fn session(i: u8) -> usize {
@@ -221,6 +233,15 @@ impl fmt::Display for ModelOp {
             ),
             ModelOp::DeleteSession { session } => write!(f, "{} delete session", who(*session)),
             ModelOp::DeleteAgent { agent: a } => write!(f, "delete agent {}", agent(*a)),
+            ModelOp::StoreFaults {
+                error_percent,
+                key_failure_percent,
+            } => write!(
+                f,
+                "store faults: {error_percent}% of requests, {key_failure_percent}% of deleted keys"
+            ),
+            ModelOp::Heal => write!(f, "store heals"),
+            ModelOp::JumpBack { hours } => write!(f, "clock jumps back {hours}h"),
         }
     }
 }
@@ -234,10 +255,11 @@ pub fn traversal(p: u8, encoded: bool) -> String {
     }
 }
 
-/// The `steps` operations of `seed`. The mix (out of 130): write 25 (agent scope 2 more),
-/// read 20, activity 10, wait 10, advance 15, sweep 17, list 2, text 2, traversal 2, missing
+/// The `steps` operations of `seed`. The mix (out of 140): write 25 (agent scope 2 more),
+/// read 18, activity 10, wait 10, advance 15 (one in five 30–60 days, else 0–19 days), sweep 17, list 2, text 2, traversal 2, missing
 /// scope 1, single delete 1, workspace write 1, agent access 4, agent-scope read 3, skill read 2,
-/// faulty sweep 2, crashing sweep 2, write during a sweep 3, session deletion 5, agent deletion 1.
+/// faulty sweep 2, crashing sweep 2, write during a sweep 5, session deletion 5, agent deletion 1,
+/// store faults 3 (requests 5–20%, keys 10–40%), heal 3, clock jump back 4 (1–48 hours).
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
@@ -246,13 +268,13 @@ pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
 fn one(rng: &mut ChaCha8Rng) -> ModelOp {
     let session = rng.gen_range(0..SESSIONS.len() as u8);
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..130u32) {
+    match rng.gen_range(0..140u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
             agent_scope: false,
         },
-        25..=44 => ModelOp::Read {
+        25..=42 => ModelOp::Read {
             session,
             path: p,
             agent_scope: false,
@@ -265,7 +287,12 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
             add: rng.gen_bool(0.5),
         },
         65..=79 => ModelOp::Advance {
-            days: rng.gen_range(0..20),
+            // One advance in five is the sweeper down for longer than the retention period.
+            days: if rng.gen_bool(0.2) {
+                rng.gen_range(30..=60)
+            } else {
+                rng.gen_range(0..20)
+            },
             hours: rng.gen_range(0..24),
         },
         80..=96 => ModelOp::Sweep,
@@ -303,10 +330,18 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         119..=120 => ModelOp::CrashSweep {
             obligations: rng.gen_bool(0.5),
         },
-        121..=123 => ModelOp::WriteDuringSweep { session, path: p },
+        43..=44 | 121..=123 => ModelOp::WriteDuringSweep { session, path: p },
         124..=128 => ModelOp::DeleteSession { session },
-        _ => ModelOp::DeleteAgent {
+        129 => ModelOp::DeleteAgent {
             agent: rng.gen_range(0..AGENTS.len() as u8),
+        },
+        130..=132 => ModelOp::StoreFaults {
+            error_percent: rng.gen_range(5..=20),
+            key_failure_percent: rng.gen_range(10..=40),
+        },
+        133..=135 => ModelOp::Heal,
+        _ => ModelOp::JumpBack {
+            hours: rng.gen_range(1..=48),
         },
     }
 }
