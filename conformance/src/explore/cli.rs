@@ -23,7 +23,7 @@ pub struct ExploreArgs {
     pub implementation: Option<String>,
 }
 
-fn progress(n: u64, what: &str) -> ProgressBar {
+pub(crate) fn progress(n: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(n);
     bar.set_style(
         ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} seeds {per_sec} eta {eta}")

@@ -115,6 +115,7 @@ pub async fn explore_seeds(
     seeds: impl Iterator<Item = u64>,
     mutant: Option<ScopedMutant>,
     max_shrink_iters: u32,
+    on_seed: &dyn Fn(),
 ) -> ScopedExplore {
     let start = Instant::now();
     let mut out = ScopedExplore {
@@ -124,6 +125,7 @@ pub async fn explore_seeds(
         elapsed: Duration::ZERO,
     };
     for seed in seeds {
+        on_seed();
         let ops = generate(seed, DEFAULT_STEPS);
         match run_ops(pg, seed, &ops, mutant, None).await {
             Ok(r) => {
@@ -310,13 +312,11 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
         if args.check_determinism {
             return check_determinism(&pg, args, mutant).await;
         }
-        let run = explore_seeds(
-            &pg,
-            args.shard.seeds(args.first_seed, args.seeds),
-            mutant,
-            args.max_shrink_iters,
-        )
-        .await;
+        let seeds = args.shard.seeds(args.first_seed, args.seeds);
+        let n = args.shard.seeds(args.first_seed, args.seeds).count() as u64;
+        let bar = super::cli::progress(n, "scoped");
+        let run = explore_seeds(&pg, seeds, mutant, args.max_shrink_iters, &|| bar.inc(1)).await;
+        bar.finish_and_clear();
         for f in &run.failures {
             let saved = match (&f.error, &args.save_dir) {
                 (SequenceError::Diverged(d), Some(dir)) => {
@@ -446,7 +446,7 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let (pg, _, _) = crate::profiles::scoped::postgres().await.unwrap();
-            let run = explore_seeds(&pg, 0..3, None, 0).await;
+            let run = explore_seeds(&pg, 0..3, None, 0, &|| {}).await;
             assert!(
                 run.failures.is_empty(),
                 "{}",
