@@ -356,6 +356,7 @@ impl EphemeralCluster {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             as_user(&mut postgres, run_as);
+            stop_with_parent(&mut postgres);
             cluster.child = Some(postgres.spawn().map_err(|e| format!("postgres: {e}"))?);
             match cluster.wait_ready(Duration::from_secs(20)).await {
                 Ok(()) => {
@@ -437,6 +438,22 @@ fn as_user(cmd: &mut Command, run_as: Option<(u32, u32)>) {
         cmd.uid(uid).gid(gid);
         // HOME of root is not readable by postgres; some tools look at it.
         cmd.env("HOME", "/tmp");
+    }
+}
+
+/// Asks the kernel to send the postmaster SIGINT (a fast shutdown) when the thread that started
+/// it dies, so a harness killed with SIGKILL does not leave a cluster running. Set after the
+/// uid change (`pre_exec` runs after it), which would otherwise clear it.
+fn stop_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGINT) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 
