@@ -5,7 +5,8 @@
 //!
 //! - [`layout`]: the only module that knows the shape of keys.
 //! - [`permissions`]: the settings cascade.
-//! - [`store`]: files over S3 (a real client over HTTP), state in PostgreSQL, the sweep.
+//! - [`store`]: files over S3 (a real client over HTTP), state in a [`metadata`] store, the sweep.
+//! - [`metadata`]: the metadata trait, over PostgreSQL and in memory with its semantics.
 //! - [`schema`]: the PostgreSQL schema and its triggers.
 //! - [`lifecycle`]: the bucket lifecycle configuration and its validation.
 //! - [`mutants`]: deliberately broken variants, switched at run time.
@@ -13,6 +14,7 @@
 pub mod error;
 pub mod layout;
 pub mod lifecycle;
+pub mod metadata;
 pub mod mutants;
 pub mod permissions;
 pub mod schema;

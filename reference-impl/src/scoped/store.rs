@@ -1,5 +1,6 @@
 //! The scoped store: files through a real S3 client over HTTP, session state and deletion
-//! obligations in PostgreSQL, time from a handed-in clock.
+//! obligations in a [`Metadata`] store (PostgreSQL on the real tier, the in-memory store with
+//! its semantics in simulation), time from a handed-in clock.
 //!
 //! Concurrency rule (why a write racing a sweep is never lost): every file operation touches
 //! its session's activity inside a transaction that holds the session row's lock for the whole
@@ -15,10 +16,11 @@ use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 use sha2::{Digest, Sha256};
-use sqlx::{PgPool, Postgres, Row, Transaction};
+use sqlx::PgPool;
 
 use super::error::ScopedError;
 use super::layout::{self, Id, Purpose, Resolved, Scope, TurnSpace};
+use super::metadata::{Entity, MetaTx, Metadata, PostgresMetadata, SessionKey};
 use super::mutants::ScopedMutant;
 use super::permissions::{Access, Permissions, ScopeSettings};
 use crate::clock::{Clock, Timestamp, DAY_MS};
@@ -197,7 +199,7 @@ pub enum WaitKind {
 }
 
 impl WaitKind {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             WaitKind::Queued => "queued",
             WaitKind::Parked => "parked",
@@ -208,7 +210,7 @@ impl WaitKind {
 
 pub struct ScopedStore {
     s3: aws_sdk_s3::Client,
-    pg: PgPool,
+    meta: Arc<dyn Metadata>,
     cfg: ScopedConfig,
     clock: Arc<dyn Clock>,
     counters: Counters,
@@ -267,16 +269,6 @@ pub fn extract_text(bytes: &[u8]) -> Option<&str> {
     (!s.contains('\0')).then_some(s)
 }
 
-fn access_col(row: &sqlx::postgres::PgRow, col: &str) -> Result<Option<Access>, ScopedError> {
-    let v: Option<String> = row.try_get(col).map_err(ScopedError::db("read settings"))?;
-    match v {
-        None => Ok(None),
-        Some(s) => Access::parse(&s)
-            .map(Some)
-            .ok_or_else(|| ScopedError::Config(format!("bad access value {s:?} in {col}"))),
-    }
-}
-
 impl ScopedStore {
     /// Builds a store and brings the database schema up to date.
     pub async fn open(
@@ -285,10 +277,21 @@ impl ScopedStore {
         cfg: ScopedConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<ScopedStore, ScopedError> {
-        super::schema::migrate(&pg).await?;
+        ScopedStore::with_metadata(s3, Arc::new(PostgresMetadata::new(pg)), cfg, clock).await
+    }
+
+    /// Builds a store over any metadata store (the in-memory one in simulation) and brings its
+    /// schema up to date.
+    pub async fn with_metadata(
+        s3: aws_sdk_s3::Client,
+        meta: Arc<dyn Metadata>,
+        cfg: ScopedConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<ScopedStore, ScopedError> {
+        meta.migrate().await?;
         Ok(ScopedStore {
             s3,
-            pg,
+            meta,
             cfg,
             clock,
             counters: Counters::default(),
@@ -299,8 +302,13 @@ impl ScopedStore {
         &self.cfg
     }
 
-    pub fn pool(&self) -> &PgPool {
-        &self.pg
+    /// The PostgreSQL pool, when the metadata lives in PostgreSQL.
+    pub fn pool(&self) -> Option<&PgPool> {
+        self.meta.pool()
+    }
+
+    pub fn metadata(&self) -> &Arc<dyn Metadata> {
+        &self.meta
     }
 
     fn now(&self) -> Timestamp {
@@ -343,18 +351,7 @@ impl ScopedStore {
         settings: ScopeSettings,
     ) -> Result<(), ScopedError> {
         let ws = Id::new(ws)?;
-        sqlx::query(
-            "INSERT INTO workspaces (id, agent_access, workspace_access) VALUES ($1, $2, $3)
-             ON CONFLICT (id) DO UPDATE SET agent_access = EXCLUDED.agent_access,
-                                            workspace_access = EXCLUDED.workspace_access",
-        )
-        .bind(ws.as_str())
-        .bind(settings.agent.map(Access::as_str))
-        .bind(settings.workspace.map(Access::as_str))
-        .execute(&self.pg)
-        .await
-        .map_err(ScopedError::db("create workspace"))?;
-        Ok(())
+        self.meta.upsert_workspace(ws.as_str(), settings).await
     }
 
     pub async fn create_agent(
@@ -364,20 +361,11 @@ impl ScopedStore {
         settings: ScopeSettings,
     ) -> Result<(), ScopedError> {
         let (ws, agent) = (Id::new(ws)?, Id::new(agent)?);
-        let r = sqlx::query(
-            "INSERT INTO agents (workspace_id, id, agent_access, workspace_access)
-             SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM workspaces WHERE id = $1)
-             ON CONFLICT (workspace_id, id) DO UPDATE SET agent_access = EXCLUDED.agent_access,
-                                                         workspace_access = EXCLUDED.workspace_access",
-        )
-        .bind(ws.as_str())
-        .bind(agent.as_str())
-        .bind(settings.agent.map(Access::as_str))
-        .bind(settings.workspace.map(Access::as_str))
-        .execute(&self.pg)
-        .await
-        .map_err(ScopedError::db("create agent"))?;
-        if r.rows_affected() == 0 {
+        if !self
+            .meta
+            .upsert_agent(ws.as_str(), agent.as_str(), settings)
+            .await?
+        {
             return Err(ScopedError::UnknownEntity {
                 kind: "workspace",
                 id: ws.to_string(),
@@ -388,39 +376,16 @@ impl ScopedStore {
 
     /// Opens a session; its activity clock starts now.
     pub async fn create_session(&self, turn: &TurnSpace) -> Result<(), ScopedError> {
-        let r = sqlx::query(
-            "INSERT INTO sessions (workspace_id, agent_id, id, last_activity_ms)
-             SELECT $1, $2, $3, $4
-              WHERE EXISTS (SELECT 1 FROM agents WHERE workspace_id = $1 AND id = $2)
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(turn.workspace.as_str())
-        .bind(turn.agent.as_str())
-        .bind(turn.session.as_str())
-        .bind(self.now().0)
-        .execute(&self.pg)
-        .await
-        .map_err(ScopedError::db("create session"))?;
-        if r.rows_affected() == 0 && !self.session_exists(turn).await? {
+        let key = session_key(turn);
+        if !self.meta.insert_session(&key, self.now().0).await?
+            && !self.meta.session_exists(&key).await?
+        {
             return Err(ScopedError::UnknownEntity {
                 kind: "agent",
                 id: turn.agent.to_string(),
             });
         }
         Ok(())
-    }
-
-    async fn session_exists(&self, turn: &TurnSpace) -> Result<bool, ScopedError> {
-        let row = sqlx::query(
-            "SELECT 1 FROM sessions WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
-        )
-        .bind(turn.workspace.as_str())
-        .bind(turn.agent.as_str())
-        .bind(turn.session.as_str())
-        .fetch_optional(&self.pg)
-        .await
-        .map_err(ScopedError::db("find session"))?;
-        Ok(row.is_some())
     }
 
     /// Records activity in a session (a turn, a message). Activity never moves backwards, even
@@ -432,17 +397,17 @@ impl ScopedStore {
 
     /// Runs `body` inside the session's transaction (row locked, activity recorded, the
     /// effective permissions handed in) and commits only if it succeeds. On an error the
-    /// transaction is rolled back at once, not merely dropped: a dropped transaction keeps the
-    /// session's row lock until its pooled connection is next used, and the sweep
-    /// (`SKIP LOCKED`) would pass the session by.
+    /// transaction is rolled back at once, not merely dropped: a dropped PostgreSQL
+    /// transaction keeps the session's row lock until its pooled connection is next used, and
+    /// the sweep (`SKIP LOCKED`) would pass the session by.
     async fn in_session<T>(
         &self,
         turn: &TurnSpace,
         op: &'static str,
         body: impl AsyncFnOnce(Permissions) -> Result<T, ScopedError>,
     ) -> Result<T, ScopedError> {
-        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-        let result = match self.touch(&mut tx, turn).await {
+        let mut tx = self.meta.begin().await?;
+        let result = match self.touch(tx.as_mut(), turn).await {
             Ok(perms) => body(perms).await,
             Err(e) => Err(e),
         };
@@ -455,21 +420,10 @@ impl ScopedStore {
         kind: WaitKind,
         wait_id: &str,
     ) -> Result<(), ScopedError> {
-        let r = sqlx::query(
-            "INSERT INTO session_waits (workspace_id, agent_id, session_id, kind, wait_id)
-             SELECT $1, $2, $3, $4, $5
-              WHERE EXISTS (SELECT 1 FROM sessions WHERE workspace_id = $1 AND agent_id = $2 AND id = $3)
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(turn.workspace.as_str())
-        .bind(turn.agent.as_str())
-        .bind(turn.session.as_str())
-        .bind(kind.as_str())
-        .bind(wait_id)
-        .execute(&self.pg)
-        .await
-        .map_err(ScopedError::db("add wait"))?;
-        if r.rows_affected() == 0 && !self.session_exists(turn).await? {
+        let key = session_key(turn);
+        if !self.meta.insert_wait(&key, kind, wait_id).await?
+            && !self.meta.session_exists(&key).await?
+        {
             return Err(ScopedError::UnknownEntity {
                 kind: "session",
                 id: turn.session.to_string(),
@@ -484,71 +438,31 @@ impl ScopedStore {
         kind: WaitKind,
         wait_id: &str,
     ) -> Result<(), ScopedError> {
-        sqlx::query(
-            "DELETE FROM session_waits WHERE workspace_id = $1 AND agent_id = $2
-               AND session_id = $3 AND kind = $4 AND wait_id = $5",
-        )
-        .bind(turn.workspace.as_str())
-        .bind(turn.agent.as_str())
-        .bind(turn.session.as_str())
-        .bind(kind.as_str())
-        .bind(wait_id)
-        .execute(&self.pg)
-        .await
-        .map_err(ScopedError::db("remove wait"))?;
-        Ok(())
+        self.meta
+            .delete_wait(&session_key(turn), kind, wait_id)
+            .await
     }
 
     /// Locks the session row for the rest of the transaction, records activity, and returns
     /// the effective permissions from the settings cascade.
     async fn touch(
         &self,
-        tx: &mut Transaction<'_, Postgres>,
+        tx: &mut dyn MetaTx,
         turn: &TurnSpace,
     ) -> Result<Permissions, ScopedError> {
-        let row = sqlx::query(
-            "SELECT w.agent_access AS w_agent, w.workspace_access AS w_ws,
-                    a.agent_access AS a_agent, a.workspace_access AS a_ws
-               FROM sessions s
-               JOIN agents a ON a.workspace_id = s.workspace_id AND a.id = s.agent_id
-               JOIN workspaces w ON w.id = s.workspace_id
-              WHERE s.workspace_id = $1 AND s.agent_id = $2 AND s.id = $3
-              FOR UPDATE OF s",
-        )
-        .bind(turn.workspace.as_str())
-        .bind(turn.agent.as_str())
-        .bind(turn.session.as_str())
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(ScopedError::db("lock session"))?
-        .ok_or_else(|| ScopedError::UnknownEntity {
-            kind: "session",
-            id: turn.session.to_string(),
-        })?;
-        let ws_layer = ScopeSettings {
-            agent: access_col(&row, "w_agent")?,
-            workspace: access_col(&row, "w_ws")?,
-        };
-        let agent_layer = ScopeSettings {
-            agent: access_col(&row, "a_agent")?,
-            workspace: access_col(&row, "a_ws")?,
-        };
-        sqlx::query(
-            "UPDATE sessions SET last_activity_ms = GREATEST(last_activity_ms, $4),
-                                 files_swept_at_ms = NULL
-              WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
-        )
-        .bind(turn.workspace.as_str())
-        .bind(turn.agent.as_str())
-        .bind(turn.session.as_str())
-        .bind(self.now().0)
-        .execute(&mut **tx)
-        .await
-        .map_err(ScopedError::db("record activity"))?;
+        let key = session_key(turn);
+        let layers = tx
+            .lock_session(&key)
+            .await?
+            .ok_or_else(|| ScopedError::UnknownEntity {
+                kind: "session",
+                id: turn.session.to_string(),
+            })?;
+        tx.touch(&key, self.now().0).await?;
         Ok(Permissions::cascade(
             self.cfg.deployment_settings,
-            ws_layer,
-            agent_layer,
+            layers.workspace,
+            layers.agent,
             self.mutant(),
         ))
     }
@@ -578,9 +492,9 @@ impl ScopedStore {
 
     /// The effective permissions for a turn (no activity recorded).
     pub async fn permissions(&self, turn: &TurnSpace) -> Result<Permissions, ScopedError> {
-        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-        let p = self.touch(&mut tx, turn).await;
-        tx.rollback().await.map_err(ScopedError::db("rollback"))?;
+        let mut tx = self.meta.begin().await?;
+        let p = self.touch(tx.as_mut(), turn).await;
+        tx.rollback().await?;
         p
     }
 
@@ -961,12 +875,7 @@ impl ScopedStore {
         files: &BTreeMap<String, Vec<u8>>,
     ) -> Result<String, ScopedError> {
         let ws = Id::new(ws)?;
-        let exists = sqlx::query("SELECT 1 FROM workspaces WHERE id = $1")
-            .bind(ws.as_str())
-            .fetch_optional(&self.pg)
-            .await
-            .map_err(ScopedError::db("find workspace"))?;
-        if exists.is_none() {
+        if !self.meta.workspace_exists(ws.as_str()).await? {
             return Err(ScopedError::UnknownEntity {
                 kind: "workspace",
                 id: ws.to_string(),
@@ -1004,50 +913,32 @@ impl ScopedStore {
 
     async fn delete_entity(
         &self,
-        sql: &'static str,
-        binds: &[&str],
+        entity: Entity,
         kind: &'static str,
         app_prefix: String,
     ) -> Result<(), ScopedError> {
-        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+        let mut tx = self.meta.begin().await?;
         let result: Result<(), ScopedError> = async {
-            sqlx::query("SELECT set_config('tidemark.now_ms', $1, true)")
-                .bind(self.now().0.to_string())
-                .execute(&mut *tx)
-                .await
-                .map_err(ScopedError::db("set now"))?;
-            if self.is(ScopedMutant::AppRecordedDeletions) {
-                // The bug: application code records the one prefix it knows about; the rows a
-                // cascade removes are never recorded.
-                sqlx::query("SELECT set_config('tidemark.app_records', 'on', true)")
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(ScopedError::db("set app records"))?;
-                sqlx::query(
-                    "INSERT INTO storage_deletions (prefix, entity_kind, entity_id, requested_at_ms)
-                     VALUES ($1, $2, $3, $4)",
-                )
-                .bind(&app_prefix)
-                .bind(kind)
-                .bind(binds.last().copied().unwrap_or_default())
-                .bind(self.now().0)
-                .execute(&mut *tx)
-                .await
-                .map_err(ScopedError::db("record deletion"))?;
+            let now = self.now().0;
+            let (entity_id, id) = match &entity {
+                Entity::Session(k) => (
+                    k.session.clone(),
+                    format!("{}/{}/{}", k.workspace, k.agent, k.session),
+                ),
+                Entity::Agent { workspace, agent } => {
+                    (agent.clone(), format!("{workspace}/{agent}"))
+                }
+                Entity::Workspace(ws) => (ws.clone(), ws.clone()),
+            };
+            let app_records = self.is(ScopedMutant::AppRecordedDeletions);
+            if app_records {
+                // The bug: application code records the one prefix it knows about (and the
+                // triggers stand down); the rows a cascade removes are never recorded.
+                tx.record_deletion(&app_prefix, kind, &entity_id, now)
+                    .await?;
             }
-            let mut q = sqlx::query(sql);
-            for b in binds {
-                q = q.bind(*b);
-            }
-            let r = q
-                .execute(&mut *tx)
-                .await
-                .map_err(ScopedError::db("delete entity"))?;
-            if r.rows_affected() == 0 {
-                return Err(ScopedError::UnknownEntity {
-                    kind,
-                    id: binds.join("/"),
-                });
+            if tx.delete_entity(&entity, now, !app_records).await? == 0 {
+                return Err(ScopedError::UnknownEntity { kind, id });
             }
             Ok(())
         }
@@ -1058,12 +949,7 @@ impl ScopedStore {
     /// Deletes a session; the trigger records its prefix for the sweep.
     pub async fn delete_session(&self, turn: &TurnSpace) -> Result<(), ScopedError> {
         self.delete_entity(
-            "DELETE FROM sessions WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
-            &[
-                turn.workspace.as_str(),
-                turn.agent.as_str(),
-                turn.session.as_str(),
-            ],
+            Entity::Session(session_key(turn)),
             "session",
             layout::session_prefix(&turn.workspace, &turn.agent, &turn.session),
         )
@@ -1074,8 +960,10 @@ impl ScopedStore {
     pub async fn delete_agent(&self, ws: &str, agent: &str) -> Result<(), ScopedError> {
         let (ws, agent) = (Id::new(ws)?, Id::new(agent)?);
         self.delete_entity(
-            "DELETE FROM agents WHERE workspace_id = $1 AND id = $2",
-            &[ws.as_str(), agent.as_str()],
+            Entity::Agent {
+                workspace: ws.to_string(),
+                agent: agent.to_string(),
+            },
             "agent",
             layout::agent_prefix(&ws, &agent),
         )
@@ -1087,8 +975,7 @@ impl ScopedStore {
     pub async fn delete_workspace(&self, ws: &str) -> Result<(), ScopedError> {
         let ws = Id::new(ws)?;
         self.delete_entity(
-            "DELETE FROM workspaces WHERE id = $1",
-            &[ws.as_str()],
+            Entity::Workspace(ws.to_string()),
             "workspace",
             layout::workspace_prefix(&ws),
         )
@@ -1096,47 +983,11 @@ impl ScopedStore {
     }
 
     pub async fn deletion_obligations(&self) -> Result<Vec<DeletionObligation>, ScopedError> {
-        let rows = sqlx::query(
-            "SELECT id, prefix, entity_kind, entity_id, requested_at_ms, done_at_ms
-               FROM storage_deletions ORDER BY id",
-        )
-        .fetch_all(&self.pg)
-        .await
-        .map_err(ScopedError::db("read obligations"))?;
-        rows.iter()
-            .map(|r| {
-                Ok(DeletionObligation {
-                    id: r.try_get("id")?,
-                    prefix: r.try_get("prefix")?,
-                    entity_kind: r.try_get("entity_kind")?,
-                    entity_id: r.try_get("entity_id")?,
-                    requested_at_ms: r.try_get("requested_at_ms")?,
-                    done_at_ms: r.try_get("done_at_ms")?,
-                })
-            })
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(ScopedError::db("read obligations"))
+        self.meta.obligations().await
     }
 
     pub async fn deletion_records(&self) -> Result<Vec<DeletionRecord>, ScopedError> {
-        let rows = sqlx::query(
-            "SELECT deletion_id, prefix, objects_deleted, completed_at_ms
-               FROM storage_deletion_records ORDER BY id",
-        )
-        .fetch_all(&self.pg)
-        .await
-        .map_err(ScopedError::db("read deletion records"))?;
-        rows.iter()
-            .map(|r| {
-                Ok(DeletionRecord {
-                    deletion_id: r.try_get("deletion_id")?,
-                    prefix: r.try_get("prefix")?,
-                    objects_deleted: r.try_get("objects_deleted")?,
-                    completed_at_ms: r.try_get("completed_at_ms")?,
-                })
-            })
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(ScopedError::db("read deletion records"))
+        self.meta.records().await
     }
 
     // ----- the sweep ------------------------------------------------------------------------
@@ -1176,43 +1027,19 @@ impl ScopedStore {
           LIMIT $2
           FOR UPDATE OF s SKIP LOCKED";
 
-    const CANDIDATES_IGNORING_WAITS_SQL: &'static str =
-        "SELECT s.workspace_id, s.agent_id, s.id, s.last_activity_ms
-           FROM sessions s
-          WHERE s.files_swept_at_ms IS NULL
-            AND s.last_activity_ms <= $1
-          ORDER BY s.last_activity_ms, s.workspace_id, s.agent_id, s.id
-          LIMIT $2
-          FOR UPDATE OF s SKIP LOCKED";
-
     async fn sweep_idle_sessions(&self, report: &mut SweepReport) -> Result<(), ScopedError> {
         let cutoff = self.now().0.saturating_sub(self.cfg.ttl_ms());
-        let sql = if self.is(ScopedMutant::WaitsIgnored) {
-            Self::CANDIDATES_IGNORING_WAITS_SQL
-        } else {
-            Self::CANDIDATES_SQL
-        };
+        let ignoring_waits = self.is(ScopedMutant::WaitsIgnored);
+        // The sweep-unlocked bug: candidates read without claiming their rows, so a write can
+        // touch the session and land between the listing and the deletion.
+        let claim = !self.is(ScopedMutant::SweepUnlocked);
         loop {
-            let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+            let mut tx = self.meta.begin().await?;
             // Any error rolls back at once and releases the claimed rows (see `settle`).
             let result: Result<bool, ScopedError> = async {
-                let rows = if self.is(ScopedMutant::SweepUnlocked) {
-                    // The bug: candidates read without claiming their rows, so a write can touch
-                    // the session and land between the listing and the deletion.
-                    let unlocked = sql.replace("FOR UPDATE OF s SKIP LOCKED", "");
-                    sqlx::query(sqlx::AssertSqlSafe(unlocked))
-                        .bind(cutoff)
-                        .bind(self.cfg.sweep_chunk)
-                        .fetch_all(&self.pg)
-                        .await
-                } else {
-                    sqlx::query(sql)
-                        .bind(cutoff)
-                        .bind(self.cfg.sweep_chunk)
-                        .fetch_all(&mut *tx)
-                        .await
-                }
-                .map_err(ScopedError::db("select idle sessions"))?;
+                let sessions = tx
+                    .claim_idle_sessions(cutoff, self.cfg.sweep_chunk, ignoring_waits, claim)
+                    .await?;
                 if let Some(pause) = &self.cfg.sweep_pause {
                     // Once per rendezvous: a later chunk of the same sweep does not stop again.
                     if !pause.used.swap(true, Ordering::SeqCst) {
@@ -1220,23 +1047,17 @@ impl ScopedStore {
                         pause.resume.notified().await;
                     }
                 }
-                if rows.is_empty() {
+                if sessions.is_empty() {
                     return Ok(false);
                 }
-                let claimed = rows.len() as i64;
-                let mut sessions: Vec<(String, String, String)> = Vec::new();
+                let claimed = sessions.len() as i64;
                 let mut keys: Vec<String> = Vec::new();
                 let mut owner: Vec<usize> = Vec::new();
-                for row in &rows {
-                    let ws: String = row.try_get(0).map_err(ScopedError::db("row"))?;
-                    let agent: String = row.try_get(1).map_err(ScopedError::db("row"))?;
-                    let id: String = row.try_get(2).map_err(ScopedError::db("row"))?;
-                    let prefix = format!("sessions/{ws}/{agent}/{id}/");
-                    for (k, _) in self.list_keys(&prefix).await? {
+                for (i, session) in sessions.iter().enumerate() {
+                    for (k, _) in self.list_keys(&session.prefix()).await? {
                         keys.push(k);
-                        owner.push(sessions.len());
+                        owner.push(i);
                     }
-                    sessions.push((ws, agent, id));
                 }
                 // One DeleteObjects per 1,000 keys across sessions: the request count approaches
                 // the lower bound (list pages + ceil(keys / 1000)).
@@ -1250,22 +1071,12 @@ impl ScopedStore {
                 }
                 report.objects_deleted += (keys.len() - failed.len()) as u64;
                 self.crash(CrashPoint::AfterSessionObjectsDeleted)?;
-                for (i, (ws, agent, id)) in sessions.iter().enumerate() {
+                for (i, session) in sessions.iter().enumerate() {
                     if incomplete[i] {
                         report.sessions_retried_later += 1;
                         continue;
                     }
-                    sqlx::query(
-                        "UPDATE sessions SET files_swept_at_ms = $4
-                          WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
-                    )
-                    .bind(ws)
-                    .bind(agent)
-                    .bind(id)
-                    .bind(self.now().0)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(ScopedError::db("mark swept"))?;
+                    tx.mark_swept(session, self.now().0).await?;
                     report.sessions_swept += 1;
                 }
                 // Incomplete sessions stay unswept; looping would pick them straight back up.
@@ -1313,39 +1124,21 @@ impl ScopedStore {
     /// before the commit leaves every obligation of the chunk pending for the next sweep.
     async fn sweep_obligations(&self, report: &mut SweepReport) -> Result<(), ScopedError> {
         if self.is(ScopedMutant::DeletionBeforeRecord) {
-            let pending: Vec<i64> = sqlx::query_scalar(
-                "SELECT id FROM storage_deletions WHERE done_at_ms IS NULL ORDER BY id",
-            )
-            .fetch_all(&self.pg)
-            .await
-            .map_err(ScopedError::db("select obligations"))?;
-            for id in pending {
+            for id in self.meta.pending_obligation_ids().await? {
                 self.meet_obligation_marking_first(id, report).await?;
             }
             return Ok(());
         }
         loop {
-            let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
+            let mut tx = self.meta.begin().await?;
             let result: Result<bool, ScopedError> = async {
-                let rows = sqlx::query(
-                    "SELECT id, prefix FROM storage_deletions
-                      WHERE done_at_ms IS NULL
-                      ORDER BY id
-                      LIMIT $1
-                      FOR UPDATE SKIP LOCKED",
-                )
-                .bind(self.cfg.sweep_chunk)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(ScopedError::db("claim obligations"))?;
+                let rows = tx.claim_obligations(self.cfg.sweep_chunk).await?;
                 if rows.is_empty() {
                     return Ok(false);
                 }
                 let claimed = rows.len() as i64;
                 let mut obligations: Vec<(i64, String, Vec<String>)> = Vec::new();
-                for row in &rows {
-                    let id: i64 = row.try_get(0).map_err(ScopedError::db("row"))?;
-                    let prefix: String = row.try_get(1).map_err(ScopedError::db("row"))?;
+                for (id, prefix) in rows {
                     let keys = self
                         .list_keys(&prefix)
                         .await?
@@ -1373,14 +1166,9 @@ impl ScopedStore {
                         retried += 1;
                         continue;
                     }
-                    self.record_obligation(&mut tx, *id, prefix, keys.len() as i64)
+                    tx.record_obligation(*id, prefix, keys.len() as i64, self.now().0)
                         .await?;
-                    sqlx::query("UPDATE storage_deletions SET done_at_ms = $2 WHERE id = $1")
-                        .bind(id)
-                        .bind(self.now().0)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(ScopedError::db("mark obligation done"))?;
+                    tx.mark_done(*id, self.now().0).await?;
                     report.obligations_completed += 1;
                 }
                 report.obligations_retried_later += retried;
@@ -1393,27 +1181,6 @@ impl ScopedStore {
         }
     }
 
-    async fn record_obligation(
-        &self,
-        tx: &mut Transaction<'_, Postgres>,
-        id: i64,
-        prefix: &str,
-        objects: i64,
-    ) -> Result<(), ScopedError> {
-        sqlx::query(
-            "INSERT INTO storage_deletion_records (deletion_id, prefix, objects_deleted, completed_at_ms)
-             VALUES ($1, $2, $3, $4)",
-        )
-        .bind(id)
-        .bind(prefix)
-        .bind(objects)
-        .bind(self.now().0)
-        .execute(&mut **tx)
-        .await
-        .map_err(ScopedError::db("record deletion"))?;
-        Ok(())
-    }
-
     /// The deletion-before-record bug: the obligation is closed first, the objects deleted
     /// after, the record written last; a crash in between performs a deletion nobody recorded.
     async fn meet_obligation_marking_first(
@@ -1421,16 +1188,7 @@ impl ScopedStore {
         id: i64,
         report: &mut SweepReport,
     ) -> Result<(), ScopedError> {
-        let prefix: Option<String> = sqlx::query_scalar(
-            "UPDATE storage_deletions SET done_at_ms = $2
-              WHERE id = $1 AND done_at_ms IS NULL RETURNING prefix",
-        )
-        .bind(id)
-        .bind(self.now().0)
-        .fetch_optional(&self.pg)
-        .await
-        .map_err(ScopedError::db("mark obligation done"))?;
-        let Some(prefix) = prefix else {
+        let Some(prefix) = self.meta.mark_done_if_pending(id, self.now().0).await? else {
             return Ok(());
         };
         let keys: Vec<String> = self
@@ -1442,9 +1200,9 @@ impl ScopedStore {
         let failed = self.delete_keys(&keys).await?;
         report.objects_deleted += (keys.len() - failed.len()) as u64;
         self.crash(CrashPoint::AfterObligationObjectsDeleted)?;
-        let mut tx = self.pg.begin().await.map_err(ScopedError::db("begin"))?;
-        let r = self
-            .record_obligation(&mut tx, id, &prefix, keys.len() as i64)
+        let mut tx = self.meta.begin().await?;
+        let r = tx
+            .record_obligation(id, &prefix, keys.len() as i64, self.now().0)
             .await;
         settle(tx, r, "commit record").await?;
         report.obligations_completed += 1;
@@ -1452,16 +1210,30 @@ impl ScopedStore {
     }
 }
 
+fn session_key(turn: &TurnSpace) -> SessionKey {
+    SessionKey::new(
+        turn.workspace.as_str(),
+        turn.agent.as_str(),
+        turn.session.as_str(),
+    )
+}
+
 /// Commits on success; on failure rolls back at once (see [`ScopedStore::in_session`] for why a
 /// dropped transaction is not enough) and returns the original error.
 async fn settle<T>(
-    tx: Transaction<'static, Postgres>,
+    tx: Box<dyn MetaTx>,
     result: Result<T, ScopedError>,
     op: &'static str,
 ) -> Result<T, ScopedError> {
     match result {
         Ok(v) => {
-            tx.commit().await.map_err(ScopedError::db(op))?;
+            tx.commit().await.map_err(|e| match e {
+                ScopedError::Database { source, .. } => ScopedError::Database {
+                    operation: op,
+                    source,
+                },
+                e => e,
+            })?;
             Ok(v)
         }
         Err(e) => {

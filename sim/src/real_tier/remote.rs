@@ -256,19 +256,27 @@ impl ScopedService {
                 config.sweep_pause = Some(pause.clone());
                 self.reopen(config).await?;
                 let space = space(turn)?;
-                let store = &self.store;
-                let race = async {
-                    pause.reached.notified().await;
-                    let write = store.write(&space, path, content.as_bytes().to_vec());
-                    tokio::pin!(write);
-                    let landed = race_until_blocked(&mut write, &self.pool).await;
-                    pause.resume.notify_one();
-                    match landed {
-                        Some(r) => r,
-                        None => write.await,
+                let (store, pool) = (&self.store, &self.pool);
+                let bytes = content.as_bytes().to_vec();
+                let (swept, written) = {
+                    let sweep = store.sweep();
+                    tokio::pin!(sweep);
+                    tokio::select! {
+                        // A sweep that never reaches the rendezvous (a mutant sweeping another way)
+                        // must not hang the program: the write then simply follows it.
+                        swept = &mut sweep => (swept, store.write(&space, path, bytes).await),
+                        _ = pause.reached.notified() => {
+                            let write = store.write(&space, path, bytes);
+                            tokio::pin!(write);
+                            let landed = race_until_blocked(&mut write, pool).await;
+                            pause.resume.notify_one();
+                            match landed {
+                                Some(written) => (sweep.await, written),
+                                None => tokio::join!(sweep, write),
+                            }
+                        }
                     }
                 };
-                let (swept, written) = tokio::join!(store.sweep(), race);
                 self.reopen(self.config.clone()).await?;
                 swept?;
                 ScopedOutcome::Written {
@@ -440,7 +448,7 @@ pub async fn bucket_keys(
 }
 
 /// Prefixes of pending deletion obligations, sorted and distinct, read from the table SPEC
-/// SC-6.1 and SC-6.5 name (`storage_deletions`, pending while `done_at_ms IS NULL`).
+/// SC-6.6 pins (`storage_deletions`, pending while `done_at_ms IS NULL`).
 pub async fn pending_deletion_prefixes(pool: &PgPool) -> Result<Vec<String>, String> {
     distinct_prefixes(
         pool,

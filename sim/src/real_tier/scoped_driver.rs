@@ -1,6 +1,7 @@
-//! The scoped reference implementation driven by operations as data, on the real tier: what a
-//! conformance adapter (and a scenario file) needs. One [`ScopedDriver`] is one scenario: its own
-//! bucket, its own database, a clock set from each operation's timestamp, faults, crashes and
+//! The scoped reference implementation driven by operations as data: what a conformance
+//! adapter (and a scenario file) needs. One [`ScopedDriver`] is one scenario: its own bucket,
+//! its own metadata (a fresh PostgreSQL database on the real tier, a fresh in-memory store on
+//! the simulation tier), a clock set from each operation's timestamp, faults, crashes and
 //! restarts from what was persisted, and inspection of the bucket and the obligations.
 
 use std::collections::BTreeMap;
@@ -9,12 +10,13 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tidemark_reference::clock::{Clock, ManualClock, Timestamp};
 use tidemark_reference::scoped::lifecycle::{Filter, LifecycleConfiguration, Rule};
+use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata, PostgresMetadata};
 use tidemark_reference::scoped::{
     Access, CrashPoint, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore,
     SweepPause, TurnSpace, WaitKind,
 };
 
-use super::{FaultPlan, RealTier, RealTierError, TestDatabase};
+use super::{FaultPlan, RealTier, RealTierError, S3Server, TestDatabase};
 use crate::lifecycle::LifecycleExecutor;
 
 /// Who is calling: a turn in workspace/agent/session, with the skills it was sent by name.
@@ -212,12 +214,33 @@ pub enum ScopedOutcome {
 }
 
 pub struct ScopedDriver {
-    tier: Arc<RealTier>,
+    tier: DriverTier,
+    meta: Arc<dyn Metadata>,
     clock: ManualClock,
     config: ScopedConfig,
     store: ScopedStore,
-    db: TestDatabase,
     skills: BTreeMap<String, String>,
+}
+
+/// Where a driver's bucket and metadata live.
+enum DriverTier {
+    /// The real tier's S3 server and a fresh PostgreSQL database.
+    Real {
+        tier: Arc<RealTier>,
+        db: Box<TestDatabase>,
+    },
+    /// The in-memory S3 (behind the same fault wrapper, over loopback HTTP) and the in-memory
+    /// metadata store: the simulation tier's stores, checked against the real tier.
+    Sim { s3: S3Server },
+}
+
+impl DriverTier {
+    fn s3(&self) -> &S3Server {
+        match self {
+            DriverTier::Real { tier, .. } => &tier.s3,
+            DriverTier::Sim { s3 } => s3,
+        }
+    }
 }
 
 fn wait_kind(k: &WaitKindName) -> Result<WaitKind, String> {
@@ -242,6 +265,33 @@ fn settings(agent: Option<Access>, workspace: Option<Access>) -> ScopeSettings {
     ScopeSettings { agent, workspace }
 }
 
+/// The store's configuration for a scenario: `mutant` switched on, `knobs` applied (only
+/// `session_file_ttl_days` exists).
+fn config_from(
+    mutant: Option<ScopedMutant>,
+    knobs: &BTreeMap<String, i64>,
+) -> Result<ScopedConfig, RealTierError> {
+    let mut config = ScopedConfig::new("unset");
+    config.mutant = mutant;
+    for (k, v) in knobs {
+        match k.as_str() {
+            "session_file_ttl_days" => {
+                config.session_file_ttl_days = u32::try_from(*v).map_err(|_| {
+                    RealTierError::Scoped(ScopedError::Config(format!(
+                        "session_file_ttl_days = {v}"
+                    )))
+                })?
+            }
+            other => {
+                return Err(RealTierError::Scoped(ScopedError::Config(format!(
+                    "the scoped reference has no knob {other:?}"
+                ))))
+            }
+        }
+    }
+    Ok(config)
+}
+
 impl ScopedDriver {
     /// A fresh bucket and database on `tier` for one scenario. `knobs` may set
     /// `session_file_ttl_days`.
@@ -252,34 +302,67 @@ impl ScopedDriver {
         knobs: &BTreeMap<String, i64>,
     ) -> Result<ScopedDriver, RealTierError> {
         let clock = ManualClock::default();
-        let mut config = ScopedConfig::new("unset");
-        config.mutant = mutant;
-        for (k, v) in knobs {
-            match k.as_str() {
-                "session_file_ttl_days" => {
-                    config.session_file_ttl_days = u32::try_from(*v).map_err(|_| {
-                        RealTierError::Scoped(ScopedError::Config(format!(
-                            "session_file_ttl_days = {v}"
-                        )))
-                    })?
-                }
-                other => {
-                    return Err(RealTierError::Scoped(ScopedError::Config(format!(
-                        "the scoped reference has no knob {other:?}"
-                    ))))
-                }
-            }
-        }
+        let config = config_from(mutant, knobs)?;
         let (store, db) = tier
             .scoped_store(name, config, Arc::new(clock.clone()))
             .await?;
         let config = store.config().clone();
+        let meta: Arc<dyn Metadata> = Arc::new(PostgresMetadata::new(db.pool.clone()));
         Ok(ScopedDriver {
-            tier,
+            tier: DriverTier::Real {
+                tier,
+                db: Box::new(db),
+            },
+            meta,
             clock,
             config,
             store,
-            db,
+            skills: BTreeMap::new(),
+        })
+    }
+
+    /// The simulation tier's stores for one scenario: a fresh in-memory S3 (behind the fault
+    /// wrapper, over loopback HTTP, faults seeded by `seed`) and a fresh in-memory metadata
+    /// store. No PostgreSQL is needed.
+    pub async fn start_sim(
+        name: &str,
+        mutant: Option<ScopedMutant>,
+        knobs: &BTreeMap<String, i64>,
+        seed: u64,
+    ) -> Result<ScopedDriver, RealTierError> {
+        let clock = ManualClock::default();
+        let mut config = config_from(mutant, knobs)?;
+        // LastModified of the in-memory store comes from this clock; the scoped reference
+        // stamps its own write times, so a fixed instant is enough (as on the memory backend).
+        let s3_clock = Arc::new(ManualClock::starting_at(crate::clock::EPOCH));
+        let (s3, _) = S3Server::start_memory(s3_clock, seed).await?;
+        let bucket = super::bucket_name(name, "sim");
+        s3.client()
+            .create_bucket()
+            .bucket(&bucket)
+            .send()
+            .await
+            .map_err(|e| RealTierError::S3Client {
+                message: format!(
+                    "CreateBucket {bucket}: {}",
+                    aws_sdk_s3::error::DisplayErrorContext(&e)
+                ),
+            })?;
+        config.bucket = bucket;
+        let meta: Arc<dyn Metadata> = Arc::new(MemoryMetadata::new());
+        let store = ScopedStore::with_metadata(
+            s3.client(),
+            meta.clone(),
+            config.clone(),
+            Arc::new(clock.clone()),
+        )
+        .await?;
+        Ok(ScopedDriver {
+            tier: DriverTier::Sim { s3 },
+            meta,
+            clock,
+            config,
+            store,
             skills: BTreeMap::new(),
         })
     }
@@ -288,15 +371,25 @@ impl ScopedDriver {
         &self.config.bucket
     }
 
-    pub fn database(&self) -> &TestDatabase {
-        &self.db
+    /// The scenario's PostgreSQL database (`None` on the simulation tier).
+    pub fn database(&self) -> Option<&TestDatabase> {
+        match &self.tier {
+            DriverTier::Real { db, .. } => Some(db),
+            DriverTier::Sim { .. } => None,
+        }
+    }
+
+    /// The metadata store the driver's store runs over.
+    pub fn metadata(&self) -> &Arc<dyn Metadata> {
+        &self.meta
     }
 
     async fn reopen(&mut self, config: ScopedConfig) -> Result<(), String> {
         let clock: Arc<dyn Clock> = Arc::new(self.clock.clone());
-        self.store = ScopedStore::open(self.tier.s3.client(), self.db.pool.clone(), config, clock)
-            .await
-            .map_err(|e| format!("the store did not reopen: {e}"))?;
+        self.store =
+            ScopedStore::with_metadata(self.tier.s3().client(), self.meta.clone(), config, clock)
+                .await
+                .map_err(|e| format!("the store did not reopen: {e}"))?;
         Ok(())
     }
 
@@ -403,7 +496,7 @@ impl ScopedDriver {
                     pause.reached.notified().await;
                     let write = store.write(&space, path, content.as_bytes().to_vec());
                     tokio::pin!(write);
-                    let landed = race_until_blocked(&mut write, &self.db.pool).await;
+                    let landed = race_until_blocked_on(&mut write, self.meta.as_ref()).await;
                     pause.resume.notify_one();
                     match landed {
                         Some(r) => r,
@@ -486,7 +579,7 @@ impl ScopedDriver {
                 delete_key_failure_rate,
                 fail_requests,
             } => {
-                self.tier.s3.faults().set_plan(FaultPlan {
+                self.tier.s3().faults().set_plan(FaultPlan {
                     down: *down,
                     error_rate: *error_rate,
                     delete_key_failure_rate: *delete_key_failure_rate,
@@ -496,7 +589,7 @@ impl ScopedDriver {
                 ScopedOutcome::Ok
             }
             ScopedOp::Heal => {
-                self.tier.s3.faults().heal();
+                self.tier.s3().faults().heal();
                 ScopedOutcome::Ok
             }
             ScopedOp::BucketKeys { prefix } => ScopedOutcome::Keys {
@@ -547,7 +640,7 @@ impl ScopedDriver {
                 ScopedOutcome::Keys {
                     keys: ex
                         .run_on_bucket(
-                            &self.tier.s3.client(),
+                            &self.tier.s3().client(),
                             &self.config.bucket,
                             self.clock.now(),
                         )
@@ -559,7 +652,7 @@ impl ScopedDriver {
     }
 
     async fn bucket_keys(&self, prefix: &str) -> Result<Vec<String>, Failure> {
-        let client = self.tier.s3.client();
+        let client = self.tier.s3().client();
         let mut keys = Vec::new();
         let mut token = None;
         loop {
@@ -618,18 +711,24 @@ pub async fn race_until_blocked<F, T>(
 where
     F: std::future::Future<Output = T>,
 {
+    race_until_blocked_on(write, &PostgresMetadata::new(pool.clone())).await
+}
+
+/// [`race_until_blocked`] over any metadata store: "blocked" is a statement waiting for a row
+/// lock ([`Metadata::lock_waiters`]).
+pub async fn race_until_blocked_on<F, T>(
+    write: &mut std::pin::Pin<&mut F>,
+    meta: &dyn Metadata,
+) -> Option<T>
+where
+    F: std::future::Future<Output = T>,
+{
     let started = std::time::Instant::now();
     loop {
         tokio::select! {
             r = write.as_mut() => return Some(r),
             _ = tokio::time::sleep(std::time::Duration::from_millis(20)) => {
-                let blocked: i64 = sqlx::query_scalar(
-                    "SELECT count(*) FROM pg_stat_activity
-                      WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                )
-                .fetch_one(pool)
-                .await
-                .unwrap_or(0);
+                let blocked = meta.lock_waiters().await.unwrap_or(0);
                 if blocked > 0 || started.elapsed() > std::time::Duration::from_secs(10) {
                     return None;
                 }

@@ -628,21 +628,56 @@ pub async fn run(
     run_on(pg, script, mutant, Backend::S3sFs).await
 }
 
-/// Which object store serves a scenario.
+/// Which stores serve a scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
-    /// s3s-fs over a temporary directory: the real tier.
+    /// s3s-fs over a temporary directory and PostgreSQL: the real tier.
     S3sFs,
-    /// The in-memory store, for the differential check (and the simulation tier).
+    /// The in-memory S3 and PostgreSQL, for the differential check of the in-memory S3.
     Memory,
+    /// The simulation tier's stores: the in-memory S3 and the in-memory metadata store. Needs
+    /// no PostgreSQL.
+    Sim,
 }
 
-/// [`run`] on a chosen object store.
+/// [`run`] on a chosen backend.
 pub async fn run_on(
     pg: std::sync::Arc<super::PgProvider>,
     script: &Script,
     mutant: Option<tidemark_reference::scoped::ScopedMutant>,
     backend: Backend,
+) -> Result<(), StepFailure> {
+    run_recorded(Some(pg), script, mutant, backend).await.result
+}
+
+/// What one run of a scenario observed: every step's outcome, in order, and the first step
+/// whose outcome did not match its expectation (the run stops there).
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// `(line, outcome)` for each operation step run.
+    pub outcomes: Vec<(usize, ScopedOutcome)>,
+    pub result: Result<(), StepFailure>,
+}
+
+/// Runs a scenario from the pinned epoch on `backend` and records every outcome. `pg` is
+/// needed by every backend but [`Backend::Sim`].
+pub async fn run_recorded(
+    pg: Option<std::sync::Arc<super::PgProvider>>,
+    script: &Script,
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+    backend: Backend,
+) -> Recorded {
+    let mut outcomes = Vec::new();
+    let result = run_steps(pg, script, mutant, backend, &mut outcomes).await;
+    Recorded { outcomes, result }
+}
+
+async fn run_steps(
+    pg: Option<std::sync::Arc<super::PgProvider>>,
+    script: &Script,
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+    backend: Backend,
+    outcomes: &mut Vec<(usize, ScopedOutcome)>,
 ) -> Result<(), StepFailure> {
     let fail = |line: usize, step: &str, expected: String, actual: String| StepFailure {
         line,
@@ -658,15 +693,28 @@ pub async fn run_on(
     let seed = script.file.to_string_lossy().bytes().fold(0u64, |h, b| {
         h.wrapping_mul(1_099_511_628_211).wrapping_add(u64::from(b))
     });
-    let tier = match backend {
-        Backend::S3sFs => super::RealTier::with_postgres(pg, seed).await,
-        Backend::Memory => super::RealTier::with_postgres_memory(pg, seed).await,
-    }
-    .map_err(|e| fail(0, "start", "a running S3 server".into(), e.to_string()))?;
+    let started = match backend {
+        Backend::Sim => super::ScopedDriver::start_sim(&name, mutant, &script.knobs, seed).await,
+        Backend::S3sFs | Backend::Memory => {
+            let Some(pg) = pg else {
+                return Err(fail(
+                    0,
+                    "start",
+                    "a PostgreSQL".into(),
+                    format!("backend {backend:?} needs PostgreSQL and none was given"),
+                ));
+            };
+            let tier = match backend {
+                Backend::S3sFs => super::RealTier::with_postgres(pg, seed).await,
+                _ => super::RealTier::with_postgres_memory(pg, seed).await,
+            }
+            .map_err(|e| fail(0, "start", "a running S3 server".into(), e.to_string()))?;
+            super::ScopedDriver::start(std::sync::Arc::new(tier), &name, mutant, &script.knobs)
+                .await
+        }
+    };
     let mut driver =
-        super::ScopedDriver::start(std::sync::Arc::new(tier), &name, mutant, &script.knobs)
-            .await
-            .map_err(|e| fail(0, "start", "a running store".into(), e.to_string()))?;
+        started.map_err(|e| fail(0, "start", "a running store".into(), e.to_string()))?;
     let mut now = crate::clock::EPOCH;
     for step in &script.steps {
         match &step.action {
@@ -676,6 +724,7 @@ pub async fn run_on(
                     .call(now, op)
                     .await
                     .map_err(|e| fail(step.line, &step.text, format!("{:?}", step.expect), e))?;
+                outcomes.push((step.line, got.clone()));
                 if !step.expect.matches(&got) {
                     return Err(fail(
                         step.line,
@@ -723,6 +772,15 @@ pub async fn mutant_matrix(
     pg: std::sync::Arc<super::PgProvider>,
     scripts: &[Script],
 ) -> Vec<(tidemark_reference::scoped::ScopedMutant, Option<String>)> {
+    mutant_matrix_on(Some(pg), scripts, Backend::S3sFs).await
+}
+
+/// [`mutant_matrix`] on a chosen backend (`pg` may be `None` for [`Backend::Sim`]).
+pub async fn mutant_matrix_on(
+    pg: Option<std::sync::Arc<super::PgProvider>>,
+    scripts: &[Script],
+    backend: Backend,
+) -> Vec<(tidemark_reference::scoped::ScopedMutant, Option<String>)> {
     let mut out = Vec::new();
     for m in tidemark_reference::scoped::ScopedMutant::ALL {
         let mut killed_by = None;
@@ -730,7 +788,11 @@ pub async fn mutant_matrix(
             .iter()
             .filter(|s| s.kills.iter().any(|k| k == m.id()))
         {
-            if run(pg.clone(), s, Some(m)).await.is_err() {
+            if run_recorded(pg.clone(), s, Some(m), backend)
+                .await
+                .result
+                .is_err()
+            {
                 killed_by = Some(s.test_name());
                 break;
             }

@@ -1,0 +1,214 @@
+//! Where the scoped store keeps session activity and deletion obligations: a trait of
+//! domain-level operations, so the same [`super::ScopedStore`] runs over PostgreSQL (the real
+//! tier) and over an in-memory store with PostgreSQL's semantics (the simulation tier, where
+//! sqlx cannot run).
+//!
+//! - [`postgres`]: the schema of [`super::schema`], the SQL the store always ran, unchanged in
+//!   meaning.
+//! - [`memory`]: ordered maps, the deletion trigger and its cascade, row locks that make a
+//!   second `FOR UPDATE` wait and `SKIP LOCKED` skip, writes buffered until commit. Tokio
+//!   primitives only, so it runs inside a turmoil world.
+//!
+//! The two earn their interchangeability by a differential check (the scoped scenarios give the
+//! same outcomes on both, and random operation sequences give the same tables).
+//!
+//! Isolation is PostgreSQL's READ COMMITTED as the store uses it: each operation sees what was
+//! committed when it ran plus its own transaction's writes; a write waits for a row another
+//! transaction holds; a non-transactional operation is one statement, committed at once.
+
+pub mod memory;
+pub mod postgres;
+
+use async_trait::async_trait;
+
+use super::error::ScopedError;
+use super::permissions::ScopeSettings;
+use super::store::{DeletionObligation, DeletionRecord, WaitKind};
+
+pub use memory::MemoryMetadata;
+pub use postgres::PostgresMetadata;
+
+/// A session's primary key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SessionKey {
+    pub workspace: String,
+    pub agent: String,
+    pub session: String,
+}
+
+impl SessionKey {
+    pub fn new(workspace: &str, agent: &str, session: &str) -> SessionKey {
+        SessionKey {
+            workspace: workspace.into(),
+            agent: agent.into(),
+            session: session.into(),
+        }
+    }
+
+    /// `sessions/<ws>/<agent>/<session>/`, as the deletion trigger writes it.
+    pub fn prefix(&self) -> String {
+        format!(
+            "sessions/{}/{}/{}/",
+            self.workspace, self.agent, self.session
+        )
+    }
+}
+
+/// The two settings layers stored for a session's turn: its workspace's and its agent's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionLayers {
+    pub workspace: ScopeSettings,
+    pub agent: ScopeSettings,
+}
+
+/// A row whose deletion the triggers record (with everything its cascade removes).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Entity {
+    Session(SessionKey),
+    Agent { workspace: String, agent: String },
+    Workspace(String),
+}
+
+/// The metadata store. Operations outside a transaction are single statements, committed at
+/// once (each waits, as a PostgreSQL statement would, for a row an open transaction holds).
+#[async_trait]
+pub trait Metadata: Send + Sync {
+    /// Brings the store up to its schema. Idempotent.
+    async fn migrate(&self) -> Result<(), ScopedError>;
+
+    /// Opens a transaction. Commit or roll it back; dropping it discards its writes and
+    /// releases its locks too (PostgreSQL: when its connection is next used).
+    async fn begin(&self) -> Result<Box<dyn MetaTx>, ScopedError>;
+
+    /// Inserts the workspace or replaces its settings.
+    async fn upsert_workspace(&self, ws: &str, settings: ScopeSettings) -> Result<(), ScopedError>;
+
+    /// Inserts the agent or replaces its settings; `false` when the workspace does not exist.
+    async fn upsert_agent(
+        &self,
+        ws: &str,
+        agent: &str,
+        settings: ScopeSettings,
+    ) -> Result<bool, ScopedError>;
+
+    /// Inserts a session whose activity starts at `now_ms`; `false` when nothing was inserted
+    /// (the agent does not exist, or the session already does).
+    async fn insert_session(&self, key: &SessionKey, now_ms: i64) -> Result<bool, ScopedError>;
+
+    async fn session_exists(&self, key: &SessionKey) -> Result<bool, ScopedError>;
+
+    async fn workspace_exists(&self, ws: &str) -> Result<bool, ScopedError>;
+
+    /// Inserts a wait; `false` when nothing was inserted (no such session, or already there).
+    async fn insert_wait(
+        &self,
+        key: &SessionKey,
+        kind: WaitKind,
+        wait_id: &str,
+    ) -> Result<bool, ScopedError>;
+
+    async fn delete_wait(
+        &self,
+        key: &SessionKey,
+        kind: WaitKind,
+        wait_id: &str,
+    ) -> Result<(), ScopedError>;
+
+    /// Ids of pending obligations, in id order (read without claiming them).
+    async fn pending_obligation_ids(&self) -> Result<Vec<i64>, ScopedError>;
+
+    /// Marks a pending obligation done at once and returns its prefix; `None` if it was not
+    /// pending. (Only the deletion-before-record mutant does this outside a transaction.)
+    async fn mark_done_if_pending(
+        &self,
+        id: i64,
+        now_ms: i64,
+    ) -> Result<Option<String>, ScopedError>;
+
+    /// Every `storage_deletions` row, in id order.
+    async fn obligations(&self) -> Result<Vec<DeletionObligation>, ScopedError>;
+
+    /// Every `storage_deletion_records` row, in id order.
+    async fn records(&self) -> Result<Vec<DeletionRecord>, ScopedError>;
+
+    /// Harness probe: how many statements are waiting for a row lock right now. A race test
+    /// uses it to see that a write is blocked behind a sweep rather than merely slow.
+    async fn lock_waiters(&self) -> Result<u64, ScopedError>;
+
+    /// The PostgreSQL pool underneath, if there is one.
+    fn pool(&self) -> Option<&sqlx::PgPool> {
+        None
+    }
+}
+
+/// One open transaction.
+#[async_trait]
+pub trait MetaTx: Send {
+    /// `SELECT … FOR UPDATE` of the session row (waiting for another holder), with its
+    /// workspace's and agent's settings; `None` when there is no such session.
+    async fn lock_session(
+        &mut self,
+        key: &SessionKey,
+    ) -> Result<Option<SessionLayers>, ScopedError>;
+
+    /// Records activity: `last_activity_ms = max(last_activity_ms, now_ms)`, and clears
+    /// `files_swept_at_ms`.
+    async fn touch(&mut self, key: &SessionKey, now_ms: i64) -> Result<(), ScopedError>;
+
+    /// Sessions not yet swept whose activity is at or before `cutoff_ms` and (unless
+    /// `ignoring_waits`) with no wait, oldest first, at most `limit`. With `claim` they are
+    /// locked for this transaction and rows another transaction holds are skipped
+    /// (`FOR UPDATE SKIP LOCKED`); without it they are merely read, outside the transaction
+    /// (the sweep-unlocked mutant).
+    async fn claim_idle_sessions(
+        &mut self,
+        cutoff_ms: i64,
+        limit: i64,
+        ignoring_waits: bool,
+        claim: bool,
+    ) -> Result<Vec<SessionKey>, ScopedError>;
+
+    /// `files_swept_at_ms = now_ms` (waits for the row if another transaction holds it).
+    async fn mark_swept(&mut self, key: &SessionKey, now_ms: i64) -> Result<(), ScopedError>;
+
+    /// Pending obligations `(id, prefix)` in id order, at most `limit`, locked for this
+    /// transaction; rows another transaction holds are skipped.
+    async fn claim_obligations(&mut self, limit: i64) -> Result<Vec<(i64, String)>, ScopedError>;
+
+    /// Inserts the proof an obligation was met.
+    async fn record_obligation(
+        &mut self,
+        deletion_id: i64,
+        prefix: &str,
+        objects_deleted: i64,
+        now_ms: i64,
+    ) -> Result<(), ScopedError>;
+
+    /// `done_at_ms = now_ms`.
+    async fn mark_done(&mut self, id: i64, now_ms: i64) -> Result<(), ScopedError>;
+
+    /// Inserts an obligation from application code (the app-recorded-deletions mutant only;
+    /// otherwise the triggers write every obligation).
+    async fn record_deletion(
+        &mut self,
+        prefix: &str,
+        entity_kind: &str,
+        entity_id: &str,
+        now_ms: i64,
+    ) -> Result<(), ScopedError>;
+
+    /// Deletes the entity; the cascade removes its children (workspace -> agents -> sessions ->
+    /// waits) and, unless `triggers` is off, the triggers record one obligation per removed
+    /// session, agent and workspace (a workspace's skills too), stamped `now_ms`. Returns the
+    /// rows the statement itself deleted (0 or 1).
+    async fn delete_entity(
+        &mut self,
+        entity: &Entity,
+        now_ms: i64,
+        triggers: bool,
+    ) -> Result<u64, ScopedError>;
+
+    async fn commit(self: Box<Self>) -> Result<(), ScopedError>;
+
+    async fn rollback(self: Box<Self>) -> Result<(), ScopedError>;
+}

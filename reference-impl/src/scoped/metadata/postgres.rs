@@ -1,0 +1,493 @@
+//! The metadata store in PostgreSQL: the schema of [`crate::scoped::schema`] (tables, the
+//! deletion triggers, the partial indexes the sweeps use) and the statements the store runs.
+
+use async_trait::async_trait;
+use sqlx::{PgPool, Postgres, Row, Transaction};
+
+use super::{Entity, MetaTx, Metadata, SessionKey, SessionLayers};
+use crate::scoped::error::ScopedError;
+use crate::scoped::permissions::{Access, ScopeSettings};
+use crate::scoped::store::{DeletionObligation, DeletionRecord, ScopedStore, WaitKind};
+
+/// PostgreSQL behind the [`Metadata`] trait.
+#[derive(Clone, Debug)]
+pub struct PostgresMetadata {
+    pool: PgPool,
+}
+
+impl PostgresMetadata {
+    pub fn new(pool: PgPool) -> PostgresMetadata {
+        PostgresMetadata { pool }
+    }
+}
+
+const CANDIDATES_IGNORING_WAITS_SQL: &str =
+    "SELECT s.workspace_id, s.agent_id, s.id, s.last_activity_ms
+       FROM sessions s
+      WHERE s.files_swept_at_ms IS NULL
+        AND s.last_activity_ms <= $1
+      ORDER BY s.last_activity_ms, s.workspace_id, s.agent_id, s.id
+      LIMIT $2
+      FOR UPDATE OF s SKIP LOCKED";
+
+fn access_col(row: &sqlx::postgres::PgRow, col: &str) -> Result<Option<Access>, ScopedError> {
+    let v: Option<String> = row.try_get(col).map_err(ScopedError::db("read settings"))?;
+    match v {
+        None => Ok(None),
+        Some(s) => Access::parse(&s)
+            .map(Some)
+            .ok_or_else(|| ScopedError::Config(format!("bad access value {s:?} in {col}"))),
+    }
+}
+
+#[async_trait]
+impl Metadata for PostgresMetadata {
+    async fn migrate(&self) -> Result<(), ScopedError> {
+        crate::scoped::schema::migrate(&self.pool).await
+    }
+
+    async fn begin(&self) -> Result<Box<dyn MetaTx>, ScopedError> {
+        let tx = self.pool.begin().await.map_err(ScopedError::db("begin"))?;
+        Ok(Box::new(PgTx {
+            tx,
+            pool: self.pool.clone(),
+        }))
+    }
+
+    async fn upsert_workspace(&self, ws: &str, settings: ScopeSettings) -> Result<(), ScopedError> {
+        sqlx::query(
+            "INSERT INTO workspaces (id, agent_access, workspace_access) VALUES ($1, $2, $3)
+             ON CONFLICT (id) DO UPDATE SET agent_access = EXCLUDED.agent_access,
+                                            workspace_access = EXCLUDED.workspace_access",
+        )
+        .bind(ws)
+        .bind(settings.agent.map(Access::as_str))
+        .bind(settings.workspace.map(Access::as_str))
+        .execute(&self.pool)
+        .await
+        .map_err(ScopedError::db("create workspace"))?;
+        Ok(())
+    }
+
+    async fn upsert_agent(
+        &self,
+        ws: &str,
+        agent: &str,
+        settings: ScopeSettings,
+    ) -> Result<bool, ScopedError> {
+        let r = sqlx::query(
+            "INSERT INTO agents (workspace_id, id, agent_access, workspace_access)
+             SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM workspaces WHERE id = $1)
+             ON CONFLICT (workspace_id, id) DO UPDATE SET agent_access = EXCLUDED.agent_access,
+                                                         workspace_access = EXCLUDED.workspace_access",
+        )
+        .bind(ws)
+        .bind(agent)
+        .bind(settings.agent.map(Access::as_str))
+        .bind(settings.workspace.map(Access::as_str))
+        .execute(&self.pool)
+        .await
+        .map_err(ScopedError::db("create agent"))?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    async fn insert_session(&self, key: &SessionKey, now_ms: i64) -> Result<bool, ScopedError> {
+        let r = sqlx::query(
+            "INSERT INTO sessions (workspace_id, agent_id, id, last_activity_ms)
+             SELECT $1, $2, $3, $4
+              WHERE EXISTS (SELECT 1 FROM agents WHERE workspace_id = $1 AND id = $2)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(&key.workspace)
+        .bind(&key.agent)
+        .bind(&key.session)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await
+        .map_err(ScopedError::db("create session"))?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    async fn session_exists(&self, key: &SessionKey) -> Result<bool, ScopedError> {
+        let row = sqlx::query(
+            "SELECT 1 FROM sessions WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
+        )
+        .bind(&key.workspace)
+        .bind(&key.agent)
+        .bind(&key.session)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(ScopedError::db("find session"))?;
+        Ok(row.is_some())
+    }
+
+    async fn workspace_exists(&self, ws: &str) -> Result<bool, ScopedError> {
+        let row = sqlx::query("SELECT 1 FROM workspaces WHERE id = $1")
+            .bind(ws)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(ScopedError::db("find workspace"))?;
+        Ok(row.is_some())
+    }
+
+    async fn insert_wait(
+        &self,
+        key: &SessionKey,
+        kind: WaitKind,
+        wait_id: &str,
+    ) -> Result<bool, ScopedError> {
+        let r = sqlx::query(
+            "INSERT INTO session_waits (workspace_id, agent_id, session_id, kind, wait_id)
+             SELECT $1, $2, $3, $4, $5
+              WHERE EXISTS (SELECT 1 FROM sessions WHERE workspace_id = $1 AND agent_id = $2 AND id = $3)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(&key.workspace)
+        .bind(&key.agent)
+        .bind(&key.session)
+        .bind(kind.as_str())
+        .bind(wait_id)
+        .execute(&self.pool)
+        .await
+        .map_err(ScopedError::db("add wait"))?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    async fn delete_wait(
+        &self,
+        key: &SessionKey,
+        kind: WaitKind,
+        wait_id: &str,
+    ) -> Result<(), ScopedError> {
+        sqlx::query(
+            "DELETE FROM session_waits WHERE workspace_id = $1 AND agent_id = $2
+               AND session_id = $3 AND kind = $4 AND wait_id = $5",
+        )
+        .bind(&key.workspace)
+        .bind(&key.agent)
+        .bind(&key.session)
+        .bind(kind.as_str())
+        .bind(wait_id)
+        .execute(&self.pool)
+        .await
+        .map_err(ScopedError::db("remove wait"))?;
+        Ok(())
+    }
+
+    async fn pending_obligation_ids(&self) -> Result<Vec<i64>, ScopedError> {
+        sqlx::query_scalar("SELECT id FROM storage_deletions WHERE done_at_ms IS NULL ORDER BY id")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(ScopedError::db("select obligations"))
+    }
+
+    async fn mark_done_if_pending(
+        &self,
+        id: i64,
+        now_ms: i64,
+    ) -> Result<Option<String>, ScopedError> {
+        sqlx::query_scalar(
+            "UPDATE storage_deletions SET done_at_ms = $2
+              WHERE id = $1 AND done_at_ms IS NULL RETURNING prefix",
+        )
+        .bind(id)
+        .bind(now_ms)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(ScopedError::db("mark obligation done"))
+    }
+
+    async fn obligations(&self) -> Result<Vec<DeletionObligation>, ScopedError> {
+        let rows = sqlx::query(
+            "SELECT id, prefix, entity_kind, entity_id, requested_at_ms, done_at_ms
+               FROM storage_deletions ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(ScopedError::db("read obligations"))?;
+        rows.iter()
+            .map(|r| {
+                Ok(DeletionObligation {
+                    id: r.try_get("id")?,
+                    prefix: r.try_get("prefix")?,
+                    entity_kind: r.try_get("entity_kind")?,
+                    entity_id: r.try_get("entity_id")?,
+                    requested_at_ms: r.try_get("requested_at_ms")?,
+                    done_at_ms: r.try_get("done_at_ms")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(ScopedError::db("read obligations"))
+    }
+
+    async fn records(&self) -> Result<Vec<DeletionRecord>, ScopedError> {
+        let rows = sqlx::query(
+            "SELECT deletion_id, prefix, objects_deleted, completed_at_ms
+               FROM storage_deletion_records ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(ScopedError::db("read deletion records"))?;
+        rows.iter()
+            .map(|r| {
+                Ok(DeletionRecord {
+                    deletion_id: r.try_get("deletion_id")?,
+                    prefix: r.try_get("prefix")?,
+                    objects_deleted: r.try_get("objects_deleted")?,
+                    completed_at_ms: r.try_get("completed_at_ms")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(ScopedError::db("read deletion records"))
+    }
+
+    async fn lock_waiters(&self) -> Result<u64, ScopedError> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(ScopedError::db("count lock waiters"))?;
+        Ok(n.max(0) as u64)
+    }
+
+    fn pool(&self) -> Option<&PgPool> {
+        Some(&self.pool)
+    }
+}
+
+/// A PostgreSQL transaction, and the pool for the statements the mutants run outside it.
+struct PgTx {
+    tx: Transaction<'static, Postgres>,
+    pool: PgPool,
+}
+
+#[async_trait]
+impl MetaTx for PgTx {
+    async fn lock_session(
+        &mut self,
+        key: &SessionKey,
+    ) -> Result<Option<SessionLayers>, ScopedError> {
+        let row = sqlx::query(
+            "SELECT w.agent_access AS w_agent, w.workspace_access AS w_ws,
+                    a.agent_access AS a_agent, a.workspace_access AS a_ws
+               FROM sessions s
+               JOIN agents a ON a.workspace_id = s.workspace_id AND a.id = s.agent_id
+               JOIN workspaces w ON w.id = s.workspace_id
+              WHERE s.workspace_id = $1 AND s.agent_id = $2 AND s.id = $3
+              FOR UPDATE OF s",
+        )
+        .bind(&key.workspace)
+        .bind(&key.agent)
+        .bind(&key.session)
+        .fetch_optional(&mut *self.tx)
+        .await
+        .map_err(ScopedError::db("lock session"))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        Ok(Some(SessionLayers {
+            workspace: ScopeSettings {
+                agent: access_col(&row, "w_agent")?,
+                workspace: access_col(&row, "w_ws")?,
+            },
+            agent: ScopeSettings {
+                agent: access_col(&row, "a_agent")?,
+                workspace: access_col(&row, "a_ws")?,
+            },
+        }))
+    }
+
+    async fn touch(&mut self, key: &SessionKey, now_ms: i64) -> Result<(), ScopedError> {
+        sqlx::query(
+            "UPDATE sessions SET last_activity_ms = GREATEST(last_activity_ms, $4),
+                                 files_swept_at_ms = NULL
+              WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
+        )
+        .bind(&key.workspace)
+        .bind(&key.agent)
+        .bind(&key.session)
+        .bind(now_ms)
+        .execute(&mut *self.tx)
+        .await
+        .map_err(ScopedError::db("record activity"))?;
+        Ok(())
+    }
+
+    async fn claim_idle_sessions(
+        &mut self,
+        cutoff_ms: i64,
+        limit: i64,
+        ignoring_waits: bool,
+        claim: bool,
+    ) -> Result<Vec<SessionKey>, ScopedError> {
+        let sql = if ignoring_waits {
+            CANDIDATES_IGNORING_WAITS_SQL
+        } else {
+            ScopedStore::CANDIDATES_SQL
+        };
+        let rows = if claim {
+            sqlx::query(sql)
+                .bind(cutoff_ms)
+                .bind(limit)
+                .fetch_all(&mut *self.tx)
+                .await
+        } else {
+            // The sweep-unlocked bug: candidates read without claiming their rows, so a write
+            // can touch the session and land between the listing and the deletion.
+            let unlocked = sql.replace("FOR UPDATE OF s SKIP LOCKED", "");
+            sqlx::query(sqlx::AssertSqlSafe(unlocked))
+                .bind(cutoff_ms)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await
+        }
+        .map_err(ScopedError::db("select idle sessions"))?;
+        rows.iter()
+            .map(|row| {
+                Ok(SessionKey {
+                    workspace: row.try_get(0)?,
+                    agent: row.try_get(1)?,
+                    session: row.try_get(2)?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(ScopedError::db("row"))
+    }
+
+    async fn mark_swept(&mut self, key: &SessionKey, now_ms: i64) -> Result<(), ScopedError> {
+        sqlx::query(
+            "UPDATE sessions SET files_swept_at_ms = $4
+              WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
+        )
+        .bind(&key.workspace)
+        .bind(&key.agent)
+        .bind(&key.session)
+        .bind(now_ms)
+        .execute(&mut *self.tx)
+        .await
+        .map_err(ScopedError::db("mark swept"))?;
+        Ok(())
+    }
+
+    async fn claim_obligations(&mut self, limit: i64) -> Result<Vec<(i64, String)>, ScopedError> {
+        let rows = sqlx::query(
+            "SELECT id, prefix FROM storage_deletions
+              WHERE done_at_ms IS NULL
+              ORDER BY id
+              LIMIT $1
+              FOR UPDATE SKIP LOCKED",
+        )
+        .bind(limit)
+        .fetch_all(&mut *self.tx)
+        .await
+        .map_err(ScopedError::db("claim obligations"))?;
+        rows.iter()
+            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(ScopedError::db("row"))
+    }
+
+    async fn record_obligation(
+        &mut self,
+        deletion_id: i64,
+        prefix: &str,
+        objects_deleted: i64,
+        now_ms: i64,
+    ) -> Result<(), ScopedError> {
+        sqlx::query(
+            "INSERT INTO storage_deletion_records (deletion_id, prefix, objects_deleted, completed_at_ms)
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(deletion_id)
+        .bind(prefix)
+        .bind(objects_deleted)
+        .bind(now_ms)
+        .execute(&mut *self.tx)
+        .await
+        .map_err(ScopedError::db("record deletion"))?;
+        Ok(())
+    }
+
+    async fn mark_done(&mut self, id: i64, now_ms: i64) -> Result<(), ScopedError> {
+        sqlx::query("UPDATE storage_deletions SET done_at_ms = $2 WHERE id = $1")
+            .bind(id)
+            .bind(now_ms)
+            .execute(&mut *self.tx)
+            .await
+            .map_err(ScopedError::db("mark obligation done"))?;
+        Ok(())
+    }
+
+    async fn record_deletion(
+        &mut self,
+        prefix: &str,
+        entity_kind: &str,
+        entity_id: &str,
+        now_ms: i64,
+    ) -> Result<(), ScopedError> {
+        sqlx::query(
+            "INSERT INTO storage_deletions (prefix, entity_kind, entity_id, requested_at_ms)
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(prefix)
+        .bind(entity_kind)
+        .bind(entity_id)
+        .bind(now_ms)
+        .execute(&mut *self.tx)
+        .await
+        .map_err(ScopedError::db("record deletion"))?;
+        Ok(())
+    }
+
+    async fn delete_entity(
+        &mut self,
+        entity: &Entity,
+        now_ms: i64,
+        triggers: bool,
+    ) -> Result<u64, ScopedError> {
+        // The trigger cannot call our clock: the deleting transaction hands it the time.
+        sqlx::query("SELECT set_config('tidemark.now_ms', $1, true)")
+            .bind(now_ms.to_string())
+            .execute(&mut *self.tx)
+            .await
+            .map_err(ScopedError::db("set now"))?;
+        if !triggers {
+            sqlx::query("SELECT set_config('tidemark.app_records', 'on', true)")
+                .execute(&mut *self.tx)
+                .await
+                .map_err(ScopedError::db("set app records"))?;
+        }
+        let q = match entity {
+            Entity::Session(k) => sqlx::query(
+                "DELETE FROM sessions WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
+            )
+            .bind(&k.workspace)
+            .bind(&k.agent)
+            .bind(&k.session),
+            Entity::Agent { workspace, agent } => {
+                sqlx::query("DELETE FROM agents WHERE workspace_id = $1 AND id = $2")
+                    .bind(workspace)
+                    .bind(agent)
+            }
+            Entity::Workspace(ws) => sqlx::query("DELETE FROM workspaces WHERE id = $1").bind(ws),
+        };
+        let r = q
+            .execute(&mut *self.tx)
+            .await
+            .map_err(ScopedError::db("delete entity"))?;
+        Ok(r.rows_affected())
+    }
+
+    async fn commit(self: Box<Self>) -> Result<(), ScopedError> {
+        self.tx.commit().await.map_err(ScopedError::db("commit"))
+    }
+
+    async fn rollback(self: Box<Self>) -> Result<(), ScopedError> {
+        self.tx
+            .rollback()
+            .await
+            .map_err(ScopedError::db("rollback"))
+    }
+}
