@@ -3,8 +3,8 @@
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::profiles::scoped_process;
+use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::scenario::{Profile, Scenario};
 use tidemark_conformance::{
     default_scenarios_dir, default_spec_path, explore, gate, mutants, process, report, suite,
@@ -119,6 +119,13 @@ enum Command {
         /// Do not save failures.
         #[arg(long)]
         no_save: bool,
+        /// Scoped only: where the metadata lives, `postgres` (the real tier) or `memory` (the
+        /// in-memory store with PostgreSQL's semantics: the simulation tier).
+        #[arg(long, default_value = "postgres", value_parser = ["postgres", "memory"])]
+        tier: String,
+        /// Scoped only: run each seed on both tiers and compare trace hashes.
+        #[arg(long)]
+        differential: bool,
         #[arg(long, default_value_t = 4096)]
         max_shrink_iters: u32,
         /// Explore a program speaking conformance/PROTOCOL.md instead of the reference.
@@ -205,6 +212,8 @@ fn main() -> ExitCode {
             no_save,
             max_shrink_iters,
             implementation,
+            tier,
+            differential,
         } => Some(if profile == "scoped" {
             if implementation.is_some() {
                 Err("explore --profile scoped runs the reference in process on the real tier: no --impl yet".into())
@@ -222,6 +231,8 @@ fn main() -> ExitCode {
                             .unwrap_or_else(explore::scoped_fixture::default_dir)
                     }),
                     max_shrink_iters: *max_shrink_iters,
+                    tier: tier.clone(),
+                    differential: *differential,
                 })
             }
         } else if profile != "scratchpad" {
@@ -251,9 +262,7 @@ fn main() -> ExitCode {
             seed,
             mutant,
         } => Some(match fixture {
-            Some(f) if explore::scoped_fixture::is_scoped(f) => {
-                explore::scoped::replay_fixture(f)
-            }
+            Some(f) if explore::scoped_fixture::is_scoped(f) => explore::scoped::replay_fixture(f),
             _ => explore::cli::replay(fixture.as_deref(), *seed, mutant),
         }),
         Command::World {
@@ -454,7 +463,11 @@ async fn run_impl(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
         .partition(|name| name.starts_with(&scoped_prefix));
     for (names, wanted, profile) in [
         (&scoped_only, wants_scoped(&args.profile), "scoped"),
-        (&scratchpad_only, wants_scratchpad(&args.profile), "scratchpad"),
+        (
+            &scratchpad_only,
+            wants_scratchpad(&args.profile),
+            "scratchpad",
+        ),
     ] {
         if let (Some(name), false) = (names.first(), wanted) {
             return Err(format!(
@@ -485,8 +498,8 @@ async fn run_impl(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
         Vec::new()
     };
 
-    let command =
-        process::AdapterCommand::parse(command, &process::launch_dir()).map_err(|e| e.to_string())?;
+    let command = process::AdapterCommand::parse(command, &process::launch_dir())
+        .map_err(|e| e.to_string())?;
     let options = process::ProcessOptions {
         reply_timeout: std::time::Duration::from_millis(gate_args.timeout_ms),
     };
@@ -514,7 +527,7 @@ async fn run_impl(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
         gate::check_concurrently(&scratchpad_refs, &factory, replay, gate_args.jobs).await;
     report
         .cases
-        .extend(scoped_process::check(&factory, &scoped_selected, gate_args.jobs).await?);
+        .extend(scoped_process::check(&factory, &scoped_selected, gate_args.jobs, None).await?);
     emit(&report, gate_args)
 }
 

@@ -22,6 +22,8 @@ pub const INIT_ID: u64 = 0;
 /// A line the harness writes to the implementation's stdin. The body type is the profile's
 /// request: [`Request`] for the scratchpad, [`ScopedOp`] for the scoped profile (the same `op`
 /// names mean different things in the two, so the profile of the `init` decides how to read them).
+// One message per line, built and dropped at once: the size of the init variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToImplementation<B = Request> {

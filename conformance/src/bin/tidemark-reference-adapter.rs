@@ -84,7 +84,10 @@ fn parse_args() -> Result<Mutants, String> {
                 .map(|m| m.id())
                 .chain(ScopedMutant::ALL.iter().map(|m| m.id()))
                 .collect();
-            Err(format!("no mutant {id:?}; the catalogues have {}", ids.join(", ")))
+            Err(format!(
+                "no mutant {id:?}; the catalogues have {}",
+                ids.join(", ")
+            ))
         }
         _ => Err("usage: tidemark-reference-adapter [--mutant <id>]".into()),
     }
@@ -108,7 +111,8 @@ async fn serve(mutants: Mutants) -> Result<(), String> {
         let message: ToImplementation<serde_json::Value> = serde_json::from_str(&line)
             .map_err(|e| format!("not a {PROTOCOL} message ({e}): {line}"))?;
         let mut out = match message {
-            ToImplementation::Init(init) => line_of(&match start(&factory, mutants.scoped, &init).await {
+            ToImplementation::Init(init) => {
+                line_of(&match start(&factory, mutants.scoped, &init).await {
                     Ok(s) => {
                         serving = s;
                         FromImplementation::<()>::InitOk(InitOk {
@@ -123,7 +127,8 @@ async fn serve(mutants: Mutants) -> Result<(), String> {
                         in_reply_to: init.id,
                         message,
                     }),
-                }),
+                })
+            }
             ToImplementation::Request(r) => answer(&mut serving, r).await,
         };
         out.push(b'\n');

@@ -86,18 +86,20 @@ pub fn skip_reason(factory: &ProcessFactory, script: &Script) -> Option<String> 
 }
 
 /// Runs `scripts` in order against the program (up to `jobs` at once; the report keeps suite
-/// order). PostgreSQL is started only if some scenario will run; if none is available the run
-/// cannot check anything and that is the error.
+/// order), each scenario in its own database on `pg`. Without `pg`, PostgreSQL is started
+/// (`DATABASE_URL`, else an ephemeral cluster) only if some scenario will run; if none is
+/// available the run cannot check anything and that is the error.
 pub async fn check(
     factory: &ProcessFactory,
     scripts: &[Script],
     jobs: NonZeroUsize,
+    pg: Option<Arc<PgProvider>>,
 ) -> Result<Vec<CaseReport>, String> {
     let runs = scripts.iter().any(|s| skip_reason(factory, s).is_none());
-    let pg = if runs {
-        Some(super::scoped::postgres().await?.0)
-    } else {
-        None
+    let pg = match pg {
+        Some(pg) => Some(pg),
+        None if runs => Some(super::scoped::postgres().await?.0),
+        None => None,
     };
     let pg = &pg;
     Ok(futures::stream::iter(scripts)
@@ -262,10 +264,8 @@ async fn steps(
                     .call(now.as_millis(), &remote::op_name(&sent), &sent)
                     .await
                     .map_err(|e| fail(format!("implementation error: {e}")))?;
-                if let (
-                    ScopedOp::PublishSkill { name, .. },
-                    ScopedOutcome::Published { sha256 },
-                ) = (op, &got)
+                if let (ScopedOp::PublishSkill { name, .. }, ScopedOutcome::Published { sha256 }) =
+                    (op, &got)
                 {
                     skills.insert(name.clone(), sha256.clone());
                 }
@@ -279,10 +279,7 @@ async fn steps(
                 got
             }
         };
-        trace.record(
-            rel(now),
-            format!("{} -> {}", step.text, outcome_text(&got)),
-        );
+        trace.record(rel(now), format!("{} -> {}", step.text, outcome_text(&got)));
         if !step.expect.matches(&got) {
             return Err(fail(outcome_text(&got)));
         }
@@ -302,9 +299,10 @@ async fn harness_step(
     let client = provided.tier.s3.client();
     Ok(match op {
         ScopedOp::Restart => {
-            session.restart().await.map_err(|e| {
-                DriverError(format!("implementation error on restart: {e}"))
-            })?;
+            session
+                .restart()
+                .await
+                .map_err(|e| DriverError(format!("implementation error on restart: {e}")))?;
             ScopedOutcome::Ok
         }
         ScopedOp::Faults { .. } => {

@@ -1,0 +1,165 @@
+//! The scoped profile through the process protocol: the reference adapter passes every scoped
+//! scenario exactly as the reference does in process (and, with a mutant, fails the same ones),
+//! and a program that claims the profile but answers wrongly or misbehaves fails with a message
+//! a person can act on. PostgreSQL comes from `DATABASE_URL` or an ephemeral cluster, as for the
+//! real-tier tests.
+
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+
+use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
+use tidemark_conformance::profiles::scoped_process;
+use tidemark_conformance::report::{CaseReport, Verdict};
+use tidemark_conformance::spec::repo_root;
+use tidemark_reference::scoped::ScopedMutant;
+use tidemark_sim::real_tier::script::{self, Script};
+use tidemark_sim::real_tier::PgProvider;
+
+const ADAPTER: &str = env!("CARGO_BIN_EXE_tidemark-reference-adapter");
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(f)
+}
+
+fn scripts() -> Vec<Script> {
+    script::load_dir(&repo_root().join("scenarios/scoped")).expect("the scoped suite loads")
+}
+
+async fn through_the_adapter(
+    pg: Arc<PgProvider>,
+    scripts: &[Script],
+    args: &str,
+) -> Vec<CaseReport> {
+    let command = AdapterCommand::parse(&format!("{ADAPTER} {args}"), &repo_root()).unwrap();
+    let factory = ProcessFactory::probe(command, ProcessOptions::default())
+        .await
+        .expect("the adapter completes init");
+    scoped_process::check(&factory, scripts, NonZeroUsize::MIN, Some(pg))
+        .await
+        .expect("the scoped suite runs")
+}
+
+/// Test name and, for a failure, its line and actual outcome.
+fn verdicts(cases: &[CaseReport]) -> Vec<(String, String)> {
+    cases
+        .iter()
+        .map(|c| {
+            let v = match &c.verdict {
+                Verdict::Passed => "passed".to_string(),
+                Verdict::Failed(f) => format!("failed at line {}: {}", f.line, f.actual),
+                Verdict::Skipped { reason } => format!("skipped: {reason}"),
+            };
+            (c.test_name.clone(), v)
+        })
+        .collect()
+}
+
+#[test]
+fn the_reference_adapter_passes_every_scoped_scenario_through_the_protocol_as_in_process() {
+    let scripts = scripts();
+    assert!(scripts.len() >= 20, "the scoped suite is loaded");
+    block_on(async {
+        let pg = Arc::new(PgProvider::from_environment().await.expect("PostgreSQL"));
+        let in_process = script::run_suite(pg.clone(), &scripts, None).await;
+        let in_process_passed = in_process.iter().filter(|r| r.failure.is_none()).count();
+        assert_eq!(
+            in_process_passed,
+            scripts.len(),
+            "the reference passes in process"
+        );
+
+        let cases = through_the_adapter(pg, &scripts, "").await;
+        let not_passed: Vec<_> = verdicts(&cases)
+            .into_iter()
+            .filter(|(_, v)| v != "passed")
+            .collect();
+        assert!(not_passed.is_empty(), "{not_passed:#?}");
+        assert_eq!(cases.len(), in_process_passed);
+        assert!(cases.iter().all(|c| c.profile == "scoped"));
+    });
+}
+
+/// The scenarios naming a mutant in `kills:` (as `tidemark mutants` runs them: the in-process
+/// write-during-sweep race waits for a rendezvous some mutants' sweeps never reach).
+#[test]
+fn a_scoped_mutant_behind_the_protocol_fails_its_killers_at_the_same_lines_as_in_process() {
+    let mutant = ScopedMutant::from_id("age-only-expiry").expect("the mutant exists");
+    let killers: Vec<Script> = scripts()
+        .into_iter()
+        .filter(|s| s.kills.iter().any(|k| k == mutant.id()))
+        .collect();
+    assert!(!killers.is_empty(), "some scenario names {}", mutant.id());
+    block_on(async {
+        let pg = Arc::new(PgProvider::from_environment().await.expect("PostgreSQL"));
+        let in_process: Vec<(String, Option<usize>)> =
+            script::run_suite(pg.clone(), &killers, Some(mutant))
+                .await
+                .into_iter()
+                .map(|r| (r.test_name, r.failure.map(|f| f.line)))
+                .collect();
+        let cases = through_the_adapter(pg, &killers, &format!("--mutant {}", mutant.id())).await;
+        let through: Vec<(String, Option<usize>)> = cases
+            .iter()
+            .map(|c| {
+                let line = match &c.verdict {
+                    Verdict::Failed(f) => Some(f.line),
+                    _ => None,
+                };
+                (c.test_name.clone(), line)
+            })
+            .collect();
+        assert!(
+            in_process.iter().all(|(_, line)| line.is_some()),
+            "{in_process:?}"
+        );
+        assert_eq!(through, in_process);
+    });
+}
+
+/// `tidemark run --impl <fixture> --only <two scoped scenarios>` as a person reads it.
+fn table_for(mode: &str) -> String {
+    let command = format!("python3 fixtures/adapters/scoped-misbehaving.py {mode}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "run",
+            "--impl",
+            &command,
+            "--only",
+            "scoped::files_live_under_scope_first_keys",
+            "--only",
+            "scoped::a_crashed_write_leaves_nothing_readable",
+        ])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    format!(
+        "$ tidemark run --impl '{command}' --only scoped::files_live_under_scope_first_keys --only scoped::a_crashed_write_leaves_nothing_readable   # exit {}\n{}\n",
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout)
+    )
+}
+
+/// A program claiming the scoped profile that answers `ok` to a write fails at that step with
+/// expected and actual in the scenario's spelling; one that prints garbage or exits is reported
+/// as the scratchpad path reports it; a scenario needing a capability it does not claim is
+/// skipped with the reason.
+#[test]
+fn a_program_that_claims_scoped_but_answers_wrongly_fails_with_a_readable_message() {
+    let tables: String = ["ok", "garbage", "exits"]
+        .iter()
+        .map(|m| table_for(m))
+        .collect();
+    assert!(
+        tables.contains("expected: written session/notes.md") && tables.contains("actual:   ok"),
+        "{tables}"
+    );
+    assert!(
+        tables.contains("needs the capability crash_points"),
+        "{tables}"
+    );
+    insta::assert_snapshot!("scoped_misbehaving_adapters_table", tables);
+}
