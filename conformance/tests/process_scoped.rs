@@ -121,13 +121,15 @@ fn a_scoped_mutant_behind_the_protocol_fails_its_killers_at_the_same_lines_as_in
 }
 
 /// `tidemark run --impl <fixture> --only <two scoped scenarios>` as a person reads it.
-fn table_for(mode: &str) -> String {
+fn table_for(mode: &str, timeout_ms: &str) -> String {
     let command = format!("python3 fixtures/adapters/scoped-misbehaving.py {mode}");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args([
             "run",
             "--impl",
             &command,
+            "--timeout-ms",
+            timeout_ms,
             "--only",
             "scoped::files_live_under_scope_first_keys",
             "--only",
@@ -137,28 +139,37 @@ fn table_for(mode: &str) -> String {
         .output()
         .unwrap();
     format!(
-        "$ tidemark run --impl '{command}' --only scoped::files_live_under_scope_first_keys --only scoped::a_crashed_write_leaves_nothing_readable   # exit {}\n{}\n",
+        "$ tidemark run --impl '{command}' --timeout-ms {timeout_ms} --only scoped::files_live_under_scope_first_keys --only scoped::a_crashed_write_leaves_nothing_readable   # exit {}\n{}\n",
         out.status.code().unwrap(),
         String::from_utf8_lossy(&out.stdout)
     )
 }
 
 /// A program claiming the scoped profile that answers `ok` to a write fails at that step with
-/// expected and actual in the scenario's spelling; one that prints garbage or exits is reported
-/// as the scratchpad path reports it; a scenario needing a capability it does not claim is
-/// skipped with the reason.
+/// expected and actual in the scenario's spelling; one that prints garbage, never answers or
+/// exits is reported as the scratchpad path reports it; a scenario needing a capability it does
+/// not claim is skipped with the reason.
 #[test]
 fn a_program_that_claims_scoped_but_answers_wrongly_fails_with_a_readable_message() {
-    let tables: String = ["ok", "garbage", "exits"]
-        .iter()
-        .map(|m| table_for(m))
-        .collect();
+    let tables: String = [
+        ("ok", "10000"),
+        ("garbage", "10000"),
+        ("silent", "400"),
+        ("exits", "10000"),
+    ]
+    .iter()
+    .map(|(mode, timeout_ms)| table_for(mode, timeout_ms))
+    .collect();
     assert!(
         tables.contains("expected: written session/notes.md") && tables.contains("actual:   ok"),
         "{tables}"
     );
     assert!(
         tables.contains("needs the capability crash_points"),
+        "{tables}"
+    );
+    assert!(
+        tables.contains("no answer to request 1 (create_workspace) within 400 ms"),
         "{tables}"
     );
     insta::assert_snapshot!("scoped_misbehaving_adapters_table", tables);
