@@ -23,7 +23,7 @@ struct Cli {
 
 #[derive(clap::Args, Clone)]
 struct SuiteArgs {
-    /// Run only this profile's scenarios (scratchpad). Default: every profile.
+    /// Run only this profile's scenarios (scratchpad or scoped). Default: every profile.
     #[arg(long)]
     profile: Option<String>,
     /// The scenario directory.
@@ -38,7 +38,8 @@ struct SuiteArgs {
 #[derive(clap::Args, Clone)]
 struct GateArgs {
     /// Run the suite against this program (PROTOCOL.md) instead of the in-process reference,
-    /// e.g. --impl 'python3 examples/python-scratchpad/scratchpad.py'.
+    /// e.g. --impl 'python3 examples/python-scratchpad/scratchpad.py'. Every profile it claims
+    /// runs; for the scoped profile the harness provides an S3 server and a database.
     #[arg(long = "impl", value_name = "COMMAND")]
     implementation: Option<String>,
     /// How long to wait for each answer from an --impl program before failing the scenario.

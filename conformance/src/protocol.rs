@@ -178,6 +178,38 @@ mod tests {
     }
 
     #[test]
+    fn a_scoped_request_carries_a_scoped_op_with_its_time_and_its_reply_parses_as_a_scoped_outcome()
+    {
+        use tidemark_sim::real_tier::{ScopedOp, ScopedOutcome, Turn};
+        let line = serde_json::to_string(&ToImplementation::Request(RequestEnvelope {
+            id: 4,
+            now_ms: 1_767_225_600_000,
+            body: ScopedOp::Read {
+                turn: Turn::new("w1", "a1", "s1"),
+                path: "session/notes.md".into(),
+            },
+        }))
+        .unwrap();
+        assert_eq!(
+            line,
+            r#"{"type":"request","id":4,"now_ms":1767225600000,"body":{"op":"read","turn":{"workspace":"w1","agent":"a1","session":"s1"},"path":"session/notes.md"}}"#
+        );
+        let m: FromImplementation<ScopedOutcome> = serde_json::from_str(
+            r#"{"type":"reply","in_reply_to":4,"body":{"outcome":"content","content":"hello"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            m,
+            FromImplementation::Reply(Reply {
+                in_reply_to: 4,
+                body: ScopedOutcome::Content {
+                    content: "hello".into()
+                }
+            })
+        );
+    }
+
+    #[test]
     fn an_init_ok_may_omit_its_name_and_capabilities() {
         let m: FromImplementation =
             serde_json::from_str(r#"{"type":"init_ok","in_reply_to":0,"protocol":"tidemark/1","profiles":["scratchpad"]}"#).unwrap();
