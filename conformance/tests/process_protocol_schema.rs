@@ -133,6 +133,16 @@ fn check(root: &Value, schema: &Value, value: &Value, at: &str) -> Result<(), St
     Ok(())
 }
 
+/// Copies stdin to stdout line by line, appending each line to the file its argument names first.
+const RECORDER: &str = r#"import sys
+with open(sys.argv[1], "a") as f:
+    for line in sys.stdin:
+        f.write(line)
+        f.flush()
+        sys.stdout.write(line)
+        sys.stdout.flush()
+"#;
+
 /// The body definition of a request to a program started for `profile`.
 fn request_body_definition(profile: Option<&str>) -> &'static str {
     match profile {
@@ -151,11 +161,16 @@ fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
         dir.path().join("to-impl.jsonl"),
         dir.path().join("from-impl.jsonl"),
     );
-    // A recording adapter: the reference, with both directions of its pipe copied to files.
+    // A recording adapter: the reference, with both directions of its pipe copied to files. Each
+    // line reaches its file before it is passed on (tee passes it on first), because the harness
+    // kills the whole process group right after some answers (`crashed`), recorder included.
+    let recorder = dir.path().join("record.py");
+    std::fs::write(&recorder, RECORDER).unwrap();
     let recording = format!(
-        "sh -c 'tee -a {} | {ADAPTER} | tee -a {}'",
+        "sh -c 'python3 {rec} {} | {ADAPTER} | python3 {rec} {}'",
         to_impl.display(),
-        from_impl.display()
+        from_impl.display(),
+        rec = recorder.display()
     );
     let out = Command::new(TIDEMARK)
         .args(["run", "--impl", &recording])
