@@ -174,3 +174,44 @@ fn a_program_that_claims_scoped_but_answers_wrongly_fails_with_a_readable_messag
     );
     insta::assert_snapshot!("scoped_misbehaving_adapters_table", tables);
 }
+
+/// `tidemark run <args>` from the repository root: exit code and stderr.
+fn tidemark_run(args: &[&str]) -> (i32, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .arg("run")
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_only_name_that_names_no_scoped_scenario_is_an_error_not_an_empty_pass() {
+    let (code, stderr) = tidemark_run(&["--impl", ADAPTER, "--only", "scoped::no_such_scenario"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("no scenario is named \"scoped::no_such_scenario\""),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_only_name_of_a_profile_that_profile_leaves_out_is_an_error() {
+    let (code, stderr) = tidemark_run(&[
+        "--impl",
+        ADAPTER,
+        "--profile",
+        "scratchpad",
+        "--only",
+        "scoped::files_live_under_scope_first_keys",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("names a scoped scenario, but --profile leaves that profile out"),
+        "{stderr}"
+    );
+}
