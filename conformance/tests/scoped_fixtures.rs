@@ -6,6 +6,7 @@
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::sync::Arc;
 use tidemark_conformance::explore::scoped_fixture::{self, default_dir};
+use tidemark_sim::real_tier::model::Tier;
 use tidemark_sim::real_tier::PgProvider;
 
 fn main() {
@@ -42,9 +43,25 @@ fn main() {
             let handle = handle.clone();
             Trial::test(format!("scoped_fixture::{name}"), move || {
                 let pg = pg.map_err(Failed::from)?;
-                let r = handle
-                    .block_on(scoped_fixture::replay(&pg, &f))
-                    .map_err(Failed::from)?;
+                // Every fixture replays on both tiers: the in-memory metadata store must
+                // reproduce what PostgreSQL does, and the other way round.
+                let mut r = None;
+                for tier in [Tier::Postgres(&pg), Tier::Memory] {
+                    let got = handle
+                        .block_on(scoped_fixture::replay(tier, &f))
+                        .map_err(|e| format!("{} tier: {e}", tier.name()))?;
+                    if let Some(first) = &r {
+                        if *first != got {
+                            return Err(format!(
+                                "{}: the tiers disagree: postgres {first:?}, memory {got:?}",
+                                path.display()
+                            )
+                            .into());
+                        }
+                    }
+                    r = Some(got);
+                }
+                let r = r.expect("two tiers ran");
                 let shown = path.display();
                 if f.mutant.is_none() {
                     return match r.divergence {

@@ -4,7 +4,7 @@
 //! the seed, the steps so far and where the store left the model.
 
 use tidemark_reference::scoped::ScopedMutant;
-use tidemark_sim::real_tier::model::{run_sequence, SequenceError, DEFAULT_STEPS};
+use tidemark_sim::real_tier::model::{run_sequence, SequenceError, Tier, DEFAULT_STEPS};
 use tidemark_sim::real_tier::{FaultPlan, PgProvider};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -12,7 +12,7 @@ async fn random_sequences_of_writes_reads_waits_sweeps_and_deletions_agree_with_
     let pg = PgProvider::from_environment().await.unwrap();
     let mut swept = 0;
     for seed in 0..24 {
-        match run_sequence(&pg, seed, DEFAULT_STEPS, None, None).await {
+        match run_sequence(Tier::Postgres(&pg), seed, DEFAULT_STEPS, None, None).await {
             Ok(r) => swept += r.swept_files,
             Err(e) => panic!(
                 "{e}\nreplay: tidemark explore --profile scoped --first-seed {seed} --seeds 1"
@@ -30,7 +30,7 @@ async fn random_sequences_find_the_age_only_and_waits_ignored_mutants() {
         let mut killed = None;
         for seed in 0..24 {
             if let Err(SequenceError::Diverged(_)) =
-                run_sequence(&pg, seed, DEFAULT_STEPS, Some(m), None).await
+                run_sequence(Tier::Postgres(&pg), seed, DEFAULT_STEPS, Some(m), None).await
             {
                 killed = Some(seed);
                 break;
@@ -54,7 +54,15 @@ async fn under_random_store_faults_nothing_half_done_is_reported_done_and_a_heal
         ..Default::default()
     };
     for seed in 100..116 {
-        if let Err(e) = run_sequence(&pg, seed, DEFAULT_STEPS, None, Some(plan.clone())).await {
+        if let Err(e) = run_sequence(
+            Tier::Postgres(&pg),
+            seed,
+            DEFAULT_STEPS,
+            None,
+            Some(plan.clone()),
+        )
+        .await
+        {
             panic!("{e}\nreplay: cargo test -p tidemark-sim --test real_tier_scoped_model under_random");
         }
     }

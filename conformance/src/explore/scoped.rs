@@ -16,10 +16,10 @@ use super::shrink::OpsTree;
 use super::Shard;
 use proptest::strategy::ValueTree;
 use tidemark_reference::scoped::ScopedMutant;
+use tidemark_sim::real_tier::model::Tier;
 use tidemark_sim::real_tier::model::{
     generate, run_ops, run_sequence, Divergence, ModelOp, SequenceError, DEFAULT_STEPS,
 };
-use tidemark_sim::real_tier::PgProvider;
 
 /// What `tidemark explore --profile scoped` was asked for.
 #[derive(Clone, Debug)]
@@ -35,6 +35,10 @@ pub struct ScopedExploreArgs {
     pub save_dir: Option<PathBuf>,
     /// Candidate runs the shrinker may spend on one failure.
     pub max_shrink_iters: u32,
+    /// `postgres` (the real tier) or `memory` (the in-memory metadata store).
+    pub tier: String,
+    /// Run each seed on both tiers and compare trace hashes.
+    pub differential: bool,
 }
 
 /// The mutant an id names, or an error listing every scoped id.
@@ -73,7 +77,7 @@ pub struct ScopedFailure {
 /// steps) while it still diverges, at most `max_iters` candidate runs. Each candidate runs on a
 /// fresh database with the same seed, so the S3 fault generator is the same.
 pub async fn shrink(
-    pg: &PgProvider,
+    tier: Tier<'_>,
     seed: u64,
     ops: Vec<ModelOp>,
     divergence: Divergence,
@@ -87,7 +91,7 @@ pub async fn shrink(
     while more && iters < max_iters {
         iters += 1;
         let candidate = tree.current();
-        more = match run_ops(pg, seed, &candidate, mutant, None).await {
+        more = match run_ops(tier, seed, &candidate, mutant, None).await {
             Err(SequenceError::Diverged(d)) => {
                 best = (candidate, d);
                 tree.simplify()
@@ -108,10 +112,10 @@ pub struct ScopedExplore {
     pub elapsed: Duration,
 }
 
-/// Runs every seed (its own database on `pg`) against the reference or `mutant`; a divergence
+/// Runs every seed (its own metadata on `tier`) against the reference or `mutant`; a divergence
 /// is shrunk with at most `max_shrink_iters` candidate runs.
 pub async fn explore_seeds(
-    pg: &PgProvider,
+    tier: Tier<'_>,
     seeds: impl Iterator<Item = u64>,
     mutant: Option<ScopedMutant>,
     max_shrink_iters: u32,
@@ -127,14 +131,14 @@ pub async fn explore_seeds(
     for seed in seeds {
         on_seed();
         let ops = generate(seed, DEFAULT_STEPS);
-        match run_ops(pg, seed, &ops, mutant, None).await {
+        match run_ops(tier, seed, &ops, mutant, None).await {
             Ok(r) => {
                 out.passed += 1;
                 out.swept_files += r.swept_files;
             }
             Err(SequenceError::Diverged(d)) => {
                 let original_len = ops.len();
-                let (ops, d) = shrink(pg, seed, ops, d, mutant, max_shrink_iters).await;
+                let (ops, d) = shrink(tier, seed, ops, d, mutant, max_shrink_iters).await;
                 out.failures.push(ScopedFailure {
                     seed,
                     error: SequenceError::Diverged(d),
@@ -168,7 +172,7 @@ pub struct HuntLine {
 /// For each mutant (or only `only`), runs seeds from `first_seed` until one diverges, at most
 /// `limit` seeds.
 pub async fn hunt(
-    pg: &PgProvider,
+    tier: Tier<'_>,
     first_seed: u64,
     limit: u64,
     shard: Shard,
@@ -187,7 +191,7 @@ pub async fn hunt(
         };
         for seed in shard.seeds(first_seed, limit) {
             line.tried += 1;
-            match run_sequence(pg, seed, DEFAULT_STEPS, Some(m), None).await {
+            match run_sequence(tier, seed, DEFAULT_STEPS, Some(m), None).await {
                 Ok(_) => {}
                 Err(SequenceError::Diverged(_)) => {
                     line.found = Some((seed, line.tried));
@@ -287,11 +291,25 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
         .build()
         .map_err(|e| format!("a tokio runtime: {e}"))?;
     rt.block_on(async {
-        let (pg, source, ready) = crate::profiles::scoped::postgres().await?;
-        println!("scoped explore: PostgreSQL from {source} (ready in {ready:.2?})");
+        let pg = if args.tier == "memory" && !args.differential {
+            println!("scoped explore: metadata in memory (the simulation tier), S3 in memory over HTTP");
+            None
+        } else {
+            let (pg, source, ready) = crate::profiles::scoped::postgres().await?;
+            println!("scoped explore: PostgreSQL from {source} (ready in {ready:.2?})");
+            Some(pg)
+        };
+        let tier = match &pg {
+            Some(pg) if args.tier != "memory" => Tier::Postgres(pg),
+            _ => Tier::Memory,
+        };
+        if args.differential {
+            let pg = pg.as_deref().expect("the differential check has PostgreSQL");
+            return compare_tiers(pg, args, mutant).await;
+        }
         if args.hunt {
             let start = Instant::now();
-            let lines = hunt(&pg, args.first_seed, args.seeds, args.shard, mutant).await;
+            let lines = hunt(tier, args.first_seed, args.seeds, args.shard, mutant).await;
             let seeds: u64 = lines.iter().map(|l| l.tried).sum();
             let elapsed = start.elapsed();
             let report = hunt_report(&lines, args.seeds);
@@ -310,17 +328,17 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
             return Ok(lines.iter().all(|l| l.found.is_some()));
         }
         if args.check_determinism {
-            return check_determinism(&pg, args, mutant).await;
+            return check_determinism(tier, args, mutant).await;
         }
         let seeds = args.shard.seeds(args.first_seed, args.seeds);
         let n = args.shard.seeds(args.first_seed, args.seeds).count() as u64;
         let bar = super::cli::progress(n, "scoped");
-        let run = explore_seeds(&pg, seeds, mutant, args.max_shrink_iters, &|| bar.inc(1)).await;
+        let run = explore_seeds(tier, seeds, mutant, args.max_shrink_iters, &|| bar.inc(1)).await;
         bar.finish_and_clear();
         for f in &run.failures {
             let saved = match (&f.error, &args.save_dir) {
                 (SequenceError::Diverged(d), Some(dir)) => {
-                    let fixture = ScopedFixture::new(f.seed, mutant, f.ops.clone(), d);
+                    let fixture = ScopedFixture::new(f.seed, mutant, tier, f.ops.clone(), d);
                     Some(
                         fixture
                             .save(dir)
@@ -347,7 +365,7 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
 /// Runs each seed twice, each on a fresh database, and compares the trace hashes (of the whole
 /// run, or of the divergence).
 async fn check_determinism(
-    pg: &PgProvider,
+    tier: Tier<'_>,
     args: &ScopedExploreArgs,
     mutant: Option<ScopedMutant>,
 ) -> Result<bool, String> {
@@ -357,7 +375,7 @@ async fn check_determinism(
         let mut hashes = Vec::new();
         for _ in 0..2 {
             hashes.push(
-                match run_sequence(pg, seed, DEFAULT_STEPS, mutant, None).await {
+                match run_sequence(tier, seed, DEFAULT_STEPS, mutant, None).await {
                     Ok(r) => r.trace_hash(),
                     Err(SequenceError::Diverged(d)) => divergence_hash(&d),
                     Err(SequenceError::Setup(e)) => return Err(format!("seed {seed}: {e}")),
@@ -384,6 +402,46 @@ async fn check_determinism(
     Ok(same == n)
 }
 
+/// The differential check: each seed on the in-memory metadata store and on PostgreSQL, the two
+/// traces compared by hash. The in-memory store is trusted only because these agree.
+async fn compare_tiers(
+    pg: &tidemark_sim::real_tier::PgProvider,
+    args: &ScopedExploreArgs,
+    mutant: Option<ScopedMutant>,
+) -> Result<bool, String> {
+    let start = Instant::now();
+    let (mut same, mut n) = (0u64, 0u64);
+    for seed in args.shard.seeds(args.first_seed, args.seeds) {
+        let mut hashes = Vec::new();
+        for tier in [Tier::Memory, Tier::Postgres(pg)] {
+            hashes.push(
+                match run_sequence(tier, seed, DEFAULT_STEPS, mutant, None).await {
+                    Ok(r) => r.trace_hash(),
+                    Err(SequenceError::Diverged(d)) => divergence_hash(&d),
+                    Err(SequenceError::Setup(e)) => return Err(format!("seed {seed}: {e}")),
+                },
+            );
+        }
+        n += 1;
+        if hashes[0] == hashes[1] {
+            same += 1;
+        } else {
+            println!(
+                "TIERS DIFFER  seed {seed}: memory {} vs postgres {}; compare: {} --tier memory and --tier postgres",
+                hashes[0],
+                hashes[1],
+                replay_command(seed, mutant)
+            );
+        }
+    }
+    println!(
+        "{n} seeds on both tiers in {:.2?}: {same} of {n} give identical traces",
+        start.elapsed()
+    );
+    println!("{same} passed, {} failed", n - same);
+    Ok(same == n)
+}
+
 /// `tidemark replay` of a scoped fixture: prints what happened and whether it recurred.
 pub fn replay_fixture(path: &Path) -> Result<bool, String> {
     let f = ScopedFixture::load(path)?;
@@ -392,8 +450,12 @@ pub fn replay_fixture(path: &Path) -> Result<bool, String> {
         .build()
         .map_err(|e| format!("a tokio runtime: {e}"))?;
     let r = rt.block_on(async {
-        let (pg, _, _) = crate::profiles::scoped::postgres().await?;
-        scoped_fixture::replay(&pg, &f).await
+        if f.tier == "memory" {
+            scoped_fixture::replay(Tier::Memory, &f).await
+        } else {
+            let (pg, _, _) = crate::profiles::scoped::postgres().await?;
+            scoped_fixture::replay(Tier::Postgres(&pg), &f).await
+        }
     })?;
     println!("fixture:   {}", path.display());
     println!(
@@ -446,7 +508,7 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let (pg, _, _) = crate::profiles::scoped::postgres().await.unwrap();
-            let run = explore_seeds(&pg, 0..3, None, 0, &|| {}).await;
+            let run = explore_seeds(Tier::Postgres(&pg), 0..3, None, 0, &|| {}).await;
             assert!(
                 run.failures.is_empty(),
                 "{}",
@@ -456,7 +518,14 @@ mod tests {
                     .collect::<String>()
             );
             assert_eq!(run.passed, 3);
-            let lines = hunt(&pg, 0, 24, Shard::ALL, Some(ScopedMutant::AgeOnlyExpiry)).await;
+            let lines = hunt(
+                Tier::Postgres(&pg),
+                0,
+                24,
+                Shard::ALL,
+                Some(ScopedMutant::AgeOnlyExpiry),
+            )
+            .await;
             assert_eq!(lines.len(), 1);
             assert!(lines[0].found.is_some(), "{}", hunt_report(&lines, 24));
         });

@@ -6,8 +6,9 @@
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tidemark_reference::scoped::ScopedMutant;
-use tidemark_sim::real_tier::model::{run_ops, trace_hash, Divergence, ModelOp, SequenceError};
-use tidemark_sim::real_tier::PgProvider;
+use tidemark_sim::real_tier::model::{
+    run_ops, trace_hash, Divergence, ModelOp, SequenceError, Tier,
+};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScopedFixture {
@@ -16,6 +17,9 @@ pub struct ScopedFixture {
     pub profile: String,
     pub seed: u64,
     pub mutant: Option<String>,
+    /// Where the metadata lived: `postgres` or `memory`.
+    #[serde(default = "postgres")]
+    pub tier: String,
     pub ops: Vec<ModelOp>,
     /// Where it diverged, as printed when found.
     pub divergence: String,
@@ -47,6 +51,7 @@ impl ScopedFixture {
     pub fn new(
         seed: u64,
         mutant: Option<ScopedMutant>,
+        tier: Tier<'_>,
         ops: Vec<ModelOp>,
         d: &Divergence,
     ) -> ScopedFixture {
@@ -55,6 +60,7 @@ impl ScopedFixture {
             profile: "scoped".into(),
             seed,
             mutant: mutant.map(|m| m.id().to_string()),
+            tier: tier.name().to_string(),
             ops,
             divergence: divergence_line(d),
             trace_hash: divergence_hash(d),
@@ -119,16 +125,17 @@ pub struct ScopedReplay {
     pub reference_passes: bool,
 }
 
-pub async fn replay(pg: &PgProvider, f: &ScopedFixture) -> Result<ScopedReplay, String> {
+/// Replays `f` on `tier` (a fixture says which tier found it; either must reproduce it).
+pub async fn replay(tier: Tier<'_>, f: &ScopedFixture) -> Result<ScopedReplay, String> {
     let mutant = f.mutant()?;
-    let run = run_ops(pg, f.seed, &f.ops, mutant, None).await;
+    let run = run_ops(tier, f.seed, &f.ops, mutant, None).await;
     let (hash, divergence) = match &run {
         Err(SequenceError::Diverged(d)) => (Some(divergence_hash(d)), Some(divergence_line(d))),
         Err(SequenceError::Setup(e)) => return Err(format!("could not set up: {e}")),
         Ok(_) => (None, None),
     };
     let reference_passes = if mutant.is_some() {
-        match run_ops(pg, f.seed, &f.ops, None, None).await {
+        match run_ops(tier, f.seed, &f.ops, None, None).await {
             Ok(_) => true,
             Err(SequenceError::Diverged(_)) => false,
             Err(SequenceError::Setup(e)) => return Err(format!("could not set up: {e}")),
@@ -159,6 +166,10 @@ pub fn load_all(dir: &Path) -> Result<Vec<(PathBuf, ScopedFixture)>, String> {
         .into_iter()
         .map(|p| ScopedFixture::load(&p).map(|f| (p, f)))
         .collect()
+}
+
+fn postgres() -> String {
+    "postgres".into()
 }
 
 pub fn default_dir() -> PathBuf {

@@ -39,12 +39,19 @@ CREATE TABLE IF NOT EXISTS sessions (
     -- Set when the sweep emptied the session's files; cleared by any later activity, so a
     -- session is examined once per idle stretch, not on every sweep forever.
     files_swept_at_ms bigint NULL,
+    -- Set when a sweep deleted some of the session's files and failed on others. Until the
+    -- next sweep finishes the job, the session's next operation deletes the rest first, so
+    -- activity arriving between the two never brings expired files back (SC-5.5).
+    sweep_unfinished_at_ms bigint NULL,
     PRIMARY KEY (workspace_id, agent_id, id),
     FOREIGN KEY (workspace_id, agent_id) REFERENCES agents (workspace_id, id) ON DELETE CASCADE
 );
 
 -- The sweep's candidate scan: only sessions not yet swept, ordered by last activity, so its
 -- cost follows what has expired rather than how many sessions exist.
+-- Databases made before the column existed.
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS sweep_unfinished_at_ms bigint NULL;
+
 CREATE INDEX IF NOT EXISTS sessions_sweep_candidates
     ON sessions (last_activity_ms)
     WHERE files_swept_at_ms IS NULL;

@@ -458,6 +458,9 @@ impl ScopedStore {
                 kind: "session",
                 id: turn.session.to_string(),
             })?;
+        if layers.sweep_unfinished {
+            self.finish_unfinished_sweep(&key).await?;
+        }
         tx.touch(&key, self.now().0).await?;
         Ok(Permissions::cascade(
             self.cfg.deployment_settings,
@@ -465,6 +468,32 @@ impl ScopedStore {
             layers.agent,
             self.mutant(),
         ))
+    }
+
+    /// A sweep found this session expired and deleted only part of its files. Nothing has been
+    /// written to it since (any write would have come through here first), so everything under
+    /// its prefix is what the sweep meant to delete: delete it before the operation makes the
+    /// session active again, or fail the operation and leave it to the next sweep. The caller
+    /// holds the session's row lock.
+    async fn finish_unfinished_sweep(&self, key: &SessionKey) -> Result<(), ScopedError> {
+        let keys: Vec<String> = self
+            .list_keys(&key.prefix())
+            .await?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        let failed = self.delete_keys(&keys).await?;
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(ScopedError::Storage {
+                operation: "DeleteObjects",
+                message: format!(
+                    "{} expired file(s) of an interrupted sweep could not be deleted; the session stays expired until they are",
+                    failed.len()
+                ),
+            })
+        }
     }
 
     fn require(
@@ -1053,17 +1082,30 @@ impl ScopedStore {
                 let claimed = sessions.len() as i64;
                 let mut keys: Vec<String> = Vec::new();
                 let mut owner: Vec<usize> = Vec::new();
+                // An S3 failure costs the sessions it touches, not the sweep: each claimed
+                // session ends either swept or marked unfinished, never as if never claimed.
+                let mut incomplete = vec![false; sessions.len()];
                 for (i, session) in sessions.iter().enumerate() {
-                    for (k, _) in self.list_keys(&session.prefix()).await? {
-                        keys.push(k);
-                        owner.push(i);
+                    match self.list_keys(&session.prefix()).await {
+                        Ok(listed) => {
+                            for (k, _) in listed {
+                                keys.push(k);
+                                owner.push(i);
+                            }
+                        }
+                        Err(ScopedError::Storage { .. }) => incomplete[i] = true,
+                        Err(e) => return Err(e),
                     }
                 }
                 // One DeleteObjects per 1,000 keys across sessions: the request count approaches
                 // the lower bound (list pages + ceil(keys / 1000)).
-                let failed: std::collections::BTreeSet<String> =
-                    self.delete_keys(&keys).await?.into_iter().collect();
-                let mut incomplete = vec![false; sessions.len()];
+                let failed: std::collections::BTreeSet<String> = match self.delete_keys(&keys).await
+                {
+                    Ok(failed) => failed.into_iter().collect(),
+                    // A whole request failed: which of its keys went is unknown, so none count.
+                    Err(ScopedError::Storage { .. }) => keys.iter().cloned().collect(),
+                    Err(e) => return Err(e),
+                };
                 for (k, o) in keys.iter().zip(&owner) {
                     if failed.contains(k) {
                         incomplete[*o] = true;
@@ -1073,6 +1115,9 @@ impl ScopedStore {
                 self.crash(CrashPoint::AfterSessionObjectsDeleted)?;
                 for (i, session) in sessions.iter().enumerate() {
                     if incomplete[i] {
+                        // Left unswept for the next sweep, and marked so that an operation
+                        // arriving first deletes the rest before it revives the session.
+                        tx.mark_sweep_unfinished(session, self.now().0).await?;
                         report.sessions_retried_later += 1;
                         continue;
                     }

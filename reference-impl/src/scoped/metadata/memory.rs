@@ -35,6 +35,7 @@ use crate::scoped::store::{DeletionObligation, DeletionRecord, WaitKind};
 struct SessionRow {
     last_activity_ms: i64,
     files_swept_at_ms: Option<i64>,
+    sweep_unfinished_at_ms: Option<i64>,
 }
 
 /// `(session, kind, wait_id)`: the primary key of `session_waits`.
@@ -294,6 +295,7 @@ impl Metadata for MemoryMetadata {
                     SessionRow {
                         last_activity_ms: now_ms,
                         files_swept_at_ms: None,
+                        sweep_unfinished_at_ms: None,
                     },
                 );
                 Some(true)
@@ -673,12 +675,13 @@ impl MetaTx for MemTx {
                     t: &st.tables,
                     o: overlay,
                 };
-                if view.session(key).is_none() {
+                let Some(session) = view.session(key) else {
                     return Some(None);
-                }
+                };
                 let layers = SessionLayers {
                     workspace: view.workspace(&key.workspace).unwrap_or_default(),
                     agent: view.agent(&key.workspace, &key.agent).unwrap_or_default(),
+                    sweep_unfinished: session.sweep_unfinished_at_ms.is_some(),
                 };
                 st.locks.insert(row.clone(), me);
                 Some(Some(layers))
@@ -698,6 +701,7 @@ impl MetaTx for MemTx {
                 Some(SessionRow {
                     last_activity_ms: r.last_activity_ms.max(now_ms),
                     files_swept_at_ms: None,
+                    sweep_unfinished_at_ms: None,
                 }),
             );
         }
@@ -743,6 +747,28 @@ impl MetaTx for MemTx {
         Ok(picked)
     }
 
+    async fn mark_sweep_unfinished(
+        &mut self,
+        key: &SessionKey,
+        now_ms: i64,
+    ) -> Result<(), ScopedError> {
+        self.take(RowKey::Session(key.clone())).await;
+        let row = {
+            let st = self.shared.lock();
+            self.view(&st).session(key)
+        };
+        if let Some(r) = row {
+            self.overlay.sessions.insert(
+                key.clone(),
+                Some(SessionRow {
+                    sweep_unfinished_at_ms: Some(now_ms),
+                    ..r
+                }),
+            );
+        }
+        Ok(())
+    }
+
     async fn mark_swept(&mut self, key: &SessionKey, now_ms: i64) -> Result<(), ScopedError> {
         self.take(RowKey::Session(key.clone())).await;
         let row = {
@@ -754,6 +780,7 @@ impl MetaTx for MemTx {
                 key.clone(),
                 Some(SessionRow {
                     files_swept_at_ms: Some(now_ms),
+                    sweep_unfinished_at_ms: None,
                     ..r
                 }),
             );

@@ -59,6 +59,10 @@ impl SessionKey {
 pub struct SessionLayers {
     pub workspace: ScopeSettings,
     pub agent: ScopeSettings,
+    /// A sweep deleted some of the session's files and failed on others
+    /// (`sweep_unfinished_at_ms` is set): the operation must delete the rest before it counts
+    /// as activity (SC-5.5).
+    pub sweep_unfinished: bool,
 }
 
 /// A row whose deletion the triggers record (with everything its cascade removes).
@@ -152,7 +156,7 @@ pub trait MetaTx: Send {
     ) -> Result<Option<SessionLayers>, ScopedError>;
 
     /// Records activity: `last_activity_ms = max(last_activity_ms, now_ms)`, and clears
-    /// `files_swept_at_ms`.
+    /// `files_swept_at_ms` and `sweep_unfinished_at_ms`.
     async fn touch(&mut self, key: &SessionKey, now_ms: i64) -> Result<(), ScopedError>;
 
     /// Sessions not yet swept whose activity is at or before `cutoff_ms` and (unless
@@ -167,6 +171,13 @@ pub trait MetaTx: Send {
         ignoring_waits: bool,
         claim: bool,
     ) -> Result<Vec<SessionKey>, ScopedError>;
+
+    /// `sweep_unfinished_at_ms = now_ms`: a sweep deleted part of the session's files.
+    async fn mark_sweep_unfinished(
+        &mut self,
+        key: &SessionKey,
+        now_ms: i64,
+    ) -> Result<(), ScopedError>;
 
     /// `files_swept_at_ms = now_ms` (waits for the row if another transaction holds it).
     async fn mark_swept(&mut self, key: &SessionKey, now_ms: i64) -> Result<(), ScopedError>;

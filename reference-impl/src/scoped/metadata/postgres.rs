@@ -271,7 +271,8 @@ impl MetaTx for PgTx {
     ) -> Result<Option<SessionLayers>, ScopedError> {
         let row = sqlx::query(
             "SELECT w.agent_access AS w_agent, w.workspace_access AS w_ws,
-                    a.agent_access AS a_agent, a.workspace_access AS a_ws
+                    a.agent_access AS a_agent, a.workspace_access AS a_ws,
+                    s.sweep_unfinished_at_ms IS NOT NULL AS sweep_unfinished
                FROM sessions s
                JOIN agents a ON a.workspace_id = s.workspace_id AND a.id = s.agent_id
                JOIN workspaces w ON w.id = s.workspace_id
@@ -296,13 +297,17 @@ impl MetaTx for PgTx {
                 agent: access_col(&row, "a_agent")?,
                 workspace: access_col(&row, "a_ws")?,
             },
+            sweep_unfinished: row
+                .try_get("sweep_unfinished")
+                .map_err(ScopedError::db("lock session"))?,
         }))
     }
 
     async fn touch(&mut self, key: &SessionKey, now_ms: i64) -> Result<(), ScopedError> {
         sqlx::query(
             "UPDATE sessions SET last_activity_ms = GREATEST(last_activity_ms, $4),
-                                 files_swept_at_ms = NULL
+                                 files_swept_at_ms = NULL,
+                                 sweep_unfinished_at_ms = NULL
               WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
         )
         .bind(&key.workspace)
@@ -356,9 +361,28 @@ impl MetaTx for PgTx {
             .map_err(ScopedError::db("row"))
     }
 
+    async fn mark_sweep_unfinished(
+        &mut self,
+        key: &SessionKey,
+        now_ms: i64,
+    ) -> Result<(), ScopedError> {
+        sqlx::query(
+            "UPDATE sessions SET sweep_unfinished_at_ms = $4
+              WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
+        )
+        .bind(&key.workspace)
+        .bind(&key.agent)
+        .bind(&key.session)
+        .bind(now_ms)
+        .execute(&mut *self.tx)
+        .await
+        .map_err(ScopedError::db("mark sweep unfinished"))?;
+        Ok(())
+    }
+
     async fn mark_swept(&mut self, key: &SessionKey, now_ms: i64) -> Result<(), ScopedError> {
         sqlx::query(
-            "UPDATE sessions SET files_swept_at_ms = $4
+            "UPDATE sessions SET files_swept_at_ms = $4, sweep_unfinished_at_ms = NULL
               WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
         )
         .bind(&key.workspace)

@@ -20,13 +20,14 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use tidemark_reference::clock::{Clock, ManualClock, DAY_MS, HOUR_MS};
+use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata, PostgresMetadata};
 use tidemark_reference::scoped::{
     Access, CrashPoint, PathError, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant,
     ScopedStore, SweepPause, TurnSpace, WaitKind,
 };
 
 use crate::clock::EPOCH;
-use crate::real_tier::scoped_driver::race_until_blocked;
+use crate::real_tier::scoped_driver::race_until_blocked_on;
 use crate::real_tier::{FaultPlan, MemoryHandle, PgProvider, S3Server};
 use ops::{agent, path, session, traversal, AGENTS, SESSIONS, SKILL_FILES, WAIT_NAMES};
 pub use ops::{generate, ModelOp};
@@ -175,21 +176,40 @@ pub fn trace_hash(lines: &[String]) -> String {
     hex::encode(h.finalize())
 }
 
+/// Where a sequence keeps its metadata. S3 is the in-memory store over HTTP either way.
+#[derive(Clone, Copy)]
+pub enum Tier<'a> {
+    /// A fresh database on this PostgreSQL for each sequence: the real tier.
+    Postgres(&'a PgProvider),
+    /// The in-memory metadata store with PostgreSQL's semantics: the simulation tier, trusted
+    /// because sequences give the same traces on both (`explore --differential`).
+    Memory,
+}
+
+impl Tier<'_> {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Tier::Postgres(_) => "postgres",
+            Tier::Memory => "memory",
+        }
+    }
+}
+
 /// Runs the sequence of `seed` (`steps` operations): [`run_ops`] of [`generate`].
 pub async fn run_sequence(
-    pg: &PgProvider,
+    tier: Tier<'_>,
     seed: u64,
     steps: usize,
     mutant: Option<ScopedMutant>,
     faults: Option<FaultPlan>,
 ) -> Result<SequenceRun, SequenceError> {
-    run_ops(pg, seed, &generate(seed, steps), mutant, faults).await
+    run_ops(tier, seed, &generate(seed, steps), mutant, faults).await
 }
 
-/// Runs `ops` against a store on its own database of `pg` and its own in-memory S3 (its fault
-/// generator seeded by `seed`), `mutant` switched on, `faults` applied after setup.
+/// Runs `ops` against a store with its own metadata on `tier` and its own in-memory S3 (its
+/// fault generator seeded by `seed`), `mutant` switched on, `faults` applied after setup.
 pub async fn run_ops(
-    pg: &PgProvider,
+    tier: Tier<'_>,
     seed: u64,
     ops: &[ModelOp],
     mutant: Option<ScopedMutant>,
@@ -201,12 +221,21 @@ pub async fn run_ops(
         S3Server::start_memory(Arc::new(clock.clone()), seed)
             .await
             .map_err(|e| setup(e.to_string()))?;
+    let pg = match tier {
+        Tier::Postgres(pg) => pg,
+        Tier::Memory => {
+            let meta: Arc<dyn Metadata> = Arc::new(MemoryMetadata::new());
+            let mut runner = Runner::start(&server, mem, meta, clock, mutant, faults).await?;
+            return runner.run(seed, ops).await;
+        }
+    };
     let db = pg
         .fresh_database(&format!("model{seed}"))
         .await
         .map_err(|e| setup(e.to_string()))?;
     let outcome = async {
-        let mut runner = Runner::start(&server, mem, &db.pool, clock, mutant, faults).await?;
+        let meta: Arc<dyn Metadata> = Arc::new(PostgresMetadata::new(db.pool.clone()));
+        let mut runner = Runner::start(&server, mem, meta, clock, mutant, faults).await?;
         runner.run(seed, ops).await
     }
     .await;
@@ -236,7 +265,7 @@ fn harness(e: impl fmt::Display) -> Stop {
 struct Runner<'a> {
     server: &'a S3Server,
     mem: MemoryHandle,
-    pool: &'a sqlx::PgPool,
+    meta: Arc<dyn Metadata>,
     clock: ManualClock,
     client: aws_sdk_s3::Client,
     config: ScopedConfig,
@@ -253,7 +282,7 @@ impl<'a> Runner<'a> {
     async fn start(
         server: &'a S3Server,
         mem: MemoryHandle,
-        pool: &'a sqlx::PgPool,
+        meta: Arc<dyn Metadata>,
         clock: ManualClock,
         mutant: Option<ScopedMutant>,
         faults: Option<FaultPlan>,
@@ -269,9 +298,9 @@ impl<'a> Runner<'a> {
         let mut config = ScopedConfig::new(BUCKET);
         config.session_file_ttl_days = TTL_DAYS as u32;
         config.mutant = mutant;
-        let store = ScopedStore::open(
+        let store = ScopedStore::with_metadata(
             client.clone(),
-            pool.clone(),
+            meta.clone(),
             config.clone(),
             Arc::new(clock.clone()),
         )
@@ -323,7 +352,7 @@ impl<'a> Runner<'a> {
         Ok(Runner {
             server,
             mem,
-            pool,
+            meta,
             clock,
             client,
             config,
@@ -373,9 +402,9 @@ impl<'a> Runner<'a> {
 
     /// A store as a new process with `config` would open it.
     async fn open(&self, config: ScopedConfig) -> Result<ScopedStore, Stop> {
-        ScopedStore::open(
+        ScopedStore::with_metadata(
             self.client.clone(),
-            self.pool.clone(),
+            self.meta.clone(),
             config,
             Arc::new(self.clock.clone()),
         )
@@ -1028,7 +1057,7 @@ impl<'a> Runner<'a> {
                 _ = pause.reached.notified() => {
                     let write = racing.write(&t, &guest, bytes);
                     tokio::pin!(write);
-                    let landed = race_until_blocked(&mut write, self.pool).await;
+                    let landed = race_until_blocked_on(&mut write, self.meta.as_ref()).await;
                     pause.resume.notify_one();
                     match landed {
                         Some(w) => (sweep.await, w),
