@@ -136,6 +136,10 @@ enum Command {
     /// Seeds through the turmoil world: the scratchpad as a networked host with its sweeper on a
     /// timer, three concurrent clients, partitions, crashes, restarts and clock jumps.
     World {
+        /// `scratchpad` (the default) or `scoped` (the reference over the in-memory metadata
+        /// store and the in-memory S3 behind turmoil's network).
+        #[arg(long, default_value = "scratchpad")]
+        profile: String,
         #[arg(long, default_value_t = 20)]
         seeds: u64,
         #[arg(long, default_value_t = 0)]
@@ -267,11 +271,38 @@ fn main() -> ExitCode {
             _ => explore::cli::replay(fixture.as_deref(), *seed, mutant),
         }),
         Command::World {
+            profile,
             seeds,
             first_seed,
             mutant,
             check_determinism,
             hunt,
+        } if profile == "scoped" => Some(if *hunt {
+            Err("--hunt is not available for the scoped world yet".to_string())
+        } else {
+            match mutant.as_deref().map(|id| {
+                tidemark_reference::scoped::ScopedMutant::from_id(id)
+                    .ok_or(format!("unknown scoped mutant {id:?}"))
+            }) {
+                Some(Err(e)) => Err(e),
+                m => Ok(tidemark_sim::scoped_world::command(
+                    *seeds,
+                    *first_seed,
+                    m.and_then(Result::ok),
+                    *check_determinism,
+                )),
+            }
+        }),
+        Command::World { profile, .. } if profile != "scratchpad" => Some(Err(format!(
+            "no world for profile {profile:?}; use scratchpad or scoped"
+        ))),
+        Command::World {
+            seeds,
+            first_seed,
+            mutant,
+            check_determinism,
+            hunt,
+            ..
         } => Some(
             match mutant.as_deref().map(|id| {
                 tidemark_reference::scratchpad::ScratchpadMutant::from_id(id)

@@ -7,4 +7,5 @@ pub mod trace;
 
 pub mod lifecycle;
 pub mod real_tier;
+pub mod scoped_world;
 pub mod turmoil_s3;

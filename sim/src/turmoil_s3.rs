@@ -29,6 +29,7 @@ use s3s::auth::SimpleAuth;
 use s3s::service::{S3Service, S3ServiceBuilder};
 use tidemark_reference::clock::Clock;
 
+use crate::real_tier::faults::{FaultHandle, FaultyS3};
 use crate::real_tier::memory_s3::{MemoryHandle, MemoryS3};
 use crate::real_tier::server::{ACCESS_KEY, REGION, SECRET_KEY};
 
@@ -43,6 +44,20 @@ pub fn memory_service(clock: Arc<dyn Clock>) -> (S3Service, MemoryHandle) {
     let mut builder = S3ServiceBuilder::new(mem);
     builder.set_auth(SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
     (builder.build(), handle)
+}
+
+/// The s3s service over a fresh in-memory store behind the fault wrapper (faults drawn from
+/// `seed`), with a handle on the store and one on its faults.
+pub fn faulty_memory_service(
+    clock: Arc<dyn Clock>,
+    seed: u64,
+) -> (S3Service, MemoryHandle, FaultHandle) {
+    let mem = MemoryS3::new(clock);
+    let handle = mem.handle();
+    let faults = FaultHandle::new(seed);
+    let mut builder = S3ServiceBuilder::new(FaultyS3::new(mem, faults.clone()));
+    builder.set_auth(SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
+    (builder.build(), handle, faults)
 }
 
 /// Serves `service` on `0.0.0.0:port` over turmoil's network until the host stops. Call it

@@ -201,6 +201,25 @@ impl MemoryMetadata {
         self.shared.lock().locks.len()
     }
 
+    /// Whether a committed wait holds the session.
+    pub fn has_wait(&self, key: &SessionKey) -> bool {
+        self.shared.lock().tables.waits.iter().any(|w| &w.0 == key)
+    }
+
+    /// Whether the agent's row is committed.
+    pub fn agent_row_exists(&self, ws: &str, agent: &str) -> bool {
+        self.shared
+            .lock()
+            .tables
+            .agents
+            .contains_key(&(ws.to_string(), agent.to_string()))
+    }
+
+    /// Whether the workspace's row is committed.
+    pub fn workspace_row_exists(&self, ws: &str) -> bool {
+        self.shared.lock().tables.workspaces.contains_key(ws)
+    }
+
     /// The sessions and their `(last_activity_ms, files_swept_at_ms)`, committed, in key order.
     pub fn sessions(&self) -> Vec<(SessionKey, i64, Option<i64>)> {
         self.shared
