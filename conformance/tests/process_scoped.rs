@@ -215,3 +215,43 @@ fn an_only_name_of_a_profile_that_profile_leaves_out_is_an_error() {
         "{stderr}"
     );
 }
+
+/// Not a check but a measurement, run on demand:
+/// `cargo test -p tidemark-conformance --test process_scoped -- --ignored --nocapture`.
+/// Wall time of the scoped suite in process and through the reference adapter on one
+/// PostgreSQL (its start-up excluded), after a warm-up, median of several rounds (wall-clock
+/// reads here measure; they decide nothing).
+#[test]
+#[ignore = "a measurement, not a check; run with --ignored --nocapture"]
+fn measure_the_overhead_of_the_scoped_process_path() {
+    const ROUNDS: usize = 5;
+    let scripts = scripts();
+    block_on(async {
+        let pg = Arc::new(PgProvider::from_environment().await.expect("PostgreSQL"));
+        let mut in_process = Vec::new();
+        let mut through = Vec::new();
+        for round in 0..=ROUNDS {
+            let started = std::time::Instant::now();
+            let results = script::run_suite(pg.clone(), &scripts, None).await;
+            let a = started.elapsed();
+            assert!(results.iter().all(|r| r.failure.is_none()));
+            let started = std::time::Instant::now();
+            let cases = through_the_adapter(pg.clone(), &scripts, "").await;
+            let b = started.elapsed();
+            assert!(cases.iter().all(|c| c.verdict == Verdict::Passed));
+            if round > 0 {
+                in_process.push(a);
+                through.push(b);
+            }
+        }
+        in_process.sort();
+        through.sort();
+        let (a, b) = (in_process[ROUNDS / 2], through[ROUNDS / 2]);
+        println!(
+            "{} scoped scenarios: in-process {a:?}, through the reference adapter {b:?}, ratio {:.2}x ({:?} per scenario)",
+            scripts.len(),
+            b.as_secs_f64() / a.as_secs_f64(),
+            b.saturating_sub(a) / scripts.len() as u32
+        );
+    });
+}
