@@ -109,6 +109,8 @@ pub struct ScopedExplore {
     pub passed: usize,
     pub failures: Vec<ScopedFailure>,
     pub swept_files: usize,
+    /// Simulated time the passing seeds covered.
+    pub simulated_ms: i64,
     pub elapsed: Duration,
 }
 
@@ -126,6 +128,7 @@ pub async fn explore_seeds(
         passed: 0,
         failures: Vec::new(),
         swept_files: 0,
+        simulated_ms: 0,
         elapsed: Duration::ZERO,
     };
     for seed in seeds {
@@ -135,6 +138,7 @@ pub async fn explore_seeds(
             Ok(r) => {
                 out.passed += 1;
                 out.swept_files += r.swept_files;
+                out.simulated_ms += r.simulated_ms;
             }
             Err(SequenceError::Diverged(d)) => {
                 let original_len = ops.len();
@@ -350,12 +354,18 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
             print!("{}", describe(f, mutant, saved.as_deref()));
         }
         let n = run.passed + run.failures.len();
+        let secs = run.elapsed.as_secs_f64().max(1e-9);
         println!(
             "{n} seeds in {:.2?} ({:.1} seeds/s), {} steps each; the model's sweeps removed {} files",
             run.elapsed,
-            n as f64 / run.elapsed.as_secs_f64().max(1e-9),
+            n as f64 / secs,
             DEFAULT_STEPS,
             run.swept_files
+        );
+        println!(
+            "simulated {:.0} days ({:.0} simulated seconds per wall second)",
+            run.simulated_ms as f64 / 86_400_000.0,
+            run.simulated_ms as f64 / 1000.0 / secs
         );
         println!("{} passed, {} failed", run.passed, run.failures.len());
         Ok(run.failures.is_empty())

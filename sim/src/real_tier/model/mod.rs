@@ -156,6 +156,8 @@ pub struct SequenceRun {
     pub steps: usize,
     /// Files the model's sweeps removed (the sequence reached expiry this often).
     pub swept_files: usize,
+    /// Simulated time from the pinned epoch to the end of the sequence.
+    pub simulated_ms: i64,
     /// Each operation and what it observed, in order.
     pub trace: Vec<String>,
 }
@@ -388,6 +390,7 @@ impl<'a> Runner<'a> {
         Ok(SequenceRun {
             steps: ops.len(),
             swept_files: self.swept_files,
+            simulated_ms: self.clock.now().0 - EPOCH.0,
             trace: std::mem::take(&mut self.log),
         })
     }
