@@ -309,7 +309,7 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
         };
         if args.differential {
             let pg = pg.as_deref().expect("the differential check has PostgreSQL");
-            return compare_tiers(pg, args, mutant).await;
+            return compare_runs([Tier::Memory, Tier::Postgres(pg)], args, mutant).await;
         }
         if args.hunt {
             let start = Instant::now();
@@ -332,7 +332,7 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
             return Ok(lines.iter().all(|l| l.found.is_some()));
         }
         if args.check_determinism {
-            return check_determinism(tier, args, mutant).await;
+            return compare_runs([tier, tier], args, mutant).await;
         }
         let seeds = args.shard.seeds(args.first_seed, args.seeds);
         let n = args.shard.seeds(args.first_seed, args.seeds).count() as u64;
@@ -372,10 +372,11 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
     })
 }
 
-/// Runs each seed twice, each on a fresh database, and compares the trace hashes (of the whole
-/// run, or of the divergence).
-async fn check_determinism(
-    tier: Tier<'_>,
+/// Two runs of each seed, on `tiers[0]` and `tiers[1]`, compared by trace hash (of the whole run,
+/// or of its divergence). The same tier twice is the determinism check; the in-memory store
+/// beside PostgreSQL is the differential check, the reason the in-memory store is trusted.
+async fn compare_runs(
+    tiers: [Tier<'_>; 2],
     args: &ScopedExploreArgs,
     mutant: Option<ScopedMutant>,
 ) -> Result<bool, String> {
@@ -383,7 +384,7 @@ async fn check_determinism(
     let (mut same, mut n) = (0u64, 0u64);
     for seed in args.shard.seeds(args.first_seed, args.seeds) {
         let mut hashes = Vec::new();
-        for _ in 0..2 {
+        for tier in tiers {
             hashes.push(
                 match run_sequence(tier, seed, DEFAULT_STEPS, mutant, None).await {
                     Ok(r) => r.trace_hash(),
@@ -397,55 +398,23 @@ async fn check_determinism(
             same += 1;
         } else {
             println!(
-                "NONDETERMINISTIC  seed {seed}: {} then {}; replay: {}",
+                "DIFFERENT  seed {seed}: {} on {}, {} on {}; replay: {} --tier {}",
                 hashes[0],
+                tiers[0].name(),
                 hashes[1],
-                replay_command(seed, mutant)
+                tiers[1].name(),
+                replay_command(seed, mutant),
+                tiers[1].name()
             );
         }
     }
+    let what = if tiers[0].name() == tiers[1].name() {
+        "run twice"
+    } else {
+        "run on both tiers"
+    };
     println!(
-        "{n} seeds run twice in {:.2?}: {same} of {n} replay byte-identically",
-        start.elapsed()
-    );
-    println!("{same} passed, {} failed", n - same);
-    Ok(same == n)
-}
-
-/// The differential check: each seed on the in-memory metadata store and on PostgreSQL, the two
-/// traces compared by hash. The in-memory store is trusted only because these agree.
-async fn compare_tiers(
-    pg: &tidemark_sim::real_tier::PgProvider,
-    args: &ScopedExploreArgs,
-    mutant: Option<ScopedMutant>,
-) -> Result<bool, String> {
-    let start = Instant::now();
-    let (mut same, mut n) = (0u64, 0u64);
-    for seed in args.shard.seeds(args.first_seed, args.seeds) {
-        let mut hashes = Vec::new();
-        for tier in [Tier::Memory, Tier::Postgres(pg)] {
-            hashes.push(
-                match run_sequence(tier, seed, DEFAULT_STEPS, mutant, None).await {
-                    Ok(r) => r.trace_hash(),
-                    Err(SequenceError::Diverged(d)) => divergence_hash(&d),
-                    Err(SequenceError::Setup(e)) => return Err(format!("seed {seed}: {e}")),
-                },
-            );
-        }
-        n += 1;
-        if hashes[0] == hashes[1] {
-            same += 1;
-        } else {
-            println!(
-                "TIERS DIFFER  seed {seed}: memory {} vs postgres {}; compare: {} --tier memory and --tier postgres",
-                hashes[0],
-                hashes[1],
-                replay_command(seed, mutant)
-            );
-        }
-    }
-    println!(
-        "{n} seeds on both tiers in {:.2?}: {same} of {n} give identical traces",
+        "{n} seeds {what} in {:.2?}: {same} of {n} give byte-identical traces",
         start.elapsed()
     );
     println!("{same} passed, {} failed", n - same);
