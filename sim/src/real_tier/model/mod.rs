@@ -738,27 +738,22 @@ impl<'a> Runner<'a> {
         r: Result<tidemark_reference::scoped::SweepReport, ScopedError>,
         what: &str,
     ) -> Step {
-        match r {
-            Ok(r) if r.sessions_retried_later == 0 && r.obligations_retried_later == 0 => {
-                self.note(format!(
-                    "{what}: swept {} sessions, {} obligations",
-                    r.sessions_swept, r.obligations_completed
-                ));
-                Ok(())
-            }
-            Ok(_) | Err(ScopedError::Storage { .. }) if self.faulty() => {
-                self.note(format!(
-                    "{what}: incomplete under faults; healed and swept again"
-                ));
-                self.server.faults().heal();
-                let r = self.store.sweep().await;
-                if let Some(plan) = &self.faults {
-                    self.server.faults().set_plan(plan.clone());
-                }
-                self.complete(r, "the healed sweep")
-            }
-            other => self.complete(other, what),
+        let incomplete = match &r {
+            Ok(r) => r.sessions_retried_later > 0 || r.obligations_retried_later > 0,
+            Err(e) => matches!(e, ScopedError::Storage { .. }),
+        };
+        if !(incomplete && self.faulty()) {
+            return self.complete(r, what);
         }
+        self.note(format!(
+            "{what}: incomplete under faults; healed and swept again"
+        ));
+        self.server.faults().heal();
+        let r = self.store.sweep().await;
+        if let Some(plan) = &self.faults {
+            self.server.faults().set_plan(plan.clone());
+        }
+        self.complete(r, "the healed sweep")
     }
 
     fn complete(
