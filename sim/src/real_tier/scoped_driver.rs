@@ -13,7 +13,7 @@ use tidemark_reference::scoped::lifecycle::{Filter, LifecycleConfiguration, Rule
 use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata, PostgresMetadata};
 use tidemark_reference::scoped::{
     Access, CrashPoint, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore,
-    SweepPause, TurnSpace, WaitKind,
+    SweepPause, SweepReport, TurnSpace, WaitKind,
 };
 
 use super::{FaultPlan, RealTier, RealTierError, S3Server, TestDatabase};
@@ -491,19 +491,11 @@ impl ScopedDriver {
                 config.sweep_pause = Some(pause.clone());
                 self.reopen(config).await?;
                 let space = self.space(turn)?;
-                let store = &self.store;
-                let race = async {
-                    pause.reached.notified().await;
-                    let write = store.write(&space, path, content.as_bytes().to_vec());
-                    tokio::pin!(write);
-                    let landed = race_until_blocked_on(&mut write, self.meta.as_ref()).await;
-                    pause.resume.notify_one();
-                    match landed {
-                        Some(r) => r,
-                        None => write.await,
-                    }
-                };
-                let (swept, written) = tokio::join!(store.sweep(), race);
+                let (swept, written) =
+                    race_write_against_sweep(&self.store, &pause, self.meta.as_ref(), || {
+                        self.store.write(&space, path, content.as_bytes().to_vec())
+                    })
+                    .await;
                 self.reopen(self.config.clone()).await?;
                 swept?;
                 ScopedOutcome::Written {
@@ -712,6 +704,37 @@ where
     F: std::future::Future<Output = T>,
 {
     race_until_blocked_on(write, &PostgresMetadata::new(pool.clone())).await
+}
+
+/// A sweep of `store` (opened with `pause` as its rendezvous) raced by the write `write` makes:
+/// the write is issued once the sweep has claimed its candidates and driven until it lands or
+/// is seen blocked on a row lock, then the sweep goes on. A sweep that never reaches the
+/// rendezvous (a mutant sweeping another way) finishes first and the write follows it, so the
+/// race never hangs.
+pub async fn race_write_against_sweep<W, T>(
+    store: &ScopedStore,
+    pause: &SweepPause,
+    meta: &dyn Metadata,
+    write: impl FnOnce() -> W,
+) -> (Result<SweepReport, ScopedError>, T)
+where
+    W: std::future::Future<Output = T>,
+{
+    let sweep = store.sweep();
+    tokio::pin!(sweep);
+    tokio::select! {
+        swept = &mut sweep => (swept, write().await),
+        _ = pause.reached.notified() => {
+            let write = write();
+            tokio::pin!(write);
+            let landed = race_until_blocked_on(&mut write, meta).await;
+            pause.resume.notify_one();
+            match landed {
+                Some(written) => (sweep.await, written),
+                None => tokio::join!(sweep, write),
+            }
+        }
+    }
 }
 
 /// [`race_until_blocked`] over any metadata store: "blocked" is a statement waiting for a row

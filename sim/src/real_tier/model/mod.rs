@@ -27,7 +27,7 @@ use tidemark_reference::scoped::{
 };
 
 use crate::clock::EPOCH;
-use crate::real_tier::scoped_driver::race_until_blocked_on;
+use crate::real_tier::scoped_driver::race_write_against_sweep;
 use crate::real_tier::{FaultPlan, MemoryHandle, PgProvider, S3Server};
 use ops::{agent, path, session, traversal, AGENTS, SESSIONS, SKILL_FILES, WAIT_NAMES};
 pub use ops::{generate, ModelOp};
@@ -1046,24 +1046,11 @@ impl<'a> Runner<'a> {
         let t = self.turns[i].clone();
         let guest = format!("session/{}", path(p));
         let bytes = content.clone().into_bytes();
-        let (swept, written) = {
-            let sweep = racing.sweep();
-            tokio::pin!(sweep);
-            tokio::select! {
-                // A sweep that never stops there (it has no idle-session pass): no race to run.
-                r = &mut sweep => (r, racing.write(&t, &guest, bytes).await),
-                _ = pause.reached.notified() => {
-                    let write = racing.write(&t, &guest, bytes);
-                    tokio::pin!(write);
-                    let landed = race_until_blocked_on(&mut write, self.meta.as_ref()).await;
-                    pause.resume.notify_one();
-                    match landed {
-                        Some(w) => (sweep.await, w),
-                        None => tokio::join!(sweep, write),
-                    }
-                }
-            }
-        };
+        let (swept, written) =
+            race_write_against_sweep(&racing, &pause, self.meta.as_ref(), || {
+                racing.write(&t, &guest, bytes)
+            })
+            .await;
         drop(racing);
         self.finish_sweep(swept, "the raced sweep").await?;
         self.swept_files += self.model.sweep(now);
