@@ -21,7 +21,7 @@ use tidemark_reference::scoped::{
     TurnSpace, WaitKind,
 };
 
-use super::scoped_driver::{race_until_blocked, ScopedOp, ScopedOutcome, Turn};
+use super::scoped_driver::{race_write_against_sweep, ScopedOp, ScopedOutcome, Turn};
 use super::FaultPlan;
 use crate::lifecycle::LifecycleExecutor;
 
@@ -256,27 +256,12 @@ impl ScopedService {
                 config.sweep_pause = Some(pause.clone());
                 self.reopen(config).await?;
                 let space = space(turn)?;
-                let (store, pool) = (&self.store, &self.pool);
-                let bytes = content.as_bytes().to_vec();
-                let (swept, written) = {
-                    let sweep = store.sweep();
-                    tokio::pin!(sweep);
-                    tokio::select! {
-                        // A sweep that never reaches the rendezvous (a mutant sweeping another way)
-                        // must not hang the program: the write then simply follows it.
-                        swept = &mut sweep => (swept, store.write(&space, path, bytes).await),
-                        _ = pause.reached.notified() => {
-                            let write = store.write(&space, path, bytes);
-                            tokio::pin!(write);
-                            let landed = race_until_blocked(&mut write, pool).await;
-                            pause.resume.notify_one();
-                            match landed {
-                                Some(written) => (sweep.await, written),
-                                None => tokio::join!(sweep, write),
-                            }
-                        }
-                    }
-                };
+                let store = &self.store;
+                let (swept, written) =
+                    race_write_against_sweep(store, &pause, store.metadata().as_ref(), || {
+                        store.write(&space, path, content.as_bytes().to_vec())
+                    })
+                    .await;
                 self.reopen(self.config.clone()).await?;
                 swept?;
                 ScopedOutcome::Written {
