@@ -26,7 +26,7 @@ use tidemark_sim::real_tier::remote::{self, Side};
 use tidemark_sim::real_tier::script::{self, Action, Expect, Script};
 use tidemark_sim::real_tier::server::{ACCESS_KEY, REGION, SECRET_KEY};
 use tidemark_sim::real_tier::{
-    bucket_name, PgProvider, RealTier, ScopedOp, ScopedOutcome, TestDatabase, Turn,
+    bucket_name, PgProvider, RealTier, ScopedOp, ScopedOutcome, TestDatabase,
 };
 use tidemark_sim::trace::Trace;
 
@@ -259,7 +259,7 @@ async fn steps(
                 .await
                 .map_err(|e| fail(e.to_string()))?,
             Side::Implementation | Side::ImplementationWith(_) => {
-                let sent = with_skill_hashes(op, &skills);
+                let sent = remote::with_skill_hashes(op, &skills);
                 let got: ScopedOutcome = session
                     .call(now.as_millis(), &remote::op_name(&sent), &sent)
                     .await
@@ -342,38 +342,6 @@ async fn harness_step(
             )))
         }
     })
-}
-
-/// `op` with each turn's skill table mapped from the scenario's skill names to the sha256 each
-/// was published under (a name never published is sent as written, so a scenario can send a
-/// bad hash on purpose).
-fn with_skill_hashes(op: &ScopedOp, skills: &BTreeMap<String, String>) -> ScopedOp {
-    let mut op = op.clone();
-    if let Some(turn) = turn_mut(&mut op) {
-        for name in turn.skills.values_mut() {
-            if let Some(sha) = skills.get(name.as_str()) {
-                *name = sha.clone();
-            }
-        }
-    }
-    op
-}
-
-fn turn_mut(op: &mut ScopedOp) -> Option<&mut Turn> {
-    match op {
-        ScopedOp::CreateSession { turn }
-        | ScopedOp::Activity { turn }
-        | ScopedOp::AddWait { turn, .. }
-        | ScopedOp::RemoveWait { turn, .. }
-        | ScopedOp::Write { turn, .. }
-        | ScopedOp::WriteDuringSweep { turn, .. }
-        | ScopedOp::Read { turn, .. }
-        | ScopedOp::ReadText { turn, .. }
-        | ScopedOp::List { turn, .. }
-        | ScopedOp::Delete { turn, .. }
-        | ScopedOp::DeleteSession { turn } => Some(turn),
-        _ => None,
-    }
 }
 
 fn list_text(items: &[String]) -> String {

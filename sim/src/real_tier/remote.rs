@@ -5,8 +5,9 @@
 //! steps ([`bucket_keys`], [`pending_deletion_prefixes`], [`deletion_record_prefixes`],
 //! [`run_age_rule`], [`fault_plan`]).
 //!
-//! The in-process [`super::ScopedDriver`] does both halves in one place; this module is the same
-//! mapping cut where the protocol cuts it.
+//! The in-process [`super::ScopedDriver`] does both halves in one place: it performs the
+//! harness's steps itself and hands every other step to a [`ScopedService`] over its own stores,
+//! so the mapping from an operation to the store is written once, here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use sqlx::postgres::PgPoolOptions;
 pub use sqlx::PgPool;
 use tidemark_reference::clock::{Clock, ManualClock, Timestamp};
 use tidemark_reference::scoped::lifecycle::{Filter, LifecycleConfiguration, Rule};
+use tidemark_reference::scoped::metadata::{Metadata, PostgresMetadata};
 use tidemark_reference::scoped::{
     CrashPoint, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, SweepPause,
     TurnSpace, WaitKind,
@@ -112,59 +114,91 @@ pub async fn connect(url: &str) -> Result<PgPool, String> {
         .map_err(|e| format!("cannot connect to PostgreSQL at {url}: {e}"))
 }
 
-/// The reference implementation's side of the scoped profile: a [`ScopedStore`] over the bucket
-/// and database it was handed, its clock set from each request's time.
+/// The scoped reference's configuration for `bucket`: `mutant` switched on, `knobs` applied
+/// (only `session_file_ttl_days` exists; any other knob is refused).
+pub fn config_for(
+    bucket: &str,
+    knobs: &BTreeMap<String, i64>,
+    mutant: Option<ScopedMutant>,
+) -> Result<ScopedConfig, String> {
+    let mut config = ScopedConfig::new(bucket);
+    config.mutant = mutant;
+    for (k, v) in knobs {
+        match k.as_str() {
+            "session_file_ttl_days" => {
+                config.session_file_ttl_days = u32::try_from(*v)
+                    .map_err(|_| format!("session_file_ttl_days = {v} is out of range"))?
+            }
+            other => return Err(format!("the scoped reference has no knob {other:?}")),
+        }
+    }
+    Ok(config)
+}
+
+/// The reference implementation's side of the scoped profile: a [`ScopedStore`] over a bucket
+/// and a metadata store, its clock set from each request's time. The reference adapter runs one
+/// over what `init` handed it; the in-process driver runs one over its own stores.
 pub struct ScopedService {
     s3: aws_sdk_s3::Client,
-    pool: PgPool,
+    meta: Arc<dyn Metadata>,
     clock: ManualClock,
     config: ScopedConfig,
     store: ScopedStore,
 }
 
 impl ScopedService {
-    /// Opens the store (bringing the schema up to date). `knobs` may set
-    /// `session_file_ttl_days`; any other knob is refused.
+    /// Opens the store over the bucket and PostgreSQL database the harness handed over
+    /// (bringing the schema up to date).
     pub async fn open(
         s3: &S3Access,
         postgres_url: &str,
         knobs: &BTreeMap<String, i64>,
         mutant: Option<ScopedMutant>,
     ) -> Result<ScopedService, String> {
-        let mut config = ScopedConfig::new(s3.bucket.clone());
-        config.mutant = mutant;
-        for (k, v) in knobs {
-            match k.as_str() {
-                "session_file_ttl_days" => {
-                    config.session_file_ttl_days = u32::try_from(*v)
-                        .map_err(|_| format!("session_file_ttl_days = {v} is out of range"))?
-                }
-                other => return Err(format!("the scoped reference has no knob {other:?}")),
-            }
-        }
-        let client = s3_client_for(s3);
+        let config = config_for(&s3.bucket, knobs, mutant)?;
         let pool = connect(postgres_url).await?;
-        let clock = ManualClock::default();
-        let store = ScopedStore::open(
-            client.clone(),
-            pool.clone(),
+        let meta: Arc<dyn Metadata> = Arc::new(PostgresMetadata::new(pool));
+        ScopedService::over(s3_client_for(s3), meta, config, ManualClock::default()).await
+    }
+
+    /// Opens the store over `s3` (the bucket is `config.bucket`) and `meta`, reading time from
+    /// `clock`, which [`ScopedService::call`] sets.
+    pub async fn over(
+        s3: aws_sdk_s3::Client,
+        meta: Arc<dyn Metadata>,
+        config: ScopedConfig,
+        clock: ManualClock,
+    ) -> Result<ScopedService, String> {
+        let store = ScopedStore::with_metadata(
+            s3.clone(),
+            meta.clone(),
             config.clone(),
             Arc::new(clock.clone()),
         )
         .await
         .map_err(|e| format!("the store did not open: {e}"))?;
         Ok(ScopedService {
-            s3: client,
-            pool,
+            s3,
+            meta,
             clock,
             config,
             store,
         })
     }
 
+    /// The store as it is now (a crash point or a raced sweep may have reopened it).
+    pub fn store(&self) -> &ScopedStore {
+        &self.store
+    }
+
+    /// A new process over what the old one persisted.
+    pub async fn restart(&mut self) -> Result<(), String> {
+        self.reopen(self.config.clone()).await
+    }
+
     async fn reopen(&mut self, config: ScopedConfig) -> Result<(), String> {
         let clock: Arc<dyn Clock> = Arc::new(self.clock.clone());
-        self.store = ScopedStore::open(self.s3.clone(), self.pool.clone(), config, clock)
+        self.store = ScopedStore::with_metadata(self.s3.clone(), self.meta.clone(), config, clock)
             .await
             .map_err(|e| format!("the store did not reopen: {e}"))?;
         Ok(())
@@ -348,6 +382,38 @@ impl ScopedService {
                 )))
             }
         })
+    }
+}
+
+/// `op` with each turn's skill table mapped from the scenario's skill names to the sha256 each
+/// was published under (a name never published is sent as written, so a scenario can send a
+/// bad hash on purpose).
+pub fn with_skill_hashes(op: &ScopedOp, skills: &BTreeMap<String, String>) -> ScopedOp {
+    let mut op = op.clone();
+    if let Some(turn) = turn_mut(&mut op) {
+        for name in turn.skills.values_mut() {
+            if let Some(sha) = skills.get(name.as_str()) {
+                *name = sha.clone();
+            }
+        }
+    }
+    op
+}
+
+fn turn_mut(op: &mut ScopedOp) -> Option<&mut Turn> {
+    match op {
+        ScopedOp::CreateSession { turn }
+        | ScopedOp::Activity { turn }
+        | ScopedOp::AddWait { turn, .. }
+        | ScopedOp::RemoveWait { turn, .. }
+        | ScopedOp::Write { turn, .. }
+        | ScopedOp::WriteDuringSweep { turn, .. }
+        | ScopedOp::Read { turn, .. }
+        | ScopedOp::ReadText { turn, .. }
+        | ScopedOp::List { turn, .. }
+        | ScopedOp::Delete { turn, .. }
+        | ScopedOp::DeleteSession { turn } => Some(turn),
+        _ => None,
     }
 }
 

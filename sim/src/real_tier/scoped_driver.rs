@@ -8,16 +8,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use tidemark_reference::clock::{Clock, ManualClock, Timestamp};
-use tidemark_reference::scoped::lifecycle::{Filter, LifecycleConfiguration, Rule};
+use tidemark_reference::clock::{ManualClock, Timestamp};
 use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata, PostgresMetadata};
 use tidemark_reference::scoped::{
-    Access, CrashPoint, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore,
-    SweepPause, SweepReport, TurnSpace, WaitKind,
+    Access, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, SweepPause, SweepReport,
 };
 
-use super::{FaultPlan, RealTier, RealTierError, S3Server, TestDatabase};
-use crate::lifecycle::LifecycleExecutor;
+use super::remote::{
+    bucket_keys, fault_plan, op_name, run_age_rule, side, with_skill_hashes, ScopedService, Side,
+};
+use super::{RealTier, RealTierError, S3Server, TestDatabase};
 
 /// Who is calling: a turn in workspace/agent/session, with the skills it was sent by name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -213,12 +213,14 @@ pub enum ScopedOutcome {
     },
 }
 
+/// Plays scoped operations against the reference in process: the harness's steps on its own
+/// stores, the implementation's through a [`ScopedService`] (as the reference adapter does).
 pub struct ScopedDriver {
     tier: DriverTier,
     meta: Arc<dyn Metadata>,
-    clock: ManualClock,
     config: ScopedConfig,
-    store: ScopedStore,
+    service: ScopedService,
+    /// Skill names as the scenario spells them -> the sha256 each was published under.
     skills: BTreeMap<String, String>,
 }
 
@@ -241,28 +243,6 @@ impl DriverTier {
             DriverTier::Sim { s3 } => s3,
         }
     }
-}
-
-fn wait_kind(k: &WaitKindName) -> Result<WaitKind, String> {
-    match k.0.as_str() {
-        "queued" => Ok(WaitKind::Queued),
-        "parked" => Ok(WaitKind::Parked),
-        "waiting" => Ok(WaitKind::Waiting),
-        other => Err(format!("no wait kind {other:?}")),
-    }
-}
-
-fn crash_point(p: &CrashPointName) -> Result<CrashPoint, String> {
-    match p.0.as_str() {
-        "after_text_written" => Ok(CrashPoint::AfterTextWritten),
-        "after_session_objects_deleted" => Ok(CrashPoint::AfterSessionObjectsDeleted),
-        "after_obligation_objects_deleted" => Ok(CrashPoint::AfterObligationObjectsDeleted),
-        other => Err(format!("no crash point {other:?}")),
-    }
-}
-
-fn settings(agent: Option<Access>, workspace: Option<Access>) -> ScopeSettings {
-    ScopeSettings { agent, workspace }
 }
 
 /// The store's configuration for a scenario: `mutant` switched on, `knobs` applied (only
@@ -308,15 +288,17 @@ impl ScopedDriver {
             .await?;
         let config = store.config().clone();
         let meta: Arc<dyn Metadata> = Arc::new(PostgresMetadata::new(db.pool.clone()));
+        let service = ScopedService::over(tier.s3.client(), meta.clone(), config.clone(), clock)
+            .await
+            .map_err(|e| RealTierError::Scoped(ScopedError::Config(e)))?;
         Ok(ScopedDriver {
             tier: DriverTier::Real {
                 tier,
                 db: Box::new(db),
             },
             meta,
-            clock,
             config,
-            store,
+            service,
             skills: BTreeMap::new(),
         })
     }
@@ -330,7 +312,6 @@ impl ScopedDriver {
         knobs: &BTreeMap<String, i64>,
         seed: u64,
     ) -> Result<ScopedDriver, RealTierError> {
-        let clock = ManualClock::default();
         let mut config = config_from(mutant, knobs)?;
         // LastModified of the in-memory store comes from this clock; the scoped reference
         // stamps its own write times, so a fixed instant is enough (as on the memory backend).
@@ -350,19 +331,19 @@ impl ScopedDriver {
             })?;
         config.bucket = bucket;
         let meta: Arc<dyn Metadata> = Arc::new(MemoryMetadata::new());
-        let store = ScopedStore::with_metadata(
+        let service = ScopedService::over(
             s3.client(),
             meta.clone(),
             config.clone(),
-            Arc::new(clock.clone()),
+            ManualClock::default(),
         )
-        .await?;
+        .await
+        .map_err(|e| RealTierError::Scoped(ScopedError::Config(e)))?;
         Ok(ScopedDriver {
             tier: DriverTier::Sim { s3 },
             meta,
-            clock,
             config,
-            store,
+            service,
             skills: BTreeMap::new(),
         })
     }
@@ -384,44 +365,25 @@ impl ScopedDriver {
         &self.meta
     }
 
-    async fn reopen(&mut self, config: ScopedConfig) -> Result<(), String> {
-        let clock: Arc<dyn Clock> = Arc::new(self.clock.clone());
-        self.store =
-            ScopedStore::with_metadata(self.tier.s3().client(), self.meta.clone(), config, clock)
-                .await
-                .map_err(|e| format!("the store did not reopen: {e}"))?;
-        Ok(())
-    }
-
-    fn space(&self, t: &Turn) -> Result<TurnSpace, ScopedError> {
-        let mut space = TurnSpace::new(&t.workspace, &t.agent, &t.session)?;
-        for (slug, name) in &t.skills {
-            let sha = self
-                .skills
-                .get(name)
-                .cloned()
-                .unwrap_or_else(|| name.clone());
-            space = space.with_skill(slug, &sha);
-        }
-        Ok(space)
-    }
-
-    /// Performs one operation at simulated time `now`. `Err` is a harness or driver failure
-    /// (not a refusal, which is an outcome).
+    /// Performs one operation at simulated time `now`: the harness's steps here, every other
+    /// step through the [`ScopedService`] exactly as the reference adapter performs it, with
+    /// the scenario's skill names mapped to the hashes they were published under. `Err` is a
+    /// harness or driver failure (not a refusal, which is an outcome).
     pub async fn call(&mut self, now: Timestamp, op: &ScopedOp) -> Result<ScopedOutcome, String> {
-        self.clock.set(now);
-        let result = self.perform(op).await;
-        match result {
-            Ok(o) => Ok(o),
-            Err(Failure::Scoped(ScopedError::Crashed(p))) => {
-                // The process is gone: the next process starts clean of injected crashes.
-                let mut config = self.config.clone();
-                config.crash_at = None;
-                self.reopen(config).await?;
-                Ok(ScopedOutcome::Crashed {
-                    point: format!("{p:?}"),
-                })
+        if side(op) != Side::Harness {
+            let out = self
+                .service
+                .call(now, &with_skill_hashes(op, &self.skills))
+                .await?;
+            if let (ScopedOp::PublishSkill { name, .. }, ScopedOutcome::Published { sha256 }) =
+                (op, &out)
+            {
+                self.skills.insert(name.clone(), sha256.clone());
             }
+            return Ok(out);
+        }
+        match self.harness_step(now, op).await {
+            Ok(o) => Ok(o),
             Err(Failure::Scoped(e)) => Ok(ScopedOutcome::Refused {
                 reason: e.kind().to_string(),
                 message: e.to_string(),
@@ -430,154 +392,22 @@ impl ScopedDriver {
         }
     }
 
-    async fn perform(&mut self, op: &ScopedOp) -> Result<ScopedOutcome, Failure> {
-        let s = &self.store;
+    /// The steps the harness performs on its own stores (PROTOCOL.md's harness side).
+    async fn harness_step(
+        &mut self,
+        now: Timestamp,
+        op: &ScopedOp,
+    ) -> Result<ScopedOutcome, Failure> {
+        let s = self.service.store();
         Ok(match op {
-            ScopedOp::CreateWorkspace {
-                workspace,
-                agent_access,
-                workspace_access,
-            } => {
-                s.create_workspace(workspace, settings(*agent_access, *workspace_access))
-                    .await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::CreateAgent {
-                workspace,
-                agent,
-                agent_access,
-                workspace_access,
-            } => {
-                s.create_agent(workspace, agent, settings(*agent_access, *workspace_access))
-                    .await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::CreateSession { turn } => {
-                s.create_session(&self.space(turn)?).await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::Activity { turn } => {
-                s.record_activity(&self.space(turn)?).await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::AddWait { turn, kind, id } => {
-                s.add_wait(&self.space(turn)?, wait_kind(kind)?, id).await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::RemoveWait { turn, kind, id } => {
-                s.remove_wait(&self.space(turn)?, wait_kind(kind)?, id)
-                    .await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::Write {
-                turn,
-                path,
-                content,
-            } => {
-                let r = s
-                    .write(&self.space(turn)?, path, content.as_bytes().to_vec())
-                    .await?;
-                ScopedOutcome::Written {
-                    path: r.guest_path(),
-                }
-            }
-            ScopedOp::WriteDuringSweep {
-                turn,
-                path,
-                content,
-            } => {
-                let pause = Arc::new(SweepPause::default());
-                let mut config = self.config.clone();
-                config.sweep_pause = Some(pause.clone());
-                self.reopen(config).await?;
-                let space = self.space(turn)?;
-                let (swept, written) =
-                    race_write_against_sweep(&self.store, &pause, self.meta.as_ref(), || {
-                        self.store.write(&space, path, content.as_bytes().to_vec())
-                    })
-                    .await;
-                self.reopen(self.config.clone()).await?;
-                swept?;
-                ScopedOutcome::Written {
-                    path: written?.guest_path(),
-                }
-            }
-            ScopedOp::Read { turn, path } => {
-                let bytes = s.read(&self.space(turn)?, path).await?;
-                ScopedOutcome::Content {
-                    content: String::from_utf8_lossy(&bytes).into_owned(),
-                }
-            }
-            ScopedOp::ReadText { turn, path } => ScopedOutcome::Text {
-                text: s.read_text(&self.space(turn)?, path).await?,
-            },
-            ScopedOp::List { turn, prefix } => ScopedOutcome::Listing {
-                paths: s
-                    .list(&self.space(turn)?, prefix.as_deref())
-                    .await?
-                    .into_iter()
-                    .map(|f| f.path)
-                    .collect(),
-            },
-            ScopedOp::Delete { turn, path } => {
-                s.delete(&self.space(turn)?, path).await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::PublishSkill {
-                workspace,
-                name,
-                files,
-            } => {
-                let files = files
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.as_bytes().to_vec()))
-                    .collect();
-                let sha = s.publish_skill_version(workspace, &files).await?;
-                self.skills.insert(name.clone(), sha.clone());
-                ScopedOutcome::Published { sha256: sha }
-            }
-            ScopedOp::DeleteSession { turn } => {
-                s.delete_session(&self.space(turn)?).await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::DeleteAgent { workspace, agent } => {
-                s.delete_agent(workspace, agent).await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::DeleteWorkspace { workspace } => {
-                s.delete_workspace(workspace).await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::Sweep => {
-                let r = s.sweep().await?;
-                ScopedOutcome::Swept {
-                    sessions: r.sessions_swept,
-                    obligations: r.obligations_completed,
-                }
-            }
-            ScopedOp::CrashAt { point } => {
-                let mut config = self.config.clone();
-                config.crash_at = Some(crash_point(point)?);
-                self.reopen(config).await?;
-                ScopedOutcome::Ok
-            }
             ScopedOp::Restart => {
-                self.reopen(self.config.clone()).await?;
+                self.service.restart().await?;
                 ScopedOutcome::Ok
             }
-            ScopedOp::Faults {
-                down,
-                error_rate,
-                delete_key_failure_rate,
-                fail_requests,
-            } => {
-                self.tier.s3().faults().set_plan(FaultPlan {
-                    down: *down,
-                    error_rate: *error_rate,
-                    delete_key_failure_rate: *delete_key_failure_rate,
-                    latency: std::time::Duration::ZERO,
-                    fail_requests: fail_requests.clone(),
-                });
+            ScopedOp::Faults { .. } => {
+                if let Some(plan) = fault_plan(op) {
+                    self.tier.s3().faults().set_plan(plan);
+                }
                 ScopedOutcome::Ok
             }
             ScopedOp::Heal => {
@@ -585,7 +415,9 @@ impl ScopedDriver {
                 ScopedOutcome::Ok
             }
             ScopedOp::BucketKeys { prefix } => ScopedOutcome::Keys {
-                keys: self.bucket_keys(prefix).await?,
+                keys: bucket_keys(&self.tier.s3().client(), &self.config.bucket, prefix)
+                    .await
+                    .map_err(Failure::Harness)?,
             },
             ScopedOp::PendingDeletions => ScopedOutcome::Prefixes {
                 prefixes: s
@@ -608,70 +440,24 @@ impl ScopedDriver {
                     .into_iter()
                     .collect(),
             },
-            ScopedOp::ApplyLifecycle {
-                session_backstop_days,
-            } => {
-                s.apply_lifecycle(&LifecycleConfiguration::for_profile(
-                    *session_backstop_days,
-                    7,
-                ))
-                .await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::RunAgeRule { prefix, days } => {
-                let ex = LifecycleExecutor::new(LifecycleConfiguration {
-                    rules: vec![Rule {
-                        id: "age-only".into(),
-                        enabled: true,
-                        filter: Some(Filter::Prefix(prefix.clone())),
-                        expiration_days: Some(*days),
-                        abort_incomplete_multipart_days: None,
-                    }],
-                })
-                .map_err(|e| Failure::Harness(e.to_string()))?;
-                ScopedOutcome::Keys {
-                    keys: ex
-                        .run_on_bucket(
-                            &self.tier.s3().client(),
-                            &self.config.bucket,
-                            self.clock.now(),
-                        )
-                        .await
-                        .map_err(Failure::Harness)?,
-                }
+            ScopedOp::RunAgeRule { prefix, days } => ScopedOutcome::Keys {
+                keys: run_age_rule(
+                    &self.tier.s3().client(),
+                    &self.config.bucket,
+                    prefix,
+                    *days,
+                    now,
+                )
+                .await
+                .map_err(Failure::Harness)?,
+            },
+            other => {
+                return Err(Failure::Harness(format!(
+                    "{} is not a harness step",
+                    op_name(other)
+                )))
             }
         })
-    }
-
-    async fn bucket_keys(&self, prefix: &str) -> Result<Vec<String>, Failure> {
-        let client = self.tier.s3().client();
-        let mut keys = Vec::new();
-        let mut token = None;
-        loop {
-            let page = client
-                .list_objects_v2()
-                .bucket(&self.config.bucket)
-                .prefix(prefix)
-                .set_continuation_token(token.take())
-                .send()
-                .await
-                .map_err(|e| {
-                    Failure::Harness(format!(
-                        "listing the bucket: {}",
-                        aws_sdk_s3::error::DisplayErrorContext(&e)
-                    ))
-                })?;
-            keys.extend(
-                page.contents()
-                    .iter()
-                    .filter_map(|o| o.key().map(str::to_string)),
-            );
-            match (page.is_truncated(), page.next_continuation_token()) {
-                (Some(true), Some(t)) => token = Some(t.to_string()),
-                _ => break,
-            }
-        }
-        Ok(keys)
     }
 }
 
