@@ -350,40 +350,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
         Command::Run {
             suite: args,
             gate: gate_args,
-        } if gate_args.implementation.is_some() => run_impl(&args, &gate_args).await,
-        Command::Run {
-            suite: args,
-            gate: gate_args,
-        } => {
-            let scoped = wants_scoped(&args.profile)
-                && gate_args.implementation.is_none()
-                && gate_args.only.is_empty()
-                && matches!(gate_args.format, Format::Table);
-            if !scoped {
-                if args.profile.as_deref() == Some("scoped") {
-                    return Err("the scoped profile's in-process run takes no --only or --format json yet (through --impl it takes both)".into());
-                }
-                return run_suite(&args, &gate_args).await;
-            }
-            let (mut passed, mut failed) = (0, 0);
-            if wants_scratchpad(&args.profile) {
-                let table = capture_suite(&args, &gate_args).await?;
-                let (body, p, f) = without_summary(&table);
-                println!("{body}");
-                passed += p;
-                failed += f;
-            }
-            let run = tidemark_conformance::profiles::scoped::run(
-                &tidemark_conformance::profiles::scoped::scenarios_dir(),
-                None,
-            )
-            .await?;
-            print!("{}", tidemark_conformance::profiles::scoped::report(&run));
-            passed += run.passed();
-            failed += run.failed();
-            println!("{passed} passed, {failed} failed");
-            Ok(failed == 0 && passed > 0)
-        }
+        } => run_gate(&args, &gate_args).await,
         Command::Mutants {
             suite: args,
             only,
@@ -436,50 +403,9 @@ async fn run(cli: Cli) -> Result<bool, String> {
 
 /// `tidemark run`: the reference in-process, or an --impl program through the protocol.
 /// The reference scratchpad suite's table, for a run that adds the scoped profile after it.
-async fn capture_suite(args: &SuiteArgs, gate_args: &GateArgs) -> Result<String, String> {
-    let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
-    let selection = gate::Selection {
-        profiles: profiles(&args.profile)?,
-        only: gate_args.only.clone(),
-    };
-    let selected = selection.apply(&all)?;
-    let report = gate::check_concurrently(
-        &selected,
-        &ReferenceScratchpad::default(),
-        "tidemark run".into(),
-        gate_args.jobs,
-    )
-    .await;
-    if let Some(path) = &gate_args.junit {
-        std::fs::write(path, report::render_junit(&report))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
-    Ok(report::render_table(&report))
-}
-
-async fn run_suite(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String> {
-    let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
-    let selection = gate::Selection {
-        profiles: profiles(&args.profile)?,
-        only: gate_args.only.clone(),
-    };
-    let selected = selection.apply(&all)?;
-    let report = gate::check_concurrently(
-        &selected,
-        &ReferenceScratchpad::default(),
-        "tidemark run".into(),
-        gate_args.jobs,
-    )
-    .await;
-    emit(&report, gate_args)
-}
-
-/// `tidemark run --impl`: every scenario the program's profiles select, scratchpad and scoped,
-/// through the protocol, in one report.
-async fn run_impl(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String> {
-    let Some(command) = &gate_args.implementation else {
-        unreachable!("run_impl is called with --impl");
-    };
+/// `tidemark run`: every scenario the profiles select, scratchpad and scoped, in one report,
+/// against the reference in process or (`--impl`) a program through the protocol.
+async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String> {
     if let Some(p) = args.profile.as_deref() {
         if !matches!(p, "all" | "scratchpad" | "scoped") {
             return Err(format!(
@@ -530,6 +456,25 @@ async fn run_impl(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
         Vec::new()
     };
 
+    let Some(command) = &gate_args.implementation else {
+        let scratchpad_refs: Vec<&Scenario> = scratchpad_selected.iter().collect();
+        let mut report = gate::check_concurrently(
+            &scratchpad_refs,
+            &ReferenceScratchpad::default(),
+            "tidemark run".into(),
+            gate_args.jobs,
+        )
+        .await;
+        report.cases.extend(
+            tidemark_conformance::profiles::scoped::check_in_process(
+                &scoped_selected,
+                gate_args.jobs,
+                None,
+            )
+            .await?,
+        );
+        return emit(&report, gate_args);
+    };
     let command = process::AdapterCommand::parse(command, &process::launch_dir())
         .map_err(|e| e.to_string())?;
     let options = process::ProcessOptions {

@@ -12,31 +12,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tidemark_reference::scoped::ScopedMutant;
-use tidemark_sim::real_tier::script::{self, ScriptResult};
+use tidemark_sim::real_tier::script;
 use tidemark_sim::real_tier::{PgProvider, PgSourceKind};
 
 /// `scenarios/scoped` under the repository root.
 pub fn scenarios_dir() -> PathBuf {
     crate::spec::repo_root().join("scenarios/scoped")
-}
-
-/// A finished run of the scoped scenarios.
-pub struct ScopedRun {
-    pub results: Vec<ScriptResult>,
-    /// Where PostgreSQL came from, for the report.
-    pub postgres: String,
-    /// Time to have PostgreSQL answering (an ephemeral cluster's initdb and start).
-    pub postgres_start: Duration,
-    pub total: Duration,
-}
-
-impl ScopedRun {
-    pub fn passed(&self) -> usize {
-        self.results.iter().filter(|r| r.failure.is_none()).count()
-    }
-    pub fn failed(&self) -> usize {
-        self.results.len() - self.passed()
-    }
 }
 
 /// One PostgreSQL for a run, where it came from, and how long it took to answer.
@@ -52,24 +33,6 @@ pub async fn postgres() -> Result<(Arc<PgProvider>, String, Duration), String> {
         }
     };
     Ok((Arc::new(pg), source, t.elapsed()))
-}
-
-/// Runs the scoped scenarios whose test name contains `filter` (all when `None`).
-pub async fn run(dir: &Path, filter: Option<&str>) -> Result<ScopedRun, String> {
-    let start = Instant::now();
-    let scripts: Vec<_> = script::load_dir(dir)
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .filter(|s| filter.is_none_or(|f| s.test_name().contains(f)))
-        .collect();
-    let (pg, postgres, postgres_start) = postgres().await?;
-    let results = script::run_suite(pg, &scripts, None).await;
-    Ok(ScopedRun {
-        results,
-        postgres,
-        postgres_start,
-        total: start.elapsed(),
-    })
 }
 
 /// One scoped mutant and the scenario that killed it.
@@ -108,37 +71,6 @@ pub async fn mutants(dir: &Path, only: Option<&str>) -> Result<Vec<ScopedMutantR
     Ok(out)
 }
 
-/// Report lines in the shape of the scratchpad's: one per scenario, failures with their step.
-pub fn report(run: &ScopedRun) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    for r in &run.results {
-        match &r.failure {
-            None => {
-                let _ = writeln!(s, "PASS  {}", r.test_name);
-            }
-            Some(f) => {
-                let _ = writeln!(
-                    s,
-                    "FAIL  {}  ({})\n  {}:{f}",
-                    r.test_name,
-                    r.name,
-                    r.file.display()
-                );
-            }
-        }
-    }
-    let _ = writeln!(
-        s,
-        "scoped: PostgreSQL from {} (ready in {:.2?}); {} scenarios in {:.2?}",
-        run.postgres,
-        run.postgres_start,
-        run.results.len(),
-        run.total
-    );
-    s
-}
-
 /// Mutant table lines in the shape of the scratchpad's.
 pub fn mutant_table(results: &[ScopedMutantResult]) -> String {
     use std::fmt::Write;
@@ -159,4 +91,79 @@ pub fn mutant_table(results: &[ScopedMutantResult]) -> String {
         }
     }
     s
+}
+
+/// The scoped scenarios against the reference in process (or one of its mutants), each on its
+/// own S3 server and database, up to `jobs` at once: the same [`CaseReport`]s as through
+/// `--impl`, so the table, `--format json` and `--junit` read alike for both paths.
+pub async fn check_in_process(
+    scripts: &[script::Script],
+    jobs: std::num::NonZeroUsize,
+    mutant: Option<ScopedMutant>,
+) -> Result<Vec<crate::report::CaseReport>, String> {
+    use futures::StreamExt;
+    if scripts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (pg, _, _) = postgres().await?;
+    let pg = &pg;
+    Ok(futures::stream::iter(scripts)
+        .map(|s| async move {
+            let mut trace = tidemark_sim::trace::Trace::new();
+            let verdict = match play_in_process(pg.clone(), s, mutant, &mut trace).await {
+                Ok(()) => crate::report::Verdict::Passed,
+                Err(f) => crate::report::Verdict::Failed(f),
+            };
+            super::scoped_process::case(s, verdict, &trace)
+        })
+        .buffered(jobs.get())
+        .collect()
+        .await)
+}
+
+async fn play_in_process(
+    pg: Arc<PgProvider>,
+    s: &script::Script,
+    mutant: Option<ScopedMutant>,
+    trace: &mut tidemark_sim::trace::Trace,
+) -> Result<(), crate::runner::Failure> {
+    use super::scoped_process::{expect_text, outcome_text, rel, setup_failure};
+    use tidemark_sim::real_tier::{RealTier, ScopedDriver};
+    let name = s
+        .file
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tier = RealTier::with_postgres(pg, s.fault_seed())
+        .await
+        .map_err(|e| setup_failure("a running S3 server", e))?;
+    let mut driver = ScopedDriver::start(Arc::new(tier), &name, mutant, &s.knobs)
+        .await
+        .map_err(|e| setup_failure("a running store", e))?;
+    let mut now = tidemark_sim::clock::EPOCH;
+    for step in &s.steps {
+        let op = match &step.action {
+            script::Action::Advance(ms) => {
+                now = now.plus_ms(*ms);
+                trace.record(rel(now), format!("advance {ms}ms"));
+                continue;
+            }
+            script::Action::Op(op) => op,
+        };
+        let fail = |actual: String| crate::runner::Failure {
+            line: step.line,
+            step: step.text.clone(),
+            expected: expect_text(&step.expect),
+            actual,
+        };
+        let got = driver
+            .call(now, op)
+            .await
+            .map_err(|e| fail(format!("harness error: {e}")))?;
+        trace.record(rel(now), format!("{} -> {}", step.text, outcome_text(&got)));
+        if !step.expect.matches(&got) {
+            return Err(fail(outcome_text(&got)));
+        }
+    }
+    Ok(())
 }

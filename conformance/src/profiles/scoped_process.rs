@@ -122,7 +122,7 @@ pub async fn check(
         .await)
 }
 
-fn case(script: &Script, verdict: Verdict, trace: &Trace) -> CaseReport {
+pub(crate) fn case(script: &Script, verdict: Verdict, trace: &Trace) -> CaseReport {
     let failed = matches!(verdict, Verdict::Failed(_));
     CaseReport {
         test_name: script.test_name(),
@@ -139,11 +139,11 @@ fn case(script: &Script, verdict: Verdict, trace: &Trace) -> CaseReport {
     }
 }
 
-fn rel(now: Timestamp) -> i64 {
+pub(crate) fn rel(now: Timestamp) -> i64 {
     now.as_millis() - EPOCH.as_millis()
 }
 
-fn setup_failure(expected: &str, actual: impl ToString) -> Failure {
+pub(crate) fn setup_failure(expected: &str, actual: impl ToString) -> Failure {
     Failure {
         line: 0,
         step: "(setup)".into(),
@@ -160,11 +160,8 @@ struct Provided {
 }
 
 async fn provide(pg: Arc<PgProvider>, script: &Script, name: &str) -> Result<Provided, Failure> {
-    // The same seed the in-process runner derives, so fault rates draw the same numbers.
-    let seed = script.file.to_string_lossy().bytes().fold(0u64, |h, b| {
-        h.wrapping_mul(1_099_511_628_211).wrapping_add(u64::from(b))
-    });
-    let tier = RealTier::with_postgres(pg.clone(), seed)
+    // The same seed the in-process runner uses, so fault rates draw the same numbers.
+    let tier = RealTier::with_postgres(pg.clone(), script.fault_seed())
         .await
         .map_err(|e| setup_failure("a running S3 server", e))?;
     let db = pg

@@ -63,6 +63,14 @@ impl Script {
             .unwrap_or_default();
         format!("scoped::{stem}")
     }
+
+    /// The seed of the scenario's S3 fault generator, from its file name, so every runner
+    /// (in process, through a program, on either tier) draws the same faults.
+    pub fn fault_seed(&self) -> u64 {
+        self.file.to_string_lossy().bytes().fold(0u64, |h, b| {
+            h.wrapping_mul(1_099_511_628_211).wrapping_add(u64::from(b))
+        })
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -690,9 +698,7 @@ async fn run_steps(
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let seed = script.file.to_string_lossy().bytes().fold(0u64, |h, b| {
-        h.wrapping_mul(1_099_511_628_211).wrapping_add(u64::from(b))
-    });
+    let seed = script.fault_seed();
     let started = match backend {
         Backend::Sim => super::ScopedDriver::start_sim(&name, mutant, &script.knobs, seed).await,
         Backend::S3sFs | Backend::Memory => {
