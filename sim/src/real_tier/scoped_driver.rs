@@ -494,7 +494,7 @@ where
 
 /// A sweep of `store` (opened with `pause` as its rendezvous) raced by the write `write` makes:
 /// the write is issued once the sweep has claimed its candidates and driven until it lands or
-/// is seen blocked on a row lock, then the sweep goes on. A sweep that never reaches the
+/// is seen blocked on a row lock, then the sweep goes on (and a blocked write after it). A sweep that never reaches the
 /// rendezvous (a mutant sweeping another way) finishes first and the write follows it, so the
 /// race never hangs.
 pub async fn race_write_against_sweep<W, T>(
@@ -517,7 +517,14 @@ where
             pause.resume.notify_one();
             match landed {
                 Some(written) => (sweep.await, written),
-                None => tokio::join!(sweep, write),
+                // Blocked behind the sweep: the sweep finishes first, then the write is driven
+                // on. Polling both at once would let the write's S3 requests interleave with
+                // the rest of the sweep's by timing, and faults drawn per request would no
+                // longer replay by seed.
+                None => {
+                    let swept = sweep.await;
+                    (swept, write.await)
+                }
             }
         }
     }
