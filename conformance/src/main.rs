@@ -278,7 +278,11 @@ fn main() -> ExitCode {
             check_determinism,
             hunt,
         } if profile == "scoped" => Some(if *hunt {
-            Err("--hunt is not available for the scoped world yet".to_string())
+            if mutant.is_some() {
+                Err("--hunt tries every scoped mutant; it takes no --mutant".to_string())
+            } else {
+                Ok(tidemark_sim::scoped_world::hunt(*seeds, *first_seed))
+            }
         } else {
             match mutant.as_deref().map(|id| {
                 tidemark_reference::scoped::ScopedMutant::from_id(id)

@@ -6,21 +6,25 @@
 //!   ([`MemoryMetadata`], committed state shared across restarts; open transactions die with
 //!   the host) and an aws-sdk-s3 client reaching `s3` through turmoil. It sweeps once on start
 //!   and then hourly (world time), and serves [`ScopedOp`]s as JSON lines on port 7000.
-//! - Clients: three guests (sessions, files in three scopes, waits, activity) and one person
-//!   deleting and re-creating sessions, agents and workspaces, all from the seed.
+//! - Clients: three guests and one person deleting and re-creating sessions, agents and the
+//!   exposed workspace, all from the seed. Each guest solely owns a kept session (a wait from
+//!   the start, idle until the end), an active one and its agent, a shut session (its agent's
+//!   access to agent and workspace scope is `none`) in the home workspace nobody deletes from,
+//!   and an exposed session the deleter may remove. It keeps an exact model of what it wrote
+//!   and checks every answer against it as it arrives: the safety oracle (`Guest::observe`).
 //! - The controller applies faults between steps from the seed: S3 errors, partly failed
 //!   delete batches, the store down, `app`-`s3` partitions, `app` crashes and restarts, clock
-//!   jumps of hours or days (and back). Then everything heals, time moves one sweep interval
-//!   on, and liveness is checked: every obligation is done and recorded and its prefix is empty
-//!   (unless its entity lives again), nothing expired without a wait keeps a file, and no row is
-//!   left locked.
+//!   jumps of hours or days (and back), a slow store. Then everything heals, time moves one
+//!   sweep interval on, and liveness is checked: every obligation is done and recorded and its
+//!   prefix is empty (unless its entity lives again), nothing expired without a wait keeps a
+//!   file, and no row is left locked.
 //!
 //! The world clock is the epoch + turmoil's elapsed time + a jump offset (as in the scratchpad
 //! world), so days pass in one step while the network keeps millisecond ticks. The trace is the
 //! server's log in the order things were applied, with refusals by reason only (messages carry
 //! transport details such as HTTP dates), so it is byte-identical for a seed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -55,7 +59,6 @@ const SWEEPER_POLL: Duration = Duration::from_millis(500);
 const SWEEP_INTERVAL_MS: i64 = HOUR_MS;
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 const S3_TIMEOUT: Duration = Duration::from_secs(2);
-const WORKSPACES: [&str; 2] = ["w1", "w2"];
 const AGENTS: [&str; 2] = ["a1", "a2"];
 
 type Log = Arc<Mutex<Vec<(i64, String)>>>;
@@ -96,8 +99,18 @@ fn summary(o: &ScopedOutcome) -> String {
     }
 }
 
-fn space(t: &Turn) -> Result<TurnSpace, ScopedError> {
-    Ok(TurnSpace::new(&t.workspace, &t.agent, &t.session)?)
+/// Skill versions by the name they were published under (the host's registry: it outlives a
+/// restart, as the deployment's configuration would).
+type Skills = Arc<Mutex<BTreeMap<String, String>>>;
+
+fn space(t: &Turn, skills: &Skills) -> Result<TurnSpace, ScopedError> {
+    let mut s = TurnSpace::new(&t.workspace, &t.agent, &t.session)?;
+    let known = lock(skills);
+    for (slug, name) in &t.skills {
+        let sha = known.get(name).cloned().unwrap_or_else(|| name.clone());
+        s.skills.insert(slug.clone(), sha);
+    }
+    Ok(s)
 }
 
 fn wait_kind(k: &WaitKindName) -> WaitKind {
@@ -109,7 +122,12 @@ fn wait_kind(k: &WaitKindName) -> WaitKind {
 }
 
 /// Performs one client operation on the store.
-async fn apply(store: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutcome, ScopedError> {
+async fn apply(
+    store: &ScopedStore,
+    skills: &Skills,
+    op: &ScopedOp,
+) -> Result<ScopedOutcome, ScopedError> {
+    let space = |t: &Turn| space(t, skills);
     let settings = |agent, workspace| ScopeSettings { agent, workspace };
     Ok(match op {
         ScopedOp::CreateWorkspace {
@@ -183,6 +201,19 @@ async fn apply(store: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutcome, Scop
             store.delete_session(&space(turn)?).await?;
             ScopedOutcome::Ok
         }
+        ScopedOp::PublishSkill {
+            workspace,
+            name,
+            files,
+        } => {
+            let files = files
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_bytes().to_vec()))
+                .collect();
+            let sha = store.publish_skill_version(workspace, &files).await?;
+            lock(skills).insert(name.clone(), sha.clone());
+            ScopedOutcome::Published { sha256: sha }
+        }
         ScopedOp::DeleteAgent { workspace, agent } => {
             store.delete_agent(workspace, agent).await?;
             ScopedOutcome::Ok
@@ -206,6 +237,7 @@ async fn serve_app(
     cfg: ScopedConfig,
     clock: WorldClock,
     log: Log,
+    skills: Skills,
 ) -> turmoil::Result {
     let s3 = sim_s3_client(&endpoint(STORE, S3_PORT), S3_TIMEOUT);
     // The bucket exists after the first boot; a later boot's attempt is refused and ignored.
@@ -250,7 +282,8 @@ async fn serve_app(
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
     loop {
         let (stream, _) = listener.accept().await?;
-        let (store, log, clock) = (store.clone(), log.clone(), clock.clone());
+        let (store, log, clock, skills) =
+            (store.clone(), log.clone(), clock.clone(), skills.clone());
         tokio::spawn(async move {
             let mut reader = BufReader::new(stream);
             let mut line = String::new();
@@ -260,7 +293,7 @@ async fn serve_app(
             let Ok(env) = serde_json::from_str::<Envelope>(&line) else {
                 return;
             };
-            let outcome = match apply(&store, &env.op).await {
+            let outcome = match apply(&store, &skills, &env.op).await {
                 Ok(o) => o,
                 Err(e) => ScopedOutcome::Refused {
                     reason: e.kind().to_string(),
@@ -300,84 +333,757 @@ fn turn(ws: &str, agent: &str, session: &str) -> Turn {
     Turn::new(ws, agent, session)
 }
 
-/// Guest `c`'s session `j` lives in a fixed workspace and agent.
-fn guest_turn(c: usize, j: usize) -> Turn {
-    turn(
-        WORKSPACES[(c + j) % WORKSPACES.len()],
-        AGENTS[j % AGENTS.len()],
-        &format!("s{c}{j}"),
+// ----- the guests and the safety oracle ----------------------------------------------------
+
+/// How close to the TTL a session's idle time may come before the oracle stops promising its
+/// files. The server stamps activity when it handles a request (after the guest sent it) and the
+/// clock may jump back by up to two hours, so a sweep can see a session idle for up to two hours
+/// longer than the guest measured from its own send times; a day covers that with room to
+/// spare. The cost is only that a session idle between six and seven days is not checked.
+const EXPIRY_MARGIN_MS: i64 = DAY_MS;
+const TTL_MS: i64 = TTL_DAYS as i64 * DAY_MS;
+/// The workspace every guest's checked sessions live in; nobody deletes anything in it.
+const HOME: &str = "w1";
+/// The workspace the deleter works on; guests' exposed sessions live here.
+const EXPOSED: &str = "w2";
+const EDITOR: &str = "editor";
+const REF_PATH: &str = "workspace/ref.md";
+const SKILL_NAME: &str = "tools";
+const SKILL_PATH: &str = "skill/tools/README.md";
+const SKILL_CONTENT: &str = "tools v1: immutable";
+/// Spellings of traversal every implementation must refuse (SC-2.2), whatever it stores.
+const TRAVERSALS: [&str; 4] = [
+    "session/sub/../notes.md",
+    "session/%2e%2e/notes.md",
+    "agent/../session/notes.md",
+    "session/./notes.md",
+];
+
+/// Who wrote a file, and what: a read returning anything else saw another workspace, agent,
+/// session or path.
+fn content_for(t: &Turn, path: &str, tag: &str) -> String {
+    format!("{}/{}/{}/{path}#{tag}", t.workspace, t.agent, t.session)
+}
+
+/// Whether `content` may be read at `path` from turn `t`: session files must carry the
+/// session's identity, agent files the agent's, workspace files the workspace's.
+fn identity_ok(t: &Turn, path: &str, content: &str) -> bool {
+    let owner = match path.split('/').next() {
+        Some("session") => format!("{}/{}/{}/", t.workspace, t.agent, t.session),
+        Some("agent") => format!("{}/{}/", t.workspace, t.agent),
+        Some("workspace") => format!("{}/", t.workspace),
+        Some("skill") => return content == SKILL_CONTENT,
+        _ => return false,
+    };
+    content.starts_with(&owner) && content.contains(&format!("/{path}#"))
+}
+
+/// What a reply may be for one path: `None` is "not found".
+#[derive(Clone, Debug, Default)]
+struct PathModel {
+    allowed: BTreeSet<Option<String>>,
+    /// A write or delete whose outcome the guest never learned: it may land at any time, so
+    /// from then on any content the guest wrote there (or none) is acceptable.
+    haunted: bool,
+    written: BTreeSet<String>,
+}
+
+impl PathModel {
+    fn absent() -> PathModel {
+        PathModel {
+            allowed: BTreeSet::from([None]),
+            ..PathModel::default()
+        }
+    }
+
+    fn accepts(&self, v: &Option<String>) -> bool {
+        if self.haunted {
+            v.as_ref().is_none_or(|c| self.written.contains(c))
+        } else {
+            self.allowed.contains(v)
+        }
+    }
+
+    fn set(&mut self, v: Option<String>) {
+        if let Some(c) = &v {
+            self.written.insert(c.clone());
+        }
+        self.allowed = BTreeSet::from([v]);
+    }
+
+    fn must_exist(&self) -> bool {
+        !self.haunted && !self.allowed.contains(&None)
+    }
+
+    fn must_not_exist(&self) -> bool {
+        !self.haunted && self.allowed.len() == 1 && self.allowed.contains(&None)
+    }
+}
+
+/// Which of a guest's sessions an operation goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sess {
+    /// Holds a wait from the start and idles until the end.
+    Kept,
+    /// The busy one.
+    Active,
+    /// Its agent's access to agent and workspace scope is `none`.
+    Shut,
+    /// In the workspace the deleter works on: identity checks only.
+    Exposed,
+}
+
+struct SessionModel {
+    turn: Turn,
+    /// World ms the guest sent the first request that may have created the session, and then
+    /// each later operation that succeeded (its own operations are its only activity).
+    last_activity: Option<i64>,
+    wait_confirmed: bool,
+    /// The wait is known to have been in place before the session could have expired.
+    protected: bool,
+    paths: BTreeMap<String, PathModel>,
+}
+
+impl SessionModel {
+    fn new(turn: Turn) -> SessionModel {
+        SessionModel {
+            turn,
+            last_activity: None,
+            wait_confirmed: false,
+            protected: false,
+            paths: BTreeMap::new(),
+        }
+    }
+
+    /// Whether a sweep may have found the session idle for the TTL by `at`.
+    fn expirable(&self, at: i64) -> bool {
+        !self.protected
+            && self
+                .last_activity
+                .is_some_and(|last| at - last >= TTL_MS - EXPIRY_MARGIN_MS)
+    }
+}
+
+/// One guest's exact model of what it wrote, and the verdicts on what it was told.
+struct Guest {
+    c: usize,
+    sessions: Vec<(Sess, SessionModel)>,
+    /// Agent-scope files of the guest's own agent (written through Kept and Active).
+    agent_paths: BTreeMap<String, PathModel>,
+    /// What setup put in the home workspace, if setup confirmed it.
+    reference: Option<String>,
+    skill_published: bool,
+    violations: Vec<String>,
+}
+
+fn is_infra(reason: &str) -> bool {
+    matches!(reason, "storage_unavailable" | "database_unavailable")
+}
+
+/// Operations that count as the session's activity when they succeed (SC-4.3, SC-5.1).
+fn touches(op: &ScopedOp) -> bool {
+    matches!(
+        op,
+        ScopedOp::Activity { .. }
+            | ScopedOp::Write { .. }
+            | ScopedOp::Read { .. }
+            | ScopedOp::ReadText { .. }
+            | ScopedOp::List { .. }
+            | ScopedOp::Delete { .. }
     )
 }
 
-const SESSIONS_PER_GUEST: usize = 3;
-
-/// A guest's operations: `(pause in ms, op)`. It opens its sessions first.
-fn guest_ops(master: MasterSeed, c: usize) -> Vec<(u64, ScopedOp)> {
-    let mut rng = master.stream(&format!("scoped-world-guest-{c}"));
-    let paths = [
-        "session/notes.md",
-        "session/upload.pdf",
-        "agent/memory.md",
-        "workspace/ref.md",
-    ];
-    let mut out: Vec<(u64, ScopedOp)> = (0..SESSIONS_PER_GUEST)
-        .map(|j| {
-            (
-                5,
-                ScopedOp::CreateSession {
-                    turn: guest_turn(c, j),
-                },
-            )
-        })
-        .collect();
-    for n in 0..OPS_PER_CLIENT {
-        let t = guest_turn(c, rng.gen_range(0..SESSIONS_PER_GUEST));
-        let path = paths[rng.gen_range(0..paths.len())].to_string();
-        let op = match rng.gen_range(0..13) {
-            0 => ScopedOp::CreateSession { turn: t },
-            1..=4 => ScopedOp::Write {
-                turn: t,
-                path,
-                content: format!("c{c} n{n}"),
-            },
-            5 => ScopedOp::Read { turn: t, path },
-            6 => ScopedOp::ReadText { turn: t, path },
-            7 => ScopedOp::List {
-                turn: t,
-                prefix: None,
-            },
-            8 => ScopedOp::Delete { turn: t, path },
-            9 => ScopedOp::Activity { turn: t },
-            10 => ScopedOp::AddWait {
-                turn: t,
-                kind: WaitKindName("queued".into()),
-                id: format!("m{}", rng.gen_range(0..2)),
-            },
-            _ => ScopedOp::RemoveWait {
-                turn: t,
-                kind: WaitKindName("queued".into()),
-                id: format!("m{}", rng.gen_range(0..2)),
-            },
-        };
-        out.push((rng.gen_range(5..200), op));
-    }
-    out
+fn home_turn(agent: &str, session: &str) -> Turn {
+    let mut t = turn(HOME, agent, session);
+    t.skills
+        .insert(SKILL_NAME.to_string(), SKILL_NAME.to_string());
+    t
 }
 
-/// The person deleting (and re-creating) sessions, agents and workspaces.
+impl Guest {
+    fn new(c: usize) -> Guest {
+        let sessions = vec![
+            (
+                Sess::Kept,
+                SessionModel::new(home_turn(&format!("g{c}"), &format!("k{c}"))),
+            ),
+            (
+                Sess::Active,
+                SessionModel::new(home_turn(&format!("g{c}"), &format!("s{c}"))),
+            ),
+            (
+                Sess::Shut,
+                SessionModel::new(home_turn(&format!("n{c}"), &format!("n{c}"))),
+            ),
+            (
+                Sess::Exposed,
+                SessionModel::new(turn(EXPOSED, AGENTS[c % AGENTS.len()], &format!("x{c}"))),
+            ),
+        ];
+        Guest {
+            c,
+            sessions,
+            agent_paths: BTreeMap::new(),
+            reference: None,
+            skill_published: false,
+            violations: Vec::new(),
+        }
+    }
+
+    fn turn(&self, s: Sess) -> Turn {
+        self.session(s).turn.clone()
+    }
+
+    fn session(&self, s: Sess) -> &SessionModel {
+        &self
+            .sessions
+            .iter()
+            .find(|(k, _)| *k == s)
+            .expect("every session kind")
+            .1
+    }
+
+    fn session_mut(&mut self, s: Sess) -> &mut SessionModel {
+        &mut self
+            .sessions
+            .iter_mut()
+            .find(|(k, _)| *k == s)
+            .expect("every session kind")
+            .1
+    }
+
+    fn violation(&mut self, at: i64, what: String) {
+        self.violations.push(format!("g{} at {at}: {what}", self.c));
+    }
+
+    /// The model of a session- or agent-scope path of a checked session.
+    fn path_model(&mut self, s: Sess, path: &str) -> Option<&mut PathModel> {
+        if path.starts_with("session/") {
+            Some(
+                self.session_mut(s)
+                    .paths
+                    .entry(path.to_string())
+                    .or_insert_with(PathModel::absent),
+            )
+        } else if path.starts_with("agent/") && matches!(s, Sess::Kept | Sess::Active) {
+            Some(
+                self.agent_paths
+                    .entry(path.to_string())
+                    .or_insert_with(PathModel::absent),
+            )
+        } else {
+            None
+        }
+    }
+
+    /// An operation whose answer never came (timeout, connection lost): it may have happened.
+    fn unknown(&mut self, s: Sess, op: &ScopedOp) {
+        let (path, v) = match op {
+            ScopedOp::Write { path, content, .. } => (path, Some(content.clone())),
+            ScopedOp::Delete { path, .. } => (path, None),
+            _ => return,
+        };
+        if s == Sess::Exposed {
+            if let Some(c) = &v {
+                self.session_mut(s)
+                    .paths
+                    .entry(path.clone())
+                    .or_default()
+                    .written
+                    .insert(c.clone());
+            }
+            return;
+        }
+        if let Some(m) = self.path_model(s, path) {
+            m.haunted = true;
+            if let Some(c) = v {
+                m.written.insert(c);
+            }
+        }
+    }
+
+    /// Checks one answered operation against the model, then applies its effect.
+    fn observe(&mut self, s: Sess, op: &ScopedOp, sent: i64, replied: i64, out: &ScopedOutcome) {
+        let refused = match out {
+            ScopedOutcome::Refused { reason, .. } => Some(reason.as_str()),
+            _ => None,
+        };
+        let t = self.turn(s);
+        let name = format!("{}/{}/{}", t.workspace, t.agent, t.session);
+        // Checks that hold in every session, whatever was deleted: resolution refuses before
+        // anything is read or written.
+        let probe = match op {
+            ScopedOp::Write { path, .. }
+            | ScopedOp::Read { path, .. }
+            | ScopedOp::ReadText { path, .. }
+            | ScopedOp::Delete { path, .. } => Some(path.as_str()),
+            _ => None,
+        };
+        if let Some(path) = probe {
+            if TRAVERSALS.contains(&path) {
+                if refused != Some("traversal") {
+                    self.violation(
+                        replied,
+                        format!(
+                            "{name}: the traversal {path:?} was answered {} (SC-2.2)",
+                            summary(out)
+                        ),
+                    );
+                }
+                return;
+            }
+            if path == "notes.md" {
+                if refused != Some("missing_scope") {
+                    self.violation(
+                        replied,
+                        format!(
+                            "{name}: the scopeless path {path:?} was answered {} (SC-2.4)",
+                            summary(out)
+                        ),
+                    );
+                }
+                return;
+            }
+        }
+        // Anything read must be what its scope's owner wrote there.
+        let read_back = match out {
+            ScopedOutcome::Content { content } => Some(content.clone()),
+            ScopedOutcome::Text { text: Some(t) } => Some(t.clone()),
+            _ => None,
+        };
+        if let (Some(path), Some(c)) = (probe, &read_back) {
+            if !identity_ok(&t, path, c) {
+                self.violation(
+                    replied,
+                    format!("{name}: reading {path} returned {c:?}, which is not this turn's (another workspace, agent or session)"),
+                );
+                return;
+            }
+        }
+        if s == Sess::Exposed {
+            // Someone may delete this session at any time: only identity, and that session
+            // content is this guest's own.
+            if let (ScopedOp::Read { path, .. } | ScopedOp::ReadText { path, .. }, Some(c)) =
+                (op, &read_back)
+            {
+                if path.starts_with("session/")
+                    && !self
+                        .session(s)
+                        .paths
+                        .get(path)
+                        .is_some_and(|m| m.written.contains(c))
+                {
+                    self.violation(
+                        replied,
+                        format!("{name}: {path} returned {c:?}, never written by its only writer"),
+                    );
+                }
+            }
+            if let (ScopedOp::Write { path, content, .. }, ScopedOutcome::Written { .. }) =
+                (op, out)
+            {
+                self.session_mut(s)
+                    .paths
+                    .entry(path.clone())
+                    .or_default()
+                    .written
+                    .insert(content.clone());
+            }
+            return;
+        }
+        if refused == Some("unknown_entity") && self.session(s).last_activity.is_some() {
+            if !matches!(op, ScopedOp::CreateSession { .. }) {
+                self.violation(
+                    replied,
+                    format!(
+                        "{name}: the session is unknown, though nobody deletes anything in {HOME}"
+                    ),
+                );
+            }
+            return;
+        }
+        let ok = refused.is_none();
+        if let ScopedOp::CreateSession { .. } = op {
+            if ok && self.session(s).last_activity.is_none() {
+                self.session_mut(s).last_activity = Some(sent);
+            }
+            return;
+        }
+        if self.session(s).last_activity.is_none() {
+            // Never confirmed to exist: nothing to promise.
+            return;
+        }
+        // A sweep may have taken the session's files since its last confirmed activity, before
+        // this operation arrived (whether it succeeded or not).
+        if self.session(s).expirable(replied) {
+            for m in self.session_mut(s).paths.values_mut() {
+                m.allowed.insert(None);
+            }
+        }
+        match op {
+            ScopedOp::AddWait { .. } => {
+                if ok {
+                    let expirable = self.session(s).expirable(replied);
+                    let m = self.session_mut(s);
+                    m.wait_confirmed = true;
+                    m.protected = !expirable;
+                }
+            }
+            ScopedOp::Write { path, content, .. } => {
+                self.check_write(s, &name, path, content, replied, out)
+            }
+            ScopedOp::Read { path, .. } | ScopedOp::ReadText { path, .. } => {
+                self.check_read(s, &name, path, replied, out)
+            }
+            ScopedOp::Delete { path, .. } => {
+                if let Some(m) = self.path_model(s, path) {
+                    match refused {
+                        None => m.set(None),
+                        Some("not_found") => {
+                            if !m.accepts(&None) {
+                                let w = format!(
+                                    "{name}: deleting {path} found nothing, but it holds {:?}",
+                                    m.allowed
+                                );
+                                self.violation(replied, w);
+                            } else if !m.haunted {
+                                m.set(None);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            ScopedOp::List { prefix: None, .. } => self.check_listing(s, &name, replied, out),
+            _ => {}
+        }
+        if ok && touches(op) {
+            let m = self.session_mut(s);
+            m.last_activity = Some(sent);
+            if m.wait_confirmed {
+                m.protected = true;
+            }
+        }
+    }
+
+    fn check_write(
+        &mut self,
+        s: Sess,
+        name: &str,
+        path: &str,
+        content: &str,
+        at: i64,
+        out: &ScopedOutcome,
+    ) {
+        let refused = match out {
+            ScopedOutcome::Refused { reason, .. } => Some(reason.clone()),
+            _ => None,
+        };
+        let may_write =
+            path.starts_with("session/") || (path.starts_with("agent/") && s != Sess::Shut);
+        if !may_write {
+            // Workspace scope is read-only by default (SC-3.2), and the shut agent has none.
+            if !refused
+                .as_deref()
+                .is_some_and(|r| r == "permission_denied" || is_infra(r))
+            {
+                self.violation(
+                    at,
+                    format!(
+                        "{name}: writing {path} without write access was answered {} (SC-3.3)",
+                        summary(out)
+                    ),
+                );
+            }
+            return;
+        }
+        let Some(m) = self.path_model(s, path) else {
+            return;
+        };
+        match refused.as_deref() {
+            None => {
+                if m.haunted {
+                    m.written.insert(content.to_string());
+                } else {
+                    m.set(Some(content.to_string()));
+                }
+            }
+            Some(r) if is_infra(r) => {}
+            Some(r) => {
+                let w = format!(
+                    "{name}: writing {path} was refused {r}, though the guest may write it"
+                );
+                self.violation(at, w);
+            }
+        }
+    }
+
+    fn check_read(&mut self, s: Sess, name: &str, path: &str, at: i64, out: &ScopedOutcome) {
+        let answer: Result<Option<String>, &str> = match out {
+            ScopedOutcome::Content { content } => Ok(Some(content.clone())),
+            ScopedOutcome::Text { text: Some(t) } => Ok(Some(t.clone())),
+            ScopedOutcome::Text { text: None } => Ok(Some("<no text>".into())),
+            ScopedOutcome::Refused { reason, .. } if reason == "not_found" => Ok(None),
+            ScopedOutcome::Refused { reason, .. } => Err(reason.as_str()),
+            _ => Err("an unexpected outcome"),
+        };
+        let shut_scope =
+            s == Sess::Shut && (path.starts_with("agent/") || path.starts_with("workspace/"));
+        if shut_scope {
+            // The agent's access to this scope is none: refused, never answered (SC-3.3).
+            if !matches!(answer, Err(r) if r == "permission_denied" || is_infra(r)) {
+                self.violation(
+                    at,
+                    format!(
+                        "{name}: reading {path} with access none was answered {}",
+                        summary(out)
+                    ),
+                );
+            }
+            return;
+        }
+        let answer = match answer {
+            Ok(a) => a,
+            Err(r) if is_infra(r) => return,
+            Err(r) => {
+                self.violation(at, format!("{name}: reading {path} was refused {r}"));
+                return;
+            }
+        };
+        if path == SKILL_PATH {
+            if self.skill_published && answer.as_deref() != Some(SKILL_CONTENT) {
+                self.violation(at, format!("{name}: the skill published at setup reads {answer:?} (skills are never swept, SC-6.2)"));
+            }
+            return;
+        }
+        if path == REF_PATH {
+            if self.reference.is_some() && answer != self.reference {
+                let w = format!("{name}: {path} reads {answer:?}, not what setup wrote (a refused write had an effect, or workspace files went)");
+                self.violation(at, w);
+            }
+            return;
+        }
+        let kept = s == Sess::Kept && self.session(s).protected;
+        let Some(m) = self.path_model(s, path) else {
+            return;
+        };
+        if !m.accepts(&answer) {
+            let why = if answer.is_none() && kept {
+                "its session holds a wait, so it is never swept (SC-5.2)"
+            } else if answer.is_none() {
+                "its session is live and nobody deleted it"
+            } else {
+                "the latest content the guest wrote is another (a refused or deleted write shows, or extracted text outlived its file)"
+            };
+            let w = format!(
+                "{name}: {path} reads {answer:?}, expected one of {:?}: {why}",
+                m.allowed
+            );
+            self.violation(at, w);
+            return;
+        }
+        if !m.haunted {
+            m.set(answer);
+        }
+    }
+
+    fn check_listing(&mut self, s: Sess, name: &str, at: i64, out: &ScopedOutcome) {
+        let ScopedOutcome::Listing { paths } = out else {
+            return;
+        };
+        let listed: BTreeSet<&str> = paths.iter().map(String::as_str).collect();
+        let mut known: BTreeMap<String, PathModel> = self.session(s).paths.clone();
+        let mut problems = Vec::new();
+        if s == Sess::Shut {
+            if let Some(p) = paths.iter().find(|p| !p.starts_with("session/")) {
+                problems.push(format!("lists {p} from a scope with access none (SC-3.4)"));
+            }
+        } else {
+            known.extend(self.agent_paths.clone());
+            if self.reference.is_some() {
+                known.insert(REF_PATH.to_string(), {
+                    let mut m = PathModel::default();
+                    m.set(self.reference.clone());
+                    m
+                });
+            }
+        }
+        for (p, m) in &known {
+            if m.must_exist() && !listed.contains(p.as_str()) {
+                problems.push(format!(
+                    "does not list {p} (a listing with no prefix shows all three scopes, SC-3.4)"
+                ));
+            }
+            if m.must_not_exist() && listed.contains(p.as_str()) {
+                problems.push(format!("lists {p}, which is gone"));
+            }
+        }
+        for p in &listed {
+            if !known.contains_key(*p) && !(s == Sess::Shut && !p.starts_with("session/")) {
+                problems.push(format!("lists {p}, which nobody wrote"));
+            }
+        }
+        if let Some(p) = problems.into_iter().next() {
+            self.violation(at, format!("{name}: the listing {p}"));
+        }
+    }
+}
+
+/// A guest's plan: `(pause in ms, session, op, retry until it succeeds)`.
+type Plan = Vec<(u64, Sess, ScopedOp, bool)>;
+
+fn guest_plan(master: MasterSeed, g: &Guest) -> Plan {
+    let c = g.c;
+    let mut rng = master.stream(&format!("scoped-world-guest-{c}"));
+    let mut n = 0;
+    let mut write = |s: Sess, path: &str| {
+        n += 1;
+        let t = g.turn(s);
+        ScopedOp::Write {
+            content: content_for(&t, path, &format!("g{c}n{n}")),
+            turn: t,
+            path: path.to_string(),
+        }
+    };
+    let mut plan: Plan = Vec::new();
+    for s in [Sess::Kept, Sess::Active, Sess::Shut, Sess::Exposed] {
+        plan.push((5, s, ScopedOp::CreateSession { turn: g.turn(s) }, true));
+    }
+    let k = g.turn(Sess::Kept);
+    plan.push((
+        5,
+        Sess::Kept,
+        ScopedOp::AddWait {
+            turn: k.clone(),
+            kind: WaitKindName("parked".into()),
+            id: "hold".into(),
+        },
+        true,
+    ));
+    plan.push((5, Sess::Kept, write(Sess::Kept, "session/keep.md"), true));
+    plan.push((5, Sess::Kept, write(Sess::Kept, "agent/keep.md"), false));
+    let read = |s: Sess, path: &str| ScopedOp::Read {
+        turn: g.turn(s),
+        path: path.to_string(),
+    };
+    let read_text = |s: Sess, path: &str| ScopedOp::ReadText {
+        turn: g.turn(s),
+        path: path.to_string(),
+    };
+    let active_paths = ["session/notes.md", "session/data.md", "agent/mem.md"];
+    let readable = [
+        "session/notes.md",
+        "session/data.md",
+        "agent/mem.md",
+        "agent/keep.md",
+        REF_PATH,
+        SKILL_PATH,
+    ];
+    for _ in 0..OPS_PER_CLIENT {
+        let pause = if rng.gen_bool(0.05) {
+            rng.gen_range(800..1_500)
+        } else {
+            rng.gen_range(5..200)
+        };
+        let roll = rng.gen_range(0..100);
+        let (s, op) = if roll < 60 {
+            let s = Sess::Active;
+            let op = match rng.gen_range(0..17) {
+                0..=3 => write(s, active_paths[rng.gen_range(0..active_paths.len())]),
+                4 => write(s, REF_PATH),
+                5..=7 => read(s, readable[rng.gen_range(0..readable.len())]),
+                8 => read_text(s, readable[rng.gen_range(0..3)]),
+                9 => {
+                    let path = active_paths[rng.gen_range(0..2)];
+                    plan.push((
+                        pause,
+                        s,
+                        ScopedOp::Delete {
+                            turn: g.turn(s),
+                            path: path.into(),
+                        },
+                        false,
+                    ));
+                    // Its text must go with it (SC-4.2).
+                    read_text(s, path)
+                }
+                10 | 11 => ScopedOp::List {
+                    turn: g.turn(s),
+                    prefix: None,
+                },
+                12 => write(s, "notes.md"),
+                13 => read(s, "notes.md"),
+                14 => read(s, TRAVERSALS[rng.gen_range(0..TRAVERSALS.len())]),
+                15 => write(s, TRAVERSALS[rng.gen_range(0..TRAVERSALS.len())]),
+                _ => ScopedOp::Activity { turn: g.turn(s) },
+            };
+            (s, op)
+        } else if roll < 75 {
+            let s = Sess::Shut;
+            let op = match rng.gen_range(0..7) {
+                0 => write(s, "session/n.md"),
+                1 => read(s, "session/n.md"),
+                2 => read(s, REF_PATH),
+                3 => read_text(s, REF_PATH),
+                4 => read(s, SKILL_PATH),
+                5 => write(s, "agent/x.md"),
+                _ => ScopedOp::List {
+                    turn: g.turn(s),
+                    prefix: None,
+                },
+            };
+            (s, op)
+        } else {
+            let s = Sess::Exposed;
+            let paths = ["session/x.md", "agent/shared.md", "workspace/w2.md"];
+            let p = paths[rng.gen_range(0..paths.len())];
+            let op = match rng.gen_range(0..8) {
+                0..=2 => write(s, p),
+                3 | 4 => read(s, p),
+                5 => ScopedOp::List {
+                    turn: g.turn(s),
+                    prefix: None,
+                },
+                6 => ScopedOp::Delete {
+                    turn: g.turn(s),
+                    path: p.into(),
+                },
+                _ => ScopedOp::CreateSession { turn: g.turn(s) },
+            };
+            (s, op)
+        };
+        plan.push((pause, s, op, false));
+    }
+    // The end: the kept session, idle since the start, must still hold its files.
+    for op in [
+        read(Sess::Kept, "session/keep.md"),
+        read_text(Sess::Kept, "session/keep.md"),
+        read(Sess::Kept, "agent/keep.md"),
+        ScopedOp::List {
+            turn: k,
+            prefix: None,
+        },
+    ] {
+        plan.push((5, Sess::Kept, op, false));
+    }
+    plan
+}
+
+/// The person deleting (and re-creating) sessions, agents and the exposed workspace. Nothing
+/// in the home workspace is ever deleted, so the guests' checked sessions are theirs alone.
 fn admin_ops(master: MasterSeed) -> Vec<(u64, ScopedOp)> {
     let mut rng = master.stream("scoped-world-admin");
     let mut out = Vec::new();
     for _ in 0..OPS_PER_CLIENT / 3 {
-        let ws = WORKSPACES[rng.gen_range(0..WORKSPACES.len())].to_string();
+        let ws = EXPOSED.to_string();
         let agent = AGENTS[rng.gen_range(0..AGENTS.len())].to_string();
         let op = match rng.gen_range(0..8) {
-            0 | 1 => ScopedOp::DeleteSession {
-                turn: guest_turn(
-                    rng.gen_range(0..GUESTS),
-                    rng.gen_range(0..SESSIONS_PER_GUEST),
-                ),
-            },
+            0 | 1 => {
+                let c = rng.gen_range(0..GUESTS);
+                ScopedOp::DeleteSession {
+                    turn: turn(EXPOSED, AGENTS[c % AGENTS.len()], &format!("x{c}")),
+                }
+            }
             2 => ScopedOp::DeleteAgent {
                 workspace: ws,
                 agent,
@@ -450,6 +1156,20 @@ fn faults(master: MasterSeed) -> Vec<(u64, Fault)> {
         out.push((at, Fault::Crash));
         out.push((at + rng.gen_range(50..800), Fault::Restart));
     }
+    // Longer than the TTL in one step: every session without a wait or a turn meanwhile
+    // expires at once.
+    if rng.gen_bool(0.5) {
+        let days = i64::from(TTL_DAYS) + rng.gen_range(1..4);
+        out.push((rng.gen_range(500..4_500), Fault::Jump(days * DAY_MS)));
+    }
+    // A slow store: sweeps take long enough for turns to arrive in the middle of them.
+    if rng.gen_bool(0.4) {
+        let at = rng.gen_range(200..4_000);
+        let mut slow = plan(0.0, 0.0, false);
+        slow.latency = Duration::from_millis(rng.gen_range(20..80));
+        out.push((at, Fault::S3(slow)));
+        out.push((at + rng.gen_range(500..1_500), Fault::S3Heal));
+    }
     out.sort_by_key(|(at, _)| *at);
     out
 }
@@ -492,55 +1212,172 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
         .max_message_latency(Duration::from_millis(10))
         .build();
     sim.host(STORE, move || serve(service.clone(), S3_PORT));
+    let skills: Skills = Arc::default();
     {
-        let (meta, cfg, clock, log) = (meta.clone(), cfg.clone(), clock.clone(), log.clone());
+        let (meta, cfg, clock, log, skills) = (
+            meta.clone(),
+            cfg.clone(),
+            clock.clone(),
+            log.clone(),
+            skills.clone(),
+        );
         sim.host(APP, move || {
-            serve_app(meta.clone(), cfg.clone(), clock.clone(), log.clone())
+            serve_app(
+                meta.clone(),
+                cfg.clone(),
+                clock.clone(),
+                log.clone(),
+                skills.clone(),
+            )
         });
     }
-    // Setup, before any guest: both workspaces (workspace scope writable) and their agents.
-    let setup: Vec<ScopedOp> = WORKSPACES
-        .iter()
-        .flat_map(|ws| {
-            std::iter::once(ScopedOp::CreateWorkspace {
-                workspace: ws.to_string(),
-                agent_access: None,
-                workspace_access: Some(Access::ReadWrite),
-            })
-            .chain(AGENTS.iter().map(|a| ScopedOp::CreateAgent {
-                workspace: ws.to_string(),
-                agent: a.to_string(),
-                agent_access: None,
-                workspace_access: None,
-            }))
-        })
-        .collect();
-    let set_up = Arc::new(AtomicBool::new(false));
-    let mut clients: Vec<(String, Vec<(u64, ScopedOp)>)> = (0..GUESTS)
-        .map(|c| (format!("g{c}"), guest_ops(master, c)))
-        .collect();
-    clients.push(("admin".into(), admin_ops(master)));
-    for (c, (name, ops)) in clients.into_iter().enumerate() {
-        let (left, set_up, setup) = (clients_left.clone(), set_up.clone(), setup.clone());
-        sim.client(name, async move {
+    // Setup, before any guest. Home: default settings (workspace scope read-only), an editor
+    // that may write the workspace scope and writes its reference file, each guest's agent, and
+    // each guest's shut agent (agent and workspace access none); a skill version. Exposed:
+    // workspace scope writable, two agents the guests share.
+    let editor = turn(HOME, EDITOR, "e");
+    let reference = content_for(&editor, REF_PATH, "setup");
+    let mut setup: Vec<ScopedOp> = vec![
+        ScopedOp::CreateWorkspace {
+            workspace: HOME.into(),
+            agent_access: None,
+            workspace_access: None,
+        },
+        ScopedOp::CreateAgent {
+            workspace: HOME.into(),
+            agent: EDITOR.into(),
+            agent_access: None,
+            workspace_access: Some(Access::ReadWrite),
+        },
+    ];
+    for c in 0..GUESTS {
+        setup.push(ScopedOp::CreateAgent {
+            workspace: HOME.into(),
+            agent: format!("g{c}"),
+            agent_access: None,
+            workspace_access: None,
+        });
+        setup.push(ScopedOp::CreateAgent {
+            workspace: HOME.into(),
+            agent: format!("n{c}"),
+            agent_access: Some(Access::None),
+            workspace_access: Some(Access::None),
+        });
+    }
+    setup.push(ScopedOp::CreateWorkspace {
+        workspace: EXPOSED.into(),
+        agent_access: None,
+        workspace_access: Some(Access::ReadWrite),
+    });
+    for a in AGENTS {
+        setup.push(ScopedOp::CreateAgent {
+            workspace: EXPOSED.into(),
+            agent: a.into(),
+            agent_access: None,
+            workspace_access: None,
+        });
+    }
+    setup.push(ScopedOp::CreateSession {
+        turn: editor.clone(),
+    });
+    setup.push(ScopedOp::Write {
+        turn: editor,
+        path: REF_PATH.into(),
+        content: reference.clone(),
+    });
+    setup.push(ScopedOp::PublishSkill {
+        workspace: HOME.into(),
+        name: SKILL_NAME.into(),
+        files: BTreeMap::from([("README.md".to_string(), SKILL_CONTENT.to_string())]),
+    });
+    // What setup confirmed: the reference file written, the skill published.
+    let set_up: Arc<Mutex<Option<(bool, bool)>>> = Arc::default();
+    let violations: Arc<Mutex<Vec<String>>> = Arc::default();
+    for c in 0..GUESTS {
+        let (left, set_up, setup, clock, log, violations, reference) = (
+            clients_left.clone(),
+            set_up.clone(),
+            setup.clone(),
+            clock.clone(),
+            log.clone(),
+            violations.clone(),
+            reference.clone(),
+        );
+        sim.client(format!("g{c}"), async move {
             if c == 0 {
-                // The app is still starting: each setup call is retried until it is answered.
+                // The app is still starting: each setup call is retried until it succeeds.
+                let mut confirmed = (false, false);
                 for (seq, op) in setup.into_iter().enumerate() {
-                    while !matches!(
-                        tokio::time::timeout(CALL_TIMEOUT, call(99, seq, op.clone())).await,
-                        Ok(Ok(_))
-                    ) {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    for _ in 0..200 {
+                        match tokio::time::timeout(CALL_TIMEOUT, call(99, seq, op.clone())).await {
+                            Ok(Ok(ScopedOutcome::Refused { .. })) | Ok(Err(_)) | Err(_) => {
+                                tokio::time::sleep(Duration::from_millis(20)).await;
+                            }
+                            Ok(Ok(_)) => {
+                                match op {
+                                    ScopedOp::Write { .. } => confirmed.0 = true,
+                                    ScopedOp::PublishSkill { .. } => confirmed.1 = true,
+                                    _ => {}
+                                }
+                                break;
+                            }
+                        }
                     }
                 }
-                set_up.store(true, Ordering::SeqCst);
+                *lock(&set_up) = Some(confirmed);
             }
-            while !set_up.load(Ordering::SeqCst) {
+            let (ref_ok, skill_ok) = loop {
+                if let Some(s) = *lock(&set_up) {
+                    break s;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            };
+            let mut guest = Guest::new(c);
+            guest.reference = ref_ok.then_some(reference);
+            guest.skill_published = skill_ok;
+            let plan = guest_plan(master, &guest);
+            let mut seq = 0;
+            for (pause_ms, sess, op, retry) in plan {
+                tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+                for _ in 0..if retry { 50 } else { 1 } {
+                    seq += 1;
+                    let sent = rel(&clock);
+                    let answer = tokio::time::timeout(CALL_TIMEOUT, call(c, seq, op.clone())).await;
+                    let replied = rel(&clock);
+                    let done = match answer {
+                        Ok(Ok(out)) => {
+                            guest.observe(sess, &op, sent, replied, &out);
+                            !matches!(out, ScopedOutcome::Refused { .. })
+                        }
+                        _ => {
+                            guest.unknown(sess, &op);
+                            false
+                        }
+                    };
+                    for v in guest.violations.drain(..) {
+                        lock(&log).push((replied, format!("VIOLATION {v}")));
+                        lock(&violations).push(v);
+                    }
+                    if done {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            left.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        });
+    }
+    {
+        let (left, set_up) = (clients_left.clone(), set_up.clone());
+        let ops = admin_ops(master);
+        sim.client("admin", async move {
+            while lock(&set_up).is_none() {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             for (seq, (pause_ms, op)) in ops.into_iter().enumerate() {
                 tokio::time::sleep(Duration::from_millis(pause_ms)).await;
-                let _ = tokio::time::timeout(CALL_TIMEOUT, call(c, seq, op)).await;
+                let _ = tokio::time::timeout(CALL_TIMEOUT, call(GUESTS, seq, op)).await;
             }
             left.fetch_sub(1, Ordering::SeqCst);
             Ok(())
@@ -664,6 +1501,9 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
     let log = lock(&log).clone();
     for (at, line) in &log {
         trace.record(*at, line);
+    }
+    if failure.is_none() {
+        failure = lock(&violations).first().map(|v| format!("safety: {v}"));
     }
     if failure.is_none() {
         failure = liveness(&meta, &objects, &log, heal_at.load(Ordering::SeqCst)).err();
@@ -792,6 +1632,48 @@ fn liveness(
     Ok(())
 }
 
+/// `tidemark world --profile scoped --hunt`: for each scoped mutant, seeds from `first_seed`
+/// until one fails (at most `seeds`). Prints FOUND / NOT FOUND per mutant and
+/// `N passed, M failed` (found, not found). Returns whether every mutant was found.
+pub fn hunt(seeds: u64, first_seed: u64) -> bool {
+    let started = std::time::Instant::now();
+    let mut found = 0;
+    let mut runs = 0u64;
+    for m in ScopedMutant::ALL {
+        let mut hit = None;
+        for s in first_seed..first_seed + seeds {
+            runs += 1;
+            if let Some(f) = run_scoped_world(s, Some(m)).failure {
+                hit = Some((s, f));
+                break;
+            }
+        }
+        match hit {
+            Some((s, f)) => {
+                found += 1;
+                println!(
+                    "FOUND      {:<30} at seed {s} ({} seeds): {}",
+                    m.id(),
+                    s - first_seed + 1,
+                    f.chars().take(160).collect::<String>()
+                );
+            }
+            None => println!("NOT FOUND  {:<30} in {seeds} seeds", m.id()),
+        }
+    }
+    let secs = started.elapsed().as_secs_f64().max(1e-9);
+    println!(
+        "{runs} scoped world runs in {secs:.2}s ({:.1} seeds/s)",
+        runs as f64 / secs
+    );
+    println!(
+        "{} passed, {} failed",
+        found,
+        ScopedMutant::ALL.len() - found
+    );
+    found == ScopedMutant::ALL.len()
+}
+
 /// `tidemark world --profile scoped`: seeds through the scoped world, optionally twice each to
 /// compare trace hashes. Returns whether every seed passed.
 pub fn command(
@@ -837,7 +1719,8 @@ pub fn command(
     }
     let secs = started.elapsed().as_secs_f64().max(1e-9);
     println!(
-        "{seeds} scoped world seeds in {secs:.2}s: {} turmoil steps, {:.0} simulated days",
+        "{seeds} scoped world seeds in {secs:.2}s ({:.1} seeds/s): {} turmoil steps, {:.0} simulated days",
+        seeds as f64 / secs,
         steps,
         simulated_ms as f64 / DAY_MS as f64
     );
