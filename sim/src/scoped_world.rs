@@ -721,13 +721,11 @@ impl Guest {
             }
         }
         match op {
-            ScopedOp::AddWait { .. } => {
-                if ok {
-                    let expirable = self.session(s).expirable(replied);
-                    let m = self.session_mut(s);
-                    m.wait_confirmed = true;
-                    m.protected = !expirable;
-                }
+            ScopedOp::AddWait { .. } if ok => {
+                let expirable = self.session(s).expirable(replied);
+                let m = self.session_mut(s);
+                m.wait_confirmed = true;
+                m.protected = !expirable;
             }
             ScopedOp::Write { path, content, .. } => {
                 self.check_write(s, &name, path, content, replied, out)
@@ -919,7 +917,8 @@ impl Guest {
             }
         }
         for p in &listed {
-            if !known.contains_key(*p) && !(s == Sess::Shut && !p.starts_with("session/")) {
+            // The shut session's stray scopes are reported above.
+            if !known.contains_key(*p) && (s != Sess::Shut || p.starts_with("session/")) {
                 problems.push(format!("lists {p}, which nobody wrote"));
             }
         }
