@@ -127,7 +127,7 @@ async fn play_in_process(
     mutant: Option<ScopedMutant>,
     trace: &mut tidemark_sim::trace::Trace,
 ) -> Result<(), crate::runner::Failure> {
-    use super::scoped_process::{expect_text, outcome_text, rel, setup_failure};
+    use super::scoped_process::setup_failure;
     use tidemark_sim::real_tier::{RealTier, ScopedDriver};
     let name = s
         .file
@@ -140,6 +140,18 @@ async fn play_in_process(
     let mut driver = ScopedDriver::start(Arc::new(tier), &name, mutant, &s.knobs)
         .await
         .map_err(|e| setup_failure("a running store", e))?;
+    let result = steps_in_process(&mut driver, s, trace).await;
+    let cleanup = driver.finish().await;
+    result?;
+    cleanup.map_err(|e| setup_failure("the scenario's database dropped", e))
+}
+
+async fn steps_in_process(
+    driver: &mut tidemark_sim::real_tier::ScopedDriver,
+    s: &script::Script,
+    trace: &mut tidemark_sim::trace::Trace,
+) -> Result<(), crate::runner::Failure> {
+    use super::scoped_process::{expect_text, outcome_text, rel};
     let mut now = tidemark_sim::clock::EPOCH;
     for step in &s.steps {
         let op = match &step.action {

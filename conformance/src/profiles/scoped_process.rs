@@ -194,7 +194,7 @@ async fn play(
     for d in [&root, &workdir] {
         std::fs::create_dir(d).map_err(|e| setup_failure("a scratch directory", e))?;
     }
-    let provided = provide(pg, script, &name).await?;
+    let provided = provide(pg.clone(), script, &name).await?;
     let init = Init {
         id: INIT_ID,
         protocol: PROTOCOL.to_string(),
@@ -222,7 +222,10 @@ async fn play(
     trace.record(0, "start -> ok");
     let result = steps(&mut session, &provided, script, trace).await;
     session.stop().await;
-    result
+    // Leave a DATABASE_URL server as it was found.
+    let cleanup = pg.drop_database(provided.db).await;
+    result?;
+    cleanup.map_err(|e| setup_failure("the scenario's database dropped", e))
 }
 
 async fn steps(

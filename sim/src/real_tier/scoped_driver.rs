@@ -365,6 +365,17 @@ impl ScopedDriver {
         &self.meta
     }
 
+    /// Ends the scenario: drops its database, so a run against a `DATABASE_URL` server leaves
+    /// it as it found it (an ephemeral cluster goes as a whole anyway).
+    pub async fn finish(self) -> Result<(), RealTierError> {
+        let ScopedDriver { tier, service, .. } = self;
+        drop(service);
+        match tier {
+            DriverTier::Real { tier, db } => tier.pg.drop_database(*db).await,
+            DriverTier::Sim { .. } => Ok(()),
+        }
+    }
+
     /// Performs one operation at simulated time `now`: the harness's steps here, every other
     /// step through the [`ScopedService`] exactly as the reference adapter performs it, with
     /// the scenario's skill names mapped to the hashes they were published under. `Err` is a

@@ -721,6 +721,30 @@ async fn run_steps(
     };
     let mut driver =
         started.map_err(|e| fail(0, "start", "a running store".into(), e.to_string()))?;
+    let result = play_steps(&mut driver, script, outcomes).await;
+    let cleanup = driver.finish().await;
+    result?;
+    cleanup.map_err(|e| {
+        fail(
+            0,
+            "finish",
+            "the scenario's database dropped".into(),
+            e.to_string(),
+        )
+    })
+}
+
+async fn play_steps(
+    driver: &mut super::ScopedDriver,
+    script: &Script,
+    outcomes: &mut Vec<(usize, ScopedOutcome)>,
+) -> Result<(), StepFailure> {
+    let fail = |line: usize, step: &str, expected: String, actual: String| StepFailure {
+        line,
+        step: step.to_string(),
+        expected,
+        actual,
+    };
     let mut now = crate::clock::EPOCH;
     for step in &script.steps {
         match &step.action {
