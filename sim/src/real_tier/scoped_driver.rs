@@ -519,7 +519,9 @@ where
 {
     let sweep = store.sweep();
     tokio::pin!(sweep);
+    // `biased`: tokio otherwise picks among ready branches at random, from a seed of its own.
     tokio::select! {
+        biased;
         swept = &mut sweep => (swept, write().await),
         _ = pause.reached.notified() => {
             let write = write();
