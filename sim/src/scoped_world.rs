@@ -1208,7 +1208,7 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
         .rng_seed(master.stream("scoped-world-turmoil").next_u64())
         .simulation_duration(Duration::from_secs(600))
         .min_message_latency(Duration::from_millis(1))
-        .max_message_latency(Duration::from_millis(10))
+        .max_message_latency(Duration::from_millis(1))
         .build();
     sim.host(STORE, move || serve(service.clone(), S3_PORT));
     let skills: Skills = Arc::default();

@@ -50,7 +50,7 @@ fn a_scoped_world_seed_replays_to_the_same_trace_hash() {
 }
 
 #[test]
-fn the_liveness_check_catches_deletions_recorded_by_application_code_and_batches_marked_done_despite_errors_within_thirty_seeds(
+fn the_liveness_check_catches_deletions_recorded_by_application_code_and_batches_marked_done_despite_errors_within_sixty_seeds(
 ) {
     use tidemark_reference::scoped::ScopedMutant;
     for m in [
@@ -59,8 +59,8 @@ fn the_liveness_check_catches_deletions_recorded_by_application_code_and_batches
         ScopedMutant::DeletionBeforeRecord,
     ] {
         assert!(
-            (0..30).any(|seed| run_scoped_world(seed, Some(m)).failure.is_some()),
-            "{} survives thirty world seeds",
+            (0..60).any(|seed| run_scoped_world(seed, Some(m)).failure.is_some()),
+            "{} survives sixty world seeds",
             m.id()
         );
     }

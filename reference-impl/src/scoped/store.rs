@@ -713,22 +713,30 @@ impl ScopedStore {
                 path: path.to_string(),
             });
         }
-        self.in_session(turn, "commit write", async |perms| {
-            self.require(&perms, &r, Access::ReadWrite)?;
-            let text_key = layout::text_key(&r.prefix, &r.key);
-            let sha = hex::encode(Sha256::digest(&bytes));
-            match extract_text(&bytes) {
-                Some(text) => {
-                    self.put_tagged(&text_key, text.as_bytes().to_vec(), Some(&sha))
-                        .await?
+        let written = self
+            .in_session(turn, "commit write", async |perms| {
+                self.require(&perms, &r, Access::ReadWrite)?;
+                let text_key = layout::text_key(&r.prefix, &r.key);
+                let sha = hex::encode(Sha256::digest(&bytes));
+                match extract_text(&bytes) {
+                    Some(text) => {
+                        self.put_tagged(&text_key, text.as_bytes().to_vec(), Some(&sha))
+                            .await?
+                    }
+                    // Overwriting a text file with a binary one must not leave the old text behind.
+                    None => self.delete_one(&text_key).await?,
                 }
-                // Overwriting a text file with a binary one must not leave the old text behind.
-                None => self.delete_one(&text_key).await?,
-            }
-            self.crash(CrashPoint::AfterTextWritten)?;
-            self.put_tagged(&r.key, bytes, Some(&sha)).await
-        })
-        .await?;
+                self.crash(CrashPoint::AfterTextWritten)?;
+                self.put_tagged(&r.key, bytes, Some(&sha)).await
+            })
+            .await;
+        if let Err(ScopedError::Storage { .. }) = &written {
+            // The text may have landed before the file failed, and the rollback restored a
+            // swept mark: let the next sweep look at the session again, or the text would
+            // outlive the retention period unseen (found by the scoped world, seed 27).
+            self.meta.unmark_swept(&session_key(turn)).await?;
+        }
+        written?;
         Ok(r)
     }
 

@@ -326,6 +326,22 @@ impl Metadata for MemoryMetadata {
         Ok(self.shared.lock().tables.sessions.contains_key(key))
     }
 
+    async fn unmark_swept(&self, key: &SessionKey) -> Result<(), ScopedError> {
+        let row = RowKey::Session(key.clone());
+        self.shared
+            .until_free(|st| {
+                if st.held_by_other(&row, None) {
+                    return None;
+                }
+                if let Some(r) = st.tables.sessions.get_mut(key) {
+                    r.files_swept_at_ms = None;
+                }
+                Some(())
+            })
+            .await;
+        Ok(())
+    }
+
     async fn workspace_exists(&self, ws: &str) -> Result<bool, ScopedError> {
         Ok(self.shared.lock().tables.workspaces.contains_key(ws))
     }

@@ -101,6 +101,10 @@ pub trait Metadata: Send + Sync {
 
     async fn session_exists(&self, key: &SessionKey) -> Result<bool, ScopedError>;
 
+    /// `files_swept_at_ms = NULL` if set: the next sweep examines the session again (if it is
+    /// idle). For objects a failed operation may have left behind in a swept session.
+    async fn unmark_swept(&self, key: &SessionKey) -> Result<(), ScopedError>;
+
     async fn workspace_exists(&self, ws: &str) -> Result<bool, ScopedError>;
 
     /// Inserts a wait; `false` when nothing was inserted (no such session, or already there).

@@ -121,6 +121,21 @@ impl Metadata for PostgresMetadata {
         Ok(row.is_some())
     }
 
+    async fn unmark_swept(&self, key: &SessionKey) -> Result<(), ScopedError> {
+        sqlx::query(
+            "UPDATE sessions SET files_swept_at_ms = NULL
+              WHERE workspace_id = $1 AND agent_id = $2 AND id = $3
+                AND files_swept_at_ms IS NOT NULL",
+        )
+        .bind(&key.workspace)
+        .bind(&key.agent)
+        .bind(&key.session)
+        .execute(&self.pool)
+        .await
+        .map_err(ScopedError::db("unmark swept"))?;
+        Ok(())
+    }
+
     async fn workspace_exists(&self, ws: &str) -> Result<bool, ScopedError> {
         let row = sqlx::query("SELECT 1 FROM workspaces WHERE id = $1")
             .bind(ws)

@@ -59,16 +59,21 @@ struct Model {
     /// The agent layer's agent-scope access; absent means the default, read-write.
     agent_access: BTreeMap<&'static str, Access>,
     deleted_agents: BTreeSet<&'static str>,
+    /// Sessions the last sweep found expired or deleted: nothing at all may remain under their
+    /// prefixes, extracted text included.
+    emptied: BTreeSet<usize>,
 }
 
 impl Model {
     /// Applies a sweep; returns how many files it removed.
     fn sweep(&mut self, now: i64) -> usize {
         let mut removed = 0;
-        for s in &mut self.sessions {
+        self.emptied.clear();
+        for (i, s) in self.sessions.iter_mut().enumerate() {
             if s.deleted || (s.waits.is_empty() && now - s.last_activity >= TTL_DAYS * DAY_MS) {
                 removed += s.files.len();
                 s.files.clear();
+                self.emptied.insert(i);
             }
         }
         // A deleted agent's obligation is emptied by the same sweep (SC-6).
@@ -339,6 +344,7 @@ impl<'a> Runner<'a> {
             agent_files: BTreeMap::new(),
             agent_access: BTreeMap::new(),
             deleted_agents: BTreeSet::new(),
+            emptied: BTreeSet::new(),
         };
         for (i, t) in turns.iter().enumerate() {
             store
@@ -811,6 +817,17 @@ impl<'a> Runner<'a> {
                 );
             }
         }
+        // A session the sweep emptied keeps nothing: no file, and no text a failed write left.
+        for &j in &self.model.emptied {
+            let (a, s) = SESSIONS[j];
+            let left = self.mem.keys(BUCKET, &format!("sessions/w1/{a}/{s}/"));
+            if !left.is_empty() {
+                return diverged(
+                    format!("after the sweep nothing under {a}/{s}"),
+                    format!("{} object(s) left: {left:?}", left.len()),
+                );
+            }
+        }
         let obligations = self.store.deletion_obligations().await.map_err(harness)?;
         let records = self.store.deletion_records().await.map_err(harness)?;
         for o in &obligations {
@@ -1060,9 +1077,15 @@ impl<'a> Runner<'a> {
                 let m = &mut self.model.sessions[i];
                 m.files.insert(path(p).to_string(), content);
                 m.touched(now);
+                // Written after the sweep: the session holds this file and its text now.
+                self.model.emptied.remove(&i);
             }
             (Err(ScopedError::UnknownEntity { .. }), true) => {}
-            (Err(ScopedError::Storage { .. }), _) if self.faulty() => self.note("failed: storage"),
+            (Err(ScopedError::Storage { .. }), _) if self.faulty() => {
+                // Its text may have landed after the sweep: the next sweep takes it.
+                self.model.emptied.remove(&i);
+                self.note("failed: storage")
+            }
             (r, d) => {
                 return diverged(
                     if d {
