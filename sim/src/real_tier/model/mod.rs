@@ -13,17 +13,18 @@
 //! Used by `sim/tests/real_tier_scoped_model.rs` and by `tidemark explore --profile scoped`.
 
 pub mod ops;
+mod outcome;
+mod state;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
 use tidemark_reference::clock::{Clock, ManualClock, DAY_MS, HOUR_MS};
 use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata, PostgresMetadata};
 use tidemark_reference::scoped::{
     Access, CrashPoint, PathError, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant,
-    ScopedStore, SweepPause, TurnSpace, WaitKind,
+    ScopedStore, SweepPause, TurnSpace,
 };
 
 use crate::clock::EPOCH;
@@ -31,157 +32,13 @@ use crate::real_tier::scoped_driver::race_write_against_sweep;
 use crate::real_tier::{FaultPlan, MemoryHandle, PgProvider, S3Server};
 use ops::{agent, path, session, traversal, AGENTS, SESSIONS, SKILL_FILES, WAIT_NAMES};
 pub use ops::{generate, ModelOp};
+pub use outcome::{trace_hash, Divergence, SequenceError, SequenceRun};
+use state::{kind, Model, SessionModel, TTL_DAYS};
 
 /// Steps per sequence unless a caller says otherwise.
 pub const DEFAULT_STEPS: usize = 80;
 
-const TTL_DAYS: i64 = 30;
 const BUCKET: &str = "model";
-
-#[derive(Default, Clone, Debug)]
-struct SessionModel {
-    last_activity: i64,
-    waits: BTreeSet<(u8, u8)>,
-    files: BTreeMap<String, String>,
-    deleted: bool,
-}
-
-impl SessionModel {
-    fn touched(&mut self, now: i64) {
-        self.last_activity = self.last_activity.max(now);
-    }
-}
-
-struct Model {
-    sessions: Vec<SessionModel>,
-    /// Agent-scope files by agent, kept while the agent exists (SC-1.1).
-    agent_files: BTreeMap<&'static str, BTreeMap<String, String>>,
-    /// The agent layer's agent-scope access; absent means the default, read-write.
-    agent_access: BTreeMap<&'static str, Access>,
-    deleted_agents: BTreeSet<&'static str>,
-    /// Sessions the last sweep found expired or deleted: nothing at all may remain under their
-    /// prefixes, extracted text included.
-    emptied: BTreeSet<usize>,
-}
-
-impl Model {
-    /// Applies a sweep; returns how many files it removed.
-    fn sweep(&mut self, now: i64) -> usize {
-        let mut removed = 0;
-        self.emptied.clear();
-        for (i, s) in self.sessions.iter_mut().enumerate() {
-            if s.deleted || (s.waits.is_empty() && now - s.last_activity >= TTL_DAYS * DAY_MS) {
-                removed += s.files.len();
-                s.files.clear();
-                self.emptied.insert(i);
-            }
-        }
-        // A deleted agent's obligation is emptied by the same sweep (SC-6).
-        for a in &self.deleted_agents {
-            if let Some(files) = self.agent_files.get_mut(a) {
-                removed += files.len();
-                files.clear();
-            }
-        }
-        removed
-    }
-
-    fn access(&self, agent: &str) -> Access {
-        self.agent_access
-            .get(agent)
-            .copied()
-            .unwrap_or(Access::ReadWrite)
-    }
-
-    /// What a listing with no prefix shows for session `i` (SC-2.5): its session files and, if
-    /// the agent scope is readable, its agent's files; the workspace scope holds nothing here.
-    fn listing(&self, i: usize) -> BTreeSet<String> {
-        let agent = SESSIONS[i].0;
-        let session = self.sessions[i]
-            .files
-            .keys()
-            .map(|p| format!("session/{p}"));
-        let agent_files = self
-            .agent_files
-            .get(agent)
-            .filter(|_| self.access(agent).can_read())
-            .into_iter()
-            .flat_map(|f| f.keys().map(|p| format!("agent/{p}")));
-        session.chain(agent_files).collect()
-    }
-}
-
-fn kind(k: u8) -> WaitKind {
-    [WaitKind::Queued, WaitKind::Parked, WaitKind::Waiting][k as usize % 3]
-}
-
-/// Where a sequence left the model: the step, the trace up to and including it, and what the
-/// model expected beside what the store did.
-#[derive(Clone, Debug)]
-pub struct Divergence {
-    pub seed: u64,
-    pub step: usize,
-    /// The trace, readable, in order: each operation and what it observed; the last operation
-    /// is the one that diverged.
-    pub ops: Vec<String>,
-    pub expected: String,
-    pub actual: String,
-}
-
-impl fmt::Display for Divergence {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "seed {}, step {}:", self.seed, self.step)?;
-        writeln!(f, "  expected {}", self.expected)?;
-        writeln!(f, "  actual   {}", self.actual)?;
-        write!(f, "steps so far:\n  {}", self.ops.join("\n  "))
-    }
-}
-
-/// Why a sequence did not pass.
-#[derive(Clone, Debug)]
-pub enum SequenceError {
-    /// The store and the model disagree.
-    Diverged(Divergence),
-    /// The harness could not set up (S3 server, database, bucket): not a verdict.
-    Setup(String),
-}
-
-impl fmt::Display for SequenceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SequenceError::Diverged(d) => d.fmt(f),
-            SequenceError::Setup(e) => write!(f, "setup failed: {e}"),
-        }
-    }
-}
-
-/// A sequence that agreed with the model throughout.
-#[derive(Clone, Debug, Default)]
-pub struct SequenceRun {
-    pub steps: usize,
-    /// Files the model's sweeps removed (the sequence reached expiry this often).
-    pub swept_files: usize,
-    /// Simulated time from the pinned epoch to the end of the sequence.
-    pub simulated_ms: i64,
-    /// Each operation and what it observed, in order.
-    pub trace: Vec<String>,
-}
-
-impl SequenceRun {
-    /// sha256 of the trace, hex: two runs of one sequence must agree on it.
-    pub fn trace_hash(&self) -> String {
-        trace_hash(&self.trace)
-    }
-}
-
-pub fn trace_hash(lines: &[String]) -> String {
-    let mut h = Sha256::new();
-    for l in lines {
-        h.update(l.as_bytes());
-        h.update(b"\n");
-    }
-    hex::encode(h.finalize())
-}
 
 /// Where a sequence keeps its metadata. S3 is the in-memory store over HTTP either way.
 #[derive(Clone, Copy)]

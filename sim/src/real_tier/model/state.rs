@@ -1,0 +1,89 @@
+//! The executable model of SPEC part SC the sequences are checked against: what each session
+//! holds, its activity and waits, agent-scope files and access, and what a sweep removes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tidemark_reference::clock::DAY_MS;
+use tidemark_reference::scoped::{Access, WaitKind};
+
+use super::ops::SESSIONS;
+
+/// The idle TTL the sequences run with, in days.
+pub(super) const TTL_DAYS: i64 = 30;
+
+#[derive(Default, Clone, Debug)]
+pub(super) struct SessionModel {
+    pub(super) last_activity: i64,
+    pub(super) waits: BTreeSet<(u8, u8)>,
+    pub(super) files: BTreeMap<String, String>,
+    pub(super) deleted: bool,
+}
+
+impl SessionModel {
+    pub(super) fn touched(&mut self, now: i64) {
+        self.last_activity = self.last_activity.max(now);
+    }
+}
+
+pub(super) struct Model {
+    pub(super) sessions: Vec<SessionModel>,
+    /// Agent-scope files by agent, kept while the agent exists (SC-1.1).
+    pub(super) agent_files: BTreeMap<&'static str, BTreeMap<String, String>>,
+    /// The agent layer's agent-scope access; absent means the default, read-write.
+    pub(super) agent_access: BTreeMap<&'static str, Access>,
+    pub(super) deleted_agents: BTreeSet<&'static str>,
+    /// Sessions the last sweep found expired or deleted: nothing at all may remain under their
+    /// prefixes, extracted text included.
+    pub(super) emptied: BTreeSet<usize>,
+}
+
+impl Model {
+    /// Applies a sweep; returns how many files it removed.
+    pub(super) fn sweep(&mut self, now: i64) -> usize {
+        let mut removed = 0;
+        self.emptied.clear();
+        for (i, s) in self.sessions.iter_mut().enumerate() {
+            if s.deleted || (s.waits.is_empty() && now - s.last_activity >= TTL_DAYS * DAY_MS) {
+                removed += s.files.len();
+                s.files.clear();
+                self.emptied.insert(i);
+            }
+        }
+        // A deleted agent's obligation is emptied by the same sweep (SC-6).
+        for a in &self.deleted_agents {
+            if let Some(files) = self.agent_files.get_mut(a) {
+                removed += files.len();
+                files.clear();
+            }
+        }
+        removed
+    }
+
+    pub(super) fn access(&self, agent: &str) -> Access {
+        self.agent_access
+            .get(agent)
+            .copied()
+            .unwrap_or(Access::ReadWrite)
+    }
+
+    /// What a listing with no prefix shows for session `i` (SC-2.5): its session files and, if
+    /// the agent scope is readable, its agent's files; the workspace scope holds nothing here.
+    pub(super) fn listing(&self, i: usize) -> BTreeSet<String> {
+        let agent = SESSIONS[i].0;
+        let session = self.sessions[i]
+            .files
+            .keys()
+            .map(|p| format!("session/{p}"));
+        let agent_files = self
+            .agent_files
+            .get(agent)
+            .filter(|_| self.access(agent).can_read())
+            .into_iter()
+            .flat_map(|f| f.keys().map(|p| format!("agent/{p}")));
+        session.chain(agent_files).collect()
+    }
+}
+
+pub(super) fn kind(k: u8) -> WaitKind {
+    [WaitKind::Queued, WaitKind::Parked, WaitKind::Waiting][k as usize % 3]
+}
