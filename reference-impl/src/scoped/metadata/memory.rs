@@ -641,6 +641,23 @@ impl MemTx {
         }
     }
 
+    /// `UPDATE sessions SET … WHERE key`: takes the row (waiting for another holder), then
+    /// writes `change` of what this transaction sees into its overlay; no row, no change.
+    async fn update_session(
+        &mut self,
+        key: &SessionKey,
+        change: impl FnOnce(SessionRow) -> SessionRow,
+    ) {
+        self.take(RowKey::Session(key.clone())).await;
+        let row = {
+            let st = self.shared.lock();
+            self.view(&st).session(key)
+        };
+        if let Some(r) = row {
+            self.overlay.sessions.insert(key.clone(), Some(change(r)));
+        }
+    }
+
     /// Takes `row` for this transaction once no other holds it.
     async fn take(&mut self, row: RowKey) {
         let me = self.id;
@@ -725,21 +742,12 @@ impl MetaTx for MemTx {
     }
 
     async fn touch(&mut self, key: &SessionKey, now_ms: i64) -> Result<(), ScopedError> {
-        self.take(RowKey::Session(key.clone())).await;
-        let row = {
-            let st = self.shared.lock();
-            self.view(&st).session(key)
-        };
-        if let Some(r) = row {
-            self.overlay.sessions.insert(
-                key.clone(),
-                Some(SessionRow {
-                    last_activity_ms: r.last_activity_ms.max(now_ms),
-                    files_swept_at_ms: None,
-                    sweep_unfinished_at_ms: None,
-                }),
-            );
-        }
+        self.update_session(key, |r| SessionRow {
+            last_activity_ms: r.last_activity_ms.max(now_ms),
+            files_swept_at_ms: None,
+            sweep_unfinished_at_ms: None,
+        })
+        .await;
         Ok(())
     }
 
@@ -787,39 +795,21 @@ impl MetaTx for MemTx {
         key: &SessionKey,
         now_ms: i64,
     ) -> Result<(), ScopedError> {
-        self.take(RowKey::Session(key.clone())).await;
-        let row = {
-            let st = self.shared.lock();
-            self.view(&st).session(key)
-        };
-        if let Some(r) = row {
-            self.overlay.sessions.insert(
-                key.clone(),
-                Some(SessionRow {
-                    sweep_unfinished_at_ms: Some(now_ms),
-                    ..r
-                }),
-            );
-        }
+        self.update_session(key, |r| SessionRow {
+            sweep_unfinished_at_ms: Some(now_ms),
+            ..r
+        })
+        .await;
         Ok(())
     }
 
     async fn mark_swept(&mut self, key: &SessionKey, now_ms: i64) -> Result<(), ScopedError> {
-        self.take(RowKey::Session(key.clone())).await;
-        let row = {
-            let st = self.shared.lock();
-            self.view(&st).session(key)
-        };
-        if let Some(r) = row {
-            self.overlay.sessions.insert(
-                key.clone(),
-                Some(SessionRow {
-                    files_swept_at_ms: Some(now_ms),
-                    sweep_unfinished_at_ms: None,
-                    ..r
-                }),
-            );
-        }
+        self.update_session(key, |r| SessionRow {
+            files_swept_at_ms: Some(now_ms),
+            sweep_unfinished_at_ms: None,
+            ..r
+        })
+        .await;
         Ok(())
     }
 
