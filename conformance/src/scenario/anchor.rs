@@ -15,31 +15,27 @@ pub(super) fn check(steps: &[Step]) -> Result<(), (usize, String)> {
     for (i, step) in steps.iter().enumerate() {
         let earlier = &steps[..i];
         match &step.action {
-            Action::Disk(DiskAction::Absent(p)) => {
-                if !earlier.iter().any(|s| shows_on_disk(s, p)) {
-                    return Err((
+            Action::Disk(DiskAction::Absent(p)) if !earlier.iter().any(|s| shows_on_disk(s, p)) => {
+                return Err((
                         step.line,
                         format!(
                             "'disk absent {p}' is not anchored: an earlier 'disk exists' (or a disk step \
                              that made it) must show {p} or something below it existed, or the check \
                              passes against an implementation that never wrote there"
                         ),
-                    ));
-                }
+                ));
             }
             Action::Call {
                 call: call @ Call::List { .. },
                 expect: Expect::Listing(entries),
-            } if entries.is_empty() => {
-                if !earlier.iter().any(|s| lists_entries(s, call)) {
-                    return Err((
-                        step.line,
-                        "this empty listing is not anchored: an earlier listing of the same path by a \
-                         member of the same session must expect entries, or the check passes against an \
-                         implementation that stores nothing"
-                            .into(),
-                    ));
-                }
+            } if entries.is_empty() && !earlier.iter().any(|s| lists_entries(s, call)) => {
+                return Err((
+                    step.line,
+                    "this empty listing is not anchored: an earlier listing of the same path by a \
+                     member of the same session must expect entries, or the check passes against an \
+                     implementation that stores nothing"
+                        .into(),
+                ));
             }
             _ => {}
         }
