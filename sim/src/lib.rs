@@ -8,5 +8,6 @@ pub mod trace;
 pub mod lifecycle;
 pub mod owner;
 pub mod real_tier;
+pub mod reap;
 pub mod scoped_world;
 pub mod turmoil_s3;

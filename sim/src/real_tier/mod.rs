@@ -5,6 +5,7 @@
 //!   store down) that also stores lifecycle configuration.
 //! - [`server`]: the in-process server and an aws-sdk-s3 client for it.
 //! - [`pg`]: PostgreSQL from `DATABASE_URL`, an ephemeral cluster, or (detected) Docker.
+//! - [`pg_reap`]: databases of killed runs on a shared server, told apart by advisory locks.
 //! - [`remote`]: the scoped profile split where the process protocol splits it.
 //! - [`model`]: seeded random operation sequences checked against a model of SPEC part SC.
 
@@ -12,6 +13,7 @@ pub mod faults;
 pub mod memory_s3;
 pub mod model;
 pub mod pg;
+pub mod pg_reap;
 pub mod remote;
 pub mod scoped_driver;
 pub mod script;
@@ -55,24 +57,18 @@ pub struct RealTier {
 
 impl RealTier {
     pub async fn start(seed: u64) -> Result<RealTier, RealTierError> {
-        let root = tempfile::Builder::new()
-            .prefix("tidemark-s3-")
-            .tempdir()
-            .map_err(|e| RealTierError::S3Server {
-                message: format!("temporary directory: {e}"),
-            })?;
+        let root = crate::owner::tempdir("tidemark-s3-").map_err(|e| RealTierError::S3Server {
+            message: format!("temporary directory: {e}"),
+        })?;
         let pg = Arc::new(PgProvider::from_environment().await?);
         RealTier::start_with(pg, seed, root).await
     }
 
     /// A tier with its own S3 server over a fresh directory, on an existing PostgreSQL.
     pub async fn with_postgres(pg: Arc<PgProvider>, seed: u64) -> Result<RealTier, RealTierError> {
-        let root = tempfile::Builder::new()
-            .prefix("tidemark-s3-")
-            .tempdir()
-            .map_err(|e| RealTierError::S3Server {
-                message: format!("temporary directory: {e}"),
-            })?;
+        let root = crate::owner::tempdir("tidemark-s3-").map_err(|e| RealTierError::S3Server {
+            message: format!("temporary directory: {e}"),
+        })?;
         RealTier::start_with(pg, seed, root).await
     }
 
@@ -82,12 +78,9 @@ impl RealTier {
         pg: Arc<PgProvider>,
         seed: u64,
     ) -> Result<RealTier, RealTierError> {
-        let root = tempfile::Builder::new()
-            .prefix("tidemark-s3-")
-            .tempdir()
-            .map_err(|e| RealTierError::S3Server {
-                message: format!("temporary directory: {e}"),
-            })?;
+        let root = crate::owner::tempdir("tidemark-s3-").map_err(|e| RealTierError::S3Server {
+            message: format!("temporary directory: {e}"),
+        })?;
         // LastModified of the in-memory store comes from this clock; the scoped reference
         // stamps its own write times, so a fixed instant is enough.
         let clock = Arc::new(tidemark_reference::clock::ManualClock::starting_at(
