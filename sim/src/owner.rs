@@ -86,18 +86,97 @@ pub fn lock_dir() -> PathBuf {
     std::env::temp_dir().join(LOCK_DIR_NAME)
 }
 
+/// The prefix of a directory being made by [`tempdir_in`]: marked, not yet renamed to its name.
+pub const STAGING_PREFIX: &str = ".tidemark-staging-";
+
+/// A temporary directory of this run, removed (with everything in it) when dropped.
+#[derive(Debug)]
+pub struct OwnedDir {
+    path: PathBuf,
+}
+
+impl OwnedDir {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for OwnedDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
 /// A fresh temporary directory `tidemark-<what>-XXXX` in the temp dir, marked with this run's
 /// token.
-pub fn tempdir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
+pub fn tempdir(prefix: &str) -> std::io::Result<OwnedDir> {
     tempdir_in(&std::env::temp_dir(), prefix)
 }
 
 /// Like [`tempdir`], under `base`. `prefix` must start with `tidemark-` so reapers find it.
-pub fn tempdir_in(base: &Path, prefix: &str) -> std::io::Result<tempfile::TempDir> {
+///
+/// The directory never exists under its name without its owner file: it is made and marked
+/// as `.tidemark-staging-*`, then renamed (never over an existing one). A run killed in the
+/// microseconds between making a staging directory and marking it leaves an empty hidden
+/// directory no one can attribute.
+pub fn tempdir_in(base: &Path, prefix: &str) -> std::io::Result<OwnedDir> {
     debug_assert!(prefix.starts_with("tidemark-"), "{prefix}");
-    let dir = tempfile::Builder::new().prefix(prefix).tempdir_in(base)?;
-    Owner::current().mark_dir(dir.path())?;
-    Ok(dir)
+    let staging = tempfile::Builder::new()
+        .prefix(STAGING_PREFIX)
+        .tempdir_in(base)?;
+    Owner::current().mark_dir(staging.path())?;
+    let suffix = staging
+        .path()
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix(STAGING_PREFIX))
+        .unwrap_or("x")
+        .to_string();
+    let mut attempt = 0u32;
+    loop {
+        let name = if attempt == 0 {
+            format!("{prefix}{suffix}")
+        } else {
+            format!("{prefix}{suffix}{attempt}")
+        };
+        let target = base.join(name);
+        match rename_noreplace(staging.path(), &target) {
+            Ok(()) => {
+                // The staging TempDir's path no longer exists; forget it without removing.
+                let _ = staging.keep();
+                return Ok(OwnedDir { path: target });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// rename(2) that fails with `AlreadyExists` instead of replacing an empty directory.
+fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+    };
+    let (from, to) = (c(from)?, c(to)?);
+    // SAFETY: two valid NUL-terminated paths; renameat2 reads them only.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// The token in `dir`'s [`OWNER_FILE`], if it has a valid one.

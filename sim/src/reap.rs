@@ -133,7 +133,8 @@ fn marked_dirs(bases: &[PathBuf]) -> BTreeMap<String, Vec<PathBuf>> {
         for e in entries.flatten() {
             let name = e.file_name();
             let Some(name) = name.to_str() else { continue };
-            if !name.starts_with("tidemark-") || name == LOCK_DIR_NAME {
+            let ours = name.starts_with("tidemark-") || name.starts_with(owner::STAGING_PREFIX);
+            if !ours || name == LOCK_DIR_NAME {
                 continue;
             }
             // Never follow a symlink someone planted in the temp dir.

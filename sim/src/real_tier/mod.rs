@@ -52,7 +52,7 @@ pub struct RealTier {
     /// Shared: many tiers (one S3 server each, so faults stay per scenario) may use one
     /// PostgreSQL server, each scenario in its own database.
     pub pg: Arc<PgProvider>,
-    root: tempfile::TempDir,
+    root: crate::owner::OwnedDir,
 }
 
 impl RealTier {
@@ -93,7 +93,7 @@ impl RealTier {
     async fn start_with(
         pg: Arc<PgProvider>,
         seed: u64,
-        root: tempfile::TempDir,
+        root: crate::owner::OwnedDir,
     ) -> Result<RealTier, RealTierError> {
         let s3 = S3Server::start(root.path(), seed).await?;
         Ok(RealTier { s3, pg, root })

@@ -159,6 +159,22 @@ pub async fn drop_own_databases(admin: &PgConnectOptions) -> Result<Vec<String>,
     })?
 }
 
+/// Names of databases starting `tdm_` on the server of `admin`, sorted: what runs left there.
+pub async fn run_databases(admin: &PgConnectOptions) -> Result<Vec<String>, String> {
+    let mut conn = admin.connect().await.map_err(|e| format!("connect: {e}"))?;
+    let names = sqlx::query(
+        "SELECT datname FROM pg_database WHERE datname LIKE 'tdm\\_%' ORDER BY datname",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .map_err(|e| format!("list databases: {e}"))?
+    .into_iter()
+    .map(|r| r.get::<String, _>(0))
+    .collect();
+    let _ = conn.close().await;
+    Ok(names)
+}
+
 /// One line on stderr about a reap at start: what was dropped, or why it could not be.
 pub fn report_reaped(result: Result<Vec<String>, String>) {
     match result {
