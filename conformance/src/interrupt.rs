@@ -25,6 +25,8 @@ use tidemark_sim::reap::{self, Reaped};
 /// cluster's own stop waits up to 10 s; a stuck one is then stopped by the sweep.
 pub const DROP_GRACE_MS: u64 = 12_000;
 
+/// Set when a signal arrived: from then on the signal thread owns the exit.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
 /// Set while a [`cancellable`] command runs, so the signal thread knows someone will answer.
 static CANCELLABLE: AtomicBool = AtomicBool::new(false);
 static CANCEL: tokio::sync::Notify = tokio::sync::Notify::const_new();
@@ -43,6 +45,17 @@ pub fn start() {
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
+    // After a signal, work that is still running may fail (its directories are being
+    // removed): its panic is not news, and the signal thread owns the exit.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if SIGNALLED.load(Ordering::SeqCst) {
+            loop {
+                std::thread::park();
+            }
+        }
+        default_hook(info);
+    }));
     let reaped = reap::reap_dead_runs(&extra_bases());
     if !reaped.is_empty() {
         eprintln!(
@@ -54,7 +67,14 @@ pub fn start() {
 }
 
 /// Call at a normal exit: removes anything still carrying this run's token, then its lock.
+/// If a signal arrived meanwhile (a command that is not cancellable may fail because the
+/// sweep removed its directories), it never returns: the signal thread exits with 130/143.
 pub fn finish() {
+    if SIGNALLED.load(Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
     reap::sweep_own(&extra_bases());
     reap::release_own_lock();
 }
@@ -98,6 +118,7 @@ fn install_signal_thread() {
                 _ = sigterm.recv() => libc::SIGTERM,
             }
         });
+        SIGNALLED.store(true, Ordering::SeqCst);
         let name = if number == libc::SIGINT {
             "SIGINT"
         } else {
@@ -112,6 +133,7 @@ fn install_signal_thread() {
                 .wait_timeout_while(guard, Duration::from_millis(DROP_GRACE_MS), |d| !*d)
                 .expect("never poisoned");
         }
+        tidemark_sim::owner::stop_marking();
         let reaped = reap::sweep_own(&extra_bases());
         let databases = rt.block_on(drop_own_databases());
         let databases = databases.unwrap_or_else(|e| {

@@ -48,6 +48,16 @@ pub struct Owner {
 
 static CURRENT: OnceLock<Owner> = OnceLock::new();
 
+/// Set by [`stop_marking`]: an interrupted run's sweep has begun, so no new directory of this
+/// run may appear behind it.
+static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on [`Owner::mark_dir`] (and so [`tempdir`]) fails: called when an interrupted run
+/// starts removing what it owns, so work still running cannot create what the sweep would miss.
+pub fn stop_marking() {
+    STOPPED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 impl Owner {
     /// This process's owner, created (and its lock taken) on first use. It lives until the
     /// process exits, so the lock is released only by the kernel.
@@ -71,6 +81,12 @@ impl Owner {
 
     /// Writes [`OWNER_FILE`] into `dir`, naming this run as its owner.
     pub fn mark_dir(&self, dir: &Path) -> std::io::Result<()> {
+        if STOPPED.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "the run was interrupted",
+            ));
+        }
         let mut f = File::create(dir.join(OWNER_FILE))?;
         writeln!(f, "{}", self.token)
     }
@@ -115,21 +131,22 @@ pub fn tempdir(prefix: &str) -> std::io::Result<OwnedDir> {
 
 /// Like [`tempdir`], under `base`. `prefix` must start with `tidemark-` so reapers find it.
 ///
-/// The directory never exists under its name without its owner file: it is made and marked
-/// as `.tidemark-staging-*`, then renamed (never over an existing one). A run killed in the
-/// microseconds between making a staging directory and marking it leaves an empty hidden
-/// directory no one can attribute.
+/// The directory never exists under its name without its owner file: it is made as
+/// `.tidemark-staging-<token>-*` (the name alone says whose it is, see [`staging_owner`]),
+/// marked, then renamed (never over an existing one).
 pub fn tempdir_in(base: &Path, prefix: &str) -> std::io::Result<OwnedDir> {
     debug_assert!(prefix.starts_with("tidemark-"), "{prefix}");
+    let owner = Owner::current();
+    let staging_prefix = format!("{STAGING_PREFIX}{}-", owner.token());
     let staging = tempfile::Builder::new()
-        .prefix(STAGING_PREFIX)
+        .prefix(&staging_prefix)
         .tempdir_in(base)?;
-    Owner::current().mark_dir(staging.path())?;
+    owner.mark_dir(staging.path())?;
     let suffix = staging
         .path()
         .file_name()
         .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_prefix(STAGING_PREFIX))
+        .and_then(|n| n.strip_prefix(staging_prefix.as_str()))
         .unwrap_or("x")
         .to_string();
     let mut attempt = 0u32;
@@ -177,6 +194,12 @@ fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
     } else {
         Err(std::io::Error::last_os_error())
     }
+}
+
+/// The token in a staging directory's name (`.tidemark-staging-<token>-XXXX`), if it is one.
+pub fn staging_owner(name: &str) -> Option<&str> {
+    let token = name.strip_prefix(STAGING_PREFIX)?.split('-').next()?;
+    is_token(token).then_some(token)
 }
 
 /// The token in `dir`'s [`OWNER_FILE`], if it has a valid one.
@@ -409,6 +432,20 @@ mod tests {
         assert!(known_tokens().contains(&owner.token().to_string()));
         let dir = tempdir("tidemark-owner-test-").unwrap();
         assert_eq!(dir_owner(dir.path()).as_deref(), Some(owner.token()));
+        let name = dir.path().file_name().unwrap().to_str().unwrap();
+        assert!(name.starts_with("tidemark-owner-test-"), "{name}");
+        // No staging directory is left behind.
+        let staging = format!("{STAGING_PREFIX}{}-", owner.token());
+        let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&staging))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        assert_eq!(
+            staging_owner(&format!("{STAGING_PREFIX}4711xab-Q1w2")),
+            Some("4711xab")
+        );
     }
 
     #[test]

@@ -141,7 +141,12 @@ fn marked_dirs(bases: &[PathBuf]) -> BTreeMap<String, Vec<PathBuf>> {
             if !e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
                 continue;
             }
-            if let Some(token) = owner::dir_owner(&e.path()) {
+            // A staging directory's name says whose it is, owner file or not (a run killed
+            // between making it and marking it).
+            let token = owner::staging_owner(name)
+                .map(str::to_string)
+                .or_else(|| owner::dir_owner(&e.path()));
+            if let Some(token) = token {
                 out.entry(token).or_default().push(e.path());
             }
         }
