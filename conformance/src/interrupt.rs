@@ -58,10 +58,7 @@ pub fn start() {
     }));
     let reaped = reap::reap_dead_runs(&extra_bases());
     if !reaped.is_empty() {
-        eprintln!(
-            "tidemark: removed what killed runs left: {}",
-            describe(&reaped)
-        );
+        eprintln!("{}", reaped_at_start_line(&reaped));
     }
     install_signal_thread();
 }
@@ -141,10 +138,7 @@ fn install_signal_thread() {
             0
         });
         if !reaped.is_empty() || databases > 0 {
-            eprintln!(
-                "tidemark: removed after the command stopped: {}, {databases} database(s)",
-                describe(&reaped)
-            );
+            eprintln!("{}", swept_line(&reaped, databases));
         }
         std::process::exit(128 + number);
     });
@@ -166,6 +160,19 @@ async fn drop_own_databases() -> Result<usize, String> {
         .map(|names| names.len())
 }
 
+/// The line a run prints when it removed what killed runs left.
+fn reaped_at_start_line(r: &Reaped) -> String {
+    format!("tidemark: removed what killed runs left: {}", describe(r))
+}
+
+/// The line an interrupted run prints after its sweep.
+fn swept_line(r: &Reaped, databases: usize) -> String {
+    format!(
+        "tidemark: removed after the command stopped: {}, {databases} database(s)",
+        describe(r)
+    )
+}
+
 fn describe(r: &Reaped) -> String {
     format!(
         "{} process(es), {} directory(ies), {} PostgreSQL cluster(s)",
@@ -173,4 +180,24 @@ fn describe(r: &Reaped) -> String {
         r.directories.len(),
         r.clusters
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cleanup_lines_say_what_was_removed() {
+        let r = Reaped {
+            processes: 2,
+            directories: vec![
+                PathBuf::from("/tmp/tidemark-pg-x"),
+                PathBuf::from("/tmp/tidemark-s3-y"),
+            ],
+            clusters: 1,
+            runs: 1,
+        };
+        insta::assert_snapshot!(reaped_at_start_line(&r), @"tidemark: removed what killed runs left: 2 process(es), 2 directory(ies), 1 PostgreSQL cluster(s)");
+        insta::assert_snapshot!(swept_line(&r, 3), @"tidemark: removed after the command stopped: 2 process(es), 2 directory(ies), 1 PostgreSQL cluster(s), 3 database(s)");
+    }
 }
