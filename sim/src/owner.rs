@@ -209,16 +209,24 @@ pub fn dir_owner(dir: &Path) -> Option<String> {
     is_token(token).then(|| token.to_string())
 }
 
-/// Whether `s` has the shape of an owner token: `[a-z0-9]+` with at least one letter (every
-/// token has the `x` after its pid). The letter keeps names of older runs
-/// (`tdm_<pid>_<n>_...`, all digits) from being taken for tokens.
+/// Whether `s` has the exact shape of an owner token: a pid (digits), `x`, and
+/// [`SUFFIX_LEN`] of `[a-z0-9]`. Anything else is not a run's: names of older runs
+/// (`tdm_<pid>_<n>_...`) and names other code chose (`tdm_template_...`) are never reaped.
 pub fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 32
-        && s.bytes()
+    let Some((pid, suffix)) = s.split_once('x') else {
+        return false;
+    };
+    !pid.is_empty()
+        && pid.len() <= 10
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && suffix.len() == SUFFIX_LEN
+        && suffix
+            .bytes()
             .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
-        && s.bytes().any(|b| b.is_ascii_lowercase())
 }
+
+/// The length of a token's random suffix.
+pub const SUFFIX_LEN: usize = 6;
 
 /// The token in a [`RUN_ENV`] value (`<token>-<n>`).
 pub fn token_of_run_env(value: &str) -> Option<&str> {
@@ -346,7 +354,7 @@ fn new_token() -> String {
     use rand::Rng;
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let mut rng = rand::thread_rng();
-    let suffix: String = (0..6)
+    let suffix: String = (0..SUFFIX_LEN)
         .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
         .collect();
     format!("{}x{suffix}", std::process::id())
@@ -391,6 +399,9 @@ mod tests {
         assert!(t.starts_with(&format!("{}x", std::process::id())), "{t}");
         // Names of older runs, all digits, are not tokens.
         assert!(!is_token("4711"));
+        assert!(!is_token("template"));
+        assert!(!is_token("4711xab"));
+        assert!(is_token("4711xab12cd"));
         assert!(!is_token("ab_c"));
         assert!(!is_token("ABC"));
         assert!(!is_token(""));
@@ -401,26 +412,26 @@ mod tests {
         let owner = Owner::current();
         let v = owner.run_env_value(7);
         assert_eq!(token_of_run_env(&v), Some(owner.token()));
-        assert_eq!(token_of_run_env("12x3-"), None);
-        assert_eq!(token_of_run_env("12x3"), None);
-        assert_eq!(token_of_run_env("12x3-4a"), None);
+        assert_eq!(token_of_run_env("12xabcdef-"), None);
+        assert_eq!(token_of_run_env("12xabcdef"), None);
+        assert_eq!(token_of_run_env("12xabcdef-4a"), None);
     }
 
     #[test]
     fn a_held_lock_is_alive_a_free_one_dead_and_a_missing_one_unknown() {
         let dir = tempfile::tempdir().unwrap();
-        let held = take_own_lock(dir.path(), "1xheld").unwrap();
-        assert_eq!(liveness_in(dir.path(), "1xheld"), Liveness::Alive);
+        let held = take_own_lock(dir.path(), "1xheld00").unwrap();
+        assert_eq!(liveness_in(dir.path(), "1xheld00"), Liveness::Alive);
         drop(held);
-        assert_eq!(liveness_in(dir.path(), "1xheld"), Liveness::Dead);
-        assert_eq!(liveness_in(dir.path(), "1xnever"), Liveness::Unknown);
+        assert_eq!(liveness_in(dir.path(), "1xheld00"), Liveness::Dead);
+        assert_eq!(liveness_in(dir.path(), "1xnever0"), Liveness::Unknown);
         // A reaper holding a dead run's lock makes it look alive to the next reaper.
-        let Claim::Dead(claim) = claim_dead_in(dir.path(), "1xheld") else {
+        let Claim::Dead(claim) = claim_dead_in(dir.path(), "1xheld00") else {
             panic!("a free lock is dead");
         };
-        assert_eq!(liveness_in(dir.path(), "1xheld"), Liveness::Alive);
+        assert_eq!(liveness_in(dir.path(), "1xheld00"), Liveness::Alive);
         claim.forget();
-        assert_eq!(liveness_in(dir.path(), "1xheld"), Liveness::Unknown);
+        assert_eq!(liveness_in(dir.path(), "1xheld00"), Liveness::Unknown);
     }
 
     #[test]
@@ -443,16 +454,16 @@ mod tests {
             .collect();
         assert!(left.is_empty(), "{left:?}");
         assert_eq!(
-            staging_owner(&format!("{STAGING_PREFIX}4711xab-Q1w2")),
-            Some("4711xab")
+            staging_owner(&format!("{STAGING_PREFIX}4711xab12cd-Q1w2")),
+            Some("4711xab12cd")
         );
     }
 
     #[test]
     fn advisory_keys_are_stable_and_namespaced() {
-        let (ns, a) = advisory_lock_keys("1xabc");
+        let (ns, a) = advisory_lock_keys("1xabc123");
         assert_eq!(ns, i32::from_be_bytes(*b"tdmk"));
-        assert_eq!(advisory_lock_keys("1xabc").1, a);
-        assert_ne!(advisory_lock_keys("1xabd").1, a);
+        assert_eq!(advisory_lock_keys("1xabc123").1, a);
+        assert_ne!(advisory_lock_keys("1xabd123").1, a);
     }
 }

@@ -315,7 +315,7 @@ mod tests {
             .unwrap();
         let mut other = std::process::Command::new("sleep")
             .arg("30")
-            .env(RUN_ENV, "1xother-1")
+            .env(RUN_ENV, "1xother0-1")
             .spawn()
             .unwrap();
         let found = processes_with_run_env(|v| v == value);

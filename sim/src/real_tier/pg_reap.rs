@@ -213,5 +213,6 @@ mod tests {
         );
         assert_eq!(token_of_database("tdm_4711_3_x"), None);
         assert_eq!(token_of_database("postgres"), None);
+        assert_eq!(token_of_database("tdm_template_abc"), None);
     }
 }
