@@ -56,9 +56,14 @@ struct GateArgs {
     #[arg(long, value_name = "PATH")]
     junit: Option<PathBuf>,
     /// Scenarios in flight at once (each has its own directories and process); the report's
-    /// order does not change.
-    #[arg(long, default_value = "1")]
+    /// order does not change. Defaults to the number of cores.
+    #[arg(long, default_value_t = default_jobs())]
     jobs: std::num::NonZeroUsize,
+}
+
+/// The cores this process may use: scenarios share nothing, so that many run side by side.
+fn default_jobs() -> std::num::NonZeroUsize {
+    std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN)
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]

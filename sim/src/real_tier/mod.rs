@@ -127,7 +127,7 @@ impl RealTier {
         mut config: ScopedConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<(ScopedStore, TestDatabase), RealTierError> {
-        let db = self.pg.fresh_database(name).await?;
+        let db = self.pg.scoped_database(name).await?;
         let bucket = bucket_name(name, &db.name);
         self.create_bucket(&bucket).await?;
         config.bucket = bucket;

@@ -2,10 +2,18 @@
 //! from local PostgreSQL binaries, or testcontainers where a Docker daemon answers; otherwise
 //! an error naming all three. Each scenario gets its own database. An ephemeral cluster is
 //! stopped and its directory removed when the provider is dropped.
+//!
+//! Scoped scenarios and explored seeds take theirs from a pool of migrated databases
+//! ([`PgProvider::scoped_database`]): a database no one holds is reset (other sessions
+//! disconnected, every table truncated with `RESTART IDENTITY`) instead of a new one being
+//! created and migrated, which cost most of a PostgreSQL seed. A pooled database carrying
+//! another schema marker than this build's is dropped and rebuilt, with a message saying so.
+//! Pooled databases are dropped with the provider on a `DATABASE_URL` server.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -34,6 +42,8 @@ pub struct PgProvider {
     /// This run's advisory lock on a `DATABASE_URL` server: while it is held, other runs leave
     /// this run's databases alone (see `pg_reap`).
     _owner_lock: Option<super::pg_reap::OwnerLock>,
+    /// Migrated databases no scenario holds, ready for [`scoped_database`](Self::scoped_database).
+    idle_scoped: Mutex<Vec<String>>,
 }
 
 impl PgProvider {
@@ -56,6 +66,7 @@ impl PgProvider {
                         counter: AtomicU64::new(0),
                         source_url: None,
                         _owner_lock: None,
+                        idle_scoped: Mutex::new(Vec::new()),
                     });
                 }
                 Err(e) => reasons.push(format!("ephemeral cluster from {}: {e}", bin.display())),
@@ -85,6 +96,7 @@ impl PgProvider {
             counter: AtomicU64::new(0),
             source_url: Some(url.to_string()),
             _owner_lock: Some(owner_lock),
+            idle_scoped: Mutex::new(Vec::new()),
         })
     }
 
@@ -111,6 +123,41 @@ impl PgProvider {
     /// Creates a new, empty database and returns a pool on it. Names are unique per provider
     /// and process, so parallel scenarios never share one.
     pub async fn fresh_database(&self, hint: &str) -> Result<TestDatabase, RealTierError> {
+        let name = self.new_name(hint);
+        self.create_database(&name).await?;
+        self.open(name, false).await
+    }
+
+    /// A database holding the scoped schema and no rows, for one scenario or seed: as
+    /// independent as a freshly created and migrated one (no rows, every sequence restarting
+    /// at 1, no other session connected), but taken from a pool of this provider's migrated
+    /// databases when one is idle. Creating and migrating a database costs PostgreSQL a copy of
+    /// its catalog (hundreds of milliseconds on a busy machine); resetting one is a `TRUNCATE`.
+    /// Hand it back with [`drop_database`](Self::drop_database), which returns it to the pool.
+    pub async fn scoped_database(&self, hint: &str) -> Result<TestDatabase, RealTierError> {
+        let idle = self.idle_scoped.lock().expect("pool lock").pop();
+        if let Some(name) = idle {
+            let db = self.open(name, true).await?;
+            match reset_scoped(&db).await? {
+                Reset::Done => return Ok(db),
+                Reset::Stale { found } => {
+                    eprintln!("{}", stale_database_message(&db.name, found.as_deref()));
+                    self.drop_database_now(db).await?;
+                }
+            }
+        }
+        let name = self.new_name(&format!("scoped_{hint}"));
+        self.create_database(&name).await?;
+        let db = self.open(name, true).await?;
+        tidemark_reference::scoped::schema::migrate(&db.pool)
+            .await
+            .map_err(|e| RealTierError::Postgres {
+                message: format!("migrating {}: {e}", db.name),
+            })?;
+        Ok(db)
+    }
+
+    fn new_name(&self, hint: &str) -> String {
         let n = self.counter.fetch_add(1, Ordering::SeqCst);
         let clean: String = hint
             .chars()
@@ -124,11 +171,14 @@ impl PgProvider {
             .take(30)
             .collect();
         // `tdm_<owner token>_...`: a later run drops it if this run dies before it does.
-        let name = format!(
+        format!(
             "tdm_{}_{}_{clean}",
             crate::owner::Owner::current().token(),
             n
-        );
+        )
+    }
+
+    async fn create_database(&self, name: &str) -> Result<(), RealTierError> {
         let mut admin = self
             .admin
             .connect()
@@ -137,13 +187,17 @@ impl PgProvider {
                 message: format!("connect for CREATE DATABASE: {e}"),
             })?;
         // The name is built from [a-z0-9_] only, so quoting it is enough.
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+        let created = sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
             .execute(&mut admin)
-            .await
-            .map_err(|e| RealTierError::Postgres {
-                message: format!("CREATE DATABASE {name}: {e}"),
-            })?;
+            .await;
         let _ = admin.close().await;
+        created.map_err(|e| RealTierError::Postgres {
+            message: create_database_message(name, &e),
+        })?;
+        Ok(())
+    }
+
+    async fn open(&self, name: String, pooled: bool) -> Result<TestDatabase, RealTierError> {
         let options = self.admin.clone().database(&name);
         let pool = PgPoolOptions::new()
             .max_connections(8)
@@ -159,32 +213,40 @@ impl PgProvider {
             pool,
             options,
             url,
+            pooled,
         })
     }
 
-    /// Drops a database made by [`fresh_database`](Self::fresh_database). With an ephemeral
-    /// cluster this is optional (the whole cluster goes on drop); with `DATABASE_URL` it is how
-    /// a run leaves the server as it found it.
+    /// Hands back a database from [`fresh_database`](Self::fresh_database) (dropped) or
+    /// [`scoped_database`](Self::scoped_database) (closed and returned to the pool, dropped with
+    /// the provider). With an ephemeral cluster dropping is optional (the whole cluster goes
+    /// on drop); with `DATABASE_URL` it is how a run leaves the server as it found it.
     pub async fn drop_database(&self, db: TestDatabase) -> Result<(), RealTierError> {
+        if db.pooled {
+            db.pool.close().await;
+            self.idle_scoped.lock().expect("pool lock").push(db.name);
+            return Ok(());
+        }
+        self.drop_database_now(db).await
+    }
+
+    async fn drop_database_now(&self, db: TestDatabase) -> Result<(), RealTierError> {
         db.pool.close().await;
-        let mut admin = self
-            .admin
-            .connect()
-            .await
-            .map_err(|e| RealTierError::Postgres {
-                message: format!("connect for DROP DATABASE: {e}"),
-            })?;
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-            "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
-            db.name
-        )))
-        .execute(&mut admin)
-        .await
-        .map_err(|e| RealTierError::Postgres {
-            message: format!("DROP DATABASE {}: {e}", db.name),
-        })?;
-        let _ = admin.close().await;
+        drop_named(&self.admin, &db.name).await
+    }
+
+    /// Drops the pooled databases no scenario holds (also done when the provider drops).
+    pub async fn drop_idle(&self) -> Result<(), RealTierError> {
+        let names = std::mem::take(&mut *self.idle_scoped.lock().expect("pool lock"));
+        for name in names {
+            drop_named(&self.admin, &name).await?;
+        }
         Ok(())
+    }
+
+    /// How many migrated databases wait in the pool.
+    pub fn idle_scoped_count(&self) -> usize {
+        self.idle_scoped.lock().expect("pool lock").len()
     }
 
     /// Stops the ephemeral cluster now (it is also stopped on drop).
@@ -200,6 +262,131 @@ pub struct TestDatabase {
     pub options: PgConnectOptions,
     /// A connection URL for this database, for an implementation in another process.
     pub url: String,
+    /// Whether it came from the pool of migrated databases (and goes back to it).
+    pooled: bool,
+}
+
+impl Drop for PgProvider {
+    fn drop(&mut self) {
+        let names = std::mem::take(&mut *self.idle_scoped.lock().expect("pool lock"));
+        // An ephemeral cluster goes as a whole; a server from DATABASE_URL is left as found.
+        if names.is_empty() || self.cluster.is_some() {
+            return;
+        }
+        let admin = self.admin.clone();
+        // Drop may run inside a runtime, which cannot be blocked on; a thread with its own can.
+        let dropped = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            rt.block_on(async {
+                for name in &names {
+                    drop_named(&admin, name).await.map_err(|e| e.to_string())?;
+                }
+                Ok::<(), String>(())
+            })
+        })
+        .join();
+        if let Ok(Err(e)) = dropped {
+            eprintln!("tidemark: dropping the pooled databases: {e}");
+        }
+    }
+}
+
+async fn drop_named(admin: &PgConnectOptions, name: &str) -> Result<(), RealTierError> {
+    let mut conn = admin.connect().await.map_err(|e| RealTierError::Postgres {
+        message: format!("connect for DROP DATABASE: {e}"),
+    })?;
+    let dropped = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+    )))
+    .execute(&mut conn)
+    .await;
+    let _ = conn.close().await;
+    dropped.map_err(|e| RealTierError::Postgres {
+        message: format!("DROP DATABASE {name}: {e}"),
+    })?;
+    Ok(())
+}
+
+enum Reset {
+    Done,
+    /// The database does not carry this build's schema marker.
+    Stale {
+        found: Option<String>,
+    },
+}
+
+/// Empties a pooled scoped database as if it were new: no other session (a killed adapter's
+/// connections included), no rows, every sequence back at its start (the differential check
+/// compares ids, which must run from 1 as in a fresh database).
+async fn reset_scoped(db: &TestDatabase) -> Result<Reset, RealTierError> {
+    let err = |step: &str| {
+        let step = step.to_string();
+        let name = db.name.clone();
+        move |e: sqlx::Error| RealTierError::Postgres {
+            message: format!("resetting pooled database {name} ({step}): {e}"),
+        }
+    };
+    let mut conn = db.pool.acquire().await.map_err(err("connect"))?;
+    let found = tidemark_reference::scoped::schema::schema_marker_of(&mut *conn)
+        .await
+        .map_err(err("read the schema marker"))?;
+    if found.as_deref() != Some(tidemark_reference::scoped::schema::schema_marker().as_str()) {
+        return Ok(Reset::Stale { found });
+    }
+    sqlx::query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .execute(&mut *conn)
+    .await
+    .map_err(err("disconnect other sessions"))?;
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(err("list tables"))?;
+    if !tables.is_empty() {
+        // quote_ident made each name safe to splice.
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "TRUNCATE {} RESTART IDENTITY CASCADE",
+            tables.join(", ")
+        )))
+        .execute(&mut *conn)
+        .await
+        .map_err(err("TRUNCATE"))?;
+    }
+    Ok(Reset::Done)
+}
+
+/// What is printed when a pooled database carries another schema than this build's.
+pub fn stale_database_message(name: &str, found: Option<&str>) -> String {
+    format!(
+        "tidemark: pooled database {name} carries schema marker {:?}, this build's is {:?}; \
+         dropping it and building a new one from this build's schema",
+        found.unwrap_or("(none)"),
+        tidemark_reference::scoped::schema::schema_marker()
+    )
+}
+
+/// The error of a failed `CREATE DATABASE`, saying so when the role lacks CREATEDB.
+fn create_database_message(name: &str, e: &sqlx::Error) -> String {
+    let denied = e
+        .as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|c| c == "42501");
+    if denied {
+        format!(
+            "CREATE DATABASE {name}: permission denied; the role in DATABASE_URL needs the \
+             CREATEDB privilege (ALTER ROLE <role> CREATEDB), since every scenario gets its own \
+             database"
+        )
+    } else {
+        format!("CREATE DATABASE {name}: {e}")
+    }
 }
 
 /// `url` with its database (the path) replaced by `name`, query string kept.

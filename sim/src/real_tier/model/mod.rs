@@ -94,7 +94,7 @@ pub async fn run_ops(
         }
     };
     let db = pg
-        .fresh_database(&format!("model{seed}"))
+        .scoped_database(&format!("model{seed}"))
         .await
         .map_err(|e| setup(e.to_string()))?;
     let outcome = async {

@@ -1,0 +1,138 @@
+//! The pool of migrated databases behind `PgProvider::scoped_database`: a reused database is
+//! as good as a new one (no rows, sequences from 1, no other session), one carrying another
+//! schema is rebuilt, pooled databases go when a `DATABASE_URL` provider drops, and a role
+//! without CREATEDB is told so.
+
+use tidemark_reference::scoped::schema::schema_marker;
+use tidemark_sim::real_tier::pg::stale_database_message;
+use tidemark_sim::real_tier::PgProvider;
+
+async fn exists(pg: &PgProvider, name: &str) -> bool {
+    let mut admin = sqlx::ConnectOptions::connect(&pg.admin_options())
+        .await
+        .unwrap();
+    sqlx::query_scalar::<_, bool>("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(name)
+        .fetch_one(&mut admin)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_database_has_no_rows_no_other_session_and_sequences_from_one() {
+    let pg = PgProvider::from_environment().await.unwrap();
+    let db = pg.scoped_database("pool").await.unwrap();
+    let first_name = db.name.clone();
+    sqlx::query("INSERT INTO workspaces (id) VALUES ('w1')")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let advanced: i64 =
+        sqlx::query_scalar("SELECT nextval(pg_get_serial_sequence('storage_deletions', 'id'))")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(advanced, 1);
+    // A session the scenario left behind (a killed adapter's, say).
+    let mut straggler = sqlx::ConnectOptions::connect(&db.options).await.unwrap();
+    pg.drop_database(db).await.unwrap();
+    assert_eq!(pg.idle_scoped_count(), 1);
+
+    let db = pg.scoped_database("pool").await.unwrap();
+    assert_eq!(db.name, first_name, "the idle database is reused");
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM workspaces")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+    let next: i64 =
+        sqlx::query_scalar("SELECT nextval(pg_get_serial_sequence('storage_deletions', 'id'))")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(next, 1, "sequences restart as in a new database");
+    assert!(
+        sqlx::query("SELECT 1")
+            .execute(&mut straggler)
+            .await
+            .is_err(),
+        "the straggling session was disconnected"
+    );
+    pg.drop_database(db).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pooled_database_with_another_schema_is_dropped_and_rebuilt() {
+    let pg = PgProvider::from_environment().await.unwrap();
+    let db = pg.scoped_database("stale").await.unwrap();
+    let stale_name = db.name.clone();
+    // As if left by a build with another schema.
+    sqlx::query("COMMENT ON TABLE workspaces IS 'tidemark scoped schema 0000000000000000'")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    pg.drop_database(db).await.unwrap();
+
+    let db = pg.scoped_database("stale").await.unwrap();
+    assert_ne!(db.name, stale_name, "a new database replaces the stale one");
+    assert!(
+        !exists(&pg, &stale_name).await,
+        "the stale database is dropped"
+    );
+    let marker: Option<String> =
+        sqlx::query_scalar("SELECT obj_description('workspaces'::regclass, 'pg_class')")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(marker, Some(schema_marker()));
+    pg.drop_database(db).await.unwrap();
+}
+
+#[test]
+fn the_stale_database_message_says_what_was_found_and_what_happens() {
+    let message = stale_database_message(
+        "tdm_42_0_scoped_x",
+        Some("tidemark scoped schema 0000000000000000"),
+    )
+    .replace(&schema_marker(), "<this build's marker>");
+    insta::assert_snapshot!(message, @r#"tidemark: pooled database tdm_42_0_scoped_x carries schema marker "tidemark scoped schema 0000000000000000", this build's is "<this build's marker>"; dropping it and building a new one from this build's schema"#);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pooled_databases_on_a_database_url_server_go_when_the_provider_drops() {
+    let server = PgProvider::from_environment().await.unwrap();
+    let by_url = PgProvider::from_url(&server.database_url("postgres"))
+        .await
+        .unwrap();
+    let db = by_url.scoped_database("urlpool").await.unwrap();
+    let name = db.name.clone();
+    by_url.drop_database(db).await.unwrap();
+    assert!(exists(&server, &name).await, "idle, it waits in the pool");
+    drop(by_url);
+    assert!(!exists(&server, &name).await, "dropped with the provider");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_without_createdb_is_told_it_needs_it() {
+    let server = PgProvider::from_environment().await.unwrap();
+    let mut admin = sqlx::ConnectOptions::connect(&server.admin_options())
+        .await
+        .unwrap();
+    sqlx::raw_sql(
+        "DROP ROLE IF EXISTS tdm_nocreatedb; CREATE ROLE tdm_nocreatedb LOGIN NOCREATEDB",
+    )
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    let url = server
+        .database_url("postgres")
+        .replace("postgres://postgres@", "postgres://tdm_nocreatedb@");
+    let by_url = PgProvider::from_url(&url).await.unwrap();
+    let err = match by_url.fresh_database("denied").await {
+        Ok(_) => panic!("a role without CREATEDB created a database"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("permission denied"), "{err}");
+    assert!(err.contains("CREATEDB privilege"), "{err}");
+    println!("{err}");
+}
