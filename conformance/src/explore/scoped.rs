@@ -422,7 +422,7 @@ async fn compare_runs(
 }
 
 /// `tidemark replay` of a scoped fixture: prints what happened and whether it recurred.
-pub fn replay_fixture(path: &Path) -> Result<bool, String> {
+pub fn replay_fixture(path: &Path) -> Result<super::cli::ReplayOutcome, String> {
     let f = ScopedFixture::load(path)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -471,7 +471,9 @@ pub fn replay_fixture(path: &Path) -> Result<bool, String> {
             }
         );
     }
-    Ok(r.divergence.is_none())
+    let outcome = super::cli::ReplayOutcome::of(r.divergence.is_some(), r.reproduced);
+    println!("{}", outcome.verdict_line());
+    Ok(outcome)
 }
 
 #[cfg(test)]
