@@ -52,8 +52,6 @@ const RUNNING_GRACE: Duration = Duration::from_millis(50);
 const STDERR_TAIL_LINES: usize = 12;
 const STDERR_LINE_MAX_BYTES: usize = 400;
 
-/// How much of an offending stdout line is quoted in an error message.
-
 /// The least time a program gets to start and answer init, whatever the reply timeout: an
 /// interpreter on a loaded CI machine, a JVM or `go run` can take seconds before its first line.
 pub const MIN_STARTUP_TIMEOUT_MS: u64 = 30_000;
