@@ -3,8 +3,9 @@
 //! carries the SPEC.md rules it checks; each failure its step, the expected and actual outcome,
 //! and the command that replays it; each skipped scenario the reason it did not run.
 //!
-//! Nothing here reads a clock: the same run renders byte-identical reports. Every quoted field is
-//! cut to 4 KiB with the count of bytes left out (`tidemark_sim::clip`).
+//! Nothing here reads a clock: the same run renders byte-identical reports. Every field quoting
+//! input or output is cut (4 KiB a quote, 16 KiB a whole outcome) with the count of bytes left
+//! out (`tidemark_sim::clip`).
 
 use crate::runner::{Failure, ScenarioResult};
 use crate::scenario::Scenario;
@@ -13,7 +14,7 @@ use quick_xml::Writer;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::Path;
-use tidemark_sim::clip::clip;
+use tidemark_sim::clip::{clip, clip_field};
 
 /// How many trace lines a failure carries in JSON and JUnit.
 const TRACE_TAIL_LINES: usize = 8;
@@ -172,37 +173,40 @@ pub fn render_table(report: &RunReport) -> String {
     s
 }
 
-/// The report with every field that quotes input or an implementation's output (the step's
-/// text, expected and actual outcomes, a skip's reason, trace lines, the scenario's sentence,
-/// the command) cut by the shared rule ([`clip`]: 4 KiB and the count of bytes left out), so a
-/// 50 MB error message or a 10 MB scenario line cannot make a 50 MB report.
+/// The report with every field that quotes input or an implementation's output cut by the
+/// shared rule (`tidemark_sim::clip`), with the count of bytes left out: the step's text, a trace
+/// line, the scenario's sentence and the command to 4 KiB (each is one quote); the expected and
+/// actual outcomes and a skip's reason to 16 KiB (each may hold quotes already cut to 4 KiB and a
+/// stderr tail, whose counts must survive). A 50 MB error message or a 10 MB scenario line
+/// therefore cannot make a 50 MB report.
 fn bounded(report: &RunReport) -> RunReport {
-    let cut = |s: &str| clip(s).into_owned();
+    let quote = |s: &str| clip(s).into_owned();
+    let field = |s: &str| clip_field(s).into_owned();
     RunReport {
-        implementation: cut(&report.implementation),
-        replay_prefix: cut(&report.replay_prefix),
+        implementation: quote(&report.implementation),
+        replay_prefix: quote(&report.replay_prefix),
         cases: report
             .cases
             .iter()
             .map(|c| CaseReport {
-                test_name: cut(&c.test_name),
-                name: cut(&c.name),
+                test_name: quote(&c.test_name),
+                name: quote(&c.name),
                 profile: c.profile.clone(),
-                file: cut(&c.file),
-                rules: c.rules.iter().map(|r| cut(r)).collect(),
+                file: quote(&c.file),
+                rules: c.rules.iter().map(|r| quote(r)).collect(),
                 verdict: match &c.verdict {
                     Verdict::Passed => Verdict::Passed,
                     Verdict::Failed(f) => Verdict::Failed(Failure {
                         line: f.line,
-                        step: cut(&f.step),
-                        expected: cut(&f.expected),
-                        actual: cut(&f.actual),
+                        step: quote(&f.step),
+                        expected: field(&f.expected),
+                        actual: field(&f.actual),
                     }),
                     Verdict::Skipped { reason } => Verdict::Skipped {
-                        reason: cut(reason),
+                        reason: field(reason),
                     },
                 },
-                trace_tail: c.trace_tail.iter().map(|t| cut(t)).collect(),
+                trace_tail: c.trace_tail.iter().map(|t| quote(t)).collect(),
             })
             .collect(),
     }

@@ -12,6 +12,16 @@ use std::borrow::Cow;
 /// READMEs).
 pub const QUOTE_MAX_BYTES: usize = 4096;
 
+/// How many bytes a whole message field keeps (a failure's expected or actual outcome, a load
+/// error): room for a few clipped quotes and a stderr tail, so a field's own cut never lands on a
+/// quote that was already cut (which would lose the quote's count of bytes left out).
+pub const FIELD_MAX_BYTES: usize = 4 * QUOTE_MAX_BYTES;
+
+/// [`clip_to`] at [`FIELD_MAX_BYTES`], for a whole message field.
+pub fn clip_field(text: &str) -> Cow<'_, str> {
+    clip_to(text, FIELD_MAX_BYTES)
+}
+
 /// `text` whole if it is at most [`QUOTE_MAX_BYTES`] bytes, else its first bytes (cut on a
 /// character boundary) and `… (N more bytes)`.
 pub fn clip(text: &str) -> Cow<'_, str> {

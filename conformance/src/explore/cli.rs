@@ -164,7 +164,11 @@ pub fn explore(args: &ExploreArgs) -> Result<bool, String> {
                     .replacen("against the reference", &format!("against {cmd}"), 1)
                     .replace(
                         &format!("tidemark replay --seed {seed}"),
-                        &format!("tidemark explore --impl '{cmd}' --first-seed {seed} --seeds 1"),
+                        &format!(
+                            "tidemark explore --impl {} --first-seed {seed} --seeds 1 --max-shrink-iters {}",
+                            shlex::try_quote(cmd).map_err(|e| e.to_string())?,
+                            args.max_shrink_iters
+                        ),
                     );
             }
             bar.suspend(|| print!("{text}"));

@@ -28,7 +28,7 @@ use crate::contract::{Bytes, Caller, Request, SCRATCHPAD_REASONS};
 use crate::spec::{is_rule_id, RuleIndex};
 use std::path::{Path, PathBuf};
 use tidemark_reference::scratchpad::{requester_dir, CallContext};
-use tidemark_sim::clip::{clip, clip_to, MAX_SCENARIO_SPAN_MS, QUOTE_MAX_BYTES};
+use tidemark_sim::clip::{clip, clip_field, MAX_SCENARIO_SPAN_MS};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -74,7 +74,7 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
     let err = |line: usize, message: String| ScenarioError {
         file: file.to_path_buf(),
         line,
-        message: clip_to(&message, 4 * QUOTE_MAX_BYTES).into_owned(),
+        message: clip_field(&message).into_owned(),
     };
     let mut name: Option<String> = None;
     let mut profile: Option<Profile> = None;

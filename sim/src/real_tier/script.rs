@@ -37,7 +37,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use crate::clip::{clip, clip_to, MAX_SCENARIO_SPAN_MS, QUOTE_MAX_BYTES};
+use crate::clip::{clip, clip_field, MAX_SCENARIO_SPAN_MS};
 use crate::real_tier::faults::S3_OPERATIONS;
 
 use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
@@ -665,7 +665,7 @@ pub fn parse_with(
     let err = |line: usize, message: String| ScriptError {
         file: file.to_path_buf(),
         line,
-        message: clip_to(&message, 4 * QUOTE_MAX_BYTES).into_owned(),
+        message: clip_field(&message).into_owned(),
     };
     let mut name = None;
     let mut rules: Option<Vec<String>> = None;
