@@ -207,3 +207,24 @@ fn a_symlink_loop_in_the_scenario_directory_loads_each_scenario_once() {
     let loaded = tidemark_conformance::scenario::load_dir(tmp.path(), &rules).unwrap();
     assert_eq!(loaded.len(), 1);
 }
+
+#[test]
+fn the_scoped_grammar_loads_each_file_once_and_refuses_a_shared_test_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "scenario: s\nprofile: scoped\nrules: SC-1.1\nsweep\n";
+    std::fs::write(tmp.path().join("one.tdms"), text).unwrap();
+    std::os::unix::fs::symlink(tmp.path(), tmp.path().join("loop")).unwrap();
+    let rules = ["SC-1.1".to_string()].into_iter().collect();
+    let loaded = tidemark_sim::real_tier::script::load_dir_with(tmp.path(), &rules).unwrap();
+    assert_eq!(loaded.len(), 1);
+    std::fs::create_dir(tmp.path().join("again")).unwrap();
+    std::fs::write(tmp.path().join("again/one.tdms"), text).unwrap();
+    let e = tidemark_sim::real_tier::script::load_dir_with(tmp.path(), &rules)
+        .unwrap_err()
+        .to_string()
+        .replace(&format!("{}/", tmp.path().display()), "");
+    assert_eq!(
+        e,
+        "one.tdms:1: the test name scoped::one is taken by again/one.tdms already; rename one of the files"
+    );
+}
