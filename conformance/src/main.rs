@@ -165,6 +165,10 @@ enum Command {
         seeds: u64,
     },
     /// Replay a saved failure (a fixture file) or a seed.
+    ///
+    /// Exit status: 0 the saved failure no longer happens (the run passes); 1 it reproduces with
+    /// an identical trace; 3 it still fails, but its trace differs from the saved one; 2 a usage
+    /// or load error. With --seed: 0 no divergence, 1 the seed diverges.
     Replay {
         /// A fixture saved by `tidemark explore`.
         fixture: Option<PathBuf>,
@@ -274,10 +278,18 @@ fn main() -> ExitCode {
             fixture,
             seed,
             mutant,
-        } => Some(match fixture {
-            Some(f) if explore::scoped_fixture::is_scoped(f) => explore::scoped::replay_fixture(f),
-            _ => explore::cli::replay(fixture.as_deref(), *seed, mutant),
-        }),
+        } => {
+            let outcome = match fixture {
+                Some(f) if explore::scoped_fixture::is_scoped(f) => {
+                    explore::scoped::replay_fixture(f)
+                }
+                _ => explore::cli::replay(fixture.as_deref(), *seed, mutant),
+            };
+            return match outcome {
+                Ok(o) => ExitCode::from(o.exit_code()),
+                Err(e) => exit(Err(e)),
+            };
+        }
         Command::World {
             profile,
             seeds,
@@ -474,7 +486,7 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
         && (!only_given || !scoped_only.is_empty())
         && (scoped_dir.is_dir() || !scoped_only.is_empty())
     {
-        scoped_process::load(&scoped_dir, &scoped_only)?
+        scoped_process::load(&scoped_dir, &scoped_only, &args.spec)?
     } else {
         Vec::new()
     };
@@ -484,7 +496,7 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
         let mut report = gate::check_concurrently(
             &scratchpad_refs,
             &ReferenceScratchpad::default(),
-            "tidemark run".into(),
+            replay_prefix(args, gate_args, None)?,
             gate_args.jobs,
         )
         .await;
@@ -515,13 +527,7 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
             return Err(message);
         }
     };
-    let quoted = shlex::try_quote(command.text()).map_err(|e| e.to_string())?;
-    // The replay command waits as long as this run did, or a slow scenario would time out
-    // differently when replayed.
-    let mut replay = format!("tidemark run --impl {quoted}");
-    if gate_args.timeout_ms != process::DEFAULT_REPLY_TIMEOUT_MS {
-        replay.push_str(&format!(" --timeout-ms {}", gate_args.timeout_ms));
-    }
+    let replay = replay_prefix(args, gate_args, Some(command.text()))?;
     let scratchpad_refs: Vec<&Scenario> = scratchpad_selected.iter().collect();
     let mut report =
         gate::check_concurrently(&scratchpad_refs, &factory, replay, gate_args.jobs).await;
@@ -529,6 +535,49 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
         .cases
         .extend(scoped_process::check(&factory, &scoped_selected, gate_args.jobs, None).await?);
     emit(&report, gate_args)
+}
+
+/// The command that reruns this run's suite, to which a failure's `--only <test name>` is added:
+/// the same scenarios, SPEC.md, program and reply bound, wherever it is run from (paths are made
+/// absolute). Options that do not change a scenario's outcome (`--jobs`, `--format`, `--junit`)
+/// are left out, and so is `--profile`, which `--only` makes redundant.
+fn replay_prefix(
+    args: &SuiteArgs,
+    gate_args: &GateArgs,
+    implementation: Option<&str>,
+) -> Result<String, String> {
+    let quote = |s: &str| {
+        shlex::try_quote(s)
+            .map(|q| q.into_owned())
+            .map_err(|e| e.to_string())
+    };
+    let absolute = |p: &std::path::Path| {
+        std::fs::canonicalize(p)
+            .unwrap_or_else(|_| process::launch_dir().join(p))
+            .to_string_lossy()
+            .into_owned()
+    };
+    let mut replay = String::from("tidemark run");
+    if let Some(command) = implementation {
+        replay.push_str(&format!(" --impl {}", quote(command)?));
+    }
+    let same = |given: &std::path::Path, default: PathBuf| {
+        std::fs::canonicalize(given).ok() == std::fs::canonicalize(default).ok()
+    };
+    if !same(&args.scenarios, default_scenarios_dir()) {
+        replay.push_str(&format!(
+            " --scenarios {}",
+            quote(&absolute(&args.scenarios))?
+        ));
+    }
+    if !same(&args.spec, default_spec_path()) {
+        replay.push_str(&format!(" --spec {}", quote(&absolute(&args.spec))?));
+    }
+    // The replay waits as long as this run did, or a slow scenario would time out differently.
+    if gate_args.timeout_ms != process::DEFAULT_REPLY_TIMEOUT_MS {
+        replay.push_str(&format!(" --timeout-ms {}", gate_args.timeout_ms));
+    }
+    Ok(replay)
 }
 
 /// Prints the report in the chosen format, writes the JUnit file if asked; true if it passed.

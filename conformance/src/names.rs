@@ -270,7 +270,11 @@ mod tests {
             book.record(&alice_t1, "t-xgeneral".into(), "r1".into()),
             book.record(&alice_t1, "t-1".into(), "x-alice".into()),
             // Case does not hide an identifier.
-            book.record(&caller("Carol", "general", None), "c-1".into(), "xcarolx".into()),
+            book.record(
+                &caller("Carol", "general", None),
+                "c-1".into(),
+                "xcarolx".into(),
+            ),
             book.record(&alice_t1, "t-1".into(), "..".into()),
         ]
         .map(|r| r.unwrap_err());

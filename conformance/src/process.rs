@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tidemark_reference::clock::Timestamp;
+use tidemark_sim::clip::{clip, clip_bytes, clip_prefix};
 use tidemark_sim::owner::{Owner, RUN_ENV};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -53,12 +54,10 @@ const EXIT_GRACE: Duration = Duration::from_millis(1_000);
 /// timeout, a garbage line): it usually is not exiting, so the report should not wait long.
 const RUNNING_GRACE: Duration = Duration::from_millis(50);
 
-/// How much of the program's stderr is kept for error messages.
+/// How much of the program's stderr is kept for error messages: the last lines, each cut to a
+/// bound (with the count of bytes cut, as [`clip_bytes`] does).
 const STDERR_TAIL_LINES: usize = 12;
-const STDERR_LINE_MAX_CHARS: usize = 400;
-
-/// How much of an offending stdout line is quoted in an error message.
-const QUOTED_LINE_MAX_CHARS: usize = 200;
+const STDERR_LINE_MAX_BYTES: usize = 400;
 
 /// The least time a program gets to start and answer init, whatever the reply timeout: an
 /// interpreter on a loaded CI machine, a JVM or `go run` can take seconds before its first line.
@@ -559,7 +558,7 @@ impl Adapter {
             FromImplementation::Error(e) => Err(self
                 .failure(format!(
                     "the implementation reported an error for request {id} ({op}): {}",
-                    e.message
+                    clip(&e.message)
                 ))
                 .await),
             other => Err(self
@@ -800,18 +799,13 @@ fn describe_exit(status: ExitStatus) -> String {
     }
 }
 
+/// A line the program printed, quoted and cut by the shared rule ([`clip_bytes`]).
 fn quote_line(line: &[u8]) -> String {
-    let text = String::from_utf8_lossy(line);
-    let text = text.trim_end();
-    if text.chars().count() > QUOTED_LINE_MAX_CHARS {
-        format!(
-            "`{}…` ({} bytes)",
-            text.chars().take(QUOTED_LINE_MAX_CHARS).collect::<String>(),
-            line.len()
-        )
-    } else {
-        format!("`{text}`")
-    }
+    let end = line
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(0, |i| i + 1);
+    format!("`{}`", clip_bytes(&line[..end]))
 }
 
 enum LineRead {
@@ -850,53 +844,80 @@ async fn read_bounded_line(
 }
 
 /// The last lines the program wrote to stderr, collected by a task that drains the pipe
-/// continuously (a full pipe would block a chatty program mid-request).
+/// continuously (a full pipe would block a chatty program mid-request). Text after the last
+/// newline is kept too, so a program that never ends its line is still shown.
 struct StderrTail {
-    lines: Arc<Mutex<VecDeque<String>>>,
+    state: Arc<Mutex<StderrState>>,
     task: Option<JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct StderrState {
+    /// Complete lines, each already cut.
+    lines: VecDeque<String>,
+    /// The start of the line being written (at most [`STDERR_LINE_MAX_BYTES`] + 3 bytes kept,
+    /// so a cut can back up to a character boundary), and its whole length.
+    partial: Vec<u8>,
+    partial_len: usize,
+}
+
+impl StderrState {
+    fn take(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if b == b'\n' {
+                let line = render_stderr_line(&self.partial, self.partial_len);
+                if self.lines.len() == STDERR_TAIL_LINES {
+                    self.lines.pop_front();
+                }
+                self.lines.push_back(line);
+                self.partial.clear();
+                self.partial_len = 0;
+            } else {
+                if self.partial.len() < STDERR_LINE_MAX_BYTES + 3 {
+                    self.partial.push(b);
+                }
+                self.partial_len += 1;
+            }
+        }
+    }
+
+    /// The tail as shown: complete lines, then the unfinished one if it has any text.
+    fn shown(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.lines.iter().cloned().collect();
+        if !self.partial.iter().all(u8::is_ascii_whitespace) {
+            out.push(render_stderr_line(&self.partial, self.partial_len));
+            if out.len() > STDERR_TAIL_LINES {
+                out.remove(0);
+            }
+        }
+        out
+    }
+}
+
+fn render_stderr_line(kept: &[u8], total_len: usize) -> String {
+    let line = clip_prefix(kept, total_len, STDERR_LINE_MAX_BYTES);
+    line.trim_end().to_string()
 }
 
 impl StderrTail {
     fn capture(stderr: tokio::process::ChildStderr) -> StderrTail {
-        let lines = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_LINES)));
-        let sink = lines.clone();
+        let state = Arc::new(Mutex::new(StderrState::default()));
+        let sink = state.clone();
         let task = tokio::spawn(async move {
             let mut stderr = stderr;
             let mut chunk = vec![0u8; 8 * 1024];
-            let mut partial = Vec::new();
-            let push = |bytes: &[u8]| {
-                let text = String::from_utf8_lossy(bytes);
-                let text: String = text
-                    .trim_end()
-                    .chars()
-                    .take(STDERR_LINE_MAX_CHARS)
-                    .collect();
-                let mut lines = sink.lock().expect("the stderr tail is never poisoned");
-                if lines.len() == STDERR_TAIL_LINES {
-                    lines.pop_front();
-                }
-                lines.push_back(text);
-            };
             loop {
                 let n = match stderr.read(&mut chunk).await {
                     Ok(0) | Err(_) => break,
                     Ok(n) => n,
                 };
-                for &b in &chunk[..n] {
-                    if b == b'\n' {
-                        push(&partial);
-                        partial.clear();
-                    } else if partial.len() < STDERR_LINE_MAX_CHARS * 4 {
-                        partial.push(b);
-                    }
-                }
-            }
-            if !partial.is_empty() {
-                push(&partial);
+                sink.lock()
+                    .expect("the stderr tail is never poisoned")
+                    .take(&chunk[..n]);
             }
         });
         StderrTail {
-            lines,
+            state,
             task: Some(task),
         }
     }
@@ -918,9 +939,10 @@ impl StderrTail {
 
     fn render(&self) -> String {
         let lines = self
-            .lines
+            .state
             .lock()
-            .expect("the stderr tail is never poisoned");
+            .expect("the stderr tail is never poisoned")
+            .shown();
         if lines.is_empty() {
             return "; its stderr was empty".into();
         }
@@ -940,6 +962,20 @@ pub fn launch_dir() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stderr_without_a_newline_is_shown_and_a_long_line_says_how_much_was_cut() {
+        let mut st = StderrState::default();
+        st.take(b"first\nno newline at the end");
+        assert_eq!(st.shown(), vec!["first", "no newline at the end"]);
+        let mut st = StderrState::default();
+        st.take(&vec![b'x'; 1000]);
+        st.take(b"\n");
+        assert_eq!(
+            st.shown(),
+            vec![format!("{}… (600 more bytes)", "x".repeat(400))]
+        );
+    }
 
     #[test]
     fn a_command_is_split_like_a_shell_and_existing_relative_paths_are_made_absolute() {

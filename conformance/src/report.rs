@@ -3,7 +3,9 @@
 //! carries the SPEC.md rules it checks; each failure its step, the expected and actual outcome,
 //! and the command that replays it; each skipped scenario the reason it did not run.
 //!
-//! Nothing here reads a clock: the same run renders byte-identical reports.
+//! Nothing here reads a clock: the same run renders byte-identical reports. Every field quoting
+//! input or output is cut (4 KiB a quote, 16 KiB a whole outcome) with the count of bytes left
+//! out (`tidemark_sim::clip`).
 
 use crate::runner::{Failure, ScenarioResult};
 use crate::scenario::Scenario;
@@ -12,6 +14,7 @@ use quick_xml::Writer;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::Path;
+use tidemark_sim::clip::{clip, clip_field};
 
 /// How many trace lines a failure carries in JSON and JUnit.
 const TRACE_TAIL_LINES: usize = 8;
@@ -119,6 +122,7 @@ impl RunReport {
 /// The human table. Each line: status, test name, rules; a failure adds where, what and how to
 /// replay it; a skip adds why. The last line is `N passed, M failed`.
 pub fn render_table(report: &RunReport) -> String {
+    let report = &bounded(report);
     let mut s = String::new();
     let width = report
         .cases
@@ -169,6 +173,45 @@ pub fn render_table(report: &RunReport) -> String {
     s
 }
 
+/// The report with every field that quotes input or an implementation's output cut by the
+/// shared rule (`tidemark_sim::clip`), with the count of bytes left out: the step's text, a trace
+/// line, the scenario's sentence and the command to 4 KiB (each is one quote); the expected and
+/// actual outcomes and a skip's reason to 16 KiB (each may hold quotes already cut to 4 KiB and a
+/// stderr tail, whose counts must survive). A 50 MB error message or a 10 MB scenario line
+/// therefore cannot make a 50 MB report.
+fn bounded(report: &RunReport) -> RunReport {
+    let quote = |s: &str| clip(s).into_owned();
+    let field = |s: &str| clip_field(s).into_owned();
+    RunReport {
+        implementation: quote(&report.implementation),
+        replay_prefix: quote(&report.replay_prefix),
+        cases: report
+            .cases
+            .iter()
+            .map(|c| CaseReport {
+                test_name: quote(&c.test_name),
+                name: quote(&c.name),
+                profile: c.profile.clone(),
+                file: quote(&c.file),
+                rules: c.rules.iter().map(|r| quote(r)).collect(),
+                verdict: match &c.verdict {
+                    Verdict::Passed => Verdict::Passed,
+                    Verdict::Failed(f) => Verdict::Failed(Failure {
+                        line: f.line,
+                        step: quote(&f.step),
+                        expected: field(&f.expected),
+                        actual: field(&f.actual),
+                    }),
+                    Verdict::Skipped { reason } => Verdict::Skipped {
+                        reason: field(reason),
+                    },
+                },
+                trace_tail: c.trace_tail.iter().map(|t| quote(t)).collect(),
+            })
+            .collect(),
+    }
+}
+
 /// `file:line`, or the file alone for a failure before the first step (line 0).
 fn location(file: &str, line: usize) -> String {
     if line == 0 {
@@ -215,6 +258,7 @@ struct JsonFailure<'a> {
 
 /// The run as one JSON document (`--format json`), pretty-printed, with a trailing newline.
 pub fn render_json(report: &RunReport) -> String {
+    let report = &bounded(report);
     let doc = JsonReport {
         implementation: &report.implementation,
         counts: report.counts(),
@@ -259,6 +303,7 @@ pub fn render_json(report: &RunReport) -> String {
 /// rules as properties, `<failure>` with expected, actual and the replay command, `<skipped>`
 /// with its reason. No `time` attributes: reports of the same run are byte-identical.
 pub fn render_junit(report: &RunReport) -> String {
+    let report = &bounded(report);
     let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
     write_junit(&mut w, report).expect("writing XML to memory cannot fail");
     let mut s = String::from_utf8(w.into_inner()).expect("the XML writer writes UTF-8");
@@ -323,7 +368,9 @@ fn write_junit(w: &mut Writer<Vec<u8>>, report: &RunReport) -> std::io::Result<(
 /// one `<error>` test case, so a CI job that publishes the file shows why instead of "no report".
 pub fn render_junit_setup_error(implementation: &str, message: &str) -> String {
     let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
-    write_setup_error(&mut w, implementation, message).expect("writing XML to memory cannot fail");
+    let message = clip(message);
+    write_setup_error(&mut w, &clip(implementation), &message)
+        .expect("writing XML to memory cannot fail");
     let mut s = String::from_utf8(w.into_inner()).expect("the XML writer writes UTF-8");
     s.push('\n');
     s

@@ -261,6 +261,12 @@ pub fn matches(expect: &Expected, out: &Outcome) -> bool {
 }
 
 /// Performs or checks one disk step. Errors are (expected, actual).
+///
+/// The parser has refused absolute paths and `..`; here the harness never follows a symlink on
+/// the way to a path it writes or checks (a scenario plants links that point outside the root,
+/// and the harness must not write or look through them). Each component is looked at with
+/// `symlink_metadata`, directories are created one at a time, and a file is opened with
+/// `O_NOFOLLOW`.
 fn disk(
     d: &DiskAction,
     names: &dyn NameSource,
@@ -276,48 +282,57 @@ fn disk(
     };
     match d {
         DiskAction::Mkdir(rel) => {
-            let p = root.join(under_root(rel, names));
-            fs::create_dir_all(&p).map_err(|e| io("the directory to be created", e))?;
+            let rel = &rel.resolve_lossy(names);
+            let p = below(root, rel, Walk::Create)?.ok_or_else(|| unreachable_missing(rel))?;
+            match fs::symlink_metadata(&p) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => return Err(not_followed(rel, &p, root)),
+                Err(_) => fs::create_dir(&p).map_err(|e| io("the directory to be created", e))?,
+            }
             stamp(&p).map_err(|e| io("the directory to be stamped", e))
         }
         DiskAction::Write(rel, content) => {
-            let p = root.join(under_root(rel, names));
-            if let Some(parent) = p.parent() {
-                fs::create_dir_all(parent)
-                    .map_err(|e| io("the parent directory to be created", e))?;
-            }
-            fs::write(&p, content).map_err(|e| io("the file to be written", e))?;
+            let rel = &rel.resolve_lossy(names);
+            let p = below(root, rel, Walk::Create)?.ok_or_else(|| unreachable_missing(rel))?;
+            write_no_follow(&p, content).map_err(|e| {
+                (
+                    "the file to be written (the harness does not write through a symlink)"
+                        .to_string(),
+                    e.to_string(),
+                )
+            })?;
             stamp(&p).map_err(|e| io("the file to be stamped", e))
         }
         DiskAction::Symlink { link, target } => {
-            let p = root.join(under_root(link, names));
-            if let Some(parent) = p.parent() {
-                fs::create_dir_all(parent)
-                    .map_err(|e| io("the parent directory to be created", e))?;
-            }
+            let link = &link.resolve_lossy(names);
+            let p = below(root, link, Walk::Create)?.ok_or_else(|| unreachable_missing(link))?;
             let target = target.replace("$OUTSIDE", &outside.to_string_lossy());
             std::os::unix::fs::symlink(&target, &p).map_err(|e| io("the symlink to be created", e))
         }
-        DiskAction::Exists(rel) => match fs::symlink_metadata(root.join(under_root(rel, names))) {
-            Ok(_) => Ok(()),
-            Err(_) => Err((
-                format!(
-                    "{rel} ({}) to exist under the root",
-                    rel.resolve_lossy(names)
-                ),
-                "it does not".into(),
-            )),
-        },
-        DiskAction::Absent(rel) => match fs::symlink_metadata(root.join(under_root(rel, names))) {
-            Ok(_) => Err((
-                format!(
-                    "{rel} ({}) to be absent from the root",
-                    rel.resolve_lossy(names)
-                ),
-                "it exists".into(),
-            )),
-            Err(_) => Ok(()),
-        },
+        DiskAction::Exists(spelled) => {
+            match below(root, &spelled.resolve_lossy(names), Walk::Look)? {
+                Some(p) if fs::symlink_metadata(&p).is_ok() => Ok(()),
+                _ => Err((
+                    format!(
+                        "{spelled} ({}) to exist under the root",
+                        spelled.resolve_lossy(names)
+                    ),
+                    "it does not".into(),
+                )),
+            }
+        }
+        DiskAction::Absent(spelled) => {
+            match below(root, &spelled.resolve_lossy(names), Walk::Look)? {
+                Some(p) if fs::symlink_metadata(&p).is_ok() => Err((
+                    format!(
+                        "{spelled} ({}) to be absent from the root",
+                        spelled.resolve_lossy(names)
+                    ),
+                    "it exists".into(),
+                )),
+                _ => Ok(()),
+            }
+        }
         DiskAction::NoPathContains(text) => {
             let hits = all_paths(root)
                 .into_iter()
@@ -346,10 +361,82 @@ fn disk(
     }
 }
 
-/// A disk step's path, in the implementation's names, as a relative path (bytes kept exactly).
-fn under_root(rel: &PathTemplate, names: &dyn NameSource) -> PathBuf {
-    use std::os::unix::ffi::OsStrExt;
-    PathBuf::from(std::ffi::OsStr::from_bytes(&rel.resolve(names)))
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// Create missing directories on the way.
+    Create,
+    /// Only look: a missing directory on the way means the path does not exist.
+    Look,
+}
+
+/// `root/rel`, reached one component at a time without following a symlink: every directory on
+/// the way must be a real directory (created if missing and `walk` is `Create`). `None`: a
+/// directory on the way is missing. The last component itself is not looked at.
+fn below(root: &Path, rel: &str, walk: Walk) -> Result<Option<PathBuf>, (String, String)> {
+    let parts: Vec<&str> = rel
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    let Some((last, dirs)) = parts.split_last() else {
+        return Err((
+            "a path under the root".into(),
+            format!("{rel:?} names the root itself"),
+        ));
+    };
+    if parts.contains(&"..") || rel.starts_with('/') {
+        // The parser refuses these; a scenario built in code is held to the same rule.
+        return Err((
+            "a path under the root".into(),
+            format!("{rel:?} leaves the root"),
+        ));
+    }
+    let mut at = root.to_path_buf();
+    for dir in dirs {
+        at.push(dir);
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(not_followed(rel, &at, root)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match walk {
+                Walk::Look => return Ok(None),
+                Walk::Create => fs::create_dir(&at).map_err(|e| {
+                    (
+                        "the parent directory to be created".to_string(),
+                        e.to_string(),
+                    )
+                })?,
+            },
+            Err(e) => return Err(("the path to be readable".into(), e.to_string())),
+        }
+    }
+    Ok(Some(at.join(last)))
+}
+
+fn not_followed(rel: &str, at: &Path, root: &Path) -> (String, String) {
+    let shown = at.strip_prefix(root).unwrap_or(at).display().to_string();
+    (
+        format!("a path to {rel} made of real directories"),
+        format!("{shown} is a symlink or a file; the harness never follows a symlink"),
+    )
+}
+
+fn unreachable_missing(rel: &str) -> (String, String) {
+    (
+        format!("the directories on the way to {rel}"),
+        "one is missing".into(),
+    )
+}
+
+/// Writes `content` to `p`, refusing to open it if it is a symlink.
+fn write_no_follow(p: &Path, content: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(p)?;
+    f.write_all(content)
 }
 
 /// Every path below `dir`, relative to it, sorted.

@@ -12,19 +12,9 @@ pub struct RuleIndex {
 impl RuleIndex {
     /// A rule is defined by a line starting `**XX-n.m**` (optionally after `- `).
     pub fn parse(spec: &str) -> RuleIndex {
-        let mut ids = BTreeSet::new();
-        for line in spec.lines() {
-            let l = line.trim_start().trim_start_matches("- ");
-            if let Some(rest) = l.strip_prefix("**") {
-                if let Some(end) = rest.find("**") {
-                    let id = &rest[..end];
-                    if is_rule_id(id) {
-                        ids.insert(id.to_string());
-                    }
-                }
-            }
+        RuleIndex {
+            ids: tidemark_sim::spec_rules::rule_ids(spec),
         }
-        RuleIndex { ids }
     }
 
     pub fn load(path: &Path) -> std::io::Result<RuleIndex> {
@@ -38,20 +28,14 @@ impl RuleIndex {
     pub fn ids(&self) -> impl Iterator<Item = &String> {
         self.ids.iter()
     }
+
+    /// Every id, for the scoped grammar's parser (in `tidemark_sim`).
+    pub fn id_set(&self) -> &BTreeSet<String> {
+        &self.ids
+    }
 }
 
-/// `SP-1`, `SP-1.2`, `SC-3.4.1`: two capital letters, a dash, dot-separated numbers.
-pub fn is_rule_id(id: &str) -> bool {
-    let Some((prefix, nums)) = id.split_once('-') else {
-        return false;
-    };
-    prefix.len() == 2
-        && prefix.bytes().all(|b| b.is_ascii_uppercase())
-        && !nums.is_empty()
-        && nums
-            .split('.')
-            .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
+pub use tidemark_sim::spec_rules::is_rule_id;
 
 /// The repository root, found from this crate's manifest directory.
 pub fn repo_root() -> PathBuf {

@@ -164,7 +164,11 @@ pub fn explore(args: &ExploreArgs) -> Result<bool, String> {
                     .replacen("against the reference", &format!("against {cmd}"), 1)
                     .replace(
                         &format!("tidemark replay --seed {seed}"),
-                        &format!("tidemark explore --impl '{cmd}' --first-seed {seed} --seeds 1"),
+                        &format!(
+                            "tidemark explore --impl {} --first-seed {seed} --seeds 1 --max-shrink-iters {}",
+                            shlex::try_quote(cmd).map_err(|e| e.to_string())?,
+                            args.max_shrink_iters
+                        ),
                     );
             }
             bar.suspend(|| print!("{text}"));
@@ -282,11 +286,54 @@ fn hunt(args: &ExploreArgs) -> Result<bool, String> {
     Ok(all_found)
 }
 
+/// What `tidemark replay` found, each with its own exit status so a script can tell them apart
+/// (2 stays a usage or load error, as for every command).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplayOutcome {
+    /// The saved failure happens again with a byte-identical trace (for `--seed`: the seed
+    /// diverges). Exit 1: the failure is still there.
+    Reproduced,
+    /// It still fails, but its trace differs from the saved one. Exit 3.
+    FailsDifferently,
+    /// The run passes: the saved failure no longer happens (for `--seed`: no divergence).
+    /// Exit 0.
+    NoLongerFails,
+}
+
+impl ReplayOutcome {
+    /// From whether the replay diverged and whether its trace equals the saved one.
+    pub fn of(diverged: bool, identical_trace: bool) -> ReplayOutcome {
+        match (diverged, identical_trace) {
+            (false, _) => ReplayOutcome::NoLongerFails,
+            (true, true) => ReplayOutcome::Reproduced,
+            (true, false) => ReplayOutcome::FailsDifferently,
+        }
+    }
+
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ReplayOutcome::NoLongerFails => 0,
+            ReplayOutcome::Reproduced => 1,
+            ReplayOutcome::FailsDifferently => 3,
+        }
+    }
+
+    /// The closing line of a replay, naming the outcome and its exit status.
+    pub fn verdict_line(self) -> String {
+        let what = match self {
+            ReplayOutcome::NoLongerFails => "the saved failure no longer happens",
+            ReplayOutcome::Reproduced => "the saved failure reproduces identically",
+            ReplayOutcome::FailsDifferently => "it still fails, but differently from the saved run",
+        };
+        format!("outcome:   {what} (exit {})", self.exit_code())
+    }
+}
+
 pub fn replay(
     fixture_path: Option<&Path>,
     seed: Option<u64>,
     mutant: &Option<String>,
-) -> Result<bool, String> {
+) -> Result<ReplayOutcome, String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -330,7 +377,9 @@ pub fn replay(
                 }
             );
         }
-        return Ok(r.divergence.is_none());
+        let outcome = ReplayOutcome::of(r.divergence.is_some(), same);
+        println!("{}", outcome.verdict_line());
+        return Ok(outcome);
     }
     let seed = seed.ok_or("replay needs a fixture path or --seed")?;
     let m = mutant_arg(mutant)?;
@@ -346,11 +395,11 @@ pub fn replay(
                 "diverged at {}: expected {}, got {}",
                 d.op, d.expected, d.actual
             );
-            Ok(false)
+            Ok(ReplayOutcome::Reproduced)
         }
         None => {
             println!("no divergence");
-            Ok(true)
+            Ok(ReplayOutcome::NoLongerFails)
         }
     }
 }

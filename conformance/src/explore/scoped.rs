@@ -54,11 +54,15 @@ pub fn mutant_arg(id: Option<&str>) -> Result<Option<ScopedMutant>, String> {
     }
 }
 
-/// The exact command that replays one seed.
-pub fn replay_command(seed: u64, mutant: Option<ScopedMutant>) -> String {
+/// The exact command that replays one seed on the tier it ran on (`postgres` is the default
+/// and is left out).
+pub fn replay_command(seed: u64, mutant: Option<ScopedMutant>, tier: &str) -> String {
     let mut s = format!("tidemark explore --profile scoped --first-seed {seed} --seeds 1");
     if let Some(m) = mutant {
         s.push_str(&format!(" --mutant {}", m.id()));
+    }
+    if tier != "postgres" {
+        s.push_str(&format!(" --tier {tier}"));
     }
     s
 }
@@ -214,7 +218,12 @@ pub async fn hunt(
 
 /// A failure the way a person needs it: seed, shrunk operations, the trace tail, expected
 /// beside actual, and the commands that replay it.
-pub fn describe(f: &ScopedFailure, mutant: Option<ScopedMutant>, saved: Option<&Path>) -> String {
+pub fn describe(
+    f: &ScopedFailure,
+    mutant: Option<ScopedMutant>,
+    saved: Option<&Path>,
+    tier: &str,
+) -> String {
     let mut s = String::new();
     let against = mutant
         .map(|m| format!("mutant {}", m.id()))
@@ -250,14 +259,14 @@ pub fn describe(f: &ScopedFailure, mutant: Option<ScopedMutant>, saved: Option<&
             let _ = writeln!(s, "  replay: tidemark replay {}", p.display());
         }
         None => {
-            let _ = writeln!(s, "  replay: {}", replay_command(f.seed, mutant));
+            let _ = writeln!(s, "  replay: {}", replay_command(f.seed, mutant, tier));
         }
     }
     s
 }
 
 /// The hunt's report lines and its `N passed, M failed`.
-pub fn hunt_report(lines: &[HuntLine], limit: u64) -> String {
+pub fn hunt_report(lines: &[HuntLine], limit: u64, tier: &str) -> String {
     let mut s = String::new();
     let width = lines.iter().map(|l| l.mutant.id().len()).max().unwrap_or(0);
     for l in lines {
@@ -267,7 +276,7 @@ pub fn hunt_report(lines: &[HuntLine], limit: u64) -> String {
                 let _ = writeln!(
                     s,
                     "FOUND      {id:<width$}  after {n} seed(s) (seed {seed}); replay: {}",
-                    replay_command(*seed, Some(l.mutant))
+                    replay_command(*seed, Some(l.mutant), tier)
                 );
             }
             (None, Some(e)) => {
@@ -316,7 +325,7 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
             let lines = hunt(tier, args.first_seed, args.seeds, args.shard, mutant).await;
             let seeds: u64 = lines.iter().map(|l| l.tried).sum();
             let elapsed = start.elapsed();
-            let report = hunt_report(&lines, args.seeds);
+            let report = hunt_report(&lines, args.seeds, tier.name());
             let (body, summary) = report
                 .trim_end()
                 .rsplit_once('\n')
@@ -351,7 +360,7 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
                 }
                 _ => None,
             };
-            print!("{}", describe(f, mutant, saved.as_deref()));
+            print!("{}", describe(f, mutant, saved.as_deref(), tier.name()));
         }
         let n = run.passed + run.failures.len();
         let secs = run.elapsed.as_secs_f64().max(1e-9);
@@ -398,13 +407,12 @@ async fn compare_runs(
             same += 1;
         } else {
             println!(
-                "DIFFERENT  seed {seed}: {} on {}, {} on {}; replay: {} --tier {}",
+                "DIFFERENT  seed {seed}: {} on {}, {} on {}; replay: {}",
                 hashes[0],
                 tiers[0].name(),
                 hashes[1],
                 tiers[1].name(),
-                replay_command(seed, mutant),
-                tiers[1].name()
+                replay_command(seed, mutant, tiers[1].name())
             );
         }
     }
@@ -422,7 +430,7 @@ async fn compare_runs(
 }
 
 /// `tidemark replay` of a scoped fixture: prints what happened and whether it recurred.
-pub fn replay_fixture(path: &Path) -> Result<bool, String> {
+pub fn replay_fixture(path: &Path) -> Result<super::cli::ReplayOutcome, String> {
     let f = ScopedFixture::load(path)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -471,7 +479,9 @@ pub fn replay_fixture(path: &Path) -> Result<bool, String> {
             }
         );
     }
-    Ok(r.divergence.is_none())
+    let outcome = super::cli::ReplayOutcome::of(r.divergence.is_some(), r.reproduced);
+    println!("{}", outcome.verdict_line());
+    Ok(outcome)
 }
 
 #[cfg(test)]
@@ -493,7 +503,7 @@ mod tests {
                 "{}",
                 run.failures
                     .iter()
-                    .map(|f| describe(f, None, None))
+                    .map(|f| describe(f, None, None, "postgres"))
                     .collect::<String>()
             );
             assert_eq!(run.passed, 3);
@@ -506,7 +516,11 @@ mod tests {
             )
             .await;
             assert_eq!(lines.len(), 1);
-            assert!(lines[0].found.is_some(), "{}", hunt_report(&lines, 24));
+            assert!(
+                lines[0].found.is_some(),
+                "{}",
+                hunt_report(&lines, 24, "postgres")
+            );
         });
     }
 }

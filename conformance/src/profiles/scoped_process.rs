@@ -44,9 +44,11 @@ const TRACE_TAIL_LINES: usize = 8;
 
 /// The scoped scenarios under `dir` whose test names are in `only` (all when it is empty). A
 /// name in `only` that names no scoped scenario is an error, so a mistyped replay command cannot
-/// pass by running nothing.
-pub fn load(dir: &Path, only: &[String]) -> Result<Vec<Script>, String> {
-    let scripts = script::load_dir(dir).map_err(|e| e.to_string())?;
+/// pass by running nothing. Citations are checked against `spec` (SPEC.md).
+pub fn load(dir: &Path, only: &[String], spec: &Path) -> Result<Vec<Script>, String> {
+    let rules = crate::spec::RuleIndex::load(spec)
+        .map_err(|e| format!("{}: cannot read SPEC.md: {e}", spec.display()))?;
+    let scripts = script::load_dir_with(dir, rules.id_set()).map_err(|e| e.to_string())?;
     for name in only {
         if !scripts.iter().any(|s| &s.test_name() == name) {
             return Err(format!(

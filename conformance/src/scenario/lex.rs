@@ -1,5 +1,7 @@
 //! Splits one scenario line into tokens: words, quoted byte strings, `[`, `]`, `,` and `=>`.
 
+use tidemark_sim::clip::{clip, clip_bytes};
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Token {
     Word(String),
@@ -14,8 +16,8 @@ pub enum Token {
 impl Token {
     pub fn describe(&self) -> String {
         match self {
-            Token::Word(w) => format!("'{w}'"),
-            Token::Quoted(q) => format!("{:?}", String::from_utf8_lossy(q)),
+            Token::Word(w) => format!("'{}'", clip(w)),
+            Token::Quoted(q) => format!("{:?}", clip_bytes(q)),
             Token::Open => "'['".into(),
             Token::Close => "']'".into(),
             Token::Comma => "','".into(),

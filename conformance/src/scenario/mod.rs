@@ -368,31 +368,36 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
-/// Loads every `*.tdm` file below `dir`, sorted by path.
+/// Loads every `*.tdm` file below `dir`, sorted by path, each once (directory symlinks are not
+/// followed); two files with one test name are an error at the second.
 pub fn load_dir(
     dir: &Path,
     rules: &crate::spec::RuleIndex,
 ) -> Result<Vec<Scenario>, ScenarioError> {
-    let mut files = Vec::new();
-    collect(dir, &mut files).map_err(|e| ScenarioError {
+    let files = tidemark_sim::scenario_files::find(dir, "tdm").map_err(|e| ScenarioError {
         file: dir.to_path_buf(),
         line: 0,
         message: format!("cannot read the scenario directory: {e}"),
     })?;
-    files.sort();
-    files.iter().map(|f| parse_file(f, rules)).collect()
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for e in std::fs::read_dir(dir)? {
-        let p = e?.path();
-        if p.is_dir() {
-            collect(&p, out)?;
-        } else if p.extension().is_some_and(|x| x == "tdm") {
-            out.push(p);
-        }
+    let scenarios = files
+        .iter()
+        .map(|f| parse_file(f, rules))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some((name, first, second)) =
+        tidemark_sim::scenario_files::duplicate_name(&scenarios, Scenario::test_name, |s| {
+            s.file.as_path()
+        })
+    {
+        return Err(ScenarioError {
+            file: second.to_path_buf(),
+            line: 1,
+            message: format!(
+                "the test name {name} is taken by {} already; rename one of the files",
+                first.display()
+            ),
+        });
     }
-    Ok(())
+    Ok(scenarios)
 }
 
 #[cfg(test)]

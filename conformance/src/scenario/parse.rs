@@ -30,24 +30,56 @@ use crate::contract::{Caller, SCRATCHPAD_REASONS};
 use crate::spec::{is_rule_id, RuleIndex};
 use std::path::{Path, PathBuf};
 use tidemark_reference::scratchpad::CallContext;
+use tidemark_sim::clip::{clip, clip_field, MAX_SCENARIO_SPAN_MS};
 
 /// The optional behaviours a scratchpad scenario may need (PROTOCOL.md, SP-1.2, SP-3.7).
 pub const SCRATCHPAD_CAPABILITIES: &[&str] = &["sp12_digest", "binary_content"];
 
+const DAY_MS: i64 = 86_400_000;
+
+/// The largest content a step may write: a size above it is a load error, not an allocation
+/// (the protocol carries content in one line of at most 64 MiB, as JSON).
+pub const MAX_CONTENT_BYTES: u64 = 16 << 20;
+
+/// The largest value a byte-size or count knob may take: the largest integer every JSON reader
+/// holds exactly (2^53 - 1).
+pub const MAX_KNOB_VALUE: i64 = (1 << 53) - 1;
+
 pub fn parse_file(path: &Path, rules: &RuleIndex) -> Result<Scenario, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+    let bytes = std::fs::read(path).map_err(|e| ScenarioError {
         file: path.to_path_buf(),
         line: 0,
         message: format!("cannot read the file: {e}"),
     })?;
-    parse_str(path, &text, rules)
+    let text = utf8_text(&bytes).map_err(|(line, message)| ScenarioError {
+        file: path.to_path_buf(),
+        line,
+        message,
+    })?;
+    parse_str(path, text, rules)
+}
+
+/// The file as text, or the line holding its first byte that is not UTF-8 (1-based).
+pub fn utf8_text(bytes: &[u8]) -> Result<&str, (usize, String)> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let valid = e.valid_up_to();
+        let line = bytes[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
+        (
+            line,
+            format!(
+                "the file is not UTF-8: byte 0x{:02x} at offset {valid} (write other bytes as \\xNN inside a quoted string)",
+                bytes[valid]
+            ),
+        )
+    })
 }
 
 pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario, ScenarioError> {
+    // Quoted input is clipped where it is quoted; this bounds the whole message as well.
     let err = |line: usize, message: String| ScenarioError {
         file: file.to_path_buf(),
         line,
-        message,
+        message: clip_field(&message).into_owned(),
     };
     let mut name: Option<String> = None;
     let mut profile: Option<Profile> = None;
@@ -55,6 +87,8 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
     let mut needs: Option<(usize, Vec<String>)> = None;
     let mut knobs = Knobs::default();
     let mut steps = Vec::new();
+    // Simulated time since the epoch, checked at every advance so no sum can overflow.
+    let mut elapsed_ms: i64 = 0;
 
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
@@ -82,7 +116,10 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
         if name.is_none() {
             return Err(err(
                 line,
-                format!("expected 'scenario: <sentence>' as the first line, found {trimmed:?}"),
+                format!(
+                    "expected 'scenario: <sentence>' as the first line, found {:?}",
+                    clip(trimmed)
+                ),
             ));
         }
         if let Some(v) = trimmed.strip_prefix("profile:") {
@@ -90,18 +127,24 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
             profile = Some(Profile::from_name(v).ok_or_else(|| {
                 err(
                     line,
-                    format!("unknown profile {v:?}; expected 'scratchpad'"),
+                    format!("unknown profile {:?}; expected 'scratchpad'", clip(v)),
                 )
             })?);
             continue;
         }
         if let Some(v) = trimmed.strip_prefix("rules:") {
+            if cited.is_some() {
+                return Err(err(
+                    line,
+                    "a second 'rules:' line; cite every rule on one line".into(),
+                ));
+            }
             let mut ids = Vec::new();
             for id in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 if !is_rule_id(id) {
                     return Err(err(
                         line,
-                        format!("{id:?} is not a rule id; expected the form SP-1.2"),
+                        format!("{:?} is not a rule id; expected the form SP-1.2", clip(id)),
                     ));
                 }
                 if !rules.contains(id) {
@@ -169,6 +212,18 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
             "advance" => {
                 let d = p.word().map_err(|m| err(line, m))?;
                 let ms = parse_duration(&d).map_err(|m| err(line, m))?;
+                elapsed_ms = elapsed_ms
+                    .checked_add(ms)
+                    .filter(|t| *t <= MAX_SCENARIO_SPAN_MS)
+                    .ok_or_else(|| {
+                        err(
+                            line,
+                            format!(
+                                "this advance takes the scenario's clock past {} days after the epoch, the most a scenario may span",
+                                MAX_SCENARIO_SPAN_MS / DAY_MS
+                            ),
+                        )
+                    })?;
                 let swept = parse_swept(&mut p).map_err(|m| err(line, m))?;
                 Action::Advance { ms, swept }
             }
@@ -179,7 +234,10 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
             "workdir" => {
                 let w = p.word().map_err(|m| err(line, m))?;
                 if w != "empty" {
-                    return Err(err(line, format!("expected 'workdir empty', found 'workdir {w}'")));
+                    return Err(err(
+                        line,
+                        format!("expected 'workdir empty', found 'workdir {}'", clip(&w)),
+                    ));
                 }
                 Action::Disk(DiskAction::WorkdirEmpty)
             }
@@ -191,7 +249,7 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
             other => {
                 return Err(err(
                     line,
-                    format!("unknown step {other:?}; expected a caller (name@#channel[/thread]), advance, stop, start, disk, workdir or knob"),
+                    format!("unknown step {:?}; expected a caller (name@#channel[/thread]), advance, stop, start, disk, workdir or knob", clip(other)),
                 ))
             }
         };
@@ -358,7 +416,7 @@ fn parse_call(p: &mut LineParser, caller: Caller) -> Result<Action, String> {
             let path = p.path()?;
             let content = match p.next() {
                 Some(Token::Quoted(q)) => q.clone(),
-                Some(Token::Word(w)) => filler(parse_size(w)?),
+                Some(Token::Word(w)) => filler(content_size(w)?),
                 Some(t) => {
                     return Err(format!(
                         "expected content (a quoted string or a size like 600KiB), found {}",
@@ -508,7 +566,8 @@ fn parse_knob(p: &mut LineParser, knobs: &mut Knobs, profile: Profile) -> Result
         .map(|(_, u)| *u)
         .ok_or_else(|| {
             format!(
-                "unknown knob {name:?}; expected root or one of {}",
+                "unknown knob {:?}; expected root or one of {}",
+                clip(&name),
                 table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
             )
         })?;
@@ -517,27 +576,59 @@ fn parse_knob(p: &mut LineParser, knobs: &mut Knobs, profile: Profile) -> Result
         KnobUnit::Duration => parse_duration(&value)?,
         KnobUnit::Count => value
             .parse::<i64>()
-            .map_err(|_| format!("expected a whole number for {name}, found {value:?}"))?,
+            .ok()
+            .filter(|_| value.bytes().all(|b| b.is_ascii_digit()))
+            .ok_or_else(|| {
+                format!(
+                    "expected a whole number from 1 to {MAX_KNOB_VALUE} for {name}, found {:?}",
+                    clip(&value)
+                )
+            })?,
     };
+    // SP-5.6 gives every knob a positive default and no knob a meaning at zero or below.
+    let max = match unit {
+        KnobUnit::Duration => MAX_SCENARIO_SPAN_MS,
+        KnobUnit::Bytes | KnobUnit::Count => MAX_KNOB_VALUE,
+    };
+    if !(1..=max).contains(&v) {
+        return Err(format!(
+            "knob {name} is {v}; it must be from 1 to {max}{}",
+            if unit == KnobUnit::Duration {
+                " ms"
+            } else {
+                ""
+            }
+        ));
+    }
+    if knobs.values.contains_key(&name) {
+        return Err(format!("knob {name} is set twice"));
+    }
     knobs.values.insert(name, v);
     Ok(())
 }
 
 fn parse_disk(p: &mut LineParser) -> Result<DiskAction, String> {
     let verb = p.word()?;
+    // Every path the harness writes or checks stays under the scenario's root; only a symlink's
+    // target (what the planted link points at) may name anything.
+    let confined_path = |p: &mut LineParser| -> Result<PathTemplate, String> {
+        let path = p.path()?;
+        confined(&path.to_string())?;
+        Ok(path)
+    };
     Ok(match verb.as_str() {
-        "mkdir" => DiskAction::Mkdir(p.path()?),
+        "mkdir" => DiskAction::Mkdir(confined_path(p)?),
         "write" => {
-            let path = p.path()?;
+            let path = confined_path(p)?;
             let content = match p.next() {
                 Some(Token::Quoted(q)) => q.clone(),
-                Some(Token::Word(w)) => filler(parse_size(w)?),
+                Some(Token::Word(w)) => filler(content_size(w)?),
                 _ => return Err("expected content after 'disk write <path>'".into()),
             };
             DiskAction::Write(path, content)
         }
         "symlink" => {
-            let link = p.path()?;
+            let link = confined_path(p)?;
             let arrow = p.word()?;
             if arrow != "->" {
                 return Err(format!("expected 'disk symlink <link> -> <target>', found {arrow:?}"));
@@ -550,8 +641,8 @@ fn parse_disk(p: &mut LineParser) -> Result<DiskAction, String> {
             };
             DiskAction::Symlink { link, target }
         }
-        "exists" => DiskAction::Exists(p.path()?),
-        "absent" => DiskAction::Absent(p.path()?),
+        "exists" => DiskAction::Exists(confined_path(p)?),
+        "absent" => DiskAction::Absent(confined_path(p)?),
         "no-path-contains" => match p.next() {
             Some(Token::Word(w)) => DiskAction::NoPathContains(w.clone()),
             Some(Token::Quoted(q)) => DiskAction::NoPathContains(String::from_utf8_lossy(q).to_string()),
@@ -561,12 +652,46 @@ fn parse_disk(p: &mut LineParser) -> Result<DiskAction, String> {
     })
 }
 
+/// A disk step's path: relative to the scenario's root, and never climbing out of it.
+fn confined(path: &str) -> Result<(), String> {
+    if path.is_empty() {
+        return Err("a disk step needs a path under the scenario's root, found \"\"".into());
+    }
+    if path.starts_with('/') {
+        return Err(format!(
+            "the disk path {:?} is absolute; a disk step reaches only the scenario's root, so write it relative to the root",
+            clip(path)
+        ));
+    }
+    if path.split('/').any(|c| c == "..") {
+        return Err(format!(
+            "the disk path {:?} climbs out with '..'; a disk step reaches only the scenario's root",
+            clip(path)
+        ));
+    }
+    if path.contains('\0') {
+        return Err(format!("the disk path {:?} holds a NUL byte", clip(path)));
+    }
+    Ok(())
+}
+
+/// A content size: a size no larger than [`MAX_CONTENT_BYTES`].
+fn content_size(w: &str) -> Result<u64, String> {
+    let n = parse_size(w)?;
+    if n > MAX_CONTENT_BYTES {
+        return Err(format!(
+            "content of {n} bytes is larger than a step may write ({MAX_CONTENT_BYTES} bytes)"
+        ));
+    }
+    Ok(n)
+}
+
 /// Deterministic filler content of `n` bytes, printable so listings and reports stay readable.
 pub fn filler(n: u64) -> Vec<u8> {
     (0..n).map(|i| b'a' + (i % 26) as u8).collect()
 }
 
-/// `10B`, `4KiB`, `1MiB`, or a plain number of bytes.
+/// `10B`, `4KiB`, `1MiB`, or a plain number of bytes; at most [`MAX_KNOB_VALUE`].
 pub fn parse_size(w: &str) -> Result<u64, String> {
     let (num, mult) = if let Some(n) = w.strip_suffix("MiB") {
         (n, 1024 * 1024)
@@ -577,14 +702,42 @@ pub fn parse_size(w: &str) -> Result<u64, String> {
     } else {
         (w, 1)
     };
+    let bad = || {
+        format!(
+            "expected a size like 100B, 4KiB or 1MiB, found {:?}",
+            clip(w)
+        )
+    };
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
     num.parse::<u64>()
-        .map(|n| n * mult)
-        .map_err(|_| format!("expected a size like 100B, 4KiB or 1MiB, found {w:?}"))
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .filter(|n| *n <= MAX_KNOB_VALUE as u64)
+        .ok_or_else(|| {
+            format!(
+                "the size {:?} is larger than {MAX_KNOB_VALUE} bytes",
+                clip(w)
+            )
+        })
 }
 
-/// `7d`, `6d23h59m`, `90s`, `250ms`.
+/// `7d`, `6d23h59m`, `90s`, `250ms`; at most [`MAX_SCENARIO_SPAN_MS`].
 pub fn parse_duration(w: &str) -> Result<i64, String> {
-    let bad = || format!("expected a duration like 7d, 6d23h, 59m59s or 250ms, found {w:?}");
+    let bad = || {
+        format!(
+            "expected a duration like 7d, 6d23h, 59m59s or 250ms, found {:?}",
+            clip(w)
+        )
+    };
+    let too_long = || {
+        format!(
+            "the duration {:?} is longer than {} days, the most a scenario may span",
+            clip(w),
+            MAX_SCENARIO_SPAN_MS / DAY_MS
+        )
+    };
     let mut total: i64 = 0;
     let mut rest = w;
     if rest.is_empty() {
@@ -595,7 +748,8 @@ pub fn parse_duration(w: &str) -> Result<i64, String> {
         if digits == 0 {
             return Err(bad());
         }
-        let n: i64 = rest[..digits].parse().map_err(|_| bad())?;
+        // Digits that do not fit an i64 are a duration too long, not a malformed one.
+        let n: i64 = rest[..digits].parse().map_err(|_| too_long())?;
         rest = &rest[digits..];
         let (unit_ms, len) = if rest.starts_with("ms") {
             (1, 2)
@@ -610,7 +764,11 @@ pub fn parse_duration(w: &str) -> Result<i64, String> {
         } else {
             return Err(bad());
         };
-        total += n * unit_ms;
+        total = n
+            .checked_mul(unit_ms)
+            .and_then(|ms| total.checked_add(ms))
+            .filter(|t| *t <= MAX_SCENARIO_SPAN_MS)
+            .ok_or_else(too_long)?;
         rest = &rest[len..];
     }
     Ok(total)

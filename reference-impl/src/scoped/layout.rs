@@ -597,7 +597,10 @@ mod tests {
             );
         }
         // Whitespace inside a name is a name.
-        assert_eq!(file("session/my notes.md").unwrap().key, "sessions/w1/a1/s1/my notes.md");
+        assert_eq!(
+            file("session/my notes.md").unwrap().key,
+            "sessions/w1/a1/s1/my notes.md"
+        );
     }
 
     #[test]

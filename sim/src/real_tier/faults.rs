@@ -31,6 +31,30 @@ pub struct FaultPlan {
     pub fail_requests: Vec<(String, u64)>,
 }
 
+/// Every operation name the wrapper counts, so `faults fail OP N` can be checked at load.
+pub const S3_OPERATIONS: &[&str] = &[
+    "AbortMultipartUpload",
+    "CompleteMultipartUpload",
+    "CopyObject",
+    "CreateBucket",
+    "CreateMultipartUpload",
+    "DeleteBucket",
+    "DeleteBucketLifecycle",
+    "DeleteObject",
+    "DeleteObjects",
+    "GetBucketLifecycleConfiguration",
+    "GetBucketLocation",
+    "GetObject",
+    "HeadBucket",
+    "HeadObject",
+    "ListBuckets",
+    "ListObjects",
+    "ListObjectsV2",
+    "PutBucketLifecycleConfiguration",
+    "PutObject",
+    "UploadPart",
+];
+
 /// Requests the wrapper has seen, by operation name, in name order.
 pub type OpCounts = BTreeMap<&'static str, u64>;
 

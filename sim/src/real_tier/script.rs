@@ -34,8 +34,11 @@
 //! `"CONTENT"`, `text "TEXT"`, `no text`, `[a, b, ...]`, `refused REASON`,
 //! `swept N sessions, M deletions`, `crashed`, `published`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use crate::clip::{clip, clip_field, MAX_SCENARIO_SPAN_MS};
+use crate::real_tier::faults::S3_OPERATIONS;
 
 use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tidemark_reference::scoped::Access;
@@ -145,38 +148,91 @@ pub struct ScriptError {
     pub message: String,
 }
 
-/// Every `*.tdms` under `dir`, in path order.
+/// Every `*.tdms` under `dir`, in path order, each once (directory symlinks are not followed),
+/// citations checked against this repository's SPEC.md.
 pub fn load_dir(dir: &Path) -> Result<Vec<Script>, ScriptError> {
-    let mut files = Vec::new();
-    collect(dir, &mut files).map_err(|e| ScriptError {
+    load_dir_with(dir, repo_rules().map_err(|e| e.at(dir))?)
+}
+
+/// [`load_dir`] with the rule ids of another SPEC.md (`tidemark run --spec`).
+pub fn load_dir_with(dir: &Path, rules: &BTreeSet<String>) -> Result<Vec<Script>, ScriptError> {
+    let files = crate::scenario_files::find(dir, "tdms").map_err(|e| ScriptError {
         file: dir.to_path_buf(),
         line: 0,
         message: format!("cannot read the scenario directory: {e}"),
     })?;
-    files.sort();
-    files
+    let scripts = files
         .iter()
         .map(|f| {
-            let text = std::fs::read_to_string(f).map_err(|e| ScriptError {
+            let bytes = std::fs::read(f).map_err(|e| ScriptError {
                 file: f.clone(),
                 line: 0,
-                message: e.to_string(),
+                message: format!("cannot read the file: {e}"),
             })?;
-            parse(f, &text)
+            let text = utf8_text(&bytes).map_err(|(line, message)| ScriptError {
+                file: f.clone(),
+                line,
+                message,
+            })?;
+            parse_with(f, text, rules)
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some((name, first, second)) =
+        crate::scenario_files::duplicate_name(&scripts, Script::test_name, |s| s.file.as_path())
+    {
+        return Err(ScriptError {
+            file: second.to_path_buf(),
+            line: 1,
+            message: format!(
+                "the test name {name} is taken by {} already; rename one of the files",
+                first.display()
+            ),
+        });
+    }
+    Ok(scripts)
 }
 
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for e in std::fs::read_dir(dir)? {
-        let p = e?.path();
-        if p.is_dir() {
-            collect(&p, out)?;
-        } else if p.extension().is_some_and(|x| x == "tdms") {
-            out.push(p);
+/// The file as text, or the line holding its first byte that is not UTF-8 (1-based).
+pub fn utf8_text(bytes: &[u8]) -> Result<&str, (usize, String)> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let valid = e.valid_up_to();
+        let line = bytes[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
+        (
+            line,
+            format!(
+                "the file is not UTF-8: byte 0x{:02x} at offset {valid}",
+                bytes[valid]
+            ),
+        )
+    })
+}
+
+/// A SPEC.md that could not be read, before it is placed at a file.
+struct SpecUnreadable(String);
+
+impl SpecUnreadable {
+    fn at(self, file: &Path) -> ScriptError {
+        ScriptError {
+            file: file.to_path_buf(),
+            line: 0,
+            message: self.0,
         }
     }
-    Ok(())
+}
+
+/// This repository's SPEC.md rule ids, read once.
+fn repo_rules() -> Result<&'static BTreeSet<String>, SpecUnreadable> {
+    static RULES: std::sync::OnceLock<Result<BTreeSet<String>, String>> =
+        std::sync::OnceLock::new();
+    RULES
+        .get_or_init(|| {
+            let path = crate::spec_rules::repo_spec_path();
+            std::fs::read_to_string(&path)
+                .map(|t| crate::spec_rules::rule_ids(&t))
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))
+        })
+        .as_ref()
+        .map_err(|e| SpecUnreadable(e.clone()))
 }
 
 /// Splits a line into words, keeping `"quoted strings"` (with `\"`, `\\`, `\n`) whole and
@@ -213,7 +269,14 @@ fn words(s: &str) -> Result<Vec<String>, String> {
                 } else if c == '\\' && quoted {
                     match chars.next() {
                         Some('n') => w.push('\n'),
-                        Some(x) => w.push(x),
+                        Some('t') => w.push('\t'),
+                        Some('0') => w.push('\0'),
+                        Some(x @ ('\\' | '"')) => w.push(x),
+                        Some(x) => {
+                            return Err(format!(
+                                "unknown escape '\\{x}' (expected \\n, \\t, \\0, \\\\ or \\\")"
+                            ))
+                        }
                         None => return Err("a line ends inside an escape".into()),
                     }
                 } else {
@@ -262,28 +325,106 @@ pub fn duration_ms(s: &str) -> Result<i64, String> {
             num.push(c);
             continue;
         }
-        let n: i64 = num
-            .parse()
-            .map_err(|_| format!("bad duration {s:?}; write it like 6d23h, 30m or 90s"))?;
+        if num.is_empty() {
+            return Err(format!(
+                "bad duration {:?}; write it like 6d23h, 30m or 90s",
+                clip(s)
+            ));
+        }
+        // Digits that do not fit an i64 are a duration too long, not a malformed one.
+        let n: i64 = num.parse().map_err(|_| too_long(s))?;
         num.clear();
-        total += n * match c {
+        let unit = match c {
             'd' => DAY_MS,
             'h' => HOUR_MS,
             'm' => MINUTE_MS,
             's' => 1000,
             _ => {
                 return Err(format!(
-                    "bad duration unit {c:?} in {s:?}; use d, h, m or s"
+                    "bad duration unit {c:?} in {:?}; use d, h, m or s",
+                    clip(s)
                 ))
             }
         };
+        total = n
+            .checked_mul(unit)
+            .and_then(|ms| total.checked_add(ms))
+            .filter(|t| *t <= MAX_SCENARIO_SPAN_MS)
+            .ok_or_else(|| too_long(s))?;
     }
     if !num.is_empty() || body.is_empty() {
         return Err(format!(
-            "bad duration {s:?}; write it like 6d23h, 30m or 90s"
+            "bad duration {:?}; write it like 6d23h, 30m or 90s",
+            clip(s)
         ));
     }
     Ok(if neg { -total } else { total })
+}
+
+fn too_long(s: &str) -> String {
+    format!(
+        "the duration {:?} is longer than {} days, the most a scenario may span",
+        clip(s),
+        MAX_SCENARIO_SPAN_MS / DAY_MS
+    )
+}
+
+/// A fault rate: a probability, from 0 to 1.
+fn rate(r: &str) -> Result<f64, String> {
+    r.parse::<f64>()
+        .ok()
+        .filter(|x| (0.0..=1.0).contains(x))
+        .ok_or_else(|| {
+            format!(
+                "a fault rate is a probability from 0 to 1, not {:?}",
+                clip(r)
+            )
+        })
+}
+
+/// A `faults fail OP N` operation: one the fault wrapper counts.
+fn fault_op(op: &str) -> Result<String, String> {
+    if S3_OPERATIONS.contains(&op) {
+        Ok(op.to_string())
+    } else {
+        Err(format!(
+            "no S3 operation {:?}; expected one of {}",
+            clip(op),
+            S3_OPERATIONS.join(", ")
+        ))
+    }
+}
+
+/// The scoped knobs, each with the range SPEC part SC allows: the idle TTL is a whole number of
+/// days (SC-5.1), at least one, and at most a century.
+pub const SCOPED_KNOBS: &[(&str, i64, i64)] = &[("session_file_ttl_days", 1, 36_500)];
+
+fn knob(name: &str, value: &str, knobs: &mut BTreeMap<String, i64>) -> Result<(), String> {
+    let Some(&(_, min, max)) = SCOPED_KNOBS.iter().find(|(n, _, _)| *n == name) else {
+        return Err(format!(
+            "unknown knob {:?}; expected one of {}",
+            clip(name),
+            SCOPED_KNOBS
+                .iter()
+                .map(|(n, _, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    };
+    let v = value
+        .parse::<i64>()
+        .ok()
+        .filter(|v| (min..=max).contains(v))
+        .ok_or_else(|| {
+            format!(
+                "knob {name} must be a whole number from {min} to {max}, not {:?}",
+                clip(value)
+            )
+        })?;
+    if knobs.insert(name.to_string(), v).is_some() {
+        return Err(format!("knob {name} is set twice"));
+    }
+    Ok(())
 }
 
 fn access(s: &str) -> Result<Access, String> {
@@ -392,12 +533,12 @@ fn action(w: &[String]) -> Result<Action, String> {
         ["faults", "delete-failure", r] => ScopedOp::Faults {
             down: false,
             error_rate: 0.0,
-            delete_key_failure_rate: r.parse().map_err(|_| format!("bad rate {r}"))?,
+            delete_key_failure_rate: rate(r)?,
             fail_requests: Vec::new(),
         },
         ["faults", "error", r] => ScopedOp::Faults {
             down: false,
-            error_rate: r.parse().map_err(|_| format!("bad rate {r}"))?,
+            error_rate: rate(r)?,
             delete_key_failure_rate: 0.0,
             fail_requests: Vec::new(),
         },
@@ -406,8 +547,13 @@ fn action(w: &[String]) -> Result<Action, String> {
             error_rate: 0.0,
             delete_key_failure_rate: 0.0,
             fail_requests: vec![(
-                op.to_string(),
-                n.parse().map_err(|_| format!("bad request number {n}"))?,
+                fault_op(op)?,
+                n.parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    format!(
+                        "the request number is a whole number from 1, not {:?}",
+                        clip(n)
+                    )
+                })?,
             )],
         },
         ["apply", "lifecycle", days] => ScopedOp::ApplyLifecycle {
@@ -463,7 +609,7 @@ fn action(w: &[String]) -> Result<Action, String> {
             kind: WaitKindName(kind.into()),
             id: id.into(),
         },
-        _ => return Err(format!("no such step: {}", s.join(" "))),
+        _ => return Err(format!("no such step: {}", clip(&s.join(" ")))),
     };
     Ok(Action::Op(op))
 }
@@ -500,22 +646,36 @@ fn expect(w: &[String]) -> Result<Expect, String> {
         },
         [c] if c.starts_with('"') => Expect::Content(unquote(c)?),
         [l] if l.starts_with('[') => Expect::List(list(l)?),
-        _ => return Err(format!("no such expectation: {}", s.join(" "))),
+        _ => return Err(format!("no such expectation: {}", clip(&s.join(" ")))),
     })
 }
 
+/// Parses a scenario, checking its citations against this repository's SPEC.md.
 pub fn parse(file: &Path, text: &str) -> Result<Script, ScriptError> {
+    parse_with(file, text, repo_rules().map_err(|e| e.at(file))?)
+}
+
+/// Parses a scenario whose `rules:` must be among `rules` (the ids of a SPEC.md).
+pub fn parse_with(
+    file: &Path,
+    text: &str,
+    known_rules: &BTreeSet<String>,
+) -> Result<Script, ScriptError> {
+    // Quoted input is clipped where it is quoted; this bounds the whole message as well.
     let err = |line: usize, message: String| ScriptError {
         file: file.to_path_buf(),
         line,
-        message,
+        message: clip_field(&message).into_owned(),
     };
     let mut name = None;
-    let mut rules = Vec::new();
-    let mut kills = Vec::new();
+    let mut rules: Option<Vec<String>> = None;
+    let mut kills: Option<Vec<String>> = None;
     let mut knobs = BTreeMap::new();
     let mut steps = Vec::new();
     let mut profile_seen = false;
+    // Where the clock stands, from the epoch, checked at every advance: it may jump back, but
+    // never before 1970 nor past the span a scenario may cover.
+    let mut offset_ms: i64 = 0;
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let l = raw.trim();
@@ -524,6 +684,18 @@ pub fn parse(file: &Path, text: &str) -> Result<Script, ScriptError> {
         }
         if steps.is_empty() {
             if let Some(v) = l.strip_prefix("scenario:") {
+                if name.is_some() {
+                    return Err(err(
+                        line,
+                        "a second `scenario:` line; one scenario per file".into(),
+                    ));
+                }
+                if v.trim().is_empty() {
+                    return Err(err(
+                        line,
+                        "expected a sentence after `scenario:` stating the decision proved".into(),
+                    ));
+                }
                 name = Some(v.trim().to_string());
                 continue;
             }
@@ -531,43 +703,88 @@ pub fn parse(file: &Path, text: &str) -> Result<Script, ScriptError> {
                 if v.trim() != "scoped" {
                     return Err(err(
                         line,
-                        format!("profile must be scoped, not {:?}", v.trim()),
+                        format!("profile must be scoped, not {:?}", clip(v.trim())),
                     ));
                 }
                 profile_seen = true;
                 continue;
             }
             if let Some(v) = l.strip_prefix("rules:") {
-                rules = v.split(',').map(|r| r.trim().to_string()).collect();
+                if rules.is_some() {
+                    return Err(err(
+                        line,
+                        "a second `rules:` line; cite every rule on one line".into(),
+                    ));
+                }
+                let mut ids = Vec::new();
+                for id in v.split(',').map(str::trim).filter(|r| !r.is_empty()) {
+                    if !id.starts_with("SC-") || !crate::spec_rules::is_rule_id(id) {
+                        return Err(err(
+                            line,
+                            format!(
+                                "{:?} is not an SC rule id; expected the form SC-1.2",
+                                clip(id)
+                            ),
+                        ));
+                    }
+                    if !known_rules.contains(id) {
+                        return Err(err(line, format!("rule {id} is not defined in SPEC.md")));
+                    }
+                    ids.push(id.to_string());
+                }
+                if ids.is_empty() {
+                    return Err(err(
+                        line,
+                        "expected at least one rule id after `rules:`".into(),
+                    ));
+                }
+                rules = Some(ids);
                 continue;
             }
             if let Some(v) = l.strip_prefix("kills:") {
-                kills = v.split(',').map(|r| r.trim().to_string()).collect();
+                if kills.is_some() {
+                    return Err(err(
+                        line,
+                        "a second `kills:` line; name every mutant on one line".into(),
+                    ));
+                }
+                let mut ids = Vec::new();
+                for id in v.split(',').map(str::trim).filter(|r| !r.is_empty()) {
+                    if tidemark_reference::scoped::ScopedMutant::from_id(id).is_none() {
+                        return Err(err(
+                            line,
+                            format!(
+                                "no scoped mutant {:?}; expected one of {}",
+                                clip(id),
+                                tidemark_reference::scoped::ScopedMutant::ALL
+                                    .map(|m| m.id())
+                                    .join(", ")
+                            ),
+                        ));
+                    }
+                    ids.push(id.to_string());
+                }
+                kills = Some(ids);
                 continue;
             }
             if let Some(v) = l.strip_prefix("knob ") {
                 // `knob session_file_ttl_days 7`, as the scratchpad's files spell knobs.
                 let mut parts = v.split_whitespace();
                 let (Some(k), Some(val), None) = (parts.next(), parts.next(), parts.next()) else {
-                    return Err(err(line, format!("a knob is `knob NAME VALUE`, not {l:?}")));
+                    return Err(err(
+                        line,
+                        format!("a knob is `knob NAME VALUE`, not {:?}", clip(l)),
+                    ));
                 };
-                let val: i64 = val
-                    .parse()
-                    .map_err(|_| err(line, format!("knob {k} needs a whole number")))?;
-                knobs.insert(k.to_string(), val);
+                knob(k, val, &mut knobs).map_err(|m| err(line, m))?;
                 continue;
             }
             if let Some(v) = l.strip_prefix("knobs:") {
                 for kv in v.split(',') {
-                    let (k, val) = kv
-                        .trim()
-                        .split_once('=')
-                        .ok_or_else(|| err(line, format!("a knob is name=value, not {kv:?}")))?;
-                    let val: i64 = val
-                        .trim()
-                        .parse()
-                        .map_err(|_| err(line, format!("knob {k} needs a whole number")))?;
-                    knobs.insert(k.trim().to_string(), val);
+                    let (k, val) = kv.trim().split_once('=').ok_or_else(|| {
+                        err(line, format!("a knob is name=value, not {:?}", clip(kv)))
+                    })?;
+                    knob(k.trim(), val.trim(), &mut knobs).map_err(|m| err(line, m))?;
                 }
                 continue;
             }
@@ -578,6 +795,20 @@ pub fn parse(file: &Path, text: &str) -> Result<Script, ScriptError> {
         };
         let aw = words(act).map_err(|m| err(line, m))?;
         let action = action(&aw).map_err(|m| err(line, m))?;
+        if let Action::Advance(ms) = action {
+            offset_ms = offset_ms
+                .checked_add(ms)
+                .filter(|o| (-crate::clock::EPOCH.as_millis()..=MAX_SCENARIO_SPAN_MS).contains(o))
+                .ok_or_else(|| {
+                    err(
+                        line,
+                        format!(
+                            "this advance takes the scenario's clock before 1970 or past {} days after the epoch",
+                            MAX_SCENARIO_SPAN_MS / DAY_MS
+                        ),
+                    )
+                })?;
+        }
         let expect = match exp {
             Some(e) => expect(&words(e).map_err(|m| err(line, m))?).map_err(|m| err(line, m))?,
             None => Expect::Ok,
@@ -594,14 +825,12 @@ pub fn parse(file: &Path, text: &str) -> Result<Script, ScriptError> {
     if !profile_seen {
         return Err(err(1, "missing `profile: scoped`".into()));
     }
-    if rules.is_empty() || rules.iter().any(|r| !r.starts_with("SC-")) {
-        return Err(err(1, "`rules:` must cite SC-… rules".into()));
-    }
+    let rules = rules.ok_or_else(|| err(1, "`rules:` must cite SC-… rules".into()))?;
     Ok(Script {
         file: file.to_path_buf(),
         name,
         rules,
-        kills,
+        kills: kills.unwrap_or_default(),
         knobs,
         steps,
     })
