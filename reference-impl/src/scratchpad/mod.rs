@@ -549,6 +549,10 @@ impl Scratchpad {
         path: Option<&[u8]>,
     ) -> Result<Vec<ListEntry>, ScratchError> {
         let root = self.root()?;
+        // The path's shape is checked before the disk is looked at (SP-6.2).
+        let gp = path
+            .map(|raw| GuestPath::parse(raw, &self.limits()))
+            .transpose()?;
         let session = self.session_dir(ctx);
         let sdir = root.join(&session);
         if fs::symlink_metadata(&sdir).is_err() {
@@ -561,11 +565,10 @@ impl Scratchpad {
             };
         }
         let own_only = self.cfg.is(ScratchpadMutant::RootListsOwnOnly);
-        let start: PathBuf = match path {
+        let start: PathBuf = match gp {
             None if own_only => sdir.join(self.requester_dir(ctx)),
             None => sdir.clone(),
-            Some(raw) => {
-                let gp = GuestPath::parse(raw, &self.limits())?;
+            Some(gp) => {
                 let own: Vec<String> = [session.clone(), self.requester_dir(ctx)]
                     .into_iter()
                     .chain(gp.components().iter().cloned())
