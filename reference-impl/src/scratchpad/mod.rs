@@ -175,9 +175,17 @@ impl Scratchpad {
         let mut rel: Vec<String> = vec![session.clone(), requester.clone()];
         rel.extend(gp.components().iter().cloned());
         let target = rel.iter().fold(root.clone(), |p, c| p.join(c));
-        // The `overwrite-skips-*` mutants check sizes only when a file is created.
-        let overwriting = fs::symlink_metadata(&target).is_ok_and(|m| m.is_file());
+        // The `overwrite-skips-*` mutants check sizes only when a file is created; the disk is
+        // asked only when one of them is on.
         let mutant = self.cfg.mutant;
+        let overwriting = matches!(
+            mutant,
+            Some(
+                ScratchpadMutant::OverwriteSkipsSizeLimit
+                    | ScratchpadMutant::OverwriteSkipsCeiling
+                    | ScratchpadMutant::OverwriteSkipsCap
+            )
+        ) && fs::symlink_metadata(&target).is_ok_and(|m| m.is_file());
         let skips = |m: ScratchpadMutant| overwriting && mutant == Some(m);
         let largest = self.cfg.max_file_bytes.min(self.cfg.session_cap_bytes);
         if len > largest && !skips(ScratchpadMutant::OverwriteSkipsSizeLimit) {
@@ -764,14 +772,17 @@ fn measure_session(root: &Path, session: &str) -> Result<SessionMeasure, Scratch
 /// no symbolic link on the way (a link planted where a directory was must never be followed), of
 /// the size and time the index holds.
 fn on_disk_as_indexed(root: &Path, session: &str, f: &Indexed) -> bool {
-    let rel: Vec<String> = std::iter::once(session.to_string())
-        .chain(f.listed.split('/').map(String::from))
-        .collect();
-    if disk::first_symlink(root, &rel).is_some() {
-        return false;
+    let mut path = root.join(session);
+    let mut meta = fs::symlink_metadata(&path);
+    for c in f.listed.split('/') {
+        match &meta {
+            Ok(m) if m.is_dir() => {}
+            _ => return false, // a link, a file or nothing where a directory should be
+        }
+        path.push(c);
+        meta = fs::symlink_metadata(&path);
     }
-    let path = rel.iter().fold(root.to_path_buf(), |p, c| p.join(c));
-    match fs::symlink_metadata(&path) {
+    match meta {
         Ok(m) => m.is_file() && m.len() == f.size && disk::mtime(&m) == f.mtime,
         Err(_) => false,
     }
