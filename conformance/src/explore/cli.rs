@@ -218,6 +218,7 @@ fn save(found: &Found, mutant: Option<ScratchpadMutant>, dir: &Path) -> Result<P
         version: 1,
         profile: "scratchpad".into(),
         seed: found.seed,
+        generator: super::ops::GENERATOR_VERSION,
         mutant: mutant.map(|m| m.id().to_string()),
         unmounted: found.unmounted,
         ops: found.ops.clone(),

@@ -15,6 +15,11 @@ pub struct Fixture {
     pub version: u32,
     pub profile: String,
     pub seed: u64,
+    /// The generator version the seed ran through (`explore::ops`), so `seed` names the
+    /// workload the failure was shrunk from. Fixtures saved before versions existed are 1. A
+    /// replay runs `ops` and never regenerates.
+    #[serde(default = "generator_version_1")]
+    pub generator: u32,
     /// The mutant the failure was found against; `None`: the reference itself.
     pub mutant: Option<String>,
     pub unmounted: bool,
@@ -22,6 +27,10 @@ pub struct Fixture {
     /// Where it diverged, as printed when found.
     pub divergence: String,
     pub trace_hash: String,
+}
+
+fn generator_version_1() -> u32 {
+    1
 }
 
 impl Fixture {

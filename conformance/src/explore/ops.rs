@@ -1,5 +1,12 @@
 //! The operations an exploration generates: small indices into fixed tables, so a sequence is
 //! compact to save, shrinks well, and prints as lines a person reads like a scenario.
+//!
+//! Two generator versions exist. A seed means what its version generates: version 1 is kept
+//! unchanged so a seed number found before version 2 still names the same workload
+//! (`generate_version(1, seed)`); version 2 ([`GENERATOR_VERSION`]) adds single-path listings,
+//! focused seeds (one caller, one thread, so overwrites under cap pressure, refusals at a full cap
+//! and equal times in eviction are common) and short advances that probe the sweeper's schedule.
+//! Saved fixtures hold their operations, so no replay depends on either generator.
 
 use crate::contract::{Bytes, Caller, Request};
 use proptest::prelude::*;
@@ -68,6 +75,13 @@ pub enum SimOp {
         place: u8,
         path: u8,
     },
+    /// Lists one path: a file (SP-3.3 "or that one file"), a directory, or nothing. Generator
+    /// version 2 on.
+    ListPath {
+        who: u8,
+        place: u8,
+        path: u8,
+    },
 }
 
 pub fn caller(who: u8, place: u8) -> Caller {
@@ -122,6 +136,14 @@ impl SimOp {
             SimOp::List { who, place } => Request::List {
                 caller: caller(who, place),
                 path: None,
+            },
+            SimOp::ListPath {
+                who,
+                place,
+                path: p,
+            } => Request::List {
+                caller: caller(who, place),
+                path: Some(Bytes(path(p))),
             },
             SimOp::Remove {
                 who,
@@ -188,6 +210,11 @@ impl fmt::Display for SimOp {
                 path,
             } => write!(f, "{} read {}", who(w, place), p(path)),
             SimOp::List { who: w, place } => write!(f, "{} list", who(w, place)),
+            SimOp::ListPath {
+                who: w,
+                place,
+                path,
+            } => write!(f, "{} list {}", who(w, place), p(path)),
             SimOp::Remove {
                 who: w,
                 place,
@@ -218,10 +245,13 @@ fn path_index() -> impl Strategy<Value = u8> {
     prop_oneof![3 => Just(0u8), 3 => Just(7u8), 6 => 0u8..PATHS.len() as u8]
 }
 
-/// The standard workload's step: weights tuned so 200 steps span about a month of simulated time
+/// The generator a seed runs through unless told otherwise; recorded in saved fixtures.
+pub const GENERATOR_VERSION: u32 = 2;
+
+/// Version 1's step, unchanged: weights tuned so 200 steps span about a month of simulated time
 /// (forward advances average about 14 hours and are about a quarter of the steps), with crashes,
 /// backward clock jumps and planted links as rare faults.
-pub fn op() -> impl Strategy<Value = SimOp> {
+pub fn op_v1() -> impl Strategy<Value = SimOp> {
     let who = 0u8..3;
     let place = 0u8..3;
     let forward = prop_oneof![
@@ -252,14 +282,105 @@ pub fn op() -> impl Strategy<Value = SimOp> {
     ]
 }
 
+/// Where a version-2 seed puts its callers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Focus {
+    /// Three requesters in two threads and their pairings, as version 1.
+    Spread,
+    /// Alice in one thread, bob a third of the time (so another member's files are evicted too):
+    /// writes pile into one session, so overwrites of the oldest file under cap pressure, writes
+    /// onto `dir` or through a file at a full cap, and files written at one instant and then
+    /// evicted are common.
+    OneSession,
+    /// One requester in all three places: their total nears the ceiling (SP-4.1), so
+    /// overwrites that cross it are common.
+    OneRequester,
+}
+
+/// Version 2's step: version 1's mix plus single-path listings and short advances (2 and 3
+/// minutes: with the 5-minute sweep interval, ticks that fall between a fixed period's sweep and
+/// one counted from the previous sweep, SP-5.5), with callers as `focus` says.
+pub fn op_v2(focus: Focus) -> BoxedStrategy<SimOp> {
+    let (who, place): (BoxedStrategy<u8>, BoxedStrategy<u8>) = match focus {
+        Focus::Spread => ((0u8..3).boxed(), (0u8..3).boxed()),
+        Focus::OneSession => (
+            prop_oneof![2 => Just(0u8), 1 => Just(1u8)].boxed(),
+            Just(0u8).boxed(),
+        ),
+        Focus::OneRequester => (Just(0u8).boxed(), (0u8..3).boxed()),
+    };
+    // Focused, mostly the paths that collide in one subtree (notes.md, a.txt, b.txt, dir/c.txt,
+    // dir, dir/deep/d.txt), `notes.md` and bob's listed path favoured as in version 1 (own-path
+    // precedence needs both), and now and then a path through a planted link; the climb is the
+    // spread workload's.
+    let path: BoxedStrategy<u8> = match focus {
+        Focus::Spread => path_index().boxed(),
+        _ => prop_oneof![2 => Just(0u8), 2 => Just(7u8), 8 => 0u8..6, 1 => Just(8u8)].boxed(),
+    };
+    let forward = prop_oneof![
+        3 => Just(1_000i64),
+        5 => Just(60_000),
+        3 => Just(120_000),
+        3 => Just(180_000),
+        5 => Just(300_000),
+        4 => Just(1_800_000),
+        4 => Just(3_540_000),
+        3 => Just(3_600_000),
+        4 => Just(21_600_000),
+        6 => Just(86_400_000),
+        3 => Just(3 * 86_400_000),
+        1 => Just(7 * 86_400_000),
+    ];
+    let backward = prop_oneof![Just(-60_000i64), Just(-3_600_000), Just(-86_400_000)];
+    prop_oneof![
+        1 => Just(SimOp::Nop),
+        30 => (who.clone(), place.clone(), path.clone(), 0u8..SIZES.len() as u8)
+            .prop_map(|(who, place, path, size)| SimOp::Write { who, place, path, size }),
+        14 => (who.clone(), place.clone(), path.clone()).prop_map(|(who, place, path)| SimOp::Read { who, place, path }),
+        10 => (who.clone(), place.clone()).prop_map(|(who, place)| SimOp::List { who, place }),
+        6 => (who.clone(), place.clone(), path.clone()).prop_map(|(who, place, path)| SimOp::ListPath { who, place, path }),
+        8 => (who.clone(), place.clone(), path).prop_map(|(who, place, path)| SimOp::Remove { who, place, path }),
+        24 => forward.prop_map(|ms| SimOp::Advance { ms }),
+        2 => backward.prop_map(|ms| SimOp::Advance { ms }),
+        2 => Just(SimOp::Crash),
+        3 => Just(SimOp::Restart),
+        1 => (who, place, 0u8..LINK_PATHS.len() as u8).prop_map(|(who, place, path)| SimOp::PlantLink { who, place, path }),
+    ]
+    .boxed()
+}
+
 /// Operations per seed in the standard workload.
 pub const OPS_PER_SEED: usize = 200;
 
-/// A whole seed's workload: always [`OPS_PER_SEED`] steps (shrinking turns steps into `Nop`),
-/// and, for one seed in twenty, an unmounted root.
-pub fn workload() -> impl Strategy<Value = (bool, Vec<SimOp>)> {
-    (
-        proptest::bool::weighted(0.05),
-        super::shrink::sequence(op().boxed(), OPS_PER_SEED),
-    )
+/// A whole seed's workload under generator `version`: always [`OPS_PER_SEED`] steps (shrinking
+/// turns steps into `Nop`), and, for one seed in twenty, an unmounted root. Version 2 spreads
+/// half the seeds and focuses a quarter each on one session and on one requester ([`Focus`]).
+pub fn workload_version(version: u32) -> BoxedStrategy<(bool, Vec<SimOp>)> {
+    match version {
+        1 => (
+            proptest::bool::weighted(0.05),
+            super::shrink::sequence(op_v1().boxed(), OPS_PER_SEED),
+        )
+            .boxed(),
+        _ => (
+            proptest::bool::weighted(0.05),
+            prop_oneof![
+                2 => Just(Focus::Spread),
+                1 => Just(Focus::OneSession),
+                1 => Just(Focus::OneRequester),
+            ],
+        )
+            .prop_flat_map(|(unmounted, focus)| {
+                (
+                    Just(unmounted),
+                    super::shrink::sequence(op_v2(focus), OPS_PER_SEED),
+                )
+            })
+            .boxed(),
+    }
+}
+
+/// The current generator's workload.
+pub fn workload() -> BoxedStrategy<(bool, Vec<SimOp>)> {
+    workload_version(GENERATOR_VERSION)
 }

@@ -215,9 +215,10 @@ impl ScratchpadModel {
             } => self.write(now, caller, &path.0, &content.0),
             Request::Read { caller, path } => self.read(caller, &path.0),
             Request::List { caller, path: None } => self.list(caller),
-            Request::List { .. } => {
-                unimplemented!("the model predicts whole-session listings only")
-            }
+            Request::List {
+                caller,
+                path: Some(p),
+            } => self.list_path(caller, &p.0),
             Request::Remove { caller, path } => self.remove(now, caller, &path.0),
         }
     }
@@ -386,6 +387,54 @@ impl ScratchpadModel {
         }
         entries.sort();
         Outcome::Listing { entries }
+    }
+
+    /// SP-3.3: a path lists the files below that directory, or that one file, resolved as a read
+    /// is (the caller's own path first, then the path as the listing shows it). Links are refused
+    /// on each candidate as it is tried (SP-2.7) and never listed.
+    fn list_path(&self, caller: &Caller, raw: &[u8]) -> Outcome {
+        let path = match parse_path(raw, &self.knobs) {
+            Ok(p) => p,
+            Err(o) => return o,
+        };
+        let (sid, _) = session_of(caller);
+        let Some(session) = self.sessions.get(&sid) else {
+            return refused("not_found");
+        };
+        let me = requester_dir(&caller.requester);
+        let own = session
+            .members
+            .get(&me)
+            .map(|s| (me.as_str(), s, path.as_slice()));
+        let shared = session
+            .members
+            .get_key_value(&path[0])
+            .map(|(m, s)| (m.as_str(), s, &path[1..]));
+        for (member, sub, rel) in [own, shared].into_iter().flatten() {
+            if sub.link_on(rel) {
+                return refused("symlink_escape");
+            }
+            let listed = |p: &Vec<String>, f: &File| Entry {
+                path: format!("{member}/{}", p.join("/")),
+                size: f.content.len() as u64,
+            };
+            if let Some(f) = sub.files.get(rel) {
+                return Outcome::Listing {
+                    entries: vec![listed(&rel.to_vec(), f)],
+                };
+            }
+            if rel.is_empty() || sub.dirs.contains(rel) {
+                let mut entries: Vec<Entry> = sub
+                    .files
+                    .iter()
+                    .filter(|(p, _)| p.len() > rel.len() && p.starts_with(rel))
+                    .map(|(p, f)| listed(p, f))
+                    .collect();
+                entries.sort();
+                return Outcome::Listing { entries };
+            }
+        }
+        refused("not_found")
     }
 
     fn remove(&mut self, _now: i64, caller: &Caller, raw: &[u8]) -> Outcome {

@@ -12,6 +12,7 @@ mod disk;
 mod error;
 mod identity;
 mod mutants;
+mod order;
 mod paths;
 mod retention;
 mod usage;
@@ -20,6 +21,7 @@ pub use config::{ScratchpadConfig, MIB};
 pub use error::{Refusal, ScratchError};
 pub use identity::{digest, parse_session_dir, requester_dir, CallContext, SessionKind};
 pub use mutants::ScratchpadMutant;
+pub use order::{EvictionOrder, Indexed};
 pub use retention::SweepReport;
 pub use usage::Usage;
 
@@ -50,6 +52,8 @@ pub struct Scratchpad {
     cfg: ScratchpadConfig,
     clock: Arc<dyn Clock>,
     usage: Usage,
+    /// Each session's files oldest first, so eviction reads only what it evicts (SP-4.2).
+    order: EvictionOrder,
     next_sweep_at: Option<Timestamp>,
 }
 
@@ -61,10 +65,11 @@ impl Scratchpad {
             cfg,
             clock,
             usage: Usage::default(),
+            order: EvictionOrder::default(),
             next_sweep_at: None,
         };
         if let Ok(root) = pad.root() {
-            pad.usage = measure_usage(&root)?;
+            (pad.usage, pad.order) = measure(&root)?;
         }
         Ok(pad)
     }
@@ -75,6 +80,11 @@ impl Scratchpad {
 
     pub fn usage(&self) -> &Usage {
         &self.usage
+    }
+
+    /// The eviction index, for tests that compare it with a fresh walk ([`measure`]).
+    pub fn eviction_order(&self) -> &EvictionOrder {
+        &self.order
     }
 
     fn now(&self) -> Timestamp {
@@ -160,43 +170,65 @@ impl Scratchpad {
         let root = self.root()?;
         let gp = GuestPath::parse(path, &self.limits())?;
         let len = data.len() as u64;
+        let session = self.session_dir(ctx);
+        let requester = self.requester_dir(ctx);
+        let mut rel: Vec<String> = vec![session.clone(), requester.clone()];
+        rel.extend(gp.components().iter().cloned());
+        let target = rel.iter().fold(root.clone(), |p, c| p.join(c));
+        // The `overwrite-skips-*` mutants check sizes only when a file is created; the disk is
+        // asked only when one of them is on.
+        let mutant = self.cfg.mutant;
+        let overwriting = matches!(
+            mutant,
+            Some(
+                ScratchpadMutant::OverwriteSkipsSizeLimit
+                    | ScratchpadMutant::OverwriteSkipsCeiling
+                    | ScratchpadMutant::OverwriteSkipsCap
+            )
+        ) && fs::symlink_metadata(&target).is_ok_and(|m| m.is_file());
+        let skips = |m: ScratchpadMutant| overwriting && mutant == Some(m);
         let largest = self.cfg.max_file_bytes.min(self.cfg.session_cap_bytes);
-        if len > largest {
+        if len > largest && !skips(ScratchpadMutant::OverwriteSkipsSizeLimit) {
             return Err(ScratchError::new(
                 Refusal::TooLarge,
                 format!("the file is {len} bytes; at most {largest} fit in a session"),
             ));
         }
         let now = self.now();
-        let session = self.session_dir(ctx);
-        let requester = self.requester_dir(ctx);
-        let mut rel: Vec<String> = vec![session.clone(), requester.clone()];
-        rel.extend(gp.components().iter().cloned());
         self.refuse_symlinks(&root, &rel)?;
-        let target = rel.iter().fold(root.clone(), |p, c| p.join(c));
+        // What is on disk at the path can refuse the write; every such check runs before anything
+        // is evicted, so the refusal changes nothing (SP-6.2). The `late-refusal-evicts` mutant
+        // holds the refusal until after eviction.
+        let mut on_disk_refusal = None;
         let old_len = match fs::symlink_metadata(&target) {
             Ok(m) if m.is_dir() => {
-                return Err(ScratchError::new(
+                on_disk_refusal = Some(ScratchError::new(
                     Refusal::IsADirectory,
                     format!("{} is a directory", gp.as_string()),
-                ))
+                ));
+                0
             }
             Ok(m) => m.len(),
             Err(_) => 0,
         };
-        // A parent that exists as a file makes the write impossible; find out before anything is
-        // evicted, so the refusal changes nothing (SP-6.1).
+        // A parent that exists as a file makes the write impossible.
         let mut parent = root.clone();
         for c in &rel[..rel.len() - 1] {
             parent.push(c);
             if let Ok(m) = fs::symlink_metadata(&parent) {
-                if !m.is_dir() {
-                    return Err(ScratchError::new(
+                if !m.is_dir() && on_disk_refusal.is_none() {
+                    on_disk_refusal = Some(ScratchError::new(
                         Refusal::NotADirectory,
                         format!("a file stands where {} needs a directory", gp.as_string()),
                     ));
                 }
             }
+        }
+        if let Some(refusal) = on_disk_refusal.take() {
+            if !self.cfg.is(ScratchpadMutant::LateRefusalEvicts) {
+                return Err(refusal);
+            }
+            on_disk_refusal = Some(refusal);
         }
         // An overwrite replaces bytes rather than adding them (SP-4.4).
         let credited = if self.cfg.is(ScratchpadMutant::OverwriteDoubleCounted) {
@@ -213,7 +245,9 @@ impl Scratchpad {
             self.usage.requester_bytes(&requester)
         };
         let mut evicted = Vec::new();
-        if measured - credited.min(measured) + len > self.cfg.requester_ceiling_bytes {
+        if measured - credited.min(measured) + len > self.cfg.requester_ceiling_bytes
+            && !skips(ScratchpadMutant::OverwriteSkipsCeiling)
+        {
             if self.cfg.is(ScratchpadMutant::CeilingEvicts) {
                 let need =
                     measured - credited.min(measured) + len - self.cfg.requester_ceiling_bytes;
@@ -231,11 +265,17 @@ impl Scratchpad {
         }
 
         // Then the session cap: evict oldest-first inside this session only (SP-4.2).
-        let session_bytes = self.usage.session_bytes(&session);
-        let after = session_bytes - credited.min(session_bytes) + len;
-        if after > self.cfg.session_cap_bytes {
-            let need = after - self.cfg.session_cap_bytes;
-            evicted.extend(self.evict_from_session(&root, &session, &listed_path, need)?);
+        if !skips(ScratchpadMutant::OverwriteSkipsCap) {
+            evicted.extend(self.evict_from_session(
+                &root,
+                &session,
+                &listed_path,
+                credited,
+                len,
+            )?);
+        }
+        if let Some(refusal) = on_disk_refusal {
+            return Err(refusal);
         }
 
         let parent_rel = &rel[..rel.len() - 1];
@@ -251,6 +291,7 @@ impl Scratchpad {
         }
         self.usage.subtract(&session, &requester, credited);
         self.usage.add(&session, &requester, len);
+        self.order.upsert(&session, &listed_path, now, len);
         if self.cfg.is(ScratchpadMutant::EvictionNotNamed) {
             evicted.clear();
         }
@@ -260,15 +301,115 @@ impl Scratchpad {
         })
     }
 
-    /// Removes files of `session`, oldest first, until `need` bytes are freed. Returns them as
-    /// listing paths.
+    /// Bytes the session must free before a write of `len` bytes replacing `credited` fits its
+    /// cap, from the running counts.
+    fn cap_need(&self, session: &str, credited: u64, len: u64) -> u64 {
+        let session_bytes = self.usage.session_bytes(session);
+        (session_bytes - credited.min(session_bytes) + len)
+            .saturating_sub(self.cfg.session_cap_bytes)
+    }
+
+    /// Removes files of `session`, oldest first (equal times by listing path), until a write of
+    /// `len` bytes over `keep` (`credited` bytes now) fits the cap. Returns them as listing paths.
+    ///
+    /// The order comes from the index, so this reads only the files it evicts. The index knows
+    /// only what this process did: before anything is removed, each chosen file is checked on
+    /// disk (a regular file, no link on its path, the size and time the index holds). A file that
+    /// someone else removed, replaced, touched or turned into a link makes the index and the
+    /// counts of this session be rebuilt from a walk (as a restart would), and the choice is made
+    /// again from what the walk saw; so a wrong index costs one walk, never a wrong eviction, and
+    /// a link is never followed. A file placed by someone else is counted from the next walk (a
+    /// restart, or such a rebuild), as the byte counts always were (SP-4.5).
     fn evict_from_session(
+        &mut self,
+        root: &Path,
+        session: &str,
+        keep: &str,
+        credited: u64,
+        len: u64,
+    ) -> Result<Vec<String>, ScratchError> {
+        if self.cfg.is(ScratchpadMutant::EvictAcrossSessions)
+            || self.cfg.is(ScratchpadMutant::EvictByName)
+            || self.cfg.is(ScratchpadMutant::EvictNewestFirst)
+        {
+            let need = self.cap_need(session, credited, len);
+            return self.evict_by_walk(root, session, keep, need);
+        }
+        let mut rebuilt = false;
+        loop {
+            let need = self.cap_need(session, credited, len);
+            if need == 0 {
+                return Ok(Vec::new());
+            }
+            let chosen = if self.cfg.is(ScratchpadMutant::EqualTimesByWriteOrder) {
+                self.order.oldest_by_write_order(session, keep, need)
+            } else if self.cfg.is(ScratchpadMutant::OverwriteEvictsItself) {
+                self.order.oldest(session, None, need)
+            } else {
+                self.order.oldest(session, Some(keep), need)
+            };
+            if chosen.iter().all(|f| on_disk_as_indexed(root, session, f)) {
+                return self.evict_indexed(root, session, chosen);
+            }
+            if rebuilt {
+                return Err(ScratchError::io(
+                    "making room in the session",
+                    std::io::Error::other(
+                        "its files changed on disk while room was being made; nothing was evicted or written",
+                    ),
+                ));
+            }
+            self.rebuild_session(root, session)?;
+            rebuilt = true;
+        }
+    }
+
+    /// Replaces this session's counts and index with what one walk of it sees.
+    fn rebuild_session(&mut self, root: &Path, session: &str) -> Result<(), ScratchError> {
+        let (bytes, files) = measure_session(root, session)?;
+        self.usage.drop_session(session);
+        for (requester, b) in bytes {
+            self.usage.add(session, &requester, b);
+        }
+        self.order.replace_session(session, files);
+        Ok(())
+    }
+
+    fn evict_indexed(
+        &mut self,
+        root: &Path,
+        session: &str,
+        chosen: Vec<Indexed>,
+    ) -> Result<Vec<String>, ScratchError> {
+        let now = self.now();
+        let mut evicted = Vec::new();
+        for f in chosen {
+            let path = root.join(session).join(&f.listed);
+            fs::remove_file(&path).map_err(|e| ScratchError::io("evicting a file", e))?;
+            // Removing an entry moves its directory's time, exactly as the OS would (SP-5.3).
+            if let Some(parent) = path.parent() {
+                let _ = disk::set_mtime(parent, now);
+            }
+            let owner = f.listed.split('/').next().unwrap_or_default();
+            self.usage.subtract(session, owner, f.size);
+            self.order.remove(session, &f.listed);
+            evicted.push(f.listed);
+        }
+        Ok(evicted)
+    }
+
+    /// The eviction of the mutants that change which files go (`evict-across-sessions`,
+    /// `evict-by-name`, `evict-newest-first`): a walk, as the reference did before the index.
+    fn evict_by_walk(
         &mut self,
         root: &Path,
         session: &str,
         keep: &str,
         need: u64,
     ) -> Result<Vec<String>, ScratchError> {
+        if need == 0 {
+            return Ok(Vec::new());
+        }
         let mut candidates: Vec<(String, String, disk::FileEntry)> = Vec::new();
         let sessions: Vec<String> = if self.cfg.is(ScratchpadMutant::EvictAcrossSessions) {
             list_dir_names(root)
@@ -356,6 +497,7 @@ impl Scratchpad {
             }
             let owner = listed.split('/').next().unwrap_or_default().to_string();
             self.usage.subtract(&session, &owner, f.size);
+            self.order.remove(&session, &listed);
             freed += f.size;
             evicted.push(listed);
         }
@@ -415,6 +557,10 @@ impl Scratchpad {
         path: Option<&[u8]>,
     ) -> Result<Vec<ListEntry>, ScratchError> {
         let root = self.root()?;
+        // The path's shape is checked before the disk is looked at (SP-6.2).
+        let gp = path
+            .map(|raw| GuestPath::parse(raw, &self.limits()))
+            .transpose()?;
         let session = self.session_dir(ctx);
         let sdir = root.join(&session);
         if fs::symlink_metadata(&sdir).is_err() {
@@ -427,11 +573,10 @@ impl Scratchpad {
             };
         }
         let own_only = self.cfg.is(ScratchpadMutant::RootListsOwnOnly);
-        let start: PathBuf = match path {
+        let start: PathBuf = match gp {
             None if own_only => sdir.join(self.requester_dir(ctx)),
             None => sdir.clone(),
-            Some(raw) => {
-                let gp = GuestPath::parse(raw, &self.limits())?;
+            Some(gp) => {
                 let own: Vec<String> = [session.clone(), self.requester_dir(ctx)]
                     .into_iter()
                     .chain(gp.components().iter().cloned())
@@ -461,7 +606,9 @@ impl Scratchpad {
             Err(_) => return Ok(Vec::new()),
         };
         let mut entries = Vec::new();
-        if meta.is_file() {
+        if meta.is_file() && self.cfg.is(ScratchpadMutant::ListOfAFileIsEmpty) {
+            // A walk of a file finds nothing below it (Python's os.walk of a file yields nothing).
+        } else if meta.is_file() {
             let rel = start.strip_prefix(&sdir).expect("below the session");
             entries.push(ListEntry {
                 path: rel.to_string_lossy().to_string(),
@@ -500,6 +647,8 @@ impl Scratchpad {
                     let _ = disk::set_mtime(parent, self.now());
                 }
                 self.usage.subtract(&session, &requester, m.len());
+                self.order
+                    .remove(&session, &format!("{requester}/{}", gp.as_string()));
                 Ok(())
             }
             Ok(_) => Err(ScratchError::new(
@@ -529,7 +678,15 @@ impl Scratchpad {
         let now = self.now();
         match self.next_sweep_at {
             Some(due) if now >= due => {
-                self.next_sweep_at = Some(now.plus_ms(self.cfg.sweep_interval_ms));
+                let interval = self.cfg.sweep_interval_ms;
+                self.next_sweep_at = Some(if self.cfg.is(ScratchpadMutant::SweepOnFixedPeriod) {
+                    // A ticker from startup: the next multiple of the interval, missed ones dropped.
+                    due.plus_ms(
+                        ((now.as_millis() - due.as_millis()) / interval.max(1) + 1) * interval,
+                    )
+                } else {
+                    now.plus_ms(interval)
+                });
                 self.sweep().map(Some)
             }
             Some(_) => Ok(None),
@@ -546,6 +703,7 @@ impl Scratchpad {
         let report = retention::sweep(&root, &self.cfg, self.now())?;
         for s in &report.collected {
             self.usage.drop_session(s);
+            self.order.drop_session(s);
         }
         Ok(report)
     }
@@ -567,17 +725,65 @@ fn list_dir_names(root: &Path) -> Vec<String> {
 /// One walk of the root: bytes per (session, requester). Used at open, and by tests to check the
 /// running counts against the disk.
 pub fn measure_usage(root: &Path) -> Result<Usage, ScratchError> {
+    Ok(measure(root)?.0)
+}
+
+/// One walk of the root: the byte counts (SP-4.5) and every session's eviction order (SP-4.2),
+/// as the scratchpad rebuilds them when it opens. Files count when they lie below a requester
+/// directory of a session directory, as the scratchpad's own writes do.
+pub fn measure(root: &Path) -> Result<(Usage, EvictionOrder), ScratchError> {
     let mut usage = Usage::default();
+    let mut order = EvictionOrder::default();
     for session in list_dir_names(root) {
-        let sdir = root.join(&session);
-        for requester in list_dir_names(&sdir) {
-            let walk =
-                disk::walk(&sdir.join(&requester)).map_err(|e| ScratchError::io("measuring", e))?;
-            let bytes: u64 = walk.files.iter().map(|f| f.size).sum();
-            if bytes > 0 {
-                usage.add(&session, &requester, bytes);
-            }
+        let (bytes, files) = measure_session(root, &session)?;
+        for (requester, b) in bytes {
+            usage.add(&session, &requester, b);
+        }
+        order.replace_session(&session, files);
+    }
+    Ok((usage, order))
+}
+
+/// One session measured: bytes per requester directory, and its files.
+type SessionMeasure = (Vec<(String, u64)>, Vec<Indexed>);
+
+/// One session's bytes per requester and its files, from a walk that follows no link.
+fn measure_session(root: &Path, session: &str) -> Result<SessionMeasure, ScratchError> {
+    let sdir = root.join(session);
+    let mut bytes = Vec::new();
+    let mut files = Vec::new();
+    for requester in list_dir_names(&sdir) {
+        let walk =
+            disk::walk(&sdir.join(&requester)).map_err(|e| ScratchError::io("measuring", e))?;
+        bytes.push((requester, walk.files.iter().map(|f| f.size).sum()));
+        for f in walk.files {
+            let rel = f.path.strip_prefix(&sdir).expect("a walk stays below");
+            files.push(Indexed {
+                listed: rel.to_string_lossy().to_string(),
+                mtime: f.mtime,
+                size: f.size,
+            });
         }
     }
-    Ok(usage)
+    Ok((bytes, files))
+}
+
+/// Whether the index's entry still describes the disk: a regular file at its listing path, with
+/// no symbolic link on the way (a link planted where a directory was must never be followed), of
+/// the size and time the index holds.
+fn on_disk_as_indexed(root: &Path, session: &str, f: &Indexed) -> bool {
+    let mut path = root.join(session);
+    let mut meta = fs::symlink_metadata(&path);
+    for c in f.listed.split('/') {
+        match &meta {
+            Ok(m) if m.is_dir() => {}
+            _ => return false, // a link, a file or nothing where a directory should be
+        }
+        path.push(c);
+        meta = fs::symlink_metadata(&path);
+    }
+    match meta {
+        Ok(m) => m.is_file() && m.len() == f.size && disk::mtime(&m) == f.mtime,
+        Err(_) => false,
+    }
 }

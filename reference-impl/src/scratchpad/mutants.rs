@@ -45,10 +45,29 @@ pub enum ScratchpadMutant {
     SessionPathBeforeOwn,
     /// An empty session never expires: with no file there is no age, and it is skipped.
     EmptySessionKeptForever,
+    /// The file being overwritten is an eviction candidate: reported evicted, written again
+    /// anyway, and the session ends over its cap (a real implementation's bug, issue 10).
+    OverwriteEvictsItself,
+    /// A write refused for what is on disk (a directory at the path, a file on its parent path)
+    /// is refused only after the cap has evicted (a real implementation's bug, issue 10).
+    LateRefusalEvicts,
+    /// Listing a path that is a file lists nothing (a walk of a file finds nothing below it).
+    ListOfAFileIsEmpty,
+    /// An overwrite skips the file-size limit: sizes are checked only when a file is created.
+    OverwriteSkipsSizeLimit,
+    /// An overwrite skips the ceiling: it is checked only when a file is created.
+    OverwriteSkipsCeiling,
+    /// An overwrite skips the session cap: nothing is evicted and the session ends over its cap.
+    OverwriteSkipsCap,
+    /// The sweeper ticks on a fixed period from startup instead of an interval after the
+    /// previous sweep.
+    SweepOnFixedPeriod,
+    /// Equal times in eviction are broken by write order instead of by listing path.
+    EqualTimesByWriteOrder,
 }
 
 impl ScratchpadMutant {
-    pub const ALL: [ScratchpadMutant; 19] = [
+    pub const ALL: [ScratchpadMutant; 27] = [
         Self::DirMtimeCounted,
         Self::EmptyRootIsWorkingDir,
         Self::RootListsOwnOnly,
@@ -68,6 +87,14 @@ impl ScratchpadMutant {
         Self::ForeignDirectorySwept,
         Self::SessionPathBeforeOwn,
         Self::EmptySessionKeptForever,
+        Self::OverwriteEvictsItself,
+        Self::LateRefusalEvicts,
+        Self::ListOfAFileIsEmpty,
+        Self::OverwriteSkipsSizeLimit,
+        Self::OverwriteSkipsCeiling,
+        Self::OverwriteSkipsCap,
+        Self::SweepOnFixedPeriod,
+        Self::EqualTimesByWriteOrder,
     ];
 
     /// A stable kebab-case name, used on the command line and in reports.
@@ -92,6 +119,14 @@ impl ScratchpadMutant {
             Self::ForeignDirectorySwept => "foreign-directory-swept",
             Self::SessionPathBeforeOwn => "session-path-before-own",
             Self::EmptySessionKeptForever => "empty-session-kept-forever",
+            Self::OverwriteEvictsItself => "overwrite-evicts-itself",
+            Self::LateRefusalEvicts => "late-refusal-evicts",
+            Self::ListOfAFileIsEmpty => "list-of-a-file-is-empty",
+            Self::OverwriteSkipsSizeLimit => "overwrite-skips-size-limit",
+            Self::OverwriteSkipsCeiling => "overwrite-skips-ceiling",
+            Self::OverwriteSkipsCap => "overwrite-skips-cap",
+            Self::SweepOnFixedPeriod => "sweep-on-fixed-period",
+            Self::EqualTimesByWriteOrder => "equal-times-by-write-order",
         }
     }
 
@@ -126,6 +161,16 @@ impl ScratchpadMutant {
             Self::ForeignDirectorySwept => "the sweeper removes directories it did not write",
             Self::SessionPathBeforeOwn => "a bare path prefers another member's file over your own",
             Self::EmptySessionKeptForever => "an empty session is never collected",
+            Self::OverwriteEvictsItself => {
+                "the file being overwritten is evicted, and the session ends over its cap"
+            }
+            Self::LateRefusalEvicts => "a write refused for what is on disk evicts first",
+            Self::ListOfAFileIsEmpty => "listing a file's path lists nothing",
+            Self::OverwriteSkipsSizeLimit => "an overwrite skips the file-size limit",
+            Self::OverwriteSkipsCeiling => "an overwrite skips the ceiling",
+            Self::OverwriteSkipsCap => "an overwrite skips the session cap",
+            Self::SweepOnFixedPeriod => "the sweeper ticks on a fixed period from startup",
+            Self::EqualTimesByWriteOrder => "equal times in eviction go by write order",
         }
     }
 
