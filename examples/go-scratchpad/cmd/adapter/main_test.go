@@ -7,13 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tidemark.example/go-scratchpad/tidemark"
 )
 
 // converse feeds lines to serve and decodes every answer line.
 func converse(t *testing.T, lines ...string) []map[string]any {
 	t.Helper()
 	var output bytes.Buffer
-	if err := serve(strings.NewReader(strings.Join(lines, "\n")+"\n"), &output); err != nil {
+	if err := tidemark.Serve(strings.NewReader(strings.Join(lines, "\n")+"\n"), &output, &adapter{}, identity, t.Logf); err != nil {
 		t.Fatal(err)
 	}
 	var answers []map[string]any
