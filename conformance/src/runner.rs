@@ -3,7 +3,8 @@
 
 use crate::contract::{Outcome, Request};
 use crate::driver::{Driver, DriverFactory, Environment};
-use crate::scenario::{Action, DiskAction, Expect, Scenario};
+use crate::names::NameBook;
+use crate::scenario::{Action, DiskAction, Expected, NameSource, PathTemplate, Scenario};
 use std::fs;
 use std::path::{Path, PathBuf};
 use tidemark_reference::clock::Timestamp;
@@ -88,15 +89,30 @@ async fn play(
             PathBuf::new()
         },
         workdir: workdir.clone(),
-        knobs: scenario.knobs.clone(),
+        // Every knob, the scenario's or SPEC.md's default (SP-5.6): an implementation's own
+        // defaults never decide a verdict.
+        knobs: crate::scenario::Knobs {
+            values: scenario.knobs.complete(scenario.profile),
+            mounted: scenario.knobs.mounted,
+        },
     };
     let mut driver: Box<dyn Driver> = factory
         .create(scenario.profile, &env)
         .map_err(|e| setup_failure("the implementation to start", e.to_string()))?;
     let mut now = EPOCH;
     let mut running = false;
+    let mut names = NameBook::for_scenario(scenario);
     let result = async {
         start(&mut *driver, now, trace, 0, "(start)").await?;
+        names
+            .learn(&mut *driver, now, trace)
+            .await
+            .map_err(|(expected, actual)| Failure {
+                line: 0,
+                step: "(start)".into(),
+                expected,
+                actual,
+            })?;
         running = true;
         for step in &scenario.steps {
             let fail = |expected: String, actual: String| Failure {
@@ -106,7 +122,7 @@ async fn play(
                 actual,
             };
             match &step.action {
-                Action::Advance { ms } => {
+                Action::Advance { ms, swept } => {
                     now = now.plus_ms(*ms);
                     trace.record(
                         now.as_millis() - EPOCH.as_millis(),
@@ -118,6 +134,12 @@ async fn play(
                             .await
                             .map_err(|e| fail("the timer tick to succeed".into(), e.to_string()))?;
                         trace.record(rel(now), format!("tick -> {}", out.summary()));
+                        check_swept(swept, &out, &names).map_err(|(e, a)| fail(e, a))?;
+                    } else if swept.is_some() {
+                        return Err(fail(
+                            "a running implementation to tick".into(),
+                            "the scenario expects a sweep while stopped (a scenario bug)".into(),
+                        ));
                     }
                 }
                 Action::Stop => {
@@ -128,27 +150,35 @@ async fn play(
                     trace.record(rel(now), "stop");
                     running = false;
                 }
-                Action::Start => {
-                    start(&mut *driver, now, trace, step.line, &step.text).await?;
+                Action::Start { swept } => {
+                    let out = start(&mut *driver, now, trace, step.line, &step.text).await?;
+                    names
+                        .learn(&mut *driver, now, trace)
+                        .await
+                        .map_err(|(e, a)| fail(e, a))?;
                     running = true;
+                    check_swept(swept, &out, &names).map_err(|(e, a)| fail(e, a))?;
                 }
-                Action::Call { request, expect } => {
+                Action::Call { call, expect } => {
                     if !running {
                         return Err(fail(
                             "a running implementation".into(),
                             "the scenario called it while stopped (a scenario bug)".into(),
                         ));
                     }
-                    let out = driver.call(now, request).await.map_err(|e| {
-                        fail(expect.to_string(), format!("implementation error: {e}"))
+                    let request = call.resolve(&names);
+                    let expected = expect.resolve(&names);
+                    let out = driver.call(now, &request).await.map_err(|e| {
+                        fail(expected.to_string(), format!("implementation error: {e}"))
                     })?;
                     trace.record(rel(now), format!("{} -> {}", step.text, out.summary()));
-                    if !matches(expect, &out) {
-                        return Err(fail(expect.to_string(), out.summary()));
+                    if !matches(&expected, &out) {
+                        return Err(fail(expected.to_string(), out.summary()));
                     }
                 }
                 Action::Disk(d) => {
-                    disk(d, &root, &workdir, &outside, now).map_err(|(exp, act)| fail(exp, act))?;
+                    disk(d, &names, &root, &workdir, &outside, now)
+                        .map_err(|(exp, act)| fail(exp, act))?;
                     trace.record(rel(now), format!("{} -> ok", step.text));
                 }
             }
@@ -172,7 +202,7 @@ async fn start(
     trace: &mut Trace,
     line: usize,
     text: &str,
-) -> Result<(), Failure> {
+) -> Result<Outcome, Failure> {
     let out = driver
         .call(now, &Request::Start)
         .await
@@ -183,24 +213,49 @@ async fn start(
             actual: e.to_string(),
         })?;
     trace.record(rel(now), format!("start -> {}", out.summary()));
-    Ok(())
+    Ok(out)
+}
+
+/// A start's or tick's sweep against what the step says it collected, if it says. Errors are
+/// (expected, actual).
+fn check_swept(
+    want: &Option<Vec<PathTemplate>>,
+    out: &Outcome,
+    names: &dyn NameSource,
+) -> Result<(), (String, String)> {
+    let Some(want) = want else { return Ok(()) };
+    let mut want: Vec<String> = want.iter().map(|p| p.resolve_lossy(names)).collect();
+    want.sort();
+    let expected = format!("swept [{}]", want.join(", "));
+    match out {
+        Outcome::Swept { swept } => {
+            let mut got = swept.clone();
+            got.sort();
+            if got == want {
+                Ok(())
+            } else {
+                Err((expected, format!("swept [{}]", got.join(", "))))
+            }
+        }
+        other => Err((expected, other.summary())),
+    }
 }
 
 /// Whether an outcome meets an expectation.
-pub fn matches(expect: &Expect, out: &Outcome) -> bool {
+pub fn matches(expect: &Expected, out: &Outcome) -> bool {
     match (expect, out) {
-        (Expect::Ok, Outcome::Refused { .. }) => false,
-        (Expect::Ok, _) => true,
-        (Expect::Written { evicted }, Outcome::Written { evicted: got, .. }) => evicted == got,
-        (Expect::Content(want), Outcome::Content { content }) => want == &content.0,
-        (Expect::Listing(want), Outcome::Listing { entries }) => {
+        (Expected::Ok, Outcome::Refused { .. }) => false,
+        (Expected::Ok, _) => true,
+        (Expected::Written { evicted }, Outcome::Written { evicted: got, .. }) => evicted == got,
+        (Expected::Content(want), Outcome::Content { content }) => want == &content.0,
+        (Expected::Listing(want), Outcome::Listing { entries }) => {
             let mut want = want.clone();
             want.sort();
             let mut got: Vec<String> = entries.iter().map(|e| e.path.clone()).collect();
             got.sort();
             want == got
         }
-        (Expect::Refused(r), Outcome::Refused { reason, .. }) => r == reason,
+        (Expected::Refused(r), Outcome::Refused { reason, .. }) => r == reason,
         _ => false,
     }
 }
@@ -208,6 +263,7 @@ pub fn matches(expect: &Expect, out: &Outcome) -> bool {
 /// Performs or checks one disk step. Errors are (expected, actual).
 fn disk(
     d: &DiskAction,
+    names: &dyn NameSource,
     root: &Path,
     workdir: &Path,
     outside: &Path,
@@ -220,12 +276,12 @@ fn disk(
     };
     match d {
         DiskAction::Mkdir(rel) => {
-            let p = root.join(rel);
+            let p = root.join(under_root(rel, names));
             fs::create_dir_all(&p).map_err(|e| io("the directory to be created", e))?;
             stamp(&p).map_err(|e| io("the directory to be stamped", e))
         }
         DiskAction::Write(rel, content) => {
-            let p = root.join(rel);
+            let p = root.join(under_root(rel, names));
             if let Some(parent) = p.parent() {
                 fs::create_dir_all(parent)
                     .map_err(|e| io("the parent directory to be created", e))?;
@@ -234,7 +290,7 @@ fn disk(
             stamp(&p).map_err(|e| io("the file to be stamped", e))
         }
         DiskAction::Symlink { link, target } => {
-            let p = root.join(link);
+            let p = root.join(under_root(link, names));
             if let Some(parent) = p.parent() {
                 fs::create_dir_all(parent)
                     .map_err(|e| io("the parent directory to be created", e))?;
@@ -242,16 +298,22 @@ fn disk(
             let target = target.replace("$OUTSIDE", &outside.to_string_lossy());
             std::os::unix::fs::symlink(&target, &p).map_err(|e| io("the symlink to be created", e))
         }
-        DiskAction::Exists(rel) => match fs::symlink_metadata(root.join(rel)) {
+        DiskAction::Exists(rel) => match fs::symlink_metadata(root.join(under_root(rel, names))) {
             Ok(_) => Ok(()),
             Err(_) => Err((
-                format!("{rel} to exist under the root"),
+                format!(
+                    "{rel} ({}) to exist under the root",
+                    rel.resolve_lossy(names)
+                ),
                 "it does not".into(),
             )),
         },
-        DiskAction::Absent(rel) => match fs::symlink_metadata(root.join(rel)) {
+        DiskAction::Absent(rel) => match fs::symlink_metadata(root.join(under_root(rel, names))) {
             Ok(_) => Err((
-                format!("{rel} to be absent from the root"),
+                format!(
+                    "{rel} ({}) to be absent from the root",
+                    rel.resolve_lossy(names)
+                ),
                 "it exists".into(),
             )),
             Err(_) => Ok(()),
@@ -282,6 +344,12 @@ fn disk(
             }
         }
     }
+}
+
+/// A disk step's path, in the implementation's names, as a relative path (bytes kept exactly).
+fn under_root(rel: &PathTemplate, names: &dyn NameSource) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    PathBuf::from(std::ffi::OsStr::from_bytes(&rel.resolve(names)))
 }
 
 /// Every path below `dir`, relative to it, sorted.
