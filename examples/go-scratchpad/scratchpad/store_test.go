@@ -361,3 +361,34 @@ func chdirForTest(t *testing.T, dir string) {
 	}
 	t.Cleanup(func() { os.Chdir(previous) })
 }
+
+func TestARemovalThroughAFileIsNotADirectoryButAReadIsNotFound(t *testing.T) {
+	// SPEC leaves the removal open (go-spec-questions 8a): it resolves like a write, and a write
+	// through a file is not_a_directory. A read is not_found: SP-3.2 says so when no candidate
+	// is a file or a directory.
+	store, _ := openStore(t, nil)
+	mustWrite(t, store, alice, "dir", 3, epoch)
+	wantRefusal(t, store.Remove(alice, []byte("dir/c.txt"), epoch), NotADirectory)
+	_, err := store.Read(alice, []byte("dir/c.txt"))
+	wantRefusal(t, err, NotFound)
+}
+
+func TestAListingTakesTheFirstCandidateThatExistsOwnFirst(t *testing.T) {
+	store, _ := openStore(t, nil)
+	bobDir := NamesOf(bob).Requester
+	mustWrite(t, store, bob, "notes.md", 3, epoch)
+	// alice's own <bob-dir>/ holds a file of hers: her own directory wins over bob's listing path.
+	mustWrite(t, store, alice, bobDir+"/mine.md", 1, epoch)
+	entries, err := store.List(alice, []byte(bobDir))
+	own := NamesOf(alice).Requester
+	if err != nil || !reflect.DeepEqual(entries, []Entry{{own + "/" + bobDir + "/mine.md", 1}}) {
+		t.Fatalf("listing %v %v", entries, err)
+	}
+}
+
+func TestAnEmptyListingPathIsRefusedNotTheSessionRoot(t *testing.T) {
+	store, _ := openStore(t, nil)
+	mustWrite(t, store, alice, "notes.md", 1, epoch)
+	_, err := store.List(alice, []byte{})
+	wantRefusal(t, err, EmptyPath)
+}
