@@ -7,6 +7,7 @@ pub mod contract;
 pub mod driver;
 pub mod explore;
 pub mod gate;
+pub mod interrupt;
 pub mod mutants;
 pub mod names;
 pub mod oracle;

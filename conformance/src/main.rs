@@ -7,7 +7,8 @@ use tidemark_conformance::profiles::scoped_process;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::scenario::{Profile, Scenario};
 use tidemark_conformance::{
-    default_scenarios_dir, default_spec_path, explore, gate, mutants, process, report, suite,
+    default_scenarios_dir, default_spec_path, explore, gate, interrupt, mutants, process, report,
+    suite,
 };
 
 #[derive(Parser)]
@@ -202,6 +203,8 @@ fn without_summary(table: &str) -> (&str, usize, usize) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Reap what killed runs left, and clean up on SIGINT/SIGTERM (interrupt.rs).
+    interrupt::start();
     // Exploration drives its own runtimes, one per run, so it starts outside this one.
     let direct = match &cli.command {
         Command::Explore {
@@ -329,13 +332,24 @@ fn main() -> ExitCode {
         _ => None,
     };
     if let Some(result) = direct {
+        interrupt::finish();
         return exit(result);
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    exit(rt.block_on(run(cli)))
+    match rt.block_on(interrupt::cancellable(run(cli))) {
+        Some(result) => {
+            drop(rt);
+            interrupt::finish();
+            exit(result)
+        }
+        // Cancelled by a signal: the signal thread finishes the cleanup and exits the process.
+        None => loop {
+            std::thread::park();
+        },
+    }
 }
 
 fn exit(result: Result<bool, String>) -> ExitCode {

@@ -3,7 +3,8 @@
 //! and `<caller>` with these answers, so no verdict depends on the implementation's hash.
 //!
 //! The rules checked on every answer: a name is one path segment; a session name carries the
-//! `t-`/`c-` prefix of its kind; no identifier of the caller is inside either name; one session
+//! `t-`/`c-` prefix of its kind and then `[a-z0-9]+`; no identifier a name is derived from is
+//! inside it (ignoring ASCII case); one session
 //! (or requester) has one name, however it is asked and after every restart; distinct sessions
 //! (or requesters) have distinct names.
 
@@ -15,8 +16,8 @@ use tidemark_reference::clock::Timestamp;
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::trace::Trace;
 
-/// Identifiers shorter than this are not looked for inside names: two or three letters occur by
-/// chance in any encoding of a hash, and a verdict must not depend on luck.
+/// Identifiers shorter than this are not looked for inside names: two letters occur by chance in
+/// any encoding of a hash, and a verdict must not depend on luck (SP-1.2).
 pub const IDENTIFIER_CHECKED_MIN_BYTES: usize = 3;
 
 /// The names one scenario needs, and every answer the implementation gave for them.
@@ -140,17 +141,20 @@ impl NameBook {
                 caller.display()
             ));
         }
-        let ids = [
-            Some(&caller.requester),
-            Some(&caller.channel),
-            caller.thread.as_ref(),
-        ];
-        for id in ids.into_iter().flatten() {
-            if id.len() < IDENTIFIER_CHECKED_MIN_BYTES {
-                continue;
-            }
-            for (what, name) in [("session", &session), ("requester", &requester)] {
-                if name.contains(id.as_str()) {
+        // Each name against the identifiers it is derived from (SP-1.2).
+        let session_ids = match &caller.thread {
+            Some(thread) => [&caller.channel, thread],
+            None => [&caller.channel, &caller.requester],
+        };
+        for (what, name, ids) in [
+            ("session", &session, &session_ids[..]),
+            ("requester", &requester, &[&caller.requester][..]),
+        ] {
+            let lower = name.to_ascii_lowercase();
+            for id in ids {
+                if id.len() >= IDENTIFIER_CHECKED_MIN_BYTES
+                    && lower.contains(&id.to_ascii_lowercase())
+                {
                     return Err(format!(
                         "the {what} name {name:?} contains the identifier {id:?}: identifiers \
                          never reach a path (SP-1.2)"
@@ -263,8 +267,10 @@ mod tests {
         let messages = [
             book.record(&alice_t1, "t-a/b".into(), "r1".into()),
             book.record(&alice_t1, "c-abc".into(), "r1".into()),
-            book.record(&alice_t1, "t-alice".into(), "r1".into()),
-            book.record(&alice_t1, "t-1".into(), "x-general".into()),
+            book.record(&alice_t1, "t-xgeneral".into(), "r1".into()),
+            book.record(&alice_t1, "t-1".into(), "x-alice".into()),
+            // Case does not hide an identifier.
+            book.record(&caller("Carol", "general", None), "c-1".into(), "xcarolx".into()),
             book.record(&alice_t1, "t-1".into(), "..".into()),
         ]
         .map(|r| r.unwrap_err());

@@ -3,7 +3,9 @@
 //!
 //! Each scenario gets its own process, started by `Request::Start` in the scenario's working
 //! directory, handed the scenario's environment in an init exchange, and killed (SIGKILL, no
-//! shutdown) by `stop`, exactly as the in-process driver drops the reference. Every line the
+//! shutdown) by `stop`, exactly as the in-process driver drops the reference. Killing reaches its
+//! whole process group and every process carrying its `TIDEMARK_RUN` value (a worker whose
+//! leader exited first, a `setsid()` escapee), and the kernel kills it if the harness dies. Every line the
 //! harness waits for is bounded by [`ProcessOptions::reply_timeout`]; a program that prints
 //! garbage, answers the wrong request, never answers or exits early becomes a [`DriverError`]
 //! naming what happened and the last lines of its stderr, and is killed and reaped. The runner
@@ -23,13 +25,18 @@ use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tidemark_reference::clock::Timestamp;
+use tidemark_sim::owner::{Owner, RUN_ENV};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+/// Numbers the implementations this process starts, for their `TIDEMARK_RUN` values.
+static NEXT_RUN: AtomicU64 = AtomicU64::new(0);
 
 /// The default bound on every wait for the program: its init_ok, each reply, its exit.
 pub const DEFAULT_REPLY_TIMEOUT_MS: u64 = 10_000;
@@ -148,14 +155,11 @@ impl ProcessFactory {
         command: AdapterCommand,
         options: ProcessOptions,
     ) -> Result<ProcessFactory, DriverError> {
-        let scratch = tempfile::Builder::new()
-            .prefix("tidemark-probe-")
-            .tempdir()
-            .map_err(|e| {
-                DriverError(format!(
-                    "cannot make a scratch directory for the probe: {e}"
-                ))
-            })?;
+        let scratch = tidemark_sim::owner::tempdir("tidemark-probe-").map_err(|e| {
+            DriverError(format!(
+                "cannot make a scratch directory for the probe: {e}"
+            ))
+        })?;
         let (root, workdir) = (scratch.path().join("root"), scratch.path().join("workdir"));
         for dir in [&root, &workdir] {
             std::fs::create_dir(dir)
@@ -444,6 +448,8 @@ struct Adapter {
     /// Set once the process has been waited for, so it is never signalled after its pid may
     /// have been reused.
     reaped: bool,
+    /// Its `TIDEMARK_RUN` value, which its descendants inherit.
+    run_env: String,
 }
 
 impl Adapter {
@@ -463,6 +469,29 @@ impl Adapter {
         // `sh -c`, `npm start` all run the real program as a child).
         #[cfg(unix)]
         cmd.process_group(0);
+        // A value no other implementation has: its descendants inherit it, so they are found
+        // and killed with it even after leaving its group or session (`kill_descendants`).
+        let run_env = Owner::current().run_env_value(NEXT_RUN.fetch_add(1, Ordering::Relaxed));
+        cmd.env(RUN_ENV, &run_env);
+        // The kernel kills the implementation if the harness dies (even by SIGKILL), so a stuck
+        // program never outlives it. Its descendants are reaped by the next run (by RUN_ENV).
+        #[cfg(target_os = "linux")]
+        {
+            let parent = std::process::id() as libc::pid_t;
+            // SAFETY: prctl and getppid are async-signal-safe and touch no memory of the parent.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    // The harness died between fork and prctl: the signal was never armed.
+                    if libc::getppid() != parent {
+                        libc::_exit(1);
+                    }
+                    Ok(())
+                });
+            }
+        }
         let mut child = cmd.spawn().map_err(|e| {
             DriverError(format!(
                 "cannot start the implementation `{}`: {e}",
@@ -482,6 +511,7 @@ impl Adapter {
             reply_timeout: options.reply_timeout,
             startup_timeout: options.startup_timeout(),
             reaped: false,
+            run_env,
         })
     }
 
@@ -719,7 +749,16 @@ impl Adapter {
             let _ = self.child.start_kill();
             let _ = self.exit_status_within(EXIT_GRACE).await;
         }
+        self.kill_descendants();
         self.stderr.abort();
+    }
+
+    /// SIGKILL to every process carrying this implementation's `TIDEMARK_RUN` value: a worker
+    /// whose leader exited first, a child that called `setsid()`. Runs after the leader is
+    /// reaped, so it never races tokio for the leader's exit status.
+    fn kill_descendants(&self) {
+        let value = self.run_env.as_str();
+        tidemark_sim::reap::kill_run_processes(|v| v == value);
     }
 
     fn kill_group(&self) {
@@ -742,6 +781,7 @@ impl Drop for Adapter {
         if !self.reaped {
             self.kill_group();
         }
+        self.kill_descendants();
         self.stderr.abort();
     }
 }

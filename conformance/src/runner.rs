@@ -43,7 +43,7 @@ impl ScenarioResult {
 /// directory (removed afterwards).
 pub async fn run_scenario(scenario: &Scenario, factory: &dyn DriverFactory) -> ScenarioResult {
     let mut trace = Trace::new();
-    let failure = match tempfile::Builder::new().prefix("tidemark-").tempdir() {
+    let failure = match tidemark_sim::owner::tempdir("tidemark-") {
         Ok(tmp) => play(scenario, factory, tmp.path(), &mut trace).await.err(),
         Err(e) => Some(Failure {
             line: 0,

@@ -280,9 +280,7 @@ fn knobs(unmounted: bool) -> ModelKnobs {
 /// Runs one seed's world against the reference (or a mutant) and checks it with the oracle.
 pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
     let master = MasterSeed(seed);
-    let tmp = tempfile::Builder::new()
-        .prefix("tidemark-world-")
-        .tempdir_in(scratch_base())
+    let tmp = tidemark_sim::owner::tempdir_in(&scratch_base(), "tidemark-world-")
         .expect("a temporary directory");
     let root = tmp.path().join("root");
     let workdir = tmp.path().join("workdir");

@@ -6,6 +6,8 @@ pub mod seed;
 pub mod trace;
 
 pub mod lifecycle;
+pub mod owner;
 pub mod real_tier;
+pub mod reap;
 pub mod scoped_world;
 pub mod turmoil_s3;

@@ -232,9 +232,7 @@ pub fn plant_link_on_disk(
 /// Plays `ops` against a fresh implementation from `factory` and the model.
 pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory) -> RunResult {
     let mut trace = Trace::new();
-    let tmp = tempfile::Builder::new()
-        .prefix("tidemark-explore-")
-        .tempdir_in(scratch_base())
+    let tmp = tidemark_sim::owner::tempdir_in(&scratch_base(), "tidemark-explore-")
         .expect("a temporary directory");
     let root = tmp.path().join("root");
     let workdir = tmp.path().join("workdir");

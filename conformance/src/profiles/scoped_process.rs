@@ -186,9 +186,7 @@ async fn play(
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let scratch = tempfile::Builder::new()
-        .prefix("tidemark-")
-        .tempdir()
+    let scratch = tidemark_sim::owner::tempdir("tidemark-")
         .map_err(|e| setup_failure("a temporary directory", e))?;
     let (root, workdir) = (scratch.path().join("root"), scratch.path().join("workdir"));
     for d in [&root, &workdir] {

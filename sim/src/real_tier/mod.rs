@@ -5,6 +5,7 @@
 //!   store down) that also stores lifecycle configuration.
 //! - [`server`]: the in-process server and an aws-sdk-s3 client for it.
 //! - [`pg`]: PostgreSQL from `DATABASE_URL`, an ephemeral cluster, or (detected) Docker.
+//! - [`pg_reap`]: databases of killed runs on a shared server, told apart by advisory locks.
 //! - [`remote`]: the scoped profile split where the process protocol splits it.
 //! - [`model`]: seeded random operation sequences checked against a model of SPEC part SC.
 
@@ -12,6 +13,7 @@ pub mod faults;
 pub mod memory_s3;
 pub mod model;
 pub mod pg;
+pub mod pg_reap;
 pub mod remote;
 pub mod scoped_driver;
 pub mod script;
@@ -50,29 +52,23 @@ pub struct RealTier {
     /// Shared: many tiers (one S3 server each, so faults stay per scenario) may use one
     /// PostgreSQL server, each scenario in its own database.
     pub pg: Arc<PgProvider>,
-    root: tempfile::TempDir,
+    root: crate::owner::OwnedDir,
 }
 
 impl RealTier {
     pub async fn start(seed: u64) -> Result<RealTier, RealTierError> {
-        let root = tempfile::Builder::new()
-            .prefix("tidemark-s3-")
-            .tempdir()
-            .map_err(|e| RealTierError::S3Server {
-                message: format!("temporary directory: {e}"),
-            })?;
+        let root = crate::owner::tempdir("tidemark-s3-").map_err(|e| RealTierError::S3Server {
+            message: format!("temporary directory: {e}"),
+        })?;
         let pg = Arc::new(PgProvider::from_environment().await?);
         RealTier::start_with(pg, seed, root).await
     }
 
     /// A tier with its own S3 server over a fresh directory, on an existing PostgreSQL.
     pub async fn with_postgres(pg: Arc<PgProvider>, seed: u64) -> Result<RealTier, RealTierError> {
-        let root = tempfile::Builder::new()
-            .prefix("tidemark-s3-")
-            .tempdir()
-            .map_err(|e| RealTierError::S3Server {
-                message: format!("temporary directory: {e}"),
-            })?;
+        let root = crate::owner::tempdir("tidemark-s3-").map_err(|e| RealTierError::S3Server {
+            message: format!("temporary directory: {e}"),
+        })?;
         RealTier::start_with(pg, seed, root).await
     }
 
@@ -82,12 +78,9 @@ impl RealTier {
         pg: Arc<PgProvider>,
         seed: u64,
     ) -> Result<RealTier, RealTierError> {
-        let root = tempfile::Builder::new()
-            .prefix("tidemark-s3-")
-            .tempdir()
-            .map_err(|e| RealTierError::S3Server {
-                message: format!("temporary directory: {e}"),
-            })?;
+        let root = crate::owner::tempdir("tidemark-s3-").map_err(|e| RealTierError::S3Server {
+            message: format!("temporary directory: {e}"),
+        })?;
         // LastModified of the in-memory store comes from this clock; the scoped reference
         // stamps its own write times, so a fixed instant is enough.
         let clock = Arc::new(tidemark_reference::clock::ManualClock::starting_at(
@@ -100,7 +93,7 @@ impl RealTier {
     async fn start_with(
         pg: Arc<PgProvider>,
         seed: u64,
-        root: tempfile::TempDir,
+        root: crate::owner::OwnedDir,
     ) -> Result<RealTier, RealTierError> {
         let s3 = S3Server::start(root.path(), seed).await?;
         Ok(RealTier { s3, pg, root })

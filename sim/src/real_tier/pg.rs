@@ -31,6 +31,9 @@ pub struct PgProvider {
     counter: AtomicU64,
     /// The `DATABASE_URL` this provider came from, if it did.
     source_url: Option<String>,
+    /// This run's advisory lock on a `DATABASE_URL` server: while it is held, other runs leave
+    /// this run's databases alone (see `pg_reap`).
+    _owner_lock: Option<super::pg_reap::OwnerLock>,
 }
 
 impl PgProvider {
@@ -52,6 +55,7 @@ impl PgProvider {
                         cluster: Some(cluster),
                         counter: AtomicU64::new(0),
                         source_url: None,
+                        _owner_lock: None,
                     });
                 }
                 Err(e) => reasons.push(format!("ephemeral cluster from {}: {e}", bin.display())),
@@ -70,12 +74,17 @@ impl PgProvider {
             message: format!("DATABASE_URL does not answer: {e}"),
         })?;
         let _ = conn.close().await;
+        let owner_lock = super::pg_reap::hold_owner_lock(&admin)
+            .await
+            .map_err(|message| RealTierError::Postgres { message })?;
+        super::pg_reap::report_reaped(super::pg_reap::reap_stale_databases(&admin).await);
         Ok(PgProvider {
             admin,
             kind: PgSourceKind::DatabaseUrl,
             cluster: None,
             counter: AtomicU64::new(0),
             source_url: Some(url.to_string()),
+            _owner_lock: Some(owner_lock),
         })
     }
 
@@ -114,7 +123,12 @@ impl PgProvider {
             })
             .take(30)
             .collect();
-        let name = format!("tdm_{}_{}_{clean}", std::process::id(), n);
+        // `tdm_<owner token>_...`: a later run drops it if this run dies before it does.
+        let name = format!(
+            "tdm_{}_{}_{clean}",
+            crate::owner::Owner::current().token(),
+            n
+        );
         let mut admin = self
             .admin
             .connect()
@@ -287,6 +301,10 @@ impl EphemeralCluster {
             .prefix("tidemark-pg-")
             .tempdir()
             .map_err(|e| e.to_string())?;
+        // Owned by this run: a later run stops the cluster and removes it if this run is killed.
+        crate::owner::Owner::current()
+            .mark_dir(dir.path())
+            .map_err(|e| format!("mark {}: {e}", dir.path().display()))?;
         let data = dir.path().join("data");
         let socket_dir = dir.path().join("sock");
         std::fs::create_dir(&socket_dir).map_err(|e| e.to_string())?;
