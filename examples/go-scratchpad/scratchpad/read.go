@@ -108,9 +108,8 @@ func (s *Store) Remove(caller Caller, guestPath []byte, now time.Time) error {
 	switch found.kind {
 	case nodeDirectory:
 		return refuse(IsADirectory, "%s is a directory; remove its files one by one", string(guestPath))
-	case nodeCrossesFile:
-		return refuse(NotADirectory, "a parent of %s is a file", string(guestPath))
-	case nodeMissing, nodeOther:
+	case nodeMissing, nodeCrossesFile, nodeOther:
+		// Through a file is simply no file (SP-3.2): not_a_directory is a write's refusal only.
 		return refuse(NotFound, "you have no file %s in this session", string(guestPath))
 	}
 	path := filepath.Join(s.root, filepath.Join(diskPath...))

@@ -362,15 +362,16 @@ func chdirForTest(t *testing.T, dir string) {
 	t.Cleanup(func() { os.Chdir(previous) })
 }
 
-func TestARemovalThroughAFileIsNotADirectoryButAReadIsNotFound(t *testing.T) {
-	// SPEC leaves the removal open (go-spec-questions 8a): it resolves like a write, and a write
-	// through a file is not_a_directory. A read is not_found: SP-3.2 says so when no candidate
-	// is a file or a directory.
+func TestReadsAndRemovalsThroughAFileAreNotFoundButAWriteIsNotADirectory(t *testing.T) {
+	// SP-3.2: a candidate whose parent crosses a file is simply not a file; only a write, which
+	// would have to create the directory, is refused not_a_directory (SP-6.2).
 	store, _ := openStore(t, nil)
 	mustWrite(t, store, alice, "dir", 3, epoch)
-	wantRefusal(t, store.Remove(alice, []byte("dir/c.txt"), epoch), NotADirectory)
+	wantRefusal(t, store.Remove(alice, []byte("dir/c.txt"), epoch), NotFound)
 	_, err := store.Read(alice, []byte("dir/c.txt"))
 	wantRefusal(t, err, NotFound)
+	_, err = store.Write(alice, []byte("dir/c.txt"), []byte("x"), epoch)
+	wantRefusal(t, err, NotADirectory)
 }
 
 func TestAListingTakesTheFirstCandidateThatExistsOwnFirst(t *testing.T) {
