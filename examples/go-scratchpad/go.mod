@@ -1,0 +1,3 @@
+module tidemark.example/go-scratchpad
+
+go 1.22
