@@ -185,8 +185,8 @@ class Scratchpad:
         self.require_mounted()
         components = self.check_path(raw_path)
         k = self.knobs
-        if len(content) > k["max_file_bytes"]:
-            raise Refused("too_large", f"the file is larger than {k['max_file_bytes']} bytes and can never fit")
+        if len(content) > min(k["max_file_bytes"], k["session_cap_bytes"]):
+            raise Refused("too_large", f"the file is larger than the file limit or the session cap (SP-2.8) and can never fit")
         session, me = session_dir_name(caller), requester_dir_name(caller)
         target = [session, me] + components
         kind, st = self.probe(target)
