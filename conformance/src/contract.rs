@@ -70,6 +70,9 @@ pub enum Request {
     Start,
     /// Time has moved; the sweeper's timer may fire (SP-5.5).
     Tick,
+    /// How the implementation names this caller's session and requester directories (SP-1.2).
+    /// Not an operation: it touches nothing and is not activity.
+    Names { caller: Caller },
 }
 
 impl Request {
@@ -81,6 +84,7 @@ impl Request {
             Request::Remove { .. } => "remove",
             Request::Start => "start",
             Request::Tick => "tick",
+            Request::Names { .. } => "names",
         }
     }
 }
@@ -115,6 +119,11 @@ pub enum Outcome {
         reason: String,
         message: String,
     },
+    /// The answer to `names`: the caller's session directory name and requester directory name.
+    Names {
+        session: String,
+        requester: String,
+    },
 }
 
 impl Outcome {
@@ -137,6 +146,9 @@ impl Outcome {
             Outcome::Removed => "removed".into(),
             Outcome::Swept { swept } => format!("swept [{}]", swept.join(", ")),
             Outcome::Refused { reason, .. } => format!("refused {reason}"),
+            Outcome::Names { session, requester } => {
+                format!("names session {session}, requester {requester}")
+            }
         }
     }
 }

@@ -45,5 +45,10 @@ pub trait DriverFactory: Send + Sync {
     /// A short name for reports, e.g. `reference` or the command line of a program.
     fn name(&self) -> String;
     fn supports(&self, profile: Profile) -> bool;
+    /// The optional behaviours the implementation claims (PROTOCOL.md: `sp12_digest`,
+    /// `binary_content`). A scenario needing one it does not claim is skipped, with the reason.
+    fn capabilities(&self) -> Vec<String> {
+        Vec::new()
+    }
     fn create(&self, profile: Profile, env: &Environment) -> Result<Box<dyn Driver>, DriverError>;
 }

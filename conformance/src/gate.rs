@@ -63,12 +63,23 @@ impl Selection {
 
 /// Why a scenario does not run against `factory`, if it does not.
 pub fn skip_reason(factory: &dyn DriverFactory, scenario: &Scenario) -> Option<String> {
-    (!factory.supports(scenario.profile)).then(|| {
-        format!(
+    if !factory.supports(scenario.profile) {
+        return Some(format!(
             "the implementation does not claim the {} profile",
             scenario.profile.name()
-        )
-    })
+        ));
+    }
+    let claimed = factory.capabilities();
+    scenario
+        .needs
+        .iter()
+        .find(|need| !claimed.contains(need))
+        .map(|need| {
+            format!(
+                "line {} needs the capability {need}, which the implementation does not claim",
+                scenario.needs_line
+            )
+        })
 }
 
 /// Runs the selected scenarios in suite order against `factory`, one after another; a scenario

@@ -8,6 +8,7 @@ pub mod driver;
 pub mod explore;
 pub mod gate;
 pub mod mutants;
+pub mod names;
 pub mod oracle;
 pub mod process;
 pub mod profiles;

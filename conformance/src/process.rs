@@ -196,6 +196,10 @@ impl DriverFactory for ProcessFactory {
         self.claims.profiles.iter().any(|p| p == profile.name())
     }
 
+    fn capabilities(&self) -> Vec<String> {
+        self.claims.capabilities.clone()
+    }
+
     fn create(&self, profile: Profile, env: &Environment) -> Result<Box<dyn Driver>, DriverError> {
         Ok(Box::new(ProcessDriver {
             command: self.command.clone(),
@@ -255,7 +259,8 @@ impl ProcessDriver {
             Some(self.profile),
             &self.env.root,
             &self.env.workdir,
-            &self.env.knobs.values,
+            // Every knob, not only those the scenario sets (SP-5.6).
+            &self.env.knobs.complete(self.profile),
         )?;
         self.adapter = Some(
             start_checked(

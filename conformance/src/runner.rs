@@ -3,7 +3,8 @@
 
 use crate::contract::{Outcome, Request};
 use crate::driver::{Driver, DriverFactory, Environment};
-use crate::scenario::{Action, DiskAction, Expect, Scenario};
+use crate::names::NameBook;
+use crate::scenario::{Action, DiskAction, Expected, NameSource, PathTemplate, Scenario};
 use std::fs;
 use std::path::{Path, PathBuf};
 use tidemark_reference::clock::Timestamp;
@@ -88,15 +89,30 @@ async fn play(
             PathBuf::new()
         },
         workdir: workdir.clone(),
-        knobs: scenario.knobs.clone(),
+        // Every knob, the scenario's or SPEC.md's default (SP-5.6): an implementation's own
+        // defaults never decide a verdict.
+        knobs: crate::scenario::Knobs {
+            values: scenario.knobs.complete(scenario.profile),
+            mounted: scenario.knobs.mounted,
+        },
     };
     let mut driver: Box<dyn Driver> = factory
         .create(scenario.profile, &env)
         .map_err(|e| setup_failure("the implementation to start", e.to_string()))?;
     let mut now = EPOCH;
     let mut running = false;
+    let mut names = NameBook::for_scenario(scenario);
     let result = async {
         start(&mut *driver, now, trace, 0, "(start)").await?;
+        names
+            .learn(&mut *driver, now, trace)
+            .await
+            .map_err(|(expected, actual)| Failure {
+                line: 0,
+                step: "(start)".into(),
+                expected,
+                actual,
+            })?;
         running = true;
         for step in &scenario.steps {
             let fail = |expected: String, actual: String| Failure {
@@ -106,7 +122,7 @@ async fn play(
                 actual,
             };
             match &step.action {
-                Action::Advance { ms } => {
+                Action::Advance { ms, swept } => {
                     now = now.plus_ms(*ms);
                     trace.record(
                         now.as_millis() - EPOCH.as_millis(),
@@ -118,6 +134,12 @@ async fn play(
                             .await
                             .map_err(|e| fail("the timer tick to succeed".into(), e.to_string()))?;
                         trace.record(rel(now), format!("tick -> {}", out.summary()));
+                        check_swept(swept, &out, &names).map_err(|(e, a)| fail(e, a))?;
+                    } else if swept.is_some() {
+                        return Err(fail(
+                            "a running implementation to tick".into(),
+                            "the scenario expects a sweep while stopped (a scenario bug)".into(),
+                        ));
                     }
                 }
                 Action::Stop => {
@@ -128,27 +150,35 @@ async fn play(
                     trace.record(rel(now), "stop");
                     running = false;
                 }
-                Action::Start => {
-                    start(&mut *driver, now, trace, step.line, &step.text).await?;
+                Action::Start { swept } => {
+                    let out = start(&mut *driver, now, trace, step.line, &step.text).await?;
+                    names
+                        .learn(&mut *driver, now, trace)
+                        .await
+                        .map_err(|(e, a)| fail(e, a))?;
                     running = true;
+                    check_swept(swept, &out, &names).map_err(|(e, a)| fail(e, a))?;
                 }
-                Action::Call { request, expect } => {
+                Action::Call { call, expect } => {
                     if !running {
                         return Err(fail(
                             "a running implementation".into(),
                             "the scenario called it while stopped (a scenario bug)".into(),
                         ));
                     }
-                    let out = driver.call(now, request).await.map_err(|e| {
-                        fail(expect.to_string(), format!("implementation error: {e}"))
+                    let request = call.resolve(&names);
+                    let expected = expect.resolve(&names);
+                    let out = driver.call(now, &request).await.map_err(|e| {
+                        fail(expected.to_string(), format!("implementation error: {e}"))
                     })?;
                     trace.record(rel(now), format!("{} -> {}", step.text, out.summary()));
-                    if !matches(expect, &out) {
-                        return Err(fail(expect.to_string(), out.summary()));
+                    if !matches(&expected, &out) {
+                        return Err(fail(expected.to_string(), out.summary()));
                     }
                 }
                 Action::Disk(d) => {
-                    disk(d, &root, &workdir, &outside, now).map_err(|(exp, act)| fail(exp, act))?;
+                    disk(d, &names, &root, &workdir, &outside, now)
+                        .map_err(|(exp, act)| fail(exp, act))?;
                     trace.record(rel(now), format!("{} -> ok", step.text));
                 }
             }
@@ -172,7 +202,7 @@ async fn start(
     trace: &mut Trace,
     line: usize,
     text: &str,
-) -> Result<(), Failure> {
+) -> Result<Outcome, Failure> {
     let out = driver
         .call(now, &Request::Start)
         .await
@@ -183,24 +213,49 @@ async fn start(
             actual: e.to_string(),
         })?;
     trace.record(rel(now), format!("start -> {}", out.summary()));
-    Ok(())
+    Ok(out)
+}
+
+/// A start's or tick's sweep against what the step says it collected, if it says. Errors are
+/// (expected, actual).
+fn check_swept(
+    want: &Option<Vec<PathTemplate>>,
+    out: &Outcome,
+    names: &dyn NameSource,
+) -> Result<(), (String, String)> {
+    let Some(want) = want else { return Ok(()) };
+    let mut want: Vec<String> = want.iter().map(|p| p.resolve_lossy(names)).collect();
+    want.sort();
+    let expected = format!("swept [{}]", want.join(", "));
+    match out {
+        Outcome::Swept { swept } => {
+            let mut got = swept.clone();
+            got.sort();
+            if got == want {
+                Ok(())
+            } else {
+                Err((expected, format!("swept [{}]", got.join(", "))))
+            }
+        }
+        other => Err((expected, other.summary())),
+    }
 }
 
 /// Whether an outcome meets an expectation.
-pub fn matches(expect: &Expect, out: &Outcome) -> bool {
+pub fn matches(expect: &Expected, out: &Outcome) -> bool {
     match (expect, out) {
-        (Expect::Ok, Outcome::Refused { .. }) => false,
-        (Expect::Ok, _) => true,
-        (Expect::Written { evicted }, Outcome::Written { evicted: got, .. }) => evicted == got,
-        (Expect::Content(want), Outcome::Content { content }) => want == &content.0,
-        (Expect::Listing(want), Outcome::Listing { entries }) => {
+        (Expected::Ok, Outcome::Refused { .. }) => false,
+        (Expected::Ok, _) => true,
+        (Expected::Written { evicted }, Outcome::Written { evicted: got, .. }) => evicted == got,
+        (Expected::Content(want), Outcome::Content { content }) => want == &content.0,
+        (Expected::Listing(want), Outcome::Listing { entries }) => {
             let mut want = want.clone();
             want.sort();
             let mut got: Vec<String> = entries.iter().map(|e| e.path.clone()).collect();
             got.sort();
             want == got
         }
-        (Expect::Refused(r), Outcome::Refused { reason, .. }) => r == reason,
+        (Expected::Refused(r), Outcome::Refused { reason, .. }) => r == reason,
         _ => false,
     }
 }
@@ -214,6 +269,7 @@ pub fn matches(expect: &Expect, out: &Outcome) -> bool {
 /// `O_NOFOLLOW`.
 fn disk(
     d: &DiskAction,
+    names: &dyn NameSource,
     root: &Path,
     workdir: &Path,
     outside: &Path,
@@ -226,16 +282,19 @@ fn disk(
     };
     match d {
         DiskAction::Mkdir(rel) => {
-            let p = below(root, rel, Walk::Create)?.ok_or_else(|| unreachable_missing(rel))?;
+            let shown = &rel.resolve_lossy(names);
+            let p = below(root, &under_root(rel, names), Walk::Create)?
+                .ok_or_else(|| unreachable_missing(shown))?;
             match fs::symlink_metadata(&p) {
                 Ok(m) if m.is_dir() => {}
-                Ok(_) => return Err(not_followed(rel, &p, root)),
+                Ok(_) => return Err(not_followed(shown, &p, root)),
                 Err(_) => fs::create_dir(&p).map_err(|e| io("the directory to be created", e))?,
             }
             stamp(&p).map_err(|e| io("the directory to be stamped", e))
         }
         DiskAction::Write(rel, content) => {
-            let p = below(root, rel, Walk::Create)?.ok_or_else(|| unreachable_missing(rel))?;
+            let p = below(root, &under_root(rel, names), Walk::Create)?
+                .ok_or_else(|| unreachable_missing(&rel.resolve_lossy(names)))?;
             write_no_follow(&p, content).map_err(|e| {
                 (
                     "the file to be written (the harness does not write through a symlink)"
@@ -246,20 +305,27 @@ fn disk(
             stamp(&p).map_err(|e| io("the file to be stamped", e))
         }
         DiskAction::Symlink { link, target } => {
-            let p = below(root, link, Walk::Create)?.ok_or_else(|| unreachable_missing(link))?;
+            let p = below(root, &under_root(link, names), Walk::Create)?
+                .ok_or_else(|| unreachable_missing(&link.resolve_lossy(names)))?;
             let target = target.replace("$OUTSIDE", &outside.to_string_lossy());
             std::os::unix::fs::symlink(&target, &p).map_err(|e| io("the symlink to be created", e))
         }
-        DiskAction::Exists(rel) => match below(root, rel, Walk::Look)? {
+        DiskAction::Exists(rel) => match below(root, &under_root(rel, names), Walk::Look)? {
             Some(p) if fs::symlink_metadata(&p).is_ok() => Ok(()),
             _ => Err((
-                format!("{rel} to exist under the root"),
+                format!(
+                    "{rel} ({}) to exist under the root",
+                    rel.resolve_lossy(names)
+                ),
                 "it does not".into(),
             )),
         },
-        DiskAction::Absent(rel) => match below(root, rel, Walk::Look)? {
+        DiskAction::Absent(rel) => match below(root, &under_root(rel, names), Walk::Look)? {
             Some(p) if fs::symlink_metadata(&p).is_ok() => Err((
-                format!("{rel} to be absent from the root"),
+                format!(
+                    "{rel} ({}) to be absent from the root",
+                    rel.resolve_lossy(names)
+                ),
                 "it exists".into(),
             )),
             _ => Ok(()),
@@ -303,30 +369,32 @@ enum Walk {
 /// `root/rel`, reached one component at a time without following a symlink: every directory on
 /// the way must be a real directory (created if missing and `walk` is `Create`). `None`: a
 /// directory on the way is missing. The last component itself is not looked at.
-fn below(root: &Path, rel: &str, walk: Walk) -> Result<Option<PathBuf>, (String, String)> {
-    let parts: Vec<&str> = rel
-        .split('/')
-        .filter(|c| !c.is_empty() && *c != ".")
+fn below(root: &Path, rel: &[u8], walk: Walk) -> Result<Option<PathBuf>, (String, String)> {
+    use std::os::unix::ffi::OsStrExt;
+    let shown = String::from_utf8_lossy(rel).into_owned();
+    let parts: Vec<&[u8]> = rel
+        .split(|b| *b == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
         .collect();
     let Some((last, dirs)) = parts.split_last() else {
         return Err((
             "a path under the root".into(),
-            format!("{rel:?} names the root itself"),
+            format!("{shown:?} names the root itself"),
         ));
     };
-    if parts.contains(&"..") || rel.starts_with('/') {
+    if parts.contains(&&b".."[..]) || rel.starts_with(b"/") {
         // The parser refuses these; a scenario built in code is held to the same rule.
         return Err((
             "a path under the root".into(),
-            format!("{rel:?} leaves the root"),
+            format!("{shown:?} leaves the root"),
         ));
     }
     let mut at = root.to_path_buf();
     for dir in dirs {
-        at.push(dir);
+        at.push(std::ffi::OsStr::from_bytes(dir));
         match fs::symlink_metadata(&at) {
             Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(not_followed(rel, &at, root)),
+            Ok(_) => return Err(not_followed(&shown, &at, root)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match walk {
                 Walk::Look => return Ok(None),
                 Walk::Create => fs::create_dir(&at).map_err(|e| {
@@ -339,7 +407,7 @@ fn below(root: &Path, rel: &str, walk: Walk) -> Result<Option<PathBuf>, (String,
             Err(e) => return Err(("the path to be readable".into(), e.to_string())),
         }
     }
-    Ok(Some(at.join(last)))
+    Ok(Some(at.join(std::ffi::OsStr::from_bytes(last))))
 }
 
 fn not_followed(rel: &str, at: &Path, root: &Path) -> (String, String) {
@@ -368,6 +436,11 @@ fn write_no_follow(p: &Path, content: &[u8]) -> std::io::Result<()> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(p)?;
     f.write_all(content)
+}
+
+/// A disk step's path, in the implementation's names, as a relative path (bytes kept exactly).
+fn under_root(rel: &PathTemplate, names: &dyn NameSource) -> Vec<u8> {
+    rel.resolve(names)
 }
 
 /// Every path below `dir`, relative to it, sorted.

@@ -123,7 +123,7 @@ fn an_adapter_that_answers_the_wrong_request_fails_the_step_naming_both_ids() {
     let report = run_two("answers-wrong-id.py");
     assert_each_failure_names_the_first_write(
         &report,
-        "answered request 3 but the harness awaited the answer to request 2 (write)",
+        "answered request 5 but the harness awaited the answer to request 4 (write)",
     );
 }
 
@@ -137,7 +137,7 @@ fn an_adapter_that_never_answers_fails_within_the_timeout_and_is_killed() {
     let elapsed = started.elapsed();
     assert_each_failure_names_the_first_write(
         &report,
-        "no answer to request 2 (write) within 400 ms",
+        "no answer to request 4 (write) within 400 ms",
     );
     assert_each_failure_names_the_first_write(
         &report,
@@ -160,7 +160,7 @@ fn an_adapter_that_exits_early_fails_the_step_with_its_exit_code_and_stderr() {
     let report = run_two("exits-early.py");
     assert_each_failure_names_the_first_write(
         &report,
-        "closed its stdout before answering request 2 (write)",
+        "closed its stdout before answering request 4 (write)",
     );
     assert_each_failure_names_the_first_write(&report, "exit code 3");
     assert_each_failure_names_the_first_write(&report, "fatal: cannot open the scratch root");

@@ -121,6 +121,14 @@ fn check(root: &Value, schema: &Value, value: &Value, at: &str) -> Result<(), St
                             && s.bytes()
                                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
                     }
+                    "^[tc]-[a-z0-9]+$" => {
+                        (s.starts_with("t-") || s.starts_with("c-"))
+                            && s.len() > 2
+                            && s[2..]
+                                .bytes()
+                                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+                    }
+                    "^[^/\\u0000]+$" => !s.is_empty() && !s.contains(['/', '\0']),
                     other => panic!("pattern {other} is not covered by this validator"),
                 };
                 if !ok {

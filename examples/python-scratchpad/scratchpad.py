@@ -357,6 +357,11 @@ class Scratchpad:
 
     def handle(self, body):
         op = body["op"]
+        if op == "names":
+            # SP-1.2: how this implementation names the caller's directories; touches nothing.
+            caller = body["caller"]
+            return {"outcome": "names", "session": session_dir_name(caller),
+                    "requester": requester_dir_name(caller)}
         if op == "start":
             return self.start()
         if self.next_sweep_ms is None:
@@ -399,6 +404,8 @@ def main():
                 "protocol": PROTOCOL,
                 "implementation": "python-scratchpad example 1.0",
                 "profiles": ["scratchpad"],
+                # It names directories with SP-1.2's recommended digest and stores any bytes.
+                "capabilities": ["sp12_digest", "binary_content"],
             })
         elif msg["type"] == "request":
             try:

@@ -4,7 +4,8 @@
 //! passing through `tidemark run --impl target/debug/tidemark-reference-adapter` proves the
 //! process path adds nothing and loses nothing. Scoped: a `ScopedStore` on the bucket and
 //! database the harness hands over in `init`, its clock set from each request's `now_ms`; it
-//! claims the `crash_points` and `write_during_sweep` capabilities. `--mutant <id>` switches on
+//! claims the `crash_points` and `write_during_sweep` capabilities (and, for the scratchpad,
+//! `sp12_digest` and `binary_content`). `--mutant <id>` switches on
 //! one mutant of either catalogue, so the process path can be shown to catch a real bug too.
 
 use std::io::{BufRead, Write};
@@ -24,7 +25,14 @@ use tidemark_sim::real_tier::ScopedOp;
 
 /// The scoped profile's name, and the optional behaviours this adapter has.
 const SCOPED: &str = "scoped";
-const CAPABILITIES: [&str; 2] = [remote::CRASH_POINTS, remote::WRITE_DURING_SWEEP];
+/// Scoped: the crash points and the raced write. Scratchpad: SP-1.2's recommended digest and
+/// binary content (the in-process reference claims the same).
+const CAPABILITIES: [&str; 4] = [
+    remote::CRASH_POINTS,
+    remote::WRITE_DURING_SWEEP,
+    "sp12_digest",
+    "binary_content",
+];
 
 /// A mutant of one of the two catalogues.
 #[derive(Clone, Copy, Default)]

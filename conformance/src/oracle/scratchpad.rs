@@ -202,6 +202,11 @@ impl ScratchpadModel {
                 }
                 _ => Outcome::Swept { swept: vec![] },
             },
+            // Names are not an operation: answered mounted or not (PROTOCOL.md).
+            Request::Names { caller } => Outcome::Names {
+                session: session_of(caller).0,
+                requester: requester_dir(&caller.requester),
+            },
             _ if !self.knobs.mounted => refused("unmounted"),
             Request::Write {
                 caller,

@@ -28,6 +28,9 @@ impl DriverFactory for ReferenceScratchpad {
     fn supports(&self, profile: Profile) -> bool {
         profile == Profile::Scratchpad
     }
+    fn capabilities(&self) -> Vec<String> {
+        vec!["sp12_digest".into(), "binary_content".into()]
+    }
     fn create(&self, _profile: Profile, env: &Environment) -> Result<Box<dyn Driver>, DriverError> {
         Ok(Box::new(ScratchpadDriver {
             cfg: config_for(env, self.mutant)?,
@@ -113,9 +116,19 @@ pub fn apply_call(pad: &mut Scratchpad, request: &Request) -> Outcome {
             Ok(()) => Outcome::Removed,
             Err(e) => refused(e),
         },
+        Request::Names { caller } => names_of(caller),
         Request::Start | Request::Tick => {
             panic!("apply_call takes caller requests; start and tick drive the sweeper")
         }
+    }
+}
+
+/// The reference's directory names for a caller: SP-1.2's recommended digest.
+fn names_of(caller: &crate::contract::Caller) -> Outcome {
+    let ctx = context_of(caller);
+    Outcome::Names {
+        session: ctx.session_dir(),
+        requester: ctx.requester_dir(),
     }
 }
 
@@ -130,6 +143,9 @@ fn refused(e: ScratchError) -> Outcome {
 impl Driver for ScratchpadDriver {
     async fn call(&mut self, now: Timestamp, request: &Request) -> Result<Outcome, DriverError> {
         self.clock.set(now);
+        if let Request::Names { caller } = request {
+            return Ok(names_of(caller));
+        }
         if let Request::Start = request {
             let mut pad = Scratchpad::open(self.cfg.clone(), Arc::new(self.clock.clone()))
                 .map_err(|e| DriverError(format!("the scratchpad did not open: {e}")))?;

@@ -16,18 +16,23 @@
 //! workdir empty
 //! ```
 //! A caller is `name@#channel/thread` (a thread) or `name@#channel` (a channel pairing). In a
-//! path, a component `@name` is that requester's hashed directory, and `<caller>` is that
-//! caller's hashed session directory. Content is a quoted string or a size (`600KiB`, `10B`).
+//! path, a component `@name` is that requester's directory, and `<caller>` is that caller's
+//! session directory, as the implementation names them (SP-1.2; see `names.rs`). Content is a
+//! quoted string or a size (`600KiB`, `10B`). `advance` and `start` may state what their sweep
+//! collects (`=> swept [<alice@#general/T1>]`). An absence check must be anchored (`anchor.rs`).
 
 use super::lex::{tokenize, Token};
 use super::{
-    Action, DiskAction, Expect, KnobUnit, Knobs, Profile, Scenario, ScenarioError, Step,
-    SCRATCHPAD_KNOBS,
+    Action, Call, DiskAction, Expect, KnobUnit, Knobs, PathTemplate, Profile, Scenario,
+    ScenarioError, Step, SCRATCHPAD_KNOBS,
 };
-use crate::contract::{Bytes, Caller, Request, SCRATCHPAD_REASONS};
+use crate::contract::{Caller, SCRATCHPAD_REASONS};
 use crate::spec::{is_rule_id, RuleIndex};
 use std::path::{Path, PathBuf};
-use tidemark_reference::scratchpad::{requester_dir, CallContext};
+use tidemark_reference::scratchpad::CallContext;
+
+/// The optional behaviours a scratchpad scenario may need (PROTOCOL.md, SP-1.2, SP-3.7).
+pub const SCRATCHPAD_CAPABILITIES: &[&str] = &["sp12_digest", "binary_content"];
 use tidemark_sim::clip::{clip, clip_field, MAX_SCENARIO_SPAN_MS};
 
 const DAY_MS: i64 = 86_400_000;
@@ -79,6 +84,7 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
     let mut name: Option<String> = None;
     let mut profile: Option<Profile> = None;
     let mut cited: Option<Vec<String>> = None;
+    let mut needs: Option<(usize, Vec<String>)> = None;
     let mut knobs = Knobs::default();
     let mut steps = Vec::new();
     // Simulated time since the epoch, checked at every advance so no sum can overflow.
@@ -155,6 +161,35 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
             cited = Some(ids);
             continue;
         }
+        if let Some(v) = trimmed.strip_prefix("needs:") {
+            if needs.is_some() {
+                return Err(err(
+                    line,
+                    "a second 'needs:' line; name every capability on one".into(),
+                ));
+            }
+            let mut names = Vec::new();
+            for c in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                if !SCRATCHPAD_CAPABILITIES.contains(&c) {
+                    return Err(err(
+                        line,
+                        format!(
+                            "unknown capability {c:?}; expected one of {}",
+                            SCRATCHPAD_CAPABILITIES.join(", ")
+                        ),
+                    ));
+                }
+                names.push(c.to_string());
+            }
+            if names.is_empty() {
+                return Err(err(
+                    line,
+                    "expected at least one capability after 'needs:'".into(),
+                ));
+            }
+            needs = Some((line, names));
+            continue;
+        }
         let tokens = tokenize(trimmed).map_err(|m| err(line, m))?;
         let profile_now =
             profile.ok_or_else(|| err(line, "expected 'profile:' before the first step".into()))?;
@@ -189,10 +224,13 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
                             ),
                         )
                     })?;
-                Action::Advance { ms }
+                let swept = parse_swept(&mut p).map_err(|m| err(line, m))?;
+                Action::Advance { ms, swept }
             }
             "stop" => Action::Stop,
-            "start" => Action::Start,
+            "start" => Action::Start {
+                swept: parse_swept(&mut p).map_err(|m| err(line, m))?,
+            },
             "workdir" => {
                 let w = p.word().map_err(|m| err(line, m))?;
                 if w != "empty" {
@@ -247,11 +285,15 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
             "expected at least one step".into(),
         ));
     }
+    super::anchor::check(&steps).map_err(|(line, m)| err(line, m))?;
+    let (needs_line, needs) = needs.unwrap_or_default();
     Ok(Scenario {
         file: PathBuf::from(file),
         name,
         profile,
         rules,
+        needs,
+        needs_line,
         knobs,
         steps,
     })
@@ -278,14 +320,12 @@ impl LineParser<'_> {
             None => Err("expected a word, found the end of the line".into()),
         }
     }
-    /// A path: a bare word or a quoted string, with placeholders expanded.
-    fn path(&mut self) -> Result<Vec<u8>, String> {
+    /// A path: a bare word or a quoted string, its names (`@name`, `<caller>`) kept for the
+    /// runner to resolve with the implementation's own.
+    fn path(&mut self) -> Result<PathTemplate, String> {
         match self.next() {
-            Some(Token::Word(w)) => Ok(expand(w)?.into_bytes()),
-            Some(Token::Quoted(q)) => match std::str::from_utf8(q) {
-                Ok(s) => Ok(expand(s)?.into_bytes()),
-                Err(_) => Ok(q.clone()), // non-UTF-8 paths are passed through untouched
-            },
+            Some(Token::Word(w)) => PathTemplate::parse(w.as_bytes(), parse_caller),
+            Some(Token::Quoted(q)) => PathTemplate::parse(q, parse_caller),
             Some(t) => Err(format!("expected a path, found {}", t.describe())),
             None => Err("expected a path, found the end of the line".into()),
         }
@@ -312,7 +352,7 @@ impl LineParser<'_> {
         }
     }
     /// `[a, b, c]` or `[]`.
-    fn path_list(&mut self) -> Result<Vec<String>, String> {
+    fn path_list(&mut self) -> Result<Vec<PathTemplate>, String> {
         match self.next() {
             Some(Token::Open) => {}
             Some(t) => return Err(format!("expected '[', found {}", t.describe())),
@@ -322,8 +362,8 @@ impl LineParser<'_> {
         loop {
             match self.next() {
                 Some(Token::Close) => return Ok(out),
-                Some(Token::Word(w)) => out.push(expand(w)?),
-                Some(Token::Quoted(q)) => out.push(expand(&String::from_utf8_lossy(q))?),
+                Some(Token::Word(w)) => out.push(PathTemplate::parse(w.as_bytes(), parse_caller)?),
+                Some(Token::Quoted(q)) => out.push(PathTemplate::parse(q, parse_caller)?),
                 Some(t) => return Err(format!("expected a path or ']', found {}", t.describe())),
                 None => return Err("expected ']' to close the list".into()),
             }
@@ -369,41 +409,6 @@ pub(crate) fn context_of(c: &Caller) -> CallContext {
     }
 }
 
-/// Expands `@name` components to the requester's hashed directory and `<caller>` components to
-/// that caller's hashed session directory (SP-1.2 fixes both functions).
-fn expand(path: &str) -> Result<String, String> {
-    let mut out = Vec::new();
-    for c in path.split('/') {
-        if let Some(name) = c.strip_prefix('@') {
-            if name.is_empty() {
-                return Err(format!("'@' in {path:?} needs a requester name after it"));
-            }
-            out.push(requester_dir(name));
-        } else if c.starts_with('<') {
-            // `<alice@#general/T1>` spans a '/', so it arrives split; rejoin below.
-            out.push(c.to_string());
-        } else {
-            out.push(c.to_string());
-        }
-    }
-    let joined = out.join("/");
-    // Rejoin and expand `<caller>` placeholders, which may contain one '/'.
-    let mut result = String::new();
-    let mut rest = joined.as_str();
-    while let Some(start) = rest.find('<') {
-        result.push_str(&rest[..start]);
-        let end = rest[start..]
-            .find('>')
-            .ok_or_else(|| format!("'<' in {path:?} is not closed by '>'"))?
-            + start;
-        let caller = parse_caller(&rest[start + 1..end])?;
-        result.push_str(&context_of(&caller).session_dir());
-        rest = &rest[end + 1..];
-    }
-    result.push_str(rest);
-    Ok(result)
-}
-
 fn parse_call(p: &mut LineParser, caller: Caller) -> Result<Action, String> {
     let verb = p.word()?;
     let request = match verb.as_str() {
@@ -422,26 +427,26 @@ fn parse_call(p: &mut LineParser, caller: Caller) -> Result<Action, String> {
                     return Err("expected content (a quoted string or a size like 600KiB)".into())
                 }
             };
-            Request::Write {
+            Call::Write {
                 caller,
-                path: Bytes(path),
-                content: Bytes(content),
+                path,
+                content,
             }
         }
-        "read" => Request::Read {
+        "read" => Call::Read {
             caller,
-            path: Bytes(p.path()?),
+            path: p.path()?,
         },
-        "remove" => Request::Remove {
+        "remove" => Call::Remove {
             caller,
-            path: Bytes(p.path()?),
+            path: p.path()?,
         },
         "list" => {
             let path = match p.peek() {
                 Some(Token::Arrow) | None => None,
-                _ => Some(Bytes(p.path()?)),
+                _ => Some(p.path()?),
             };
-            Request::List { caller, path }
+            Call::List { caller, path }
         }
         other => {
             return Err(format!(
@@ -451,15 +456,51 @@ fn parse_call(p: &mut LineParser, caller: Caller) -> Result<Action, String> {
     };
     p.arrow()?;
     let expect = parse_expect(p, &request)?;
-    Ok(Action::Call { request, expect })
+    Ok(Action::Call {
+        call: request,
+        expect,
+    })
 }
 
-fn parse_expect(p: &mut LineParser, req: &Request) -> Result<Expect, String> {
-    let is_write = matches!(req, Request::Write { .. });
+/// After `advance <duration>` or `start`: nothing, or `=> swept [<session>, ...]`.
+fn parse_swept(p: &mut LineParser) -> Result<Option<Vec<PathTemplate>>, String> {
+    match p.peek() {
+        None => return Ok(None),
+        Some(Token::Arrow) => {
+            p.next();
+        }
+        Some(t) => {
+            return Err(format!(
+                "expected the end of the line or '=> swept [sessions]', found {}",
+                t.describe()
+            ))
+        }
+    }
+    match p.word()?.as_str() {
+        "swept" => {}
+        other => {
+            return Err(format!(
+                "expected 'swept [sessions]' after '=>' (what the sweep collected), found {other:?}"
+            ))
+        }
+    }
+    let sessions = p.path_list()?;
+    for s in &sessions {
+        if !matches!(s.components.as_slice(), [super::Component::Session(_)]) {
+            return Err(format!(
+                "a swept entry is one session directory like <alice@#general/T1>, found {s}"
+            ));
+        }
+    }
+    Ok(Some(sessions))
+}
+
+fn parse_expect(p: &mut LineParser, req: &Call) -> Result<Expect, String> {
+    let is_write = matches!(req, Call::Write { .. });
     match p.peek().cloned() {
         Some(Token::Quoted(q)) => {
             p.next();
-            if !matches!(req, Request::Read { .. }) {
+            if !matches!(req, Call::Read { .. }) {
                 return Err(
                     "a quoted expectation is file content; only a read returns content".into(),
                 );
@@ -467,7 +508,7 @@ fn parse_expect(p: &mut LineParser, req: &Request) -> Result<Expect, String> {
             Ok(Expect::Content(q))
         }
         Some(Token::Open) => {
-            if !matches!(req, Request::List { .. }) {
+            if !matches!(req, Call::List { .. }) {
                 return Err("a [list] expectation is a listing; only list returns one".into());
             }
             Ok(Expect::Listing(p.path_list()?))
@@ -570,13 +611,10 @@ fn parse_disk(p: &mut LineParser) -> Result<DiskAction, String> {
     let verb = p.word()?;
     // Every path the harness writes or checks stays under the scenario's root; only a symlink's
     // target (what the planted link points at) may name anything.
-    let path_str = |p: &mut LineParser| -> Result<String, String> {
-        let path = String::from_utf8_lossy(&p.path()?).to_string();
+    let path_str = |p: &mut LineParser| -> Result<PathTemplate, String> {
+        let path = p.path()?;
         confined(&path)?;
         Ok(path)
-    };
-    let target_str = |p: &mut LineParser| -> Result<String, String> {
-        Ok(String::from_utf8_lossy(&p.path()?).to_string())
     };
     Ok(match verb.as_str() {
         "mkdir" => DiskAction::Mkdir(path_str(p)?),
@@ -595,7 +633,12 @@ fn parse_disk(p: &mut LineParser) -> Result<DiskAction, String> {
             if arrow != "->" {
                 return Err(format!("expected 'disk symlink <link> -> <target>', found {arrow:?}"));
             }
-            let target = target_str(p)?;
+            // The target is written into the link as it is: `$OUTSIDE` and literal text only.
+            let target = match p.next() {
+                Some(Token::Word(w)) => w.clone(),
+                Some(Token::Quoted(q)) => String::from_utf8_lossy(q).into_owned(),
+                _ => return Err("expected a target after '->'".into()),
+            };
             DiskAction::Symlink { link, target }
         }
         "exists" => DiskAction::Exists(path_str(p)?),
@@ -610,24 +653,37 @@ fn parse_disk(p: &mut LineParser) -> Result<DiskAction, String> {
 }
 
 /// A disk step's path: relative to the scenario's root, and never climbing out of it.
-fn confined(path: &str) -> Result<(), String> {
-    if path.is_empty() {
-        return Err("a disk step needs a path under the scenario's root, found \"\"".into());
+fn confined(path: &PathTemplate) -> Result<(), String> {
+    use super::names::Component;
+    let literal = |c: &Component, text: &[u8]| matches!(c, Component::Literal(l) if l == text);
+    let shown = path.to_string();
+    match path.components.as_slice() {
+        [] => {
+            return Err("a disk step needs a path under the scenario's root, found \"\"".into())
+        }
+        [only] if literal(only, b"") => {
+            return Err("a disk step needs a path under the scenario's root, found \"\"".into())
+        }
+        [first, ..] if literal(first, b"") => {
+            return Err(format!(
+                "the disk path {:?} is absolute; a disk step reaches only the scenario's root, so write it relative to the root",
+                clip(&shown)
+            ))
+        }
+        _ => {}
     }
-    if path.starts_with('/') {
-        return Err(format!(
-            "the disk path {:?} is absolute; a disk step reaches only the scenario's root, so write it relative to the root",
-            clip(path)
-        ));
-    }
-    if path.split('/').any(|c| c == "..") {
+    if path.components.iter().any(|c| literal(c, b"..")) {
         return Err(format!(
             "the disk path {:?} climbs out with '..'; a disk step reaches only the scenario's root",
-            clip(path)
+            clip(&shown)
         ));
     }
-    if path.contains('\0') {
-        return Err(format!("the disk path {:?} holds a NUL byte", clip(path)));
+    if path
+        .components
+        .iter()
+        .any(|c| matches!(c, Component::Literal(l) if l.contains(&0)))
+    {
+        return Err(format!("the disk path {:?} holds a NUL byte", clip(&shown)));
     }
     Ok(())
 }

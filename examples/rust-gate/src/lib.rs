@@ -31,6 +31,12 @@ impl DriverFactory for MyScratchpadFactory {
         profile == Profile::Scratchpad
     }
 
+    fn capabilities(&self) -> Vec<String> {
+        // Optional behaviours (PROTOCOL.md): this one names directories with SP-1.2's digest and
+        // stores any bytes. Claim only what is true; unclaimed ones skip their scenarios.
+        vec!["sp12_digest".into(), "binary_content".into()]
+    }
+
     fn create(&self, _profile: Profile, env: &Environment) -> Result<Box<dyn Driver>, DriverError> {
         Ok(Box::new(MyScratchpadDriver {
             config: config(env)?,
@@ -95,6 +101,15 @@ impl Driver for MyScratchpadDriver {
         };
         Ok(match request {
             Request::Start => unreachable!("handled above"),
+            // How your implementation names a caller's directories (SP-1.2). The scenarios spell
+            // names symbolically, so any function that keeps SP-1.2's rules passes.
+            Request::Names { caller } => {
+                let ctx = context(caller);
+                Outcome::Names {
+                    session: ctx.session_dir(),
+                    requester: ctx.requester_dir(),
+                }
+            }
             Request::Tick => {
                 let report = pad
                     .tick()

@@ -36,6 +36,10 @@ pub enum PathError {
     DirectoryPath { path: String },
     #[error("path {path:?} contains control character U+{codepoint:04X}")]
     ControlCharacter { path: String, codepoint: u32 },
+    #[error(
+        "path {path:?} has whitespace at the start or end of a segment; name the file without it"
+    )]
+    SurroundingWhitespace { path: String },
     #[error("path {path:?} resolves to a {bytes}-byte key; the limit is {max} bytes")]
     KeyTooLong {
         path: String,
@@ -105,6 +109,7 @@ impl ScopedError {
                 PathError::EmptySegment { .. } => "empty_segment",
                 PathError::DirectoryPath { .. } => "directory_path",
                 PathError::ControlCharacter { .. } => "control_character",
+                PathError::SurroundingWhitespace { .. } => "surrounding_whitespace",
                 PathError::KeyTooLong { .. } => "key_too_long",
                 PathError::Reserved { .. } => "reserved_path",
                 PathError::UnknownSkill { .. } => "unknown_skill",

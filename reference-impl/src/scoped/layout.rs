@@ -341,6 +341,16 @@ pub fn resolve(
             codepoint: c as u32,
         });
     }
+    // Before anything reads the first segment as a scope: `  session/x.txt  ` is neither
+    // `session/x.txt` (trimming repairs a path, SC-2.1) nor a path without a scope to correct.
+    if path
+        .split('/')
+        .any(|seg| seg.starts_with(char::is_whitespace) || seg.ends_with(char::is_whitespace))
+    {
+        return Err(PathError::SurroundingWhitespace {
+            path: path.to_string(),
+        });
+    }
     if path.starts_with('/') || path.starts_with('\\') {
         return Err(PathError::Absolute {
             path: path.to_string(),
@@ -568,6 +578,29 @@ mod tests {
                 "{p:?} gave {r:?}"
             );
         }
+    }
+
+    #[test]
+    fn whitespace_around_a_path_or_a_segment_is_refused_never_trimmed_or_corrected() {
+        for p in [
+            "  session/x.txt  ",
+            " session/x.txt",
+            "session/x.txt ",
+            "session/ x.txt",
+            "session/dir /x.txt",
+            "session/x.txt\u{a0}",
+        ] {
+            assert!(
+                matches!(file(p), Err(PathError::SurroundingWhitespace { .. })),
+                "{p:?}: {:?}",
+                file(p)
+            );
+        }
+        // Whitespace inside a name is a name.
+        assert_eq!(
+            file("session/my notes.md").unwrap().key,
+            "sessions/w1/a1/s1/my notes.md"
+        );
     }
 
     #[test]
