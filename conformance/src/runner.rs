@@ -282,18 +282,19 @@ fn disk(
     };
     match d {
         DiskAction::Mkdir(rel) => {
-            let rel = &rel.resolve_lossy(names);
-            let p = below(root, rel, Walk::Create)?.ok_or_else(|| unreachable_missing(rel))?;
+            let shown = &rel.resolve_lossy(names);
+            let p = below(root, &under_root(rel, names), Walk::Create)?
+                .ok_or_else(|| unreachable_missing(shown))?;
             match fs::symlink_metadata(&p) {
                 Ok(m) if m.is_dir() => {}
-                Ok(_) => return Err(not_followed(rel, &p, root)),
+                Ok(_) => return Err(not_followed(shown, &p, root)),
                 Err(_) => fs::create_dir(&p).map_err(|e| io("the directory to be created", e))?,
             }
             stamp(&p).map_err(|e| io("the directory to be stamped", e))
         }
         DiskAction::Write(rel, content) => {
-            let rel = &rel.resolve_lossy(names);
-            let p = below(root, rel, Walk::Create)?.ok_or_else(|| unreachable_missing(rel))?;
+            let p = below(root, &under_root(rel, names), Walk::Create)?
+                .ok_or_else(|| unreachable_missing(&rel.resolve_lossy(names)))?;
             write_no_follow(&p, content).map_err(|e| {
                 (
                     "the file to be written (the harness does not write through a symlink)"
@@ -304,35 +305,31 @@ fn disk(
             stamp(&p).map_err(|e| io("the file to be stamped", e))
         }
         DiskAction::Symlink { link, target } => {
-            let link = &link.resolve_lossy(names);
-            let p = below(root, link, Walk::Create)?.ok_or_else(|| unreachable_missing(link))?;
+            let p = below(root, &under_root(link, names), Walk::Create)?
+                .ok_or_else(|| unreachable_missing(&link.resolve_lossy(names)))?;
             let target = target.replace("$OUTSIDE", &outside.to_string_lossy());
             std::os::unix::fs::symlink(&target, &p).map_err(|e| io("the symlink to be created", e))
         }
-        DiskAction::Exists(spelled) => {
-            match below(root, &spelled.resolve_lossy(names), Walk::Look)? {
-                Some(p) if fs::symlink_metadata(&p).is_ok() => Ok(()),
-                _ => Err((
-                    format!(
-                        "{spelled} ({}) to exist under the root",
-                        spelled.resolve_lossy(names)
-                    ),
-                    "it does not".into(),
-                )),
-            }
-        }
-        DiskAction::Absent(spelled) => {
-            match below(root, &spelled.resolve_lossy(names), Walk::Look)? {
-                Some(p) if fs::symlink_metadata(&p).is_ok() => Err((
-                    format!(
-                        "{spelled} ({}) to be absent from the root",
-                        spelled.resolve_lossy(names)
-                    ),
-                    "it exists".into(),
-                )),
-                _ => Ok(()),
-            }
-        }
+        DiskAction::Exists(rel) => match below(root, &under_root(rel, names), Walk::Look)? {
+            Some(p) if fs::symlink_metadata(&p).is_ok() => Ok(()),
+            _ => Err((
+                format!(
+                    "{rel} ({}) to exist under the root",
+                    rel.resolve_lossy(names)
+                ),
+                "it does not".into(),
+            )),
+        },
+        DiskAction::Absent(rel) => match below(root, &under_root(rel, names), Walk::Look)? {
+            Some(p) if fs::symlink_metadata(&p).is_ok() => Err((
+                format!(
+                    "{rel} ({}) to be absent from the root",
+                    rel.resolve_lossy(names)
+                ),
+                "it exists".into(),
+            )),
+            _ => Ok(()),
+        },
         DiskAction::NoPathContains(text) => {
             let hits = all_paths(root)
                 .into_iter()
@@ -372,30 +369,32 @@ enum Walk {
 /// `root/rel`, reached one component at a time without following a symlink: every directory on
 /// the way must be a real directory (created if missing and `walk` is `Create`). `None`: a
 /// directory on the way is missing. The last component itself is not looked at.
-fn below(root: &Path, rel: &str, walk: Walk) -> Result<Option<PathBuf>, (String, String)> {
-    let parts: Vec<&str> = rel
-        .split('/')
-        .filter(|c| !c.is_empty() && *c != ".")
+fn below(root: &Path, rel: &[u8], walk: Walk) -> Result<Option<PathBuf>, (String, String)> {
+    use std::os::unix::ffi::OsStrExt;
+    let shown = String::from_utf8_lossy(rel).into_owned();
+    let parts: Vec<&[u8]> = rel
+        .split(|b| *b == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
         .collect();
     let Some((last, dirs)) = parts.split_last() else {
         return Err((
             "a path under the root".into(),
-            format!("{rel:?} names the root itself"),
+            format!("{shown:?} names the root itself"),
         ));
     };
-    if parts.contains(&"..") || rel.starts_with('/') {
+    if parts.contains(&&b".."[..]) || rel.starts_with(b"/") {
         // The parser refuses these; a scenario built in code is held to the same rule.
         return Err((
             "a path under the root".into(),
-            format!("{rel:?} leaves the root"),
+            format!("{shown:?} leaves the root"),
         ));
     }
     let mut at = root.to_path_buf();
     for dir in dirs {
-        at.push(dir);
+        at.push(std::ffi::OsStr::from_bytes(dir));
         match fs::symlink_metadata(&at) {
             Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(not_followed(rel, &at, root)),
+            Ok(_) => return Err(not_followed(&shown, &at, root)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match walk {
                 Walk::Look => return Ok(None),
                 Walk::Create => fs::create_dir(&at).map_err(|e| {
@@ -408,7 +407,7 @@ fn below(root: &Path, rel: &str, walk: Walk) -> Result<Option<PathBuf>, (String,
             Err(e) => return Err(("the path to be readable".into(), e.to_string())),
         }
     }
-    Ok(Some(at.join(last)))
+    Ok(Some(at.join(std::ffi::OsStr::from_bytes(last))))
 }
 
 fn not_followed(rel: &str, at: &Path, root: &Path) -> (String, String) {
@@ -437,6 +436,11 @@ fn write_no_follow(p: &Path, content: &[u8]) -> std::io::Result<()> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(p)?;
     f.write_all(content)
+}
+
+/// A disk step's path, in the implementation's names, as a relative path (bytes kept exactly).
+fn under_root(rel: &PathTemplate, names: &dyn NameSource) -> Vec<u8> {
+    rel.resolve(names)
 }
 
 /// Every path below `dir`, relative to it, sorted.

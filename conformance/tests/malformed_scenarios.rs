@@ -83,36 +83,6 @@ fn the_whole_suite_loads() {
     }
 }
 
-#[test]
-fn an_absence_check_with_nothing_shown_first_is_refused_as_hollow() {
-    let unanchored_disk = error_of(&format!(
-        "{HEAD}alice@#g/T1 write notes.md \"x\" => ok\ndisk absent <alice@#g/T1>\n"
-    ));
-    let unanchored_listing = error_of(&format!(
-        "{HEAD}alice@#g/T1 write /x \"x\" => refused absolute_path\nalice@#g/T1 list => []\n"
-    ));
-    insta::assert_snapshot!(format!("{unanchored_disk}\n{unanchored_listing}"));
-}
-
-#[test]
-fn an_absence_check_after_the_thing_was_shown_loads() {
-    let rules = RuleIndex::parse("**SP-1.1** x\n");
-    let text = format!(
-        "{HEAD}alice@#g/T1 write notes.md \"x\" => ok\nbob@#g/T1 list => [@alice/notes.md]\n\
-         disk exists <bob@#g/T1>/@alice/notes.md\nalice@#g/T1 remove notes.md => ok\n\
-         bob@#g/T1 list => []\ndisk absent <alice@#g/T1>/@alice/notes.md\n"
-    );
-    parse_str(Path::new("example.tdm"), &text, &rules).expect("anchored checks load");
-}
-
-#[test]
-fn an_unknown_capability_and_a_bad_sweep_expectation_are_errors() {
-    let capability = error_of(&format!("{HEAD}needs: telepathy\nadvance 1d\n"));
-    let swept_file = error_of(&format!("{HEAD}advance 1d => swept [@alice/notes.md]\n"));
-    let swept_word = error_of(&format!("{HEAD}start => collected []\n"));
-    insta::assert_snapshot!(format!("{capability}\n{swept_file}\n{swept_word}"));
-}
-
 /// The error a fixture under fixtures/malformed/ loads with, its path shown from the repository.
 fn fixture_error(relative: &str) -> String {
     let root = tidemark_conformance::spec::repo_root();
@@ -257,4 +227,34 @@ fn the_scoped_grammar_loads_each_file_once_and_refuses_a_shared_test_name() {
         e,
         "one.tdms:1: the test name scoped::one is taken by again/one.tdms already; rename one of the files"
     );
+}
+
+#[test]
+fn an_absence_check_with_nothing_shown_first_is_refused_as_hollow() {
+    let unanchored_disk = error_of(&format!(
+        "{HEAD}alice@#g/T1 write notes.md \"x\" => ok\ndisk absent <alice@#g/T1>\n"
+    ));
+    let unanchored_listing = error_of(&format!(
+        "{HEAD}alice@#g/T1 write /x \"x\" => refused absolute_path\nalice@#g/T1 list => []\n"
+    ));
+    insta::assert_snapshot!(format!("{unanchored_disk}\n{unanchored_listing}"));
+}
+
+#[test]
+fn an_absence_check_after_the_thing_was_shown_loads() {
+    let rules = RuleIndex::parse("**SP-1.1** x\n");
+    let text = format!(
+        "{HEAD}alice@#g/T1 write notes.md \"x\" => ok\nbob@#g/T1 list => [@alice/notes.md]\n\
+         disk exists <bob@#g/T1>/@alice/notes.md\nalice@#g/T1 remove notes.md => ok\n\
+         bob@#g/T1 list => []\ndisk absent <alice@#g/T1>/@alice/notes.md\n"
+    );
+    parse_str(Path::new("example.tdm"), &text, &rules).expect("anchored checks load");
+}
+
+#[test]
+fn an_unknown_capability_and_a_bad_sweep_expectation_are_errors() {
+    let capability = error_of(&format!("{HEAD}needs: telepathy\nadvance 1d\n"));
+    let swept_file = error_of(&format!("{HEAD}advance 1d => swept [@alice/notes.md]\n"));
+    let swept_word = error_of(&format!("{HEAD}start => collected []\n"));
+    insta::assert_snapshot!(format!("{capability}\n{swept_file}\n{swept_word}"));
 }

@@ -30,10 +30,10 @@ use crate::contract::{Caller, SCRATCHPAD_REASONS};
 use crate::spec::{is_rule_id, RuleIndex};
 use std::path::{Path, PathBuf};
 use tidemark_reference::scratchpad::CallContext;
-use tidemark_sim::clip::{clip, clip_field, MAX_SCENARIO_SPAN_MS};
 
 /// The optional behaviours a scratchpad scenario may need (PROTOCOL.md, SP-1.2, SP-3.7).
 pub const SCRATCHPAD_CAPABILITIES: &[&str] = &["sp12_digest", "binary_content"];
+use tidemark_sim::clip::{clip, clip_field, MAX_SCENARIO_SPAN_MS};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -611,15 +611,15 @@ fn parse_disk(p: &mut LineParser) -> Result<DiskAction, String> {
     let verb = p.word()?;
     // Every path the harness writes or checks stays under the scenario's root; only a symlink's
     // target (what the planted link points at) may name anything.
-    let confined_path = |p: &mut LineParser| -> Result<PathTemplate, String> {
+    let path_str = |p: &mut LineParser| -> Result<PathTemplate, String> {
         let path = p.path()?;
-        confined(&path.to_string())?;
+        confined(&path)?;
         Ok(path)
     };
     Ok(match verb.as_str() {
-        "mkdir" => DiskAction::Mkdir(confined_path(p)?),
+        "mkdir" => DiskAction::Mkdir(path_str(p)?),
         "write" => {
-            let path = confined_path(p)?;
+            let path = path_str(p)?;
             let content = match p.next() {
                 Some(Token::Quoted(q)) => q.clone(),
                 Some(Token::Word(w)) => filler(content_size(w)?),
@@ -628,7 +628,7 @@ fn parse_disk(p: &mut LineParser) -> Result<DiskAction, String> {
             DiskAction::Write(path, content)
         }
         "symlink" => {
-            let link = confined_path(p)?;
+            let link = path_str(p)?;
             let arrow = p.word()?;
             if arrow != "->" {
                 return Err(format!("expected 'disk symlink <link> -> <target>', found {arrow:?}"));
@@ -641,8 +641,8 @@ fn parse_disk(p: &mut LineParser) -> Result<DiskAction, String> {
             };
             DiskAction::Symlink { link, target }
         }
-        "exists" => DiskAction::Exists(confined_path(p)?),
-        "absent" => DiskAction::Absent(confined_path(p)?),
+        "exists" => DiskAction::Exists(path_str(p)?),
+        "absent" => DiskAction::Absent(path_str(p)?),
         "no-path-contains" => match p.next() {
             Some(Token::Word(w)) => DiskAction::NoPathContains(w.clone()),
             Some(Token::Quoted(q)) => DiskAction::NoPathContains(String::from_utf8_lossy(q).to_string()),
@@ -653,24 +653,37 @@ fn parse_disk(p: &mut LineParser) -> Result<DiskAction, String> {
 }
 
 /// A disk step's path: relative to the scenario's root, and never climbing out of it.
-fn confined(path: &str) -> Result<(), String> {
-    if path.is_empty() {
-        return Err("a disk step needs a path under the scenario's root, found \"\"".into());
+fn confined(path: &PathTemplate) -> Result<(), String> {
+    use super::names::Component;
+    let literal = |c: &Component, text: &[u8]| matches!(c, Component::Literal(l) if l == text);
+    let shown = path.to_string();
+    match path.components.as_slice() {
+        [] => {
+            return Err("a disk step needs a path under the scenario's root, found \"\"".into())
+        }
+        [only] if literal(only, b"") => {
+            return Err("a disk step needs a path under the scenario's root, found \"\"".into())
+        }
+        [first, ..] if literal(first, b"") => {
+            return Err(format!(
+                "the disk path {:?} is absolute; a disk step reaches only the scenario's root, so write it relative to the root",
+                clip(&shown)
+            ))
+        }
+        _ => {}
     }
-    if path.starts_with('/') {
-        return Err(format!(
-            "the disk path {:?} is absolute; a disk step reaches only the scenario's root, so write it relative to the root",
-            clip(path)
-        ));
-    }
-    if path.split('/').any(|c| c == "..") {
+    if path.components.iter().any(|c| literal(c, b"..")) {
         return Err(format!(
             "the disk path {:?} climbs out with '..'; a disk step reaches only the scenario's root",
-            clip(path)
+            clip(&shown)
         ));
     }
-    if path.contains('\0') {
-        return Err(format!("the disk path {:?} holds a NUL byte", clip(path)));
+    if path
+        .components
+        .iter()
+        .any(|c| matches!(c, Component::Literal(l) if l.contains(&0)))
+    {
+        return Err(format!("the disk path {:?} holds a NUL byte", clip(&shown)));
     }
     Ok(())
 }
