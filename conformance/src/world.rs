@@ -599,6 +599,24 @@ fn can_plant(root: &std::path::Path, c: &Caller, rel: &[String]) -> bool {
     false
 }
 
+/// Mutants the world's workload cannot reach by construction, each with the reason. The hunt
+/// reports them as skipped rather than searching in vain; each is killed by a named scenario and
+/// found by `tidemark explore --hunt`, whose generator aims at it (test: `world.rs`).
+pub const OUT_OF_REACH: &[(&str, &str)] = &[
+    (
+        "list-of-a-file-is-empty",
+        "the world's clients list whole sessions, never one path",
+    ),
+    (
+        "equal-times-by-write-order",
+        "world time moves at least a millisecond between two requests, so no two files share a modification time",
+    ),
+    (
+        "sweep-on-fixed-period",
+        "the host's sweeper is polled each second of world time while clock jumps move minutes to days, so the two schedules collect the same sessions",
+    ),
+];
+
 /// `tidemark world`: seeds through the turmoil world, optionally twice each (determinism), or
 /// every mutant hunted.
 pub fn command(
@@ -611,7 +629,13 @@ pub fn command(
     let started = std::time::Instant::now();
     if hunt {
         let mut found = 0;
+        let mut skipped = 0;
         for m in ScratchpadMutant::ALL {
+            if let Some((_, why)) = OUT_OF_REACH.iter().find(|(id, _)| *id == m.id()) {
+                skipped += 1;
+                println!("SKIPPED    {:<28} {why}", m.id());
+                continue;
+            }
             let hit =
                 (first_seed..first_seed + seeds).find(|s| run_world(*s, Some(m)).failure.is_some());
             match hit {
@@ -626,12 +650,9 @@ pub fn command(
                 None => println!("NOT FOUND  {:<28} in {seeds} seeds", m.id()),
             }
         }
-        println!(
-            "{} passed, {} failed",
-            found,
-            ScratchpadMutant::ALL.len() - found
-        );
-        return found == ScratchpadMutant::ALL.len();
+        let missed = ScratchpadMutant::ALL.len() - found - skipped;
+        println!("{found} passed, {missed} failed, {skipped} skipped");
+        return missed == 0;
     }
     let mut failed = 0u64;
     let mut identical = 0u64;

@@ -44,3 +44,33 @@ fn the_world_finds_a_sweeper_that_skips_its_startup_sweep() {
         "no world seed in 20 caught the no-startup-sweep mutant"
     );
 }
+
+#[test]
+fn every_mutant_out_of_the_worlds_reach_is_a_real_one_killed_by_a_scenario() {
+    use tidemark_reference::scratchpad::ScratchpadMutant;
+    let suite = tidemark_conformance::suite::load(
+        &tidemark_conformance::default_scenarios_dir(),
+        &tidemark_conformance::default_spec_path(),
+    )
+    .expect("the suite loads");
+    let selected: Vec<_> = suite.iter().collect();
+    for (id, why) in tidemark_conformance::world::OUT_OF_REACH {
+        assert!(!why.is_empty());
+        let mutant = ScratchpadMutant::ALL
+            .into_iter()
+            .find(|m| m.id() == *id)
+            .unwrap_or_else(|| panic!("{id} is not a scratchpad mutant"));
+        let factory = tidemark_conformance::profiles::scratchpad::ReferenceScratchpad {
+            mutant: Some(mutant),
+        };
+        let report =
+            tokio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(tidemark_conformance::gate::check(
+                    &selected,
+                    &factory,
+                    String::new(),
+                ));
+        assert!(!report.passed(), "a scenario kills {id}");
+    }
+}
