@@ -516,7 +516,13 @@ impl EphemeralCluster {
             ])
             .current_dir(dir.path())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            // Carries the run's token, so a signal's sweep kills an initdb still writing into
+            // the cluster's directory before it removes that directory.
+            .env(
+                crate::owner::RUN_ENV,
+                crate::owner::Owner::current().run_env_value(0),
+            );
         as_user(&mut initdb, run_as);
         let out = tokio::task::spawn_blocking(move || initdb.output())
             .await

@@ -53,6 +53,9 @@ pub fn token_of_database(name: &str) -> Option<&str> {
 
 /// Drops every `tdm_<token>_...` database whose owner's advisory lock is free (its run is
 /// gone), never this run's. Returns the names dropped, sorted.
+/// How long a reaper waits for CREATE DATABASE statements still running on the server.
+const IN_FLIGHT_WAIT_MS: u64 = 5_000;
+
 pub async fn reap_stale_databases(admin: &PgConnectOptions) -> Result<Vec<String>, String> {
     let bound = Duration::from_millis(STATEMENT_TIMEOUT_MS);
     let work = async {
@@ -60,6 +63,24 @@ pub async fn reap_stale_databases(admin: &PgConnectOptions) -> Result<Vec<String
             .connect()
             .await
             .map_err(|e| format!("connect to reap stale databases: {e}"))?;
+        // A killed run's CREATE DATABASE still completes on the server after its client died:
+        // give such statements a bounded moment to finish, or their databases would be listed
+        // by no reaper (a live run's creations only cost this wait, never a drop).
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(IN_FLIGHT_WAIT_MS);
+        loop {
+            let creating: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE query LIKE 'CREATE DATABASE \"tdm\\_%' AND state = 'active' \
+                 AND pid <> pg_backend_pid()",
+            )
+            .fetch_one(&mut conn)
+            .await
+            .map_err(|e| format!("pg_stat_activity: {e}"))?;
+            if creating == 0 || tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         let names: Vec<String> = sqlx::query(
             "SELECT datname FROM pg_database WHERE datname LIKE 'tdm\\_%' ORDER BY datname",
         )
