@@ -214,14 +214,22 @@ fn stop_postmaster(data: &Path) -> bool {
 pub fn kill_run_processes(matches: impl Fn(&str) -> bool) -> usize {
     let me = std::process::id() as i32;
     let mut killed = std::collections::BTreeSet::new();
+    let mut quiet_rounds = 0;
     for _ in 0..KILL_ROUNDS {
         let found: Vec<i32> = processes_with_run_env(&matches)
             .into_iter()
             .filter(|&p| p != me)
             .collect();
         if found.is_empty() {
-            break;
+            // Two quiet looks in a row: one could fall in a process's exec window.
+            quiet_rounds += 1;
+            if quiet_rounds == 2 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
         }
+        quiet_rounds = 0;
         for &pid in &found {
             signal(pid, libc::SIGKILL);
             killed.insert(pid);
@@ -236,7 +244,8 @@ pub fn kill_run_processes(matches: impl Fn(&str) -> bool) -> usize {
 }
 
 /// Pids of running (not zombie) processes whose environment has `TIDEMARK_RUN=<v>` with
-/// `matches(v)`, sorted. Processes of other users, unreadable, are skipped.
+/// `matches(v)`, sorted. Processes of other users, unreadable, are skipped. A process in the
+/// middle of exec can read as having no environment for an instant; sweeps look more than once.
 pub fn processes_with_run_env(matches: impl Fn(&str) -> bool) -> Vec<i32> {
     let prefix = format!("{RUN_ENV}=");
     let mut out: Vec<i32> = std::fs::read_dir("/proc")
@@ -318,7 +327,14 @@ mod tests {
             .env(RUN_ENV, "1xother0-1")
             .spawn()
             .unwrap();
-        let found = processes_with_run_env(|v| v == value);
+        // A process just spawned can show an empty environment for a moment: the kernel lets
+        // the spawning parent go on (vfork) before the new program's environment is in place.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut found = processes_with_run_env(|v| v == value);
+        while found.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+            found = processes_with_run_env(|v| v == value);
+        }
         assert_eq!(found, vec![marked.id() as i32]);
         assert_eq!(kill_run_processes(|v| v == value), 1);
         // Reaped by kill_run_processes (it is this process's child).
