@@ -266,16 +266,15 @@ impl ProcessDriver {
             // Every knob, not only those the scenario sets (SP-5.6).
             &self.env.knobs.complete(self.profile),
         )?;
-        self.adapter = Some(
-            start_checked(
-                &self.command,
-                &self.options,
-                &self.env.workdir,
-                init,
-                self.profile.name(),
-            )
-            .await?,
-        );
+        let (adapter, _) = start_checked(
+            &self.command,
+            &self.options,
+            &self.env.workdir,
+            init,
+            self.profile.name(),
+        )
+        .await?;
+        self.adapter = Some(adapter);
         Ok(())
     }
 }
@@ -288,7 +287,7 @@ async fn start_checked(
     workdir: &Path,
     init: Init,
     profile: &str,
-) -> Result<Adapter, DriverError> {
+) -> Result<(Adapter, InitOk), DriverError> {
     let mut adapter = Adapter::spawn(command, workdir, options)?;
     let claims = match adapter.handshake(init).await {
         Ok(claims) => claims,
@@ -307,7 +306,7 @@ async fn start_checked(
         adapter.kill().await;
         return Err(e);
     }
-    Ok(adapter)
+    Ok((adapter, claims))
 }
 
 /// One scenario's program for a profile whose steps are not scratchpad [`Request`]s (the scoped
@@ -321,6 +320,8 @@ pub struct ProcessSession {
     init: Init,
     profile: String,
     adapter: Option<Adapter>,
+    /// What the running program claimed in its latest `init_ok`.
+    claims: Option<InitOk>,
     next_id: u64,
 }
 
@@ -342,6 +343,7 @@ impl ProcessSession {
             init,
             profile,
             adapter: None,
+            claims: None,
             next_id: INIT_ID + 1,
         };
         session.restart().await?;
@@ -352,17 +354,23 @@ impl ProcessSession {
     /// starts a new one with the same init.
     pub async fn restart(&mut self) -> Result<(), DriverError> {
         self.stop().await;
-        self.adapter = Some(
-            start_checked(
-                &self.command,
-                &self.options,
-                &self.workdir,
-                self.init.clone(),
-                &self.profile,
-            )
-            .await?,
-        );
+        let (adapter, claims) = start_checked(
+            &self.command,
+            &self.options,
+            &self.workdir,
+            self.init.clone(),
+            &self.profile,
+        )
+        .await?;
+        self.adapter = Some(adapter);
+        self.claims = Some(claims);
         Ok(())
+    }
+
+    /// What the running program claimed in its latest `init_ok` (a restarted program may claim
+    /// differently; the latest is the one that counts).
+    pub fn claims(&self) -> Option<&InitOk> {
+        self.claims.as_ref()
     }
 
     /// Sends one request (`op` names it in error messages) at `now_ms` and returns its outcome.

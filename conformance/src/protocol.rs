@@ -9,6 +9,7 @@
 use crate::contract::{Outcome, Request};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+pub use tidemark_sim::real_tier::ledger::LedgerQueries;
 #[cfg(doc)]
 use tidemark_sim::real_tier::{ScopedOp, ScopedOutcome};
 
@@ -120,6 +121,10 @@ pub struct InitOk {
     /// Optional behaviours beyond a profile's required rules.
     #[serde(default)]
     pub capabilities: Vec<String>,
+    /// Scoped profile: the read-only queries the harness reads the deletion ledger with, when
+    /// the implementation keeps it in tables of its own naming (SC-6.6). Absent: SC-6.6's tables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<LedgerQueries>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

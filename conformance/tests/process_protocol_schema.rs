@@ -305,3 +305,29 @@ fn harness_side_steps_are_not_scoped_requests_in_the_schema() {
     let sweep = serde_json::json!({"op": "sweep"});
     assert!(check(&schema, body, &sweep, "$").is_ok());
 }
+
+/// An `init_ok` declaring its ledger queries is valid, and the harness reads what the schema
+/// says; one declaring only half of them is refused by both.
+#[test]
+fn an_init_ok_declaring_its_ledger_queries_is_valid_and_needs_both() {
+    use tidemark_conformance::protocol::FromImplementation;
+    let schema = schema();
+    let from = resolve(&schema, "#/$defs/from_implementation");
+    let declared = serde_json::json!({"type": "init_ok", "in_reply_to": 0, "protocol": "tidemark/1",
+        "profiles": ["scoped"], "ledger": {
+            "obligations": "SELECT key_prefix AS prefix, finished_at IS NULL AS pending FROM purge_jobs",
+            "records": "SELECT key_prefix AS prefix FROM purge_receipts"}});
+    check(&schema, from, &declared, "$").unwrap();
+    let parsed: FromImplementation = serde_json::from_value(declared).unwrap();
+    let FromImplementation::InitOk(ok) = parsed else {
+        panic!("an init_ok")
+    };
+    assert_eq!(
+        ok.ledger.unwrap().records,
+        "SELECT key_prefix AS prefix FROM purge_receipts"
+    );
+    let half = serde_json::json!({"type": "init_ok", "in_reply_to": 0, "protocol": "tidemark/1",
+        "profiles": ["scoped"], "ledger": {"obligations": "SELECT 1"}});
+    assert!(check(&schema, from, &half, "$").is_err());
+    assert!(serde_json::from_value::<FromImplementation>(half).is_err());
+}

@@ -255,3 +255,108 @@ fn measure_the_overhead_of_the_scoped_process_path() {
         );
     });
 }
+
+/// `tidemark run` of the one scenario that reads pending obligations after a crash, through
+/// `fixtures/adapters/ledger-declared.py MODE` wrapped around the reference adapter: its stdout.
+fn with_declared_ledger(mode: &str) -> (i32, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "run",
+            "--impl",
+            &format!("python3 fixtures/adapters/ledger-declared.py {mode} {ADAPTER}"),
+            "--only",
+            "scoped::an_obligation_survives_a_crash_between_deleting_and_recording",
+        ])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// The ledger is read with the queries the program declares (its own tables, its own SQL), still
+/// by the harness and never on the program's word: a declaration that lies is caught by the
+/// same step that passes with a true one, and one that writes, has the wrong columns or fails
+/// fails the scenario with the reason.
+#[test]
+fn a_declared_ledger_query_is_what_the_harness_reads_and_a_bad_one_fails_with_the_reason() {
+    let (code, out) = with_declared_ledger("renamed");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("1 passed, 0 failed"), "{out}");
+
+    let (code, out) = with_declared_ledger("lies");
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(".tdms:14: pending deletions") && out.contains("actual:   []"),
+        "{out}"
+    );
+
+    for (mode, reason) in [
+        ("writes", "cannot execute DELETE in a read-only transaction"),
+        ("columns", "has no column `pending`; it must yield prefix text, pending boolean (found: prefix TEXT)"),
+        ("fails", "relation \"no_such_ledger\" does not exist"),
+    ] {
+        let (code, out) = with_declared_ledger(mode);
+        assert_eq!(code, 1, "{mode}: {out}");
+        assert!(
+            out.contains("actual:   the ledger declared in init_ok: ") && out.contains(reason),
+            "{mode}: {out}"
+        );
+    }
+}
+
+/// Run in a read-only transaction and rolled back: a declared query that would delete the
+/// obligations leaves them in place, and a column of the wrong type is named, not decoded.
+#[test]
+fn a_declared_ledger_query_cannot_change_the_database_and_its_column_types_are_checked() {
+    use tidemark_sim::real_tier::ledger::LedgerQueries;
+    block_on(async {
+        let pg = Arc::new(PgProvider::from_environment().await.expect("PostgreSQL"));
+        let db = pg
+            .fresh_database("ledger-queries")
+            .await
+            .expect("a database");
+        sqlx::raw_sql(
+            "CREATE TABLE my_ledger (key_prefix text, finished bigint);
+             INSERT INTO my_ledger VALUES ('sessions/a/', NULL), ('sessions/b/', 5), ('sessions/a/', NULL);",
+        )
+        .execute(&db.pool)
+        .await
+        .expect("the implementation's own table");
+        let own = LedgerQueries {
+            obligations: "SELECT key_prefix AS prefix, finished IS NULL AS pending FROM my_ledger"
+                .into(),
+            records: "SELECT key_prefix AS prefix FROM my_ledger WHERE finished IS NOT NULL".into(),
+        };
+        assert_eq!(
+            own.pending_prefixes(&db.pool).await.unwrap(),
+            vec!["sessions/a/".to_string()]
+        );
+        assert_eq!(
+            own.record_prefixes(&db.pool).await.unwrap(),
+            vec!["sessions/b/".to_string()]
+        );
+
+        let deleting = LedgerQueries {
+            obligations: "WITH gone AS (DELETE FROM my_ledger RETURNING key_prefix) SELECT key_prefix AS prefix, true AS pending FROM gone".into(),
+            ..own.clone()
+        };
+        let e = deleting.pending_prefixes(&db.pool).await.unwrap_err();
+        assert!(e.contains("read-only transaction"), "{e}");
+        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM my_ledger")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        assert_eq!(left, 3, "nothing was deleted");
+
+        let typed_wrong = LedgerQueries {
+            obligations: "SELECT finished AS prefix, true AS pending FROM my_ledger".into(),
+            ..own
+        };
+        let e = typed_wrong.pending_prefixes(&db.pool).await.unwrap_err();
+        assert!(e.contains("gives `prefix` as INT8; it must be text"), "{e}");
+        pg.drop_database(db).await.expect("dropped");
+    });
+}

@@ -129,6 +129,8 @@ async fn serve(mutants: Mutants) -> Result<(), String> {
                             implementation: factory.name(),
                             profiles: vec![Profile::Scratchpad.name().into(), SCOPED.into()],
                             capabilities: CAPABILITIES.iter().map(|c| c.to_string()).collect(),
+                            // SC-6.6's own tables: the default needs no declaration.
+                            ledger: None,
                         })
                     }
                     Err(message) => FromImplementation::Error(ErrorReply {

@@ -5,8 +5,8 @@
 //! makes a fresh PostgreSQL database, creates the bucket, and hands both to the program in
 //! `init`. Steps the implementation answers are sent as requests carrying the simulated time;
 //! the rest the harness performs itself ([`remote::side`]): faults and heal on its S3 server,
-//! bucket listings straight from the bucket, the deletion ledger straight from the tables SPEC
-//! SC-6 names, an age-only lifecycle rule run with the lifecycle executor, and `restart`
+//! bucket listings straight from the bucket, the deletion ledger straight from the database (with
+//! the read-only queries the program declared in `init_ok`, else SC-6.6's tables), an age-only lifecycle rule run with the lifecycle executor, and `restart`
 //! (SIGKILL to the process group, then the same init again). `crash at` and `write … during
 //! sweep` are sent only to a program claiming the `crash_points` / `write_during_sweep`
 //! capability; a scenario needing one it lacks is skipped with the reason, not failed.
@@ -32,7 +32,7 @@ use tidemark_sim::trace::Trace;
 
 use crate::driver::DriverError;
 use crate::process::{ProcessFactory, ProcessSession};
-use crate::protocol::{Init, S3Endpoint, INIT_ID, PROTOCOL};
+use crate::protocol::{Init, LedgerQueries, S3Endpoint, INIT_ID, PROTOCOL};
 use crate::report::{CaseReport, Verdict};
 use crate::runner::Failure;
 
@@ -320,16 +320,24 @@ async fn harness_step(
                 .await
                 .map_err(harness)?,
         },
-        ScopedOp::PendingDeletions => ScopedOutcome::Prefixes {
-            prefixes: remote::pending_deletion_prefixes(&provided.db.pool)
-                .await
-                .map_err(harness)?,
-        },
-        ScopedOp::DeletionRecords => ScopedOutcome::Prefixes {
-            prefixes: remote::deletion_record_prefixes(&provided.db.pool)
-                .await
-                .map_err(harness)?,
-        },
+        ScopedOp::PendingDeletions => {
+            let (queries, whose) = ledger_queries(session);
+            ScopedOutcome::Prefixes {
+                prefixes: queries
+                    .pending_prefixes(&provided.db.pool)
+                    .await
+                    .map_err(|e| DriverError(format!("{whose}: {e}")))?,
+            }
+        }
+        ScopedOp::DeletionRecords => {
+            let (queries, whose) = ledger_queries(session);
+            ScopedOutcome::Prefixes {
+                prefixes: queries
+                    .record_prefixes(&provided.db.pool)
+                    .await
+                    .map_err(|e| DriverError(format!("{whose}: {e}")))?,
+            }
+        }
         ScopedOp::RunAgeRule { prefix, days } => ScopedOutcome::Keys {
             keys: remote::run_age_rule(&client, &provided.bucket, prefix, *days, now)
                 .await
@@ -342,6 +350,19 @@ async fn harness_step(
             )))
         }
     })
+}
+
+/// The queries the running program declared for its ledger, else SC-6.6's tables, and whose
+/// they are (for a failure's message: a declared query's error is the program's, not the
+/// harness's).
+fn ledger_queries(session: &ProcessSession) -> (LedgerQueries, &'static str) {
+    match session.claims().and_then(|c| c.ledger.clone()) {
+        Some(declared) => (declared, "the ledger declared in init_ok"),
+        None => (
+            LedgerQueries::default(),
+            "the ledger in SC-6.6's tables (declare `ledger` in init_ok if yours are named otherwise)",
+        ),
+    }
 }
 
 fn list_text(items: &[String]) -> String {

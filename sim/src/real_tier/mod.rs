@@ -10,6 +10,7 @@
 //! - [`model`]: seeded random operation sequences checked against a model of SPEC part SC.
 
 pub mod faults;
+pub mod ledger;
 pub mod memory_s3;
 pub mod model;
 pub mod pg;

@@ -2,14 +2,14 @@
 //! profile"): which operations an implementation answers and which steps the harness performs
 //! itself, the implementation side as the reference adapter runs it ([`ScopedService`]: a
 //! [`ScopedStore`] on the bucket and database the harness handed over), and the harness side's
-//! steps ([`bucket_keys`], [`pending_deletion_prefixes`], [`deletion_record_prefixes`],
-//! [`run_age_rule`], [`fault_plan`]).
+//! steps ([`bucket_keys`], [`run_age_rule`], [`fault_plan`]; the ledger is read by
+//! [`super::ledger`]).
 //!
 //! The in-process [`super::ScopedDriver`] does both halves in one place: it performs the
 //! harness's steps itself and hands every other step to a [`ScopedService`] over its own stores,
 //! so the mapping from an operation to the store is written once, here.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -496,33 +496,6 @@ pub async fn bucket_keys(
         }
     }
     Ok(keys)
-}
-
-/// Prefixes of pending deletion obligations, sorted and distinct, read from the table SPEC
-/// SC-6.6 pins (`storage_deletions`, pending while `done_at_ms IS NULL`).
-pub async fn pending_deletion_prefixes(pool: &PgPool) -> Result<Vec<String>, String> {
-    distinct_prefixes(
-        pool,
-        "SELECT prefix FROM storage_deletions WHERE done_at_ms IS NULL",
-    )
-    .await
-}
-
-/// Prefixes with a deletion record, sorted and distinct (`storage_deletion_records`, SC-6.3).
-pub async fn deletion_record_prefixes(pool: &PgPool) -> Result<Vec<String>, String> {
-    distinct_prefixes(pool, "SELECT prefix FROM storage_deletion_records").await
-}
-
-async fn distinct_prefixes(pool: &PgPool, query: &'static str) -> Result<Vec<String>, String> {
-    let rows: Vec<String> = sqlx::query_scalar(query)
-        .fetch_all(pool)
-        .await
-        .map_err(|e| format!("reading the deletion ledger ({query}): {e}"))?;
-    Ok(rows
-        .into_iter()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect())
 }
 
 /// Runs an age-only expiry rule of `days` over `prefix` with AWS semantics, at `now`; answers
