@@ -379,8 +379,13 @@ fn a_stuck_implementation_and_its_setsid_helper_die_after_sigkill_and_a_next_run
     wait_bounded(&mut child);
     // The kernel killed the implementation with the harness (PR_SET_PDEATHSIG); its helper,
     // in its own session, is still there until a next run finds it by TIDEMARK_RUN.
-    std::thread::sleep(Duration::from_millis(300));
-    let left = sandbox.processes();
+    // (The kernel's kill and the implementation's exit take a moment on a loaded machine.)
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut left = sandbox.processes();
+    while left.len() != 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        left = sandbox.processes();
+    }
     assert!(
         left.len() == 1 && left[0].contains("setsid-escapee"),
         "{left:?}"
@@ -523,33 +528,37 @@ fn databases_of_a_sigkilled_database_url_run_are_dropped_by_the_next_run() {
     sandbox.assert_clean("after SIGKILL and a next run");
 }
 
+/// Interrupted while its cluster is still being made (initdb running) and while it runs. The
+/// first used to leave the cluster's directory behind, unmarked: the killed initdb was still
+/// writing into it when the sweep removed it, and `remove_dir_all` had already deleted the
+/// owner file. Directories are now removed with their mark last.
 #[test]
-#[ignore = "known bug, left open: a SIGINT while a scoped exploration's cluster runs can leave the \
-            cluster's marked directory (the next run reaps it); run with --ignored"]
 fn a_scoped_exploration_stopped_by_sigint_leaves_nothing() {
     // Exploration drives its own runtimes, so it is not cancelled: the sweep alone cleans up
     // after it, and nothing it still does may create what the sweep would miss.
-    let sandbox = Sandbox::new();
-    let mut child = sandbox
-        .tidemark(
-            &[
-                "explore",
-                "--profile",
-                "scoped",
-                "--seeds",
-                "300",
-                "--no-save",
-            ],
-            None,
-        )
-        .spawn()
-        .unwrap();
-    wait_until("the exploration's cluster", || {
-        sandbox.processes().iter().any(|p| p.contains("postgres"))
-    });
-    std::thread::sleep(Duration::from_millis(1_000));
-    signal(&child, libc::SIGINT);
-    let status = wait_bounded(&mut child);
-    assert_eq!(status.code(), Some(130), "{}", stderr_of(&mut child));
-    sandbox.assert_clean("after SIGINT");
+    for delay_ms in [1_000, 4_000] {
+        let sandbox = Sandbox::new();
+        let mut child = sandbox
+            .tidemark(
+                &[
+                    "explore",
+                    "--profile",
+                    "scoped",
+                    "--seeds",
+                    "300",
+                    "--no-save",
+                ],
+                None,
+            )
+            .spawn()
+            .unwrap();
+        wait_until("the exploration's cluster", || {
+            sandbox.processes().iter().any(|p| p.contains("postgres"))
+        });
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        signal(&child, libc::SIGINT);
+        let status = wait_bounded(&mut child);
+        assert_eq!(status.code(), Some(130), "{}", stderr_of(&mut child));
+        sandbox.assert_clean(&format!("after SIGINT {delay_ms} ms into the cluster"));
+    }
 }

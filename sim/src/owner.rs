@@ -119,8 +119,53 @@ impl OwnedDir {
 
 impl Drop for OwnedDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        let _ = remove_owned(&self.path);
     }
+}
+
+/// How long [`remove_owned`] keeps trying while something still writes into the directory.
+const REMOVE_RETRY_MS: u64 = 2_000;
+
+/// Removes `dir` and everything in it, its [`OWNER_FILE`] last. A process that was just killed
+/// may still be finishing a write into it (an initdb, a postmaster), so a removal can fail
+/// part-way; it is retried for a moment, and if it still fails the directory keeps its mark, so
+/// a later sweep or the next run's reap finds it. (`remove_dir_all` alone can delete the mark
+/// first and then fail, leaving a directory nobody will ever claim.) A directory already gone
+/// is not an error.
+pub fn remove_owned(dir: &Path) -> std::io::Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(REMOVE_RETRY_MS);
+    loop {
+        match remove_all_but_mark(dir) {
+            Ok(()) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !dir.exists() => return Ok(()),
+            Err(e) if std::time::Instant::now() >= deadline => return Err(e),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
+    match std::fs::remove_file(dir.join(OWNER_FILE)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    match std::fs::remove_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
+fn remove_all_but_mark(dir: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_name() == OWNER_FILE {
+            continue;
+        }
+        // The entry's own type, never a symlink's target: a link is removed, not followed.
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(entry.path())?;
+        } else {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 /// A fresh temporary directory `tidemark-<what>-XXXX` in the temp dir, marked with this run's
@@ -391,6 +436,29 @@ fn try_flock(file: &File) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_owned_directory_is_removed_mark_last_without_following_links_out_of_it() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("keep.txt"), "kept").unwrap();
+        let base = tempfile::tempdir().unwrap();
+        let dir = tempdir_in(base.path(), "tidemark-test-").unwrap();
+        std::fs::create_dir_all(dir.path().join("data/base")).unwrap();
+        std::fs::write(dir.path().join("data/base/1"), "x").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
+        assert_eq!(
+            dir_owner(dir.path()).as_deref(),
+            Some(Owner::current().token())
+        );
+        let path = dir.path().to_path_buf();
+        drop(dir);
+        assert!(!path.exists(), "the directory is gone");
+        assert!(
+            outside.path().join("keep.txt").exists(),
+            "the link was not followed"
+        );
+        remove_owned(&path).expect("a directory already gone is not an error");
+    }
 
     #[test]
     fn tokens_are_lowercase_alphanumeric_and_carry_the_pid() {

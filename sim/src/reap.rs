@@ -161,7 +161,7 @@ fn marked_dirs(bases: &[PathBuf]) -> BTreeMap<String, Vec<PathBuf>> {
 /// True when a running postmaster was stopped.
 fn remove_marked_dir(dir: &Path) -> std::io::Result<bool> {
     let stopped = stop_postmaster(&dir.join("data"));
-    std::fs::remove_dir_all(dir)?;
+    owner::remove_owned(dir)?;
     Ok(stopped)
 }
 

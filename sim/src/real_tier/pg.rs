@@ -472,7 +472,7 @@ fn running_as_root() -> bool {
 
 /// A PostgreSQL cluster in a temporary directory, owned by this process.
 pub struct EphemeralCluster {
-    dir: Option<tempfile::TempDir>,
+    dir: Option<crate::owner::OwnedDir>,
     child: Option<Child>,
     port: u16,
 }
@@ -484,14 +484,9 @@ impl EphemeralCluster {
         } else {
             None
         };
-        let dir = tempfile::Builder::new()
-            .prefix("tidemark-pg-")
-            .tempdir()
-            .map_err(|e| e.to_string())?;
-        // Owned by this run: a later run stops the cluster and removes it if this run is killed.
-        crate::owner::Owner::current()
-            .mark_dir(dir.path())
-            .map_err(|e| format!("mark {}: {e}", dir.path().display()))?;
+        // Owned by this run from its first instant: a later run stops the cluster and removes it
+        // if this run is killed.
+        let dir = crate::owner::tempdir("tidemark-pg-").map_err(|e| e.to_string())?;
         let data = dir.path().join("data");
         let socket_dir = dir.path().join("sock");
         std::fs::create_dir(&socket_dir).map_err(|e| e.to_string())?;
@@ -639,7 +634,7 @@ impl Drop for EphemeralCluster {
                 }
             }
         }
-        // `dir` (a TempDir) is removed when it drops, after the server has stopped.
+        // `dir` (an OwnedDir) is removed when it drops, after the server has stopped.
     }
 }
 
