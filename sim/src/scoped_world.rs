@@ -359,6 +359,38 @@ const TRAVERSALS: [&str; 4] = [
     "session/./notes.md",
 ];
 
+/// Paths every implementation must refuse, whatever it stores, with the reason and rule: the
+/// traversals above and the hostile spellings SPEC refuses (`model::hostile`), the key-length
+/// one fitted to `t`'s session.
+fn refused_spellings(t: &Turn) -> Vec<(String, &'static str, &'static str)> {
+    use crate::real_tier::model::hostile::{Fit, Verdict, SPELLINGS};
+    let fit = Fit {
+        prefix_bytes: format!("sessions/{}/{}/{}/", t.workspace, t.agent, t.session).len(),
+    };
+    TRAVERSALS
+        .iter()
+        .map(|p| (p.to_string(), "traversal", "SC-2.2"))
+        .chain(SPELLINGS.iter().filter_map(|s| match s.verdict {
+            Verdict::Refused(reason) => Some((s.guest_path(&fit), reason, s.rule)),
+            Verdict::Name => None,
+        }))
+        .collect()
+}
+
+/// A path to refuse: the guest's own stream picks a traversal as it always has; then, half the
+/// time, the hostile stream swaps it for a spelling from [`refused_spellings`].
+fn refused_pick(rng: &mut impl Rng, hostile: &mut impl Rng, t: &Turn) -> String {
+    let traversal = TRAVERSALS[rng.gen_range(0..TRAVERSALS.len())];
+    let refused = refused_spellings(t);
+    if hostile.gen_bool(0.5) {
+        refused[hostile.gen_range(TRAVERSALS.len()..refused.len())]
+            .0
+            .clone()
+    } else {
+        traversal.to_string()
+    }
+}
+
 /// Who wrote a file, and what: a read returning anything else saw another workspace, agent,
 /// session or path.
 fn content_for(t: &Turn, path: &str, tag: &str) -> String {
@@ -620,12 +652,14 @@ impl Guest {
             _ => None,
         };
         if let Some(path) = probe {
-            if TRAVERSALS.contains(&path) {
-                if refused != Some("traversal") {
+            if let Some((_, reason, rule)) =
+                refused_spellings(&t).into_iter().find(|(p, ..)| p == path)
+            {
+                if refused != Some(reason) {
                     self.violation(
                         replied,
                         format!(
-                            "{name}: the traversal {path:?} was answered {} (SC-2.2)",
+                            "{name}: the path {path:?} was answered {}, not refused {reason} ({rule})",
                             summary(out)
                         ),
                     );
@@ -934,6 +968,9 @@ type Plan = Vec<(u64, Sess, ScopedOp, bool)>;
 fn guest_plan(master: MasterSeed, g: &Guest) -> Plan {
     let c = g.c;
     let mut rng = master.stream(&format!("scoped-world-guest-{c}"));
+    // Hostile spellings draw from their own stream, so adding spellings never moves the rest
+    // of a guest's plan (the races a seed is known to stage stay staged).
+    let mut hostile_rng = master.stream(&format!("scoped-world-guest-{c}-hostile"));
     let mut n = 0;
     let mut write = |s: Sess, path: &str| {
         n += 1;
@@ -1012,8 +1049,8 @@ fn guest_plan(master: MasterSeed, g: &Guest) -> Plan {
                 },
                 12 => write(s, "notes.md"),
                 13 => read(s, "notes.md"),
-                14 => read(s, TRAVERSALS[rng.gen_range(0..TRAVERSALS.len())]),
-                15 => write(s, TRAVERSALS[rng.gen_range(0..TRAVERSALS.len())]),
+                14 => read(s, &refused_pick(&mut rng, &mut hostile_rng, &g.turn(s))),
+                15 => write(s, &refused_pick(&mut rng, &mut hostile_rng, &g.turn(s))),
                 _ => ScopedOp::Activity { turn: g.turn(s) },
             };
             (s, op)

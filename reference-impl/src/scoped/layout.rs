@@ -275,7 +275,13 @@ fn check_relative(
     } else {
         rel
     };
-    if rel.contains('\\') {
+    let backslash_refused = if mutant == Some(ScopedMutant::BackslashAccepted) {
+        // The bug: a backslash is only feared next to `..`.
+        rel.contains("..\\") || rel.contains("\\..")
+    } else {
+        rel.contains('\\')
+    };
+    if backslash_refused {
         return Err(PathError::Traversal {
             path: full.to_string(),
             spelling: "backslash",
@@ -288,7 +294,12 @@ fn check_relative(
                 path: full.to_string(),
             });
         }
-        if seg.chars().all(is_dot_like) {
+        let dot_segment = if mutant == Some(ScopedMutant::LookalikeDotsAccepted) {
+            seg.chars().all(|c| c == '.')
+        } else {
+            seg.chars().all(is_dot_like)
+        };
+        if dot_segment {
             let clamping = mutant == Some(ScopedMutant::ClampingResolution)
                 || mutant == Some(ScopedMutant::EncodedTraversalAccepted);
             if clamping {
@@ -403,7 +414,7 @@ pub fn resolve(
     } else {
         format!("{prefix}{relative}")
     };
-    finish(path, scope, relative, key, prefix)
+    finish(path, scope, relative, key, prefix, mutant)
 }
 
 fn resolve_skill(
@@ -453,7 +464,7 @@ fn resolve_skill(
         format!("{prefix}{inner}")
     };
     let relative = format!("{slug}/{inner}").trim_end_matches('/').to_string();
-    let mut r = finish(path, Scope::Skill, relative, key, prefix)?;
+    let mut r = finish(path, Scope::Skill, relative, key, prefix, mutant)?;
     // The skill view's "prefix" for mapping keys back is the version prefix; relative names
     // carry the slug so a listing shows `skill/<slug>/<path>`.
     r.prefix = skill_version_prefix(&turn.workspace, sha);
@@ -466,10 +477,15 @@ fn finish(
     relative: String,
     key: String,
     prefix: String,
+    mutant: Option<ScopedMutant>,
 ) -> Result<Resolved, PathError> {
     // The longest text key is the file key plus the text directory; refuse up front so a file
     // is never written whose extracted text cannot be.
-    let longest = key.len() + TEXT_DIR.len() + 1;
+    let longest = if mutant == Some(ScopedMutant::TextKeyUncounted) {
+        key.len()
+    } else {
+        key.len() + TEXT_DIR.len() + 1
+    };
     if longest > MAX_KEY_BYTES {
         return Err(PathError::KeyTooLong {
             path: path.to_string(),

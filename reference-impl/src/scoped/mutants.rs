@@ -19,10 +19,13 @@ pub enum ScopedMutant {
     PartialBatchMarkedDone,
     EncodedTraversalAccepted,
     SweepUnlocked,
+    BackslashAccepted,
+    LookalikeDotsAccepted,
+    TextKeyUncounted,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 14] = [
+    pub const ALL: [ScopedMutant; 17] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -37,6 +40,9 @@ impl ScopedMutant {
         ScopedMutant::PartialBatchMarkedDone,
         ScopedMutant::EncodedTraversalAccepted,
         ScopedMutant::SweepUnlocked,
+        ScopedMutant::BackslashAccepted,
+        ScopedMutant::LookalikeDotsAccepted,
+        ScopedMutant::TextKeyUncounted,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -56,6 +62,9 @@ impl ScopedMutant {
             ScopedMutant::PartialBatchMarkedDone => "partial-batch-marked-done",
             ScopedMutant::EncodedTraversalAccepted => "encoded-traversal-accepted",
             ScopedMutant::SweepUnlocked => "sweep-unlocked",
+            ScopedMutant::BackslashAccepted => "backslash-accepted",
+            ScopedMutant::LookalikeDotsAccepted => "lookalike-dots-accepted",
+            ScopedMutant::TextKeyUncounted => "text-key-uncounted",
         }
     }
 
@@ -103,6 +112,15 @@ impl ScopedMutant {
             }
             ScopedMutant::SweepUnlocked => {
                 "the sweep reads its candidates without locking them, so a write racing the sweep is deleted"
+            }
+            ScopedMutant::BackslashAccepted => {
+                "a backslash is refused only beside `..`, so `dir\\notes.md` is stored as a name another layer reads as a path"
+            }
+            ScopedMutant::LookalikeDotsAccepted => {
+                "only ASCII dots make a dot segment, so a segment of fullwidth or leader dots (which NFKC turns into `..`) passes"
+            }
+            ScopedMutant::TextKeyUncounted => {
+                "the key limit counts the file's key but not its text key, so a file near the limit is stored whose text cannot be"
             }
         }
     }

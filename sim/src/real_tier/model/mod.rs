@@ -12,6 +12,7 @@
 //!
 //! Used by `sim/tests/real_tier_scoped_model.rs` and by `tidemark explore --profile scoped`.
 
+pub mod hostile;
 pub mod ops;
 mod outcome;
 mod state;
@@ -286,14 +287,14 @@ impl<'a> Runner<'a> {
                 path: p,
                 agent_scope,
             } => {
-                self.write(session(s), p, agent_scope, format!("v{step}"), now)
+                self.write(session(s), path(p), agent_scope, format!("v{step}"), now)
                     .await
             }
             ModelOp::Read {
                 session: s,
                 path: p,
                 agent_scope,
-            } => self.read(session(s), p, agent_scope, now).await,
+            } => self.read(session(s), path(p), agent_scope, now).await,
             ModelOp::Activity { session: s } => {
                 let i = session(s);
                 let r = self.store.record_activity(&self.turns[i]).await;
@@ -377,6 +378,14 @@ impl<'a> Runner<'a> {
                         format!("read: {r:?}"),
                     ),
                 }
+            }
+            ModelOp::Hostile {
+                session: s,
+                spelling,
+                write,
+            } => {
+                self.hostile(session(s), hostile::spelling(spelling), write, step, now)
+                    .await
             }
             ModelOp::MissingScope {
                 session: s,
@@ -725,7 +734,7 @@ impl<'a> Runner<'a> {
     async fn write(
         &mut self,
         i: usize,
-        p: u8,
+        name: &str,
         agent_scope: bool,
         content: String,
         now: i64,
@@ -736,7 +745,7 @@ impl<'a> Runner<'a> {
             .store
             .write(
                 &self.turns[i],
-                &format!("{scope}/{}", path(p)),
+                &format!("{scope}/{name}"),
                 content.clone().into_bytes(),
             )
             .await;
@@ -753,7 +762,7 @@ impl<'a> Runner<'a> {
                 } else {
                     &mut self.model.sessions[i].files
                 };
-                files.insert(path(p).to_string(), content);
+                files.insert(name.to_string(), content);
                 self.model.sessions[i].touched(now);
             }
             (Err(ScopedError::UnknownEntity { .. }), true, _) => {}
@@ -773,19 +782,65 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
-    async fn read(&mut self, i: usize, p: u8, agent_scope: bool, now: i64) -> Step {
+    /// A hostile spelling: refused with its SC-8 reason whatever the session's state (the path
+    /// is resolved before anything else, SC-3.5), or a valid name written or read as any file.
+    async fn hostile(
+        &mut self,
+        i: usize,
+        spelling: &hostile::Spelling,
+        write: bool,
+        step: usize,
+        now: i64,
+    ) -> Step {
+        let t = &self.turns[i];
+        let fit = hostile::Fit {
+            prefix_bytes: format!("sessions/{}/{}/{}/", t.workspace, t.agent, t.session).len(),
+        };
+        let guest = spelling.guest_path(&fit);
+        match (spelling.verdict, spelling.file_name(&fit)) {
+            (hostile::Verdict::Name, Some(name)) if write => {
+                self.write(i, &name, false, format!("v{step}"), now).await
+            }
+            (hostile::Verdict::Name, Some(name)) => self.read(i, &name, false, now).await,
+            (verdict, _) => {
+                let r = if write {
+                    self.store
+                        .write(&self.turns[i], &guest, b"hostile".to_vec())
+                        .await
+                        .map(|_| ())
+                } else {
+                    self.store.read(&self.turns[i], &guest).await.map(|_| ())
+                };
+                let hostile::Verdict::Refused(reason) = verdict else {
+                    unreachable!("a valid spelling has a file name")
+                };
+                match r {
+                    Err(e) if e.kind() == reason => Ok(()),
+                    r => diverged(
+                        format!(
+                            "{guest:?} ({}): refused {reason} ({})",
+                            spelling.what, spelling.rule
+                        ),
+                        format!("{:?}", r.map_err(|e| e.kind())),
+                    ),
+                }
+            }
+        }
+    }
+
+    async fn read(&mut self, i: usize, name: &str, agent_scope: bool, now: i64) -> Step {
         let (a, _) = SESSIONS[i];
         let scope = if agent_scope { "agent" } else { "session" };
         let r = self
             .store
-            .read(&self.turns[i], &format!("{scope}/{}", path(p)))
+            .read(&self.turns[i], &format!("{scope}/{name}"))
             .await;
         let deleted = self.model.sessions[i].deleted;
         let readable = !agent_scope || self.model.access(a).can_read();
         let want = if agent_scope {
-            self.model.agent_files.get(a).and_then(|f| f.get(path(p)))
+            self.model.agent_files.get(a).and_then(|f| f.get(name))
         } else {
-            self.model.sessions[i].files.get(path(p))
+            self.model.sessions[i].files.get(name)
         }
         .cloned();
         match (r, deleted, readable, want) {

@@ -116,6 +116,13 @@ pub enum ModelOp {
     JumpBack {
         hours: u8,
     },
+    /// A write (else a read) of a hostile spelling ([`super::hostile::SPELLINGS`]): refused with
+    /// its reason, or a valid name treated as any other file.
+    Hostile {
+        session: u8,
+        spelling: u8,
+        write: bool,
+    },
 }
 
 pub fn session(i: u8) -> usize {
@@ -242,6 +249,17 @@ impl fmt::Display for ModelOp {
             ),
             ModelOp::Heal => write!(f, "store heals"),
             ModelOp::JumpBack { hours } => write!(f, "clock jumps back {hours}h"),
+            ModelOp::Hostile {
+                session,
+                spelling,
+                write,
+            } => write!(
+                f,
+                "{} {} a hostile path: {}",
+                who(*session),
+                if *write { "write" } else { "read" },
+                super::hostile::spelling(*spelling).what
+            ),
         }
     }
 }
@@ -256,10 +274,11 @@ pub fn traversal(p: u8, encoded: bool) -> String {
 }
 
 /// The `steps` operations of `seed`. The mix (out of 140): write 25 (agent scope 2 more),
-/// read 18, activity 10, wait 10, advance 15 (one in five 30–60 days, else 0–19 days), sweep 17, list 2, text 2, traversal 2, missing
+/// read 18, activity 10, wait 10, advance 15 (one in five 30–60 days, else 0–19 days), sweep 17, list 4, text 2, traversal 2, missing
 /// scope 1, single delete 1, workspace write 1, agent access 4, agent-scope read 3, skill read 2,
 /// faulty sweep 2, crashing sweep 2, write during a sweep 5, session deletion 5, agent deletion 1,
-/// store faults 3 (requests 5–20%, keys 10–40%), heal 3, clock jump back 4 (1–48 hours).
+/// store faults 3 (requests 5–20%, keys 10–40%), heal 3, clock jump back 4 (1–48 hours),
+/// hostile spelling 8 (half writes; out of 150 in all).
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
@@ -268,7 +287,7 @@ pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
 fn one(rng: &mut ChaCha8Rng) -> ModelOp {
     let session = rng.gen_range(0..SESSIONS.len() as u8);
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..140u32) {
+    match rng.gen_range(0..150u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
@@ -340,8 +359,14 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
             key_failure_percent: rng.gen_range(10..=40),
         },
         133..=135 => ModelOp::Heal,
-        _ => ModelOp::JumpBack {
+        136..=139 => ModelOp::JumpBack {
             hours: rng.gen_range(1..=48),
+        },
+        148..=149 => ModelOp::List { session },
+        _ => ModelOp::Hostile {
+            session,
+            spelling: rng.gen_range(0..super::hostile::SPELLINGS.len() as u8),
+            write: rng.gen_bool(0.5),
         },
     }
 }
