@@ -55,7 +55,12 @@ def extract_text(body):
 
 
 def as_text(body):
-    return body.decode("utf-8", "surrogatepass") if extract_text(body) is None else body.decode("utf-8")
+    """A read's content as a JSON string (PROTOCOL.md: scoped contents are strings). Bytes this
+    program did not write and that are not UTF-8 are shown with U+FFFD, as SP-7.7 allows."""
+    try:
+        return body.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return body.decode("utf-8", "replace")
 
 
 def access_of(value):
