@@ -1,0 +1,106 @@
+"""This implementation's PostgreSQL schema, and the read-only ledger queries it declares in
+`init_ok` (SPEC.md SC-6.6, PROTOCOL.md "The ledger").
+
+The names are this implementation's own, deliberately not SC-6.6's defaults
+(`storage_deletions`, `storage_deletion_records`), so a run proves the harness reads the ledger
+through the declaration: obligations are `erasure_orders` (pending while `erased_ms` is null),
+records are `erasure_receipts`.
+"""
+
+import layout
+
+# Read by the harness, never by this program's logic: one row per obligation and per record.
+LEDGER = {
+    "obligations": "SELECT key_prefix AS prefix, erased_ms IS NULL AS pending FROM erasure_orders",
+    "records": "SELECT key_prefix AS prefix FROM erasure_receipts",
+}
+
+# The harness's clock reaches the AFTER DELETE triggers through this transaction-local setting,
+# so an obligation's time is the request's now_ms, never the database server's clock.
+NOW_SETTING = "pyscoped.now_ms"
+
+TABLES = """
+CREATE TABLE IF NOT EXISTS tenant_workspaces (
+    ws_key           text PRIMARY KEY,
+    agent_access     text CHECK (agent_access IN ('none', 'read', 'read-write')),
+    workspace_access text CHECK (workspace_access IN ('none', 'read', 'read-write'))
+);
+CREATE TABLE IF NOT EXISTS tenant_agents (
+    ws_key           text NOT NULL REFERENCES tenant_workspaces ON DELETE CASCADE,
+    agent_key        text NOT NULL,
+    agent_access     text CHECK (agent_access IN ('none', 'read', 'read-write')),
+    workspace_access text CHECK (workspace_access IN ('none', 'read', 'read-write')),
+    PRIMARY KEY (ws_key, agent_key)
+);
+-- SC-5.1, SC-5.4, SC-5.5: last activity, the swept mark, and the unfinished-sweep mark.
+CREATE TABLE IF NOT EXISTS chat_sessions (
+    ws_key              text NOT NULL,
+    agent_key           text NOT NULL,
+    chat_key            text NOT NULL,
+    active_ms           bigint NOT NULL,
+    files_cleared_ms    bigint,
+    clear_unfinished_ms bigint,
+    PRIMARY KEY (ws_key, agent_key, chat_key),
+    FOREIGN KEY (ws_key, agent_key) REFERENCES tenant_agents ON DELETE CASCADE
+);
+-- SC-5.4: the sweep's candidates come through this partial index, so swept sessions cost nothing.
+CREATE INDEX IF NOT EXISTS chat_sessions_idle ON chat_sessions (active_ms)
+    WHERE files_cleared_ms IS NULL;
+-- SC-5.2: something queued, parked or waiting keeps a session from the sweep.
+CREATE TABLE IF NOT EXISTS chat_holds (
+    ws_key    text NOT NULL,
+    agent_key text NOT NULL,
+    chat_key  text NOT NULL,
+    hold_kind text NOT NULL CHECK (hold_kind IN ('queued', 'parked', 'waiting')),
+    hold_id   text NOT NULL,
+    PRIMARY KEY (ws_key, agent_key, chat_key, hold_kind, hold_id),
+    FOREIGN KEY (ws_key, agent_key, chat_key) REFERENCES chat_sessions ON DELETE CASCADE
+);
+-- SC-6.1 to SC-6.5: deletion obligations, kept once done as the record of what was asked.
+CREATE TABLE IF NOT EXISTS erasure_orders (
+    order_id   bigserial PRIMARY KEY,
+    key_prefix text NOT NULL,
+    ordered_ms bigint NOT NULL,
+    erased_ms  bigint
+);
+CREATE INDEX IF NOT EXISTS erasure_orders_pending ON erasure_orders (order_id)
+    WHERE erased_ms IS NULL;
+CREATE TABLE IF NOT EXISTS erasure_receipts (
+    receipt_id     bigserial PRIMARY KEY,
+    order_id       bigint NOT NULL REFERENCES erasure_orders,
+    key_prefix     text NOT NULL,
+    objects_erased bigint NOT NULL,
+    erased_ms      bigint NOT NULL
+);
+"""
+
+
+def _trigger(kind, table):
+    """SC-6.1: a deleted row records its prefixes itself, so rows removed by ON DELETE CASCADE are
+    recorded too and application code never records them."""
+    values = ",\n            ".join(
+        f"({expr}, current_setting('{NOW_SETTING}')::bigint)" for expr in layout.sql_prefixes(kind, "OLD")
+    )
+    function = f"pyscoped_{kind}_erased"
+    return f"""
+CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO erasure_orders (key_prefix, ordered_ms) VALUES
+            {values};
+    RETURN NULL;
+END
+$$;
+CREATE OR REPLACE TRIGGER {function} AFTER DELETE ON {table}
+    FOR EACH ROW EXECUTE FUNCTION {function}();
+"""
+
+
+def install(conn):
+    """Create the schema, or find it after a restart. An advisory lock serialises two processes
+    that start on one empty database."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(5301)")
+        conn.execute(TABLES)
+        for kind, table in (("session", "chat_sessions"), ("agent", "tenant_agents"),
+                            ("workspace", "tenant_workspaces")):
+            conn.execute(_trigger(kind, table))

@@ -1,0 +1,687 @@
+#!/usr/bin/env python3
+"""Scoped object storage (SPEC.md part SC), written from SPEC.md and conformance/PROTOCOL.md
+alone, speaking tidemark/1 on stdin/stdout. Files live in S3 (boto3), sessions and deletion
+obligations in PostgreSQL (psycopg 3).
+
+    target/py-scoped/bin/python examples/python-scoped/scoped.py
+
+Modules: layout.py (the only place keys and guest paths are known, SC-1.2), store.py (S3),
+schema.py (tables, triggers and the ledger queries declared in init_ok), this file (the
+operations and the protocol). Time is an input: every timestamp comes from the request's now_ms.
+Logs go to stderr; stdout carries only protocol lines.
+"""
+
+import hashlib
+import json
+import sys
+import threading
+import time
+
+import psycopg
+
+import layout
+import schema
+from layout import Refused
+from store import DELETE_BATCH, Store
+
+PROTOCOL = "tidemark/1"
+DAY_MS = 24 * 60 * 60 * 1000
+DEFAULT_TTL_DAYS = 30  # SC-5.3
+CLAIM_CHUNK = 500  # sessions or obligations claimed (and locked) per transaction
+ACCESS = ("none", "read", "read-write")
+DEFAULT_ACCESS = {"agent": "read-write", "workspace": "read"}  # SC-3.2: the deployment layer
+CRASH_POINTS = ("after_text_written", "after_session_objects_deleted", "after_obligation_objects_deleted")
+
+
+def log(*parts):
+    print("scoped.py:", *parts, file=sys.stderr, flush=True)
+
+
+class Crash(Exception):
+    """An injected crash (capability crash_points): unwinds without committing anything."""
+
+    def __init__(self, point):
+        super().__init__(point)
+        self.point = point
+
+
+def extract_text(body):
+    """SC-4.1: a file's text is its bytes when they are UTF-8 with no NUL; else it has none."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return None if "\x00" in text else text
+
+
+def as_text(body):
+    """A read's content as a JSON string (PROTOCOL.md: scoped contents are strings). Bytes this
+    program did not write and that are not UTF-8 are shown with U+FFFD, as SP-7.7 allows."""
+    try:
+        return body.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return body.decode("utf-8", "replace")
+
+
+def access_of(value):
+    if value is not None and value not in ACCESS:
+        raise Refused("config", f"an access is none, read or read-write, got {value!r}")
+    return value
+
+
+class Scoped:
+    def __init__(self, init):
+        self.init = init
+        self.ttl_ms = int(init.get("knobs", {}).get("session_file_ttl_days", DEFAULT_TTL_DAYS)) * DAY_MS
+        self.store = Store(init["s3"])
+        self.conn = None
+        self.now_ms = 0
+        self.armed = None  # the crash point the next operation reaching it dies at
+        self.connect()
+        schema.install(self.conn)
+
+    def connect(self):
+        try:
+            # A lock wait is bounded well inside the harness's answer timeout.
+            self.conn = psycopg.connect(self.init["postgres_url"], autocommit=True,
+                                        options="-c lock_timeout=5000")
+        except psycopg.OperationalError as e:
+            raise Refused("database_unavailable", f"cannot reach the database: {e}") from e
+
+    def db(self):
+        if self.conn is None or self.conn.closed or self.conn.broken:
+            self.connect()
+        return self.conn
+
+    def reach(self, point):
+        if self.armed == point:
+            self.armed = None
+            raise Crash(point)
+
+    # --- Sessions, settings and permissions --------------------------------------------------
+
+    def lock_session(self, ids):
+        """SC-5.6: a file operation holds its session row's lock for its whole S3 call. Returns
+        the row's settings; a turn naming no session is unknown_entity."""
+        row = self.conn.execute(
+            "SELECT s.clear_unfinished_ms, w.agent_access, w.workspace_access,"
+            "       a.agent_access, a.workspace_access"
+            "  FROM chat_sessions s JOIN tenant_agents a USING (ws_key, agent_key)"
+            "  JOIN tenant_workspaces w USING (ws_key)"
+            " WHERE s.ws_key = %s AND s.agent_key = %s AND s.chat_key = %s FOR UPDATE OF s", ids).fetchone()
+        if row is None:
+            raise Refused("unknown_entity", "no such session (or its agent or workspace was deleted)")
+        unfinished, ws_agent, ws_workspace, ag_agent, ag_workspace = row
+        if unfinished is not None:
+            self.finish_unfinished_sweep(ids)
+        # SC-3.2: deployment < workspace settings < agent settings, each overriding what it sets.
+        return {
+            "agent": ag_agent or ws_agent or DEFAULT_ACCESS["agent"],
+            "workspace": ag_workspace or ws_workspace or DEFAULT_ACCESS["workspace"],
+        }
+
+    def finish_unfinished_sweep(self, ids):
+        """SC-5.5: a sweep that claimed this session but could not delete everything expired it
+        all the same; what is left goes before the session counts as active again."""
+        prefix = layout.session_prefix(*ids)
+        keys = self.store.keys(prefix)
+        for start in range(0, len(keys), DELETE_BATCH):
+            if self.store.delete_batch(keys[start:start + DELETE_BATCH]):
+                raise Refused("storage_unavailable", "the files of an expired session could not all be deleted")
+
+    def touch(self, ids):
+        """SC-5.1: activity never moves backwards; new activity also lifts the swept mark (SC-5.4)
+        and the unfinished mark (its leftovers were just deleted, SC-5.5)."""
+        self.conn.execute(
+            "UPDATE chat_sessions SET active_ms = GREATEST(active_ms, %s), files_cleared_ms = NULL,"
+            "       clear_unfinished_ms = NULL WHERE ws_key = %s AND agent_key = %s AND chat_key = %s",
+            (self.now_ms, *ids))
+
+    def file_op(self, ids, op):
+        """One file operation: lock the session, run `op(access)`, count it as activity (SC-4.3).
+        A refusal or failure rolls the transaction back, so it changes nothing, activity included."""
+        self.db()
+        with self.conn.transaction():
+            access = self.lock_session(ids)
+            result = op(access)
+            self.touch(ids)
+        return result
+
+    @staticmethod
+    def need(access, scope, write):
+        """SC-3.1, SC-3.3: session is always read-write, skills always read; write implies read."""
+        if scope == "session":
+            return
+        if scope == layout.SKILL:
+            if write:
+                raise Refused("read_only", "skill files are read-only")
+            return
+        level = access[scope]
+        if level == "none" or (write and level != "read-write"):
+            raise Refused("permission_denied", f"{scope} scope is {level} for this agent")
+
+    # --- Resolution --------------------------------------------------------------------------
+
+    @staticmethod
+    def turn_ids(turn):
+        return (layout.check_id("workspace", turn.get("workspace")),
+                layout.check_id("agent", turn.get("agent")),
+                layout.check_id("session", turn.get("session")))
+
+    @staticmethod
+    def scope_prefix(target, ids, skills):
+        ws, agent, session = ids
+        if target.scope == "session":
+            return layout.session_prefix(ws, agent, session)
+        if target.scope == "agent":
+            return layout.agent_prefix(ws, agent)
+        if target.scope == "workspace":
+            return layout.workspace_prefix(ws)
+        # SC-2.6: through the turn's skill table, in the turn's own workspace.
+        sha = (skills or {}).get(target.slug)
+        if sha is None:
+            raise Refused("unknown_skill", f"no skill {target.slug!r} in this turn's skill table")
+        if not isinstance(sha, str) or not layout.SHA256_SHAPE.fullmatch(sha):
+            raise Refused("invalid_id", f"the skill table's entry for {target.slug!r} is not a sha256")
+        return layout.skill_prefix(ws, sha)
+
+    def resolve_file(self, turn, path):
+        ids = self.turn_ids(turn)
+        target = layout.resolve(path, for_listing=False)
+        prefix = self.scope_prefix(target, ids, turn.get("skills"))
+        layout.check_key_length(prefix, target.rel)
+        return ids, target, prefix
+
+    # --- File operations ---------------------------------------------------------------------
+
+    def write(self, turn, path, content):
+        ids, target, prefix = self.resolve_file(turn, path)
+        body = content.encode("utf-8", "surrogatepass")
+        digest = hashlib.sha256(body).hexdigest()
+        text = extract_text(body)
+        tried_text = []
+
+        def op(access):
+            self.need(access, target.scope, write=True)
+            # SC-4.1: the text first, then the file, so a file is never visible without its text.
+            text_key = layout.text_key(prefix, target.rel)
+            if text is None:
+                self.store.delete(text_key)
+            else:
+                tried_text.append(text_key)
+                self.store.put(text_key, text.encode("utf-8"), self.now_ms, digest)
+            self.reach("after_text_written")
+            self.store.put(prefix + target.rel, body, self.now_ms, digest)
+            return {"outcome": "written", "path": path}
+
+        try:
+            return self.file_op(ids, op)
+        except Refused:
+            if tried_text:
+                # SC-5.4: a text may have been stored without its file; lift the swept mark so
+                # the next sweep examines the session again (outside the rolled-back transaction).
+                self.conn.execute(
+                    "UPDATE chat_sessions SET files_cleared_ms = NULL"
+                    " WHERE ws_key = %s AND agent_key = %s AND chat_key = %s", ids)
+            raise
+
+    def read(self, turn, path):
+        ids, target, prefix = self.resolve_file(turn, path)
+
+        def op(access):
+            self.need(access, target.scope, write=False)
+            got = self.store.get(prefix + target.rel)
+            if got is None:
+                raise Refused("not_found", f"no file {path}")
+            return {"outcome": "content", "content": as_text(got[0])}
+
+        return self.file_op(ids, op)
+
+    def read_text(self, turn, path):
+        ids, target, prefix = self.resolve_file(turn, path)
+
+        def op(access):
+            self.need(access, target.scope, write=False)
+            # SC-4.2: the file must exist; a text whose stamp is not the file's is never served.
+            stamp = self.store.head(prefix + target.rel)
+            if stamp is None:
+                raise Refused("not_found", f"no file {path}")
+            got = self.store.get(layout.text_key(prefix, target.rel))
+            if got is not None and got[1] == stamp and stamp:
+                return {"outcome": "text", "text": got[0].decode("utf-8")}
+            got = self.store.get(prefix + target.rel)
+            if got is None:
+                raise Refused("not_found", f"no file {path}")
+            return {"outcome": "text", "text": extract_text(got[0])}
+
+        return self.file_op(ids, op)
+
+    def delete(self, turn, path):
+        ids, target, prefix = self.resolve_file(turn, path)
+
+        def op(access):
+            self.need(access, target.scope, write=True)
+            if self.store.head(prefix + target.rel) is None:
+                raise Refused("not_found", f"no file {path}")
+            # SC-4.2: text first, so a crash between leaves a file without text, never the reverse.
+            self.store.delete(layout.text_key(prefix, target.rel))
+            self.store.delete(prefix + target.rel)
+            return {"outcome": "ok"}
+
+        return self.file_op(ids, op)
+
+    def list(self, turn, prefix):
+        ids = self.turn_ids(turn)
+        if prefix is None:
+            # SC-3.4: every scope the agent may read; a scope set to none is left out.
+            targets, explicit = [layout.Target(s, "", True) for s in layout.SCOPES], False
+        else:
+            targets, explicit = [layout.resolve(prefix, for_listing=True)], True
+        bases = [self.scope_prefix(t, ids, turn.get("skills")) for t in targets]
+        for target, base in zip(targets, bases):
+            layout.check_key_length(base, target.rel)
+
+        def op(access):
+            paths = []
+            for target, base in zip(targets, bases):
+                try:
+                    self.need(access, target.scope, write=False)
+                except Refused:
+                    if explicit:
+                        raise
+                    continue
+                # SC-2.7: a listing prefix names a folder, never a string prefix.
+                folder = base + (target.rel + "/" if target.rel else "")
+                for key in self.store.keys(folder):
+                    rel = key[len(base):]
+                    if not layout.is_text_or_marker(rel):
+                        paths.append(target.guest(rel))
+            return {"outcome": "listing", "paths": sorted(paths)}
+
+        return self.file_op(ids, op)
+
+    # --- Workspaces, agents, sessions, waits, skills -----------------------------------------
+
+    def create_workspace(self, body):
+        ws = layout.check_id("workspace", body.get("workspace"))
+        levels = (access_of(body.get("agent_access")), access_of(body.get("workspace_access")))
+        self.db().execute(
+            "INSERT INTO tenant_workspaces VALUES (%s, %s, %s) ON CONFLICT (ws_key) DO UPDATE"
+            " SET agent_access = EXCLUDED.agent_access, workspace_access = EXCLUDED.workspace_access",
+            (ws, *levels))
+        return {"outcome": "ok"}
+
+    def create_agent(self, body):
+        ws = layout.check_id("workspace", body.get("workspace"))
+        agent = layout.check_id("agent", body.get("agent"))
+        levels = (access_of(body.get("agent_access")), access_of(body.get("workspace_access")))
+        try:
+            self.db().execute(
+                "INSERT INTO tenant_agents VALUES (%s, %s, %s, %s) ON CONFLICT (ws_key, agent_key) DO UPDATE"
+                " SET agent_access = EXCLUDED.agent_access, workspace_access = EXCLUDED.workspace_access",
+                (ws, agent, *levels))
+        except psycopg.errors.ForeignKeyViolation as e:
+            raise Refused("unknown_entity", f"no workspace {ws}") from e
+        return {"outcome": "ok"}
+
+    def create_session(self, turn):
+        ids = self.turn_ids(turn)
+        try:
+            # Creating a session that exists changes nothing (its activity is its own).
+            self.db().execute(
+                "INSERT INTO chat_sessions (ws_key, agent_key, chat_key, active_ms)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING", (*ids, self.now_ms))
+        except psycopg.errors.ForeignKeyViolation as e:
+            raise Refused("unknown_entity", f"no agent {ids[1]} in workspace {ids[0]}") from e
+        return {"outcome": "ok"}
+
+    def activity(self, turn):
+        return self.file_op(self.turn_ids(turn), lambda access: {"outcome": "ok"})
+
+    def delete_rows(self, table, where, keys, what):
+        """SC-6.1: the row goes; its AFTER DELETE trigger (and those of the rows its cascade
+        removes) records the prefixes, stamped with this request's now_ms."""
+        with self.db().transaction():
+            self.conn.execute("SELECT set_config(%s, %s, true)", (schema.NOW_SETTING, str(self.now_ms)))
+            gone = self.conn.execute(f"DELETE FROM {table} WHERE {where}", keys).rowcount
+        if gone == 0:
+            raise Refused("unknown_entity", f"no {what} {'/'.join(keys)}")
+        return {"outcome": "ok"}
+
+    def wait(self, turn, kind, hold_id, add):
+        ids = self.turn_ids(turn)
+        if kind not in ("queued", "parked", "waiting"):
+            raise Refused("config", f"a wait is queued, parked or waiting, got {kind!r}")
+        with self.db().transaction():
+            if self.conn.execute("SELECT 1 FROM chat_sessions WHERE ws_key = %s AND agent_key = %s"
+                                 " AND chat_key = %s FOR KEY SHARE", ids).fetchone() is None:
+                raise Refused("unknown_entity", "no such session")
+            # SC-5.2: a wait is data. Adding or removing one is not activity.
+            if add:
+                self.conn.execute("INSERT INTO chat_holds VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                                  (*ids, kind, hold_id))
+            else:
+                self.conn.execute("DELETE FROM chat_holds WHERE ws_key = %s AND agent_key = %s AND chat_key = %s"
+                                  " AND hold_kind = %s AND hold_id = %s", (*ids, kind, hold_id))
+        return {"outcome": "ok"}
+
+    def publish_skill(self, body):
+        ws = layout.check_id("workspace", body.get("workspace"))
+        files = sorted((layout.check_skill_file(p), c.encode("utf-8", "surrogatepass"))
+                       for p, c in body.get("files", {}).items())
+        if not files:
+            raise Refused("empty_path", "a skill version needs at least one file")
+        # A version's hash covers every path and its bytes, length-prefixed so no two differ.
+        version = hashlib.sha256()
+        for path, content in files:
+            raw = path.encode("utf-8", "surrogatepass")
+            version.update(b"%d:%s%d:%s" % (len(raw), raw, len(content), content))
+        sha = version.hexdigest()
+        prefix = layout.skill_prefix(ws, sha)
+        for path, _ in files:
+            layout.check_key_length(prefix, path)
+        with self.db().transaction():
+            # Holding the workspace row keeps a delete_workspace from missing this version.
+            if self.conn.execute("SELECT 1 FROM tenant_workspaces WHERE ws_key = %s FOR KEY SHARE",
+                                 (ws,)).fetchone() is None:
+                raise Refused("unknown_entity", f"no workspace {ws}")
+            for path, content in files:
+                digest = hashlib.sha256(content).hexdigest()
+                text = extract_text(content)
+                if text is not None:
+                    self.store.put(layout.text_key(prefix, path), content, self.now_ms, digest)
+                self.store.put(prefix + path, content, self.now_ms, digest)
+        return {"outcome": "published", "sha256": sha}
+
+    # --- The sweep (SC-5.3 to SC-6.5) --------------------------------------------------------
+
+    def erase(self, prefixes):
+        """List each owner's prefix and delete its keys with DeleteObjects, batched across owners.
+        Returns (owners any of whose keys failed, keys deleted per owner)."""
+        failed, owners, deleted = set(), {}, {owner: 0 for owner in prefixes}
+        for owner, prefix in prefixes.items():
+            try:
+                for key in self.store.keys(prefix):
+                    owners.setdefault(key, []).append(owner)
+            except Refused as e:
+                log(f"sweep: listing {prefix} failed: {e.message}")
+                failed.add(owner)
+        keys = [k for k, who in owners.items() if not failed.intersection(who)]
+        for start in range(0, len(keys), DELETE_BATCH):
+            batch = keys[start:start + DELETE_BATCH]
+            try:
+                refused = self.store.delete_batch(batch)
+            except Refused as e:
+                log(f"sweep: a delete batch failed: {e.message}")
+                refused = set(batch)
+            for key in batch:
+                if key in refused:
+                    failed.update(owners[key])
+                else:
+                    for owner in owners[key]:
+                        deleted[owner] += 1
+        return failed, deleted
+
+    def sweep(self, hook=None):
+        self.db()
+        sessions = self.sweep_idle_sessions(hook)
+        obligations = self.sweep_obligations()
+        return {"outcome": "swept", "sessions": sessions, "obligations": obligations}
+
+    def sweep_idle_sessions(self, hook):
+        """SC-5.3 to SC-5.6: sessions idle for the TTL with nothing waiting, claimed (locked) in
+        chunks through the partial index, emptied, and marked in the claiming transaction."""
+        swept, after = 0, ("", "", "")
+        while True:
+            with self.conn.transaction():
+                rows = self.conn.execute(
+                    "SELECT ws_key, agent_key, chat_key FROM chat_sessions s"
+                    " WHERE files_cleared_ms IS NULL AND active_ms <= %s AND (ws_key, agent_key, chat_key) > (%s, %s, %s)"
+                    "   AND NOT EXISTS (SELECT 1 FROM chat_holds h WHERE h.ws_key = s.ws_key"
+                    "                   AND h.agent_key = s.agent_key AND h.chat_key = s.chat_key)"
+                    " ORDER BY ws_key, agent_key, chat_key LIMIT %s FOR UPDATE SKIP LOCKED",
+                    (self.now_ms - self.ttl_ms, *after, CLAIM_CHUNK)).fetchall()
+                if hook is not None:
+                    hook()  # write_during_sweep: the claim is made, nothing is deleted yet
+                    hook = None
+                if not rows:
+                    return swept
+                failed, _ = self.erase({row: layout.session_prefix(*row) for row in rows})
+                self.reach("after_session_objects_deleted")
+                for row in rows:
+                    if row in failed:
+                        # SC-5.5: expired all the same; the next operation finishes the job.
+                        self.conn.execute(
+                            "UPDATE chat_sessions SET clear_unfinished_ms = %s"
+                            " WHERE ws_key = %s AND agent_key = %s AND chat_key = %s", (self.now_ms, *row))
+                    else:
+                        self.conn.execute(
+                            "UPDATE chat_sessions SET files_cleared_ms = %s, clear_unfinished_ms = NULL"
+                            " WHERE ws_key = %s AND agent_key = %s AND chat_key = %s", (self.now_ms, *row))
+                        swept += 1
+            if len(rows) < CLAIM_CHUNK:
+                return swept
+            after = rows[-1]
+
+    def sweep_obligations(self):
+        """SC-6.3 to SC-6.5: pending obligations claimed in chunks through the partial index; a
+        prefix is recorded and marked done in one transaction, only once it is empty."""
+        done, after = 0, 0
+        while True:
+            with self.conn.transaction():
+                rows = self.conn.execute(
+                    "SELECT order_id, key_prefix FROM erasure_orders WHERE erased_ms IS NULL AND order_id > %s"
+                    " ORDER BY order_id LIMIT %s FOR UPDATE SKIP LOCKED", (after, CLAIM_CHUNK)).fetchall()
+                if not rows:
+                    return done
+                failed, deleted = self.erase(dict(rows))
+                self.reach("after_obligation_objects_deleted")
+                for order_id, prefix in rows:
+                    if order_id in failed:
+                        continue  # SC-6.4: stays pending
+                    try:
+                        if self.store.keys(prefix, limit=1):
+                            continue  # something landed meanwhile: not empty, not done
+                    except Refused:
+                        continue
+                    self.conn.execute(
+                        "INSERT INTO erasure_receipts (order_id, key_prefix, objects_erased, erased_ms)"
+                        " VALUES (%s, %s, %s, %s)", (order_id, prefix, deleted[order_id], self.now_ms))
+                    self.conn.execute("UPDATE erasure_orders SET erased_ms = %s WHERE order_id = %s",
+                                      (self.now_ms, order_id))
+                    done += 1
+            if len(rows) < CLAIM_CHUNK:
+                return done
+            after = rows[-1][0]
+
+    def write_during_sweep(self, turn, path, content):
+        """Capability write_during_sweep: the write runs on its own connection once the sweep has
+        claimed its sessions, and the sweep goes on only when the write is seen waiting for a row
+        lock (or has finished, when its session was not claimed)."""
+        racer = Scoped(self.init)
+        racer.now_ms = self.now_ms
+        pid = racer.conn.info.backend_pid
+        outcome = {}
+
+        def run():
+            try:
+                outcome["reply"] = racer.write(turn, path, content)
+            except Refused as r:
+                outcome["reply"] = {"outcome": "refused", "reason": r.reason, "message": r.message}
+            except Exception as e:  # reported below as an error answer
+                outcome["error"] = e
+
+        thread = threading.Thread(target=run)
+
+        def hook():
+            thread.start()
+            with psycopg.connect(self.init["postgres_url"], autocommit=True) as watch:
+                deadline = time.monotonic() + 5
+                while thread.is_alive() and time.monotonic() < deadline:
+                    row = watch.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s",
+                                        (pid,)).fetchone()
+                    if row and row[0] == "Lock":
+                        return
+                    time.sleep(0.01)
+
+        try:
+            self.sweep(hook)
+        finally:
+            if thread.ident is not None:
+                thread.join()
+            racer.conn.close()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["reply"]
+
+    # --- Lifecycle (SC-7) --------------------------------------------------------------------
+
+    def apply_lifecycle(self, backstop_days):
+        abort = {"DaysAfterInitiation": 7}
+        rules = [
+            {"ID": "sessions-backstop", "Filter": {"Prefix": "sessions/"}, "Status": "Enabled",
+             "Expiration": {"Days": backstop_days}, "AbortIncompleteMultipartUpload": abort},
+            {"ID": "agents-kept", "Filter": {"Prefix": "agents/"}, "Status": "Enabled",
+             "AbortIncompleteMultipartUpload": abort},
+            {"ID": "workspaces-kept", "Filter": {"Prefix": "workspaces/"}, "Status": "Enabled",
+             "AbortIncompleteMultipartUpload": abort},
+        ]
+        validate_lifecycle(rules, backstop_days, self.ttl_ms // DAY_MS)
+        self.store.put_lifecycle(rules)
+        return {"outcome": "ok"}
+
+    # --- Dispatch ----------------------------------------------------------------------------
+
+    def handle(self, body):
+        op = body.get("op")
+        if op == "write":
+            return self.write(body["turn"], body["path"], body["content"])
+        if op == "read":
+            return self.read(body["turn"], body["path"])
+        if op == "read_text":
+            return self.read_text(body["turn"], body["path"])
+        if op == "list":
+            return self.list(body["turn"], body.get("prefix"))
+        if op == "delete":
+            return self.delete(body["turn"], body["path"])
+        if op == "create_workspace":
+            return self.create_workspace(body)
+        if op == "create_agent":
+            return self.create_agent(body)
+        if op == "create_session":
+            return self.create_session(body["turn"])
+        if op == "activity":
+            return self.activity(body["turn"])
+        if op in ("add_wait", "remove_wait"):
+            return self.wait(body["turn"], body.get("kind"), body.get("id"), op == "add_wait")
+        if op == "delete_session":
+            ids = self.turn_ids(body["turn"])
+            return self.delete_rows("chat_sessions", "ws_key = %s AND agent_key = %s AND chat_key = %s", ids,
+                                    "session")
+        if op == "delete_agent":
+            ids = (layout.check_id("workspace", body.get("workspace")), layout.check_id("agent", body.get("agent")))
+            return self.delete_rows("tenant_agents", "ws_key = %s AND agent_key = %s", ids, "agent")
+        if op == "delete_workspace":
+            ids = (layout.check_id("workspace", body.get("workspace")),)
+            return self.delete_rows("tenant_workspaces", "ws_key = %s", ids, "workspace")
+        if op == "publish_skill":
+            return self.publish_skill(body)
+        if op == "sweep":
+            return self.sweep()
+        if op == "apply_lifecycle":
+            return self.apply_lifecycle(body["session_backstop_days"])
+        if op == "crash_at":
+            if body.get("point") not in CRASH_POINTS:
+                raise ValueError(f"unknown crash point {body.get('point')!r}")
+            self.armed = body["point"]
+            return {"outcome": "ok"}
+        if op == "write_during_sweep":
+            return self.write_during_sweep(body["turn"], body["path"], body["content"])
+        raise ValueError(f"unknown op {op!r}")
+
+
+def validate_lifecycle(rules, backstop_days, ttl_days):
+    """SC-7.2: the configuration is checked before it is sent; a refusal is `config`."""
+
+    def bad(why):
+        raise Refused("config", f"lifecycle configuration refused: {why}")
+
+    if len(rules) > 1000:
+        bad("more than 1,000 rules")
+    ids = [rule.get("ID", "") for rule in rules]
+    if len(set(ids)) != len(ids) or any(not 1 <= len(i) <= 255 for i in ids):
+        bad("rule ids must be unique and 1-255 characters")
+    for rule in rules:
+        filt = rule.get("Filter", {})
+        kinds = [k for k in ("Prefix", "Tag", "ObjectSizeGreaterThan", "ObjectSizeLessThan", "And") if k in filt]
+        if len(kinds) != 1:
+            bad(f"rule {rule['ID']} needs exactly one filter")
+        if kinds == ["And"] and sum(len(v) if isinstance(v, list) else 1 for v in filt["And"].values()) < 2:
+            bad(f"rule {rule['ID']}: an And filter needs at least two conditions")
+        tagged = kinds == ["Tag"] or (kinds == ["And"] and "Tags" in filt["And"])
+        if tagged and "AbortIncompleteMultipartUpload" in rule:
+            bad(f"rule {rule['ID']}: a tag-filtered rule cannot abort multipart uploads")
+        days = [rule.get("Expiration", {}).get("Days"),
+                rule.get("AbortIncompleteMultipartUpload", {}).get("DaysAfterInitiation")]
+        if any(d is not None and (not isinstance(d, int) or d < 1) for d in days):
+            bad(f"rule {rule['ID']}: days must be whole and at least 1")
+    if backstop_days <= ttl_days:
+        bad(f"the session backstop ({backstop_days} days) must be longer than the idle TTL ({ttl_days} days)")
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def main():
+    service = None
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        msg = json.loads(line)
+        if msg["type"] == "init":
+            if msg.get("protocol") != PROTOCOL:
+                send({"type": "error", "in_reply_to": msg["id"], "message": f"I speak {PROTOCOL} only"})
+                continue
+            try:
+                if msg.get("profile") == "scoped":
+                    service = Scoped(msg)
+            except Exception as e:
+                log(f"init failed: {e!r}")
+                send({"type": "error", "in_reply_to": msg["id"], "message": f"init failed: {e!r}"})
+                continue
+            send({"type": "init_ok", "in_reply_to": msg["id"], "protocol": PROTOCOL,
+                  "implementation": "python-scoped example 1.0", "profiles": ["scoped"],
+                  "capabilities": ["crash_points", "write_during_sweep"], "ledger": schema.LEDGER})
+            continue
+        if msg["type"] != "request":
+            log(f"ignoring a message of type {msg['type']!r}")
+            continue
+        try:
+            if service is None:
+                raise RuntimeError("a request arrived before an init naming the scoped profile")
+            service.now_ms = msg["now_ms"]
+            try:
+                body = service.handle(msg["body"])
+            except Refused as r:
+                body = {"outcome": "refused", "reason": r.reason, "message": r.message}
+            except psycopg.OperationalError as e:
+                body = {"outcome": "refused", "reason": "database_unavailable", "message": str(e)}
+            send({"type": "reply", "in_reply_to": msg["id"], "body": body})
+        except Crash as c:
+            # Nothing uncommitted survives: the transaction was rolled back as the crash unwound;
+            # close the connection before answering so no lock outlives this process's answer.
+            service.conn.close()
+            send({"type": "reply", "in_reply_to": msg["id"], "body": {"outcome": "crashed", "point": c.point}})
+            log(f"crashed at {c.point}; waiting to be killed")
+            for _ in sys.stdin:  # the harness kills this process; answer nothing more
+                pass
+            return
+        except Exception as e:  # a bug: report it, keep serving
+            log(f"request {msg['id']} failed: {e!r}")
+            send({"type": "error", "in_reply_to": msg["id"], "message": repr(e)})
+
+
+if __name__ == "__main__":
+    main()
