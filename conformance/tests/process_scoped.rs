@@ -360,3 +360,99 @@ fn a_declared_ledger_query_cannot_change_the_database_and_its_column_types_are_c
         pg.drop_database(db).await.expect("dropped");
     });
 }
+
+/// The reference scoped service, with a mutant, as a Rust implementation for the in-process gate.
+struct ReferenceWith(Option<ScopedMutant>);
+
+struct ReferenceInstance(tidemark_sim::real_tier::remote::ScopedService);
+
+impl tidemark_conformance::profiles::scoped_gate::ScopedImplementation for ReferenceWith {
+    fn name(&self) -> String {
+        "reference".into()
+    }
+
+    fn capabilities(&self) -> Vec<String> {
+        vec!["crash_points".into(), "write_during_sweep".into()]
+    }
+
+    fn start<'a>(
+        &'a self,
+        init: &'a tidemark_conformance::protocol::Init,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Box<dyn tidemark_conformance::profiles::scoped_gate::ScopedInstance>, String>,
+    > {
+        Box::pin(async move {
+            let s3 = init.s3.as_ref().ok_or("no S3")?;
+            let access = tidemark_sim::real_tier::remote::S3Access {
+                endpoint_url: s3.endpoint_url.clone(),
+                region: s3.region.clone(),
+                bucket: s3.bucket.clone(),
+                access_key_id: s3.access_key_id.clone(),
+                secret_access_key: s3.secret_access_key.clone(),
+            };
+            let url = init.postgres_url.as_deref().ok_or("no PostgreSQL")?;
+            let service = tidemark_sim::real_tier::remote::ScopedService::open(
+                &access,
+                url,
+                &init.knobs,
+                self.0,
+            )
+            .await?;
+            Ok(Box::new(ReferenceInstance(service))
+                as Box<
+                    dyn tidemark_conformance::profiles::scoped_gate::ScopedInstance,
+                >)
+        })
+    }
+}
+
+impl tidemark_conformance::profiles::scoped_gate::ScopedInstance for ReferenceInstance {
+    fn call<'a>(
+        &'a mut self,
+        now_ms: i64,
+        op: &'a tidemark_sim::real_tier::ScopedOp,
+    ) -> futures::future::BoxFuture<'a, Result<tidemark_sim::real_tier::ScopedOutcome, String>>
+    {
+        Box::pin(
+            self.0
+                .call(tidemark_reference::clock::Timestamp(now_ms), op),
+        )
+    }
+}
+
+/// The in-process gate judges as the protocol does: the reference passes a scenario, and a
+/// mutant fails it at the line `tidemark run --impl` reports, with the file and a replay line;
+/// a crash restarts the instance over what it persisted.
+#[test]
+fn the_in_process_scoped_gate_passes_the_reference_and_fails_a_mutant_at_its_line() {
+    use tidemark_conformance::profiles::scoped_gate::play;
+    let all = scripts();
+    let by_name = |n: &str| all.iter().find(|s| s.test_name() == n).unwrap().clone();
+    let traversal = by_name("scoped::traversal_is_refused_in_every_spelling");
+    let crash = by_name("scoped::an_obligation_survives_a_crash_between_deleting_and_recording");
+    block_on(async {
+        let pg = Arc::new(PgProvider::from_environment().await.expect("PostgreSQL"));
+        play(&ReferenceWith(None), pg.clone(), &traversal)
+            .await
+            .expect("the reference passes");
+        play(&ReferenceWith(None), pg.clone(), &crash)
+            .await
+            .expect("the reference comes back from its crash");
+        let failure = play(
+            &ReferenceWith(ScopedMutant::from_id("clamping-resolution")),
+            pg,
+            &traversal,
+        )
+        .await
+        .expect_err("the clamping mutant fails");
+        assert!(
+            failure.contains("traversal-is-refused-in-every-spelling.tdms:10:")
+                && failure.contains("expected: refused traversal")
+                && failure.contains(
+                    "replay:   cargo test -- --exact scoped::traversal_is_refused_in_every_spelling"
+                ),
+            "{failure}"
+        );
+    });
+}

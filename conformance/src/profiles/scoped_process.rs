@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -71,10 +71,15 @@ pub fn skip_reason(factory: &ProcessFactory, script: &Script) -> Option<String> 
             "the implementation does not claim the {PROFILE} profile"
         ));
     }
+    missing_capability(&claims.capabilities, script)
+}
+
+/// The first step of `script` needing a capability not in `capabilities`, as a skip reason.
+pub fn missing_capability(capabilities: &[String], script: &Script) -> Option<String> {
     script.steps.iter().find_map(|step| match &step.action {
         Action::Op(op) => match remote::side(op) {
             Side::ImplementationWith(capability)
-                if !claims.capabilities.iter().any(|c| c == capability) =>
+                if !capabilities.iter().any(|c| c == capability) =>
             {
                 Some(format!(
                     "line {}: `{}` needs the capability {capability}, which the implementation does not claim",
@@ -183,6 +188,22 @@ async fn play(
     script: &Script,
     trace: &mut Trace,
 ) -> Result<(), Failure> {
+    play_with(pg, script, trace, async |workdir: PathBuf, init: Init| {
+        ProcessSession::start(factory, &workdir, init)
+            .await
+            .map_err(|e| e.to_string())
+    })
+    .await
+}
+
+/// Plays `script` against the implementation `start` brings up: the harness's S3 server,
+/// bucket, database and directories are made here, handed over in an `init`, and removed after.
+pub(crate) async fn play_with<E: Endpoint>(
+    pg: Arc<PgProvider>,
+    script: &Script,
+    trace: &mut Trace,
+    start: impl AsyncFnOnce(PathBuf, Init) -> Result<E, String>,
+) -> Result<(), Failure> {
     let name = script
         .file
         .file_stem()
@@ -211,14 +232,18 @@ async fn play(
         }),
         postgres_url: Some(provided.db.url.clone()),
     };
-    let mut session = ProcessSession::start(factory, &workdir, init)
-        .await
-        .map_err(|e| Failure {
-            line: 0,
-            step: "(start)".into(),
-            expected: "the implementation to start".into(),
-            actual: e.to_string(),
-        })?;
+    let mut session = match start(workdir.clone(), init).await {
+        Ok(session) => session,
+        Err(e) => {
+            let _ = pg.drop_database(provided.db).await;
+            return Err(Failure {
+                line: 0,
+                step: "(start)".into(),
+                expected: "the implementation to start".into(),
+                actual: e,
+            });
+        }
+    };
     trace.record(0, "start -> ok");
     let result = steps(&mut session, &provided, script, trace).await;
     session.stop().await;
@@ -228,8 +253,40 @@ async fn play(
     cleanup.map_err(|e| setup_failure("the scenario's database dropped", e))
 }
 
+/// What the harness talks to while it plays a scenario: a program through the protocol
+/// ([`ProcessSession`]) or a Rust implementation in process ([`super::scoped_gate`]).
+#[allow(async_fn_in_trait)] // Used generically within this crate, never as `dyn`.
+pub trait Endpoint {
+    /// Sends one implementation step at `now_ms`.
+    async fn call(&mut self, now_ms: i64, op: &ScopedOp) -> Result<ScopedOutcome, DriverError>;
+    /// A crash: everything not persisted is lost; a new instance starts with the same init.
+    async fn restart(&mut self) -> Result<(), DriverError>;
+    /// The ledger queries the running instance declared, if any.
+    fn ledger(&self) -> Option<LedgerQueries>;
+    /// The end of the scenario.
+    async fn stop(&mut self);
+}
+
+impl Endpoint for ProcessSession {
+    async fn call(&mut self, now_ms: i64, op: &ScopedOp) -> Result<ScopedOutcome, DriverError> {
+        ProcessSession::call(self, now_ms, &remote::op_name(op), op).await
+    }
+
+    async fn restart(&mut self) -> Result<(), DriverError> {
+        ProcessSession::restart(self).await
+    }
+
+    fn ledger(&self) -> Option<LedgerQueries> {
+        self.claims().and_then(|c| c.ledger.clone())
+    }
+
+    async fn stop(&mut self) {
+        ProcessSession::stop(self).await
+    }
+}
+
 async fn steps(
-    session: &mut ProcessSession,
+    session: &mut impl Endpoint,
     provided: &Provided,
     script: &Script,
     trace: &mut Trace,
@@ -261,7 +318,7 @@ async fn steps(
             Side::Implementation | Side::ImplementationWith(_) => {
                 let sent = remote::with_skill_hashes(op, &skills);
                 let got: ScopedOutcome = session
-                    .call(now.as_millis(), &remote::op_name(&sent), &sent)
+                    .call(now.as_millis(), &sent)
                     .await
                     .map_err(|e| fail(format!("implementation error: {e}")))?;
                 if let (ScopedOp::PublishSkill { name, .. }, ScopedOutcome::Published { sha256 }) =
@@ -290,7 +347,7 @@ async fn steps(
 /// A step the harness performs itself. `Err` is the harness's failure (or the program failing
 /// to restart), reported at the step.
 async fn harness_step(
-    session: &mut ProcessSession,
+    session: &mut impl Endpoint,
     provided: &Provided,
     now: Timestamp,
     op: &ScopedOp,
@@ -355,8 +412,8 @@ async fn harness_step(
 /// The queries the running program declared for its ledger, else SC-6.6's tables, and whose
 /// they are (for a failure's message: a declared query's error is the program's, not the
 /// harness's).
-fn ledger_queries(session: &ProcessSession) -> (LedgerQueries, &'static str) {
-    match session.claims().and_then(|c| c.ledger.clone()) {
+fn ledger_queries(session: &impl Endpoint) -> (LedgerQueries, &'static str) {
+    match session.ledger() {
         Some(declared) => (declared, "the ledger declared in init_ok"),
         None => (
             LedgerQueries::default(),

@@ -10,6 +10,8 @@
 //! - **`stop` is a crash.** Drop in-memory state without any shutdown; `Request::Start` then
 //!   reopens from what was persisted.
 
+pub mod scoped;
+
 use async_trait::async_trait;
 use std::sync::Arc;
 use tidemark_conformance::contract::{Bytes, Entry, Outcome, Request};
