@@ -406,7 +406,14 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
                         .collect();
                     if !unmounted && can_plant(&root, &c, &rel) {
                         let now = EPOCH.plus_ms(elapsed_ms as i64 + offset.load(Ordering::SeqCst));
-                        crate::explore::run::plant_link_on_disk(&root, &outside, &c, &rel, now);
+                        let ctx = crate::scenario::parse::context_of(&c);
+                        crate::explore::run::plant_link_on_disk(
+                            &root,
+                            &outside,
+                            (&ctx.session_dir(), &ctx.requester_dir()),
+                            &rel,
+                            now,
+                        );
                         lock(&log).push(Applied::Plant {
                             at_ms: now.as_millis() - EPOCH.as_millis(),
                             caller: c,

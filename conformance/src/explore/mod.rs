@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod fixture;
+pub mod names;
 pub mod ops;
 pub mod run;
 pub mod scoped;

@@ -1,8 +1,9 @@
 //! Plays one sequence of operations against an implementation and the oracle side by side,
 //! comparing every outcome, then heals the world and checks liveness.
 
+use super::names::{self, NameMap};
 use super::ops::{caller, SimOp, LINK_PATHS, PLACES, WHO};
-use crate::contract::{Outcome, Request};
+use crate::contract::Request;
 use crate::driver::{Driver, DriverFactory, Environment};
 use crate::oracle::scratchpad::{ModelKnobs, ScratchpadModel};
 use crate::scenario::{Knobs, Profile};
@@ -70,14 +71,6 @@ pub fn scratch_base() -> std::path::PathBuf {
 /// A foreign directory planted before the run; it must survive every sweep (SP-5.4).
 pub const FOREIGN: &str = "lost+found/keep.txt";
 
-/// Outcomes are equal when everything but a refusal's message is equal.
-fn same(a: &Outcome, b: &Outcome) -> bool {
-    match (a, b) {
-        (Outcome::Refused { reason: x, .. }, Outcome::Refused { reason: y, .. }) => x == y,
-        _ => a == b,
-    }
-}
-
 struct World<'a> {
     driver: Box<dyn Driver>,
     model: ScratchpadModel,
@@ -85,6 +78,8 @@ struct World<'a> {
     now: Timestamp,
     root: &'a Path,
     outside: &'a Path,
+    /// The oracle's directory names in the implementation's, learned at each start.
+    names: NameMap,
 }
 
 impl World<'_> {
@@ -98,6 +93,7 @@ impl World<'_> {
         label: &str,
         req: &Request,
     ) -> Result<(), Divergence> {
+        let req = &self.names.request(req);
         let expected = self.model.apply(self.now.as_millis(), req);
         let actual = match self.driver.call(self.now, req).await {
             Ok(o) => o,
@@ -113,7 +109,7 @@ impl World<'_> {
         let rel = self.rel();
         self.trace
             .record(rel, format!("{label} -> {}", actual.summary()));
-        if same(&expected, &actual) {
+        if names::same(&expected, &actual) {
             Ok(())
         } else {
             Err(Divergence {
@@ -123,6 +119,22 @@ impl World<'_> {
                 actual: actual.summary(),
             })
         }
+    }
+
+    /// A start, then the names of every caller from both sides (SP-1.2: each implementation
+    /// names its own directories).
+    async fn start(&mut self, step: Option<usize>, label: &str) -> Result<(), Divergence> {
+        self.both(step, label, &Request::Start).await?;
+        self.names
+            .learn(&mut self.model, &mut *self.driver, self.now)
+            .await
+            .map_err(|(expected, actual)| Divergence {
+                step,
+                op: format!("{label}: names"),
+                expected,
+                actual,
+            })?;
+        Ok(())
     }
 
     async fn step(&mut self, i: usize, op: &SimOp) -> Result<(), Divergence> {
@@ -154,7 +166,7 @@ impl World<'_> {
             }
             SimOp::Restart => {
                 if !self.model.is_running() {
-                    self.both(Some(i), &label, &Request::Start).await?;
+                    self.start(Some(i), &label).await?;
                 }
                 Ok(())
             }
@@ -167,7 +179,18 @@ impl World<'_> {
                 if self.root.as_os_str().is_empty() || !self.model.can_plant_link(&c, &rel_path) {
                     return Ok(());
                 }
-                plant_link_on_disk(self.root, self.outside, &c, &rel_path, self.now);
+                let ctx = crate::scenario::parse::context_of(&c);
+                let (session, requester) = (ctx.session_dir(), ctx.requester_dir());
+                plant_link_on_disk(
+                    self.root,
+                    self.outside,
+                    (
+                        self.names.session(&session),
+                        self.names.requester(&requester),
+                    ),
+                    &rel_path,
+                    self.now,
+                );
                 self.model.plant_link(&c, &rel_path, self.now.as_millis());
                 let rel = self.rel();
                 self.trace.record(rel, &label);
@@ -186,7 +209,8 @@ impl World<'_> {
     }
 }
 
-/// Plants a symbolic link to `outside` at `rel_path` in `c`'s subtree, as someone other than the
+/// Plants a symbolic link to `outside` at `rel_path` in a member's subtree (its session and
+/// requester directories as the implementation names them), as someone other than the
 /// implementation would, then restamps what the operating system touched in simulated time as
 /// the implementation does (SP-3.5): each created directory, the directory it was created in, and
 /// the link's own directory. The session directory thus moves only when a member directory is
@@ -194,13 +218,12 @@ impl World<'_> {
 pub fn plant_link_on_disk(
     root: &Path,
     outside: &Path,
-    c: &crate::contract::Caller,
+    (session_dir, requester_dir): (&str, &str),
     rel_path: &[String],
     now: Timestamp,
 ) {
-    let ctx = crate::scenario::parse::context_of(c);
-    let session = root.join(ctx.session_dir());
-    let mut dir = session.join(ctx.requester_dir());
+    let session = root.join(session_dir);
+    let mut dir = session.join(requester_dir);
     let mut created = Vec::new();
     for d in [&session, &dir] {
         if !d.exists() {
@@ -280,9 +303,10 @@ pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory
         now: EPOCH,
         root: model_root,
         outside: &outside,
+        names: NameMap::default(),
     };
     let result = async {
-        w.both(None, "start", &Request::Start).await?;
+        w.start(None, "start").await?;
         for (i, op) in ops.iter().enumerate() {
             w.step(i, op).await?;
         }
@@ -306,7 +330,7 @@ pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory
 /// every session is listed. Anything the model expired must be gone (liveness).
 async fn heal(w: &mut World<'_>, k: &ModelKnobs) -> Result<(), Divergence> {
     if !w.model.is_running() {
-        w.both(None, "heal: start", &Request::Start).await?;
+        w.start(None, "heal: start").await?;
     }
     w.now = w
         .now

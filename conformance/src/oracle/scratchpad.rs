@@ -63,6 +63,11 @@ pub struct ScratchpadModel {
     sessions: BTreeMap<String, Session>,
     running: bool,
     next_sweep_at: Option<i64>,
+    /// The implementation's directory names, by the recommended digest's (SP-1.2 leaves the
+    /// naming function to each implementation, and eviction breaks ties by listing path, which
+    /// holds the names): empty for the reference's own names.
+    renamed_sessions: BTreeMap<String, String>,
+    renamed_requesters: BTreeMap<String, String>,
 }
 
 fn refused(reason: &str) -> Outcome {
@@ -136,7 +141,37 @@ impl ScratchpadModel {
             sessions: BTreeMap::new(),
             running: false,
             next_sweep_at: None,
+            renamed_sessions: BTreeMap::new(),
+            renamed_requesters: BTreeMap::new(),
         }
+    }
+
+    /// SP-1.2's recommended names for `caller`: its session directory and requester directory.
+    pub fn recommended_names(caller: &Caller) -> (String, String) {
+        (session_of(caller).0, requester_dir(&caller.requester))
+    }
+
+    /// From now on, names directories as an implementation does: each map takes a recommended
+    /// name to the implementation's. Set before the first file operation (names never change,
+    /// SP-1.2).
+    pub fn rename(
+        &mut self,
+        sessions: BTreeMap<String, String>,
+        requesters: BTreeMap<String, String>,
+    ) {
+        self.renamed_sessions = sessions;
+        self.renamed_requesters = requesters;
+    }
+
+    fn session_of(&self, c: &Caller) -> (String, bool) {
+        let (name, thread) = session_of(c);
+        let name = self.renamed_sessions.get(&name).cloned().unwrap_or(name);
+        (name, thread)
+    }
+
+    fn requester_of(&self, requester: &str) -> String {
+        let name = requester_dir(requester);
+        self.renamed_requesters.get(&name).cloned().unwrap_or(name)
     }
 
     pub fn is_running(&self) -> bool {
@@ -145,8 +180,8 @@ impl ScratchpadModel {
 
     /// The harness planted a symbolic link at `path` in `caller`'s subtree (a fault).
     pub fn plant_link(&mut self, caller: &Caller, path: &[String], now: i64) {
-        let (sid, thread) = session_of(caller);
-        let me = requester_dir(&caller.requester);
+        let (sid, thread) = self.session_of(caller);
+        let me = self.requester_of(&caller.requester);
         let session = self.sessions.entry(sid).or_insert(Session {
             thread,
             dir_mtime: now,
@@ -164,8 +199,8 @@ impl ScratchpadModel {
 
     /// Whether planting a link at `path` is possible (nothing is there yet, no file on the way).
     pub fn can_plant_link(&self, caller: &Caller, path: &[String]) -> bool {
-        let (sid, _) = session_of(caller);
-        let me = requester_dir(&caller.requester);
+        let (sid, _) = self.session_of(caller);
+        let me = self.requester_of(&caller.requester);
         match self.sessions.get(&sid).and_then(|s| s.members.get(&me)) {
             None => true,
             Some(sub) => {
@@ -204,8 +239,8 @@ impl ScratchpadModel {
             },
             // Names are not an operation: answered mounted or not (PROTOCOL.md).
             Request::Names { caller } => Outcome::Names {
-                session: session_of(caller).0,
-                requester: requester_dir(&caller.requester),
+                session: self.session_of(caller).0,
+                requester: self.requester_of(&caller.requester),
             },
             _ if !self.knobs.mounted => refused("unmounted"),
             Request::Write {
@@ -240,8 +275,8 @@ impl ScratchpadModel {
         if len > self.knobs.max_file_bytes.min(self.knobs.session_cap_bytes) {
             return refused("too_large");
         }
-        let (sid, thread) = session_of(caller);
-        let me = requester_dir(&caller.requester);
+        let (sid, thread) = self.session_of(caller);
+        let me = self.requester_of(&caller.requester);
         let listed = format!("{me}/{}", path.join("/"));
         let empty = Subtree::default();
         let sub = self
@@ -339,11 +374,11 @@ impl ScratchpadModel {
             Ok(p) => p,
             Err(o) => return o,
         };
-        let (sid, _) = session_of(caller);
+        let (sid, _) = self.session_of(caller);
         let Some(session) = self.sessions.get(&sid) else {
             return refused("not_found");
         };
-        let me = requester_dir(&caller.requester);
+        let me = self.requester_of(&caller.requester);
         let mut saw_dir = false;
         // Own path first (SP-3.2), then the path as the listing shows it.
         let own = session.members.get(&me).map(|s| (s, path.as_slice()));
@@ -373,7 +408,7 @@ impl ScratchpadModel {
     }
 
     fn list(&self, caller: &Caller) -> Outcome {
-        let (sid, _) = session_of(caller);
+        let (sid, _) = self.session_of(caller);
         let mut entries = Vec::new();
         if let Some(s) = self.sessions.get(&sid) {
             for (member, sub) in &s.members {
@@ -397,11 +432,11 @@ impl ScratchpadModel {
             Ok(p) => p,
             Err(o) => return o,
         };
-        let (sid, _) = session_of(caller);
+        let (sid, _) = self.session_of(caller);
         let Some(session) = self.sessions.get(&sid) else {
             return refused("not_found");
         };
-        let me = requester_dir(&caller.requester);
+        let me = self.requester_of(&caller.requester);
         let own = session
             .members
             .get(&me)
@@ -442,8 +477,8 @@ impl ScratchpadModel {
             Ok(p) => p,
             Err(o) => return o,
         };
-        let (sid, _) = session_of(caller);
-        let me = requester_dir(&caller.requester);
+        let (sid, _) = self.session_of(caller);
+        let me = self.requester_of(&caller.requester);
         let Some(sub) = self
             .sessions
             .get_mut(&sid)
