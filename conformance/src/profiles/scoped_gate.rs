@@ -145,11 +145,8 @@ async fn postgres(shared: &Shared) -> Result<Arc<PgProvider>, String> {
     if let Some(pg) = pg.as_ref() {
         return Ok(pg.clone());
     }
-    // Started on a runtime worker, which lives as long as the runtime: an ephemeral cluster
-    // dies with the thread that started it, and a trial's thread ends with the trial.
-    let started = tokio::spawn(PgProvider::from_environment())
+    let started = PgProvider::from_environment()
         .await
-        .map_err(|e| e.to_string())?
         .map_err(|e| format!("no PostgreSQL for the scoped suite: {e}"))?;
     Ok(pg.insert(Arc::new(started)).clone())
 }

@@ -563,7 +563,7 @@ impl EphemeralCluster {
                 .stderr(Stdio::null());
             as_user(&mut postgres, run_as);
             stop_with_parent(&mut postgres);
-            cluster.child = Some(postgres.spawn().map_err(|e| format!("postgres: {e}"))?);
+            cluster.child = Some(spawn_lasting(postgres).map_err(|e| format!("postgres: {e}"))?);
             match cluster.wait_ready(Duration::from_secs(20)).await {
                 Ok(()) => {
                     cluster.dir = Some(dir);
@@ -648,8 +648,9 @@ fn as_user(cmd: &mut Command, run_as: Option<(u32, u32)>) {
 }
 
 /// Asks the kernel to send the postmaster SIGINT (a fast shutdown) when the thread that started
-/// it dies, so a harness killed with SIGKILL does not leave a cluster running. Set after the
-/// uid change (`pre_exec` runs after it), which would otherwise clear it.
+/// it dies, so a harness killed with SIGKILL does not leave a cluster running; [`spawn_lasting`]
+/// makes that thread live as long as the process. Set after the uid change (`pre_exec` runs
+/// after it), which would otherwise clear it.
 fn stop_with_parent(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
@@ -661,6 +662,37 @@ fn stop_with_parent(cmd: &mut Command) {
             Ok(())
         });
     }
+}
+
+/// Spawns `cmd` from one thread that lives as long as the process. A parent-death signal fires
+/// when the *thread* that forked the child ends, not the process: a cluster started by a test
+/// thread (libtest's workers end as the queue runs dry) was stopped under the tests still
+/// using it. Spawned from here, the postmaster gets its signal only when the harness dies.
+fn spawn_lasting(cmd: Command) -> std::io::Result<Child> {
+    type Job = (Command, std::sync::mpsc::Sender<std::io::Result<Child>>);
+    static SPAWNER: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::Sender<Job>>> =
+        std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("tidemark-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            })
+            .expect("a thread to spawn clusters from");
+        std::sync::Mutex::new(tx)
+    });
+    let (reply, answer) = std::sync::mpsc::channel();
+    spawner
+        .lock()
+        .expect("never poisoned")
+        .send((cmd, reply))
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
+    answer
+        .recv()
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
 }
 
 fn free_port() -> std::io::Result<u16> {
