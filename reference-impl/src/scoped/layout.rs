@@ -605,7 +605,12 @@ mod tests {
 
     #[test]
     fn a_percent_sign_that_encodes_no_dot_or_separator_at_any_depth_is_only_a_character() {
-        for p in ["session/100%.md", "session/%25.md", "session/%252525x.md", "session/%2"] {
+        for p in [
+            "session/100%.md",
+            "session/%25.md",
+            "session/%252525x.md",
+            "session/%2",
+        ] {
             assert!(file(p).is_ok(), "{p:?} gave {:?}", file(p));
         }
     }
