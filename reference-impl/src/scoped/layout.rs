@@ -218,12 +218,17 @@ fn is_dot_like(c: char) -> bool {
 
 /// Percent-encodings of `.`, `/` and `\`: refused anywhere, because the layer that decodes a
 /// guest path (an HTTP router, a shell) is not this one and must not be able to turn a harmless
-/// literal into a traversal after the check.
+/// literal into a traversal after the check. Any depth of `%25` layering counts (SPEC SC-2.2):
+/// each layer is one more decoder, and stopping at two would let a third one through.
 fn has_encoded_separator_or_dot(s: &str) -> bool {
     let lower = s.to_ascii_lowercase();
-    ["%2e", "%2f", "%5c", "%252e", "%252f", "%255c"]
-        .iter()
-        .any(|e| lower.contains(e))
+    lower.match_indices('%').any(|(i, _)| {
+        let mut rest = &lower[i + 1..];
+        while let Some(r) = rest.strip_prefix("25") {
+            rest = r;
+        }
+        ["2e", "2f", "5c"].iter().any(|e| rest.starts_with(e))
+    })
 }
 
 /// Validates the path inside a scope and returns its segments. `purpose` decides whether an
@@ -581,6 +586,8 @@ mod tests {
             "session/%2E%2E/x",
             "session/a%2f..%2fb",
             "session/%252e%252e/x",
+            "session/%25252E%2525252e/x",
+            "session/file%2525255ctxt",
             "session/..\\x",
             "session\\..\\x",
             "session/a\\b",
@@ -593,6 +600,18 @@ mod tests {
                 matches!(r, Err(PathError::Traversal { .. })),
                 "{p:?} gave {r:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_percent_sign_that_encodes_no_dot_or_separator_at_any_depth_is_only_a_character() {
+        for p in [
+            "session/100%.md",
+            "session/%25.md",
+            "session/%252525x.md",
+            "session/%2",
+        ] {
+            assert!(file(p).is_ok(), "{p:?} gave {:?}", file(p));
         }
     }
 

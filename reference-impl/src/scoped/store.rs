@@ -918,6 +918,12 @@ impl ScopedStore {
                 id: ws.to_string(),
             });
         }
+        // A version with no files names nothing a turn could read (SPEC SC-2.6).
+        if files.is_empty() {
+            return Err(ScopedError::Path(super::error::PathError::Empty {
+                path: "skill/<slug>/".to_string(),
+            }));
+        }
         let mut h = Sha256::new();
         for (path, bytes) in files {
             h.update((path.len() as u64).to_be_bytes());

@@ -4,9 +4,9 @@
 //! implementation that refuses too much (a look-alike inside a name) is caught as surely as one
 //! that refuses too little.
 //!
-//! Each spelling produces exactly one refusal reason: SPEC does not order its checks, so a path
-//! that breaks two rules at once (a leading backslash is both absolute and a backslash) would
-//! judge an ordering, not a rule.
+//! Each spelling produces exactly one refusal reason: SPEC SC-2.8 lets a path that breaks two
+//! rules (a leading backslash is both absolute and a backslash) be refused with either reason,
+//! and promises that no harness judges one, this table included.
 
 use tidemark_reference::scoped::layout::{MAX_KEY_BYTES, TEXT_DIR};
 
