@@ -1,5 +1,6 @@
-//! The real tier stands up: s3s-fs over loopback HTTP answers a real S3 client, faults are
-//! injected on demand, and an ephemeral PostgreSQL answers queries in a database of its own.
+//! The real tier stands up: the disk S3 store over loopback HTTP answers a real S3 client,
+//! faults are injected on demand, and an ephemeral PostgreSQL answers queries in a database of
+//! its own.
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{Delete, ObjectIdentifier};

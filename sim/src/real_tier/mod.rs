@@ -1,6 +1,9 @@
-//! The real tier: the reference implementation against s3s-fs served over loopback HTTP behind
-//! a fault-injecting wrapper, and a real PostgreSQL.
+//! The real tier: the reference implementation against an S3 store on disk served over loopback
+//! HTTP behind a fault-injecting wrapper, and a real PostgreSQL.
 //!
+//! - [`disk_s3`]: the S3 store over a directory, holding every key S3 allows.
+//! - [`memory_s3`]: the same in memory, for simulation and scale.
+//! - [`s3_listing`]: what both stores share (key rules, ETag, the ListObjectsV2 page).
 //! - [`faults`]: the fault-injecting `s3s::S3` wrapper (errors, latency, partial DeleteObjects,
 //!   store down) that also stores lifecycle configuration.
 //! - [`server`]: the in-process server and an aws-sdk-s3 client for it.
@@ -9,12 +12,14 @@
 //! - [`remote`]: the scoped profile split where the process protocol splits it.
 //! - [`model`]: seeded random operation sequences checked against a model of SPEC part SC.
 
+pub mod disk_s3;
 pub mod faults;
 pub mod memory_s3;
 pub mod model;
 pub mod pg;
 pub mod pg_reap;
 pub mod remote;
+pub mod s3_listing;
 pub mod scoped_driver;
 pub mod script;
 pub mod server;
@@ -24,6 +29,7 @@ use std::sync::Arc;
 use tidemark_reference::clock::Clock;
 use tidemark_reference::scoped::{ScopedConfig, ScopedError, ScopedStore};
 
+pub use disk_s3::DiskS3;
 pub use faults::{FaultHandle, FaultPlan};
 pub use memory_s3::{MemoryHandle, MemoryS3};
 pub use pg::{PgProvider, PgSourceKind, TestDatabase};
@@ -73,7 +79,7 @@ impl RealTier {
     }
 
     /// A tier whose S3 server is the in-memory store (same fault wrapper, same HTTP path), on
-    /// an existing PostgreSQL: the other half of the differential check against s3s-fs.
+    /// an existing PostgreSQL: the other half of the differential check against the disk store.
     pub async fn with_postgres_memory(
         pg: Arc<PgProvider>,
         seed: u64,
