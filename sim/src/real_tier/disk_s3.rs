@@ -335,7 +335,7 @@ impl S3 for DiskS3 {
         let input = req.input;
         let dir = self.existing_bucket(&input.bucket)?;
         let prefix = input.prefix.clone().unwrap_or_default();
-        let start = scan_start(&input);
+        let start = scan_start(&input)?;
         // Only the headers of keys that can be on the page are kept; sorted by key.
         let headers = blocking(move || {
             let mut found = BTreeMap::new();
@@ -362,7 +362,7 @@ impl S3 for DiskS3 {
             etag: &h.etag,
             modified_ms: h.modified_ms,
         });
-        Ok(S3Response::new(list_page(input, entries)))
+        Ok(S3Response::new(list_page(input, entries)?))
     }
 }
 

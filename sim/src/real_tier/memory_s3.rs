@@ -286,13 +286,13 @@ impl S3 for MemoryS3 {
             .ok_or_else(|| no_bucket(&input.bucket))?;
         // A range scan from the first key that can be on the page: the cost follows the
         // answer, not the bucket.
-        let start = scan_start(&input);
+        let start = scan_start(&input)?;
         let entries = b.range(start..).map(|(key, obj)| ListEntry {
             key,
             size: obj.bytes.len() as i64,
             etag: &obj.etag,
             modified_ms: obj.modified_ms,
         });
-        Ok(S3Response::new(list_page(input, entries)))
+        Ok(S3Response::new(list_page(input, entries)?))
     }
 }

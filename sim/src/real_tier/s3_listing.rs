@@ -47,18 +47,37 @@ pub struct ListEntry<'a> {
 }
 
 /// The key a listing scan may start from: no key before it can be on the page.
-pub fn scan_start(input: &ListObjectsV2Input) -> String {
-    after(input).unwrap_or_else(|| input.prefix.clone().unwrap_or_default())
+pub fn scan_start(input: &ListObjectsV2Input) -> Result<String, s3s::S3Error> {
+    Ok(after(input)?.unwrap_or_else(|| input.prefix.clone().unwrap_or_default()))
 }
 
 /// The listing resumes after the later of the continuation token and `start-after`.
-fn after(input: &ListObjectsV2Input) -> Option<String> {
-    match (&input.continuation_token, &input.start_after) {
-        (Some(c), Some(a)) => Some(c.clone().max(a.clone())),
-        (Some(c), None) => Some(c.clone()),
+fn after(input: &ListObjectsV2Input) -> Result<Option<String>, s3s::S3Error> {
+    let token = input
+        .continuation_token
+        .as_deref()
+        .map(decode_token)
+        .transpose()?;
+    Ok(match (token, &input.start_after) {
+        (Some(c), Some(a)) => Some(c.max(a.clone())),
+        (Some(c), None) => Some(c),
         (None, Some(a)) => Some(a.clone()),
         (None, None) => None,
-    }
+    })
+}
+
+/// A continuation token is the last key (or past a common prefix) in hex: opaque as S3's are,
+/// and safe in XML whatever the key holds (a raw control character would make the response
+/// unreadable, and a raw `\r` would come back as `\n`).
+fn encode_token(resume_after: &str) -> String {
+    hex::encode(resume_after.as_bytes())
+}
+
+fn decode_token(token: &str) -> Result<String, s3s::S3Error> {
+    hex::decode(token)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| s3_error!(InvalidArgument, "the continuation token is not valid"))
 }
 
 /// One ListObjectsV2 page. `entries` must be in S3's order (ascending by the key's UTF-8 bytes,
@@ -66,10 +85,10 @@ fn after(input: &ListObjectsV2Input) -> Option<String> {
 pub fn list_page<'a>(
     input: ListObjectsV2Input,
     entries: impl Iterator<Item = ListEntry<'a>>,
-) -> ListObjectsV2Output {
+) -> Result<ListObjectsV2Output, s3s::S3Error> {
     let prefix = input.prefix.clone().unwrap_or_default();
     let max_keys = input.max_keys.unwrap_or(1000).clamp(0, 1000) as usize;
-    let after = after(&input);
+    let after = after(&input)?;
     let delimiter = input.delimiter.clone().filter(|d| !d.is_empty());
     let url = input
         .encoding_type
@@ -128,15 +147,15 @@ pub fn list_page<'a>(
     let next = if truncated {
         last.map(|l| {
             if prefixes.contains(&l) {
-                format!("{l}\u{10FFFF}")
+                encode_token(&format!("{l}\u{10FFFF}"))
             } else {
-                l
+                encode_token(&l)
             }
         })
     } else {
         None
     };
-    ListObjectsV2Output {
+    Ok(ListObjectsV2Output {
         name: Some(input.bucket),
         prefix: input.prefix.map(enc),
         delimiter: input.delimiter.map(enc),
@@ -145,7 +164,6 @@ pub fn list_page<'a>(
         continuation_token: input.continuation_token,
         start_after: input.start_after.map(enc),
         is_truncated: Some(truncated),
-        // Opaque to the client, so never encoded.
         next_continuation_token: next,
         encoding_type: input.encoding_type,
         contents: (!contents.is_empty()).then_some(contents),
@@ -158,7 +176,7 @@ pub fn list_page<'a>(
                 .collect()
         }),
         ..Default::default()
-    }
+    })
 }
 
 /// `encoding-type=url`: every byte but unreserved ones and `/` as `%XX`. A key may hold
