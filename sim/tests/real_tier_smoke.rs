@@ -161,3 +161,23 @@ async fn a_database_url_is_used_as_given_and_each_scenario_still_gets_its_own_da
         .unwrap();
     assert_eq!(left, 0, "the scenario database was left behind");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scenarios_bucket_is_named_by_its_server_never_by_the_scenarios_name() {
+    use std::sync::Arc;
+    use tidemark_reference::clock::ManualClock;
+    use tidemark_reference::scoped::ScopedConfig;
+    let tier = RealTier::start(2).await.expect("real tier starts");
+    let clock = Arc::new(ManualClock::default());
+    let long_name = "a-scenario-file-with-a-very-long-name-".repeat(5);
+    let (first, _db1) = tier
+        .scoped_store(&long_name, ScopedConfig::new("unset"), clock.clone())
+        .await
+        .expect("a store for a long-named scenario");
+    let (second, _db2) = tier
+        .scoped_store("x", ScopedConfig::new("unset"), clock)
+        .await
+        .expect("a store for a short-named scenario");
+    assert_eq!(first.config().bucket, "tidemark-1");
+    assert_eq!(second.config().bucket, "tidemark-2");
+}

@@ -24,6 +24,7 @@ pub mod scoped_driver;
 pub mod script;
 pub mod server;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tidemark_reference::clock::Clock;
@@ -59,6 +60,8 @@ pub struct RealTier {
     /// PostgreSQL server, each scenario in its own database.
     pub pg: Arc<PgProvider>,
     root: crate::owner::OwnedDir,
+    /// Buckets handed out on this tier's server so far.
+    buckets: AtomicU64,
 }
 
 impl RealTier {
@@ -93,7 +96,12 @@ impl RealTier {
             crate::clock::EPOCH,
         ));
         let (s3, _) = S3Server::start_memory(clock, seed).await?;
-        Ok(RealTier { s3, pg, root })
+        Ok(RealTier {
+            s3,
+            pg,
+            root,
+            buckets: AtomicU64::new(0),
+        })
     }
 
     async fn start_with(
@@ -102,11 +110,21 @@ impl RealTier {
         root: crate::owner::OwnedDir,
     ) -> Result<RealTier, RealTierError> {
         let s3 = S3Server::start(root.path(), seed).await?;
-        Ok(RealTier { s3, pg, root })
+        Ok(RealTier {
+            s3,
+            pg,
+            root,
+            buckets: AtomicU64::new(0),
+        })
     }
 
     pub fn root(&self) -> &std::path::Path {
         self.root.path()
+    }
+
+    /// A bucket name not yet used on this tier's server (see [`bucket_name`]).
+    pub fn next_bucket_name(&self) -> String {
+        bucket_name(self.buckets.fetch_add(1, Ordering::Relaxed) + 1)
     }
 
     /// Creates a bucket through the client (so the request path is exercised too).
@@ -134,7 +152,7 @@ impl RealTier {
         clock: Arc<dyn Clock>,
     ) -> Result<(ScopedStore, TestDatabase), RealTierError> {
         let db = self.pg.scoped_database(name).await?;
-        let bucket = bucket_name(name, &db.name);
+        let bucket = self.next_bucket_name();
         self.create_bucket(&bucket).await?;
         config.bucket = bucket;
         let store = ScopedStore::open(self.s3.client(), db.pool.clone(), config, clock).await?;
@@ -142,18 +160,10 @@ impl RealTier {
     }
 }
 
-/// A valid bucket name (3-63 of [a-z0-9-]) unique to a database.
-pub fn bucket_name(hint: &str, db_name: &str) -> String {
-    let mut s: String = format!("b-{db_name}-{hint}")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    s.truncate(63);
-    s.trim_end_matches('-').to_string()
+/// The bucket for the `n`-th store on a server (1-based): `tidemark-<n>`. Short and fixed, so
+/// a key's room never depends on a scenario's file name or a database's name (S3 caps the key,
+/// not the bucket and key together, but a store that keeps both in one name, as s3s-fs did,
+/// would not), and unique per server, which is all S3 asks.
+pub fn bucket_name(n: u64) -> String {
+    format!("tidemark-{n}")
 }
