@@ -23,6 +23,7 @@ pub mod s3_listing;
 pub mod scoped_driver;
 pub mod script;
 pub mod server;
+pub mod uuid_ids;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -149,7 +149,8 @@ pub struct ScriptError {
 }
 
 /// Every `*.tdms` under `dir`, in path order, each once (directory symlinks are not followed),
-/// citations checked against this repository's SPEC.md.
+/// citations checked against this repository's SPEC.md, short identifiers replaced by UUIDs
+/// ([`Script::with_uuid_ids`]).
 pub fn load_dir(dir: &Path) -> Result<Vec<Script>, ScriptError> {
     load_dir_with(dir, repo_rules().map_err(|e| e.at(dir))?)
 }
@@ -174,7 +175,8 @@ pub fn load_dir_with(dir: &Path, rules: &BTreeSet<String>) -> Result<Vec<Script>
                 line,
                 message,
             })?;
-            parse_with(f, text, rules)
+            // Every runner plays the scenario with UUID identifiers (see `uuid_ids`).
+            parse_with(f, text, rules).map(Script::with_uuid_ids)
         })
         .collect::<Result<Vec<_>, _>>()?;
     if let Some((name, first, second)) =
