@@ -209,6 +209,17 @@ impl IdMap {
     }
 }
 
+/// `op` with each valid identifier replaced by the UUID [`uuid_for`] draws for it under
+/// `namespace`: a host that takes short ids from its clients (the scoped world) gives the store
+/// UUIDs while its clients, traces and logs keep the short names.
+pub fn op_with_uuid_ids(op: &ScopedOp, namespace: &str) -> ScopedOp {
+    IdMap {
+        test_name: namespace.to_string(),
+        map: BTreeMap::new(),
+    }
+    .op(op)
+}
+
 /// Whether an operation answers with bucket keys or prefixes (whose expectations name ids).
 fn answers_keys(op: &ScopedOp) -> bool {
     matches!(
@@ -300,5 +311,24 @@ mod tests {
             s.steps[3].text,
             "w1/a1/s1 write session/w1 \"x\" => written session/w1"
         );
+    }
+
+    #[test]
+    fn a_hosts_operations_reach_the_store_with_uuids_for_valid_ids_only() {
+        let op = ScopedOp::DeleteAgent {
+            workspace: "w1".into(),
+            agent: "a.1".into(),
+        };
+        let ScopedOp::DeleteAgent { workspace, agent } = op_with_uuid_ids(&op, "scoped-world")
+        else {
+            panic!("the same operation")
+        };
+        assert_eq!(workspace, uuid_for("scoped-world", "w1"));
+        assert_ne!(
+            workspace,
+            uuid_for("scoped::ids", "w1"),
+            "namespaces differ"
+        );
+        assert_eq!(agent, "a.1");
     }
 }
