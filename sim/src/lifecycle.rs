@@ -154,8 +154,8 @@ impl LifecycleExecutor {
     }
 
     /// Runs the configuration against a live bucket: lists every object, reads its age from
-    /// the written-at metadata the reference implementation stamps (s3s-fs's LastModified is
-    /// the host's mtime, which a simulated clock knows nothing about; objects without the
+    /// the written-at metadata the reference implementation stamps (the real tier's LastModified is
+    /// wall time, which a simulated clock knows nothing about; objects without the
     /// stamp fall back to LastModified), and deletes what is due. Returns the deleted keys.
     pub async fn run_on_bucket(
         &self,

@@ -121,12 +121,15 @@ fn wait_kind(k: &WaitKindName) -> WaitKind {
     }
 }
 
-/// Performs one client operation on the store.
+/// Performs one client operation on the store. Clients name things short (`w1`, `g0`); the
+/// store is given a UUID for each, as a real system's identifiers are (the log keeps the
+/// short names, so a seed's trace does not depend on the mapping).
 async fn apply(
     store: &ScopedStore,
     skills: &Skills,
     op: &ScopedOp,
 ) -> Result<ScopedOutcome, ScopedError> {
+    let op = &crate::real_tier::uuid_ids::op_with_uuid_ids(op, "scoped-world");
     let space = |t: &Turn| space(t, skills);
     let settings = |agent, workspace| ScopeSettings { agent, workspace };
     Ok(match op {

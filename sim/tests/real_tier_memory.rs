@@ -1,5 +1,5 @@
 //! The in-memory S3 earns trust by a differential check: the same requests through the same
-//! client give the same answers from s3s-fs and from memory.
+//! client give the same answers from the disk store and from memory.
 
 use std::sync::Arc;
 
@@ -119,7 +119,7 @@ async fn transcript(c: &aws_sdk_s3::Client) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_in_memory_store_answers_exactly_as_s3s_fs_does() {
+async fn the_in_memory_store_answers_exactly_as_the_disk_store_does() {
     let dir = tempfile::tempdir().unwrap();
     let fs = S3Server::start(dir.path(), 1).await.unwrap();
     let (mem, _) = S3Server::start_memory(Arc::new(ManualClock::starting_at(EPOCH)), 1)

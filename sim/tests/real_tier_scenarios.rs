@@ -1,6 +1,6 @@
 //! `cargo test` runs each scoped scenario (`scenarios/scoped/*.tdms`) as its own named test,
-//! `scoped::<file stem>`, against the reference implementation on the real tier (s3s-fs over
-//! HTTP, a real PostgreSQL; one bucket and database per scenario), and each scoped mutant as a
+//! `scoped::<file stem>`, against the reference implementation on the real tier (the disk S3
+//! store over HTTP, a real PostgreSQL; one bucket and database per scenario), and each scoped mutant as a
 //! test, `mutant::scoped::<id>`, that passes only when a scenario naming it in `kills:` fails
 //! under it. Each scenario runs a second time on the in-memory S3
 //! (`differential::memory::<file stem>`): the in-memory store earns its place in the
@@ -75,7 +75,7 @@ fn main() {
         }));
     }
     // The differential check: the same scenarios, the same expectations, on the in-memory
-    // store. A scenario that passes on s3s-fs and fails here is a difference between them.
+    // store. A scenario that passes on the disk store and fails here is a difference between them.
     for s in scripts.clone() {
         let rt = rt.clone();
         let get_tier = get_tier.clone();

@@ -1,5 +1,5 @@
-//! The scoped reference implementation against the real tier: s3s-fs over loopback HTTP through
-//! aws-sdk-s3, and a real PostgreSQL. Each check is written once as a scenario function and run
+//! The scoped reference implementation against the real tier: the disk S3 store over loopback HTTP
+//! through aws-sdk-s3, and a real PostgreSQL. Each check is written once as a scenario function and run
 //! against the correct implementation (it must pass) and against the mutants it is meant to
 //! kill (each must fail it).
 

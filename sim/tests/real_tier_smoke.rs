@@ -1,5 +1,6 @@
-//! The real tier stands up: s3s-fs over loopback HTTP answers a real S3 client, faults are
-//! injected on demand, and an ephemeral PostgreSQL answers queries in a database of its own.
+//! The real tier stands up: the disk S3 store over loopback HTTP answers a real S3 client,
+//! faults are injected on demand, and an ephemeral PostgreSQL answers queries in a database of
+//! its own.
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{Delete, ObjectIdentifier};
@@ -159,4 +160,24 @@ async fn a_database_url_is_used_as_given_and_each_scenario_still_gets_its_own_da
         .await
         .unwrap();
     assert_eq!(left, 0, "the scenario database was left behind");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scenarios_bucket_is_named_by_its_server_never_by_the_scenarios_name() {
+    use std::sync::Arc;
+    use tidemark_reference::clock::ManualClock;
+    use tidemark_reference::scoped::ScopedConfig;
+    let tier = RealTier::start(2).await.expect("real tier starts");
+    let clock = Arc::new(ManualClock::default());
+    let long_name = "a-scenario-file-with-a-very-long-name-".repeat(5);
+    let (first, _db1) = tier
+        .scoped_store(&long_name, ScopedConfig::new("unset"), clock.clone())
+        .await
+        .expect("a store for a long-named scenario");
+    let (second, _db2) = tier
+        .scoped_store("x", ScopedConfig::new("unset"), clock)
+        .await
+        .expect("a store for a short-named scenario");
+    assert_eq!(first.config().bucket, "tidemark-1");
+    assert_eq!(second.config().bucket, "tidemark-2");
 }

@@ -3,8 +3,8 @@
 //! expired session, plus one DeleteObjects per 1,000 keys), and the candidate query's plan must
 //! use the partial index, so its cost follows what expired rather than what exists.
 //!
-//! The objects live in the in-memory S3 served over HTTP (s3s-fs lists by scanning the whole
-//! bucket, which would measure s3s-fs, not the sweep); PostgreSQL is real.
+//! The objects live in the in-memory S3 served over HTTP (the disk store lists by scanning the
+//! whole bucket, which would measure the store, not the sweep); PostgreSQL is real.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

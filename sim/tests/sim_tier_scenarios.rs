@@ -1,7 +1,7 @@
 //! The simulation tier's stores earn their trust here. Every scoped scenario
 //! (`scenarios/scoped/*.tdms`) runs on the in-memory S3 and the in-memory metadata store
-//! (`sim::<file stem>`, no PostgreSQL needed), and again on the real tier (s3s-fs and
-//! PostgreSQL) with every step's outcome compared (`differential::sim::<file stem>`): the
+//! (`sim::<file stem>`, no PostgreSQL needed), and again on the real tier (the disk S3
+//! store and PostgreSQL) with every step's outcome compared (`differential::sim::<file stem>`): the
 //! scenario's own expectations pass on both and the recorded outcome lists are equal. Each
 //! scoped mutant (`mutant::sim::<id>`) must be killed on the simulation tier by the same
 //! scenario that kills it on the real tier.
@@ -110,7 +110,7 @@ fn main() {
         trials.push(Trial::test(name, move || {
             let pg = get_pg()?;
             let sim = rt.block_on(script::run_recorded(None, &s, None, Backend::Sim));
-            let real = rt.block_on(script::run_recorded(Some(pg), &s, None, Backend::S3sFs));
+            let real = rt.block_on(script::run_recorded(Some(pg), &s, None, Backend::Disk));
             if let Err(f) = &real.result {
                 return Err(described(&s, format!("fails on the real tier: {f}")));
             }
@@ -152,7 +152,7 @@ fn main() {
                         m.description()
                     )));
                 };
-                let real = first_killer(Backend::S3sFs, Some(get_pg()?));
+                let real = first_killer(Backend::Disk, Some(get_pg()?));
                 if real.as_deref() != Some(sim.as_str()) {
                     return Err(Failed::from(format!(
                         "mutant {}: killed first by {sim} on the simulation tier, by {real:?} on the real tier",

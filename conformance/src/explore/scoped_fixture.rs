@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tidemark_reference::scoped::ScopedMutant;
 use tidemark_sim::real_tier::model::{
-    run_ops, trace_hash, Divergence, ModelOp, SequenceError, Tier,
+    run_ops_with, trace_hash, Divergence, IdStyle, ModelOp, SequenceError, Tier,
 };
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,6 +16,11 @@ pub struct ScopedFixture {
     /// Always `scoped`: `tidemark replay` reads it to pick the profile.
     pub profile: String,
     pub seed: u64,
+    /// The generator version that found it: 1 gave the store short ids (`w1`), 2 gives UUIDs
+    /// ([`IdStyle`]); absent means 1. A replay uses the fixture's own version, so its trace
+    /// hash still holds.
+    #[serde(default = "generator_version_1")]
+    pub generator: u32,
     pub mutant: Option<String>,
     /// Where the metadata lived: `postgres` or `memory`.
     #[serde(default = "postgres")]
@@ -59,6 +64,7 @@ impl ScopedFixture {
             version: 1,
             profile: "scoped".into(),
             seed,
+            generator: IdStyle::Uuid.version(),
             mutant: mutant.map(|m| m.id().to_string()),
             tier: tier.name().to_string(),
             ops,
@@ -89,6 +95,13 @@ impl ScopedFixture {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let f: ScopedFixture = serde_json::from_str(&text)
             .map_err(|e| format!("{}:{}: {e}", path.display(), e.line()))?;
+        if IdStyle::of_version(f.generator).is_none() {
+            return Err(format!(
+                "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs)",
+                path.display(),
+                f.generator
+            ));
+        }
         if f.version != 1 || f.profile != "scoped" {
             return Err(format!(
                 "{}: expected a version 1 scoped fixture, found version {} of profile {:?}",
@@ -98,6 +111,11 @@ impl ScopedFixture {
             ));
         }
         Ok(f)
+    }
+
+    /// The identifiers this fixture's generator version gave the store.
+    pub fn ids(&self) -> IdStyle {
+        IdStyle::of_version(self.generator).unwrap_or(IdStyle::Uuid)
     }
 
     pub fn mutant(&self) -> Result<Option<ScopedMutant>, String> {
@@ -128,14 +146,14 @@ pub struct ScopedReplay {
 /// Replays `f` on `tier` (a fixture says which tier found it; either must reproduce it).
 pub async fn replay(tier: Tier<'_>, f: &ScopedFixture) -> Result<ScopedReplay, String> {
     let mutant = f.mutant()?;
-    let run = run_ops(tier, f.seed, &f.ops, mutant, None).await;
+    let run = run_ops_with(tier, f.seed, &f.ops, mutant, None, f.ids()).await;
     let (hash, divergence) = match &run {
         Err(SequenceError::Diverged(d)) => (Some(divergence_hash(d)), Some(divergence_line(d))),
         Err(SequenceError::Setup(e)) => return Err(format!("could not set up: {e}")),
         Ok(_) => (None, None),
     };
     let reference_passes = if mutant.is_some() {
-        match run_ops(tier, f.seed, &f.ops, None, None).await {
+        match run_ops_with(tier, f.seed, &f.ops, None, None, f.ids()).await {
             Ok(_) => true,
             Err(SequenceError::Diverged(_)) => false,
             Err(SequenceError::Setup(e)) => return Err(format!("could not set up: {e}")),
@@ -168,10 +186,69 @@ pub fn load_all(dir: &Path) -> Result<Vec<(PathBuf, ScopedFixture)>, String> {
         .collect()
 }
 
+fn generator_version_1() -> u32 {
+    1
+}
+
 fn postgres() -> String {
     "postgres".into()
 }
 
 pub fn default_dir() -> PathBuf {
     crate::spec::repo_root().join("fixtures/explore-scoped")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    }
+
+    /// The saved failure whose divergence quotes a key, so it names the workspace id.
+    fn writable_fixture() -> ScopedFixture {
+        ScopedFixture::load(&default_dir().join("scoped-workspace-writable-by-default-seed-6.json"))
+            .expect("the saved fixture loads")
+    }
+
+    #[test]
+    fn a_fixture_saved_before_uuid_ids_replays_with_short_ids_and_keeps_its_hash() {
+        let f = writable_fixture();
+        assert_eq!(f.generator, 1, "saved by the first generator");
+        assert!(f.divergence.contains("workspaces/w1/"), "{}", f.divergence);
+        let r = runtime()
+            .block_on(replay(Tier::Memory, &f))
+            .expect("replays");
+        assert!(r.reproduced, "{r:?}");
+    }
+
+    #[test]
+    fn a_fixture_found_today_gives_the_store_uuids_and_replays_under_its_own_generator() {
+        let old = writable_fixture();
+        let mutant = old.mutant().expect("a known mutant");
+        let rt = runtime();
+        let run =
+            tidemark_sim::real_tier::model::run_ops(Tier::Memory, old.seed, &old.ops, mutant, None);
+        let Err(SequenceError::Diverged(d)) = rt.block_on(run) else {
+            panic!("the mutant still fails the same operations with UUID ids")
+        };
+        let f = ScopedFixture::new(old.seed, mutant, Tier::Memory, old.ops.clone(), &d);
+        assert_eq!(f.generator, 2);
+        let ws = tidemark_sim::real_tier::model::IdStyle::Uuid.id("w1");
+        assert!(
+            f.divergence.contains(&format!("workspaces/{ws}/")),
+            "{}",
+            f.divergence
+        );
+        assert_ne!(
+            f.trace_hash, old.trace_hash,
+            "the ids are part of what diverged"
+        );
+        let r = rt.block_on(replay(Tier::Memory, &f)).expect("replays");
+        assert!(r.reproduced && r.reference_passes, "{r:?}");
+    }
 }

@@ -1,6 +1,6 @@
 //! The scoped profile for `tidemark run` and `tidemark mutants`: its scenarios
 //! (`scenarios/scoped/*.tdms`) run against the reference implementation on the real tier
-//! (s3s-fs over loopback HTTP through aws-sdk-s3, and a real PostgreSQL from `DATABASE_URL`, an
+//! (the disk S3 store over loopback HTTP through aws-sdk-s3, and a real PostgreSQL from `DATABASE_URL`, an
 //! ephemeral cluster, or a clear error naming every source tried). One PostgreSQL for the run;
 //! each scenario gets its own database and its own S3 server, so its faults stay its own.
 //!

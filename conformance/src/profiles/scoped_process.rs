@@ -1,7 +1,7 @@
 //! The scoped profile through the process protocol (PROTOCOL.md, "The scoped profile"): each
 //! `scenarios/scoped/*.tdms` scenario against a program started by `tidemark run --impl`.
 //!
-//! For each scenario the harness starts its own S3 server (s3s-fs behind the fault wrapper) and
+//! For each scenario the harness starts its own S3 server (the disk store behind the fault wrapper) and
 //! makes a fresh PostgreSQL database, creates the bucket, and hands both to the program in
 //! `init`. Steps the implementation answers are sent as requests carrying the simulated time;
 //! the rest the harness performs itself ([`remote::side`]): faults and heal on its S3 server,
@@ -25,9 +25,7 @@ use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::remote::{self, Side};
 use tidemark_sim::real_tier::script::{self, Action, Expect, Script};
 use tidemark_sim::real_tier::server::{ACCESS_KEY, REGION, SECRET_KEY};
-use tidemark_sim::real_tier::{
-    bucket_name, PgProvider, RealTier, ScopedOp, ScopedOutcome, TestDatabase,
-};
+use tidemark_sim::real_tier::{PgProvider, RealTier, ScopedOp, ScopedOutcome, TestDatabase};
 use tidemark_sim::trace::Trace;
 
 use crate::driver::DriverError;
@@ -175,7 +173,7 @@ async fn provide(pg: Arc<PgProvider>, script: &Script, name: &str) -> Result<Pro
         .fresh_database(name)
         .await
         .map_err(|e| setup_failure("a fresh PostgreSQL database", e))?;
-    let bucket = bucket_name(name, &db.name);
+    let bucket = tier.next_bucket_name();
     tier.create_bucket(&bucket)
         .await
         .map_err(|e| setup_failure("a bucket on the harness's S3 server", e))?;

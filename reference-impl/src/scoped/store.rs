@@ -32,8 +32,8 @@ pub const S3_BATCH: usize = 1000;
 pub const TTL_ENV: &str = "OUTTURN_SESSION_FILE_TTL_DAYS";
 pub const DEFAULT_TTL_DAYS: u32 = 30;
 
-/// User metadata carrying the (handed-in) time a file was written. s3s-fs reports the file's
-/// real mtime as LastModified, which a simulated clock knows nothing about; this is what the
+/// User metadata carrying the (handed-in) time a file was written. The real tier's S3 store reports
+/// wall time as LastModified, which a simulated clock knows nothing about; this is what the
 /// age-only mutant and the lifecycle executor measure age from.
 pub const WRITTEN_AT_META: &str = "tidemark-written-at-ms";
 
@@ -122,7 +122,7 @@ pub fn parse_ttl_days(v: &str) -> Result<u32, ScopedError> {
 }
 
 /// Requests this store has issued to S3, by kind. The sweep's efficiency is judged in
-/// requests, not seconds (s3s-fs listing cost grows with the bucket).
+/// requests, not seconds (a disk-backed listing's cost grows with the bucket).
 #[derive(Debug, Default)]
 struct Counters {
     put: AtomicU64,

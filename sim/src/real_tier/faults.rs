@@ -1,6 +1,7 @@
-//! A fault-injecting [`s3s::S3`] wrapper. It sits in front of s3s-fs (or any implementation)
-//! and, from one seed, fails requests, delays them, or fails part of a DeleteObjects batch. It
-//! also stores and serves bucket lifecycle configuration itself, which s3s-fs does not.
+//! A fault-injecting [`s3s::S3`] wrapper. It sits in front of the disk or memory store (or any
+//! implementation) and, from one seed, fails requests, delays them, or fails part of a
+//! DeleteObjects batch. It also stores and serves bucket lifecycle configuration itself, so the
+//! stores behind it need not.
 //!
 //! Faults are drawn from a seeded ChaCha stream in request-arrival order, so a sequential
 //! client sees the same faults on every run of the same seed.
@@ -188,36 +189,15 @@ impl FaultHandle {
     }
 }
 
-/// The wrapper. `inner` is usually [`s3s_fs::FileSystem`].
+/// The wrapper. `inner` is usually [`super::disk_s3::DiskS3`].
 pub struct FaultyS3<T> {
     inner: T,
     faults: FaultHandle,
-    /// The s3s-fs root, when there is one: s3s-fs creates a missing bucket's directory on
-    /// PutObject, where S3 answers NoSuchBucket. The wrapper restores S3's behaviour.
-    fs_root: Option<std::path::PathBuf>,
 }
 
 impl<T> FaultyS3<T> {
     pub fn new(inner: T, faults: FaultHandle) -> Self {
-        FaultyS3 {
-            inner,
-            faults,
-            fs_root: None,
-        }
-    }
-
-    pub fn with_fs_root(mut self, root: impl Into<std::path::PathBuf>) -> Self {
-        self.fs_root = Some(root.into());
-        self
-    }
-
-    fn require_bucket(&self, bucket: &str) -> S3Result<()> {
-        match &self.fs_root {
-            Some(root) if !root.join(bucket).is_dir() => {
-                Err(s3_error!(NoSuchBucket, "bucket {bucket} does not exist"))
-            }
-            _ => Ok(()),
-        }
+        FaultyS3 { inner, faults }
     }
 }
 
@@ -279,7 +259,6 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<PutObjectInput>,
     ) -> S3Result<S3Response<PutObjectOutput>> {
         gate(&self.faults, "PutObject").await?;
-        self.require_bucket(&req.input.bucket)?;
         self.inner.put_object(req).await
     }
 
@@ -288,7 +267,6 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<GetObjectInput>,
     ) -> S3Result<S3Response<GetObjectOutput>> {
         gate(&self.faults, "GetObject").await?;
-        self.require_bucket(&req.input.bucket)?;
         self.inner.get_object(req).await
     }
 
@@ -297,7 +275,6 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<HeadObjectInput>,
     ) -> S3Result<S3Response<HeadObjectOutput>> {
         gate(&self.faults, "HeadObject").await?;
-        self.require_bucket(&req.input.bucket)?;
         self.inner.head_object(req).await
     }
 
@@ -306,7 +283,6 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
         gate(&self.faults, "CopyObject").await?;
-        self.require_bucket(&req.input.bucket)?;
         self.inner.copy_object(req).await
     }
 
@@ -315,7 +291,6 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<DeleteObjectInput>,
     ) -> S3Result<S3Response<DeleteObjectOutput>> {
         gate(&self.faults, "DeleteObject").await?;
-        self.require_bucket(&req.input.bucket)?;
         self.inner.delete_object(req).await
     }
 
@@ -324,7 +299,6 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<ListObjectsInput>,
     ) -> S3Result<S3Response<ListObjectsOutput>> {
         gate(&self.faults, "ListObjects").await?;
-        self.require_bucket(&req.input.bucket)?;
         self.inner.list_objects(req).await
     }
 
@@ -333,7 +307,6 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<ListObjectsV2Input>,
     ) -> S3Result<S3Response<ListObjectsV2Output>> {
         gate(&self.faults, "ListObjectsV2").await?;
-        self.require_bucket(&req.input.bucket)?;
         self.inner.list_objects_v2(req).await
     }
 
@@ -342,7 +315,6 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<CreateMultipartUploadInput>,
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
         gate(&self.faults, "CreateMultipartUpload").await?;
-        self.require_bucket(&req.input.bucket)?;
         self.inner.create_multipart_upload(req).await
     }
 
@@ -351,7 +323,6 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<UploadPartInput>,
     ) -> S3Result<S3Response<UploadPartOutput>> {
         gate(&self.faults, "UploadPart").await?;
-        self.require_bucket(&req.input.bucket)?;
         self.inner.upload_part(req).await
     }
 
@@ -376,7 +347,6 @@ impl<T: S3> S3 for FaultyS3<T> {
         req: S3Request<DeleteObjectsInput>,
     ) -> S3Result<S3Response<DeleteObjectsOutput>> {
         gate(&self.faults, "DeleteObjects").await?;
-        self.require_bucket(&req.input.bucket)?;
         let mut failed = Vec::new();
         let req = req.map_input(|mut input| {
             let objects = std::mem::take(&mut input.delete.objects);

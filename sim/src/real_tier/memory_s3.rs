@@ -1,17 +1,18 @@
 //! An in-memory [`s3s::S3`] implementation: buckets as `BTreeMap`s, LastModified from a
-//! handed-in clock. Two uses: scale benchmarks (s3s-fs listing scans the whole bucket, so its
-//! cost measures s3s-fs rather than the sweep), and simulation, where s3s-fs's blocking file
-//! I/O would stall simulated time. It implements what the scoped profile uses: buckets, Put,
+//! handed-in clock. Two uses: scale benchmarks (the disk store's listing scans the whole bucket,
+//! so its cost would measure the store rather than the sweep), and simulation, where blocking
+//! file I/O would stall simulated time. It implements what the scoped profile uses: buckets, Put,
 //! Get, Head, Delete, DeleteObjects and ListObjectsV2 (prefix, delimiter, max-keys,
 //! continuation, start-after). Everything is ordered, so listings are deterministic.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result, S3};
-use sha2::{Digest, Sha256};
 use tidemark_reference::clock::Clock;
+
+use super::s3_listing::{check_key, etag_of, list_page, scan_start, timestamp as ts, ListEntry};
 
 /// Largest object body accepted, to bound memory.
 pub const MAX_OBJECT_BYTES: usize = 64 * 1024 * 1024;
@@ -96,15 +97,6 @@ impl MemoryS3 {
     }
 }
 
-fn etag_of(bytes: &[u8]) -> String {
-    // Not MD5 (as S3's single-part ETag is); clients treat ETags as opaque.
-    hex::encode(&Sha256::digest(bytes)[..16])
-}
-
-fn ts(ms: i64) -> Timestamp {
-    Timestamp::from(tidemark_reference::clock::Timestamp(ms).to_system_time())
-}
-
 fn no_bucket(bucket: &str) -> s3s::S3Error {
     s3_error!(NoSuchBucket, "bucket {bucket} does not exist")
 }
@@ -158,6 +150,7 @@ impl S3 for MemoryS3 {
         req: S3Request<PutObjectInput>,
     ) -> S3Result<S3Response<PutObjectOutput>> {
         let input = req.input;
+        check_key(&input.key)?;
         if !self.state.lock().contains_key(&input.bucket) {
             return Err(no_bucket(&input.bucket));
         }
@@ -291,91 +284,15 @@ impl S3 for MemoryS3 {
         let b = s
             .get(&input.bucket)
             .ok_or_else(|| no_bucket(&input.bucket))?;
-        let prefix = input.prefix.clone().unwrap_or_default();
-        let max_keys = input.max_keys.unwrap_or(1000).clamp(0, 1000) as usize;
-        let after = match (&input.continuation_token, &input.start_after) {
-            (Some(c), Some(a)) => Some(c.clone().max(a.clone())),
-            (Some(c), None) => Some(c.clone()),
-            (None, Some(a)) => Some(a.clone()),
-            (None, None) => None,
-        };
-        let delimiter = input.delimiter.clone().filter(|d| !d.is_empty());
-        let start = after.clone().unwrap_or_else(|| prefix.clone());
-        let mut contents = Vec::new();
-        let mut prefixes: BTreeSet<String> = BTreeSet::new();
-        let mut count = 0usize;
-        let mut last: Option<String> = None;
-        let mut truncated = false;
-        // A range scan from the prefix: the cost follows the answer, not the bucket.
-        for (key, obj) in b.range(start..) {
-            if !key.starts_with(&prefix) {
-                break;
-            }
-            if after.as_deref().is_some_and(|a| key.as_str() <= a) {
-                continue;
-            }
-            let rolled = delimiter.as_deref().and_then(|d| {
-                key[prefix.len()..]
-                    .find(d)
-                    .map(|i| key[..prefix.len() + i + d.len()].to_string())
-            });
-            if let Some(cp) = &rolled {
-                if prefixes.contains(cp) || after.as_deref().is_some_and(|a| cp.as_str() <= a) {
-                    continue;
-                }
-            }
-            if count == max_keys {
-                truncated = true;
-                break;
-            }
-            count += 1;
-            match rolled {
-                Some(cp) => {
-                    last = Some(cp.clone());
-                    prefixes.insert(cp);
-                }
-                None => {
-                    last = Some(key.clone());
-                    contents.push(Object {
-                        key: Some(key.clone()),
-                        size: Some(obj.bytes.len() as i64),
-                        e_tag: Some(ETag::Strong(obj.etag.clone())),
-                        last_modified: Some(ts(obj.modified_ms)),
-                        ..Default::default()
-                    });
-                }
-            }
-        }
-        // A common prefix as the continuation point would re-list its members; skip past it.
-        let next = if truncated {
-            last.map(|l| {
-                if prefixes.contains(&l) {
-                    format!("{l}\u{10FFFF}")
-                } else {
-                    l
-                }
-            })
-        } else {
-            None
-        };
-        Ok(S3Response::new(ListObjectsV2Output {
-            name: Some(input.bucket),
-            prefix: input.prefix,
-            delimiter: input.delimiter,
-            max_keys: Some(max_keys as i32),
-            key_count: Some(count as i32),
-            continuation_token: input.continuation_token,
-            start_after: input.start_after,
-            is_truncated: Some(truncated),
-            next_continuation_token: next,
-            contents: (!contents.is_empty()).then_some(contents),
-            common_prefixes: (!prefixes.is_empty()).then(|| {
-                prefixes
-                    .into_iter()
-                    .map(|p| CommonPrefix { prefix: Some(p) })
-                    .collect()
-            }),
-            ..Default::default()
-        }))
+        // A range scan from the first key that can be on the page: the cost follows the
+        // answer, not the bucket.
+        let start = scan_start(&input)?;
+        let entries = b.range(start..).map(|(key, obj)| ListEntry {
+            key,
+            size: obj.bytes.len() as i64,
+            etag: &obj.etag,
+            modified_ms: obj.modified_ms,
+        });
+        Ok(S3Response::new(list_page(input, entries)?))
     }
 }

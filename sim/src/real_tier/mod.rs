@@ -1,6 +1,9 @@
-//! The real tier: the reference implementation against s3s-fs served over loopback HTTP behind
-//! a fault-injecting wrapper, and a real PostgreSQL.
+//! The real tier: the reference implementation against an S3 store on disk served over loopback
+//! HTTP behind a fault-injecting wrapper, and a real PostgreSQL.
 //!
+//! - [`disk_s3`]: the S3 store over a directory, holding every key S3 allows.
+//! - [`memory_s3`]: the same in memory, for simulation and scale.
+//! - [`s3_listing`]: what both stores share (key rules, ETag, the ListObjectsV2 page).
 //! - [`faults`]: the fault-injecting `s3s::S3` wrapper (errors, latency, partial DeleteObjects,
 //!   store down) that also stores lifecycle configuration.
 //! - [`server`]: the in-process server and an aws-sdk-s3 client for it.
@@ -9,6 +12,7 @@
 //! - [`remote`]: the scoped profile split where the process protocol splits it.
 //! - [`model`]: seeded random operation sequences checked against a model of SPEC part SC.
 
+pub mod disk_s3;
 pub mod faults;
 pub mod ledger;
 pub mod memory_s3;
@@ -16,15 +20,19 @@ pub mod model;
 pub mod pg;
 pub mod pg_reap;
 pub mod remote;
+pub mod s3_listing;
 pub mod scoped_driver;
 pub mod script;
 pub mod server;
+pub mod uuid_ids;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tidemark_reference::clock::Clock;
 use tidemark_reference::scoped::{ScopedConfig, ScopedError, ScopedStore};
 
+pub use disk_s3::DiskS3;
 pub use faults::{FaultHandle, FaultPlan};
 pub use memory_s3::{MemoryHandle, MemoryS3};
 pub use pg::{PgProvider, PgSourceKind, TestDatabase};
@@ -54,6 +62,8 @@ pub struct RealTier {
     /// PostgreSQL server, each scenario in its own database.
     pub pg: Arc<PgProvider>,
     root: crate::owner::OwnedDir,
+    /// Buckets handed out on this tier's server so far.
+    buckets: AtomicU64,
 }
 
 impl RealTier {
@@ -74,7 +84,7 @@ impl RealTier {
     }
 
     /// A tier whose S3 server is the in-memory store (same fault wrapper, same HTTP path), on
-    /// an existing PostgreSQL: the other half of the differential check against s3s-fs.
+    /// an existing PostgreSQL: the other half of the differential check against the disk store.
     pub async fn with_postgres_memory(
         pg: Arc<PgProvider>,
         seed: u64,
@@ -88,7 +98,12 @@ impl RealTier {
             crate::clock::EPOCH,
         ));
         let (s3, _) = S3Server::start_memory(clock, seed).await?;
-        Ok(RealTier { s3, pg, root })
+        Ok(RealTier {
+            s3,
+            pg,
+            root,
+            buckets: AtomicU64::new(0),
+        })
     }
 
     async fn start_with(
@@ -97,11 +112,21 @@ impl RealTier {
         root: crate::owner::OwnedDir,
     ) -> Result<RealTier, RealTierError> {
         let s3 = S3Server::start(root.path(), seed).await?;
-        Ok(RealTier { s3, pg, root })
+        Ok(RealTier {
+            s3,
+            pg,
+            root,
+            buckets: AtomicU64::new(0),
+        })
     }
 
     pub fn root(&self) -> &std::path::Path {
         self.root.path()
+    }
+
+    /// A bucket name not yet used on this tier's server (see [`bucket_name`]).
+    pub fn next_bucket_name(&self) -> String {
+        bucket_name(self.buckets.fetch_add(1, Ordering::Relaxed) + 1)
     }
 
     /// Creates a bucket through the client (so the request path is exercised too).
@@ -129,7 +154,7 @@ impl RealTier {
         clock: Arc<dyn Clock>,
     ) -> Result<(ScopedStore, TestDatabase), RealTierError> {
         let db = self.pg.scoped_database(name).await?;
-        let bucket = bucket_name(name, &db.name);
+        let bucket = self.next_bucket_name();
         self.create_bucket(&bucket).await?;
         config.bucket = bucket;
         let store = ScopedStore::open(self.s3.client(), db.pool.clone(), config, clock).await?;
@@ -137,18 +162,10 @@ impl RealTier {
     }
 }
 
-/// A valid bucket name (3-63 of [a-z0-9-]) unique to a database.
-pub fn bucket_name(hint: &str, db_name: &str) -> String {
-    let mut s: String = format!("b-{db_name}-{hint}")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    s.truncate(63);
-    s.trim_end_matches('-').to_string()
+/// The bucket for the `n`-th store on a server (1-based): `tidemark-<n>`. Short and fixed, so
+/// a key's room never depends on a scenario's file name or a database's name (S3 caps the key,
+/// not the bucket and key together, but a store that keeps both in one name, as s3s-fs did,
+/// would not), and unique per server, which is all S3 asks.
+pub fn bucket_name(n: u64) -> String {
+    format!("tidemark-{n}")
 }

@@ -307,7 +307,6 @@ impl ScopedDriver {
     /// wrapper, over loopback HTTP, faults seeded by `seed`) and a fresh in-memory metadata
     /// store. No PostgreSQL is needed.
     pub async fn start_sim(
-        name: &str,
         mutant: Option<ScopedMutant>,
         knobs: &BTreeMap<String, i64>,
         seed: u64,
@@ -317,7 +316,8 @@ impl ScopedDriver {
         // stamps its own write times, so a fixed instant is enough (as on the memory backend).
         let s3_clock = Arc::new(ManualClock::starting_at(crate::clock::EPOCH));
         let (s3, _) = S3Server::start_memory(s3_clock, seed).await?;
-        let bucket = super::bucket_name(name, "sim");
+        // A fresh server: its first bucket.
+        let bucket = super::bucket_name(1);
         s3.client()
             .create_bucket()
             .bucket(&bucket)

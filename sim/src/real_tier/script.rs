@@ -149,7 +149,8 @@ pub struct ScriptError {
 }
 
 /// Every `*.tdms` under `dir`, in path order, each once (directory symlinks are not followed),
-/// citations checked against this repository's SPEC.md.
+/// citations checked against this repository's SPEC.md, short identifiers replaced by UUIDs
+/// ([`Script::with_uuid_ids`]).
 pub fn load_dir(dir: &Path) -> Result<Vec<Script>, ScriptError> {
     load_dir_with(dir, repo_rules().map_err(|e| e.at(dir))?)
 }
@@ -174,7 +175,8 @@ pub fn load_dir_with(dir: &Path, rules: &BTreeSet<String>) -> Result<Vec<Script>
                 line,
                 message,
             })?;
-            parse_with(f, text, rules)
+            // Every runner plays the scenario with UUID identifiers (see `uuid_ids`).
+            parse_with(f, text, rules).map(Script::with_uuid_ids)
         })
         .collect::<Result<Vec<_>, _>>()?;
     if let Some((name, first, second)) =
@@ -862,14 +864,14 @@ pub async fn run(
     script: &Script,
     mutant: Option<tidemark_reference::scoped::ScopedMutant>,
 ) -> Result<(), StepFailure> {
-    run_on(pg, script, mutant, Backend::S3sFs).await
+    run_on(pg, script, mutant, Backend::Disk).await
 }
 
 /// Which stores serve a scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
-    /// s3s-fs over a temporary directory and PostgreSQL: the real tier.
-    S3sFs,
+    /// The disk S3 store over a temporary directory and PostgreSQL: the real tier.
+    Disk,
     /// The in-memory S3 and PostgreSQL, for the differential check of the in-memory S3.
     Memory,
     /// The simulation tier's stores: the in-memory S3 and the in-memory metadata store. Needs
@@ -929,8 +931,8 @@ async fn run_steps(
         .unwrap_or_default();
     let seed = script.fault_seed();
     let started = match backend {
-        Backend::Sim => super::ScopedDriver::start_sim(&name, mutant, &script.knobs, seed).await,
-        Backend::S3sFs | Backend::Memory => {
+        Backend::Sim => super::ScopedDriver::start_sim(mutant, &script.knobs, seed).await,
+        Backend::Disk | Backend::Memory => {
             let Some(pg) = pg else {
                 return Err(fail(
                     0,
@@ -940,7 +942,7 @@ async fn run_steps(
                 ));
             };
             let tier = match backend {
-                Backend::S3sFs => super::RealTier::with_postgres(pg, seed).await,
+                Backend::Disk => super::RealTier::with_postgres(pg, seed).await,
                 _ => super::RealTier::with_postgres_memory(pg, seed).await,
             }
             .map_err(|e| fail(0, "start", "a running S3 server".into(), e.to_string()))?;
@@ -1031,7 +1033,7 @@ pub async fn mutant_matrix(
     pg: std::sync::Arc<super::PgProvider>,
     scripts: &[Script],
 ) -> Vec<(tidemark_reference::scoped::ScopedMutant, Option<String>)> {
-    mutant_matrix_on(Some(pg), scripts, Backend::S3sFs).await
+    mutant_matrix_on(Some(pg), scripts, Backend::Disk).await
 }
 
 /// [`mutant_matrix`] on a chosen backend (`pg` may be `None` for [`Backend::Sim`]).

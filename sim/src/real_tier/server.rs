@@ -1,5 +1,6 @@
-//! s3s-fs served in-process over loopback HTTP behind the fault wrapper, and a real S3 client
-//! (aws-sdk-s3) pointed at it.
+//! The harness's S3 stores (on disk, [`DiskS3`], or in memory, [`MemoryS3`]) served in-process
+//! over loopback HTTP by s3s behind the fault wrapper, and a real S3 client (aws-sdk-s3) pointed
+//! at them.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -11,8 +12,9 @@ use s3s::auth::SimpleAuth;
 use s3s::service::S3ServiceBuilder;
 use tokio::net::TcpListener;
 
-use tidemark_reference::clock::Clock;
+use tidemark_reference::clock::{Clock, SystemClock};
 
+use super::disk_s3::DiskS3;
 use super::faults::{FaultHandle, FaultyS3};
 use super::memory_s3::{MemoryHandle, MemoryS3};
 use super::RealTierError;
@@ -31,14 +33,24 @@ pub struct S3Server {
 }
 
 impl S3Server {
-    /// Serves `root` (a directory; each bucket is a subdirectory) with s3s-fs on 127.0.0.1 at
-    /// a free port. Must be called inside a Tokio runtime.
+    /// Serves `root` (a directory; each bucket is a subdirectory) with [`DiskS3`] on 127.0.0.1
+    /// at a free port, LastModified from the system clock as on S3. Must be called inside a
+    /// Tokio runtime.
     pub async fn start(root: &Path, seed: u64) -> Result<S3Server, RealTierError> {
-        let fs = s3s_fs::FileSystem::new(root).map_err(|e| RealTierError::S3Server {
-            message: format!("s3s-fs over {}: {e:?}", root.display()),
+        S3Server::start_disk(root, Arc::new(SystemClock), seed).await
+    }
+
+    /// As [`S3Server::start`], LastModified from `clock`.
+    pub async fn start_disk(
+        root: &Path,
+        clock: Arc<dyn Clock>,
+        seed: u64,
+    ) -> Result<S3Server, RealTierError> {
+        let disk = DiskS3::new(root, clock).map_err(|e| RealTierError::S3Server {
+            message: format!("S3 store over {}: {e}", root.display()),
         })?;
         let faults = FaultHandle::new(seed);
-        S3Server::serve(FaultyS3::new(fs, faults.clone()).with_fs_root(root), faults).await
+        S3Server::serve(FaultyS3::new(disk, faults.clone()), faults).await
     }
 
     /// Serves an in-memory store (see [`MemoryS3`]) behind the same fault wrapper.

@@ -31,8 +31,8 @@ use tidemark_reference::scoped::{
 use crate::clock::EPOCH;
 use crate::real_tier::scoped_driver::race_write_against_sweep;
 use crate::real_tier::{FaultPlan, MemoryHandle, PgProvider, S3Server};
-use ops::{agent, path, session, traversal, AGENTS, SESSIONS, SKILL_FILES, WAIT_NAMES};
-pub use ops::{generate, ModelOp};
+use ops::{agent, path, session, traversal, AGENTS, SESSIONS, SKILL_FILES, WAIT_NAMES, WORKSPACE};
+pub use ops::{generate, IdStyle, ModelOp};
 pub use outcome::{trace_hash, Divergence, SequenceError, SequenceRun};
 use state::{kind, Model, SessionModel, TTL_DAYS};
 
@@ -72,13 +72,26 @@ pub async fn run_sequence(
 }
 
 /// Runs `ops` against a store with its own metadata on `tier` and its own in-memory S3 (its
-/// fault generator seeded by `seed`), `mutant` switched on, `faults` applied after setup.
+/// fault generator seeded by `seed`), `mutant` switched on, `faults` applied after setup,
+/// with UUID identifiers.
 pub async fn run_ops(
     tier: Tier<'_>,
     seed: u64,
     ops: &[ModelOp],
     mutant: Option<ScopedMutant>,
     faults: Option<FaultPlan>,
+) -> Result<SequenceRun, SequenceError> {
+    run_ops_with(tier, seed, ops, mutant, faults, IdStyle::Uuid).await
+}
+
+/// [`run_ops`] with the identifiers of a given generator version (a saved fixture's).
+pub async fn run_ops_with(
+    tier: Tier<'_>,
+    seed: u64,
+    ops: &[ModelOp],
+    mutant: Option<ScopedMutant>,
+    faults: Option<FaultPlan>,
+    ids: IdStyle,
 ) -> Result<SequenceRun, SequenceError> {
     let setup = |e: String| SequenceError::Setup(e);
     let clock = ManualClock::starting_at(EPOCH);
@@ -90,7 +103,7 @@ pub async fn run_ops(
         Tier::Postgres(pg) => pg,
         Tier::Memory => {
             let meta: Arc<dyn Metadata> = Arc::new(MemoryMetadata::new());
-            let mut runner = Runner::start(&server, mem, meta, clock, mutant, faults).await?;
+            let mut runner = Runner::start(&server, mem, meta, clock, mutant, faults, ids).await?;
             return runner.run(seed, ops).await;
         }
     };
@@ -100,7 +113,7 @@ pub async fn run_ops(
         .map_err(|e| setup(e.to_string()))?;
     let outcome = async {
         let meta: Arc<dyn Metadata> = Arc::new(PostgresMetadata::new(db.pool.clone()));
-        let mut runner = Runner::start(&server, mem, meta, clock, mutant, faults).await?;
+        let mut runner = Runner::start(&server, mem, meta, clock, mutant, faults, ids).await?;
         runner.run(seed, ops).await
     }
     .await;
@@ -141,6 +154,7 @@ struct Runner<'a> {
     faults: Option<FaultPlan>,
     log: Vec<String>,
     swept_files: usize,
+    ids: IdStyle,
 }
 
 impl<'a> Runner<'a> {
@@ -151,7 +165,9 @@ impl<'a> Runner<'a> {
         clock: ManualClock,
         mutant: Option<ScopedMutant>,
         faults: Option<FaultPlan>,
+        ids: IdStyle,
     ) -> Result<Runner<'a>, SequenceError> {
+        let ws = ids.id(WORKSPACE);
         let setup = |e: String| SequenceError::Setup(e);
         let client = server.client();
         client
@@ -172,12 +188,12 @@ impl<'a> Runner<'a> {
         .await
         .map_err(|e| setup(e.to_string()))?;
         store
-            .create_workspace("w1", ScopeSettings::default())
+            .create_workspace(&ws, ScopeSettings::default())
             .await
             .map_err(|e| setup(e.to_string()))?;
         for a in AGENTS {
             store
-                .create_agent("w1", a, ScopeSettings::default())
+                .create_agent(&ws, &ids.id(a), ScopeSettings::default())
                 .await
                 .map_err(|e| setup(e.to_string()))?;
         }
@@ -186,13 +202,13 @@ impl<'a> Runner<'a> {
             .map(|(p, c)| (p.to_string(), c.as_bytes().to_vec()))
             .collect();
         let skill_sha = store
-            .publish_skill_version("w1", &skill)
+            .publish_skill_version(&ws, &skill)
             .await
             .map_err(|e| setup(e.to_string()))?;
         let turns: Vec<TurnSpace> = SESSIONS
             .iter()
             .map(|(a, s)| {
-                TurnSpace::new("w1", a, s)
+                TurnSpace::new(&ws, &ids.id(a), &ids.id(s))
                     .expect("fixed valid names")
                     .with_skill("kit", &skill_sha)
             })
@@ -229,6 +245,7 @@ impl<'a> Runner<'a> {
             faults,
             log: Vec::new(),
             swept_files: 0,
+            ids,
         })
     }
 
@@ -446,7 +463,11 @@ impl<'a> Runner<'a> {
                     agent: Some(access),
                     workspace: None,
                 };
-                if let Err(e) = self.store.create_agent("w1", a, settings).await {
+                if let Err(e) = self
+                    .store
+                    .create_agent(&self.ids.id(WORKSPACE), &self.ids.id(a), settings)
+                    .await
+                {
                     return diverged("agent settings: Ok", format!("agent settings: {e}"));
                 }
                 self.model.agent_access.insert(a, access);
@@ -581,7 +602,11 @@ impl<'a> Runner<'a> {
                     self.note("skipped: already deleted");
                     return Ok(());
                 }
-                if let Err(e) = self.store.delete_agent("w1", a).await {
+                if let Err(e) = self
+                    .store
+                    .delete_agent(&self.ids.id(WORKSPACE), &self.ids.id(a))
+                    .await
+                {
                     return diverged("delete agent: Ok", format!("{e}"));
                 }
                 self.model.deleted_agents.insert(a);
@@ -654,9 +679,11 @@ impl<'a> Runner<'a> {
     /// under a recorded prefix.
     async fn check_bucket_and_ledger(&mut self) -> Step {
         let model = &self.model;
+        let id = |short: &str| self.ids.id(short);
+        let ws = id(WORKSPACE);
         let sessions = SESSIONS.iter().enumerate().map(|(j, (a, s))| {
             (
-                format!("sessions/w1/{a}/{s}/"),
+                format!("sessions/{ws}/{}/{}/", id(a), id(s)),
                 format!("{a}/{s}"),
                 model.sessions[j].files.keys().cloned().collect(),
             )
@@ -667,10 +694,14 @@ impl<'a> Runner<'a> {
                 .get(a)
                 .map(|f| f.keys().cloned().collect())
                 .unwrap_or_default();
-            (format!("agents/w1/{a}/"), format!("agent {a}"), files)
+            (
+                format!("agents/{ws}/{}/", id(a)),
+                format!("agent {a}"),
+                files,
+            )
         });
         let skill = std::iter::once((
-            format!("skills/w1/{}/", self.skill_sha),
+            format!("skills/{ws}/{}/", self.skill_sha),
             "the skill version".to_string(),
             SKILL_FILES.iter().map(|(p, _)| p.to_string()).collect(),
         ));
@@ -686,7 +717,13 @@ impl<'a> Runner<'a> {
         // A session the sweep emptied keeps nothing: no file, and no text a failed write left.
         for &j in &self.model.emptied {
             let (a, s) = SESSIONS[j];
-            let left = self.mem.keys(BUCKET, &format!("sessions/w1/{a}/{s}/"));
+            let prefix = format!(
+                "sessions/{}/{}/{}/",
+                self.ids.id(WORKSPACE),
+                self.ids.id(a),
+                self.ids.id(s)
+            );
+            let left = self.mem.keys(BUCKET, &prefix);
             if !left.is_empty() {
                 return diverged(
                     format!("after the sweep nothing under {a}/{s}"),

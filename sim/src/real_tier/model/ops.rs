@@ -13,6 +13,47 @@ use serde::{Deserialize, Serialize};
 /// Sessions of the sequence, by index: (agent, session) in workspace `w1`.
 pub const SESSIONS: [(&str, &str); 4] = [("a1", "s1"), ("a1", "s2"), ("a2", "s1"), ("a2", "s2")];
 pub const AGENTS: [&str; 2] = ["a1", "a2"];
+
+/// How the model's short names (`w1`, `a1`, `s1`) reach the store: version 1 of the generator
+/// sent them as they are; version 2 (the default) sends a UUID for each, as real systems name
+/// things, drawn by the seeded generator (see [`crate::real_tier::uuid_ids`]). Traces and
+/// divergences keep the short names as labels; a fixture saved by version 1 replays with
+/// version 1's ids, so its trace hash still holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdStyle {
+    Short,
+    Uuid,
+}
+
+/// The only workspace the model uses, by its short name.
+pub const WORKSPACE: &str = "w1";
+
+impl IdStyle {
+    /// The generator version a fixture records for this style.
+    pub fn version(self) -> u32 {
+        match self {
+            IdStyle::Short => 1,
+            IdStyle::Uuid => 2,
+        }
+    }
+
+    /// The style of a fixture's generator version, if known.
+    pub fn of_version(v: u32) -> Option<IdStyle> {
+        match v {
+            1 => Some(IdStyle::Short),
+            2 => Some(IdStyle::Uuid),
+            _ => None,
+        }
+    }
+
+    /// The identifier the store is given for a short name.
+    pub fn id(self, short: &str) -> String {
+        match self {
+            IdStyle::Short => short.to_string(),
+            IdStyle::Uuid => crate::real_tier::uuid_ids::uuid_for("scoped-model", short),
+        }
+    }
+}
 pub const PATHS: [&str; 3] = ["notes.md", "dir/data.csv", "upload.pdf"];
 /// The files of the one skill version published at setup, readable as `skill/kit/<file>`.
 pub const SKILL_FILES: [(&str, &str); 2] = [("README.md", "how to price"), ("tool.py", "print(1)")];
