@@ -2,9 +2,12 @@
 //!
 //! - [`scratchpad`]: the filesystem scratchpad session workspace (SPEC.md part SP).
 //! - `scoped`: scope-first object storage on S3 and PostgreSQL (SPEC.md part SC).
+//! - [`rows`]: database rows an agent service keeps, and the reaper that sweeps them (SPEC.md
+//!   part SR).
 //!
 //! Time is handed in through [`clock::Clock`]; nothing here reads the wall clock.
 
 pub mod clock;
+pub mod rows;
 pub mod scoped;
 pub mod scratchpad;
