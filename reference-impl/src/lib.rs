@@ -1,4 +1,5 @@
-//! The Tidemark reference implementation: both storage designs as production code.
+//! The Tidemark reference implementation: both storage designs, and the database rows beside
+//! them, as production code.
 //!
 //! - [`scratchpad`]: the filesystem scratchpad session workspace (SPEC.md part SP).
 //! - `scoped`: scope-first object storage on S3 and PostgreSQL (SPEC.md part SC).

@@ -38,8 +38,10 @@ async fn streamed_of(r: &Rows, reply: i64) -> i64 {
 /// A session with one reply of three streamed events ("Hel", "lo", and some reasoning).
 async fn conversation(r: &Rows, session: &str, now: Timestamp) -> i64 {
     let s = &r.store;
-    if s.create_workspace("w").await.is_err() {
+    match s.create_workspace("w").await {
         // Already there from an earlier conversation in the same test.
+        Ok(()) | Err(RowsError::AlreadyExists { .. }) => {}
+        Err(e) => panic!("create workspace: {e}"),
     }
     s.create_session("w", session).await.unwrap();
     let reply = s.start_reply(session, now).await.unwrap();
@@ -357,6 +359,59 @@ async fn a_sweep_deletes_in_batches_of_the_size_it_is_given_and_finishes_in_one_
         .await
         .unwrap();
     assert_eq!(done.rows_affected(), 100);
+    // A reaper that died after that batch: the next tick removes exactly the rest.
+    let next = r.store.reap_tick(at(0, 0), &cfg).await.unwrap();
+    assert_eq!(next.webhook_deliveries, 150);
+    assert_eq!(next.total(), 150);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reaper_down_for_a_week_removes_on_its_first_tick_what_expired_meanwhile_and_nothing_else(
+) {
+    let r = rows("rows_week").await;
+    let s = &r.store;
+    for day in 1..=10 {
+        s.put_expiring(
+            ExpiringStore::BreakerSightings,
+            &format!("b{day}"),
+            at(day, 0),
+        )
+        .await
+        .unwrap();
+    }
+    let first = s.reap_tick(at(7, 0), &ReapConfig::default()).await.unwrap();
+    assert_eq!(
+        first.breaker_sightings, 7,
+        "days 1 to 7, the seventh at its boundary"
+    );
+    assert_eq!(s.count("breaker_sightings").await.unwrap(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_a_writer_holds_is_skipped_by_the_reap_not_waited_for_and_taken_by_the_next_tick() {
+    let r = rows("rows_skip").await;
+    let s = &r.store;
+    for id in ["a", "b", "c"] {
+        s.put_expiring(ExpiringStore::LiveSessions, id, at(0, 0))
+            .await
+            .unwrap();
+    }
+    let mut writer = r.db.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM tidemark_rows.live_sessions WHERE id = 'b' FOR UPDATE")
+        .execute(&mut *writer)
+        .await
+        .unwrap();
+    let tick = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        s.reap_tick(at(1, 0), &ReapConfig::default()),
+    )
+    .await
+    .expect("the reap waited for a writer's row")
+    .unwrap();
+    assert_eq!(tick.live_sessions, 2);
+    writer.commit().await.unwrap();
+    let next = s.reap_tick(at(1, 0), &ReapConfig::default()).await.unwrap();
+    assert_eq!(next.live_sessions, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
