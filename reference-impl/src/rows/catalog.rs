@@ -1,0 +1,85 @@
+//! Catalog snapshots and the models that name them (SPEC SR-5): the newest three are kept, and
+//! any a model names, however old.
+
+use super::reaper::{delete_batches, ReapConfig};
+use super::{sqlstate, RowsError, RowsStore, FOREIGN_KEY_VIOLATION};
+use crate::clock::Timestamp;
+
+/// How many of the newest snapshots are kept whether named or not.
+pub const KEEP_NEWEST: i64 = 3;
+
+/// One batch of [`RowsStore::forget_old_snapshots`]. Newest is by id, the order snapshots were
+/// taken, never by `taken_at_ms`: a clock that jumps back must not make the latest snapshot look
+/// old (SR-5.2). `$1` (now) is unused; the rule has no clock. Only snapshots older than the
+/// newest three are read, and those left after a sweep are all named, so a sweep reads what it
+/// removes plus the named ones.
+pub const FORGET_SNAPSHOTS_SQL: &str =
+    "DELETE FROM tidemark_rows.catalog_snapshots WHERE id = ANY (ARRAY (
+    SELECT s.id FROM tidemark_rows.catalog_snapshots s
+     WHERE $1::bigint IS NOT NULL
+       AND s.id < (SELECT min(n.id) FROM (SELECT id FROM tidemark_rows.catalog_snapshots
+                                            ORDER BY id DESC LIMIT 3) n)
+       AND NOT EXISTS (SELECT 1 FROM tidemark_rows.models m WHERE m.snapshot_id = s.id)
+     ORDER BY s.id LIMIT $2 FOR UPDATE SKIP LOCKED))";
+
+impl RowsStore {
+    pub async fn take_snapshot(&self, now: Timestamp) -> Result<i64, RowsError> {
+        sqlx::query_scalar(
+            "INSERT INTO tidemark_rows.catalog_snapshots (taken_at_ms) VALUES ($1) RETURNING id",
+        )
+        .bind(now.as_millis())
+        .fetch_one(self.pool())
+        .await
+        .map_err(RowsError::db("take snapshot"))
+    }
+
+    /// Points `model` at `snapshot` (creating the model if new). A snapshot a sweep is deleting
+    /// at that moment is either kept (the sweep skips it) or gone (`unknown_snapshot`), never
+    /// named after its deletion: the foreign key decides.
+    pub async fn name_snapshot(&self, model: &str, snapshot: i64) -> Result<(), RowsError> {
+        sqlx::query(
+            "INSERT INTO tidemark_rows.models (id, snapshot_id) VALUES ($1, $2)
+             ON CONFLICT (id) DO UPDATE SET snapshot_id = excluded.snapshot_id",
+        )
+        .bind(model)
+        .bind(snapshot)
+        .execute(self.pool())
+        .await
+        .map_err(|e| match sqlstate(&e).as_deref() {
+            Some(FOREIGN_KEY_VIOLATION) => RowsError::UnknownSnapshot(snapshot),
+            _ => RowsError::db("name snapshot")(e),
+        })?;
+        Ok(())
+    }
+
+    /// Removes a model; the snapshot it named is then an ordinary old snapshot.
+    pub async fn drop_model(&self, model: &str) -> Result<(), RowsError> {
+        sqlx::query("DELETE FROM tidemark_rows.models WHERE id = $1")
+            .bind(model)
+            .execute(self.pool())
+            .await
+            .map_err(RowsError::db("drop model"))?;
+        Ok(())
+    }
+
+    /// The ids of the snapshots that exist, oldest first.
+    pub async fn snapshots(&self) -> Result<Vec<i64>, RowsError> {
+        sqlx::query_scalar("SELECT id FROM tidemark_rows.catalog_snapshots ORDER BY id")
+            .fetch_all(self.pool())
+            .await
+            .map_err(RowsError::db("snapshots"))
+    }
+
+    /// The sweep of SR-5.1.
+    pub async fn forget_old_snapshots(&self, cfg: &ReapConfig) -> Result<u64, RowsError> {
+        // The rule has no clock; the batch helper's `$1` is bound to a constant.
+        delete_batches(
+            self.pool(),
+            FORGET_SNAPSHOTS_SQL,
+            Timestamp::from_millis(0),
+            cfg,
+            "forget snapshots",
+        )
+        .await
+    }
+}

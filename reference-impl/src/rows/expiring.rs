@@ -1,0 +1,159 @@
+//! Rows kept until a time written on them (SPEC SR-3, SR-4): tool invocations (a day), trigger
+//! firings (thirty days from firing), and the four stores kept until they expire. Each rule's
+//! expiry is computed once, when the row is written, so each sweep is a range scan of its
+//! `expires_at_ms` index up to now.
+
+use super::reaper::{delete_batches, ReapConfig};
+use super::{sqlstate, RowsError, RowsStore, FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION};
+use crate::clock::{Timestamp, DAY_MS};
+
+/// How long a tool invocation is kept (SR-3.1).
+pub const INVOCATION_TTL_MS: i64 = DAY_MS;
+/// How long a trigger firing is kept, from firing (SR-3.2).
+pub const FIRING_TTL_MS: i64 = 30 * DAY_MS;
+
+/// The batch statement of an `expires_at_ms` rule: expired means `expires_at_ms <= now`
+/// (SR-1.3), read through the table's `expires_at_ms` index.
+macro_rules! expired_sql {
+    ($table:literal) => {
+        concat!(
+            "DELETE FROM tidemark_rows.",
+            $table,
+            " WHERE id = ANY (ARRAY (SELECT id FROM tidemark_rows.",
+            $table,
+            " WHERE expires_at_ms <= $1 ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED))"
+        )
+    };
+}
+
+/// The stores whose rows carry their own expiry (SR-4.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ExpiringStore {
+    LiveSessions,
+    RefreshTokens,
+    WebhookDeliveries,
+    BreakerSightings,
+}
+
+impl ExpiringStore {
+    pub const ALL: [ExpiringStore; 4] = [
+        ExpiringStore::LiveSessions,
+        ExpiringStore::RefreshTokens,
+        ExpiringStore::WebhookDeliveries,
+        ExpiringStore::BreakerSightings,
+    ];
+
+    pub fn table(self) -> &'static str {
+        match self {
+            ExpiringStore::LiveSessions => "live_sessions",
+            ExpiringStore::RefreshTokens => "refresh_tokens",
+            ExpiringStore::WebhookDeliveries => "webhook_deliveries",
+            ExpiringStore::BreakerSightings => "breaker_sightings",
+        }
+    }
+
+    /// One batch of this store's sweep (`$1` now, `$2` batch size).
+    pub fn sweep_sql(self) -> &'static str {
+        match self {
+            ExpiringStore::LiveSessions => expired_sql!("live_sessions"),
+            ExpiringStore::RefreshTokens => expired_sql!("refresh_tokens"),
+            ExpiringStore::WebhookDeliveries => expired_sql!("webhook_deliveries"),
+            ExpiringStore::BreakerSightings => expired_sql!("breaker_sightings"),
+        }
+    }
+}
+
+pub const FORGET_INVOCATIONS_SQL: &str = expired_sql!("tool_invocations");
+pub const FORGET_FIRINGS_SQL: &str = expired_sql!("trigger_firings");
+
+impl RowsStore {
+    /// Records a tool invocation in a session, kept a day.
+    pub async fn record_invocation(&self, session: &str, now: Timestamp) -> Result<i64, RowsError> {
+        sqlx::query_scalar(
+            "INSERT INTO tidemark_rows.tool_invocations (session_id, created_at_ms, expires_at_ms)
+             VALUES ($1, $2, $3) RETURNING id",
+        )
+        .bind(session)
+        .bind(now.as_millis())
+        .bind(now.as_millis().saturating_add(INVOCATION_TTL_MS))
+        .fetch_one(self.pool())
+        .await
+        .map_err(|e| match sqlstate(&e).as_deref() {
+            Some(FOREIGN_KEY_VIOLATION) => RowsError::UnknownSession(session.into()),
+            _ => RowsError::db("record invocation")(e),
+        })
+    }
+
+    /// Records that a trigger fired at `now`, kept thirty days.
+    pub async fn fire_trigger(&self, trigger: &str, now: Timestamp) -> Result<i64, RowsError> {
+        sqlx::query_scalar(
+            "INSERT INTO tidemark_rows.trigger_firings (trigger_name, fired_at_ms, expires_at_ms)
+             VALUES ($1, $2, $3) RETURNING id",
+        )
+        .bind(trigger)
+        .bind(now.as_millis())
+        .bind(now.as_millis().saturating_add(FIRING_TTL_MS))
+        .fetch_one(self.pool())
+        .await
+        .map_err(RowsError::db("fire trigger"))
+    }
+
+    /// Writes (or renews) a row of an expiring store, kept until `expires_at`.
+    pub async fn put_expiring(
+        &self,
+        store: ExpiringStore,
+        id: &str,
+        expires_at: Timestamp,
+    ) -> Result<(), RowsError> {
+        let sql = format!(
+            "INSERT INTO tidemark_rows.{} (id, expires_at_ms) VALUES ($1, $2)
+             ON CONFLICT (id) DO UPDATE SET expires_at_ms = excluded.expires_at_ms",
+            store.table()
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .bind(expires_at.as_millis())
+            .execute(self.pool())
+            .await
+            .map_err(|e| match sqlstate(&e).as_deref() {
+                Some(UNIQUE_VIOLATION) => RowsError::AlreadyExists { id: id.into() },
+                _ => RowsError::db("put expiring")(e),
+            })?;
+        Ok(())
+    }
+
+    /// The sweep of SR-3.1.
+    pub async fn forget_expired_invocations(
+        &self,
+        now: Timestamp,
+        cfg: &ReapConfig,
+    ) -> Result<u64, RowsError> {
+        delete_batches(
+            self.pool(),
+            FORGET_INVOCATIONS_SQL,
+            now,
+            cfg,
+            "forget invocations",
+        )
+        .await
+    }
+
+    /// The sweep of SR-3.2.
+    pub async fn forget_old_firings(
+        &self,
+        now: Timestamp,
+        cfg: &ReapConfig,
+    ) -> Result<u64, RowsError> {
+        delete_batches(self.pool(), FORGET_FIRINGS_SQL, now, cfg, "forget firings").await
+    }
+
+    /// The sweep of SR-4.3, one store at a time.
+    pub async fn forget_expired(
+        &self,
+        store: ExpiringStore,
+        now: Timestamp,
+        cfg: &ReapConfig,
+    ) -> Result<u64, RowsError> {
+        delete_batches(self.pool(), store.sweep_sql(), now, cfg, "forget expired").await
+    }
+}

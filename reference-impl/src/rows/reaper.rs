@@ -1,0 +1,112 @@
+//! The reaper's tick (SPEC SR-7): it only calls the sweeps, each defined beside its rule, in a
+//! fixed order, and reports what each removed.
+//!
+//! Every sweep deletes in bounded batches, each its own statement and so its own transaction,
+//! as CockroachDB's row-level TTL does (`ttl_delete_batch_size`, and a rate limit between
+//! batches): a writer that touches a row being reaped waits for one batch at most, never for the
+//! whole sweep, and the rows a writer holds are skipped (`SKIP LOCKED`) rather than waited on.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+
+use super::{RowsError, RowsStore};
+use crate::clock::Timestamp;
+
+/// How the reaper deletes.
+#[derive(Clone, Debug)]
+pub struct ReapConfig {
+    /// Rows per delete statement. 1,000 keeps one batch to a few milliseconds (SR-7.3).
+    pub batch: i64,
+    /// A pause between two batches of one sweep, so writers get the table between them.
+    /// Zero by default; a real sleep, which decides nothing about retention.
+    pub pause_between_batches: Duration,
+}
+
+impl Default for ReapConfig {
+    fn default() -> Self {
+        ReapConfig {
+            batch: 1_000,
+            pause_between_batches: Duration::ZERO,
+        }
+    }
+}
+
+/// What one tick removed, per sweep, in the order the tick runs them (SR-7.2).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReapReport {
+    pub streamed_events: u64,
+    pub tool_invocations: u64,
+    pub trigger_firings: u64,
+    pub catalog_snapshots: u64,
+    pub live_sessions: u64,
+    pub refresh_tokens: u64,
+    pub webhook_deliveries: u64,
+    pub breaker_sightings: u64,
+}
+
+impl ReapReport {
+    pub fn total(&self) -> u64 {
+        self.streamed_events
+            + self.tool_invocations
+            + self.trigger_firings
+            + self.catalog_snapshots
+            + self.live_sessions
+            + self.refresh_tokens
+            + self.webhook_deliveries
+            + self.breaker_sightings
+    }
+}
+
+impl RowsStore {
+    /// One tick of the reaper at `now`. A sweep that fails stops the tick with its error; the
+    /// batches it and earlier sweeps committed stay committed (each is its own transaction), and
+    /// the next tick picks up the rest, since every rule is a condition on the rows, not a
+    /// to-do list (SR-7.4).
+    pub async fn reap_tick(
+        &self,
+        now: Timestamp,
+        cfg: &ReapConfig,
+    ) -> Result<ReapReport, RowsError> {
+        use super::ExpiringStore as S;
+        Ok(ReapReport {
+            streamed_events: self.forget_streamed(now, cfg).await?,
+            tool_invocations: self.forget_expired_invocations(now, cfg).await?,
+            trigger_firings: self.forget_old_firings(now, cfg).await?,
+            catalog_snapshots: self.forget_old_snapshots(cfg).await?,
+            live_sessions: self.forget_expired(S::LiveSessions, now, cfg).await?,
+            refresh_tokens: self.forget_expired(S::RefreshTokens, now, cfg).await?,
+            webhook_deliveries: self.forget_expired(S::WebhookDeliveries, now, cfg).await?,
+            breaker_sightings: self.forget_expired(S::BreakerSightings, now, cfg).await?,
+        })
+    }
+}
+
+/// Runs one sweep's batch statement until a batch comes back short. The statement takes `$1`
+/// (now, in milliseconds) and `$2` (the batch size) and deletes at most `$2` rows.
+pub(crate) async fn delete_batches(
+    pool: &PgPool,
+    sql: &'static str,
+    now: Timestamp,
+    cfg: &ReapConfig,
+    op: &'static str,
+) -> Result<u64, RowsError> {
+    let batch = cfg.batch.max(1);
+    let mut total = 0u64;
+    loop {
+        let done = sqlx::query(sql)
+            .bind(now.as_millis())
+            .bind(batch)
+            .execute(pool)
+            .await
+            .map_err(RowsError::db(op))?;
+        total += done.rows_affected();
+        // Short: nothing more expired, or the rest is held by writers; the next tick gets it.
+        if done.rows_affected() < batch as u64 {
+            return Ok(total);
+        }
+        if !cfg.pause_between_batches.is_zero() {
+            tokio::time::sleep(cfg.pause_between_batches).await;
+        }
+    }
+}

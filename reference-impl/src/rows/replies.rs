@@ -1,0 +1,402 @@
+//! Replies and their streamed events (SPEC SR-2), and the sweep that forgets them.
+//!
+//! While a reply is unfinished its row holds no text: the streamed events are its only record.
+//! The transcript read replays them, and sealing an interrupted reply writes its text from them.
+//! So an event's expiry starts only when its reply is finished (or sealed, or deleted): until
+//! then `forget_after_ms` is NULL and no age can make it expire.
+
+use sqlx::Row;
+
+use super::reaper::{delete_batches, ReapConfig};
+use super::{sqlstate, RowsError, RowsStore, FOREIGN_KEY_VIOLATION};
+use crate::clock::{Timestamp, DAY_MS};
+
+/// The kinds that stream into a reply (SR-2.1). Any other kind is a conversation event, kept
+/// with its session.
+pub const STREAMED_KINDS: &[&str] = &[
+    "chat.delta",
+    "chat.reasoning",
+    "chat.writing",
+    "chat.tool",
+    "chat.tool_result",
+    "chat.steer",
+];
+
+/// The kind whose payloads, in order, are a reply's text (SR-2.5).
+pub const TEXT_KIND: &str = "chat.delta";
+
+/// How long streamed events outlive their reply's end: a poll cursor from a tab left open
+/// overnight still finds them (SR-2.3).
+pub const STREAMED_GRACE_MS: i64 = DAY_MS;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyState {
+    /// Streaming; the text is its `chat.delta` events.
+    Writing,
+    /// Interrupted and not yet sealed; the text is still its events.
+    Stopped,
+    /// Finished or sealed; the text is the row's.
+    Finished,
+}
+
+impl ReplyState {
+    fn parse(s: &str) -> ReplyState {
+        match s {
+            "writing" => ReplyState::Writing,
+            "stopped" => ReplyState::Stopped,
+            _ => ReplyState::Finished,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplyState::Writing => "writing",
+            ReplyState::Stopped => "stopped",
+            ReplyState::Finished => "finished",
+        }
+    }
+}
+
+/// One reply as the transcript read shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TranscriptReply {
+    pub id: i64,
+    pub state: ReplyState,
+    pub sealed: bool,
+    /// The row's text once finished; otherwise its `chat.delta` events replayed in order.
+    pub text: String,
+}
+
+/// Checks an event kind's spelling: `area.name`, lowercase letters, digits and `_` (SR-2.1).
+pub fn check_kind(kind: &str) -> Result<(), RowsError> {
+    let ok = kind.len() <= 64
+        && kind.split('.').count() >= 2
+        && kind.split('.').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(RowsError::UnknownKind(
+            kind.into(),
+            "a kind is dot-separated lowercase words, such as chat.delta",
+        ))
+    }
+}
+
+impl RowsStore {
+    pub async fn start_reply(&self, session: &str, now: Timestamp) -> Result<i64, RowsError> {
+        sqlx::query_scalar(
+            "INSERT INTO tidemark_rows.replies (session_id, state, started_at_ms)
+             VALUES ($1, 'writing', $2) RETURNING id",
+        )
+        .bind(session)
+        .bind(now.as_millis())
+        .fetch_one(self.pool())
+        .await
+        .map_err(|e| match sqlstate(&e).as_deref() {
+            Some(FOREIGN_KEY_VIOLATION) => RowsError::UnknownSession(session.into()),
+            _ => RowsError::db("start reply")(e),
+        })
+    }
+
+    /// Streams one event of a streamed kind into a reply that is still being written.
+    pub async fn stream(
+        &self,
+        reply: i64,
+        kind: &str,
+        payload: &str,
+        now: Timestamp,
+    ) -> Result<i64, RowsError> {
+        check_kind(kind)?;
+        if !STREAMED_KINDS.contains(&kind) {
+            return Err(RowsError::UnknownKind(
+                kind.into(),
+                "not a streamed kind; record it as a conversation event",
+            ));
+        }
+        let mut tx = self.pool().begin().await.map_err(RowsError::db("stream"))?;
+        // The reply's row is locked so a finish or seal cannot slip between the check and the
+        // insert and leave an unstamped event behind a finished reply.
+        let row = sqlx::query(
+            "SELECT session_id, state FROM tidemark_rows.replies WHERE id = $1 FOR UPDATE",
+        )
+        .bind(reply)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(RowsError::db("stream"))?
+        .ok_or(RowsError::UnknownReply(reply))?;
+        let state = ReplyState::parse(row.get::<&str, _>("state"));
+        if state != ReplyState::Writing {
+            return Err(RowsError::ReplyState {
+                id: reply,
+                state: state.as_str(),
+                wanted: "only a reply being written takes streamed events",
+            });
+        }
+        let session: String = row.get("session_id");
+        let id = sqlx::query_scalar(
+            "INSERT INTO tidemark_rows.events (session_id, reply_id, kind, payload, created_at_ms)
+             VALUES ($1, $2, $3, $4, $5) RETURNING id",
+        )
+        .bind(&session)
+        .bind(reply)
+        .bind(kind)
+        .bind(payload)
+        .bind(now.as_millis())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(RowsError::db("stream"))?;
+        tx.commit().await.map_err(RowsError::db("stream"))?;
+        Ok(id)
+    }
+
+    /// Records a conversation event (any kind that is not streamed). Kept with its session.
+    pub async fn record_event(
+        &self,
+        session: &str,
+        kind: &str,
+        payload: &str,
+        now: Timestamp,
+    ) -> Result<i64, RowsError> {
+        check_kind(kind)?;
+        if STREAMED_KINDS.contains(&kind) {
+            return Err(RowsError::UnknownKind(
+                kind.into(),
+                "a streamed kind names a reply; stream it into one",
+            ));
+        }
+        sqlx::query_scalar(
+            "INSERT INTO tidemark_rows.events (session_id, kind, payload, created_at_ms)
+             VALUES ($1, $2, $3, $4) RETURNING id",
+        )
+        .bind(session)
+        .bind(kind)
+        .bind(payload)
+        .bind(now.as_millis())
+        .fetch_one(self.pool())
+        .await
+        .map_err(|e| match sqlstate(&e).as_deref() {
+            Some(FOREIGN_KEY_VIOLATION) => RowsError::UnknownSession(session.into()),
+            _ => RowsError::db("record event")(e),
+        })
+    }
+
+    /// Finishes a reply being written with its final text; its events start their day.
+    pub async fn finish_reply(
+        &self,
+        reply: i64,
+        content: &str,
+        now: Timestamp,
+    ) -> Result<(), RowsError> {
+        self.end(reply, Some(content), now, &[ReplyState::Writing], "finish")
+            .await
+    }
+
+    /// Interrupts a reply being written. It keeps its events, however long, until sealed.
+    pub async fn interrupt_reply(&self, reply: i64) -> Result<(), RowsError> {
+        let mut tx = self
+            .pool()
+            .begin()
+            .await
+            .map_err(RowsError::db("interrupt"))?;
+        lock_state(&mut tx, reply, &[ReplyState::Writing], "interrupt").await?;
+        sqlx::query("UPDATE tidemark_rows.replies SET state = 'stopped' WHERE id = $1")
+            .bind(reply)
+            .execute(&mut *tx)
+            .await
+            .map_err(RowsError::db("interrupt"))?;
+        tx.commit().await.map_err(RowsError::db("interrupt"))
+    }
+
+    /// Seals an unfinished reply (writing or stopped) from its events: its text becomes its
+    /// `chat.delta` payloads in order, it is finished, and its events start their day (SR-2.5).
+    pub async fn seal_reply(&self, reply: i64, now: Timestamp) -> Result<(), RowsError> {
+        self.end(
+            reply,
+            None,
+            now,
+            &[ReplyState::Writing, ReplyState::Stopped],
+            "seal",
+        )
+        .await
+    }
+
+    /// Deletes a reply (a regenerated or withdrawn one). Its streamed events are "gone"-stamped:
+    /// kept a day from now, then swept (SR-2.4); its conversation events are not its own.
+    pub async fn delete_reply(&self, reply: i64, now: Timestamp) -> Result<(), RowsError> {
+        let mut tx = self
+            .pool()
+            .begin()
+            .await
+            .map_err(RowsError::db("delete reply"))?;
+        let gone = sqlx::query("DELETE FROM tidemark_rows.replies WHERE id = $1")
+            .bind(reply)
+            .execute(&mut *tx)
+            .await
+            .map_err(RowsError::db("delete reply"))?;
+        if gone.rows_affected() == 0 {
+            return Err(RowsError::UnknownReply(reply));
+        }
+        stamp_events(&mut tx, reply, now, true).await?;
+        tx.commit().await.map_err(RowsError::db("delete reply"))
+    }
+
+    async fn end(
+        &self,
+        reply: i64,
+        content: Option<&str>,
+        now: Timestamp,
+        from: &[ReplyState],
+        op: &'static str,
+    ) -> Result<(), RowsError> {
+        let mut tx = self.pool().begin().await.map_err(RowsError::db(op))?;
+        lock_state(&mut tx, reply, from, op).await?;
+        let text = match content {
+            Some(c) => c.to_string(),
+            None => replay(&mut *tx, reply).await?,
+        };
+        sqlx::query(
+            "UPDATE tidemark_rows.replies
+                SET state = 'finished', content = $2, finished_at_ms = $3, sealed = $4
+              WHERE id = $1",
+        )
+        .bind(reply)
+        .bind(&text)
+        .bind(now.as_millis())
+        .bind(content.is_none())
+        .execute(&mut *tx)
+        .await
+        .map_err(RowsError::db(op))?;
+        stamp_events(&mut tx, reply, now, false).await?;
+        tx.commit().await.map_err(RowsError::db(op))
+    }
+
+    /// The transcript of a session: every reply in order, each with its text.
+    pub async fn transcript(&self, session: &str) -> Result<Vec<TranscriptReply>, RowsError> {
+        let exists: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM tidemark_rows.sessions WHERE id = $1)",
+        )
+        .bind(session)
+        .fetch_one(self.pool())
+        .await
+        .map_err(RowsError::db("transcript"))?;
+        if !exists {
+            return Err(RowsError::UnknownSession(session.into()));
+        }
+        let rows = sqlx::query(
+            "SELECT id, state, sealed, content FROM tidemark_rows.replies
+              WHERE session_id = $1 ORDER BY id",
+        )
+        .bind(session)
+        .fetch_all(self.pool())
+        .await
+        .map_err(RowsError::db("transcript"))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: i64 = row.get("id");
+            let state = ReplyState::parse(row.get::<&str, _>("state"));
+            let text = match row.get::<Option<String>, _>("content") {
+                Some(text) => text,
+                None => replay(self.pool(), id).await?,
+            };
+            out.push(TranscriptReply {
+                id,
+                state,
+                sealed: row.get("sealed"),
+                text,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The sweep of SR-2: removes streamed events whose reply was finished, sealed or deleted at
+    /// least a day ago, in batches. Returns how many it removed.
+    pub async fn forget_streamed(
+        &self,
+        now: Timestamp,
+        cfg: &ReapConfig,
+    ) -> Result<u64, RowsError> {
+        delete_batches(
+            self.pool(),
+            FORGET_STREAMED_SQL,
+            now,
+            cfg,
+            "forget streamed",
+        )
+        .await
+    }
+}
+
+/// One batch of [`RowsStore::forget_streamed`]: `$1` is now, `$2` the batch size. Only stamped
+/// events are in the partial index, so unfinished replies' events cost nothing to pass over.
+/// `SKIP LOCKED`: a row a writer holds is left for the next batch rather than waited on.
+pub const FORGET_STREAMED_SQL: &str = "DELETE FROM tidemark_rows.events WHERE id = ANY (ARRAY (
+    SELECT id FROM tidemark_rows.events
+     WHERE forget_after_ms IS NOT NULL AND forget_after_ms <= $1
+     ORDER BY forget_after_ms LIMIT $2 FOR UPDATE SKIP LOCKED))";
+
+async fn lock_state(
+    tx: &mut sqlx::PgConnection,
+    reply: i64,
+    from: &[ReplyState],
+    op: &'static str,
+) -> Result<(), RowsError> {
+    let state: String =
+        sqlx::query_scalar("SELECT state FROM tidemark_rows.replies WHERE id = $1 FOR UPDATE")
+            .bind(reply)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(RowsError::db(op))?
+            .ok_or(RowsError::UnknownReply(reply))?;
+    let state = ReplyState::parse(&state);
+    if !from.contains(&state) {
+        return Err(RowsError::ReplyState {
+            id: reply,
+            state: state.as_str(),
+            wanted: match op {
+                "finish" | "interrupt" => "only a reply being written can be",
+                _ => "only an unfinished reply can be sealed",
+            },
+        });
+    }
+    Ok(())
+}
+
+/// Starts the day of a reply's streamed events. `keep_earlier`: a deleted reply's events that
+/// were already stamped (it had been finished) keep their earlier time.
+async fn stamp_events(
+    tx: &mut sqlx::PgConnection,
+    reply: i64,
+    now: Timestamp,
+    keep_earlier: bool,
+) -> Result<(), RowsError> {
+    let sql = if keep_earlier {
+        "UPDATE tidemark_rows.events SET forget_after_ms = coalesce(forget_after_ms, $2)
+          WHERE reply_id = $1"
+    } else {
+        "UPDATE tidemark_rows.events SET forget_after_ms = $2 WHERE reply_id = $1"
+    };
+    sqlx::query(sql)
+        .bind(reply)
+        .bind(now.as_millis().saturating_add(STREAMED_GRACE_MS))
+        .execute(&mut *tx)
+        .await
+        .map_err(RowsError::db("stamp events"))?;
+    Ok(())
+}
+
+/// A reply's text from its events: its `chat.delta` payloads in the order they were streamed.
+async fn replay(conn: impl sqlx::PgExecutor<'_>, reply: i64) -> Result<String, RowsError> {
+    sqlx::query_scalar(
+        "SELECT coalesce(string_agg(payload, '' ORDER BY id), '') FROM tidemark_rows.events
+          WHERE reply_id = $1 AND kind = $2",
+    )
+    .bind(reply)
+    .bind(TEXT_KIND)
+    .fetch_one(conn)
+    .await
+    .map_err(RowsError::db("replay"))
+}

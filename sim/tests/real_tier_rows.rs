@@ -1,0 +1,552 @@
+//! The rows reference (SPEC part SR) on a real PostgreSQL: what each table keeps, what the
+//! reaper removes, where the boundaries fall, and that each sweep reads an index rather than the
+//! table. Time is handed in: every test moves a number, never waits.
+
+use sqlx::Row;
+use tidemark_reference::clock::{Timestamp, DAY_MS};
+use tidemark_reference::rows::reaper::ReapConfig;
+use tidemark_reference::rows::{ExpiringStore, ReplyState, RowsError, RowsStore};
+use tidemark_sim::clock::EPOCH;
+use tidemark_sim::real_tier::{PgProvider, TestDatabase};
+
+struct Rows {
+    store: RowsStore,
+    db: TestDatabase,
+    // Last: the cluster outlives the pool on it.
+    _pg: PgProvider,
+}
+
+async fn rows(hint: &str) -> Rows {
+    let pg = PgProvider::from_environment().await.expect("a PostgreSQL");
+    let db = pg.fresh_database(hint).await.expect("a fresh database");
+    let store = RowsStore::open(db.pool.clone()).await.expect("schema");
+    Rows { store, db, _pg: pg }
+}
+
+fn at(days: i64, ms: i64) -> Timestamp {
+    EPOCH.plus_ms(days * DAY_MS + ms)
+}
+
+async fn streamed_of(r: &Rows, reply: i64) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM tidemark_rows.events WHERE reply_id = $1")
+        .bind(reply)
+        .fetch_one(&r.db.pool)
+        .await
+        .unwrap()
+}
+
+/// A session with one reply of three streamed events ("Hel", "lo", and some reasoning).
+async fn conversation(r: &Rows, session: &str, now: Timestamp) -> i64 {
+    let s = &r.store;
+    match s.create_workspace("w").await {
+        // Already there from an earlier conversation in the same test.
+        Ok(()) | Err(RowsError::AlreadyExists { .. }) => {}
+        Err(e) => panic!("create workspace: {e}"),
+    }
+    s.create_session("w", session).await.unwrap();
+    let reply = s.start_reply(session, now).await.unwrap();
+    s.stream(reply, "chat.delta", "Hel", now).await.unwrap();
+    s.stream(reply, "chat.reasoning", "thinking", now)
+        .await
+        .unwrap();
+    s.stream(reply, "chat.delta", "lo", now).await.unwrap();
+    reply
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_still_being_written_survives_a_month_of_daily_reaping() {
+    let r = rows("rows_month").await;
+    let cfg = ReapConfig::default();
+    let writing = conversation(&r, "s1", at(0, 0)).await;
+    let stopped = conversation(&r, "s2", at(0, 0)).await;
+    r.store.interrupt_reply(stopped).await.unwrap();
+    // A finished reply beside them, so the sweep is seen to run and to remove something.
+    let finished = conversation(&r, "s3", at(0, 0)).await;
+    r.store
+        .finish_reply(finished, "Hello", at(0, 0))
+        .await
+        .unwrap();
+
+    let mut removed = 0;
+    for day in 1..=31 {
+        removed += r
+            .store
+            .reap_tick(at(day, 0), &cfg)
+            .await
+            .unwrap()
+            .streamed_events;
+    }
+    assert_eq!(
+        removed, 3,
+        "the finished reply's three events go after a day"
+    );
+    assert_eq!(streamed_of(&r, finished).await, 0);
+    assert_eq!(
+        streamed_of(&r, writing).await,
+        3,
+        "a reply being written keeps its events"
+    );
+    assert_eq!(
+        streamed_of(&r, stopped).await,
+        3,
+        "a stopped, unsealed reply keeps its events"
+    );
+    let t = r.store.transcript("s1").await.unwrap();
+    assert_eq!(
+        (t[0].state, t[0].text.as_str()),
+        (ReplyState::Writing, "Hello")
+    );
+    let t = r.store.transcript("s2").await.unwrap();
+    assert_eq!(
+        (t[0].state, t[0].text.as_str()),
+        (ReplyState::Stopped, "Hello")
+    );
+    // Still being written after a month: it takes more events.
+    r.store
+        .stream(writing, "chat.delta", "!", at(31, 0))
+        .await
+        .unwrap();
+    assert_eq!(r.store.transcript("s1").await.unwrap()[0].text, "Hello!");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_reply_is_sealed_from_its_events_and_they_are_swept_a_day_later() {
+    let r = rows("rows_seal").await;
+    let cfg = ReapConfig::default();
+    let reply = conversation(&r, "s1", at(0, 0)).await;
+    r.store.interrupt_reply(reply).await.unwrap();
+    // Sealed ten days after the interruption; the day runs from sealing, not from the events.
+    r.store.seal_reply(reply, at(10, 0)).await.unwrap();
+    let t = r.store.transcript("s1").await.unwrap();
+    assert_eq!(t[0].state, ReplyState::Finished);
+    assert!(t[0].sealed);
+    assert_eq!(
+        t[0].text, "Hello",
+        "the text is the chat.delta payloads in order"
+    );
+
+    let early = r.store.reap_tick(at(11, -1), &cfg).await.unwrap();
+    assert_eq!(
+        early.streamed_events, 0,
+        "a millisecond short of a day keeps them"
+    );
+    assert_eq!(streamed_of(&r, reply).await, 3);
+    let due = r.store.reap_tick(at(11, 0), &cfg).await.unwrap();
+    assert_eq!(due.streamed_events, 3, "a day after sealing they go");
+    assert_eq!(streamed_of(&r, reply).await, 0);
+    assert_eq!(r.store.transcript("s1").await.unwrap()[0].text, "Hello");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_replys_events_are_kept_a_day_from_its_deletion() {
+    let r = rows("rows_gone").await;
+    let cfg = ReapConfig::default();
+    let reply = conversation(&r, "s1", at(0, 0)).await;
+    r.store.delete_reply(reply, at(5, 0)).await.unwrap();
+    assert!(r.store.transcript("s1").await.unwrap().is_empty());
+    assert_eq!(
+        r.store
+            .reap_tick(at(6, -1), &cfg)
+            .await
+            .unwrap()
+            .streamed_events,
+        0
+    );
+    assert_eq!(
+        r.store
+            .reap_tick(at(6, 0), &cfg)
+            .await
+            .unwrap()
+            .streamed_events,
+        3
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_a_model_names_outlives_newer_ones() {
+    let r = rows("rows_named").await;
+    let cfg = ReapConfig::default();
+    let s = &r.store;
+    let named = s.take_snapshot(at(0, 0)).await.unwrap();
+    s.name_snapshot("m1", named).await.unwrap();
+    let mut ids = vec![named];
+    for d in 1..=5 {
+        ids.push(s.take_snapshot(at(d, 0)).await.unwrap());
+    }
+    assert_eq!(
+        s.reap_tick(at(6, 0), &cfg).await.unwrap().catalog_snapshots,
+        2
+    );
+    assert_eq!(
+        s.snapshots().await.unwrap(),
+        vec![ids[0], ids[3], ids[4], ids[5]]
+    );
+    // Once no model names it, it is an old snapshot like any other.
+    s.drop_model("m1").await.unwrap();
+    assert_eq!(
+        s.reap_tick(at(7, 0), &cfg).await.unwrap().catalog_snapshots,
+        1
+    );
+    assert_eq!(s.snapshots().await.unwrap(), ids[3..].to_vec());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_newest_three_snapshots_are_kept_by_taking_order_even_when_the_clock_ran_back() {
+    let r = rows("rows_three").await;
+    let cfg = ReapConfig::default();
+    let s = &r.store;
+    let mut ids = Vec::new();
+    for d in 0..3 {
+        ids.push(s.take_snapshot(at(d, 0)).await.unwrap());
+    }
+    assert_eq!(
+        s.reap_tick(at(3, 0), &cfg).await.unwrap().catalog_snapshots,
+        0
+    );
+    // The clock jumped back a year: the fourth is still the newest.
+    ids.push(s.take_snapshot(at(-365, 0)).await.unwrap());
+    assert_eq!(
+        s.reap_tick(at(3, 0), &cfg).await.unwrap().catalog_snapshots,
+        1
+    );
+    assert_eq!(s.snapshots().await.unwrap(), ids[1..].to_vec());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_request_outlives_its_conversations_old_events_and_goes_with_the_conversation() {
+    let r = rows("rows_held").await;
+    let cfg = ReapConfig::default();
+    let s = &r.store;
+    let reply = conversation(&r, "s1", at(0, 0)).await;
+    s.record_event("s1", "chat.message", "user said hi", at(0, 0))
+        .await
+        .unwrap();
+    s.add_session_prompt("s1", "be brief").await.unwrap();
+    let item = s.open_item("w").await.unwrap();
+    let held = s.hold_request("s1", None, at(0, 0)).await.unwrap();
+    let held_for_item = s.hold_request("s1", Some(item), at(0, 0)).await.unwrap();
+    assert!(held < held_for_item);
+    s.settle_item(item, at(1, 0)).await.unwrap();
+    s.finish_reply(reply, "Hello", at(1, 0)).await.unwrap();
+
+    let report = s.reap_tick(at(400, 0), &cfg).await.unwrap();
+    assert_eq!(report.streamed_events, 3, "the old streamed events go");
+    for (table, kept) in [
+        ("held_requests", 2),
+        ("action_items", 1),
+        ("session_prompts", 1),
+        ("events", 1),
+        ("replies", 1),
+    ] {
+        assert_eq!(
+            s.count(table).await.unwrap(),
+            kept,
+            "{table} after a year of reaping"
+        );
+    }
+    // The conversation goes: its held requests, prompts, events and replies go with it; the
+    // settled item stays with its workspace.
+    s.delete_session("s1").await.unwrap();
+    for table in ["held_requests", "session_prompts", "events", "replies"] {
+        assert_eq!(
+            s.count(table).await.unwrap(),
+            0,
+            "{table} after the session's cascade"
+        );
+    }
+    assert_eq!(s.count("action_items").await.unwrap(), 1);
+    s.delete_workspace("w").await.unwrap();
+    assert_eq!(s.count("action_items").await.unwrap(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_request_goes_with_its_item() {
+    let r = rows("rows_item").await;
+    let s = &r.store;
+    s.create_workspace("w").await.unwrap();
+    s.create_session("w", "s1").await.unwrap();
+    let item = s.open_item("w").await.unwrap();
+    s.hold_request("s1", Some(item), at(0, 0)).await.unwrap();
+    s.hold_request("s1", None, at(0, 0)).await.unwrap();
+    sqlx::query("DELETE FROM tidemark_rows.action_items WHERE id = $1")
+        .bind(item)
+        .execute(&r.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(s.count("held_requests").await.unwrap(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expires_at_equal_to_now_is_expired_and_a_millisecond_before_is_kept() {
+    let r = rows("rows_boundary").await;
+    let cfg = ReapConfig::default();
+    let s = &r.store;
+    s.create_workspace("w").await.unwrap();
+    s.create_session("w", "s1").await.unwrap();
+    s.record_invocation("s1", at(0, 0)).await.unwrap();
+    s.fire_trigger("nightly", at(0, 0)).await.unwrap();
+    for store in ExpiringStore::ALL {
+        s.put_expiring(store, "k", at(2, 0)).await.unwrap();
+    }
+    // A renewal moves the expiry; the old one no longer applies.
+    s.put_expiring(ExpiringStore::RefreshTokens, "k", at(40, 0))
+        .await
+        .unwrap();
+
+    let before = s.reap_tick(at(1, -1), &cfg).await.unwrap();
+    assert_eq!(before.total(), 0);
+    assert_eq!(
+        s.reap_tick(at(1, 0), &cfg).await.unwrap().tool_invocations,
+        1
+    );
+    let r2 = s.reap_tick(at(2, -1), &cfg).await.unwrap();
+    assert_eq!(r2.total(), 0);
+    let r2 = s.reap_tick(at(2, 0), &cfg).await.unwrap();
+    assert_eq!(
+        (
+            r2.live_sessions,
+            r2.refresh_tokens,
+            r2.webhook_deliveries,
+            r2.breaker_sightings
+        ),
+        (1, 0, 1, 1)
+    );
+    assert_eq!(
+        s.reap_tick(at(30, -1), &cfg).await.unwrap().trigger_firings,
+        0
+    );
+    assert_eq!(
+        s.reap_tick(at(30, 0), &cfg).await.unwrap().trigger_firings,
+        1
+    );
+    assert_eq!(
+        s.reap_tick(at(40, 0), &cfg).await.unwrap().refresh_tokens,
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_deletes_in_batches_of_the_size_it_is_given_and_finishes_in_one_tick() {
+    let r = rows("rows_batches").await;
+    sqlx::query(
+        "INSERT INTO tidemark_rows.live_sessions (id, expires_at_ms)
+         SELECT 'l' || g, $1 FROM generate_series(1, 1050) g",
+    )
+    .bind(at(0, 0).as_millis())
+    .execute(&r.db.pool)
+    .await
+    .unwrap();
+    let cfg = ReapConfig {
+        batch: 100,
+        ..ReapConfig::default()
+    };
+    let report = r.store.reap_tick(at(0, 0), &cfg).await.unwrap();
+    assert_eq!(report.live_sessions, 1050);
+    assert_eq!(r.store.count("live_sessions").await.unwrap(), 0);
+    // The statement itself never removes more than its batch.
+    let one = sqlx::query(ExpiringStore::WebhookDeliveries.sweep_sql());
+    sqlx::query(
+        "INSERT INTO tidemark_rows.webhook_deliveries (id, expires_at_ms)
+         SELECT 'd' || g, 0 FROM generate_series(1, 250) g",
+    )
+    .execute(&r.db.pool)
+    .await
+    .unwrap();
+    let done = one
+        .bind(at(0, 0).as_millis())
+        .bind(100_i64)
+        .execute(&r.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(done.rows_affected(), 100);
+    // A reaper that died after that batch: the next tick removes exactly the rest.
+    let next = r.store.reap_tick(at(0, 0), &cfg).await.unwrap();
+    assert_eq!(next.webhook_deliveries, 150);
+    assert_eq!(next.total(), 150);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reaper_down_for_a_week_removes_on_its_first_tick_what_expired_meanwhile_and_nothing_else(
+) {
+    let r = rows("rows_week").await;
+    let s = &r.store;
+    for day in 1..=10 {
+        s.put_expiring(
+            ExpiringStore::BreakerSightings,
+            &format!("b{day}"),
+            at(day, 0),
+        )
+        .await
+        .unwrap();
+    }
+    let first = s.reap_tick(at(7, 0), &ReapConfig::default()).await.unwrap();
+    assert_eq!(
+        first.breaker_sightings, 7,
+        "days 1 to 7, the seventh at its boundary"
+    );
+    assert_eq!(s.count("breaker_sightings").await.unwrap(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_a_writer_holds_is_skipped_by_the_reap_not_waited_for_and_taken_by_the_next_tick() {
+    let r = rows("rows_skip").await;
+    let s = &r.store;
+    for id in ["a", "b", "c"] {
+        s.put_expiring(ExpiringStore::LiveSessions, id, at(0, 0))
+            .await
+            .unwrap();
+    }
+    let mut writer = r.db.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM tidemark_rows.live_sessions WHERE id = 'b' FOR UPDATE")
+        .execute(&mut *writer)
+        .await
+        .unwrap();
+    let tick = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        s.reap_tick(at(1, 0), &ReapConfig::default()),
+    )
+    .await
+    .expect("the reap waited for a writer's row")
+    .unwrap();
+    assert_eq!(tick.live_sessions, 2);
+    writer.commit().await.unwrap();
+    let next = s.reap_tick(at(1, 0), &ReapConfig::default()).await.unwrap();
+    assert_eq!(next.live_sessions, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_kinds_replies_and_snapshots_are_typed_errors() {
+    let r = rows("rows_errors").await;
+    let s = &r.store;
+    let reply = conversation(&r, "s1", at(0, 0)).await;
+    let code = |e: RowsError| e.code();
+    assert_eq!(
+        s.stream(999, "chat.delta", "x", at(0, 0))
+            .await
+            .map_err(code),
+        Err("unknown_reply")
+    );
+    assert_eq!(
+        s.stream(reply, "Chat.Delta", "x", at(0, 0))
+            .await
+            .map_err(code),
+        Err("unknown_kind")
+    );
+    assert_eq!(
+        s.stream(reply, "chat.message", "x", at(0, 0))
+            .await
+            .map_err(code),
+        Err("unknown_kind")
+    );
+    assert_eq!(
+        s.record_event("s1", "chat.delta", "x", at(0, 0))
+            .await
+            .map_err(code),
+        Err("unknown_kind")
+    );
+    assert_eq!(
+        s.record_event("nope", "chat.message", "x", at(0, 0))
+            .await
+            .map_err(code),
+        Err("unknown_session")
+    );
+    assert_eq!(
+        s.name_snapshot("m", 42).await.map_err(code),
+        Err("unknown_snapshot")
+    );
+    assert_eq!(
+        s.seal_reply(999, at(0, 0)).await.map_err(code),
+        Err("unknown_reply")
+    );
+    assert_eq!(
+        s.hold_request("s1", Some(77), at(0, 0)).await.map_err(code),
+        Err("unknown_item")
+    );
+    s.finish_reply(reply, "Hello", at(0, 0)).await.unwrap();
+    assert_eq!(
+        s.stream(reply, "chat.delta", "x", at(0, 0))
+            .await
+            .map_err(code),
+        Err("reply_state")
+    );
+    assert_eq!(
+        s.seal_reply(reply, at(0, 0)).await.map_err(code),
+        Err("reply_state")
+    );
+    assert_eq!(
+        s.interrupt_reply(reply).await.map_err(code),
+        Err("reply_state")
+    );
+    assert_eq!(
+        s.count("no_such_table").await.map_err(code),
+        Err("unknown_kind")
+    );
+}
+
+/// The plan of one sweep statement, as text.
+async fn plan(db: &TestDatabase, sql: &str) -> String {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN {sql}")))
+        .bind(at(100, 0).as_millis())
+        .bind(1000_i64)
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|r| r.get::<String, _>(0))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_sweep_reads_an_index_and_never_scans_its_table() {
+    use tidemark_reference::rows::{catalog, expiring, replies};
+    let r = rows("rows_plans").await;
+    let p = &r.db.pool;
+    let n = 200_000_i64;
+    // Mostly rows that are not expired: an unfinished reply's events, long-lived expiries,
+    // named snapshots are few. A plan that scans would read all of them.
+    for sql in [
+        "INSERT INTO tidemark_rows.workspaces VALUES ('w')",
+        "INSERT INTO tidemark_rows.sessions VALUES ('s', 'w')",
+        "INSERT INTO tidemark_rows.events (session_id, reply_id, kind, payload, created_at_ms,
+                                           forget_after_ms)
+         SELECT 's', g / 100, 'chat.delta', 'x', 0, CASE WHEN g % 100 = 0 THEN g END
+           FROM generate_series(1, $1) g",
+        "INSERT INTO tidemark_rows.tool_invocations (session_id, created_at_ms, expires_at_ms)
+         SELECT 's', 0, g * 1000000000 FROM generate_series(1, $1) g",
+        "INSERT INTO tidemark_rows.trigger_firings (trigger_name, fired_at_ms, expires_at_ms)
+         SELECT 't', 0, g * 1000000000 FROM generate_series(1, $1) g",
+        "INSERT INTO tidemark_rows.catalog_snapshots (taken_at_ms) SELECT g FROM generate_series(1, $1) g",
+        "INSERT INTO tidemark_rows.models SELECT 'm' || g, g * 1000 FROM generate_series(1, 100) g",
+        "INSERT INTO tidemark_rows.live_sessions SELECT 'l' || g, g * 1000000000 FROM generate_series(1, $1) g",
+        "INSERT INTO tidemark_rows.refresh_tokens SELECT 'r' || g, g * 1000000000 FROM generate_series(1, $1) g",
+        "INSERT INTO tidemark_rows.webhook_deliveries SELECT 'd' || g, g * 1000000000 FROM generate_series(1, $1) g",
+        "INSERT INTO tidemark_rows.breaker_sightings SELECT 'b' || g, g * 1000000000 FROM generate_series(1, $1) g",
+        "ANALYZE",
+    ] {
+        let q = sqlx::query(sql);
+        let q = if sql.contains("$1") { q.bind(n) } else { q };
+        q.execute(p).await.unwrap();
+    }
+    let mut sweeps = vec![
+        ("events", replies::FORGET_STREAMED_SQL),
+        ("tool_invocations", expiring::FORGET_INVOCATIONS_SQL),
+        ("trigger_firings", expiring::FORGET_FIRINGS_SQL),
+        ("catalog_snapshots", catalog::FORGET_SNAPSHOTS_SQL),
+    ];
+    for store in ExpiringStore::ALL {
+        sweeps.push((store.table(), store.sweep_sql()));
+    }
+    for (table, sql) in sweeps {
+        let text = plan(&r.db, sql).await;
+        println!("sweep of {table}:\n{text}\n");
+        assert!(
+            !text.contains(&format!("Seq Scan on {table}")),
+            "the sweep of {table} scans its table:\n{text}"
+        );
+        assert!(
+            text.contains("Index"),
+            "the sweep of {table} uses no index:\n{text}"
+        );
+    }
+}
