@@ -367,8 +367,16 @@ const TRAVERSALS: [&str; 4] = [
 /// one fitted to `t`'s session.
 fn refused_spellings(t: &Turn) -> Vec<(String, &'static str, &'static str)> {
     use crate::real_tier::model::hostile::{Fit, Verdict, SPELLINGS};
+    // The store sees the UUIDs the host gives it (`apply`), not the clients' short names.
+    let id = |short: &str| crate::real_tier::uuid_ids::uuid_for("scoped-world", short);
     let fit = Fit {
-        prefix_bytes: format!("sessions/{}/{}/{}/", t.workspace, t.agent, t.session).len(),
+        prefix_bytes: format!(
+            "sessions/{}/{}/{}/",
+            id(&t.workspace),
+            id(&t.agent),
+            id(&t.session)
+        )
+        .len(),
     };
     TRAVERSALS
         .iter()
