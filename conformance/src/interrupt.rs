@@ -33,9 +33,12 @@ static CANCEL: tokio::sync::Notify = tokio::sync::Notify::const_new();
 /// Set (and notified) once a cancelled command's future has been dropped.
 static DROPPED: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
 
-/// Where runs put temporary directories besides the temp dir (the scenarios' scratch base).
+/// Where runs put temporary directories besides the temp dir: the scenarios' scratch base, and
+/// the cache where a cluster template is staged.
 fn extra_bases() -> Vec<PathBuf> {
-    vec![crate::explore::run::scratch_base()]
+    let mut bases = vec![crate::explore::run::scratch_base()];
+    bases.extend(tidemark_sim::real_tier::pg_template::cache_root());
+    bases
 }
 
 /// Call first in `main`: subreaper, reap killed runs, install the signal handlers.

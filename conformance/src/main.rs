@@ -135,6 +135,10 @@ enum Command {
         differential: bool,
         #[arg(long, default_value_t = 4096)]
         max_shrink_iters: u32,
+        /// Scoped only: seeds in flight at once (each has its own database and S3 server; the
+        /// report's order and every trace stay the same). Defaults to the number of cores.
+        #[arg(long, default_value_t = default_jobs())]
+        jobs: std::num::NonZeroUsize,
         /// Explore a program speaking conformance/PROTOCOL.md instead of the reference.
         #[arg(long = "impl", value_name = "COMMAND")]
         implementation: Option<String>,
@@ -163,6 +167,12 @@ enum Command {
         /// Seeds for the exploration throughput figure.
         #[arg(long, default_value_t = 500)]
         seeds: u64,
+        /// Seeds for the scoped profile's figures (the same seeds on both tiers).
+        #[arg(long, default_value_t = 200)]
+        scoped_seeds: u64,
+        /// Scoped seeds in flight at once, on both tiers. Defaults to the number of cores.
+        #[arg(long, default_value_t = default_jobs())]
+        jobs: std::num::NonZeroUsize,
     },
     /// Replay a saved failure (a fixture file) or a seed.
     ///
@@ -231,6 +241,7 @@ fn main() -> ExitCode {
             implementation,
             tier,
             differential,
+            jobs,
         } => Some(if profile == "scoped" {
             if implementation.is_some() {
                 Err("explore --profile scoped runs the reference in process on the real tier: no --impl yet".into())
@@ -250,6 +261,7 @@ fn main() -> ExitCode {
                     max_shrink_iters: *max_shrink_iters,
                     tier: tier.clone(),
                     differential: *differential,
+                    jobs: *jobs,
                 })
             }
         } else if profile != "scratchpad" {
@@ -342,9 +354,18 @@ fn main() -> ExitCode {
                 )),
             },
         ),
-        Command::Bench { seeds } => {
+        Command::Bench {
+            seeds,
+            scoped_seeds,
+            jobs,
+        } => {
             print!("{}", tidemark_conformance::bench::run(*seeds));
-            Some(Ok(true))
+            Some(
+                tidemark_conformance::bench::scoped(*scoped_seeds, *jobs).map(|figures| {
+                    print!("{figures}");
+                    true
+                }),
+            )
         }
         _ => None,
     };

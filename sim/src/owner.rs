@@ -97,6 +97,21 @@ impl Owner {
     }
 }
 
+/// Where runs make the directories that see the most writes (scratch roots, an ephemeral
+/// PostgreSQL cluster): `TIDEMARK_TMPDIR`, else `/dev/shm` (memory-backed, so they cost
+/// syscalls rather than disk writes, and never wait behind other processes' writeback), else
+/// the system temporary directory. Reapers look here as well as in the temp dir.
+pub fn scratch_base() -> PathBuf {
+    if let Some(d) = std::env::var_os("TIDEMARK_TMPDIR") {
+        return d.into();
+    }
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() && tempfile::tempdir_in(shm).is_ok() {
+        return shm.to_path_buf();
+    }
+    std::env::temp_dir()
+}
+
 /// `<temp dir>/tidemark-locks`, where run locks live.
 pub fn lock_dir() -> PathBuf {
     std::env::temp_dir().join(LOCK_DIR_NAME)

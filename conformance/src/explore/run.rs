@@ -55,17 +55,9 @@ pub struct RunResult {
     pub simulated_ms: i64,
 }
 
-/// Where runs make their temporary roots: `TIDEMARK_TMPDIR`, else `/dev/shm` (memory-backed, so
-/// a seed costs syscalls rather than disk writes), else the system temporary directory.
+/// Where runs make their temporary roots: see [`tidemark_sim::owner::scratch_base`].
 pub fn scratch_base() -> std::path::PathBuf {
-    if let Some(d) = std::env::var_os("TIDEMARK_TMPDIR") {
-        return d.into();
-    }
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() && tempfile::tempdir_in(shm).is_ok() {
-        return shm.to_path_buf();
-    }
-    std::env::temp_dir()
+    tidemark_sim::owner::scratch_base()
 }
 
 /// A foreign directory planted before the run; it must survive every sweep (SP-5.4).

@@ -39,6 +39,8 @@ pub struct ScopedExploreArgs {
     pub tier: String,
     /// Run each seed on both tiers and compare trace hashes.
     pub differential: bool,
+    /// Seeds in flight at once.
+    pub jobs: std::num::NonZeroUsize,
 }
 
 /// The mutant an id names, or an error listing every scoped id.
@@ -118,15 +120,20 @@ pub struct ScopedExplore {
     pub elapsed: Duration,
 }
 
-/// Runs every seed (its own metadata on `tier`) against the reference or `mutant`; a divergence
-/// is shrunk with at most `max_shrink_iters` candidate runs.
+/// Runs every seed (its own metadata on `tier`) against the reference or `mutant`, up to `jobs`
+/// at once; a divergence is shrunk with at most `max_shrink_iters` candidate runs. Seeds share
+/// nothing (each has its own database, S3 server and clock), so running them side by side
+/// changes no trace, and the results come back in seed order. On PostgreSQL a seed spends most
+/// of its time waiting for the server, which another seed's work fills.
 pub async fn explore_seeds(
     tier: Tier<'_>,
     seeds: impl Iterator<Item = u64>,
     mutant: Option<ScopedMutant>,
     max_shrink_iters: u32,
+    jobs: usize,
     on_seed: &dyn Fn(),
 ) -> ScopedExplore {
+    use futures::StreamExt;
     let start = Instant::now();
     let mut out = ScopedExplore {
         passed: 0,
@@ -135,17 +142,30 @@ pub async fn explore_seeds(
         simulated_ms: 0,
         elapsed: Duration::ZERO,
     };
-    for seed in seeds {
-        on_seed();
-        let ops = generate(seed, DEFAULT_STEPS);
-        match run_ops(tier, seed, &ops, mutant, None).await {
+    let mut runs = futures::stream::iter(seeds)
+        .map(|seed| async move {
+            let ops = generate(seed, DEFAULT_STEPS);
+            let result = run_ops(tier, seed, &ops, mutant, None).await;
+            on_seed();
+            (seed, ops, result)
+        })
+        .buffered(jobs.max(1));
+    let mut failed = Vec::new();
+    while let Some((seed, ops, result)) = runs.next().await {
+        match result {
             Ok(r) => {
                 out.passed += 1;
                 out.swept_files += r.swept_files;
                 out.simulated_ms += r.simulated_ms;
             }
-            Err(SequenceError::Diverged(d)) => {
-                let original_len = ops.len();
+            Err(error) => failed.push((seed, ops, error)),
+        }
+    }
+    // Shrinking runs after, one failure at a time, so a failing seed never holds up the rest.
+    for (seed, ops, error) in failed {
+        let original_len = ops.len();
+        match error {
+            SequenceError::Diverged(d) => {
                 let (ops, d) = shrink(tier, seed, ops, d, mutant, max_shrink_iters).await;
                 out.failures.push(ScopedFailure {
                     seed,
@@ -154,10 +174,10 @@ pub async fn explore_seeds(
                     original_len,
                 });
             }
-            Err(error) => out.failures.push(ScopedFailure {
+            error => out.failures.push(ScopedFailure {
                 seed,
                 error,
-                original_len: ops.len(),
+                original_len,
                 ops,
             }),
         }
@@ -346,7 +366,15 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
         let seeds = args.shard.seeds(args.first_seed, args.seeds);
         let n = args.shard.seeds(args.first_seed, args.seeds).count() as u64;
         let bar = super::cli::progress(n, "scoped");
-        let run = explore_seeds(tier, seeds, mutant, args.max_shrink_iters, &|| bar.inc(1)).await;
+        let run = explore_seeds(
+            tier,
+            seeds,
+            mutant,
+            args.max_shrink_iters,
+            args.jobs.get(),
+            &|| bar.inc(1),
+        )
+        .await;
         bar.finish_and_clear();
         for f in &run.failures {
             let saved = match (&f.error, &args.save_dir) {
@@ -389,19 +417,32 @@ async fn compare_runs(
     args: &ScopedExploreArgs,
     mutant: Option<ScopedMutant>,
 ) -> Result<bool, String> {
+    use futures::StreamExt;
     let start = Instant::now();
     let (mut same, mut n) = (0u64, 0u64);
-    for seed in args.shard.seeds(args.first_seed, args.seeds) {
-        let mut hashes = Vec::new();
-        for tier in tiers {
-            hashes.push(
-                match run_sequence(tier, seed, DEFAULT_STEPS, mutant, None).await {
-                    Ok(r) => r.trace_hash(),
-                    Err(SequenceError::Diverged(d)) => divergence_hash(&d),
-                    Err(SequenceError::Setup(e)) => return Err(format!("seed {seed}: {e}")),
-                },
-            );
-        }
+    // Seeds side by side (see `explore_seeds`); each seed's two runs one after the other.
+    let runs: Vec<(u64, Result<Vec<String>, String>)> =
+        futures::stream::iter(args.shard.seeds(args.first_seed, args.seeds))
+            .map(|seed| async move {
+                let mut hashes = Vec::new();
+                for tier in tiers {
+                    hashes.push(
+                        match run_sequence(tier, seed, DEFAULT_STEPS, mutant, None).await {
+                            Ok(r) => r.trace_hash(),
+                            Err(SequenceError::Diverged(d)) => divergence_hash(&d),
+                            Err(SequenceError::Setup(e)) => {
+                                return (seed, Err(format!("seed {seed}: {e}")))
+                            }
+                        },
+                    );
+                }
+                (seed, Ok(hashes))
+            })
+            .buffered(args.jobs.get())
+            .collect()
+            .await;
+    for (seed, hashes) in runs {
+        let hashes = hashes?;
         n += 1;
         if hashes[0] == hashes[1] {
             same += 1;
@@ -497,7 +538,7 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let (pg, _, _) = crate::profiles::scoped::postgres().await.unwrap();
-            let run = explore_seeds(Tier::Postgres(&pg), 0..3, None, 0, &|| {}).await;
+            let run = explore_seeds(Tier::Postgres(&pg), 0..3, None, 0, 2, &|| {}).await;
             assert!(
                 run.failures.is_empty(),
                 "{}",

@@ -9,6 +9,7 @@
 //! - [`server`]: the in-process server and an aws-sdk-s3 client for it.
 //! - [`pg`]: PostgreSQL from `DATABASE_URL`, an ephemeral cluster, or (detected) Docker.
 //! - [`pg_reap`]: databases of killed runs on a shared server, told apart by advisory locks.
+//! - [`pg_template`]: the cached `initdb` output an ephemeral cluster starts from.
 //! - [`remote`]: the scoped profile split where the process protocol splits it.
 //! - [`model`]: seeded random operation sequences checked against a model of SPEC part SC.
 
@@ -19,6 +20,7 @@ pub mod memory_s3;
 pub mod model;
 pub mod pg;
 pub mod pg_reap;
+pub mod pg_template;
 pub mod remote;
 pub mod s3_listing;
 pub mod scoped_driver;

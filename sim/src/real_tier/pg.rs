@@ -42,8 +42,10 @@ pub struct PgProvider {
     /// This run's advisory lock on a `DATABASE_URL` server: while it is held, other runs leave
     /// this run's databases alone (see `pg_reap`).
     _owner_lock: Option<super::pg_reap::OwnerLock>,
-    /// Migrated databases no scenario holds, ready for [`scoped_database`](Self::scoped_database).
-    idle_scoped: Mutex<Vec<String>>,
+    /// Migrated databases no scenario holds, ready for [`scoped_database`](Self::scoped_database),
+    /// each with its connection pool left open: reconnecting cost a seed several backend starts
+    /// and re-preparing every statement.
+    idle_scoped: Mutex<Vec<IdleDatabase>>,
 }
 
 impl PgProvider {
@@ -136,9 +138,20 @@ impl PgProvider {
     /// Hand it back with [`drop_database`](Self::drop_database), which returns it to the pool.
     pub async fn scoped_database(&self, hint: &str) -> Result<TestDatabase, RealTierError> {
         let idle = self.idle_scoped.lock().expect("pool lock").pop();
-        if let Some(name) = idle {
-            let db = self.open(name, true).await?;
-            match reset_scoped(&db).await? {
+        if let Some(IdleDatabase { name, pool }) = idle {
+            let kept = self.reopen(name.clone(), pool);
+            let (db, reset) = match reset_scoped(&kept).await {
+                Ok(reset) => (kept, reset),
+                // The kept connections may be unusable (a server restart, a pool made on a
+                // runtime that has since stopped): one more try on new connections.
+                Err(_) => {
+                    kept.pool.close().await;
+                    let db = self.open(name, true).await?;
+                    let reset = reset_scoped(&db).await?;
+                    (db, reset)
+                }
+            };
+            match reset {
                 Reset::Done => return Ok(db),
                 Reset::Stale { found } => {
                     eprintln!("{}", stale_database_message(&db.name, found.as_deref()));
@@ -202,7 +215,15 @@ impl PgProvider {
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options.clone())
+            // No ping before every acquire: it doubled the round trips of a seed, whose
+            // statements mostly take a connection each. A connection that died (terminated,
+            // the server gone) fails its statement instead, the pool drops it, and the next
+            // acquire connects anew; the store reports that failure as the database being
+            // unavailable, which is what it was.
+            .test_before_acquire(false)
+            // Tagged, so a reset tells this pool's idle connections (kept) from anyone else's
+            // (disconnected); `options` stays untagged for other clients.
+            .connect_with(options.clone().application_name(&pool_application_name()))
             .await
             .map_err(|e| RealTierError::Postgres {
                 message: format!("connect to {name}: {e}"),
@@ -217,14 +238,30 @@ impl PgProvider {
         })
     }
 
+    /// A pooled database's kept pool, as a [`TestDatabase`].
+    fn reopen(&self, name: String, pool: PgPool) -> TestDatabase {
+        TestDatabase {
+            options: self.admin.clone().database(&name),
+            url: self.database_url(&name),
+            name,
+            pool,
+            pooled: true,
+        }
+    }
+
     /// Hands back a database from [`fresh_database`](Self::fresh_database) (dropped) or
-    /// [`scoped_database`](Self::scoped_database) (closed and returned to the pool, dropped with
-    /// the provider). With an ephemeral cluster dropping is optional (the whole cluster goes
+    /// [`scoped_database`](Self::scoped_database) (returned to the pool with its connections
+    /// open, reset when next taken, dropped with the provider). With an ephemeral cluster dropping is optional (the whole cluster goes
     /// on drop); with `DATABASE_URL` it is how a run leaves the server as it found it.
     pub async fn drop_database(&self, db: TestDatabase) -> Result<(), RealTierError> {
         if db.pooled {
-            db.pool.close().await;
-            self.idle_scoped.lock().expect("pool lock").push(db.name);
+            self.idle_scoped
+                .lock()
+                .expect("pool lock")
+                .push(IdleDatabase {
+                    name: db.name,
+                    pool: db.pool,
+                });
             return Ok(());
         }
         self.drop_database_now(db).await
@@ -237,8 +274,9 @@ impl PgProvider {
 
     /// Drops the pooled databases no scenario holds (also done when the provider drops).
     pub async fn drop_idle(&self) -> Result<(), RealTierError> {
-        let names = std::mem::take(&mut *self.idle_scoped.lock().expect("pool lock"));
-        for name in names {
+        let idle = std::mem::take(&mut *self.idle_scoped.lock().expect("pool lock"));
+        for IdleDatabase { name, pool } in idle {
+            pool.close().await;
             drop_named(&self.admin, &name).await?;
         }
         Ok(())
@@ -266,9 +304,24 @@ pub struct TestDatabase {
     pooled: bool,
 }
 
+/// A pooled database between two holders, its connections open.
+struct IdleDatabase {
+    name: String,
+    pool: PgPool,
+}
+
+/// The `application_name` of this process's pool connections.
+fn pool_application_name() -> String {
+    format!("tidemark-pool-{}", crate::owner::Owner::current().token())
+}
+
 impl Drop for PgProvider {
     fn drop(&mut self) {
-        let names = std::mem::take(&mut *self.idle_scoped.lock().expect("pool lock"));
+        // Dropping a pool closes its sockets; DROP DATABASE ... WITH (FORCE) ends the backends.
+        let names: Vec<String> = std::mem::take(&mut *self.idle_scoped.lock().expect("pool lock"))
+            .into_iter()
+            .map(|idle| idle.name)
+            .collect();
         // An ephemeral cluster goes as a whole; a server from DATABASE_URL is left as found.
         if names.is_empty() || self.cluster.is_some() {
             return;
@@ -318,9 +371,10 @@ enum Reset {
     },
 }
 
-/// Empties a pooled scoped database as if it were new: no other session (a killed adapter's
-/// connections included), no rows, every sequence back at its start (the differential check
-/// compares ids, which must run from 1 as in a fresh database).
+/// Empties a pooled scoped database as if it were new: no session but this pool's idle ones (a
+/// killed adapter's connections are ended), no rows, every sequence back at its start (the
+/// differential check compares ids, which must run from 1 as in a fresh database). One round
+/// trip: it runs once per explored seed, where each round trip shows.
 async fn reset_scoped(db: &TestDatabase) -> Result<Reset, RealTierError> {
     let err = |step: &str| {
         let step = step.to_string();
@@ -329,35 +383,44 @@ async fn reset_scoped(db: &TestDatabase) -> Result<Reset, RealTierError> {
             message: format!("resetting pooled database {name} ({step}): {e}"),
         }
     };
+    let marker = tidemark_reference::scoped::schema::schema_marker();
+    // The marker and the application name are built from [a-z0-9 -] only, so quoting them is
+    // enough. A stale database is left as it is: it is dropped next. `TRUNCATE` rather than
+    // `DELETE`: the tables start from new, empty files, as in a database just created, and the
+    // deletion triggers do not fire.
+    let batch = format!(
+        "SELECT obj_description(to_regclass('public.workspaces'), 'pg_class');
+         DO $reset$
+         DECLARE tables text;
+         BEGIN
+           IF obj_description(to_regclass('public.workspaces'), 'pg_class')
+              IS DISTINCT FROM '{marker}' THEN
+             RETURN;
+           END IF;
+           PERFORM pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid()
+              AND (application_name IS DISTINCT FROM '{app}' OR state IS DISTINCT FROM 'idle');
+           SELECT string_agg(quote_ident(tablename), ', ' ORDER BY tablename) INTO tables
+             FROM pg_tables WHERE schemaname = 'public';
+           IF tables IS NOT NULL THEN
+             EXECUTE 'TRUNCATE ' || tables || ' RESTART IDENTITY CASCADE';
+           END IF;
+         END $reset$;",
+        app = pool_application_name()
+    );
     let mut conn = db.pool.acquire().await.map_err(err("connect"))?;
-    let found = tidemark_reference::scoped::schema::schema_marker_of(&mut *conn)
+    let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(batch))
+        .fetch_all(&mut *conn)
         .await
-        .map_err(err("read the schema marker"))?;
-    if found.as_deref() != Some(tidemark_reference::scoped::schema::schema_marker().as_str()) {
+        .map_err(err(
+            "check the schema marker, disconnect other sessions, TRUNCATE",
+        ))?;
+    let found: Option<String> = match rows.first() {
+        Some(row) => sqlx::Row::try_get(row, 0).map_err(err("read the schema marker"))?,
+        None => None,
+    };
+    if found.as_deref() != Some(marker.as_str()) {
         return Ok(Reset::Stale { found });
-    }
-    sqlx::query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-         WHERE datname = current_database() AND pid <> pg_backend_pid()",
-    )
-    .execute(&mut *conn)
-    .await
-    .map_err(err("disconnect other sessions"))?;
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename",
-    )
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(err("list tables"))?;
-    if !tables.is_empty() {
-        // quote_ident made each name safe to splice.
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-            "TRUNCATE {} RESTART IDENTITY CASCADE",
-            tables.join(", ")
-        )))
-        .execute(&mut *conn)
-        .await
-        .map_err(err("TRUNCATE"))?;
     }
     Ok(Reset::Done)
 }
@@ -475,6 +538,8 @@ pub struct EphemeralCluster {
     dir: Option<crate::owner::OwnedDir>,
     child: Option<Child>,
     port: u16,
+    /// Where the server's Unix socket is, when its path fits in a socket address.
+    socket_dir: Option<PathBuf>,
 }
 
 impl EphemeralCluster {
@@ -484,9 +549,12 @@ impl EphemeralCluster {
         } else {
             None
         };
-        // Owned by this run from its first instant: a later run stops the cluster and removes it
-        // if this run is killed.
-        let dir = crate::owner::tempdir("tidemark-pg-").map_err(|e| e.to_string())?;
+        // In the scratch base (memory-backed where there is one): a throwaway cluster never
+        // needs its files to survive the machine, and on disk its writes queue behind every
+        // other process's writeback. Owned by this run from its first instant: a later run stops
+        // the cluster and removes it if this run is killed.
+        let dir = crate::owner::tempdir_in(&crate::owner::scratch_base(), "tidemark-pg-")
+            .map_err(|e| e.to_string())?;
         let data = dir.path().join("data");
         let socket_dir = dir.path().join("sock");
         std::fs::create_dir(&socket_dir).map_err(|e| e.to_string())?;
@@ -496,38 +564,60 @@ impl EphemeralCluster {
                     .map_err(|e| format!("chown {}: {e}", p.display()))?;
             }
         }
-        let mut initdb = Command::new(bin.join("initdb"));
-        initdb
-            .arg("-D")
-            .arg(&data)
-            .args([
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "--no-sync",
-                "-E",
-                "UTF8",
-                "--locale=C",
-            ])
-            .current_dir(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            // Carries the run's token, so a signal's sweep kills an initdb still writing into
-            // the cluster's directory before it removes that directory.
-            .env(
-                crate::owner::RUN_ENV,
-                crate::owner::Owner::current().run_env_value(0),
-            );
-        as_user(&mut initdb, run_as);
-        let out = tokio::task::spawn_blocking(move || initdb.output())
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("initdb: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "initdb failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
+        const INITDB_ARGS: [&str; 7] = [
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "--locale=C",
+        ];
+        let template = super::pg_template::template_path(bin, &INITDB_ARGS, run_as);
+        let copied = match &template {
+            Some(t) if super::pg_template::is_ready(t) => {
+                let data = data.clone();
+                let t = t.clone();
+                tokio::task::spawn_blocking(move || super::pg_template::copy_tree(&t, &data))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .is_ok()
+            }
+            _ => false,
+        };
+        if !copied {
+            let _ = std::fs::remove_dir_all(&data);
+            let mut initdb = Command::new(bin.join("initdb"));
+            initdb
+                .arg("-D")
+                .arg(&data)
+                .args(INITDB_ARGS)
+                .current_dir(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                // Carries the run's token, so a signal's sweep kills an initdb still writing
+                // into the cluster's directory before it removes that directory.
+                .env(
+                    crate::owner::RUN_ENV,
+                    crate::owner::Owner::current().run_env_value(0),
+                );
+            as_user(&mut initdb, run_as);
+            let out = tokio::task::spawn_blocking(move || initdb.output())
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("initdb: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "initdb failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+            if let Some(t) = &template {
+                let (data, t) = (data.clone(), t.clone());
+                tokio::task::spawn_blocking(move || super::pg_template::save(&data, &t))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
         }
         let mut last_err = String::new();
         // A free port can be taken between probing and binding; try a few.
@@ -537,6 +627,8 @@ impl EphemeralCluster {
                 dir: None,
                 child: None,
                 port,
+                // sun_path holds 108 bytes with its NUL; the name adds `/.s.PGSQL.<port>`.
+                socket_dir: (socket_dir.as_os_str().len() + 17 < 108).then(|| socket_dir.clone()),
             };
             let mut postgres = Command::new(bin.join("postgres"));
             postgres
@@ -546,6 +638,10 @@ impl EphemeralCluster {
                 .arg(port.to_string())
                 .arg("-k")
                 .arg(&socket_dir)
+                // No fsync, no waiting for the WAL flush at commit, no full-page images: these
+                // only protect data across a crash of the machine, and a throwaway cluster's
+                // data is worthless once its run ends (a crashed run starts a new cluster).
+                // What a transaction sees is unchanged, so the traces are too.
                 .args([
                     "-c",
                     "listen_addresses=127.0.0.1",
@@ -557,6 +653,11 @@ impl EphemeralCluster {
                     "full_page_writes=off",
                     "-c",
                     "max_connections=200",
+                    // Dynamic shared memory as files in the data directory rather than
+                    // /dev/shm/PostgreSQL.*, which a killed postmaster leaves behind; the
+                    // directory goes with the cluster.
+                    "-c",
+                    "dynamic_shared_memory_type=mmap",
                 ])
                 .current_dir(dir.path())
                 .stdout(Stdio::null())
@@ -575,12 +676,19 @@ impl EphemeralCluster {
         Err(format!("postgres did not start: {last_err}"))
     }
 
+    /// The harness's own connections go through the Unix socket: a round trip costs the kernel
+    /// less than over loopback TCP, and a seed makes hundreds. Other processes get the TCP
+    /// address ([`PgProvider::database_url`]).
     fn connect_options(&self) -> PgConnectOptions {
-        PgConnectOptions::new()
+        let options = PgConnectOptions::new()
             .host("127.0.0.1")
             .port(self.port)
             .username("postgres")
-            .database("postgres")
+            .database("postgres");
+        match &self.socket_dir {
+            Some(dir) => options.socket(dir),
+            None => options,
+        }
     }
 
     async fn wait_ready(&mut self, limit: Duration) -> Result<(), String> {
