@@ -322,6 +322,36 @@ scenario!(
 );
 
 scenario!(
+    every_hostile_spelling_gets_its_verdict_through_the_real_stores,
+    kills = [BackslashAccepted, LookalikeDotsAccepted, TextKeyUncounted],
+    |w| {
+        use tidemark_sim::real_tier::model::hostile::{Fit, Verdict, SPELLINGS};
+        let t = w.standard().await;
+        let fit = Fit {
+            prefix_bytes: format!("sessions/{}/{}/{}/", t.workspace, t.agent, t.session).len(),
+        };
+        for s in SPELLINGS {
+            let path = s.guest_path(&fit);
+            let written = w.store.write(&t, &path, b"hostile".to_vec()).await;
+            match s.verdict {
+                Verdict::Refused(reason) => ensure!(
+                    written.as_ref().err().map(|e| e.kind()) == Some(reason),
+                    "{} ({path:?}) gave {:?}, not refused {reason}",
+                    s.what,
+                    written.map_err(|e| e.kind())
+                ),
+                Verdict::Name => {
+                    ok(written, s.what)?;
+                    let back = ok(w.store.read(&t, &path).await, s.what)?;
+                    ensure!(back == b"hostile", "{} read back {back:?}", s.what);
+                }
+            }
+        }
+        Ok(())
+    }
+);
+
+scenario!(
     traversal_is_refused_and_a_scopeless_path_is_answered_with_corrections,
     kills = [ClampingResolution, ScopeGuessed, EncodedTraversalAccepted],
     |w| {
