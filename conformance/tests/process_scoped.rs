@@ -384,13 +384,7 @@ impl tidemark_conformance::profiles::scoped_gate::ScopedImplementation for Refer
     > {
         Box::pin(async move {
             let s3 = init.s3.as_ref().ok_or("no S3")?;
-            let access = tidemark_sim::real_tier::remote::S3Access {
-                endpoint_url: s3.endpoint_url.clone(),
-                region: s3.region.clone(),
-                bucket: s3.bucket.clone(),
-                access_key_id: s3.access_key_id.clone(),
-                secret_access_key: s3.secret_access_key.clone(),
-            };
+            let access = tidemark_sim::real_tier::remote::S3Access::from(s3);
             let url = init.postgres_url.as_deref().ok_or("no PostgreSQL")?;
             let service = tidemark_sim::real_tier::remote::ScopedService::open(
                 &access,

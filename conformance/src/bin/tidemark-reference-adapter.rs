@@ -207,13 +207,7 @@ async fn start(
         let (Some(s3), Some(url)) = (&init.s3, &init.postgres_url) else {
             return Err("the scoped profile needs `s3` and `postgres_url` in init".into());
         };
-        let access = S3Access {
-            endpoint_url: s3.endpoint_url.clone(),
-            region: s3.region.clone(),
-            bucket: s3.bucket.clone(),
-            access_key_id: s3.access_key_id.clone(),
-            secret_access_key: s3.secret_access_key.clone(),
-        };
+        let access = S3Access::from(s3);
         let service = ScopedService::open(&access, url, &init.knobs, scoped_mutant).await?;
         return Ok(Serving::Scoped(Box::new(service)));
     }

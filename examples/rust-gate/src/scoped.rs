@@ -43,13 +43,7 @@ impl ScopedImplementation for MyScoped {
                 .postgres_url
                 .as_deref()
                 .ok_or("the init hands over no PostgreSQL database")?;
-            let access = S3Access {
-                endpoint_url: s3.endpoint_url.clone(),
-                region: s3.region.clone(),
-                bucket: s3.bucket.clone(),
-                access_key_id: s3.access_key_id.clone(),
-                secret_access_key: s3.secret_access_key.clone(),
-            };
+            let access = S3Access::from(s3);
             let service = ScopedService::open(&access, url, &init.knobs, None).await?;
             Ok(Box::new(MyInstance(service)) as Box<dyn ScopedInstance>)
         })
