@@ -90,10 +90,14 @@ fn fixture_error(relative: &str) -> String {
     let message = if relative.ends_with(".tdms") {
         let rules = RuleIndex::load(&tidemark_conformance::default_spec_path()).unwrap();
         let bytes = std::fs::read(&path).unwrap();
-        match tidemark_sim::real_tier::script::utf8_text(&bytes) {
+        match tidemark_conformance::profiles::scoped::script::utf8_text(&bytes) {
             Err((line, m)) => format!("{}:{line}: {m}", path.display()),
             Ok(text) => {
-                match tidemark_sim::real_tier::script::parse_with(&path, text, rules.id_set()) {
+                match tidemark_conformance::profiles::scoped::script::parse_with(
+                    &path,
+                    text,
+                    rules.id_set(),
+                ) {
                     Ok(s) => panic!("{relative} should not load; parsed {} steps", s.steps.len()),
                     Err(e) => e.to_string(),
                 }
@@ -170,7 +174,7 @@ fn a_ten_megabyte_line_is_cut_in_its_parse_error_in_both_grammars() {
         "{}",
         &scratchpad[scratchpad.len() - 200..]
     );
-    let scoped = tidemark_sim::real_tier::script::parse_with(
+    let scoped = tidemark_conformance::profiles::scoped::script::parse_with(
         Path::new("x.tdms"),
         &format!("scenario: s\nprofile: scoped\nrules: SC-1.1\nfrobnicate {huge}\n"),
         &["SC-1.1".to_string()].into_iter().collect(),
@@ -215,11 +219,12 @@ fn the_scoped_grammar_loads_each_file_once_and_refuses_a_shared_test_name() {
     std::fs::write(tmp.path().join("one.tdms"), text).unwrap();
     std::os::unix::fs::symlink(tmp.path(), tmp.path().join("loop")).unwrap();
     let rules = ["SC-1.1".to_string()].into_iter().collect();
-    let loaded = tidemark_sim::real_tier::script::load_dir_with(tmp.path(), &rules).unwrap();
+    let loaded =
+        tidemark_conformance::profiles::scoped::script::load_dir_with(tmp.path(), &rules).unwrap();
     assert_eq!(loaded.len(), 1);
     std::fs::create_dir(tmp.path().join("again")).unwrap();
     std::fs::write(tmp.path().join("again/one.tdms"), text).unwrap();
-    let e = tidemark_sim::real_tier::script::load_dir_with(tmp.path(), &rules)
+    let e = tidemark_conformance::profiles::scoped::script::load_dir_with(tmp.path(), &rules)
         .unwrap_err()
         .to_string()
         .replace(&format!("{}/", tmp.path().display()), "");

@@ -188,7 +188,9 @@ fn check_both(file: &Path, text: &str) -> Result<(), TestCaseError> {
             e.line
         );
     }
-    if let Err(e) = tidemark_sim::real_tier::script::parse_with(file, text, rules().id_set()) {
+    if let Err(e) =
+        tidemark_conformance::profiles::scoped::script::parse_with(file, text, rules().id_set())
+    {
         prop_assert!(
             (1..=lines).contains(&e.line),
             "scoped error at line {} of a {lines}-line file: {e}",

@@ -37,13 +37,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use crate::clip::{clip, clip_field, MAX_SCENARIO_SPAN_MS};
-use crate::real_tier::faults::S3_OPERATIONS;
+use tidemark_sim::clip::{clip, clip_field, MAX_SCENARIO_SPAN_MS};
+use tidemark_sim::real_tier::faults::S3_OPERATIONS;
 
 use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tidemark_reference::scoped::Access;
 
-use super::scoped_driver::{CrashPointName, ScopedOp, ScopedOutcome, Turn, WaitKindName};
+use super::driver::{CrashPointName, ScopedOp, ScopedOutcome, Turn, WaitKindName};
 
 #[derive(Clone, Debug)]
 pub struct Script {
@@ -157,7 +157,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Script>, ScriptError> {
 
 /// [`load_dir`] with the rule ids of another SPEC.md (`tidemark run --spec`).
 pub fn load_dir_with(dir: &Path, rules: &BTreeSet<String>) -> Result<Vec<Script>, ScriptError> {
-    let files = crate::scenario_files::find(dir, "tdms").map_err(|e| ScriptError {
+    let files = tidemark_sim::scenario_files::find(dir, "tdms").map_err(|e| ScriptError {
         file: dir.to_path_buf(),
         line: 0,
         message: format!("cannot read the scenario directory: {e}"),
@@ -180,7 +180,9 @@ pub fn load_dir_with(dir: &Path, rules: &BTreeSet<String>) -> Result<Vec<Script>
         })
         .collect::<Result<Vec<_>, _>>()?;
     if let Some((name, first, second)) =
-        crate::scenario_files::duplicate_name(&scripts, Script::test_name, |s| s.file.as_path())
+        tidemark_sim::scenario_files::duplicate_name(&scripts, Script::test_name, |s| {
+            s.file.as_path()
+        })
     {
         return Err(ScriptError {
             file: second.to_path_buf(),
@@ -228,9 +230,9 @@ fn repo_rules() -> Result<&'static BTreeSet<String>, SpecUnreadable> {
         std::sync::OnceLock::new();
     RULES
         .get_or_init(|| {
-            let path = crate::spec_rules::repo_spec_path();
+            let path = tidemark_sim::spec_rules::repo_spec_path();
             std::fs::read_to_string(&path)
-                .map(|t| crate::spec_rules::rule_ids(&t))
+                .map(|t| tidemark_sim::spec_rules::rule_ids(&t))
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))
         })
         .as_ref()
@@ -720,7 +722,7 @@ pub fn parse_with(
                 }
                 let mut ids = Vec::new();
                 for id in v.split(',').map(str::trim).filter(|r| !r.is_empty()) {
-                    if !id.starts_with("SC-") || !crate::spec_rules::is_rule_id(id) {
+                    if !id.starts_with("SC-") || !tidemark_sim::spec_rules::is_rule_id(id) {
                         return Err(err(
                             line,
                             format!(
@@ -800,7 +802,7 @@ pub fn parse_with(
         if let Action::Advance(ms) = action {
             offset_ms = offset_ms
                 .checked_add(ms)
-                .filter(|o| (-crate::clock::EPOCH.as_millis()..=MAX_SCENARIO_SPAN_MS).contains(o))
+                .filter(|o| (-tidemark_sim::clock::EPOCH.as_millis()..=MAX_SCENARIO_SPAN_MS).contains(o))
                 .ok_or_else(|| {
                     err(
                         line,
@@ -860,7 +862,7 @@ impl std::fmt::Display for StepFailure {
 /// Runs a scenario from the pinned epoch on its own S3 server (so its faults are its own) and
 /// its own database on `pg`.
 pub async fn run(
-    pg: std::sync::Arc<super::PgProvider>,
+    pg: std::sync::Arc<tidemark_sim::real_tier::PgProvider>,
     script: &Script,
     mutant: Option<tidemark_reference::scoped::ScopedMutant>,
 ) -> Result<(), StepFailure> {
@@ -881,7 +883,7 @@ pub enum Backend {
 
 /// [`run`] on a chosen backend.
 pub async fn run_on(
-    pg: std::sync::Arc<super::PgProvider>,
+    pg: std::sync::Arc<tidemark_sim::real_tier::PgProvider>,
     script: &Script,
     mutant: Option<tidemark_reference::scoped::ScopedMutant>,
     backend: Backend,
@@ -901,7 +903,7 @@ pub struct Recorded {
 /// Runs a scenario from the pinned epoch on `backend` and records every outcome. `pg` is
 /// needed by every backend but [`Backend::Sim`].
 pub async fn run_recorded(
-    pg: Option<std::sync::Arc<super::PgProvider>>,
+    pg: Option<std::sync::Arc<tidemark_sim::real_tier::PgProvider>>,
     script: &Script,
     mutant: Option<tidemark_reference::scoped::ScopedMutant>,
     backend: Backend,
@@ -912,7 +914,7 @@ pub async fn run_recorded(
 }
 
 async fn run_steps(
-    pg: Option<std::sync::Arc<super::PgProvider>>,
+    pg: Option<std::sync::Arc<tidemark_sim::real_tier::PgProvider>>,
     script: &Script,
     mutant: Option<tidemark_reference::scoped::ScopedMutant>,
     backend: Backend,
@@ -942,8 +944,8 @@ async fn run_steps(
                 ));
             };
             let tier = match backend {
-                Backend::Disk => super::RealTier::with_postgres(pg, seed).await,
-                _ => super::RealTier::with_postgres_memory(pg, seed).await,
+                Backend::Disk => tidemark_sim::real_tier::RealTier::with_postgres(pg, seed).await,
+                _ => tidemark_sim::real_tier::RealTier::with_postgres_memory(pg, seed).await,
             }
             .map_err(|e| fail(0, "start", "a running S3 server".into(), e.to_string()))?;
             super::ScopedDriver::start(std::sync::Arc::new(tier), &name, mutant, &script.knobs)
@@ -976,7 +978,7 @@ async fn play_steps(
         expected,
         actual,
     };
-    let mut now = crate::clock::EPOCH;
+    let mut now = tidemark_sim::clock::EPOCH;
     for step in &script.steps {
         match &step.action {
             Action::Advance(ms) => now = now.plus_ms(*ms),
@@ -1011,7 +1013,7 @@ pub struct ScriptResult {
 
 /// Runs every scenario against the reference (or one mutant of it), in order.
 pub async fn run_suite(
-    pg: std::sync::Arc<super::PgProvider>,
+    pg: std::sync::Arc<tidemark_sim::real_tier::PgProvider>,
     scripts: &[Script],
     mutant: Option<tidemark_reference::scoped::ScopedMutant>,
 ) -> Vec<ScriptResult> {
@@ -1030,7 +1032,7 @@ pub async fn run_suite(
 /// For each scoped mutant, the first scenario naming it in `kills:` that fails under it
 /// (`None`: the mutant survives, or no scenario names it).
 pub async fn mutant_matrix(
-    pg: std::sync::Arc<super::PgProvider>,
+    pg: std::sync::Arc<tidemark_sim::real_tier::PgProvider>,
     scripts: &[Script],
 ) -> Vec<(tidemark_reference::scoped::ScopedMutant, Option<String>)> {
     mutant_matrix_on(Some(pg), scripts, Backend::Disk).await
@@ -1038,7 +1040,7 @@ pub async fn mutant_matrix(
 
 /// [`mutant_matrix`] on a chosen backend (`pg` may be `None` for [`Backend::Sim`]).
 pub async fn mutant_matrix_on(
-    pg: Option<std::sync::Arc<super::PgProvider>>,
+    pg: Option<std::sync::Arc<tidemark_sim::real_tier::PgProvider>>,
     scripts: &[Script],
     backend: Backend,
 ) -> Vec<(tidemark_reference::scoped::ScopedMutant, Option<String>)> {

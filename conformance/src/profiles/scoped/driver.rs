@@ -17,7 +17,7 @@ use tidemark_reference::scoped::{
 use super::remote::{
     bucket_keys, fault_plan, op_name, run_age_rule, side, with_skill_hashes, ScopedService, Side,
 };
-use super::{RealTier, RealTierError, S3Server, TestDatabase};
+use tidemark_sim::real_tier::{RealTier, RealTierError, S3Server, TestDatabase};
 
 /// Who is calling: a turn in workspace/agent/session, with the skills it was sent by name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -314,10 +314,10 @@ impl ScopedDriver {
         let mut config = config_from(mutant, knobs)?;
         // LastModified of the in-memory store comes from this clock; the scoped reference
         // stamps its own write times, so a fixed instant is enough (as on the memory backend).
-        let s3_clock = Arc::new(ManualClock::starting_at(crate::clock::EPOCH));
+        let s3_clock = Arc::new(ManualClock::starting_at(tidemark_sim::clock::EPOCH));
         let (s3, _) = S3Server::start_memory(s3_clock, seed).await?;
         // A fresh server: its first bucket.
-        let bucket = super::bucket_name(1);
+        let bucket = tidemark_sim::real_tier::bucket_name(1);
         s3.client()
             .create_bucket()
             .bucket(&bucket)

@@ -18,9 +18,9 @@ use std::collections::BTreeMap;
 use rand::RngCore;
 use tidemark_reference::scoped::layout::Id;
 
-use super::scoped_driver::{ScopedOp, Turn};
+use super::driver::{ScopedOp, Turn};
 use super::script::{Action, Expect, Script};
-use crate::seed::MasterSeed;
+use tidemark_sim::seed::MasterSeed;
 
 /// A UUID in the v4 layout (version nibble 4, variant `10`), lowercase, 36 bytes.
 pub fn v4_shaped(rng: &mut impl RngCore) -> String {

@@ -10,9 +10,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
+use tidemark_conformance::profiles::scoped::script::{self, Backend, Recorded, Script};
+use tidemark_conformance::profiles::scoped::ScopedOutcome;
 use tidemark_reference::scoped::ScopedMutant;
-use tidemark_sim::real_tier::script::{self, Backend, Recorded, Script};
-use tidemark_sim::real_tier::{PgProvider, ScopedOutcome};
+use tidemark_sim::real_tier::PgProvider;
 
 fn scenarios_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/scoped")

@@ -1,6 +1,6 @@
 //! A turmoil world for the scoped profile: the simulation tier proper.
 //!
-//! - Host `s3`: the in-memory S3 ([`crate::turmoil_s3`]) behind the fault wrapper, served over
+//! - Host `s3`: the in-memory S3 ([`tidemark_sim::turmoil_s3`]) behind the fault wrapper, served over
 //!   turmoil's network. Its contents live outside the host, so they survive a bounce.
 //! - Host `app`: the scoped reference ([`ScopedStore`]) over the in-memory metadata store
 //!   ([`MemoryMetadata`], committed state shared across restarts; open transactions die with
@@ -39,13 +39,13 @@ use tidemark_reference::scoped::{
 };
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::clock::EPOCH;
-use crate::real_tier::memory_s3::MemoryHandle;
-use crate::real_tier::scoped_driver::{ScopedOp, ScopedOutcome, Turn, WaitKindName};
-use crate::real_tier::{FaultHandle, FaultPlan};
-use crate::seed::MasterSeed;
-use crate::trace::Trace;
-use crate::turmoil_s3::{endpoint, faulty_memory_service, serve, sim_s3_client, S3_PORT};
+use crate::profiles::scoped::driver::{ScopedOp, ScopedOutcome, Turn, WaitKindName};
+use tidemark_sim::clock::EPOCH;
+use tidemark_sim::real_tier::memory_s3::MemoryHandle;
+use tidemark_sim::real_tier::{FaultHandle, FaultPlan};
+use tidemark_sim::seed::MasterSeed;
+use tidemark_sim::trace::Trace;
+use tidemark_sim::turmoil_s3::{endpoint, faulty_memory_service, serve, sim_s3_client, S3_PORT};
 
 const APP: &str = "app";
 const STORE: &str = "s3";
@@ -129,7 +129,7 @@ async fn apply(
     skills: &Skills,
     op: &ScopedOp,
 ) -> Result<ScopedOutcome, ScopedError> {
-    let op = &crate::real_tier::uuid_ids::op_with_uuid_ids(op, "scoped-world");
+    let op = &crate::profiles::scoped::uuid_ids::op_with_uuid_ids(op, "scoped-world");
     let space = |t: &Turn| space(t, skills);
     let settings = |agent, workspace| ScopeSettings { agent, workspace };
     Ok(match op {
@@ -366,9 +366,9 @@ const TRAVERSALS: [&str; 4] = [
 /// traversals above and the hostile spellings SPEC refuses (`model::hostile`), the key-length
 /// one fitted to `t`'s session.
 fn refused_spellings(t: &Turn) -> Vec<(String, &'static str, &'static str)> {
-    use crate::real_tier::model::hostile::{Fit, Verdict, SPELLINGS};
+    use crate::profiles::scoped::model::hostile::{Fit, Verdict, SPELLINGS};
     // The store sees the UUIDs the host gives it (`apply`), not the clients' short names.
-    let id = |short: &str| crate::real_tier::uuid_ids::uuid_for("scoped-world", short);
+    let id = |short: &str| crate::profiles::scoped::uuid_ids::uuid_for("scoped-world", short);
     let fit = Fit {
         prefix_bytes: format!(
             "sessions/{}/{}/{}/",

@@ -1,8 +1,8 @@
 //! Every scoped scenario runs with UUID identifiers: loading the suite replaces each short id
 //! (`w1`, `a1`, `s1`) with a 36-byte UUID, and what reaches the bucket is keyed by them.
 
-use tidemark_sim::real_tier::scoped_driver::{ScopedOp, ScopedOutcome};
-use tidemark_sim::real_tier::script::{self, Action, Backend};
+use tidemark_conformance::profiles::scoped::driver::{ScopedOp, ScopedOutcome};
+use tidemark_conformance::profiles::scoped::script::{self, Action, Backend};
 
 fn scenarios_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/scoped")

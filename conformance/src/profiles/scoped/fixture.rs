@@ -3,12 +3,12 @@
 //! so a replay proves the failure recurs identically. Kept apart from the scratchpad fixtures
 //! (`fixtures/explore-scoped/`): the operations are another profile's.
 
+use crate::profiles::scoped::model::{
+    run_ops_with, trace_hash, Divergence, IdStyle, ModelOp, SequenceError, Tier,
+};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tidemark_reference::scoped::ScopedMutant;
-use tidemark_sim::real_tier::model::{
-    run_ops_with, trace_hash, Divergence, IdStyle, ModelOp, SequenceError, Tier,
-};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScopedFixture {
@@ -119,7 +119,7 @@ impl ScopedFixture {
     }
 
     pub fn mutant(&self) -> Result<Option<ScopedMutant>, String> {
-        super::scoped::mutant_arg(self.mutant.as_deref())
+        super::explore::mutant_arg(self.mutant.as_deref())
     }
 }
 
@@ -232,13 +232,13 @@ mod tests {
         let mutant = old.mutant().expect("a known mutant");
         let rt = runtime();
         let run =
-            tidemark_sim::real_tier::model::run_ops(Tier::Memory, old.seed, &old.ops, mutant, None);
+            crate::profiles::scoped::model::run_ops(Tier::Memory, old.seed, &old.ops, mutant, None);
         let Err(SequenceError::Diverged(d)) = rt.block_on(run) else {
             panic!("the mutant still fails the same operations with UUID ids")
         };
         let f = ScopedFixture::new(old.seed, mutant, Tier::Memory, old.ops.clone(), &d);
         assert_eq!(f.generator, 2);
-        let ws = tidemark_sim::real_tier::model::IdStyle::Uuid.id("w1");
+        let ws = crate::profiles::scoped::model::IdStyle::Uuid.id("w1");
         assert!(
             f.divergence.contains(&format!("workspaces/{ws}/")),
             "{}",

@@ -1,6 +1,9 @@
 //! The reference scratchpad, driven in-process. Time reaches it through a clock the driver sets
 //! from each request's timestamp, exactly as an out-of-process implementation receives it.
 
+pub mod oracle;
+pub mod world;
+
 use crate::contract::{Bytes, Entry, Outcome, Request};
 use crate::driver::{Driver, DriverError, DriverFactory, Environment};
 use crate::scenario::parse::context_of;

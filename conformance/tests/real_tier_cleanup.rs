@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use sqlx::ConnectOptions;
-use tidemark_sim::real_tier::script;
+use tidemark_conformance::profiles::scoped::script;
 use tidemark_sim::real_tier::PgProvider;
 
 async fn databases_of_this_process(pg: &PgProvider) -> i64 {

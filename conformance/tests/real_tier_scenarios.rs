@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
+use tidemark_conformance::profiles::scoped::script::{self, Script};
 use tidemark_reference::scoped::ScopedMutant;
-use tidemark_sim::real_tier::script::{self, Script};
 use tidemark_sim::real_tier::PgProvider;
 
 fn scenarios_dir() -> PathBuf {

@@ -19,13 +19,14 @@ use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::{ScopedOp, ScopedOutcome};
+use crate::profiles::scoped::remote::{self, Side};
+use crate::profiles::scoped::script::{self, Action, Expect, Script};
 use futures::StreamExt;
 use tidemark_reference::clock::Timestamp;
 use tidemark_sim::clock::EPOCH;
-use tidemark_sim::real_tier::remote::{self, Side};
-use tidemark_sim::real_tier::script::{self, Action, Expect, Script};
 use tidemark_sim::real_tier::server::{ACCESS_KEY, REGION, SECRET_KEY};
-use tidemark_sim::real_tier::{PgProvider, RealTier, ScopedOp, ScopedOutcome, TestDatabase};
+use tidemark_sim::real_tier::{PgProvider, RealTier, TestDatabase};
 use tidemark_sim::trace::Trace;
 
 use crate::driver::DriverError;
@@ -103,7 +104,7 @@ pub async fn check(
     let runs = scripts.iter().any(|s| skip_reason(factory, s).is_none());
     let pg = match pg {
         Some(pg) => Some(pg),
-        None if runs => Some(super::scoped::postgres().await?.0),
+        None if runs => Some(super::postgres().await?.0),
         None => None,
     };
     let pg = &pg;
@@ -252,7 +253,7 @@ pub(crate) async fn play_with<E: Endpoint>(
 }
 
 /// What the harness talks to while it plays a scenario: a program through the protocol
-/// ([`ProcessSession`]) or a Rust implementation in process ([`super::scoped_gate`]).
+/// ([`ProcessSession`]) or a Rust implementation in process ([`super::gate`]).
 #[allow(async_fn_in_trait)] // Used generically within this crate, never as `dyn`.
 pub trait Endpoint {
     /// Sends one implementation step at `now_ms`.

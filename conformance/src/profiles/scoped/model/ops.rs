@@ -16,7 +16,7 @@ pub const AGENTS: [&str; 2] = ["a1", "a2"];
 
 /// How the model's short names (`w1`, `a1`, `s1`) reach the store: version 1 of the generator
 /// sent them as they are; version 2 (the default) sends a UUID for each, as real systems name
-/// things, drawn by the seeded generator (see [`crate::real_tier::uuid_ids`]). Traces and
+/// things, drawn by the seeded generator (see [`crate::profiles::scoped::uuid_ids`]). Traces and
 /// divergences keep the short names as labels; a fixture saved by version 1 replays with
 /// version 1's ids, so its trace hash still holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,7 +50,7 @@ impl IdStyle {
     pub fn id(self, short: &str) -> String {
         match self {
             IdStyle::Short => short.to_string(),
-            IdStyle::Uuid => crate::real_tier::uuid_ids::uuid_for("scoped-model", short),
+            IdStyle::Uuid => crate::profiles::scoped::uuid_ids::uuid_for("scoped-model", short),
         }
     }
 }

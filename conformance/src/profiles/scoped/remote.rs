@@ -23,9 +23,9 @@ use tidemark_reference::scoped::{
     TurnSpace, WaitKind,
 };
 
-use super::scoped_driver::{race_write_against_sweep, ScopedOp, ScopedOutcome, Turn};
-use super::FaultPlan;
-use crate::lifecycle::LifecycleExecutor;
+use super::driver::{race_write_against_sweep, ScopedOp, ScopedOutcome, Turn};
+use tidemark_sim::lifecycle::LifecycleExecutor;
+use tidemark_sim::real_tier::FaultPlan;
 
 /// Who performs a scoped step when the implementation runs in another process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,9 +94,9 @@ pub struct S3Access {
     pub secret_access_key: String,
 }
 
-/// An aws-sdk-s3 client for `access` (configured as [`super::s3_client`]: path style, no retries).
+/// An aws-sdk-s3 client for `access` (configured as [`tidemark_sim::real_tier::s3_client`]: path style, no retries).
 pub fn s3_client_for(access: &S3Access) -> aws_sdk_s3::Client {
-    super::server::s3_client_with(
+    tidemark_sim::real_tier::server::s3_client_with(
         &access.endpoint_url,
         &access.region,
         &access.access_key_id,
@@ -549,7 +549,7 @@ mod tests {
         assert_eq!(side(&ScopedOp::Sweep), Side::Implementation);
         assert_eq!(
             side(&ScopedOp::CrashAt {
-                point: super::super::scoped_driver::CrashPointName("after_text_written".into())
+                point: super::super::driver::CrashPointName("after_text_written".into())
             }),
             Side::ImplementationWith(CRASH_POINTS)
         );

@@ -2,7 +2,7 @@
 //! reading a run step by step or diffing two runs of one seed:
 //!
 //! ```sh
-//! cargo run -p tidemark-sim --example world_trace -- 27
+//! cargo run -p tidemark-conformance --example world_trace -- 27
 //! ```
 
 fn main() {
@@ -10,7 +10,7 @@ fn main() {
         eprintln!("usage: world_trace SEED");
         std::process::exit(2);
     };
-    let run = tidemark_sim::scoped_world::run_scoped_world(seed, None);
+    let run = tidemark_conformance::profiles::scoped::world::run_scoped_world(seed, None);
     for line in run.trace.lines() {
         println!("{line}");
     }

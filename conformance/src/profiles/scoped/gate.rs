@@ -11,26 +11,27 @@
 //! ```no_run
 //! // tests/conformance.rs of a Rust scoped implementation
 //! # struct MyScoped;
-//! # impl tidemark_conformance::profiles::scoped_gate::ScopedImplementation for MyScoped {
+//! # impl tidemark_conformance::profiles::scoped::gate::ScopedImplementation for MyScoped {
 //! #     fn name(&self) -> String { unimplemented!() }
 //! #     fn start<'a>(&'a self, _: &'a tidemark_conformance::protocol::Init)
-//! #         -> futures::future::BoxFuture<'a, Result<Box<dyn tidemark_conformance::profiles::scoped_gate::ScopedInstance>, String>> { unimplemented!() }
+//! #         -> futures::future::BoxFuture<'a, Result<Box<dyn tidemark_conformance::profiles::scoped::gate::ScopedInstance>, String>> { unimplemented!() }
 //! # }
 //! fn main() {
-//!     tidemark_conformance::profiles::scoped_gate::run_as_tests(MyScoped);
+//!     tidemark_conformance::profiles::scoped::gate::run_as_tests(MyScoped);
 //! }
 //! ```
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use super::{ScopedOp, ScopedOutcome};
+use crate::profiles::scoped::script::Script;
 use futures::future::BoxFuture;
 use libtest_mimic::{Arguments, Failed, Trial};
-use tidemark_sim::real_tier::script::Script;
-use tidemark_sim::real_tier::{PgProvider, ScopedOp, ScopedOutcome};
+use tidemark_sim::real_tier::PgProvider;
 use tidemark_sim::trace::Trace;
 
-use super::scoped_process::{self, Endpoint};
+use super::process::{self, Endpoint};
 use crate::driver::DriverError;
 use crate::protocol::{Init, LedgerQueries};
 
@@ -168,7 +169,7 @@ pub async fn play(
     script: &Script,
 ) -> Result<(), String> {
     let mut trace = Trace::new();
-    scoped_process::play_with(pg, script, &mut trace, async |_: PathBuf, init: Init| {
+    process::play_with(pg, script, &mut trace, async |_: PathBuf, init: Init| {
         InProcess::start(implementation, init).await
     })
     .await
@@ -190,8 +191,8 @@ pub async fn play(
 /// by its test name (`scoped::files_live_under_scope_first_keys`); a scenario needing a
 /// capability the implementation lacks is an ignored test.
 pub fn trials(implementation: impl ScopedImplementation) -> Result<Vec<Trial>, String> {
-    let scripts = scoped_process::load(
-        &crate::default_scenarios_dir().join(scoped_process::PROFILE),
+    let scripts = process::load(
+        &crate::default_scenarios_dir().join(process::PROFILE),
         &[],
         &crate::default_spec_path(),
     )?;
@@ -200,7 +201,7 @@ pub fn trials(implementation: impl ScopedImplementation) -> Result<Vec<Trial>, S
     Ok(scripts
         .into_iter()
         .map(|script| {
-            let ignored = scoped_process::missing_capability(&capabilities, &script).is_some();
+            let ignored = process::missing_capability(&capabilities, &script).is_some();
             let implementation = implementation.clone();
             Trial::test(script.test_name(), move || {
                 let shared = shared();

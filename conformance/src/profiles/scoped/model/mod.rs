@@ -10,7 +10,7 @@
 //! obligation met, met once, recorded once, and nothing left under a recorded prefix.
 //! S3 is the in-memory store over HTTP (fast, deterministic LastModified); PostgreSQL is real.
 //!
-//! Used by `sim/tests/real_tier_scoped_model.rs` and by `tidemark explore --profile scoped`.
+//! Used by `conformance/tests/real_tier_scoped_model.rs` and by `tidemark explore --profile scoped`.
 
 pub mod hostile;
 pub mod ops;
@@ -28,13 +28,13 @@ use tidemark_reference::scoped::{
     ScopedStore, SweepPause, TurnSpace,
 };
 
-use crate::clock::EPOCH;
-use crate::real_tier::scoped_driver::race_write_against_sweep;
-use crate::real_tier::{FaultPlan, MemoryHandle, PgProvider, S3Server};
+use crate::profiles::scoped::driver::race_write_against_sweep;
 use ops::{agent, path, session, traversal, AGENTS, SESSIONS, SKILL_FILES, WAIT_NAMES, WORKSPACE};
 pub use ops::{generate, IdStyle, ModelOp};
 pub use outcome::{trace_hash, Divergence, SequenceError, SequenceRun};
 use state::{kind, Model, SessionModel, TTL_DAYS};
+use tidemark_sim::clock::EPOCH;
+use tidemark_sim::real_tier::{FaultPlan, MemoryHandle, PgProvider, S3Server};
 
 /// Steps per sequence unless a caller says otherwise.
 pub const DEFAULT_STEPS: usize = 80;

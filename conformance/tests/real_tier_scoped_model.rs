@@ -1,10 +1,12 @@
 //! Random operation sequences against the scoped reference, checked step by step against a
-//! small executable model of SPEC part SC (`tidemark_sim::real_tier::model`, also behind
+//! small executable model of SPEC part SC (`tidemark_conformance::profiles::scoped::model`, also behind
 //! `tidemark explore --profile scoped`). Every sequence comes from one seed; a failure prints
 //! the seed, the steps so far and where the store left the model.
 
+use tidemark_conformance::profiles::scoped::model::{
+    run_sequence, SequenceError, Tier, DEFAULT_STEPS,
+};
 use tidemark_reference::scoped::ScopedMutant;
-use tidemark_sim::real_tier::model::{run_sequence, SequenceError, Tier, DEFAULT_STEPS};
 use tidemark_sim::real_tier::{FaultPlan, PgProvider};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,7 +65,7 @@ async fn under_random_store_faults_nothing_half_done_is_reported_done_and_a_heal
         )
         .await
         {
-            panic!("{e}\nreplay: cargo test -p tidemark-sim --test real_tier_scoped_model under_random");
+            panic!("{e}\nreplay: cargo test -p tidemark-conformance --test real_tier_scoped_model under_random");
         }
     }
 }

@@ -12,7 +12,7 @@
 use crate::contract::{Caller, Outcome, Request};
 use crate::explore::ops::{caller, SimOp, PATHS, PLACES, SIZES, WHO};
 use crate::explore::run::scratch_base;
-use crate::oracle::scratchpad::{ModelKnobs, ScratchpadModel};
+use crate::profiles::scratchpad::oracle::{ModelKnobs, ScratchpadModel};
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};

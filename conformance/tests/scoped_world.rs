@@ -2,7 +2,7 @@
 //! S3 behind turmoil's network, concurrent clients, faults from the seed, a safety oracle in
 //! every guest, then heal and a liveness check; and the same seed replays byte-identically.
 
-use tidemark_sim::scoped_world::run_scoped_world;
+use tidemark_conformance::profiles::scoped::world::run_scoped_world;
 
 #[test]
 fn the_reference_keeps_every_promise_of_the_safety_oracle_and_after_heal_nothing_expired_remains() {

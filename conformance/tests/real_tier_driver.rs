@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use tidemark_conformance::profiles::scoped::{ScopedDriver, ScopedOp, ScopedOutcome};
 use tidemark_reference::clock::{Timestamp, DAY_MS};
 use tidemark_reference::scoped::ScopedMutant;
 use tidemark_sim::clock::EPOCH;
-use tidemark_sim::real_tier::{RealTier, ScopedDriver, ScopedOp, ScopedOutcome};
+use tidemark_sim::real_tier::RealTier;
 
 /// (day, operation, expected outcome) triples.
 async fn run(

@@ -325,7 +325,7 @@ scenario!(
     every_hostile_spelling_gets_its_verdict_through_the_real_stores,
     kills = [BackslashAccepted, LookalikeDotsAccepted, TextKeyUncounted],
     |w| {
-        use tidemark_sim::real_tier::model::hostile::{Fit, Verdict, SPELLINGS};
+        use tidemark_conformance::profiles::scoped::model::hostile::{Fit, Verdict, SPELLINGS};
         let t = w.standard().await;
         let fit = Fit {
             prefix_bytes: format!("sessions/{}/{}/{}/", t.workspace, t.agent, t.session).len(),
@@ -791,9 +791,10 @@ scenario!(
             let write = store.write(&t, "session/new.txt", b"new".to_vec());
             tokio::pin!(write);
             // Give the write every chance to land while the sweep is between claim and delete.
-            let landed =
-                tidemark_sim::real_tier::scoped_driver::race_until_blocked(&mut write, &w.db.pool)
-                    .await;
+            let landed = tidemark_conformance::profiles::scoped::driver::race_until_blocked(
+                &mut write, &w.db.pool,
+            )
+            .await;
             pause.resume.notify_one();
             match landed {
                 Some(r) => r,

@@ -1,18 +1,42 @@
-//! The scoped profile for `tidemark run` and `tidemark mutants`: its scenarios
-//! (`scenarios/scoped/*.tdms`) run against the reference implementation on the real tier
-//! (the disk S3 store over loopback HTTP through aws-sdk-s3, and a real PostgreSQL from `DATABASE_URL`, an
-//! ephemeral cluster, or a clear error naming every source tried). One PostgreSQL for the run;
-//! each scenario gets its own database and its own S3 server, so its faults stay its own.
+//! The scoped profile (SPEC part SC): scoped object storage on S3 and PostgreSQL. Everything
+//! the profile owns lives in this folder:
 //!
-//! The scenario format, the driver and the runner live in `tidemark_sim::real_tier`
-//! (`script`, `scoped_driver`); this module is the CLI's entry point to them.
+//! - [`script`]: its scenario files (`scenarios/scoped/*.tdms`), parsed and run step by step.
+//! - [`driver`]: the reference implementation on the real tier (the disk S3 store over loopback
+//!   HTTP through aws-sdk-s3, and a real PostgreSQL) or the simulation tier, and the operations
+//!   and outcomes a step speaks ([`ScopedOp`], [`ScopedOutcome`]).
+//! - [`remote`]: the profile split where the process protocol splits it.
+//! - [`process`] and [`gate`]: an implementation behind the process protocol, and the one-call
+//!   Rust gate.
+//! - [`ledger`]: the deletion ledger read from the implementation's database.
+//! - [`uuid_ids`]: the UUIDs every short identifier becomes.
+//! - [`model`]: the executable model of part SC, and the operations exploration generates.
+//! - [`explore`] and [`fixture`]: `tidemark explore --profile scoped` and its saved failures.
+//! - [`world`]: the reference as a turmoil host, with concurrent guests and faults.
+//!
+//! This module is the command line's entry point to them: one PostgreSQL for a run (each
+//! scenario gets its own database and its own S3 server, so its faults stay its own), the
+//! suite and the mutant catalogue.
+
+pub mod driver;
+pub mod explore;
+pub mod fixture;
+pub mod gate;
+pub mod ledger;
+pub mod model;
+pub mod process;
+pub mod remote;
+pub mod script;
+pub mod uuid_ids;
+pub mod world;
+
+pub use driver::{ScopedDriver, ScopedOp, ScopedOutcome, Turn};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tidemark_reference::scoped::ScopedMutant;
-use tidemark_sim::real_tier::script;
 use tidemark_sim::real_tier::{PgProvider, PgSourceKind};
 
 /// `scenarios/scoped` under the repository root.
@@ -114,7 +138,7 @@ pub async fn check_in_process(
                 Ok(()) => crate::report::Verdict::Passed,
                 Err(f) => crate::report::Verdict::Failed(f),
             };
-            super::scoped_process::case(s, verdict, &trace)
+            self::process::case(s, verdict, &trace)
         })
         .buffered(jobs.get())
         .collect()
@@ -127,8 +151,9 @@ async fn play_in_process(
     mutant: Option<ScopedMutant>,
     trace: &mut tidemark_sim::trace::Trace,
 ) -> Result<(), crate::runner::Failure> {
-    use super::scoped_process::setup_failure;
-    use tidemark_sim::real_tier::{RealTier, ScopedDriver};
+    use self::driver::ScopedDriver;
+    use self::process::setup_failure;
+    use tidemark_sim::real_tier::RealTier;
     let name = s
         .file
         .file_stem()
@@ -147,11 +172,11 @@ async fn play_in_process(
 }
 
 async fn steps_in_process(
-    driver: &mut tidemark_sim::real_tier::ScopedDriver,
+    driver: &mut driver::ScopedDriver,
     s: &script::Script,
     trace: &mut tidemark_sim::trace::Trace,
 ) -> Result<(), crate::runner::Failure> {
-    use super::scoped_process::{expect_text, outcome_text, rel};
+    use self::process::{expect_text, outcome_text, rel};
     let mut now = tidemark_sim::clock::EPOCH;
     for step in &s.steps {
         let op = match &step.action {

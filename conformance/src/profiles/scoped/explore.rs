@@ -1,6 +1,6 @@
 //! `tidemark explore --profile scoped`: seeded random operation sequences against the scoped
 //! reference on the real tier (in-memory S3 over HTTP, a real PostgreSQL), checked step by step
-//! by the model of SPEC part SC in `tidemark_sim::real_tier::model`. One PostgreSQL for the whole
+//! by the model of SPEC part SC in `crate::profiles::scoped::model`. One PostgreSQL for the whole
 //! run; each seed gets its own database and its own S3 server.
 //!
 //! A failing seed is shrunk by deleting chunks of its operations (the proptest value tree of
@@ -11,15 +11,15 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::scoped_fixture::{self, divergence_hash, ScopedFixture};
-use super::shrink::OpsTree;
-use super::Shard;
-use proptest::strategy::ValueTree;
-use tidemark_reference::scoped::ScopedMutant;
-use tidemark_sim::real_tier::model::Tier;
-use tidemark_sim::real_tier::model::{
+use super::fixture::{self, divergence_hash, ScopedFixture};
+use crate::explore::shrink::OpsTree;
+use crate::explore::Shard;
+use crate::profiles::scoped::model::Tier;
+use crate::profiles::scoped::model::{
     generate, run_ops, run_sequence, Divergence, ModelOp, SequenceError, DEFAULT_STEPS,
 };
+use proptest::strategy::ValueTree;
+use tidemark_reference::scoped::ScopedMutant;
 
 /// What `tidemark explore --profile scoped` was asked for.
 #[derive(Clone, Debug)]
@@ -365,7 +365,7 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
         }
         let seeds = args.shard.seeds(args.first_seed, args.seeds);
         let n = args.shard.seeds(args.first_seed, args.seeds).count() as u64;
-        let bar = super::cli::progress(n, "scoped");
+        let bar = crate::explore::cli::progress(n, "scoped");
         let run = explore_seeds(
             tier,
             seeds,
@@ -471,7 +471,7 @@ async fn compare_runs(
 }
 
 /// `tidemark replay` of a scoped fixture: prints what happened and whether it recurred.
-pub fn replay_fixture(path: &Path) -> Result<super::cli::ReplayOutcome, String> {
+pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome, String> {
     let f = ScopedFixture::load(path)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -479,10 +479,10 @@ pub fn replay_fixture(path: &Path) -> Result<super::cli::ReplayOutcome, String> 
         .map_err(|e| format!("a tokio runtime: {e}"))?;
     let r = rt.block_on(async {
         if f.tier == "memory" {
-            scoped_fixture::replay(Tier::Memory, &f).await
+            fixture::replay(Tier::Memory, &f).await
         } else {
             let (pg, _, _) = crate::profiles::scoped::postgres().await?;
-            scoped_fixture::replay(Tier::Postgres(&pg), &f).await
+            fixture::replay(Tier::Postgres(&pg), &f).await
         }
     })?;
     println!("fixture:   {}", path.display());
@@ -520,7 +520,7 @@ pub fn replay_fixture(path: &Path) -> Result<super::cli::ReplayOutcome, String> 
             }
         );
     }
-    let outcome = super::cli::ReplayOutcome::of(r.divergence.is_some(), r.reproduced);
+    let outcome = crate::explore::cli::ReplayOutcome::of(r.divergence.is_some(), r.reproduced);
     println!("{}", outcome.verdict_line());
     Ok(outcome)
 }
