@@ -15,7 +15,7 @@ fn corpus() -> &'static [(PathBuf, String)] {
     CORPUS.get_or_init(|| {
         let dir = tidemark_conformance::default_scenarios_dir();
         let mut files = tidemark_sim::scenario_files::find(&dir, "tdm").unwrap();
-        files.extend(tidemark_sim::scenario_files::find(&dir, "tdms").unwrap());
+        files.extend(tidemark_sim::scenario_files::find(&dir, "tdm").unwrap());
         files
             .into_iter()
             .map(|f| {
@@ -250,5 +250,5 @@ fn the_corpus_holds_both_grammars() {
         .any(|(f, _)| f.extension().is_some_and(|e| e == "tdm")));
     assert!(c
         .iter()
-        .any(|(f, _)| f.extension().is_some_and(|e| e == "tdms")));
+        .any(|(f, _)| f.extension().is_some_and(|e| e == "tdm")));
 }

@@ -289,7 +289,7 @@ fn a_declared_ledger_query_is_what_the_harness_reads_and_a_bad_one_fails_with_th
     let (code, out) = with_declared_ledger("lies");
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains(".tdms:14: pending deletions") && out.contains("actual:   []"),
+        out.contains(".tdm:14: pending deletions") && out.contains("actual:   []"),
         "{out}"
     );
 
@@ -443,7 +443,7 @@ fn the_in_process_scoped_gate_passes_the_reference_and_fails_a_mutant_at_its_lin
         .await
         .expect_err("the clamping mutant fails");
         assert!(
-            failure.contains("traversal-is-refused-in-every-spelling.tdms:10:")
+            failure.contains("traversal-is-refused-in-every-spelling.tdm:10:")
                 && failure.contains("expected: refused traversal")
                 && failure.contains(
                     "replay:   cargo test -- --exact scoped::traversal_is_refused_in_every_spelling"

@@ -1,4 +1,4 @@
-//! `cargo test` runs each scoped scenario (`scenarios/scoped/*.tdms`) as its own named test,
+//! `cargo test` runs each scoped scenario (`scenarios/scoped/*.tdm`) as its own named test,
 //! `scoped::<file stem>`, against the reference implementation on the real tier (the disk S3
 //! store over HTTP, a real PostgreSQL; one bucket and database per scenario), and each scoped mutant as a
 //! test, `mutant::scoped::<id>`, that passes only when a scenario naming it in `kills:` fails

@@ -1,5 +1,5 @@
 //! The simulation tier's stores earn their trust here. Every scoped scenario
-//! (`scenarios/scoped/*.tdms`) runs on the in-memory S3 and the in-memory metadata store
+//! (`scenarios/scoped/*.tdm`) runs on the in-memory S3 and the in-memory metadata store
 //! (`sim::<file stem>`, no PostgreSQL needed), and again on the real tier (the disk S3
 //! store and PostgreSQL) with every step's outcome compared (`differential::sim::<file stem>`): the
 //! scenario's own expectations pass on both and the recorded outcome lists are equal. Each

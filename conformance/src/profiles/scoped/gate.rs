@@ -1,5 +1,5 @@
 //! The one call a Rust scoped implementation makes from its own `tests/conformance.rs`
-//! (`harness = false`): every `scenarios/scoped/*.tdms` scenario becomes its own test, played
+//! (`harness = false`): every `scenarios/scoped/*.tdm` scenario becomes its own test, played
 //! exactly as `tidemark run --impl` plays it through the protocol, without a process.
 //!
 //! The harness still provides everything per scenario (its own S3 server, bucket and a fresh

@@ -1,7 +1,7 @@
 //! The scoped profile (SPEC part SC): scoped object storage on S3 and PostgreSQL. Everything
 //! the profile owns lives in this folder:
 //!
-//! - [`script`]: its scenario files (`scenarios/scoped/*.tdms`), parsed and run step by step.
+//! - [`script`]: its scenario files (`scenarios/scoped/*.tdm`), parsed and run step by step.
 //! - [`driver`]: the reference implementation on the real tier (the disk S3 store over loopback
 //!   HTTP through aws-sdk-s3, and a real PostgreSQL) or the simulation tier, and the operations
 //!   and outcomes a step speaks ([`ScopedOp`], [`ScopedOutcome`]).

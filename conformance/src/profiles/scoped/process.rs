@@ -1,5 +1,5 @@
 //! The scoped profile through the process protocol (PROTOCOL.md, "The scoped profile"): each
-//! `scenarios/scoped/*.tdms` scenario against a program started by `tidemark run --impl`.
+//! `scenarios/scoped/*.tdm` scenario against a program started by `tidemark run --impl`.
 //!
 //! For each scenario the harness starts its own S3 server (the disk store behind the fault wrapper) and
 //! makes a fresh PostgreSQL database, creates the bucket, and hands both to the program in

@@ -1,4 +1,4 @@
-//! Scoped-profile scenarios as text (`scenarios/scoped/*.tdms`), in the same shape as the
+//! Scoped-profile scenarios as text (`scenarios/scoped/*.tdm`), in the same shape as the
 //! scratchpad's `.tdm` files: a header, then one step per line with its expectation.
 //!
 //! ```text
@@ -42,6 +42,10 @@ use tidemark_sim::real_tier::faults::S3_OPERATIONS;
 
 use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tidemark_reference::scoped::Access;
+
+pub use crate::scenario::header::utf8_text;
+use crate::scenario::header::{self, HeaderVocabulary, StepLine};
+use crate::scenario::lex::{tokenize, Token};
 
 use super::driver::{CrashPointName, ScopedOp, ScopedOutcome, Turn, WaitKindName};
 
@@ -148,7 +152,7 @@ pub struct ScriptError {
     pub message: String,
 }
 
-/// Every `*.tdms` under `dir`, in path order, each once (directory symlinks are not followed),
+/// Every `*.tdm` under `dir`, in path order, each once (directory symlinks are not followed),
 /// citations checked against this repository's SPEC.md, short identifiers replaced by UUIDs
 /// ([`Script::with_uuid_ids`]).
 pub fn load_dir(dir: &Path) -> Result<Vec<Script>, ScriptError> {
@@ -157,13 +161,14 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Script>, ScriptError> {
 
 /// [`load_dir`] with the rule ids of another SPEC.md (`tidemark run --spec`).
 pub fn load_dir_with(dir: &Path, rules: &BTreeSet<String>) -> Result<Vec<Script>, ScriptError> {
-    let files = tidemark_sim::scenario_files::find(dir, "tdms").map_err(|e| ScriptError {
+    let files = tidemark_sim::scenario_files::find(dir, "tdm").map_err(|e| ScriptError {
         file: dir.to_path_buf(),
         line: 0,
         message: format!("cannot read the scenario directory: {e}"),
     })?;
     let scripts = files
         .iter()
+        .filter(|f| !header::belongs_elsewhere(f, VOCABULARY.profile))
         .map(|f| {
             let bytes = std::fs::read(f).map_err(|e| ScriptError {
                 file: f.clone(),
@@ -196,21 +201,6 @@ pub fn load_dir_with(dir: &Path, rules: &BTreeSet<String>) -> Result<Vec<Script>
     Ok(scripts)
 }
 
-/// The file as text, or the line holding its first byte that is not UTF-8 (1-based).
-pub fn utf8_text(bytes: &[u8]) -> Result<&str, (usize, String)> {
-    std::str::from_utf8(bytes).map_err(|e| {
-        let valid = e.valid_up_to();
-        let line = bytes[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
-        (
-            line,
-            format!(
-                "the file is not UTF-8: byte 0x{:02x} at offset {valid}",
-                bytes[valid]
-            ),
-        )
-    })
-}
-
 /// A SPEC.md that could not be read, before it is placed at a file.
 struct SpecUnreadable(String);
 
@@ -239,59 +229,52 @@ fn repo_rules() -> Result<&'static BTreeSet<String>, SpecUnreadable> {
         .map_err(|e| SpecUnreadable(e.clone()))
 }
 
-/// Splits a line into words, keeping `"quoted strings"` (with `\"`, `\\`, `\n`) whole and
-/// `[a, b]` lists as one word.
-fn words(s: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut chars = s.chars().peekable();
-    while let Some(&c) = chars.peek() {
-        if c.is_whitespace() {
-            chars.next();
-            continue;
-        }
-        let mut w = String::new();
-        if c == '[' {
-            for c in chars.by_ref() {
-                w.push(c);
-                if c == ']' {
-                    break;
+/// The shared lexer's tokens as the words this profile's steps match on: a quoted string keeps
+/// its quotes (`"a b"`), `PATH=` followed by a quoted string is one word (`PATH="CONTENT"`), a
+/// list is one word (`[a, b]`, its items bare or quoted), and a comma outside a list is
+/// punctuation (`swept 1 session, 0 deletions`). Scoped content is text: a quoted string must
+/// decode to UTF-8.
+fn words(tokens: &[Token]) -> Result<Vec<String>, String> {
+    let text = |b: &[u8]| {
+        String::from_utf8(b.to_vec()).map_err(|_| {
+            format!(
+                "a quoted string here is text, and {:?} is not UTF-8",
+                tidemark_sim::clip::clip_bytes(b)
+            )
+        })
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut it = tokens.iter().peekable();
+    while let Some(t) = it.next() {
+        match t {
+            Token::Word(w) => match it.peek() {
+                Some(Token::Quoted(q)) if w.ends_with('=') => {
+                    out.push(format!("{w}\"{}\"", text(q)?));
+                    it.next();
                 }
-            }
-            if !w.ends_with(']') {
-                return Err("a list is not closed with ]".into());
-            }
-        } else {
-            let mut quoted = false;
-            while let Some(&c) = chars.peek() {
-                if c.is_whitespace() && !quoted {
-                    break;
-                }
-                chars.next();
-                if c == '"' {
-                    quoted = !quoted;
-                    w.push(c);
-                } else if c == '\\' && quoted {
-                    match chars.next() {
-                        Some('n') => w.push('\n'),
-                        Some('t') => w.push('\t'),
-                        Some('0') => w.push('\0'),
-                        Some(x @ ('\\' | '"')) => w.push(x),
-                        Some(x) => {
-                            return Err(format!(
-                                "unknown escape '\\{x}' (expected \\n, \\t, \\0, \\\\ or \\\")"
-                            ))
+                _ => out.push(w.clone()),
+            },
+            Token::Quoted(q) => out.push(format!("\"{}\"", text(q)?)),
+            Token::Comma => {}
+            Token::Open => {
+                let mut items = Vec::new();
+                loop {
+                    match it.next() {
+                        Some(Token::Close) => break,
+                        Some(Token::Comma) => {}
+                        Some(Token::Word(w)) => items.push(w.clone()),
+                        Some(Token::Quoted(q)) => items.push(text(q)?),
+                        Some(t) => {
+                            return Err(format!("expected a list item, found {}", t.describe()))
                         }
-                        None => return Err("a line ends inside an escape".into()),
+                        None => return Err("a list is not closed with ]".into()),
                     }
-                } else {
-                    w.push(c);
                 }
+                out.push(format!("[{}]", items.join(", ")));
             }
-            if quoted {
-                return Err("a quoted string is not closed".into());
-            }
+            Token::Close => return Err("a ']' closes no list".into()),
+            Token::Arrow => return Err("a second '=>' on one step".into()),
         }
-        out.push(w);
     }
     Ok(out)
 }
@@ -659,6 +642,19 @@ pub fn parse(file: &Path, text: &str) -> Result<Script, ScriptError> {
     parse_with(file, text, repo_rules().map_err(|e| e.at(file))?)
 }
 
+/// The scoped profile's header vocabulary: its part of SPEC.md and its mutants.
+pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
+    profile: "scoped",
+    rule_prefix: "SC-",
+    mutants: || {
+        tidemark_reference::scoped::ScopedMutant::ALL
+            .iter()
+            .map(|m| m.id())
+            .collect()
+    },
+    capabilities: &[],
+};
+
 /// Parses a scenario whose `rules:` must be among `rules` (the ids of a SPEC.md).
 pub fn parse_with(
     file: &Path,
@@ -671,131 +667,22 @@ pub fn parse_with(
         line,
         message: clip_field(&message).into_owned(),
     };
-    let mut name = None;
-    let mut rules: Option<Vec<String>> = None;
-    let mut kills: Option<Vec<String>> = None;
+    let (header, lines) = header::split(text, &VOCABULARY, &|id| known_rules.contains(id))
+        .map_err(|(line, m)| err(line, m))?;
     let mut knobs = BTreeMap::new();
+    for k in &header.knobs {
+        knob(&k.name, &k.value, &mut knobs).map_err(|m| err(k.line, m))?;
+    }
+    header::require_steps(text, &lines).map_err(|(line, m)| err(line, m))?;
     let mut steps = Vec::new();
-    let mut profile_seen = false;
     // Where the clock stands, from the epoch, checked at every advance: it may jump back, but
     // never before 1970 nor past the span a scenario may cover.
     let mut offset_ms: i64 = 0;
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let l = raw.trim();
-        if l.is_empty() || l.starts_with('#') {
-            continue;
-        }
-        if steps.is_empty() {
-            if let Some(v) = l.strip_prefix("scenario:") {
-                if name.is_some() {
-                    return Err(err(
-                        line,
-                        "a second `scenario:` line; one scenario per file".into(),
-                    ));
-                }
-                if v.trim().is_empty() {
-                    return Err(err(
-                        line,
-                        "expected a sentence after `scenario:` stating the decision proved".into(),
-                    ));
-                }
-                name = Some(v.trim().to_string());
-                continue;
-            }
-            if let Some(v) = l.strip_prefix("profile:") {
-                if v.trim() != "scoped" {
-                    return Err(err(
-                        line,
-                        format!("profile must be scoped, not {:?}", clip(v.trim())),
-                    ));
-                }
-                profile_seen = true;
-                continue;
-            }
-            if let Some(v) = l.strip_prefix("rules:") {
-                if rules.is_some() {
-                    return Err(err(
-                        line,
-                        "a second `rules:` line; cite every rule on one line".into(),
-                    ));
-                }
-                let mut ids = Vec::new();
-                for id in v.split(',').map(str::trim).filter(|r| !r.is_empty()) {
-                    if !id.starts_with("SC-") || !tidemark_sim::spec_rules::is_rule_id(id) {
-                        return Err(err(
-                            line,
-                            format!(
-                                "{:?} is not an SC rule id; expected the form SC-1.2",
-                                clip(id)
-                            ),
-                        ));
-                    }
-                    if !known_rules.contains(id) {
-                        return Err(err(line, format!("rule {id} is not defined in SPEC.md")));
-                    }
-                    ids.push(id.to_string());
-                }
-                if ids.is_empty() {
-                    return Err(err(
-                        line,
-                        "expected at least one rule id after `rules:`".into(),
-                    ));
-                }
-                rules = Some(ids);
-                continue;
-            }
-            if let Some(v) = l.strip_prefix("kills:") {
-                if kills.is_some() {
-                    return Err(err(
-                        line,
-                        "a second `kills:` line; name every mutant on one line".into(),
-                    ));
-                }
-                let mut ids = Vec::new();
-                for id in v.split(',').map(str::trim).filter(|r| !r.is_empty()) {
-                    if tidemark_reference::scoped::ScopedMutant::from_id(id).is_none() {
-                        return Err(err(
-                            line,
-                            format!(
-                                "no scoped mutant {:?}; expected one of {}",
-                                clip(id),
-                                tidemark_reference::scoped::ScopedMutant::ALL
-                                    .map(|m| m.id())
-                                    .join(", ")
-                            ),
-                        ));
-                    }
-                    ids.push(id.to_string());
-                }
-                kills = Some(ids);
-                continue;
-            }
-            if let Some(v) = l.strip_prefix("knob ") {
-                // `knob session_file_ttl_days 7`, as the scratchpad's files spell knobs.
-                let mut parts = v.split_whitespace();
-                let (Some(k), Some(val), None) = (parts.next(), parts.next(), parts.next()) else {
-                    return Err(err(
-                        line,
-                        format!("a knob is `knob NAME VALUE`, not {:?}", clip(l)),
-                    ));
-                };
-                knob(k, val, &mut knobs).map_err(|m| err(line, m))?;
-                continue;
-            }
-            if let Some(v) = l.strip_prefix("knobs:") {
-                for kv in v.split(',') {
-                    let (k, val) = kv.trim().split_once('=').ok_or_else(|| {
-                        err(line, format!("a knob is name=value, not {:?}", clip(kv)))
-                    })?;
-                    knob(k.trim(), val.trim(), &mut knobs).map_err(|m| err(line, m))?;
-                }
-                continue;
-            }
-        }
-        let (act, exp) = match l.split_once("=>") {
-            Some((a, e)) => (a, Some(e)),
-            None => (l, None),
+    for StepLine { line, text: l } in lines {
+        let tokens = tokenize(l).map_err(|m| err(line, m))?;
+        let (act, exp) = match tokens.iter().position(|t| *t == Token::Arrow) {
+            Some(i) => (&tokens[..i], Some(&tokens[i + 1..])),
+            None => (&tokens[..], None),
         };
         let aw = words(act).map_err(|m| err(line, m))?;
         let action = action(&aw).map_err(|m| err(line, m))?;
@@ -824,17 +711,11 @@ pub fn parse_with(
             expect,
         });
     }
-    let name =
-        name.ok_or_else(|| err(1, "the first line must be `scenario: <sentence>`".into()))?;
-    if !profile_seen {
-        return Err(err(1, "missing `profile: scoped`".into()));
-    }
-    let rules = rules.ok_or_else(|| err(1, "`rules:` must cite SC-… rules".into()))?;
     Ok(Script {
         file: file.to_path_buf(),
-        name,
-        rules,
-        kills: kills.unwrap_or_default(),
+        name: header.name,
+        rules: header.rules,
+        kills: header.kills,
         knobs,
         steps,
     })
@@ -1072,7 +953,7 @@ mod tests {
     #[test]
     fn a_scenario_parses_into_steps_with_expectations() {
         let s = parse(
-            Path::new("x.tdms"),
+            Path::new("x.tdm"),
             "scenario: s\nprofile: scoped\nrules: SC-1.1\nkills: age-only-expiry\n\n\
              create workspace w1 workspace=read-write\n\
              w1/a1/s1 write session/a.md \"hi there\" => written session/a.md\n\
@@ -1096,7 +977,7 @@ mod tests {
     #[test]
     fn a_malformed_step_names_its_line() {
         let e = parse(
-            Path::new("x.tdms"),
+            Path::new("x.tdm"),
             "scenario: s\nprofile: scoped\nrules: SC-1.1\nfrobnicate\n",
         )
         .unwrap_err();

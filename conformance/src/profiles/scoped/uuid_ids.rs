@@ -269,7 +269,7 @@ mod tests {
 
     fn parsed(text: &str) -> Script {
         let rules = ["SC-1.1".to_string()].into_iter().collect();
-        super::super::script::parse_with(std::path::Path::new("ids.tdms"), text, &rules)
+        super::super::script::parse_with(std::path::Path::new("ids.tdm"), text, &rules)
             .expect("parses")
     }
 
