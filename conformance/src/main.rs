@@ -114,8 +114,7 @@ enum Command {
         /// Independent searches per mutant when hunting.
         #[arg(long, default_value_t = 5)]
         hunt_trials: u64,
-        /// Where failures are saved as fixtures [default: fixtures/explore, or
-        /// fixtures/explore-scoped for the scoped profile].
+        /// Where failures are saved [default: fixtures/explore/<profile>].
         #[arg(long)]
         save_dir: Option<PathBuf>,
         /// Do not save failures.

@@ -1,6 +1,6 @@
 //! `cargo test` runs each scenario as its own named test (`scratchpad::<file stem>`), each
 //! mutant as a test that passes only when some scenario kills it (`mutant::<profile>::<id>`),
-//! and each saved exploration failure under fixtures/explore as a replay (`fixture::<file>`).
+//! and each saved exploration failure under fixtures/explore/scratchpad as a replay (`fixture::<file>`).
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use tidemark_conformance::explore::fixture;
@@ -64,7 +64,7 @@ fn main() {
             },
         ));
     }
-    let fixtures_dir = tidemark_conformance::spec::repo_root().join("fixtures/explore");
+    let fixtures_dir = tidemark_conformance::explore::fixture::default_dir();
     let fixtures = match fixture::load_all(&fixtures_dir) {
         Ok(f) => f,
         Err(e) => {

@@ -1,4 +1,4 @@
-//! Every saved scoped exploration failure (fixtures/explore-scoped) replayed as its own test
+//! Every saved scoped exploration failure (fixtures/explore/scoped) replayed as its own test
 //! (`scoped_fixture::<file>`): a failure found against a mutant must recur with the same trace
 //! hash, and the reference must pass the same operations. Needs PostgreSQL like every real-tier
 //! test (DATABASE_URL or an ephemeral cluster); one is started for the whole file.

@@ -248,7 +248,8 @@ fn the_replay_hint_reruns_a_run_from_another_folder_with_its_options() {
 
 #[test]
 fn replay_exit_codes_tell_reproduced_different_and_fixed_apart() {
-    let saved = repo_root().join("fixtures/explore/scratchpad-dotdot-normalised-seed-0.json");
+    let saved =
+        repo_root().join("fixtures/explore/scratchpad/scratchpad-dotdot-normalised-seed-0.json");
     let fixture: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
     let tmp = tempfile::tempdir().unwrap();

@@ -215,12 +215,14 @@ pub fn explore(args: &ExploreArgs) -> Result<bool, String> {
 
 fn save(found: &Found, mutant: Option<ScratchpadMutant>, dir: &Path) -> Result<PathBuf, String> {
     let f = Fixture {
-        version: 1,
-        profile: "scratchpad".into(),
+        version: super::saved::FORMAT_VERSION,
+        profile: super::fixture::PROFILE.into(),
         seed: found.seed,
         generator: super::ops::GENERATOR_VERSION,
         mutant: mutant.map(|m| m.id().to_string()),
-        unmounted: found.unmounted,
+        setting: super::fixture::ScratchpadSetting {
+            unmounted: found.unmounted,
+        },
         ops: found.ops.clone(),
         divergence: found
             .run

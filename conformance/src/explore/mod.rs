@@ -10,6 +10,7 @@ pub mod fixture;
 pub mod names;
 pub mod ops;
 pub mod run;
+pub mod saved;
 pub mod shrink;
 
 use crate::driver::DriverFactory;

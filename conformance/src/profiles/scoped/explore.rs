@@ -5,7 +5,7 @@
 //!
 //! A failing seed is shrunk by deleting chunks of its operations (the proptest value tree of
 //! `shrink.rs`, over the seed's fixed operations), printed with its trace, and saved under
-//! `fixtures/explore-scoped/`, where `cargo test` replays it for ever.
+//! `fixtures/explore/scoped/`, where `cargo test` replays it for ever.
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -478,7 +478,7 @@ pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome,
         .build()
         .map_err(|e| format!("a tokio runtime: {e}"))?;
     let r = rt.block_on(async {
-        if f.tier == "memory" {
+        if f.setting.tier == "memory" {
             fixture::replay(Tier::Memory, &f).await
         } else {
             let (pg, _, _) = crate::profiles::scoped::postgres().await?;

@@ -1,8 +1,9 @@
 //! Saved scoped failures: a shrunk [`ModelOp`] sequence, its seed (which also seeds the S3
 //! fault generator), the implementation it failed against, and the hash of the failing trace,
-//! so a replay proves the failure recurs identically. Kept apart from the scratchpad fixtures
-//! (`fixtures/explore-scoped/`): the operations are another profile's.
+//! so a replay proves the failure recurs identically, in the one saved-failure format
+//! (`crate::explore::saved`), under `fixtures/explore/scoped/`.
 
+use crate::explore::saved::SavedFailure;
 use crate::profiles::scoped::model::{
     run_ops_with, trace_hash, Divergence, IdStyle, ModelOp, SequenceError, Tier,
 };
@@ -10,26 +11,20 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tidemark_reference::scoped::ScopedMutant;
 
+/// What a scoped run is given besides its operations: where the metadata lived.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ScopedFixture {
-    pub version: u32,
-    /// Always `scoped`: `tidemark replay` reads it to pick the profile.
-    pub profile: String,
-    pub seed: u64,
-    /// The generator version that found it: 1 gave the store short ids (`w1`), 2 gives UUIDs
-    /// ([`IdStyle`]); absent means 1. A replay uses the fixture's own version, so its trace
-    /// hash still holds.
-    #[serde(default = "generator_version_1")]
-    pub generator: u32,
-    pub mutant: Option<String>,
-    /// Where the metadata lived: `postgres` or `memory`.
+pub struct ScopedSetting {
+    /// `postgres` or `memory`.
     #[serde(default = "postgres")]
     pub tier: String,
-    pub ops: Vec<ModelOp>,
-    /// Where it diverged, as printed when found.
-    pub divergence: String,
-    pub trace_hash: String,
 }
+
+/// A saved scoped failure, in the one saved-failure format ([`SavedFailure`]). Its seed also
+/// seeds the S3 fault generator. Generator 1 gave the store short ids (`w1`), 2 gives UUIDs
+/// ([`IdStyle`]); a replay uses the file's own version, so its trace hash still holds.
+pub type ScopedFixture = SavedFailure<ModelOp, ScopedSetting>;
+
+pub const PROFILE: &str = "scoped";
 
 /// The hash a divergence is known by: its trace, then what was expected and what happened.
 pub fn divergence_hash(d: &Divergence) -> String {
@@ -61,53 +56,27 @@ impl ScopedFixture {
         d: &Divergence,
     ) -> ScopedFixture {
         ScopedFixture {
-            version: 1,
-            profile: "scoped".into(),
+            version: crate::explore::saved::FORMAT_VERSION,
+            profile: PROFILE.into(),
             seed,
             generator: IdStyle::Uuid.version(),
             mutant: mutant.map(|m| m.id().to_string()),
-            tier: tier.name().to_string(),
+            setting: ScopedSetting {
+                tier: tier.name().to_string(),
+            },
             ops,
             divergence: divergence_line(d),
             trace_hash: divergence_hash(d),
         }
     }
 
-    pub fn file_name(&self) -> String {
-        format!(
-            "scoped-{}-seed-{}.json",
-            self.mutant.as_deref().unwrap_or("reference"),
-            self.seed
-        )
-    }
-
-    pub fn save(&self, dir: &Path) -> std::io::Result<PathBuf> {
-        std::fs::create_dir_all(dir)?;
-        let path = dir.join(self.file_name());
-        std::fs::write(
-            &path,
-            serde_json::to_string_pretty(self).expect("a fixture serialises") + "\n",
-        )?;
-        Ok(path)
-    }
-
     pub fn load(path: &Path) -> Result<ScopedFixture, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let f: ScopedFixture = serde_json::from_str(&text)
-            .map_err(|e| format!("{}:{}: {e}", path.display(), e.line()))?;
+        let f = SavedFailure::load_as(path, PROFILE)?;
         if IdStyle::of_version(f.generator).is_none() {
             return Err(format!(
                 "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs)",
                 path.display(),
                 f.generator
-            ));
-        }
-        if f.version != 1 || f.profile != "scoped" {
-            return Err(format!(
-                "{}: expected a version 1 scoped fixture, found version {} of profile {:?}",
-                path.display(),
-                f.version,
-                f.profile
             ));
         }
         Ok(f)
@@ -126,10 +95,7 @@ impl ScopedFixture {
 /// Whether a fixture file belongs to the scoped profile (its `profile` field), without
 /// committing to either format.
 pub fn is_scoped(path: &Path) -> bool {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .is_some_and(|v| v.get("profile").and_then(|p| p.as_str()) == Some("scoped"))
+    crate::explore::saved::profile_of(path).as_deref() == Some(PROFILE)
 }
 
 /// What replaying a scoped fixture showed.
@@ -171,23 +137,7 @@ pub async fn replay(tier: Tier<'_>, f: &ScopedFixture) -> Result<ScopedReplay, S
 
 /// Every scoped fixture under `dir`, sorted by file name.
 pub fn load_all(dir: &Path) -> Result<Vec<(PathBuf, ScopedFixture)>, String> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return Ok(Vec::new());
-    };
-    let mut paths: Vec<PathBuf> = rd
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|p| ScopedFixture::load(&p).map(|f| (p, f)))
-        .collect()
-}
-
-fn generator_version_1() -> u32 {
-    1
+    ScopedFixture::load_all_with(dir, ScopedFixture::load)
 }
 
 fn postgres() -> String {
@@ -195,7 +145,7 @@ fn postgres() -> String {
 }
 
 pub fn default_dir() -> PathBuf {
-    crate::spec::repo_root().join("fixtures/explore-scoped")
+    crate::explore::saved::profile_dir(PROFILE)
 }
 
 #[cfg(test)]
