@@ -1142,6 +1142,56 @@ mod tests {
     }
 
     #[test]
+    fn the_store_error_faults_and_the_lifecycle_read_back_parse_strictly() {
+        let s = parse(
+            Path::new("x.tdms"),
+            "scenario: s\nprofile: scoped\nrules: SC-8.4\n\
+             faults throttle 2\nfaults throttle\nfaults no-such-bucket\nfaults access-denied\n\
+             lifecycle rules => [sessions/ expire 365d abort 7d, agents/ abort 7d]\n\
+             w1/a1/s1 list => in order [session/B.md, session/a.md]\n",
+        )
+        .unwrap();
+        let plan = |i: usize| match &s.steps[i].action {
+            Action::Op(op) => super::super::remote::fault_plan(op).unwrap(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(plan(0).throttle, Throttle::Next(2));
+        assert_eq!(plan(1).throttle, Throttle::Always);
+        assert!(plan(2).no_such_bucket && !plan(2).access_denied);
+        assert!(plan(3).access_denied && !plan(3).down);
+        assert_eq!(
+            s.steps[4].expect,
+            Expect::List(vec![
+                "sessions/ expire 365d abort 7d".into(),
+                "agents/ abort 7d".into()
+            ])
+        );
+        // `in order` checks the order; a plain list does not.
+        let listing = |p: &[&str]| ScopedOutcome::Listing {
+            paths: p.iter().map(|x| x.to_string()).collect(),
+        };
+        assert!(s.steps[5]
+            .expect
+            .matches(&listing(&["session/B.md", "session/a.md"])));
+        assert!(!s.steps[5]
+            .expect
+            .matches(&listing(&["session/a.md", "session/B.md"])));
+        for bad in [
+            "faults throttle 0",
+            "faults throttle -1",
+            "faults throttle x",
+            "faults slow",
+        ] {
+            let e = parse(
+                Path::new("x.tdms"),
+                &format!("scenario: s\nprofile: scoped\nrules: SC-8.4\n{bad}\n"),
+            )
+            .unwrap_err();
+            assert_eq!(e.line, 4, "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn durations_read_like_the_scratchpad_scenarios() {
         assert_eq!(duration_ms("6d23h").unwrap(), 6 * DAY_MS + 23 * HOUR_MS);
         assert_eq!(duration_ms("-10d").unwrap(), -10 * DAY_MS);
