@@ -134,16 +134,16 @@ pub fn run(seeds: u64) -> String {
 /// time of the scoped suite (as `tidemark run --profile scoped` runs it, PostgreSQL's start
 /// included).
 pub fn scoped(seeds: u64, jobs: std::num::NonZeroUsize) -> Result<String, String> {
-    use crate::explore::scoped::explore_seeds;
+    use crate::profiles::scoped::explore::explore_seeds;
+    use crate::profiles::scoped::model::Tier;
     use std::fmt::Write;
-    use tidemark_sim::real_tier::model::Tier;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("a tokio runtime: {e}"))?;
     rt.block_on(async {
         let mut s = String::new();
-        let scripts = tidemark_sim::real_tier::script::load_dir(
+        let scripts = crate::profiles::scoped::script::load_dir(
             &crate::profiles::scoped::scenarios_dir(),
         )
         .map_err(|e| e.to_string())?;

@@ -10,7 +10,6 @@ pub mod gate;
 pub mod interrupt;
 pub mod mutants;
 pub mod names;
-pub mod oracle;
 pub mod process;
 pub mod profiles;
 pub mod protocol;
@@ -19,7 +18,6 @@ pub mod runner;
 pub mod scenario;
 pub mod spec;
 pub mod suite;
-pub mod world;
 
 use std::path::PathBuf;
 

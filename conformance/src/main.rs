@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tidemark_conformance::profiles::scoped_process;
+use tidemark_conformance::profiles::scoped::process as scoped_process;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::scenario::{Profile, Scenario};
 use tidemark_conformance::{
@@ -246,23 +246,25 @@ fn main() -> ExitCode {
             if implementation.is_some() {
                 Err("explore --profile scoped runs the reference in process on the real tier: no --impl yet".into())
             } else {
-                explore::scoped::command(&explore::scoped::ScopedExploreArgs {
-                    seeds: *seeds,
-                    first_seed: *first_seed,
-                    shard: *shard,
-                    mutant: mutant.clone(),
-                    hunt: *hunt,
-                    check_determinism: *check_determinism,
-                    save_dir: (!no_save).then(|| {
-                        save_dir
-                            .clone()
-                            .unwrap_or_else(explore::scoped_fixture::default_dir)
-                    }),
-                    max_shrink_iters: *max_shrink_iters,
-                    tier: tier.clone(),
-                    differential: *differential,
-                    jobs: *jobs,
-                })
+                tidemark_conformance::profiles::scoped::explore::command(
+                    &tidemark_conformance::profiles::scoped::explore::ScopedExploreArgs {
+                        seeds: *seeds,
+                        first_seed: *first_seed,
+                        shard: *shard,
+                        mutant: mutant.clone(),
+                        hunt: *hunt,
+                        check_determinism: *check_determinism,
+                        save_dir: (!no_save).then(|| {
+                            save_dir.clone().unwrap_or_else(
+                                tidemark_conformance::profiles::scoped::fixture::default_dir,
+                            )
+                        }),
+                        max_shrink_iters: *max_shrink_iters,
+                        tier: tier.clone(),
+                        differential: *differential,
+                        jobs: *jobs,
+                    },
+                )
             }
         } else if profile != "scratchpad" {
             Err(format!(
@@ -292,8 +294,8 @@ fn main() -> ExitCode {
             mutant,
         } => {
             let outcome = match fixture {
-                Some(f) if explore::scoped_fixture::is_scoped(f) => {
-                    explore::scoped::replay_fixture(f)
+                Some(f) if tidemark_conformance::profiles::scoped::fixture::is_scoped(f) => {
+                    tidemark_conformance::profiles::scoped::explore::replay_fixture(f)
                 }
                 _ => explore::cli::replay(fixture.as_deref(), *seed, mutant),
             };
@@ -313,7 +315,10 @@ fn main() -> ExitCode {
             if mutant.is_some() {
                 Err("--hunt tries every scoped mutant; it takes no --mutant".to_string())
             } else {
-                Ok(tidemark_sim::scoped_world::hunt(*seeds, *first_seed))
+                Ok(tidemark_conformance::profiles::scoped::world::hunt(
+                    *seeds,
+                    *first_seed,
+                ))
             }
         } else {
             match mutant.as_deref().map(|id| {
@@ -321,7 +326,7 @@ fn main() -> ExitCode {
                     .ok_or(format!("unknown scoped mutant {id:?}"))
             }) {
                 Some(Err(e)) => Err(e),
-                m => Ok(tidemark_sim::scoped_world::command(
+                m => Ok(tidemark_conformance::profiles::scoped::world::command(
                     *seeds,
                     *first_seed,
                     m.and_then(Result::ok),
@@ -345,7 +350,7 @@ fn main() -> ExitCode {
                     .ok_or(format!("unknown mutant {id:?}"))
             }) {
                 Some(Err(e)) => Err(e),
-                m => Ok(tidemark_conformance::world::command(
+                m => Ok(tidemark_conformance::profiles::scratchpad::world::command(
                     *seeds,
                     *first_seed,
                     m.and_then(Result::ok),

@@ -7,11 +7,11 @@
 //! means the same thing in every language.
 
 use crate::contract::{Outcome, Request};
+pub use crate::profiles::scoped::ledger::LedgerQueries;
+#[cfg(doc)]
+use crate::profiles::scoped::{ScopedOp, ScopedOutcome};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-pub use tidemark_sim::real_tier::ledger::LedgerQueries;
-#[cfg(doc)]
-use tidemark_sim::real_tier::{ScopedOp, ScopedOutcome};
 
 /// The protocol name and version both sides state in the init exchange. A change that an
 /// existing implementation could misread bumps the number.
@@ -70,9 +70,9 @@ pub struct S3Endpoint {
 
 /// The endpoint as the scoped service opens it: the same five values under the name the
 /// real tier uses.
-impl From<&S3Endpoint> for tidemark_sim::real_tier::remote::S3Access {
+impl From<&S3Endpoint> for crate::profiles::scoped::remote::S3Access {
     fn from(s3: &S3Endpoint) -> Self {
-        tidemark_sim::real_tier::remote::S3Access {
+        crate::profiles::scoped::remote::S3Access {
             endpoint_url: s3.endpoint_url.clone(),
             region: s3.region.clone(),
             bucket: s3.bucket.clone(),
@@ -199,7 +199,7 @@ mod tests {
     #[test]
     fn a_scoped_request_carries_a_scoped_op_with_its_time_and_its_reply_parses_as_a_scoped_outcome()
     {
-        use tidemark_sim::real_tier::{ScopedOp, ScopedOutcome, Turn};
+        use crate::profiles::scoped::{ScopedOp, ScopedOutcome, Turn};
         let line = serde_json::to_string(&ToImplementation::Request(RequestEnvelope {
             id: 4,
             now_ms: 1_767_225_600_000,

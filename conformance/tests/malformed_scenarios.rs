@@ -87,13 +87,21 @@ fn the_whole_suite_loads() {
 fn fixture_error(relative: &str) -> String {
     let root = tidemark_conformance::spec::repo_root();
     let path = root.join(relative);
-    let message = if relative.ends_with(".tdms") {
+    let scoped = std::fs::read(&path).is_ok_and(|b| {
+        tidemark_conformance::scenario::header::profile_named(&String::from_utf8_lossy(&b))
+            == Some("scoped")
+    });
+    let message = if scoped {
         let rules = RuleIndex::load(&tidemark_conformance::default_spec_path()).unwrap();
         let bytes = std::fs::read(&path).unwrap();
-        match tidemark_sim::real_tier::script::utf8_text(&bytes) {
+        match tidemark_conformance::profiles::scoped::script::utf8_text(&bytes) {
             Err((line, m)) => format!("{}:{line}: {m}", path.display()),
             Ok(text) => {
-                match tidemark_sim::real_tier::script::parse_with(&path, text, rules.id_set()) {
+                match tidemark_conformance::profiles::scoped::script::parse_with(
+                    &path,
+                    text,
+                    rules.id_set(),
+                ) {
                     Ok(s) => panic!("{relative} should not load; parsed {} steps", s.steps.len()),
                     Err(e) => e.to_string(),
                 }
@@ -154,8 +162,8 @@ fn invalid_utf8_is_reported_at_its_line_in_both_grammars() {
             .starts_with("fixtures/malformed/scratchpad/invalid-utf8-on-line-5.tdm:5: ")
     );
     assert!(
-        fixture_error("fixtures/malformed/scoped/invalid-utf8-on-line-5.tdms")
-            .starts_with("fixtures/malformed/scoped/invalid-utf8-on-line-5.tdms:5: ")
+        fixture_error("fixtures/malformed/scoped/invalid-utf8-on-line-5.tdm")
+            .starts_with("fixtures/malformed/scoped/invalid-utf8-on-line-5.tdm:5: ")
     );
 }
 
@@ -170,15 +178,15 @@ fn a_ten_megabyte_line_is_cut_in_its_parse_error_in_both_grammars() {
         "{}",
         &scratchpad[scratchpad.len() - 200..]
     );
-    let scoped = tidemark_sim::real_tier::script::parse_with(
-        Path::new("x.tdms"),
+    let scoped = tidemark_conformance::profiles::scoped::script::parse_with(
+        Path::new("x.tdm"),
         &format!("scenario: s\nprofile: scoped\nrules: SC-1.1\nfrobnicate {huge}\n"),
         &["SC-1.1".to_string()].into_iter().collect(),
     )
     .unwrap_err()
     .to_string();
     assert!(scoped.len() < 20 << 10, "{} bytes", scoped.len());
-    assert!(scoped.starts_with("x.tdms:4: no such step: frobnicate xxx"));
+    assert!(scoped.starts_with("x.tdm:4: no such step: frobnicate xxx"));
     assert!(scoped.contains("more bytes)"));
 }
 
@@ -212,20 +220,21 @@ fn a_symlink_loop_in_the_scenario_directory_loads_each_scenario_once() {
 fn the_scoped_grammar_loads_each_file_once_and_refuses_a_shared_test_name() {
     let tmp = tempfile::tempdir().unwrap();
     let text = "scenario: s\nprofile: scoped\nrules: SC-1.1\nsweep\n";
-    std::fs::write(tmp.path().join("one.tdms"), text).unwrap();
+    std::fs::write(tmp.path().join("one.tdm"), text).unwrap();
     std::os::unix::fs::symlink(tmp.path(), tmp.path().join("loop")).unwrap();
     let rules = ["SC-1.1".to_string()].into_iter().collect();
-    let loaded = tidemark_sim::real_tier::script::load_dir_with(tmp.path(), &rules).unwrap();
+    let loaded =
+        tidemark_conformance::profiles::scoped::script::load_dir_with(tmp.path(), &rules).unwrap();
     assert_eq!(loaded.len(), 1);
     std::fs::create_dir(tmp.path().join("again")).unwrap();
-    std::fs::write(tmp.path().join("again/one.tdms"), text).unwrap();
-    let e = tidemark_sim::real_tier::script::load_dir_with(tmp.path(), &rules)
+    std::fs::write(tmp.path().join("again/one.tdm"), text).unwrap();
+    let e = tidemark_conformance::profiles::scoped::script::load_dir_with(tmp.path(), &rules)
         .unwrap_err()
         .to_string()
         .replace(&format!("{}/", tmp.path().display()), "");
     assert_eq!(
         e,
-        "one.tdms:1: the test name scoped::one is taken by again/one.tdms already; rename one of the files"
+        "one.tdm:1: the test name scoped::one is taken by again/one.tdm already; rename one of the files"
     );
 }
 

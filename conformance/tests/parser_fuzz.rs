@@ -15,7 +15,7 @@ fn corpus() -> &'static [(PathBuf, String)] {
     CORPUS.get_or_init(|| {
         let dir = tidemark_conformance::default_scenarios_dir();
         let mut files = tidemark_sim::scenario_files::find(&dir, "tdm").unwrap();
-        files.extend(tidemark_sim::scenario_files::find(&dir, "tdms").unwrap());
+        files.extend(tidemark_sim::scenario_files::find(&dir, "tdm").unwrap());
         files
             .into_iter()
             .map(|f| {
@@ -188,7 +188,9 @@ fn check_both(file: &Path, text: &str) -> Result<(), TestCaseError> {
             e.line
         );
     }
-    if let Err(e) = tidemark_sim::real_tier::script::parse_with(file, text, rules().id_set()) {
+    if let Err(e) =
+        tidemark_conformance::profiles::scoped::script::parse_with(file, text, rules().id_set())
+    {
         prop_assert!(
             (1..=lines).contains(&e.line),
             "scoped error at line {} of a {lines}-line file: {e}",
@@ -248,5 +250,5 @@ fn the_corpus_holds_both_grammars() {
         .any(|(f, _)| f.extension().is_some_and(|e| e == "tdm")));
     assert!(c
         .iter()
-        .any(|(f, _)| f.extension().is_some_and(|e| e == "tdms")));
+        .any(|(f, _)| f.extension().is_some_and(|e| e == "tdm")));
 }

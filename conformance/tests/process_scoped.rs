@@ -8,11 +8,11 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
-use tidemark_conformance::profiles::scoped_process;
+use tidemark_conformance::profiles::scoped::process;
+use tidemark_conformance::profiles::scoped::script::{self, Script};
 use tidemark_conformance::report::{CaseReport, Verdict};
 use tidemark_conformance::spec::repo_root;
 use tidemark_reference::scoped::ScopedMutant;
-use tidemark_sim::real_tier::script::{self, Script};
 use tidemark_sim::real_tier::PgProvider;
 
 const ADAPTER: &str = env!("CARGO_BIN_EXE_tidemark-reference-adapter");
@@ -38,7 +38,7 @@ async fn through_the_adapter(
     let factory = ProcessFactory::probe(command, ProcessOptions::default())
         .await
         .expect("the adapter completes init");
-    scoped_process::check(&factory, scripts, NonZeroUsize::MIN, Some(pg))
+    process::check(&factory, scripts, NonZeroUsize::MIN, Some(pg))
         .await
         .expect("the scoped suite runs")
 }
@@ -289,7 +289,7 @@ fn a_declared_ledger_query_is_what_the_harness_reads_and_a_bad_one_fails_with_th
     let (code, out) = with_declared_ledger("lies");
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains(".tdms:14: pending deletions") && out.contains("actual:   []"),
+        out.contains(".tdm:14: pending deletions") && out.contains("actual:   []"),
         "{out}"
     );
 
@@ -311,7 +311,7 @@ fn a_declared_ledger_query_is_what_the_harness_reads_and_a_bad_one_fails_with_th
 /// obligations leaves them in place, and a column of the wrong type is named, not decoded.
 #[test]
 fn a_declared_ledger_query_cannot_change_the_database_and_its_column_types_are_checked() {
-    use tidemark_sim::real_tier::ledger::LedgerQueries;
+    use tidemark_conformance::profiles::scoped::ledger::LedgerQueries;
     block_on(async {
         let pg = Arc::new(PgProvider::from_environment().await.expect("PostgreSQL"));
         let db = pg
@@ -364,9 +364,9 @@ fn a_declared_ledger_query_cannot_change_the_database_and_its_column_types_are_c
 /// The reference scoped service, with a mutant, as a Rust implementation for the in-process gate.
 struct ReferenceWith(Option<ScopedMutant>);
 
-struct ReferenceInstance(tidemark_sim::real_tier::remote::ScopedService);
+struct ReferenceInstance(tidemark_conformance::profiles::scoped::remote::ScopedService);
 
-impl tidemark_conformance::profiles::scoped_gate::ScopedImplementation for ReferenceWith {
+impl tidemark_conformance::profiles::scoped::gate::ScopedImplementation for ReferenceWith {
     fn name(&self) -> String {
         "reference".into()
     }
@@ -380,13 +380,13 @@ impl tidemark_conformance::profiles::scoped_gate::ScopedImplementation for Refer
         init: &'a tidemark_conformance::protocol::Init,
     ) -> futures::future::BoxFuture<
         'a,
-        Result<Box<dyn tidemark_conformance::profiles::scoped_gate::ScopedInstance>, String>,
+        Result<Box<dyn tidemark_conformance::profiles::scoped::gate::ScopedInstance>, String>,
     > {
         Box::pin(async move {
             let s3 = init.s3.as_ref().ok_or("no S3")?;
-            let access = tidemark_sim::real_tier::remote::S3Access::from(s3);
+            let access = tidemark_conformance::profiles::scoped::remote::S3Access::from(s3);
             let url = init.postgres_url.as_deref().ok_or("no PostgreSQL")?;
-            let service = tidemark_sim::real_tier::remote::ScopedService::open(
+            let service = tidemark_conformance::profiles::scoped::remote::ScopedService::open(
                 &access,
                 url,
                 &init.knobs,
@@ -395,19 +395,21 @@ impl tidemark_conformance::profiles::scoped_gate::ScopedImplementation for Refer
             .await?;
             Ok(Box::new(ReferenceInstance(service))
                 as Box<
-                    dyn tidemark_conformance::profiles::scoped_gate::ScopedInstance,
+                    dyn tidemark_conformance::profiles::scoped::gate::ScopedInstance,
                 >)
         })
     }
 }
 
-impl tidemark_conformance::profiles::scoped_gate::ScopedInstance for ReferenceInstance {
+impl tidemark_conformance::profiles::scoped::gate::ScopedInstance for ReferenceInstance {
     fn call<'a>(
         &'a mut self,
         now_ms: i64,
-        op: &'a tidemark_sim::real_tier::ScopedOp,
-    ) -> futures::future::BoxFuture<'a, Result<tidemark_sim::real_tier::ScopedOutcome, String>>
-    {
+        op: &'a tidemark_conformance::profiles::scoped::ScopedOp,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<tidemark_conformance::profiles::scoped::ScopedOutcome, String>,
+    > {
         Box::pin(
             self.0
                 .call(tidemark_reference::clock::Timestamp(now_ms), op),
@@ -420,7 +422,7 @@ impl tidemark_conformance::profiles::scoped_gate::ScopedInstance for ReferenceIn
 /// a crash restarts the instance over what it persisted.
 #[test]
 fn the_in_process_scoped_gate_passes_the_reference_and_fails_a_mutant_at_its_line() {
-    use tidemark_conformance::profiles::scoped_gate::play;
+    use tidemark_conformance::profiles::scoped::gate::play;
     let all = scripts();
     let by_name = |n: &str| all.iter().find(|s| s.test_name() == n).unwrap().clone();
     let traversal = by_name("scoped::traversal_is_refused_in_every_spelling");
@@ -441,7 +443,7 @@ fn the_in_process_scoped_gate_passes_the_reference_and_fails_a_mutant_at_its_lin
         .await
         .expect_err("the clamping mutant fails");
         assert!(
-            failure.contains("traversal-is-refused-in-every-spelling.tdms:10:")
+            failure.contains("traversal-is-refused-in-every-spelling.tdm:10:")
                 && failure.contains("expected: refused traversal")
                 && failure.contains(
                     "replay:   cargo test -- --exact scoped::traversal_is_refused_in_every_spelling"

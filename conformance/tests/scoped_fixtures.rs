@@ -5,8 +5,8 @@
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::sync::Arc;
-use tidemark_conformance::explore::scoped_fixture::{self, default_dir};
-use tidemark_sim::real_tier::model::Tier;
+use tidemark_conformance::profiles::scoped::fixture::{self as scoped_fixture, default_dir};
+use tidemark_conformance::profiles::scoped::model::Tier;
 use tidemark_sim::real_tier::PgProvider;
 
 fn main() {

@@ -1,7 +1,7 @@
 //! The turmoil world: the scratchpad as a networked host with its sweeper on a timer, three
 //! concurrent clients, and the world's faults, checked by the oracle from the server's log.
 
-use tidemark_conformance::world::run_world;
+use tidemark_conformance::profiles::scratchpad::world::run_world;
 use tidemark_reference::scratchpad::ScratchpadMutant;
 
 #[test]
@@ -54,7 +54,7 @@ fn every_mutant_out_of_the_worlds_reach_is_a_real_one_killed_by_a_scenario() {
     )
     .expect("the suite loads");
     let selected: Vec<_> = suite.iter().collect();
-    for (id, why) in tidemark_conformance::world::OUT_OF_REACH {
+    for (id, why) in tidemark_conformance::profiles::scratchpad::world::OUT_OF_REACH {
         assert!(!why.is_empty());
         let mutant = ScratchpadMutant::ALL
             .into_iter()

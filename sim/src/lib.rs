@@ -12,5 +12,4 @@ pub mod owner;
 pub mod real_tier;
 pub mod reap;
 pub mod scenario_files;
-pub mod scoped_world;
 pub mod turmoil_s3;

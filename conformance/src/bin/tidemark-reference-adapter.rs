@@ -11,6 +11,8 @@
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use tidemark_conformance::driver::{Driver, DriverFactory, Environment};
+use tidemark_conformance::profiles::scoped::remote::{self, S3Access, ScopedService};
+use tidemark_conformance::profiles::scoped::ScopedOp;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::protocol::{
     ErrorReply, FromImplementation, Init, InitOk, Reply, RequestEnvelope, ToImplementation,
@@ -20,8 +22,6 @@ use tidemark_conformance::scenario::{Knobs, Profile};
 use tidemark_reference::clock::Timestamp;
 use tidemark_reference::scoped::ScopedMutant;
 use tidemark_reference::scratchpad::ScratchpadMutant;
-use tidemark_sim::real_tier::remote::{self, S3Access, ScopedService};
-use tidemark_sim::real_tier::ScopedOp;
 
 /// The scoped profile's name, and the optional behaviours this adapter has.
 const SCOPED: &str = "scoped";

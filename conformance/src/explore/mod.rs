@@ -10,8 +10,6 @@ pub mod fixture;
 pub mod names;
 pub mod ops;
 pub mod run;
-pub mod scoped;
-pub mod scoped_fixture;
 pub mod shrink;
 
 use crate::driver::DriverFactory;

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use super::ops::{caller, PLACES, WHO};
 use crate::contract::{Bytes, Caller, Outcome, Request};
 use crate::driver::Driver;
-use crate::oracle::scratchpad::ScratchpadModel;
+use crate::profiles::scratchpad::oracle::ScratchpadModel;
 use tidemark_reference::clock::Timestamp;
 
 /// Oracle name -> implementation name, for session and requester directories.
@@ -204,7 +204,7 @@ pub fn same(expected: &Outcome, actual: &Outcome) -> bool {
 mod tests {
     use super::*;
     use crate::driver::DriverError;
-    use crate::oracle::scratchpad::ModelKnobs;
+    use crate::profiles::scratchpad::oracle::ModelKnobs;
 
     /// Answers `names` with names made of `tag`: one per thread, pairing and requester, or, with
     /// `same`, one requester name for everyone.

@@ -5,7 +5,7 @@ use super::names::{self, NameMap};
 use super::ops::{caller, SimOp, LINK_PATHS, PLACES, WHO};
 use crate::contract::Request;
 use crate::driver::{Driver, DriverFactory, Environment};
-use crate::oracle::scratchpad::{ModelKnobs, ScratchpadModel};
+use crate::profiles::scratchpad::oracle::{ModelKnobs, ScratchpadModel};
 use crate::scenario::{Knobs, Profile};
 use std::fs;
 use std::path::Path;

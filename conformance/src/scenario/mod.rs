@@ -16,7 +16,8 @@
 //! The grammar is in `parse.rs` and in scenarios/README.md.
 
 mod anchor;
-mod lex;
+pub mod header;
+pub mod lex;
 pub mod names;
 pub(crate) mod parse;
 
@@ -60,6 +61,8 @@ pub struct Scenario {
     pub name: String,
     pub profile: Profile,
     pub rules: Vec<String>,
+    /// Mutants this scenario must kill (`kills:`).
+    pub kills: Vec<String>,
     /// Capabilities the scenario needs (`needs: sp12_digest`); an implementation that does not
     /// claim one skips the scenario, with the reason.
     pub needs: Vec<String>,
@@ -368,7 +371,8 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
-/// Loads every `*.tdm` file below `dir`, sorted by path, each once (directory symlinks are not
+/// Loads every scratchpad `*.tdm` file below `dir` (files of another profile are that
+/// profile's to load), sorted by path, each once (directory symlinks are not
 /// followed); two files with one test name are an error at the second.
 pub fn load_dir(
     dir: &Path,
@@ -381,6 +385,7 @@ pub fn load_dir(
     })?;
     let scenarios = files
         .iter()
+        .filter(|f| !header::belongs_elsewhere(f, Profile::Scratchpad.name()))
         .map(|f| parse_file(f, rules))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some((name, first, second)) =

@@ -21,15 +21,16 @@
 //! quoted string or a size (`600KiB`, `10B`). `advance` and `start` may state what their sweep
 //! collects (`=> swept [<alice@#general/T1>]`). An absence check must be anchored (`anchor.rs`).
 
+use super::header::{self, utf8_text, HeaderVocabulary, StepLine};
 use super::lex::{tokenize, Token};
 use super::{
     Action, Call, DiskAction, Expect, KnobUnit, Knobs, PathTemplate, Profile, Scenario,
     ScenarioError, Step, SCRATCHPAD_KNOBS,
 };
 use crate::contract::{Caller, SCRATCHPAD_REASONS};
-use crate::spec::{is_rule_id, RuleIndex};
+use crate::spec::RuleIndex;
 use std::path::{Path, PathBuf};
-use tidemark_reference::scratchpad::CallContext;
+use tidemark_reference::scratchpad::{CallContext, ScratchpadMutant};
 
 /// The optional behaviours a scratchpad scenario may need (PROTOCOL.md, SP-1.2, SP-3.7).
 pub const SCRATCHPAD_CAPABILITIES: &[&str] = &["sp12_digest", "binary_content"];
@@ -59,20 +60,13 @@ pub fn parse_file(path: &Path, rules: &RuleIndex) -> Result<Scenario, ScenarioEr
     parse_str(path, text, rules)
 }
 
-/// The file as text, or the line holding its first byte that is not UTF-8 (1-based).
-pub fn utf8_text(bytes: &[u8]) -> Result<&str, (usize, String)> {
-    std::str::from_utf8(bytes).map_err(|e| {
-        let valid = e.valid_up_to();
-        let line = bytes[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
-        (
-            line,
-            format!(
-                "the file is not UTF-8: byte 0x{:02x} at offset {valid} (write other bytes as \\xNN inside a quoted string)",
-                bytes[valid]
-            ),
-        )
-    })
-}
+/// The scratchpad's header vocabulary: its part of SPEC.md, its mutants, its capabilities.
+pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
+    profile: "scratchpad",
+    rule_prefix: "SP-",
+    mutants: || ScratchpadMutant::ALL.iter().map(|m| m.id()).collect(),
+    capabilities: SCRATCHPAD_CAPABILITIES,
+};
 
 pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario, ScenarioError> {
     // Quoted input is clipped where it is quoted; this bounds the whole message as well.
@@ -81,134 +75,29 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
         line,
         message: clip_field(&message).into_owned(),
     };
-    let mut name: Option<String> = None;
-    let mut profile: Option<Profile> = None;
-    let mut cited: Option<Vec<String>> = None;
-    let mut needs: Option<(usize, Vec<String>)> = None;
+    let (header, lines) = header::split(text, &VOCABULARY, &|id| rules.contains(id))
+        .map_err(|(line, m)| err(line, m))?;
     let mut knobs = Knobs::default();
+    for k in &header.knobs {
+        parse_knob(&k.name, &k.value, &mut knobs).map_err(|m| err(k.line, m))?;
+    }
+    header::require_steps(text, &lines).map_err(|(line, m)| err(line, m))?;
     let mut steps = Vec::new();
     // Simulated time since the epoch, checked at every advance so no sum can overflow.
     let mut elapsed_ms: i64 = 0;
 
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let trimmed = raw.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        if let Some(v) = trimmed.strip_prefix("scenario:") {
-            if name.is_some() {
-                return Err(err(
-                    line,
-                    "a second 'scenario:' line; one scenario per file".into(),
-                ));
-            }
-            let v = v.trim();
-            if v.is_empty() {
-                return Err(err(
-                    line,
-                    "expected a sentence after 'scenario:' stating the decision proved".into(),
-                ));
-            }
-            name = Some(v.to_string());
-            continue;
-        }
-        if name.is_none() {
-            return Err(err(
-                line,
-                format!(
-                    "expected 'scenario: <sentence>' as the first line, found {:?}",
-                    clip(trimmed)
-                ),
-            ));
-        }
-        if let Some(v) = trimmed.strip_prefix("profile:") {
-            let v = v.trim();
-            profile = Some(Profile::from_name(v).ok_or_else(|| {
-                err(
-                    line,
-                    format!("unknown profile {:?}; expected 'scratchpad'", clip(v)),
-                )
-            })?);
-            continue;
-        }
-        if let Some(v) = trimmed.strip_prefix("rules:") {
-            if cited.is_some() {
-                return Err(err(
-                    line,
-                    "a second 'rules:' line; cite every rule on one line".into(),
-                ));
-            }
-            let mut ids = Vec::new();
-            for id in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                if !is_rule_id(id) {
-                    return Err(err(
-                        line,
-                        format!("{:?} is not a rule id; expected the form SP-1.2", clip(id)),
-                    ));
-                }
-                if !rules.contains(id) {
-                    return Err(err(line, format!("rule {id} is not defined in SPEC.md")));
-                }
-                ids.push(id.to_string());
-            }
-            if ids.is_empty() {
-                return Err(err(
-                    line,
-                    "expected at least one rule id after 'rules:'".into(),
-                ));
-            }
-            cited = Some(ids);
-            continue;
-        }
-        if let Some(v) = trimmed.strip_prefix("needs:") {
-            if needs.is_some() {
-                return Err(err(
-                    line,
-                    "a second 'needs:' line; name every capability on one".into(),
-                ));
-            }
-            let mut names = Vec::new();
-            for c in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                if !SCRATCHPAD_CAPABILITIES.contains(&c) {
-                    return Err(err(
-                        line,
-                        format!(
-                            "unknown capability {c:?}; expected one of {}",
-                            SCRATCHPAD_CAPABILITIES.join(", ")
-                        ),
-                    ));
-                }
-                names.push(c.to_string());
-            }
-            if names.is_empty() {
-                return Err(err(
-                    line,
-                    "expected at least one capability after 'needs:'".into(),
-                ));
-            }
-            needs = Some((line, names));
-            continue;
-        }
+    for StepLine {
+        line,
+        text: trimmed,
+    } in lines
+    {
         let tokens = tokenize(trimmed).map_err(|m| err(line, m))?;
-        let profile_now =
-            profile.ok_or_else(|| err(line, "expected 'profile:' before the first step".into()))?;
-        if cited.is_none() {
-            return Err(err(line, "expected 'rules:' before the first step".into()));
-        }
         let mut p = LineParser {
             tokens: &tokens,
             pos: 0,
         };
         let first = p.word().map_err(|m| err(line, m))?;
         let action = match first.as_str() {
-            "knob" => {
-                if !steps.is_empty() {
-                    return Err(err(line, "knobs must come before the first step".into()));
-                }
-                parse_knob(&mut p, &mut knobs, profile_now).map_err(|m| err(line, m))?;
-                continue;
-            }
             "advance" => {
                 let d = p.word().map_err(|m| err(line, m))?;
                 let ms = parse_duration(&d).map_err(|m| err(line, m))?;
@@ -249,7 +138,7 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
             other => {
                 return Err(err(
                     line,
-                    format!("unknown step {:?}; expected a caller (name@#channel[/thread]), advance, stop, start, disk, workdir or knob", clip(other)),
+                    format!("unknown step {:?}; expected a caller (name@#channel[/thread]), advance, stop, start, disk or workdir", clip(other)),
                 ))
             }
         };
@@ -261,39 +150,15 @@ pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario,
         });
     }
 
-    let name = name.ok_or_else(|| {
-        err(
-            1,
-            "expected 'scenario: <sentence>'; the file is empty".into(),
-        )
-    })?;
-    let profile = profile.ok_or_else(|| err(1, "expected a 'profile:' line".into()))?;
-    let rules = cited.ok_or_else(|| err(1, "expected a 'rules:' line citing SPEC.md".into()))?;
-    if let Some(bad) = rules.iter().find(|r| !r.starts_with(profile.rule_prefix())) {
-        return Err(err(
-            1,
-            format!(
-                "rule {bad} belongs to another profile; a {} scenario cites {}* rules",
-                profile.name(),
-                profile.rule_prefix()
-            ),
-        ));
-    }
-    if steps.is_empty() {
-        return Err(err(
-            text.lines().count().max(1),
-            "expected at least one step".into(),
-        ));
-    }
     super::anchor::check(&steps).map_err(|(line, m)| err(line, m))?;
-    let (needs_line, needs) = needs.unwrap_or_default();
     Ok(Scenario {
         file: PathBuf::from(file),
-        name,
-        profile,
-        rules,
-        needs,
-        needs_line,
+        name: header.name,
+        profile: Profile::Scratchpad,
+        rules: header.rules,
+        kills: header.kills,
+        needs: header.needs,
+        needs_line: header.needs_line,
         knobs,
         steps,
     })
@@ -545,9 +410,7 @@ fn parse_expect(p: &mut LineParser, req: &Call) -> Result<Expect, String> {
     }
 }
 
-fn parse_knob(p: &mut LineParser, knobs: &mut Knobs, profile: Profile) -> Result<(), String> {
-    let name = p.word()?;
-    let value = p.word()?;
+fn parse_knob(name: &str, value: &str, knobs: &mut Knobs) -> Result<(), String> {
     if name == "root" {
         if value != "unmounted" {
             return Err(format!(
@@ -557,9 +420,7 @@ fn parse_knob(p: &mut LineParser, knobs: &mut Knobs, profile: Profile) -> Result
         knobs.mounted = false;
         return Ok(());
     }
-    let table = match profile {
-        Profile::Scratchpad => SCRATCHPAD_KNOBS,
-    };
+    let table = SCRATCHPAD_KNOBS;
     let unit = table
         .iter()
         .find(|(n, _)| *n == name)
@@ -600,10 +461,10 @@ fn parse_knob(p: &mut LineParser, knobs: &mut Knobs, profile: Profile) -> Result
             }
         ));
     }
-    if knobs.values.contains_key(&name) {
+    if knobs.values.contains_key(name) {
         return Err(format!("knob {name} is set twice"));
     }
-    knobs.values.insert(name, v);
+    knobs.values.insert(name.to_string(), v);
     Ok(())
 }
 

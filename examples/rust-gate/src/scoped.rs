@@ -2,7 +2,7 @@
 //! that starts an instance over the bucket and database the harness hands over, and answers
 //! each request. The gate is one call in `tests/scoped_conformance.rs`.
 //!
-//! The implementation here is the reference (`tidemark_sim::real_tier::remote::ScopedService`)
+//! The implementation here is the reference (`tidemark_conformance::profiles::scoped::remote::ScopedService`)
 //! standing in for yours: replace it with your type and map each [`ScopedOp`] onto its API.
 //! Two things to keep:
 //!
@@ -11,11 +11,13 @@
 //!   one with the same init: what you persisted to S3 and PostgreSQL is all it gets.
 
 use futures::future::BoxFuture;
-use tidemark_conformance::profiles::scoped_gate::{ScopedImplementation, ScopedInstance};
+use tidemark_conformance::profiles::scoped::gate::{ScopedImplementation, ScopedInstance};
+use tidemark_conformance::profiles::scoped::remote::{
+    S3Access, ScopedService, CRASH_POINTS, WRITE_DURING_SWEEP,
+};
+use tidemark_conformance::profiles::scoped::{ScopedOp, ScopedOutcome};
 use tidemark_conformance::protocol::{Init, LedgerQueries};
 use tidemark_reference::clock::Timestamp;
-use tidemark_sim::real_tier::remote::{S3Access, ScopedService, CRASH_POINTS, WRITE_DURING_SWEEP};
-use tidemark_sim::real_tier::{ScopedOp, ScopedOutcome};
 
 /// Declares what the implementation has, and starts instances.
 pub struct MyScoped;

@@ -8,7 +8,7 @@
 //! ```
 
 fn main() {
-    tidemark_conformance::profiles::scoped_gate::run_as_tests(
+    tidemark_conformance::profiles::scoped::gate::run_as_tests(
         tidemark_example_rust_gate::scoped::MyScoped,
     );
 }

@@ -15,18 +15,12 @@
 
 pub mod disk_s3;
 pub mod faults;
-pub mod ledger;
 pub mod memory_s3;
-pub mod model;
 pub mod pg;
 pub mod pg_reap;
 pub mod pg_template;
-pub mod remote;
 pub mod s3_listing;
-pub mod scoped_driver;
-pub mod script;
 pub mod server;
-pub mod uuid_ids;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -38,7 +32,6 @@ pub use disk_s3::DiskS3;
 pub use faults::{FaultHandle, FaultPlan};
 pub use memory_s3::{MemoryHandle, MemoryS3};
 pub use pg::{PgProvider, PgSourceKind, TestDatabase};
-pub use scoped_driver::{ScopedDriver, ScopedOp, ScopedOutcome, Turn};
 pub use server::{s3_client, S3Server};
 
 #[derive(Debug, thiserror::Error)]

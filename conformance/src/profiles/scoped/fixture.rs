@@ -1,0 +1,254 @@
+//! Saved scoped failures: a shrunk [`ModelOp`] sequence, its seed (which also seeds the S3
+//! fault generator), the implementation it failed against, and the hash of the failing trace,
+//! so a replay proves the failure recurs identically. Kept apart from the scratchpad fixtures
+//! (`fixtures/explore-scoped/`): the operations are another profile's.
+
+use crate::profiles::scoped::model::{
+    run_ops_with, trace_hash, Divergence, IdStyle, ModelOp, SequenceError, Tier,
+};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use tidemark_reference::scoped::ScopedMutant;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopedFixture {
+    pub version: u32,
+    /// Always `scoped`: `tidemark replay` reads it to pick the profile.
+    pub profile: String,
+    pub seed: u64,
+    /// The generator version that found it: 1 gave the store short ids (`w1`), 2 gives UUIDs
+    /// ([`IdStyle`]); absent means 1. A replay uses the fixture's own version, so its trace
+    /// hash still holds.
+    #[serde(default = "generator_version_1")]
+    pub generator: u32,
+    pub mutant: Option<String>,
+    /// Where the metadata lived: `postgres` or `memory`.
+    #[serde(default = "postgres")]
+    pub tier: String,
+    pub ops: Vec<ModelOp>,
+    /// Where it diverged, as printed when found.
+    pub divergence: String,
+    pub trace_hash: String,
+}
+
+/// The hash a divergence is known by: its trace, then what was expected and what happened.
+pub fn divergence_hash(d: &Divergence) -> String {
+    let mut lines = d.ops.clone();
+    lines.push(format!("expected {}", d.expected));
+    lines.push(format!("actual {}", d.actual));
+    trace_hash(&lines)
+}
+
+pub fn divergence_line(d: &Divergence) -> String {
+    format!(
+        "{}: expected {}, got {}",
+        d.ops
+            .iter()
+            .rev()
+            .find(|l| !l.starts_with("  "))
+            .map_or("", |l| l.as_str()),
+        d.expected,
+        d.actual
+    )
+}
+
+impl ScopedFixture {
+    pub fn new(
+        seed: u64,
+        mutant: Option<ScopedMutant>,
+        tier: Tier<'_>,
+        ops: Vec<ModelOp>,
+        d: &Divergence,
+    ) -> ScopedFixture {
+        ScopedFixture {
+            version: 1,
+            profile: "scoped".into(),
+            seed,
+            generator: IdStyle::Uuid.version(),
+            mutant: mutant.map(|m| m.id().to_string()),
+            tier: tier.name().to_string(),
+            ops,
+            divergence: divergence_line(d),
+            trace_hash: divergence_hash(d),
+        }
+    }
+
+    pub fn file_name(&self) -> String {
+        format!(
+            "scoped-{}-seed-{}.json",
+            self.mutant.as_deref().unwrap_or("reference"),
+            self.seed
+        )
+    }
+
+    pub fn save(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(self.file_name());
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(self).expect("a fixture serialises") + "\n",
+        )?;
+        Ok(path)
+    }
+
+    pub fn load(path: &Path) -> Result<ScopedFixture, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let f: ScopedFixture = serde_json::from_str(&text)
+            .map_err(|e| format!("{}:{}: {e}", path.display(), e.line()))?;
+        if IdStyle::of_version(f.generator).is_none() {
+            return Err(format!(
+                "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs)",
+                path.display(),
+                f.generator
+            ));
+        }
+        if f.version != 1 || f.profile != "scoped" {
+            return Err(format!(
+                "{}: expected a version 1 scoped fixture, found version {} of profile {:?}",
+                path.display(),
+                f.version,
+                f.profile
+            ));
+        }
+        Ok(f)
+    }
+
+    /// The identifiers this fixture's generator version gave the store.
+    pub fn ids(&self) -> IdStyle {
+        IdStyle::of_version(self.generator).unwrap_or(IdStyle::Uuid)
+    }
+
+    pub fn mutant(&self) -> Result<Option<ScopedMutant>, String> {
+        super::explore::mutant_arg(self.mutant.as_deref())
+    }
+}
+
+/// Whether a fixture file belongs to the scoped profile (its `profile` field), without
+/// committing to either format.
+pub fn is_scoped(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v.get("profile").and_then(|p| p.as_str()) == Some("scoped"))
+}
+
+/// What replaying a scoped fixture showed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopedReplay {
+    /// It diverged again, with the same trace hash.
+    pub reproduced: bool,
+    pub trace_hash: Option<String>,
+    pub divergence: Option<String>,
+    /// The same operations pass against the reference (the model and the reference agree).
+    pub reference_passes: bool,
+}
+
+/// Replays `f` on `tier` (a fixture says which tier found it; either must reproduce it).
+pub async fn replay(tier: Tier<'_>, f: &ScopedFixture) -> Result<ScopedReplay, String> {
+    let mutant = f.mutant()?;
+    let run = run_ops_with(tier, f.seed, &f.ops, mutant, None, f.ids()).await;
+    let (hash, divergence) = match &run {
+        Err(SequenceError::Diverged(d)) => (Some(divergence_hash(d)), Some(divergence_line(d))),
+        Err(SequenceError::Setup(e)) => return Err(format!("could not set up: {e}")),
+        Ok(_) => (None, None),
+    };
+    let reference_passes = if mutant.is_some() {
+        match run_ops_with(tier, f.seed, &f.ops, None, None, f.ids()).await {
+            Ok(_) => true,
+            Err(SequenceError::Diverged(_)) => false,
+            Err(SequenceError::Setup(e)) => return Err(format!("could not set up: {e}")),
+        }
+    } else {
+        run.is_ok()
+    };
+    Ok(ScopedReplay {
+        reproduced: hash.as_deref() == Some(f.trace_hash.as_str()),
+        trace_hash: hash,
+        divergence,
+        reference_passes,
+    })
+}
+
+/// Every scoped fixture under `dir`, sorted by file name.
+pub fn load_all(dir: &Path) -> Result<Vec<(PathBuf, ScopedFixture)>, String> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Ok(Vec::new());
+    };
+    let mut paths: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| ScopedFixture::load(&p).map(|f| (p, f)))
+        .collect()
+}
+
+fn generator_version_1() -> u32 {
+    1
+}
+
+fn postgres() -> String {
+    "postgres".into()
+}
+
+pub fn default_dir() -> PathBuf {
+    crate::spec::repo_root().join("fixtures/explore-scoped")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    }
+
+    /// The saved failure whose divergence quotes a key, so it names the workspace id.
+    fn writable_fixture() -> ScopedFixture {
+        ScopedFixture::load(&default_dir().join("scoped-workspace-writable-by-default-seed-6.json"))
+            .expect("the saved fixture loads")
+    }
+
+    #[test]
+    fn a_fixture_saved_before_uuid_ids_replays_with_short_ids_and_keeps_its_hash() {
+        let f = writable_fixture();
+        assert_eq!(f.generator, 1, "saved by the first generator");
+        assert!(f.divergence.contains("workspaces/w1/"), "{}", f.divergence);
+        let r = runtime()
+            .block_on(replay(Tier::Memory, &f))
+            .expect("replays");
+        assert!(r.reproduced, "{r:?}");
+    }
+
+    #[test]
+    fn a_fixture_found_today_gives_the_store_uuids_and_replays_under_its_own_generator() {
+        let old = writable_fixture();
+        let mutant = old.mutant().expect("a known mutant");
+        let rt = runtime();
+        let run =
+            crate::profiles::scoped::model::run_ops(Tier::Memory, old.seed, &old.ops, mutant, None);
+        let Err(SequenceError::Diverged(d)) = rt.block_on(run) else {
+            panic!("the mutant still fails the same operations with UUID ids")
+        };
+        let f = ScopedFixture::new(old.seed, mutant, Tier::Memory, old.ops.clone(), &d);
+        assert_eq!(f.generator, 2);
+        let ws = crate::profiles::scoped::model::IdStyle::Uuid.id("w1");
+        assert!(
+            f.divergence.contains(&format!("workspaces/{ws}/")),
+            "{}",
+            f.divergence
+        );
+        assert_ne!(
+            f.trace_hash, old.trace_hash,
+            "the ids are part of what diverged"
+        );
+        let r = rt.block_on(replay(Tier::Memory, &f)).expect("replays");
+        assert!(r.reproduced && r.reference_passes, "{r:?}");
+    }
+}

@@ -1,0 +1,206 @@
+//! The scoped profile (SPEC part SC): scoped object storage on S3 and PostgreSQL. Everything
+//! the profile owns lives in this folder:
+//!
+//! - [`script`]: its scenario files (`scenarios/scoped/*.tdm`), parsed and run step by step.
+//! - [`driver`]: the reference implementation on the real tier (the disk S3 store over loopback
+//!   HTTP through aws-sdk-s3, and a real PostgreSQL) or the simulation tier, and the operations
+//!   and outcomes a step speaks ([`ScopedOp`], [`ScopedOutcome`]).
+//! - [`remote`]: the profile split where the process protocol splits it.
+//! - [`process`] and [`gate`]: an implementation behind the process protocol, and the one-call
+//!   Rust gate.
+//! - [`ledger`]: the deletion ledger read from the implementation's database.
+//! - [`uuid_ids`]: the UUIDs every short identifier becomes.
+//! - [`model`]: the executable model of part SC, and the operations exploration generates.
+//! - [`explore`] and [`fixture`]: `tidemark explore --profile scoped` and its saved failures.
+//! - [`world`]: the reference as a turmoil host, with concurrent guests and faults.
+//!
+//! This module is the command line's entry point to them: one PostgreSQL for a run (each
+//! scenario gets its own database and its own S3 server, so its faults stay its own), the
+//! suite and the mutant catalogue.
+
+pub mod driver;
+pub mod explore;
+pub mod fixture;
+pub mod gate;
+pub mod ledger;
+pub mod model;
+pub mod process;
+pub mod remote;
+pub mod script;
+pub mod uuid_ids;
+pub mod world;
+
+pub use driver::{ScopedDriver, ScopedOp, ScopedOutcome, Turn};
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tidemark_reference::scoped::ScopedMutant;
+use tidemark_sim::real_tier::{PgProvider, PgSourceKind};
+
+/// `scenarios/scoped` under the repository root.
+pub fn scenarios_dir() -> PathBuf {
+    crate::spec::repo_root().join("scenarios/scoped")
+}
+
+/// One PostgreSQL for a run, where it came from, and how long it took to answer.
+pub async fn postgres() -> Result<(Arc<PgProvider>, String, Duration), String> {
+    let t = Instant::now();
+    let pg = PgProvider::from_environment()
+        .await
+        .map_err(|e| e.to_string())?;
+    let source = match pg.kind() {
+        PgSourceKind::DatabaseUrl => "DATABASE_URL".to_string(),
+        PgSourceKind::EphemeralCluster { bin_dir } => {
+            format!("ephemeral cluster from {}", bin_dir.display())
+        }
+    };
+    Ok((Arc::new(pg), source, t.elapsed()))
+}
+
+/// One scoped mutant and the scenario that killed it.
+#[derive(Clone, Debug)]
+pub struct ScopedMutantResult {
+    pub id: &'static str,
+    pub description: &'static str,
+    pub killed_by: Option<String>,
+}
+
+/// Runs every scoped mutant (or only `only`) against the scenarios that name it in `kills:`.
+pub async fn mutants(dir: &Path, only: Option<&str>) -> Result<Vec<ScopedMutantResult>, String> {
+    let scripts = script::load_dir(dir).map_err(|e| e.to_string())?;
+    let (pg, _, _) = postgres().await?;
+    let mut out = Vec::new();
+    for m in ScopedMutant::ALL {
+        if only.is_some_and(|o| o != m.id()) {
+            continue;
+        }
+        let mut killed_by = None;
+        for s in scripts
+            .iter()
+            .filter(|s| s.kills.iter().any(|k| k == m.id()))
+        {
+            if script::run(pg.clone(), s, Some(m)).await.is_err() {
+                killed_by = Some(s.test_name());
+                break;
+            }
+        }
+        out.push(ScopedMutantResult {
+            id: m.id(),
+            description: m.description(),
+            killed_by,
+        });
+    }
+    Ok(out)
+}
+
+/// Mutant table lines in the shape of the scratchpad's.
+pub fn mutant_table(results: &[ScopedMutantResult]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let width = results.iter().map(|r| r.id.len()).max().unwrap_or(0);
+    for r in results {
+        match &r.killed_by {
+            Some(k) => {
+                let _ = writeln!(s, "KILLED    {:<11} {:<width$}  by {k}", "scoped", r.id);
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "SURVIVED  {:<11} {:<width$}  {}: no scenario fails",
+                    "scoped", r.id, r.description
+                );
+            }
+        }
+    }
+    s
+}
+
+/// The scoped scenarios against the reference in process (or one of its mutants), each on its
+/// own S3 server and database, up to `jobs` at once: the same [`CaseReport`]s as through
+/// `--impl`, so the table, `--format json` and `--junit` read alike for both paths.
+pub async fn check_in_process(
+    scripts: &[script::Script],
+    jobs: std::num::NonZeroUsize,
+    mutant: Option<ScopedMutant>,
+) -> Result<Vec<crate::report::CaseReport>, String> {
+    use futures::StreamExt;
+    if scripts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (pg, _, _) = postgres().await?;
+    let pg = &pg;
+    Ok(futures::stream::iter(scripts)
+        .map(|s| async move {
+            let mut trace = tidemark_sim::trace::Trace::new();
+            let verdict = match play_in_process(pg.clone(), s, mutant, &mut trace).await {
+                Ok(()) => crate::report::Verdict::Passed,
+                Err(f) => crate::report::Verdict::Failed(f),
+            };
+            self::process::case(s, verdict, &trace)
+        })
+        .buffered(jobs.get())
+        .collect()
+        .await)
+}
+
+async fn play_in_process(
+    pg: Arc<PgProvider>,
+    s: &script::Script,
+    mutant: Option<ScopedMutant>,
+    trace: &mut tidemark_sim::trace::Trace,
+) -> Result<(), crate::runner::Failure> {
+    use self::driver::ScopedDriver;
+    use self::process::setup_failure;
+    use tidemark_sim::real_tier::RealTier;
+    let name = s
+        .file
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tier = RealTier::with_postgres(pg, s.fault_seed())
+        .await
+        .map_err(|e| setup_failure("a running S3 server", e))?;
+    let mut driver = ScopedDriver::start(Arc::new(tier), &name, mutant, &s.knobs)
+        .await
+        .map_err(|e| setup_failure("a running store", e))?;
+    let result = steps_in_process(&mut driver, s, trace).await;
+    let cleanup = driver.finish().await;
+    result?;
+    cleanup.map_err(|e| setup_failure("the scenario's database dropped", e))
+}
+
+async fn steps_in_process(
+    driver: &mut driver::ScopedDriver,
+    s: &script::Script,
+    trace: &mut tidemark_sim::trace::Trace,
+) -> Result<(), crate::runner::Failure> {
+    use self::process::{expect_text, outcome_text, rel};
+    let mut now = tidemark_sim::clock::EPOCH;
+    for step in &s.steps {
+        let op = match &step.action {
+            script::Action::Advance(ms) => {
+                now = now.plus_ms(*ms);
+                trace.record(rel(now), format!("advance {ms}ms"));
+                continue;
+            }
+            script::Action::Op(op) => op,
+        };
+        let fail = |actual: String| crate::runner::Failure {
+            line: step.line,
+            step: step.text.clone(),
+            expected: expect_text(&step.expect),
+            actual,
+        };
+        let got = driver
+            .call(now, op)
+            .await
+            .map_err(|e| fail(format!("harness error: {e}")))?;
+        trace.record(rel(now), format!("{} -> {}", step.text, outcome_text(&got)));
+        if !step.expect.matches(&got) {
+            return Err(fail(outcome_text(&got)));
+        }
+    }
+    Ok(())
+}

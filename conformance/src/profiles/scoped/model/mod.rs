@@ -1,0 +1,1068 @@
+//! Random operation sequences against the scoped reference, checked step by step against a
+//! small executable model of SPEC part SC: activity, waits, the idle TTL, session and agent
+//! deletion, agent-scope files and their access setting, listings, extracted text, skills that
+//! are never swept, refusals (traversal, a missing scope, the read-only workspace), and the
+//! sweep under faults: per-key DeleteObjects failures, a crash after deleting, a write racing it.
+//!
+//! A sequence is data ([`ModelOp`], generated from one seed by [`generate`]), so it can be
+//! saved, replayed and shrunk. After every sweep the bucket is compared with the model, session
+//! by session, agent by agent and skill by skill, and the deletion ledger is checked: every
+//! obligation met, met once, recorded once, and nothing left under a recorded prefix.
+//! S3 is the in-memory store over HTTP (fast, deterministic LastModified); PostgreSQL is real.
+//!
+//! Used by `conformance/tests/real_tier_scoped_model.rs` and by `tidemark explore --profile scoped`.
+
+pub mod hostile;
+pub mod ops;
+mod outcome;
+mod state;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+use tidemark_reference::clock::{Clock, ManualClock, DAY_MS, HOUR_MS};
+use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata, PostgresMetadata};
+use tidemark_reference::scoped::{
+    Access, CrashPoint, PathError, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant,
+    ScopedStore, SweepPause, TurnSpace,
+};
+
+use crate::profiles::scoped::driver::race_write_against_sweep;
+use ops::{agent, path, session, traversal, AGENTS, SESSIONS, SKILL_FILES, WAIT_NAMES, WORKSPACE};
+pub use ops::{generate, IdStyle, ModelOp};
+pub use outcome::{trace_hash, Divergence, SequenceError, SequenceRun};
+use state::{kind, Model, SessionModel, TTL_DAYS};
+use tidemark_sim::clock::EPOCH;
+use tidemark_sim::real_tier::{FaultPlan, MemoryHandle, PgProvider, S3Server};
+
+/// Steps per sequence unless a caller says otherwise.
+pub const DEFAULT_STEPS: usize = 80;
+
+const BUCKET: &str = "model";
+
+/// Where a sequence keeps its metadata. S3 is the in-memory store over HTTP either way.
+#[derive(Clone, Copy)]
+pub enum Tier<'a> {
+    /// A fresh database on this PostgreSQL for each sequence: the real tier.
+    Postgres(&'a PgProvider),
+    /// The in-memory metadata store with PostgreSQL's semantics: the simulation tier, trusted
+    /// because sequences give the same traces on both (`explore --differential`).
+    Memory,
+}
+
+impl Tier<'_> {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Tier::Postgres(_) => "postgres",
+            Tier::Memory => "memory",
+        }
+    }
+}
+
+/// Runs the sequence of `seed` (`steps` operations): [`run_ops`] of [`generate`].
+pub async fn run_sequence(
+    tier: Tier<'_>,
+    seed: u64,
+    steps: usize,
+    mutant: Option<ScopedMutant>,
+    faults: Option<FaultPlan>,
+) -> Result<SequenceRun, SequenceError> {
+    run_ops(tier, seed, &generate(seed, steps), mutant, faults).await
+}
+
+/// Runs `ops` against a store with its own metadata on `tier` and its own in-memory S3 (its
+/// fault generator seeded by `seed`), `mutant` switched on, `faults` applied after setup,
+/// with UUID identifiers.
+pub async fn run_ops(
+    tier: Tier<'_>,
+    seed: u64,
+    ops: &[ModelOp],
+    mutant: Option<ScopedMutant>,
+    faults: Option<FaultPlan>,
+) -> Result<SequenceRun, SequenceError> {
+    run_ops_with(tier, seed, ops, mutant, faults, IdStyle::Uuid).await
+}
+
+/// [`run_ops`] with the identifiers of a given generator version (a saved fixture's).
+pub async fn run_ops_with(
+    tier: Tier<'_>,
+    seed: u64,
+    ops: &[ModelOp],
+    mutant: Option<ScopedMutant>,
+    faults: Option<FaultPlan>,
+    ids: IdStyle,
+) -> Result<SequenceRun, SequenceError> {
+    let setup = |e: String| SequenceError::Setup(e);
+    let clock = ManualClock::starting_at(EPOCH);
+    let (server, mem): (S3Server, MemoryHandle) =
+        S3Server::start_memory(Arc::new(clock.clone()), seed)
+            .await
+            .map_err(|e| setup(e.to_string()))?;
+    let pg = match tier {
+        Tier::Postgres(pg) => pg,
+        Tier::Memory => {
+            let meta: Arc<dyn Metadata> = Arc::new(MemoryMetadata::new());
+            let mut runner = Runner::start(&server, mem, meta, clock, mutant, faults, ids).await?;
+            return runner.run(seed, ops).await;
+        }
+    };
+    let db = pg
+        .scoped_database(&format!("model{seed}"))
+        .await
+        .map_err(|e| setup(e.to_string()))?;
+    let outcome = async {
+        let meta: Arc<dyn Metadata> = Arc::new(PostgresMetadata::new(db.pool.clone()));
+        let mut runner = Runner::start(&server, mem, meta, clock, mutant, faults, ids).await?;
+        runner.run(seed, ops).await
+    }
+    .await;
+    let dropped = pg.drop_database(db).await;
+    let run = outcome?;
+    dropped.map_err(|e| setup(e.to_string()))?;
+    Ok(run)
+}
+
+/// Why a step stopped the sequence.
+enum Stop {
+    /// (expected, actual)
+    Diverged(String, String),
+    Harness(String),
+}
+
+type Step = Result<(), Stop>;
+
+fn diverged<T>(expected: impl Into<String>, actual: impl Into<String>) -> Result<T, Stop> {
+    Err(Stop::Diverged(expected.into(), actual.into()))
+}
+
+fn harness(e: impl fmt::Display) -> Stop {
+    Stop::Harness(e.to_string())
+}
+
+struct Runner<'a> {
+    server: &'a S3Server,
+    mem: MemoryHandle,
+    meta: Arc<dyn Metadata>,
+    clock: ManualClock,
+    client: aws_sdk_s3::Client,
+    config: ScopedConfig,
+    store: ScopedStore,
+    turns: Vec<TurnSpace>,
+    skill_sha: String,
+    model: Model,
+    faults: Option<FaultPlan>,
+    log: Vec<String>,
+    swept_files: usize,
+    ids: IdStyle,
+}
+
+impl<'a> Runner<'a> {
+    async fn start(
+        server: &'a S3Server,
+        mem: MemoryHandle,
+        meta: Arc<dyn Metadata>,
+        clock: ManualClock,
+        mutant: Option<ScopedMutant>,
+        faults: Option<FaultPlan>,
+        ids: IdStyle,
+    ) -> Result<Runner<'a>, SequenceError> {
+        let ws = ids.id(WORKSPACE);
+        let setup = |e: String| SequenceError::Setup(e);
+        let client = server.client();
+        client
+            .create_bucket()
+            .bucket(BUCKET)
+            .send()
+            .await
+            .map_err(|e| setup(format!("{e:?}")))?;
+        let mut config = ScopedConfig::new(BUCKET);
+        config.session_file_ttl_days = TTL_DAYS as u32;
+        config.mutant = mutant;
+        let store = ScopedStore::with_metadata(
+            client.clone(),
+            meta.clone(),
+            config.clone(),
+            Arc::new(clock.clone()),
+        )
+        .await
+        .map_err(|e| setup(e.to_string()))?;
+        store
+            .create_workspace(&ws, ScopeSettings::default())
+            .await
+            .map_err(|e| setup(e.to_string()))?;
+        for a in AGENTS {
+            store
+                .create_agent(&ws, &ids.id(a), ScopeSettings::default())
+                .await
+                .map_err(|e| setup(e.to_string()))?;
+        }
+        let skill: BTreeMap<String, Vec<u8>> = SKILL_FILES
+            .iter()
+            .map(|(p, c)| (p.to_string(), c.as_bytes().to_vec()))
+            .collect();
+        let skill_sha = store
+            .publish_skill_version(&ws, &skill)
+            .await
+            .map_err(|e| setup(e.to_string()))?;
+        let turns: Vec<TurnSpace> = SESSIONS
+            .iter()
+            .map(|(a, s)| {
+                TurnSpace::new(&ws, &ids.id(a), &ids.id(s))
+                    .expect("fixed valid names")
+                    .with_skill("kit", &skill_sha)
+            })
+            .collect();
+        let mut model = Model {
+            sessions: vec![SessionModel::default(); SESSIONS.len()],
+            agent_files: BTreeMap::new(),
+            agent_access: BTreeMap::new(),
+            deleted_agents: BTreeSet::new(),
+            emptied: BTreeSet::new(),
+        };
+        for (i, t) in turns.iter().enumerate() {
+            store
+                .create_session(t)
+                .await
+                .map_err(|e| setup(e.to_string()))?;
+            model.sessions[i].last_activity = clock.now().0;
+        }
+        // Faults from here on: S3 requests fail at random, DeleteObjects keys fail at random.
+        if let Some(plan) = &faults {
+            server.faults().set_plan(plan.clone());
+        }
+        Ok(Runner {
+            server,
+            mem,
+            meta,
+            clock,
+            client,
+            config,
+            store,
+            turns,
+            skill_sha,
+            model,
+            faults,
+            log: Vec::new(),
+            swept_files: 0,
+            ids,
+        })
+    }
+
+    async fn run(&mut self, seed: u64, ops: &[ModelOp]) -> Result<SequenceRun, SequenceError> {
+        for (step, op) in ops.iter().enumerate() {
+            self.log.push(op.to_string());
+            match self.apply(step, op).await {
+                Ok(()) => {}
+                Err(Stop::Diverged(expected, actual)) => {
+                    return Err(SequenceError::Diverged(Divergence {
+                        seed,
+                        step,
+                        ops: self.log.clone(),
+                        expected,
+                        actual,
+                    }))
+                }
+                Err(Stop::Harness(e)) => {
+                    return Err(SequenceError::Setup(format!("step {step} ({op}): {e}")))
+                }
+            }
+        }
+        Ok(SequenceRun {
+            steps: ops.len(),
+            swept_files: self.swept_files,
+            simulated_ms: self.clock.now().0 - EPOCH.0,
+            trace: std::mem::take(&mut self.log),
+        })
+    }
+
+    fn faulty(&self) -> bool {
+        self.faults.is_some()
+    }
+
+    fn note(&mut self, what: impl Into<String>) {
+        self.log.push(format!("  ({})", what.into()));
+    }
+
+    /// A store as a new process with `config` would open it.
+    async fn open(&self, config: ScopedConfig) -> Result<ScopedStore, Stop> {
+        ScopedStore::with_metadata(
+            self.client.clone(),
+            self.meta.clone(),
+            config,
+            Arc::new(self.clock.clone()),
+        )
+        .await
+        .map_err(harness)
+    }
+
+    async fn apply(&mut self, step: usize, op: &ModelOp) -> Step {
+        let now = self.clock.now().0;
+        match *op {
+            ModelOp::Write {
+                session: s,
+                path: p,
+                agent_scope,
+            } => {
+                self.write(session(s), path(p), agent_scope, format!("v{step}"), now)
+                    .await
+            }
+            ModelOp::Read {
+                session: s,
+                path: p,
+                agent_scope,
+            } => self.read(session(s), path(p), agent_scope, now).await,
+            ModelOp::Activity { session: s } => {
+                let i = session(s);
+                let r = self.store.record_activity(&self.turns[i]).await;
+                let m = &mut self.model.sessions[i];
+                match (r, m.deleted) {
+                    (Ok(()), false) => m.touched(now),
+                    (Err(ScopedError::UnknownEntity { .. }), true) => {}
+                    (r, d) => {
+                        let want = if d { "UnknownEntity" } else { "Ok" };
+                        return diverged(
+                            format!("activity: {want} (deleted {d})"),
+                            format!("activity: {r:?}"),
+                        );
+                    }
+                }
+                Ok(())
+            }
+            ModelOp::Wait {
+                session: s,
+                kind: k,
+                id,
+                add,
+            } => {
+                let i = session(s);
+                let w = (k % 3, id % 2);
+                let wid = format!("w{}", w.1);
+                let t = &self.turns[i];
+                let r = if add {
+                    self.store.add_wait(t, kind(w.0), &wid).await
+                } else {
+                    self.store.remove_wait(t, kind(w.0), &wid).await
+                };
+                let m = &mut self.model.sessions[i];
+                match (r, m.deleted, add) {
+                    (Ok(()), false, true) => {
+                        m.waits.insert(w);
+                    }
+                    (Ok(()), false, false) => {
+                        m.waits.remove(&w);
+                    }
+                    (Ok(()), true, false) => {}
+                    (Err(ScopedError::UnknownEntity { .. }), true, true) => {}
+                    (r, d, a) => {
+                        let want = if d && a { "UnknownEntity" } else { "Ok" };
+                        return diverged(
+                            format!(
+                                "wait {}: {want} (deleted {d}, add {a})",
+                                WAIT_NAMES[w.0 as usize]
+                            ),
+                            format!("wait: {r:?}"),
+                        );
+                    }
+                }
+                Ok(())
+            }
+            ModelOp::Advance { days, hours } => {
+                self.clock
+                    .advance_ms(i64::from(days) * DAY_MS + i64::from(hours) * HOUR_MS);
+                Ok(())
+            }
+            ModelOp::Sweep => {
+                self.sweep_healing().await?;
+                self.swept_files += self.model.sweep(now);
+                self.check_bucket_and_ledger().await
+            }
+            ModelOp::List { session: s } => self.list(session(s), now).await,
+            ModelOp::Text {
+                session: s,
+                path: p,
+            } => self.text(session(s), p, now).await,
+            ModelOp::Traversal {
+                session: s,
+                path: p,
+                encoded,
+            } => {
+                let spelled = traversal(p, encoded);
+                match self.store.read(&self.turns[session(s)], &spelled).await {
+                    Err(ScopedError::Path(PathError::Traversal { .. })) => Ok(()),
+                    r => diverged(
+                        "read: refused as Traversal, never clamped",
+                        format!("read: {r:?}"),
+                    ),
+                }
+            }
+            ModelOp::Hostile {
+                session: s,
+                spelling,
+                write,
+            } => {
+                self.hostile(session(s), hostile::spelling(spelling), write, step, now)
+                    .await
+            }
+            ModelOp::MissingScope {
+                session: s,
+                path: p,
+            } => match self.store.read(&self.turns[session(s)], path(p)).await {
+                Err(ScopedError::Path(PathError::MissingScope { corrections, .. }))
+                    if corrections.len() == 3 =>
+                {
+                    Ok(())
+                }
+                r => diverged(
+                    "read: refused as MissingScope with three corrections",
+                    format!("read: {r:?}"),
+                ),
+            },
+            ModelOp::Delete {
+                session: s,
+                path: p,
+            } => self.delete(session(s), p, now).await,
+            ModelOp::WorkspaceWrite {
+                session: s,
+                path: p,
+            } => {
+                let i = session(s);
+                let r = self
+                    .store
+                    .write(
+                        &self.turns[i],
+                        &format!("workspace/{}", path(p)),
+                        b"shared".to_vec(),
+                    )
+                    .await;
+                match (r, self.model.sessions[i].deleted) {
+                    (Err(ScopedError::Storage { .. }), _) if self.faulty() => {
+                        self.note("failed: storage");
+                        Ok(())
+                    }
+                    (Err(ScopedError::PermissionDenied { .. }), false) => Ok(()),
+                    (Err(ScopedError::UnknownEntity { .. }), true) => Ok(()),
+                    (r, d) => {
+                        let want = if d {
+                            "workspace write: UnknownEntity (the session is deleted)"
+                        } else {
+                            "workspace write: PermissionDenied (read-only by default)"
+                        };
+                        diverged(want, format!("workspace write: {r:?}"))
+                    }
+                }
+            }
+            ModelOp::SetAgentAccess { agent: a, access } => {
+                let a = agent(a);
+                if self.model.deleted_agents.contains(a) {
+                    self.note("skipped: the agent is deleted");
+                    return Ok(());
+                }
+                let access = [Access::None, Access::Read, Access::ReadWrite][access as usize % 3];
+                let settings = ScopeSettings {
+                    agent: Some(access),
+                    workspace: None,
+                };
+                if let Err(e) = self
+                    .store
+                    .create_agent(&self.ids.id(WORKSPACE), &self.ids.id(a), settings)
+                    .await
+                {
+                    return diverged("agent settings: Ok", format!("agent settings: {e}"));
+                }
+                self.model.agent_access.insert(a, access);
+                Ok(())
+            }
+            ModelOp::ReadSkill { session: s, file } => {
+                let i = session(s);
+                let (name, content) = SKILL_FILES[file as usize % SKILL_FILES.len()];
+                let r = self
+                    .store
+                    .read(&self.turns[i], &format!("skill/kit/{name}"))
+                    .await;
+                let m = &mut self.model.sessions[i];
+                match (r, m.deleted) {
+                    (Ok(b), false) if b == content.as_bytes() => {
+                        m.touched(now);
+                        Ok(())
+                    }
+                    (Err(ScopedError::UnknownEntity { .. }), true) => Ok(()),
+                    (Err(ScopedError::Storage { .. }), _) if self.faulty() => {
+                        self.note("failed: storage");
+                        Ok(())
+                    }
+                    (r, d) => diverged(
+                        if d {
+                            "skill read: UnknownEntity (the session is deleted)".to_string()
+                        } else {
+                            format!("skill read: Ok({content:?}) (skill versions are never swept)")
+                        },
+                        format!(
+                            "skill read: {:?}",
+                            r.map(|b| String::from_utf8_lossy(&b).into_owned())
+                        ),
+                    ),
+                }
+            }
+            ModelOp::FaultySweep { percent } => {
+                self.server.faults().set_plan(FaultPlan {
+                    delete_key_failure_rate: f64::from(percent.min(100)) / 100.0,
+                    ..FaultPlan::default()
+                });
+                let first = self.store.sweep().await;
+                self.server.faults().heal();
+                match first {
+                    Ok(r) => self.note(format!(
+                        "swept {} sessions, {} obligations; {} and {} left for later",
+                        r.sessions_swept,
+                        r.obligations_completed,
+                        r.sessions_retried_later,
+                        r.obligations_retried_later
+                    )),
+                    Err(ScopedError::Storage { .. }) => self.note("failed: storage"),
+                    Err(e) => return diverged("sweep under key failures: Ok", format!("{e}")),
+                }
+                let second = self.store.sweep().await;
+                if let Some(plan) = &self.faults {
+                    self.server.faults().set_plan(plan.clone());
+                }
+                self.complete(second, "the healed sweep")?;
+                self.swept_files += self.model.sweep(now);
+                self.check_bucket_and_ledger().await
+            }
+            ModelOp::CrashSweep { obligations } => {
+                let point = if obligations {
+                    CrashPoint::AfterObligationObjectsDeleted
+                } else {
+                    CrashPoint::AfterSessionObjectsDeleted
+                };
+                let mut config = self.config.clone();
+                config.crash_at = Some(point);
+                let doomed = self.open(config).await?;
+                match doomed.sweep().await {
+                    Ok(_) => self.note("the crash point was not reached"),
+                    Err(ScopedError::Crashed(_)) => self.note("crashed"),
+                    Err(ScopedError::Storage { .. }) if self.faulty() => {
+                        self.note("failed: storage")
+                    }
+                    Err(e) => return diverged("sweep: Ok or a crash", format!("sweep: {e}")),
+                }
+                drop(doomed);
+                // A new process sweeps at startup.
+                self.store = self.open(self.config.clone()).await?;
+                self.sweep_healing().await?;
+                self.swept_files += self.model.sweep(now);
+                self.check_bucket_and_ledger().await
+            }
+            ModelOp::WriteDuringSweep {
+                session: s,
+                path: p,
+            } => {
+                self.write_during_sweep(session(s), p, format!("v{step}"), now)
+                    .await
+            }
+            ModelOp::DeleteSession { session: s } => {
+                let i = session(s);
+                if self.model.sessions[i].deleted {
+                    self.note("skipped: already deleted");
+                    return Ok(());
+                }
+                if let Err(e) = self.store.delete_session(&self.turns[i]).await {
+                    return diverged("delete session: Ok", format!("{e}"));
+                }
+                self.model.sessions[i].deleted = true;
+                self.model.sessions[i].waits.clear();
+                Ok(())
+            }
+            ModelOp::StoreFaults {
+                error_percent,
+                key_failure_percent,
+            } => {
+                let plan = FaultPlan {
+                    error_rate: f64::from(error_percent.min(100)) / 100.0,
+                    delete_key_failure_rate: f64::from(key_failure_percent.min(100)) / 100.0,
+                    ..FaultPlan::default()
+                };
+                self.server.faults().set_plan(plan.clone());
+                self.faults = Some(plan);
+                Ok(())
+            }
+            ModelOp::Heal => {
+                self.server.faults().heal();
+                self.faults = None;
+                Ok(())
+            }
+            ModelOp::JumpBack { hours } => {
+                self.clock.advance_ms(-i64::from(hours) * HOUR_MS);
+                Ok(())
+            }
+            ModelOp::DeleteAgent { agent: a } => {
+                let a = agent(a);
+                if self.model.deleted_agents.contains(a) {
+                    self.note("skipped: already deleted");
+                    return Ok(());
+                }
+                if let Err(e) = self
+                    .store
+                    .delete_agent(&self.ids.id(WORKSPACE), &self.ids.id(a))
+                    .await
+                {
+                    return diverged("delete agent: Ok", format!("{e}"));
+                }
+                self.model.deleted_agents.insert(a);
+                for (j, (owner, _)) in SESSIONS.iter().enumerate() {
+                    if *owner == a {
+                        self.model.sessions[j].deleted = true;
+                        self.model.sessions[j].waits.clear();
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A sweep that must complete: with no faults, nothing is left for later; under faults an
+    /// incomplete or interrupted sweep is followed by a healed one that must finish the job.
+    async fn sweep_healing(&mut self) -> Step {
+        let r = self.store.sweep().await;
+        self.finish_sweep(r, "sweep").await
+    }
+
+    /// Judges a sweep's result; under faults an incomplete or interrupted sweep is followed by
+    /// a healed one, which must finish the job.
+    async fn finish_sweep(
+        &mut self,
+        r: Result<tidemark_reference::scoped::SweepReport, ScopedError>,
+        what: &str,
+    ) -> Step {
+        let incomplete = match &r {
+            Ok(r) => r.sessions_retried_later > 0 || r.obligations_retried_later > 0,
+            Err(e) => matches!(e, ScopedError::Storage { .. }),
+        };
+        if !(incomplete && self.faulty()) {
+            return self.complete(r, what);
+        }
+        self.note(format!(
+            "{what}: incomplete under faults; healed and swept again"
+        ));
+        self.server.faults().heal();
+        let r = self.store.sweep().await;
+        if let Some(plan) = &self.faults {
+            self.server.faults().set_plan(plan.clone());
+        }
+        self.complete(r, "the healed sweep")
+    }
+
+    fn complete(
+        &mut self,
+        r: Result<tidemark_reference::scoped::SweepReport, ScopedError>,
+        what: &str,
+    ) -> Step {
+        match r {
+            Ok(r) if r.sessions_retried_later == 0 && r.obligations_retried_later == 0 => {
+                self.note(format!(
+                    "{what}: swept {} sessions, {} obligations",
+                    r.sessions_swept, r.obligations_completed
+                ));
+                Ok(())
+            }
+            Ok(r) => diverged(
+                format!("{what}: nothing left for later (no faults)"),
+                format!("{what}: {r:?}"),
+            ),
+            Err(e) => diverged(format!("{what}: Ok"), format!("{what}: {e}")),
+        }
+    }
+
+    /// After a complete sweep: the bucket agrees with the model (sessions, agents, the skill),
+    /// and the ledger is whole: every obligation met and recorded exactly once, nothing left
+    /// under a recorded prefix.
+    async fn check_bucket_and_ledger(&mut self) -> Step {
+        let model = &self.model;
+        let id = |short: &str| self.ids.id(short);
+        let ws = id(WORKSPACE);
+        let sessions = SESSIONS.iter().enumerate().map(|(j, (a, s))| {
+            (
+                format!("sessions/{ws}/{}/{}/", id(a), id(s)),
+                format!("{a}/{s}"),
+                model.sessions[j].files.keys().cloned().collect(),
+            )
+        });
+        let agents = AGENTS.iter().map(|a| {
+            let files: BTreeSet<String> = model
+                .agent_files
+                .get(a)
+                .map(|f| f.keys().cloned().collect())
+                .unwrap_or_default();
+            (
+                format!("agents/{ws}/{}/", id(a)),
+                format!("agent {a}"),
+                files,
+            )
+        });
+        let skill = std::iter::once((
+            format!("skills/{ws}/{}/", self.skill_sha),
+            "the skill version".to_string(),
+            SKILL_FILES.iter().map(|(p, _)| p.to_string()).collect(),
+        ));
+        for (prefix, name, want) in sessions.chain(agents).chain(skill).collect::<Vec<_>>() {
+            let got = files_under(&self.mem, &prefix);
+            if got != want {
+                return diverged(
+                    format!("after the sweep {name} holds {want:?}"),
+                    format!("after the sweep {name} holds {got:?}"),
+                );
+            }
+        }
+        // A session the sweep emptied keeps nothing: no file, and no text a failed write left.
+        for &j in &self.model.emptied {
+            let (a, s) = SESSIONS[j];
+            let prefix = format!(
+                "sessions/{}/{}/{}/",
+                self.ids.id(WORKSPACE),
+                self.ids.id(a),
+                self.ids.id(s)
+            );
+            let left = self.mem.keys(BUCKET, &prefix);
+            if !left.is_empty() {
+                return diverged(
+                    format!("after the sweep nothing under {a}/{s}"),
+                    format!("{} object(s) left: {left:?}", left.len()),
+                );
+            }
+        }
+        let obligations = self.store.deletion_obligations().await.map_err(harness)?;
+        let records = self.store.deletion_records().await.map_err(harness)?;
+        for o in &obligations {
+            let recorded = records.iter().filter(|r| r.deletion_id == o.id).count();
+            if o.done_at_ms.is_none() || recorded != 1 {
+                return diverged(
+                    format!("obligation {} met and recorded once", o.prefix),
+                    format!(
+                        "obligation {}: {}, {recorded} record(s)",
+                        o.prefix,
+                        if o.done_at_ms.is_some() {
+                            "done"
+                        } else {
+                            "pending"
+                        }
+                    ),
+                );
+            }
+        }
+        for r in &records {
+            let left = self.mem.keys(BUCKET, &r.prefix);
+            if !left.is_empty() {
+                return diverged(
+                    format!("nothing under the recorded deletion {}", r.prefix),
+                    format!("{} object(s) left: {left:?}", left.len()),
+                );
+            }
+        }
+        if !obligations.is_empty() {
+            self.note(format!(
+                "ledger: {} obligation(s), all recorded",
+                obligations.len()
+            ));
+        }
+        Ok(())
+    }
+
+    async fn write(
+        &mut self,
+        i: usize,
+        name: &str,
+        agent_scope: bool,
+        content: String,
+        now: i64,
+    ) -> Step {
+        let (a, _) = SESSIONS[i];
+        let scope = if agent_scope { "agent" } else { "session" };
+        let r = self
+            .store
+            .write(
+                &self.turns[i],
+                &format!("{scope}/{name}"),
+                content.clone().into_bytes(),
+            )
+            .await;
+        let deleted = self.model.sessions[i].deleted;
+        let allowed = !agent_scope || self.model.access(a).can_write();
+        match (r, deleted, allowed) {
+            (Err(ScopedError::Storage { .. }), _, _) if self.faulty() => {
+                // A failed write changed nothing: not the file, not the activity.
+                self.note("failed: storage");
+            }
+            (Ok(_), false, true) => {
+                let files = if agent_scope {
+                    self.model.agent_files.entry(a).or_default()
+                } else {
+                    &mut self.model.sessions[i].files
+                };
+                files.insert(name.to_string(), content);
+                self.model.sessions[i].touched(now);
+            }
+            (Err(ScopedError::UnknownEntity { .. }), true, _) => {}
+            (Err(ScopedError::PermissionDenied { .. }), false, false) => {}
+            (r, d, allowed) => {
+                let want = match (d, allowed) {
+                    (true, _) => "UnknownEntity (the session is deleted)",
+                    (false, false) => "PermissionDenied (the agent scope is not writable)",
+                    (false, true) => "Ok (the session is live)",
+                };
+                return diverged(
+                    format!("{scope} write: {want}"),
+                    format!("{scope} write: {r:?}"),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// A hostile spelling: refused with its SC-8 reason whatever the session's state (the path
+    /// is resolved before anything else, SC-3.5), or a valid name written or read as any file.
+    async fn hostile(
+        &mut self,
+        i: usize,
+        spelling: &hostile::Spelling,
+        write: bool,
+        step: usize,
+        now: i64,
+    ) -> Step {
+        let t = &self.turns[i];
+        let fit = hostile::Fit {
+            prefix_bytes: format!("sessions/{}/{}/{}/", t.workspace, t.agent, t.session).len(),
+        };
+        let guest = spelling.guest_path(&fit);
+        match (spelling.verdict, spelling.file_name(&fit)) {
+            (hostile::Verdict::Name, Some(name)) if write => {
+                self.write(i, &name, false, format!("v{step}"), now).await
+            }
+            (hostile::Verdict::Name, Some(name)) => self.read(i, &name, false, now).await,
+            (verdict, _) => {
+                let r = if write {
+                    self.store
+                        .write(&self.turns[i], &guest, b"hostile".to_vec())
+                        .await
+                        .map(|_| ())
+                } else {
+                    self.store.read(&self.turns[i], &guest).await.map(|_| ())
+                };
+                let hostile::Verdict::Refused(reason) = verdict else {
+                    unreachable!("a valid spelling has a file name")
+                };
+                match r {
+                    Err(e) if e.kind() == reason => Ok(()),
+                    r => diverged(
+                        format!(
+                            "{guest:?} ({}): refused {reason} ({})",
+                            spelling.what, spelling.rule
+                        ),
+                        format!("{:?}", r.map_err(|e| e.kind())),
+                    ),
+                }
+            }
+        }
+    }
+
+    async fn read(&mut self, i: usize, name: &str, agent_scope: bool, now: i64) -> Step {
+        let (a, _) = SESSIONS[i];
+        let scope = if agent_scope { "agent" } else { "session" };
+        let r = self
+            .store
+            .read(&self.turns[i], &format!("{scope}/{name}"))
+            .await;
+        let deleted = self.model.sessions[i].deleted;
+        let readable = !agent_scope || self.model.access(a).can_read();
+        let want = if agent_scope {
+            self.model.agent_files.get(a).and_then(|f| f.get(name))
+        } else {
+            self.model.sessions[i].files.get(name)
+        }
+        .cloned();
+        match (r, deleted, readable, want) {
+            (Ok(b), false, true, Some(c)) if b == c.as_bytes() => {
+                self.model.sessions[i].touched(now);
+            }
+            (Err(ScopedError::NotFound { .. }), false, true, None) => {}
+            (Err(ScopedError::PermissionDenied { .. }), false, false, _) => {}
+            (Err(ScopedError::UnknownEntity { .. }), true, _, _) => {}
+            (Err(ScopedError::Storage { .. }), false, _, _) if self.faulty() => {
+                self.note("failed: storage");
+            }
+            (r, deleted, readable, want) => {
+                let want = match (deleted, readable, want) {
+                    (true, _, _) => "UnknownEntity (the session is deleted)".to_string(),
+                    (false, false, _) => "PermissionDenied (the agent scope is none)".to_string(),
+                    (false, true, None) => "NotFound".to_string(),
+                    (false, true, Some(c)) => format!("Ok({c:?})"),
+                };
+                let got = match r {
+                    Ok(b) => format!("Ok({:?})", String::from_utf8_lossy(&b)),
+                    Err(e) => format!("Err({e:?})"),
+                };
+                return diverged(
+                    format!("{scope} read: {want}"),
+                    format!("{scope} read: {got}"),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    async fn list(&mut self, i: usize, now: i64) -> Step {
+        let r = self.store.list(&self.turns[i], None).await;
+        match (r, self.model.sessions[i].deleted) {
+            (Err(ScopedError::Storage { .. }), _) if self.faulty() => self.note("failed: storage"),
+            (Ok(files), false) => {
+                let listed: Vec<String> = files.into_iter().map(|f| f.path).collect();
+                let got: BTreeSet<String> = listed.iter().cloned().collect();
+                let want = self.model.listing(i);
+                if got != want {
+                    return diverged(format!("list: {want:?}"), format!("list: {got:?}"));
+                }
+                // SC-4.4: one listing in the byte order of its paths (the set's order), each once.
+                if !listed.iter().eq(want.iter()) {
+                    return diverged(
+                        format!("list in order: {:?}", want.iter().collect::<Vec<_>>()),
+                        format!("list in order: {listed:?}"),
+                    );
+                }
+                self.model.sessions[i].touched(now);
+            }
+            (Err(ScopedError::UnknownEntity { .. }), true) => {}
+            (r, d) => {
+                let want = if d {
+                    "list: UnknownEntity (the session is deleted)"
+                } else {
+                    "list: Ok"
+                };
+                return diverged(want, format!("list: {r:?}"));
+            }
+        }
+        Ok(())
+    }
+
+    async fn text(&mut self, i: usize, p: u8, now: i64) -> Step {
+        let r = self
+            .store
+            .read_text(&self.turns[i], &format!("session/{}", path(p)))
+            .await;
+        let faulty = self.faulty();
+        let m = &mut self.model.sessions[i];
+        let want = m.files.get(path(p)).cloned();
+        match (r, m.deleted, want) {
+            (Err(ScopedError::Storage { .. }), _, _) if faulty => {
+                self.log.push("  (failed: storage)".into())
+            }
+            (Ok(Some(text)), false, Some(c)) if text == c => m.touched(now),
+            (Err(ScopedError::NotFound { .. }), false, None) => {}
+            (Err(ScopedError::UnknownEntity { .. }), true, _) => {}
+            (r, d, w) => {
+                let want = match (d, w) {
+                    (true, _) => "text: UnknownEntity (the session is deleted)".to_string(),
+                    (false, None) => "text: NotFound (the file is gone, so is its text)".into(),
+                    (false, Some(c)) => format!("text: Ok(Some({c:?}))"),
+                };
+                return diverged(want, format!("text: {r:?}"));
+            }
+        }
+        Ok(())
+    }
+
+    async fn delete(&mut self, i: usize, p: u8, now: i64) -> Step {
+        let t = &self.turns[i];
+        let guest = format!("session/{}", path(p));
+        let r = self.store.delete(t, &guest).await;
+        let had = self.model.sessions[i].files.contains_key(path(p));
+        match (r, self.model.sessions[i].deleted, had) {
+            (Err(ScopedError::Storage { .. }), _, _) if self.faulty() => {
+                self.note("failed: storage")
+            }
+            (Ok(()), false, true) => {
+                let m = &mut self.model.sessions[i];
+                m.files.remove(path(p));
+                m.touched(now);
+                // The text goes with its file, at once (SC-4): a file the listing no longer
+                // shows is not readable, not even as text.
+                match self.store.read_text(t, &guest).await {
+                    Err(ScopedError::NotFound { .. }) => {}
+                    Err(ScopedError::Storage { .. }) if self.faulty() => {
+                        self.note("failed: storage")
+                    }
+                    r => {
+                        return diverged("text of a deleted file: NotFound", format!("text: {r:?}"))
+                    }
+                }
+            }
+            (Err(ScopedError::NotFound { .. }), false, false) => {}
+            (Err(ScopedError::UnknownEntity { .. }), true, _) => {}
+            (r, d, h) => {
+                let want = match (d, h) {
+                    (true, _) => "delete: UnknownEntity (the session is deleted)",
+                    (false, true) => "delete: Ok",
+                    (false, false) => "delete: NotFound",
+                };
+                return diverged(want, format!("delete: {r:?}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A write raced against a sweep that has claimed its candidates and not yet deleted
+    /// anything. The sweep must hold what it claimed, so the write lands after it: the model
+    /// sweeps first, then writes, and the file survives.
+    async fn write_during_sweep(&mut self, i: usize, p: u8, content: String, now: i64) -> Step {
+        let pause = Arc::new(SweepPause::default());
+        let mut config = self.config.clone();
+        config.sweep_pause = Some(pause.clone());
+        let racing = self.open(config).await?;
+        let t = self.turns[i].clone();
+        let guest = format!("session/{}", path(p));
+        let bytes = content.clone().into_bytes();
+        let (swept, written) =
+            race_write_against_sweep(&racing, &pause, self.meta.as_ref(), || {
+                racing.write(&t, &guest, bytes)
+            })
+            .await;
+        drop(racing);
+        self.finish_sweep(swept, "the raced sweep").await?;
+        self.swept_files += self.model.sweep(now);
+        let deleted = self.model.sessions[i].deleted;
+        match (written, deleted) {
+            (Ok(_), false) => {
+                let m = &mut self.model.sessions[i];
+                m.files.insert(path(p).to_string(), content);
+                m.touched(now);
+                // Written after the sweep: the session holds this file and its text now.
+                self.model.emptied.remove(&i);
+            }
+            (Err(ScopedError::UnknownEntity { .. }), true) => {}
+            (Err(ScopedError::Storage { .. }), _) if self.faulty() => {
+                // Its text may have landed after the sweep: the next sweep takes it.
+                self.model.emptied.remove(&i);
+                self.note("failed: storage")
+            }
+            (r, d) => {
+                return diverged(
+                    if d {
+                        "raced write: UnknownEntity (the session is deleted)"
+                    } else {
+                        "raced write: Ok"
+                    },
+                    format!("raced write: {r:?}"),
+                )
+            }
+        }
+        self.check_bucket_and_ledger().await
+    }
+}
+
+/// The guest-visible files under `prefix` in the model bucket: extracted text is not a file.
+fn files_under(mem: &MemoryHandle, prefix: &str) -> BTreeSet<String> {
+    mem.keys(BUCKET, prefix)
+        .into_iter()
+        .filter_map(|k| k.strip_prefix(prefix).map(str::to_string))
+        .filter(|k| !k.starts_with(".tidemark-text/"))
+        .collect()
+}

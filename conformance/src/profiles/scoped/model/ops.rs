@@ -1,0 +1,428 @@
+//! The operations of a scoped model sequence, as data: each is self-contained (which session,
+//! which path, which fault), so a sequence can be saved, replayed and shrunk by deleting steps.
+//! Every operation is valid in every state: one that no longer applies (a deleted agent's
+//! settings, a second deletion) is skipped by the runner, which is what lets a shrinker delete
+//! any step.
+
+use std::fmt;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// Sessions of the sequence, by index: (agent, session) in workspace `w1`.
+pub const SESSIONS: [(&str, &str); 4] = [("a1", "s1"), ("a1", "s2"), ("a2", "s1"), ("a2", "s2")];
+pub const AGENTS: [&str; 2] = ["a1", "a2"];
+
+/// How the model's short names (`w1`, `a1`, `s1`) reach the store: version 1 of the generator
+/// sent them as they are; version 2 (the default) sends a UUID for each, as real systems name
+/// things, drawn by the seeded generator (see [`crate::profiles::scoped::uuid_ids`]). Traces and
+/// divergences keep the short names as labels; a fixture saved by version 1 replays with
+/// version 1's ids, so its trace hash still holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdStyle {
+    Short,
+    Uuid,
+}
+
+/// The only workspace the model uses, by its short name.
+pub const WORKSPACE: &str = "w1";
+
+impl IdStyle {
+    /// The generator version a fixture records for this style.
+    pub fn version(self) -> u32 {
+        match self {
+            IdStyle::Short => 1,
+            IdStyle::Uuid => 2,
+        }
+    }
+
+    /// The style of a fixture's generator version, if known.
+    pub fn of_version(v: u32) -> Option<IdStyle> {
+        match v {
+            1 => Some(IdStyle::Short),
+            2 => Some(IdStyle::Uuid),
+            _ => None,
+        }
+    }
+
+    /// The identifier the store is given for a short name.
+    pub fn id(self, short: &str) -> String {
+        match self {
+            IdStyle::Short => short.to_string(),
+            IdStyle::Uuid => crate::profiles::scoped::uuid_ids::uuid_for("scoped-model", short),
+        }
+    }
+}
+pub const PATHS: [&str; 3] = ["notes.md", "dir/data.csv", "upload.pdf"];
+/// The files of the one skill version published at setup, readable as `skill/kit/<file>`.
+pub const SKILL_FILES: [(&str, &str); 2] = [("README.md", "how to price"), ("tool.py", "print(1)")];
+
+/// One step. Indices are taken modulo their table, so any value is valid.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum ModelOp {
+    /// A session-scope write (`agent_scope`: an agent-scope write). Content is `v<step>`.
+    Write {
+        session: u8,
+        path: u8,
+        agent_scope: bool,
+    },
+    Read {
+        session: u8,
+        path: u8,
+        agent_scope: bool,
+    },
+    Activity {
+        session: u8,
+    },
+    Wait {
+        session: u8,
+        kind: u8,
+        id: u8,
+        add: bool,
+    },
+    Advance {
+        days: u8,
+        hours: u8,
+    },
+    Sweep,
+    List {
+        session: u8,
+    },
+    Text {
+        session: u8,
+        path: u8,
+    },
+    /// A read that climbs out of the session scope: `dir/../../` or `%2e%2e/`.
+    Traversal {
+        session: u8,
+        path: u8,
+        encoded: bool,
+    },
+    /// A read with no scope in the path.
+    MissingScope {
+        session: u8,
+        path: u8,
+    },
+    /// A single-file delete in session scope.
+    Delete {
+        session: u8,
+        path: u8,
+    },
+    /// A write to the workspace scope, read-only by default.
+    WorkspaceWrite {
+        session: u8,
+        path: u8,
+    },
+    /// Sets an agent's own layer of agent-scope access: 0 none, 1 read, 2 read-write.
+    SetAgentAccess {
+        agent: u8,
+        access: u8,
+    },
+    ReadSkill {
+        session: u8,
+        file: u8,
+    },
+    /// A sweep during which each key of a DeleteObjects fails with `percent`% probability;
+    /// then the store heals and sweeps again.
+    FaultySweep {
+        percent: u8,
+    },
+    /// A sweep that dies after deleting objects (`obligations`: in the obligations pass, else
+    /// in the idle-session pass); a new process starts and sweeps at startup.
+    CrashSweep {
+        obligations: bool,
+    },
+    /// A session write issued while a sweep holds its candidates, before it deletes anything.
+    WriteDuringSweep {
+        session: u8,
+        path: u8,
+    },
+    DeleteSession {
+        session: u8,
+    },
+    DeleteAgent {
+        agent: u8,
+    },
+    /// From here on each S3 request fails with `error_percent`% probability and each key of a
+    /// DeleteObjects with `key_failure_percent`%; sweeps heal and sweep again to finish.
+    StoreFaults {
+        error_percent: u8,
+        key_failure_percent: u8,
+    },
+    /// The store stops failing.
+    Heal,
+    /// The handed-in clock jumps back (an NTP step, a restored VM): activity never moves back.
+    JumpBack {
+        hours: u8,
+    },
+    /// A write (else a read) of a hostile spelling ([`super::hostile::SPELLINGS`]): refused with
+    /// its reason, or a valid name treated as any other file.
+    Hostile {
+        session: u8,
+        spelling: u8,
+        write: bool,
+    },
+}
+
+pub fn session(i: u8) -> usize {
+    i as usize % SESSIONS.len()
+}
+
+pub fn path(i: u8) -> &'static str {
+    PATHS[i as usize % PATHS.len()]
+}
+
+pub fn agent(i: u8) -> &'static str {
+    AGENTS[i as usize % AGENTS.len()]
+}
+
+fn who(i: u8) -> String {
+    let (a, s) = SESSIONS[session(i)];
+    format!("{a}/{s}")
+}
+
+pub const ACCESS_NAMES: [&str; 3] = ["none", "read", "read-write"];
+pub const WAIT_NAMES: [&str; 3] = ["queued", "parked", "waiting"];
+
+impl fmt::Display for ModelOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scope = |agent: &bool| if *agent { "agent" } else { "session" };
+        match self {
+            ModelOp::Write {
+                session,
+                path: p,
+                agent_scope,
+            } => write!(
+                f,
+                "{} write {}/{}",
+                who(*session),
+                scope(agent_scope),
+                path(*p)
+            ),
+            ModelOp::Read {
+                session,
+                path: p,
+                agent_scope,
+            } => write!(
+                f,
+                "{} read {}/{}",
+                who(*session),
+                scope(agent_scope),
+                path(*p)
+            ),
+            ModelOp::Activity { session } => write!(f, "{} activity", who(*session)),
+            ModelOp::Wait {
+                session,
+                kind,
+                id,
+                add,
+            } => write!(
+                f,
+                "{} {} wait {} w{}",
+                who(*session),
+                if *add { "add" } else { "remove" },
+                WAIT_NAMES[*kind as usize % 3],
+                id % 2
+            ),
+            ModelOp::Advance { days, hours } => write!(f, "advance {days}d{hours}h"),
+            ModelOp::Sweep => write!(f, "sweep"),
+            ModelOp::List { session } => write!(f, "{} list", who(*session)),
+            ModelOp::Text { session, path: p } => {
+                write!(f, "{} text session/{}", who(*session), path(*p))
+            }
+            ModelOp::Traversal {
+                session,
+                path: p,
+                encoded,
+            } => write!(f, "{} read {}", who(*session), traversal(*p, *encoded)),
+            ModelOp::MissingScope { session, path: p } => {
+                write!(f, "{} read {}", who(*session), path(*p))
+            }
+            ModelOp::Delete { session, path: p } => {
+                write!(f, "{} delete session/{}", who(*session), path(*p))
+            }
+            ModelOp::WorkspaceWrite { session, path: p } => {
+                write!(f, "{} write workspace/{}", who(*session), path(*p))
+            }
+            ModelOp::SetAgentAccess { agent: a, access } => write!(
+                f,
+                "agent {} sets agent access {}",
+                agent(*a),
+                ACCESS_NAMES[*access as usize % 3]
+            ),
+            ModelOp::ReadSkill { session, file } => write!(
+                f,
+                "{} read skill/kit/{}",
+                who(*session),
+                SKILL_FILES[*file as usize % SKILL_FILES.len()].0
+            ),
+            ModelOp::FaultySweep { percent } => {
+                write!(
+                    f,
+                    "sweep with {percent}% of deleted keys failing, heal, sweep"
+                )
+            }
+            ModelOp::CrashSweep { obligations } => write!(
+                f,
+                "sweep crashing after deleting {} objects, restart, sweep",
+                if *obligations {
+                    "obligation"
+                } else {
+                    "session"
+                }
+            ),
+            ModelOp::WriteDuringSweep { session, path: p } => write!(
+                f,
+                "{} write session/{} while a sweep holds its candidates",
+                who(*session),
+                path(*p)
+            ),
+            ModelOp::DeleteSession { session } => write!(f, "{} delete session", who(*session)),
+            ModelOp::DeleteAgent { agent: a } => write!(f, "delete agent {}", agent(*a)),
+            ModelOp::StoreFaults {
+                error_percent,
+                key_failure_percent,
+            } => write!(
+                f,
+                "store faults: {error_percent}% of requests, {key_failure_percent}% of deleted keys"
+            ),
+            ModelOp::Heal => write!(f, "store heals"),
+            ModelOp::JumpBack { hours } => write!(f, "clock jumps back {hours}h"),
+            ModelOp::Hostile {
+                session,
+                spelling,
+                write,
+            } => write!(
+                f,
+                "{} {} a hostile path: {}",
+                who(*session),
+                if *write { "write" } else { "read" },
+                super::hostile::spelling(*spelling).what
+            ),
+        }
+    }
+}
+
+/// The guest path of a traversal attempt at `path(p)` in the agent scope.
+pub fn traversal(p: u8, encoded: bool) -> String {
+    if encoded {
+        format!("session/%2e%2e/agent/{}", path(p))
+    } else {
+        format!("session/dir/../../agent/{}", path(p))
+    }
+}
+
+/// The `steps` operations of `seed`. The mix (out of 140): write 25 (agent scope 2 more),
+/// read 18, activity 10, wait 10, advance 15 (one in five 30–60 days, else 0–19 days), sweep 17, list 4, text 2, traversal 2, missing
+/// scope 1, single delete 1, workspace write 1, agent access 4, agent-scope read 3, skill read 2,
+/// faulty sweep 2, crashing sweep 2, write during a sweep 5, session deletion 5, agent deletion 1,
+/// store faults 3 (requests 5–20%, keys 10–40%), heal 3, clock jump back 4 (1–48 hours),
+/// hostile spelling 8 (half writes; out of 150 in all).
+pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..steps).map(|_| one(&mut rng)).collect()
+}
+
+fn one(rng: &mut ChaCha8Rng) -> ModelOp {
+    let session = rng.gen_range(0..SESSIONS.len() as u8);
+    let p = rng.gen_range(0..PATHS.len() as u8);
+    match rng.gen_range(0..150u32) {
+        0..=24 => ModelOp::Write {
+            session,
+            path: p,
+            agent_scope: false,
+        },
+        25..=42 => ModelOp::Read {
+            session,
+            path: p,
+            agent_scope: false,
+        },
+        45..=54 => ModelOp::Activity { session },
+        55..=64 => ModelOp::Wait {
+            session,
+            kind: rng.gen_range(0..3),
+            id: rng.gen_range(0..2),
+            add: rng.gen_bool(0.5),
+        },
+        65..=79 => ModelOp::Advance {
+            // One advance in five is the sweeper down for longer than the retention period.
+            days: if rng.gen_bool(0.2) {
+                rng.gen_range(30..=60)
+            } else {
+                rng.gen_range(0..20)
+            },
+            hours: rng.gen_range(0..24),
+        },
+        80..=96 => ModelOp::Sweep,
+        97..=98 => ModelOp::Write {
+            session,
+            path: p,
+            agent_scope: true,
+        },
+        99..=100 => ModelOp::List { session },
+        101..=102 => ModelOp::Text { session, path: p },
+        103..=104 => ModelOp::Traversal {
+            session,
+            path: p,
+            encoded: rng.gen_bool(0.5),
+        },
+        105 => ModelOp::MissingScope { session, path: p },
+        106 => ModelOp::Delete { session, path: p },
+        107 => ModelOp::WorkspaceWrite { session, path: p },
+        108..=111 => ModelOp::SetAgentAccess {
+            agent: rng.gen_range(0..AGENTS.len() as u8),
+            access: rng.gen_range(0..3),
+        },
+        112..=114 => ModelOp::Read {
+            session,
+            path: p,
+            agent_scope: true,
+        },
+        115..=116 => ModelOp::ReadSkill {
+            session,
+            file: rng.gen_range(0..SKILL_FILES.len() as u8),
+        },
+        117..=118 => ModelOp::FaultySweep {
+            percent: rng.gen_range(20..80),
+        },
+        119..=120 => ModelOp::CrashSweep {
+            obligations: rng.gen_bool(0.5),
+        },
+        43..=44 | 121..=123 => ModelOp::WriteDuringSweep { session, path: p },
+        124..=128 => ModelOp::DeleteSession { session },
+        129 => ModelOp::DeleteAgent {
+            agent: rng.gen_range(0..AGENTS.len() as u8),
+        },
+        130..=132 => ModelOp::StoreFaults {
+            error_percent: rng.gen_range(5..=20),
+            key_failure_percent: rng.gen_range(10..=40),
+        },
+        133..=135 => ModelOp::Heal,
+        136..=139 => ModelOp::JumpBack {
+            hours: rng.gen_range(1..=48),
+        },
+        148..=149 => ModelOp::List { session },
+        _ => ModelOp::Hostile {
+            session,
+            spelling: rng.gen_range(0..super::hostile::SPELLINGS.len() as u8),
+            write: rng.gen_bool(0.5),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_means_one_sequence_and_operations_round_trip_through_json() {
+        let a = generate(7, 80);
+        assert_eq!(a, generate(7, 80));
+        assert_ne!(a, generate(8, 80));
+        let json = serde_json::to_string(&a).unwrap();
+        let back: Vec<ModelOp> = serde_json::from_str(&json).unwrap();
+        assert_eq!(a, back);
+    }
+}

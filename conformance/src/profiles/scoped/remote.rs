@@ -1,0 +1,697 @@
+//! The scoped profile split across a process boundary (conformance/PROTOCOL.md, "The scoped
+//! profile"): which operations an implementation answers and which steps the harness performs
+//! itself, the implementation side as the reference adapter runs it ([`ScopedService`]: a
+//! [`ScopedStore`] on the bucket and database the harness handed over), and the harness side's
+//! steps ([`bucket_keys`], [`run_age_rule`], [`fault_plan`]; the ledger is read by
+//! [`super::ledger`]).
+//!
+//! The in-process [`super::ScopedDriver`] does both halves in one place: it performs the
+//! harness's steps itself and hands every other step to a [`ScopedService`] over its own stores,
+//! so the mapping from an operation to the store is written once, here.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::PgPoolOptions;
+pub use sqlx::PgPool;
+use tidemark_reference::clock::{Clock, ManualClock, Timestamp};
+use tidemark_reference::scoped::lifecycle::{Filter, LifecycleConfiguration, Rule};
+use tidemark_reference::scoped::metadata::{Metadata, PostgresMetadata};
+use tidemark_reference::scoped::{
+    CrashPoint, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, SweepPause,
+    TurnSpace, WaitKind,
+};
+
+use super::driver::{race_write_against_sweep, ScopedOp, ScopedOutcome, Turn};
+use tidemark_sim::lifecycle::LifecycleExecutor;
+use tidemark_sim::real_tier::FaultPlan;
+
+/// Who performs a scoped step when the implementation runs in another process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Sent to the implementation as a request; it answers with an outcome.
+    Implementation,
+    /// Sent to the implementation only if it claims this capability; otherwise the scenario is
+    /// skipped, not failed.
+    ImplementationWith(&'static str),
+    /// The harness performs it on its own S3 server, its own database, or the process itself.
+    Harness,
+}
+
+/// The capability a program claims to be sent `crash_at` (and to die where it says).
+pub const CRASH_POINTS: &str = "crash_points";
+/// The capability a program claims to be sent `write_during_sweep` (and race it itself).
+pub const WRITE_DURING_SWEEP: &str = "write_during_sweep";
+
+/// Where each operation is performed (PROTOCOL.md lists the same split).
+pub fn side(op: &ScopedOp) -> Side {
+    match op {
+        ScopedOp::CreateWorkspace { .. }
+        | ScopedOp::CreateAgent { .. }
+        | ScopedOp::CreateSession { .. }
+        | ScopedOp::Activity { .. }
+        | ScopedOp::AddWait { .. }
+        | ScopedOp::RemoveWait { .. }
+        | ScopedOp::Write { .. }
+        | ScopedOp::Read { .. }
+        | ScopedOp::ReadText { .. }
+        | ScopedOp::List { .. }
+        | ScopedOp::Delete { .. }
+        | ScopedOp::PublishSkill { .. }
+        | ScopedOp::DeleteSession { .. }
+        | ScopedOp::DeleteAgent { .. }
+        | ScopedOp::DeleteWorkspace { .. }
+        | ScopedOp::Sweep
+        | ScopedOp::ApplyLifecycle { .. } => Side::Implementation,
+        ScopedOp::CrashAt { .. } => Side::ImplementationWith(CRASH_POINTS),
+        ScopedOp::WriteDuringSweep { .. } => Side::ImplementationWith(WRITE_DURING_SWEEP),
+        ScopedOp::Restart
+        | ScopedOp::Faults { .. }
+        | ScopedOp::Heal
+        | ScopedOp::BucketKeys { .. }
+        | ScopedOp::PendingDeletions
+        | ScopedOp::DeletionRecords
+        | ScopedOp::LifecycleRules
+        | ScopedOp::RunAgeRule { .. } => Side::Harness,
+    }
+}
+
+/// The operation's name on the wire (its `op` tag).
+pub fn op_name(op: &ScopedOp) -> String {
+    serde_json::to_value(op)
+        .ok()
+        .and_then(|v| v.get("op").and_then(|o| o.as_str()).map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// The object store an implementation is handed in `init`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct S3Access {
+    pub endpoint_url: String,
+    pub region: String,
+    pub bucket: String,
+    pub access_key_id: String,
+    pub secret_access_key: String,
+}
+
+/// An aws-sdk-s3 client for `access` (configured as [`tidemark_sim::real_tier::s3_client`]: path style, no retries).
+pub fn s3_client_for(access: &S3Access) -> aws_sdk_s3::Client {
+    tidemark_sim::real_tier::server::s3_client_with(
+        &access.endpoint_url,
+        &access.region,
+        &access.access_key_id,
+        &access.secret_access_key,
+    )
+}
+
+/// A pool on the database at `url`.
+pub async fn connect(url: &str) -> Result<PgPool, String> {
+    PgPoolOptions::new()
+        .max_connections(8)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect(url)
+        .await
+        .map_err(|e| format!("cannot connect to PostgreSQL at {url}: {e}"))
+}
+
+/// The scoped reference's configuration for `bucket`: `mutant` switched on, `knobs` applied
+/// (only `session_file_ttl_days` exists; any other knob is refused).
+pub fn config_for(
+    bucket: &str,
+    knobs: &BTreeMap<String, i64>,
+    mutant: Option<ScopedMutant>,
+) -> Result<ScopedConfig, String> {
+    let mut config = ScopedConfig::new(bucket);
+    config.mutant = mutant;
+    for (k, v) in knobs {
+        match k.as_str() {
+            "session_file_ttl_days" => {
+                config.session_file_ttl_days = u32::try_from(*v)
+                    .map_err(|_| format!("session_file_ttl_days = {v} is out of range"))?
+            }
+            other => return Err(format!("the scoped reference has no knob {other:?}")),
+        }
+    }
+    Ok(config)
+}
+
+/// The reference implementation's side of the scoped profile: a [`ScopedStore`] over a bucket
+/// and a metadata store, its clock set from each request's time. The reference adapter runs one
+/// over what `init` handed it; the in-process driver runs one over its own stores.
+pub struct ScopedService {
+    s3: aws_sdk_s3::Client,
+    meta: Arc<dyn Metadata>,
+    clock: ManualClock,
+    config: ScopedConfig,
+    store: ScopedStore,
+}
+
+impl ScopedService {
+    /// Opens the store over the bucket and PostgreSQL database the harness handed over
+    /// (bringing the schema up to date).
+    pub async fn open(
+        s3: &S3Access,
+        postgres_url: &str,
+        knobs: &BTreeMap<String, i64>,
+        mutant: Option<ScopedMutant>,
+    ) -> Result<ScopedService, String> {
+        let config = config_for(&s3.bucket, knobs, mutant)?;
+        let pool = connect(postgres_url).await?;
+        let meta: Arc<dyn Metadata> = Arc::new(PostgresMetadata::new(pool));
+        ScopedService::over(s3_client_for(s3), meta, config, ManualClock::default()).await
+    }
+
+    /// Opens the store over `s3` (the bucket is `config.bucket`) and `meta`, reading time from
+    /// `clock`, which [`ScopedService::call`] sets.
+    pub async fn over(
+        s3: aws_sdk_s3::Client,
+        meta: Arc<dyn Metadata>,
+        config: ScopedConfig,
+        clock: ManualClock,
+    ) -> Result<ScopedService, String> {
+        let store = ScopedStore::with_metadata(
+            s3.clone(),
+            meta.clone(),
+            config.clone(),
+            Arc::new(clock.clone()),
+        )
+        .await
+        .map_err(|e| format!("the store did not open: {e}"))?;
+        Ok(ScopedService {
+            s3,
+            meta,
+            clock,
+            config,
+            store,
+        })
+    }
+
+    /// The store as it is now (a crash point or a raced sweep may have reopened it).
+    pub fn store(&self) -> &ScopedStore {
+        &self.store
+    }
+
+    /// A new process over what the old one persisted.
+    pub async fn restart(&mut self) -> Result<(), String> {
+        self.reopen(self.config.clone()).await
+    }
+
+    async fn reopen(&mut self, config: ScopedConfig) -> Result<(), String> {
+        let clock: Arc<dyn Clock> = Arc::new(self.clock.clone());
+        self.store = ScopedStore::with_metadata(self.s3.clone(), self.meta.clone(), config, clock)
+            .await
+            .map_err(|e| format!("the store did not reopen: {e}"))?;
+        Ok(())
+    }
+
+    /// Performs one operation at `now`. Refusals are outcomes; `Err` is an operation this side
+    /// does not perform (a harness-side step) or a failure to reopen after a crash.
+    pub async fn call(&mut self, now: Timestamp, op: &ScopedOp) -> Result<ScopedOutcome, String> {
+        self.clock.set(now);
+        match self.perform(op).await {
+            Ok(o) => Ok(o),
+            Err(Failure::Scoped(ScopedError::Crashed(p))) => {
+                // The process "died" there; a harness kills and restarts it after this answer,
+                // and a store reopened here starts clean of injected crashes too.
+                let mut config = self.config.clone();
+                config.crash_at = None;
+                self.reopen(config).await?;
+                Ok(ScopedOutcome::Crashed {
+                    point: format!("{p:?}"),
+                })
+            }
+            Err(Failure::Scoped(e)) => Ok(ScopedOutcome::Refused {
+                reason: e.kind().to_string(),
+                message: e.to_string(),
+            }),
+            Err(Failure::Other(m)) => Err(m),
+        }
+    }
+
+    async fn perform(&mut self, op: &ScopedOp) -> Result<ScopedOutcome, Failure> {
+        let s = &self.store;
+        let settings = |agent, workspace| ScopeSettings { agent, workspace };
+        Ok(match op {
+            ScopedOp::CreateWorkspace {
+                workspace,
+                agent_access,
+                workspace_access,
+            } => {
+                s.create_workspace(workspace, settings(*agent_access, *workspace_access))
+                    .await?;
+                ScopedOutcome::Ok
+            }
+            ScopedOp::CreateAgent {
+                workspace,
+                agent,
+                agent_access,
+                workspace_access,
+            } => {
+                s.create_agent(workspace, agent, settings(*agent_access, *workspace_access))
+                    .await?;
+                ScopedOutcome::Ok
+            }
+            ScopedOp::CreateSession { turn } => {
+                s.create_session(&space(turn)?).await?;
+                ScopedOutcome::Ok
+            }
+            ScopedOp::Activity { turn } => {
+                s.record_activity(&space(turn)?).await?;
+                ScopedOutcome::Ok
+            }
+            ScopedOp::AddWait { turn, kind, id } => {
+                s.add_wait(&space(turn)?, wait_kind(&kind.0)?, id).await?;
+                ScopedOutcome::Ok
+            }
+            ScopedOp::RemoveWait { turn, kind, id } => {
+                s.remove_wait(&space(turn)?, wait_kind(&kind.0)?, id)
+                    .await?;
+                ScopedOutcome::Ok
+            }
+            ScopedOp::Write {
+                turn,
+                path,
+                content,
+            } => {
+                let r = s
+                    .write(&space(turn)?, path, content.as_bytes().to_vec())
+                    .await?;
+                ScopedOutcome::Written {
+                    path: r.guest_path(),
+                }
+            }
+            ScopedOp::WriteDuringSweep {
+                turn,
+                path,
+                content,
+            } => {
+                let pause = Arc::new(SweepPause::default());
+                let mut config = self.config.clone();
+                config.sweep_pause = Some(pause.clone());
+                self.reopen(config).await?;
+                let space = space(turn)?;
+                let store = &self.store;
+                let (swept, written) =
+                    race_write_against_sweep(store, &pause, store.metadata().as_ref(), || {
+                        store.write(&space, path, content.as_bytes().to_vec())
+                    })
+                    .await;
+                self.reopen(self.config.clone()).await?;
+                swept?;
+                ScopedOutcome::Written {
+                    path: written?.guest_path(),
+                }
+            }
+            ScopedOp::Read { turn, path } => {
+                let bytes = s.read(&space(turn)?, path).await?;
+                ScopedOutcome::Content {
+                    content: String::from_utf8_lossy(&bytes).into_owned(),
+                }
+            }
+            ScopedOp::ReadText { turn, path } => ScopedOutcome::Text {
+                text: s.read_text(&space(turn)?, path).await?,
+            },
+            ScopedOp::List { turn, prefix } => ScopedOutcome::Listing {
+                paths: s
+                    .list(&space(turn)?, prefix.as_deref())
+                    .await?
+                    .into_iter()
+                    .map(|f| f.path)
+                    .collect(),
+            },
+            ScopedOp::Delete { turn, path } => {
+                s.delete(&space(turn)?, path).await?;
+                ScopedOutcome::Ok
+            }
+            ScopedOp::PublishSkill {
+                workspace, files, ..
+            } => {
+                let files = files
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_bytes().to_vec()))
+                    .collect();
+                ScopedOutcome::Published {
+                    sha256: s.publish_skill_version(workspace, &files).await?,
+                }
+            }
+            ScopedOp::DeleteSession { turn } => {
+                s.delete_session(&space(turn)?).await?;
+                ScopedOutcome::Ok
+            }
+            ScopedOp::DeleteAgent { workspace, agent } => {
+                s.delete_agent(workspace, agent).await?;
+                ScopedOutcome::Ok
+            }
+            ScopedOp::DeleteWorkspace { workspace } => {
+                s.delete_workspace(workspace).await?;
+                ScopedOutcome::Ok
+            }
+            ScopedOp::Sweep => {
+                let r = s.sweep().await?;
+                ScopedOutcome::Swept {
+                    sessions: r.sessions_swept,
+                    obligations: r.obligations_completed,
+                }
+            }
+            ScopedOp::ApplyLifecycle {
+                session_backstop_days,
+            } => {
+                s.apply_lifecycle(&LifecycleConfiguration::for_profile(
+                    *session_backstop_days,
+                    7,
+                ))
+                .await?;
+                ScopedOutcome::Ok
+            }
+            ScopedOp::CrashAt { point } => {
+                let mut config = self.config.clone();
+                config.crash_at = Some(crash_point(&point.0)?);
+                self.reopen(config).await?;
+                ScopedOutcome::Ok
+            }
+            ScopedOp::Restart
+            | ScopedOp::Faults { .. }
+            | ScopedOp::Heal
+            | ScopedOp::BucketKeys { .. }
+            | ScopedOp::PendingDeletions
+            | ScopedOp::DeletionRecords
+            | ScopedOp::LifecycleRules
+            | ScopedOp::RunAgeRule { .. } => {
+                return Err(Failure::Other(format!(
+                    "{} is a harness-side step, never sent to an implementation",
+                    op_name(op)
+                )))
+            }
+        })
+    }
+}
+
+/// `op` with each turn's skill table mapped from the scenario's skill names to the sha256 each
+/// was published under (a name never published is sent as written, so a scenario can send a
+/// bad hash on purpose).
+pub fn with_skill_hashes(op: &ScopedOp, skills: &BTreeMap<String, String>) -> ScopedOp {
+    let mut op = op.clone();
+    if let Some(turn) = turn_mut(&mut op) {
+        for name in turn.skills.values_mut() {
+            if let Some(sha) = skills.get(name.as_str()) {
+                *name = sha.clone();
+            }
+        }
+    }
+    op
+}
+
+fn turn_mut(op: &mut ScopedOp) -> Option<&mut Turn> {
+    match op {
+        ScopedOp::CreateSession { turn }
+        | ScopedOp::Activity { turn }
+        | ScopedOp::AddWait { turn, .. }
+        | ScopedOp::RemoveWait { turn, .. }
+        | ScopedOp::Write { turn, .. }
+        | ScopedOp::WriteDuringSweep { turn, .. }
+        | ScopedOp::Read { turn, .. }
+        | ScopedOp::ReadText { turn, .. }
+        | ScopedOp::List { turn, .. }
+        | ScopedOp::Delete { turn, .. }
+        | ScopedOp::DeleteSession { turn } => Some(turn),
+        _ => None,
+    }
+}
+
+/// A turn as sent over the protocol: its skill table already maps each slug to a sha256.
+fn space(t: &Turn) -> Result<TurnSpace, ScopedError> {
+    let mut space = TurnSpace::new(&t.workspace, &t.agent, &t.session)?;
+    for (slug, sha) in &t.skills {
+        space = space.with_skill(slug, sha);
+    }
+    Ok(space)
+}
+
+fn wait_kind(k: &str) -> Result<WaitKind, Failure> {
+    match k {
+        "queued" => Ok(WaitKind::Queued),
+        "parked" => Ok(WaitKind::Parked),
+        "waiting" => Ok(WaitKind::Waiting),
+        other => Err(Failure::Other(format!("no wait kind {other:?}"))),
+    }
+}
+
+fn crash_point(p: &str) -> Result<CrashPoint, Failure> {
+    match p {
+        "after_text_written" => Ok(CrashPoint::AfterTextWritten),
+        "after_session_objects_deleted" => Ok(CrashPoint::AfterSessionObjectsDeleted),
+        "after_obligation_objects_deleted" => Ok(CrashPoint::AfterObligationObjectsDeleted),
+        other => Err(Failure::Other(format!("no crash point {other:?}"))),
+    }
+}
+
+enum Failure {
+    Scoped(ScopedError),
+    Other(String),
+}
+
+impl From<ScopedError> for Failure {
+    fn from(e: ScopedError) -> Self {
+        Failure::Scoped(e)
+    }
+}
+
+impl From<String> for Failure {
+    fn from(e: String) -> Self {
+        Failure::Other(e)
+    }
+}
+
+// ----- the harness side --------------------------------------------------------------------
+
+/// Every key under `prefix`, straight from the bucket.
+pub async fn bucket_keys(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+    prefix: &str,
+) -> Result<Vec<String>, String> {
+    let mut keys = Vec::new();
+    let mut token = None;
+    loop {
+        let page = client
+            .list_objects_v2()
+            .bucket(bucket)
+            .prefix(prefix)
+            .set_continuation_token(token.take())
+            .send()
+            .await
+            .map_err(|e| {
+                format!(
+                    "listing the bucket: {}",
+                    aws_sdk_s3::error::DisplayErrorContext(&e)
+                )
+            })?;
+        keys.extend(
+            page.contents()
+                .iter()
+                .filter_map(|o| o.key().map(str::to_string)),
+        );
+        match (page.is_truncated(), page.next_continuation_token()) {
+            (Some(true), Some(t)) => token = Some(t.to_string()),
+            _ => break,
+        }
+    }
+    Ok(keys)
+}
+
+/// Runs an age-only expiry rule of `days` over `prefix` with AWS semantics, at `now`; answers
+/// the keys it deleted.
+pub async fn run_age_rule(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+    prefix: &str,
+    days: u32,
+    now: Timestamp,
+) -> Result<Vec<String>, String> {
+    let ex = LifecycleExecutor::new(LifecycleConfiguration {
+        rules: vec![Rule {
+            id: "age-only".into(),
+            enabled: true,
+            filter: Some(Filter::Prefix(prefix.to_string())),
+            expiration_days: Some(days),
+            abort_incomplete_multipart_days: None,
+        }],
+    })
+    .map_err(|e| e.to_string())?;
+    ex.run_on_bucket(client, bucket, now).await
+}
+
+/// The bucket's lifecycle configuration as the store answers GetBucketLifecycleConfiguration,
+/// one description per rule in id order (none when the bucket has no configuration), judged by
+/// what SPEC SC-7.1 pins and not by the ids, which are the implementation's choice: a rule is
+/// `PREFIX` (`""` for an empty one; a filter that is not a prefix is spelled `tag:K=V`,
+/// `size>N`, `size<N`, `and(...)` or `no-filter`), then `expire Nd` or `expire on DATE`,
+/// `abort Nd`, and `disabled` when it is not enabled, with anything else the rule carries
+/// (noncurrent versions, transitions, delete markers) named so that it never matches silently.
+/// Ids that SC-7.2 forbids (empty, longer than 255 characters, or used twice) add one entry
+/// naming them, so no expectation can match them either.
+pub async fn lifecycle_rules(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+) -> Result<Vec<String>, String> {
+    use aws_sdk_s3::error::ProvideErrorMetadata;
+    use aws_sdk_s3::types::{ExpirationStatus, LifecycleRuleFilter};
+    let got = match client
+        .get_bucket_lifecycle_configuration()
+        .bucket(bucket)
+        .send()
+        .await
+    {
+        Ok(got) => got,
+        Err(e) if e.code() == Some("NoSuchLifecycleConfiguration") => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(format!(
+                "reading the bucket's lifecycle configuration: {}",
+                aws_sdk_s3::error::DisplayErrorContext(&e)
+            ))
+        }
+    };
+    let filter = |f: Option<&LifecycleRuleFilter>| -> String {
+        let Some(f) = f else {
+            return "no-filter".into();
+        };
+        let prefix = |p: &str| {
+            if p.is_empty() {
+                "\"\"".to_string()
+            } else {
+                p.to_string()
+            }
+        };
+        if let Some(p) = f.prefix() {
+            return prefix(p);
+        }
+        if let Some(t) = f.tag() {
+            return format!("tag:{}={}", t.key(), t.value());
+        }
+        if let Some(n) = f.object_size_greater_than() {
+            return format!("size>{n}");
+        }
+        if let Some(n) = f.object_size_less_than() {
+            return format!("size<{n}");
+        }
+        if let Some(a) = f.and() {
+            let mut parts = Vec::new();
+            if let Some(p) = a.prefix() {
+                parts.push(prefix(p));
+            }
+            parts.extend(
+                a.tags()
+                    .iter()
+                    .map(|t| format!("tag:{}={}", t.key(), t.value())),
+            );
+            if let Some(n) = a.object_size_greater_than() {
+                parts.push(format!("size>{n}"));
+            }
+            if let Some(n) = a.object_size_less_than() {
+                parts.push(format!("size<{n}"));
+            }
+            return format!("and({})", parts.join(" "));
+        }
+        "no-filter".into()
+    };
+    let mut rules: Vec<(String, String)> = Vec::new();
+    let mut ids = std::collections::BTreeMap::<String, usize>::new();
+    #[allow(deprecated)]
+    for r in got.rules() {
+        let id = r.id().unwrap_or_default().to_string();
+        *ids.entry(id.clone()).or_default() += 1;
+        // A rule's prefix may also sit outside the filter (the older, deprecated spelling).
+        let mut d = match (r.filter(), r.prefix()) {
+            (None, Some(p)) => p.to_string(),
+            (f, _) => filter(f),
+        };
+        if let Some(e) = r.expiration() {
+            if let Some(days) = e.days() {
+                d.push_str(&format!(" expire {days}d"));
+            }
+            if let Some(date) = e.date() {
+                d.push_str(&format!(" expire on {date}"));
+            }
+            if e.expired_object_delete_marker() == Some(true) {
+                d.push_str(" expire delete-markers");
+            }
+        }
+        if let Some(days) = r
+            .abort_incomplete_multipart_upload()
+            .and_then(|a| a.days_after_initiation())
+        {
+            d.push_str(&format!(" abort {days}d"));
+        }
+        if r.noncurrent_version_expiration().is_some() {
+            d.push_str(" noncurrent-expiration");
+        }
+        if !r.transitions().is_empty() || !r.noncurrent_version_transitions().is_empty() {
+            d.push_str(" transitions");
+        }
+        if r.status() != &ExpirationStatus::Enabled {
+            d.push_str(" disabled");
+        }
+        rules.push((id, d));
+    }
+    rules.sort();
+    let mut out: Vec<String> = rules.into_iter().map(|(_, d)| d).collect();
+    let bad: Vec<String> = ids
+        .iter()
+        .filter(|(id, n)| **n > 1 || id.is_empty() || id.chars().count() > 255)
+        .map(|(id, n)| {
+            if *n > 1 {
+                format!("{:?} used {n} times", tidemark_sim::clip::clip(id))
+            } else {
+                format!("{:?} not 1-255 characters", tidemark_sim::clip::clip(id))
+            }
+        })
+        .collect();
+    if !bad.is_empty() {
+        out.push(format!("ids SC-7.2 refuses: {}", bad.join("; ")));
+    }
+    Ok(out)
+}
+
+/// The fault plan a `faults` step sets, if `op` is one.
+pub fn fault_plan(op: &ScopedOp) -> Option<FaultPlan> {
+    match op {
+        ScopedOp::Faults {
+            down,
+            error_rate,
+            delete_key_failure_rate,
+            fail_requests,
+            no_such_bucket,
+            access_denied,
+            throttle,
+        } => Some(FaultPlan {
+            down: *down,
+            error_rate: *error_rate,
+            delete_key_failure_rate: *delete_key_failure_rate,
+            latency: Duration::ZERO,
+            fail_requests: fail_requests.clone(),
+            no_such_bucket: *no_such_bucket,
+            access_denied: *access_denied,
+            throttle: *throttle,
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ledger_and_the_bucket_are_read_by_the_harness_and_crashes_need_a_capability() {
+        assert_eq!(side(&ScopedOp::PendingDeletions), Side::Harness);
+        assert_eq!(side(&ScopedOp::Sweep), Side::Implementation);
+        assert_eq!(
+            side(&ScopedOp::CrashAt {
+                point: super::super::driver::CrashPointName("after_text_written".into())
+            }),
+            Side::ImplementationWith(CRASH_POINTS)
+        );
+        assert_eq!(op_name(&ScopedOp::PendingDeletions), "pending_deletions");
+    }
+}

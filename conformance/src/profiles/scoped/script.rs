@@ -1,0 +1,1083 @@
+//! Scoped-profile scenarios as text (`scenarios/scoped/*.tdm`), in the same shape as the
+//! scratchpad's `.tdm` files: a header, then one step per line with its expectation.
+//!
+//! ```text
+//! scenario: a conversation older than the ttl but still active keeps its uploads
+//! profile: scoped
+//! rules: SC-5.1, SC-5.3
+//! kills: age-only-expiry
+//!
+//! create workspace w1
+//! create agent w1/a1
+//! create session w1/a1/s1
+//! w1/a1/s1 write session/upload.pdf "contract"   => written session/upload.pdf
+//! advance 40d
+//! w1/a1/s1 activity                              => ok
+//! sweep                                          => swept 0 sessions, 0 deletions
+//! w1/a1/s1 read session/upload.pdf               => "contract"
+//! ```
+//!
+//! Steps (a turn is `ws/agent/session`, optionally `+slug=skill-name,...` for its skill table):
+//! - `create workspace W [agent=ACCESS] [workspace=ACCESS]`, `create agent W/A [...]`,
+//!   `create session W/A/S`; `delete session W/A/S`, `delete agent W/A`, `delete workspace W`
+//! - `TURN write PATH "CONTENT"`, `TURN read PATH`, `TURN text PATH`, `TURN list [PREFIX]`,
+//!   `TURN delete PATH`, `TURN activity`, `TURN wait KIND ID`, `TURN unwait KIND ID`
+//! - `publish skill NAME in W FILE="CONTENT" ...`
+//! - `TURN write PATH "CONTENT" during sweep` (a write raced against a sweep)
+//! - `advance 1d2h`, `sweep`, `crash at POINT`, `restart`, `heal`,
+//!   `faults down`, `faults delete-failure RATE`, `faults error RATE`, `faults fail OP N`,
+//!   `faults no-such-bucket`, `faults access-denied`, `faults throttle`, `faults throttle N`
+//! - `apply lifecycle BACKSTOP_DAYS`, `lifecycle age-only PREFIX DAYS` (runs an age-only rule
+//!   with AWS semantics and answers the keys it deleted)
+//! - `bucket PREFIX`, `pending deletions`, `deletion records`, `lifecycle rules`
+//!
+//! Expectations after `=>` (a step without one must answer `ok`): `ok`, `written PATH`,
+//! `"CONTENT"`, `text "TEXT"`, `no text`, `[a, b, ...]`, `in order [a, b, ...]`, `refused REASON`,
+//! `swept N sessions, M deletions`, `crashed`, `published`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use tidemark_sim::clip::{clip, clip_field, MAX_SCENARIO_SPAN_MS};
+use tidemark_sim::real_tier::faults::{FaultPlan, Throttle, S3_OPERATIONS};
+
+use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
+use tidemark_reference::scoped::Access;
+
+pub use crate::scenario::header::utf8_text;
+use crate::scenario::header::{self, HeaderVocabulary, StepLine};
+use crate::scenario::lex::{tokenize, Token};
+
+use super::driver::{CrashPointName, ScopedOp, ScopedOutcome, Turn, WaitKindName};
+
+#[derive(Clone, Debug)]
+pub struct Script {
+    pub file: PathBuf,
+    pub name: String,
+    pub rules: Vec<String>,
+    /// Mutant ids this scenario is meant to kill.
+    pub kills: Vec<String>,
+    pub knobs: BTreeMap<String, i64>,
+    pub steps: Vec<Step>,
+}
+
+impl Script {
+    /// `scoped::<file stem>`, so `cargo test cascade` filters by file name.
+    pub fn test_name(&self) -> String {
+        let stem = self
+            .file
+            .file_stem()
+            .map(|s| s.to_string_lossy().replace('-', "_"))
+            .unwrap_or_default();
+        format!("scoped::{stem}")
+    }
+
+    /// The seed of the scenario's S3 fault generator, from its file name, so every runner
+    /// (in process, through a program, on either tier) draws the same faults.
+    pub fn fault_seed(&self) -> u64 {
+        self.file.to_string_lossy().bytes().fold(0u64, |h, b| {
+            h.wrapping_mul(1_099_511_628_211).wrapping_add(u64::from(b))
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub line: usize,
+    pub text: String,
+    pub action: Action,
+    pub expect: Expect,
+}
+
+#[derive(Clone, Debug)]
+pub enum Action {
+    Advance(i64),
+    Op(ScopedOp),
+}
+
+/// What a step must answer. Listings and prefix sets compare as given (both sides sorted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expect {
+    Ok,
+    Written(String),
+    Content(String),
+    Text(Option<String>),
+    List(Vec<String>),
+    /// A guest listing whose order is checked too (`in order [a, b]`, SPEC SC-4.4).
+    Ordered(Vec<String>),
+    Refused(String),
+    Swept {
+        sessions: u64,
+        deletions: u64,
+    },
+    Crashed,
+    Published,
+}
+
+impl Expect {
+    /// Whether `got` satisfies this expectation.
+    pub fn matches(&self, got: &ScopedOutcome) -> bool {
+        let sorted = |v: &[String]| {
+            let mut v = v.to_vec();
+            v.sort();
+            v
+        };
+        match (self, got) {
+            (Expect::Ok, ScopedOutcome::Ok) => true,
+            (Expect::Written(p), ScopedOutcome::Written { path }) => p == path,
+            (Expect::Content(c), ScopedOutcome::Content { content }) => c == content,
+            (Expect::Text(t), ScopedOutcome::Text { text }) => t == text,
+            (Expect::List(l), ScopedOutcome::Listing { paths }) => sorted(l) == sorted(paths),
+            (Expect::List(l), ScopedOutcome::Keys { keys }) => sorted(l) == sorted(keys),
+            (Expect::List(l), ScopedOutcome::Prefixes { prefixes }) => {
+                sorted(l) == sorted(prefixes)
+            }
+            (Expect::List(l), ScopedOutcome::Rules { rules }) => sorted(l) == sorted(rules),
+            (Expect::Ordered(l), ScopedOutcome::Listing { paths }) => l == paths,
+            (Expect::Refused(r), ScopedOutcome::Refused { reason, .. }) => r == reason,
+            (
+                Expect::Swept {
+                    sessions,
+                    deletions,
+                },
+                ScopedOutcome::Swept {
+                    sessions: s,
+                    obligations: o,
+                },
+            ) => sessions == s && deletions == o,
+            (Expect::Crashed, ScopedOutcome::Crashed { .. }) => true,
+            (Expect::Published, ScopedOutcome::Published { .. }) => true,
+            _ => false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}: {message}", file.display())]
+pub struct ScriptError {
+    pub file: PathBuf,
+    pub line: usize,
+    pub message: String,
+}
+
+/// Every `*.tdm` under `dir`, in path order, each once (directory symlinks are not followed),
+/// citations checked against this repository's SPEC.md, short identifiers replaced by UUIDs
+/// ([`Script::with_uuid_ids`]).
+pub fn load_dir(dir: &Path) -> Result<Vec<Script>, ScriptError> {
+    load_dir_with(dir, repo_rules().map_err(|e| e.at(dir))?)
+}
+
+/// [`load_dir`] with the rule ids of another SPEC.md (`tidemark run --spec`).
+pub fn load_dir_with(dir: &Path, rules: &BTreeSet<String>) -> Result<Vec<Script>, ScriptError> {
+    let files = tidemark_sim::scenario_files::find(dir, "tdm").map_err(|e| ScriptError {
+        file: dir.to_path_buf(),
+        line: 0,
+        message: format!("cannot read the scenario directory: {e}"),
+    })?;
+    let scripts = files
+        .iter()
+        .filter(|f| !header::belongs_elsewhere(f, VOCABULARY.profile))
+        .map(|f| {
+            let bytes = std::fs::read(f).map_err(|e| ScriptError {
+                file: f.clone(),
+                line: 0,
+                message: format!("cannot read the file: {e}"),
+            })?;
+            let text = utf8_text(&bytes).map_err(|(line, message)| ScriptError {
+                file: f.clone(),
+                line,
+                message,
+            })?;
+            // Every runner plays the scenario with UUID identifiers (see `uuid_ids`).
+            parse_with(f, text, rules).map(Script::with_uuid_ids)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some((name, first, second)) =
+        tidemark_sim::scenario_files::duplicate_name(&scripts, Script::test_name, |s| {
+            s.file.as_path()
+        })
+    {
+        return Err(ScriptError {
+            file: second.to_path_buf(),
+            line: 1,
+            message: format!(
+                "the test name {name} is taken by {} already; rename one of the files",
+                first.display()
+            ),
+        });
+    }
+    Ok(scripts)
+}
+
+/// A SPEC.md that could not be read, before it is placed at a file.
+struct SpecUnreadable(String);
+
+impl SpecUnreadable {
+    fn at(self, file: &Path) -> ScriptError {
+        ScriptError {
+            file: file.to_path_buf(),
+            line: 0,
+            message: self.0,
+        }
+    }
+}
+
+/// This repository's SPEC.md rule ids, read once.
+fn repo_rules() -> Result<&'static BTreeSet<String>, SpecUnreadable> {
+    static RULES: std::sync::OnceLock<Result<BTreeSet<String>, String>> =
+        std::sync::OnceLock::new();
+    RULES
+        .get_or_init(|| {
+            let path = tidemark_sim::spec_rules::repo_spec_path();
+            std::fs::read_to_string(&path)
+                .map(|t| tidemark_sim::spec_rules::rule_ids(&t))
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))
+        })
+        .as_ref()
+        .map_err(|e| SpecUnreadable(e.clone()))
+}
+
+/// The shared lexer's tokens as the words this profile's steps match on: a quoted string keeps
+/// its quotes (`"a b"`), `PATH=` followed by a quoted string is one word (`PATH="CONTENT"`), a
+/// list is one word (`[a, b]`, its items bare or quoted), and a comma outside a list is
+/// punctuation (`swept 1 session, 0 deletions`). Scoped content is text: a quoted string must
+/// decode to UTF-8.
+fn words(tokens: &[Token]) -> Result<Vec<String>, String> {
+    let text = |b: &[u8]| {
+        String::from_utf8(b.to_vec()).map_err(|_| {
+            format!(
+                "a quoted string here is text, and {:?} is not UTF-8",
+                tidemark_sim::clip::clip_bytes(b)
+            )
+        })
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut it = tokens.iter().peekable();
+    while let Some(t) = it.next() {
+        match t {
+            Token::Word(w) => match it.peek() {
+                Some(Token::Quoted(q)) if w.ends_with('=') => {
+                    out.push(format!("{w}\"{}\"", text(q)?));
+                    it.next();
+                }
+                _ => out.push(w.clone()),
+            },
+            Token::Quoted(q) => out.push(format!("\"{}\"", text(q)?)),
+            Token::Comma => {}
+            Token::Open => {
+                let mut items = Vec::new();
+                loop {
+                    match it.next() {
+                        Some(Token::Close) => break,
+                        Some(Token::Comma) => {}
+                        Some(Token::Word(w)) => items.push(w.clone()),
+                        Some(Token::Quoted(q)) => items.push(text(q)?),
+                        Some(t) => {
+                            return Err(format!("expected a list item, found {}", t.describe()))
+                        }
+                        None => return Err("a list is not closed with ]".into()),
+                    }
+                }
+                out.push(format!("[{}]", items.join(", ")));
+            }
+            Token::Close => return Err("a ']' closes no list".into()),
+            Token::Arrow => return Err("a second '=>' on one step".into()),
+        }
+    }
+    Ok(out)
+}
+
+fn unquote(w: &str) -> Result<String, String> {
+    w.strip_prefix('"')
+        .and_then(|w| w.strip_suffix('"'))
+        .map(str::to_string)
+        .ok_or_else(|| format!("expected a \"quoted string\", got {w}"))
+}
+
+fn list(w: &str) -> Result<Vec<String>, String> {
+    let inner = w
+        .strip_prefix('[')
+        .and_then(|w| w.strip_suffix(']'))
+        .ok_or_else(|| format!("expected a [list], got {w}"))?;
+    Ok(inner
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+/// `1d`, `6d23h`, `30m`, `90s`, `-10d` (a backwards clock jump).
+pub fn duration_ms(s: &str) -> Result<i64, String> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let mut total = 0i64;
+    let mut num = String::new();
+    for c in body.chars() {
+        if c.is_ascii_digit() {
+            num.push(c);
+            continue;
+        }
+        if num.is_empty() {
+            return Err(format!(
+                "bad duration {:?}; write it like 6d23h, 30m or 90s",
+                clip(s)
+            ));
+        }
+        // Digits that do not fit an i64 are a duration too long, not a malformed one.
+        let n: i64 = num.parse().map_err(|_| too_long(s))?;
+        num.clear();
+        let unit = match c {
+            'd' => DAY_MS,
+            'h' => HOUR_MS,
+            'm' => MINUTE_MS,
+            's' => 1000,
+            _ => {
+                return Err(format!(
+                    "bad duration unit {c:?} in {:?}; use d, h, m or s",
+                    clip(s)
+                ))
+            }
+        };
+        total = n
+            .checked_mul(unit)
+            .and_then(|ms| total.checked_add(ms))
+            .filter(|t| *t <= MAX_SCENARIO_SPAN_MS)
+            .ok_or_else(|| too_long(s))?;
+    }
+    if !num.is_empty() || body.is_empty() {
+        return Err(format!(
+            "bad duration {:?}; write it like 6d23h, 30m or 90s",
+            clip(s)
+        ));
+    }
+    Ok(if neg { -total } else { total })
+}
+
+fn too_long(s: &str) -> String {
+    format!(
+        "the duration {:?} is longer than {} days, the most a scenario may span",
+        clip(s),
+        MAX_SCENARIO_SPAN_MS / DAY_MS
+    )
+}
+
+/// A fault rate: a probability, from 0 to 1.
+fn rate(r: &str) -> Result<f64, String> {
+    r.parse::<f64>()
+        .ok()
+        .filter(|x| (0.0..=1.0).contains(x))
+        .ok_or_else(|| {
+            format!(
+                "a fault rate is a probability from 0 to 1, not {:?}",
+                clip(r)
+            )
+        })
+}
+
+/// A `faults fail OP N` operation: one the fault wrapper counts.
+fn fault_op(op: &str) -> Result<String, String> {
+    if S3_OPERATIONS.contains(&op) {
+        Ok(op.to_string())
+    } else {
+        Err(format!(
+            "no S3 operation {:?}; expected one of {}",
+            clip(op),
+            S3_OPERATIONS.join(", ")
+        ))
+    }
+}
+
+/// A count of requests (`faults fail OP N`, `faults throttle N`): a whole number from 1.
+fn request_count(n: &str) -> Result<u64, String> {
+    n.parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+        format!(
+            "the request number is a whole number from 1, not {:?}",
+            clip(n)
+        )
+    })
+}
+
+/// The `faults` step that sets `plan` (its latency is never set by a scenario).
+fn faults(plan: FaultPlan) -> ScopedOp {
+    ScopedOp::Faults {
+        down: plan.down,
+        error_rate: plan.error_rate,
+        delete_key_failure_rate: plan.delete_key_failure_rate,
+        fail_requests: plan.fail_requests,
+        no_such_bucket: plan.no_such_bucket,
+        access_denied: plan.access_denied,
+        throttle: plan.throttle,
+    }
+}
+
+/// The scoped knobs, each with the range SPEC part SC allows: the idle TTL is a whole number of
+/// days (SC-5.1), at least one, and at most a century.
+pub const SCOPED_KNOBS: &[(&str, i64, i64)] = &[("session_file_ttl_days", 1, 36_500)];
+
+fn knob(name: &str, value: &str, knobs: &mut BTreeMap<String, i64>) -> Result<(), String> {
+    let Some(&(_, min, max)) = SCOPED_KNOBS.iter().find(|(n, _, _)| *n == name) else {
+        return Err(format!(
+            "unknown knob {:?}; expected one of {}",
+            clip(name),
+            SCOPED_KNOBS
+                .iter()
+                .map(|(n, _, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    };
+    let v = value
+        .parse::<i64>()
+        .ok()
+        .filter(|v| (min..=max).contains(v))
+        .ok_or_else(|| {
+            format!(
+                "knob {name} must be a whole number from {min} to {max}, not {:?}",
+                clip(value)
+            )
+        })?;
+    if knobs.insert(name.to_string(), v).is_some() {
+        return Err(format!("knob {name} is set twice"));
+    }
+    Ok(())
+}
+
+fn access(s: &str) -> Result<Access, String> {
+    Access::parse(s).ok_or_else(|| format!("access must be none, read or read-write, not {s:?}"))
+}
+
+fn turn(w: &str) -> Result<Turn, String> {
+    let (ids, skills) = match w.split_once('+') {
+        Some((i, s)) => (i, Some(s)),
+        None => (w, None),
+    };
+    let parts: Vec<&str> = ids.split('/').collect();
+    let [ws, agent, session] = parts[..] else {
+        return Err(format!("a turn is workspace/agent/session, not {w:?}"));
+    };
+    let mut t = Turn::new(ws, agent, session);
+    for pair in skills.into_iter().flat_map(|s| s.split(',')) {
+        let (slug, name) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("a turn's skill is slug=name, not {pair:?}"))?;
+        t.skills.insert(slug.into(), name.into());
+    }
+    Ok(t)
+}
+
+fn settings(rest: &[String]) -> Result<(Option<Access>, Option<Access>), String> {
+    let (mut a, mut w) = (None, None);
+    for kv in rest {
+        match kv.split_once('=') {
+            Some(("agent", v)) => a = Some(access(v)?),
+            Some(("workspace", v)) => w = Some(access(v)?),
+            _ => {
+                return Err(format!(
+                    "expected agent=ACCESS or workspace=ACCESS, got {kv}"
+                ))
+            }
+        }
+    }
+    Ok((a, w))
+}
+
+fn action(w: &[String]) -> Result<Action, String> {
+    let s: Vec<&str> = w.iter().map(String::as_str).collect();
+    let op = match s[..] {
+        ["advance", d] => return Ok(Action::Advance(duration_ms(d)?)),
+        ["create", "workspace", ws, ..] => {
+            let (agent_access, workspace_access) = settings(&w[3..])?;
+            ScopedOp::CreateWorkspace {
+                workspace: ws.into(),
+                agent_access,
+                workspace_access,
+            }
+        }
+        ["create", "agent", wa, ..] => {
+            let (ws, agent) = wa
+                .split_once('/')
+                .ok_or_else(|| format!("an agent is workspace/agent, not {wa:?}"))?;
+            let (agent_access, workspace_access) = settings(&w[3..])?;
+            ScopedOp::CreateAgent {
+                workspace: ws.into(),
+                agent: agent.into(),
+                agent_access,
+                workspace_access,
+            }
+        }
+        ["create", "session", t] => ScopedOp::CreateSession { turn: turn(t)? },
+        ["delete", "session", t] => ScopedOp::DeleteSession { turn: turn(t)? },
+        ["delete", "agent", wa] => {
+            let (ws, agent) = wa
+                .split_once('/')
+                .ok_or_else(|| format!("an agent is workspace/agent, not {wa:?}"))?;
+            ScopedOp::DeleteAgent {
+                workspace: ws.into(),
+                agent: agent.into(),
+            }
+        }
+        ["delete", "workspace", ws] => ScopedOp::DeleteWorkspace {
+            workspace: ws.into(),
+        },
+        ["publish", "skill", name, "in", ws, ..] => {
+            let mut files = BTreeMap::new();
+            for f in &w[5..] {
+                let (path, content) = f
+                    .split_once('=')
+                    .ok_or_else(|| format!("a skill file is PATH=\"CONTENT\", not {f}"))?;
+                files.insert(path.to_string(), unquote(content)?);
+            }
+            ScopedOp::PublishSkill {
+                workspace: ws.into(),
+                name: name.into(),
+                files,
+            }
+        }
+        ["sweep"] => ScopedOp::Sweep,
+        ["restart"] => ScopedOp::Restart,
+        ["heal"] => ScopedOp::Heal,
+        ["crash", "at", p] => ScopedOp::CrashAt {
+            point: CrashPointName(p.into()),
+        },
+        ["faults", "down"] => faults(FaultPlan {
+            down: true,
+            ..FaultPlan::default()
+        }),
+        ["faults", "delete-failure", r] => faults(FaultPlan {
+            delete_key_failure_rate: rate(r)?,
+            ..FaultPlan::default()
+        }),
+        ["faults", "error", r] => faults(FaultPlan {
+            error_rate: rate(r)?,
+            ..FaultPlan::default()
+        }),
+        ["faults", "fail", op, n] => faults(FaultPlan {
+            fail_requests: vec![(fault_op(op)?, request_count(n)?)],
+            ..FaultPlan::default()
+        }),
+        ["faults", "no-such-bucket"] => faults(FaultPlan {
+            no_such_bucket: true,
+            ..FaultPlan::default()
+        }),
+        ["faults", "access-denied"] => faults(FaultPlan {
+            access_denied: true,
+            ..FaultPlan::default()
+        }),
+        ["faults", "throttle"] => faults(FaultPlan {
+            throttle: Throttle::Always,
+            ..FaultPlan::default()
+        }),
+        ["faults", "throttle", n] => faults(FaultPlan {
+            throttle: Throttle::Next(request_count(n)?),
+            ..FaultPlan::default()
+        }),
+        ["faults", ..] => {
+            return Err(format!(
+                "no such fault: {}; expected faults down, faults error RATE, faults delete-failure RATE, \
+                 faults fail OP N, faults no-such-bucket, faults access-denied, faults throttle or faults throttle N",
+                clip(&s.join(" "))
+            ))
+        }
+        ["lifecycle", "rules"] => ScopedOp::LifecycleRules,
+        ["apply", "lifecycle", days] => ScopedOp::ApplyLifecycle {
+            session_backstop_days: days.parse().map_err(|_| format!("bad days {days}"))?,
+        },
+        ["lifecycle", "age-only", prefix, days] => ScopedOp::RunAgeRule {
+            prefix: prefix.to_string(),
+            days: days.parse().map_err(|_| format!("bad days {days}"))?,
+        },
+        ["bucket", p] => ScopedOp::BucketKeys {
+            prefix: if p == "\"\"" { String::new() } else { p.into() },
+        },
+        ["pending", "deletions"] => ScopedOp::PendingDeletions,
+        ["deletion", "records"] => ScopedOp::DeletionRecords,
+        [t, "write", path, content] => ScopedOp::Write {
+            turn: turn(t)?,
+            path: unquote_or(path),
+            content: unquote(content)?,
+        },
+        [t, "write", path, content, "during", "sweep"] => ScopedOp::WriteDuringSweep {
+            turn: turn(t)?,
+            path: unquote_or(path),
+            content: unquote(content)?,
+        },
+        [t, "read", path] => ScopedOp::Read {
+            turn: turn(t)?,
+            path: unquote_or(path),
+        },
+        [t, "text", path] => ScopedOp::ReadText {
+            turn: turn(t)?,
+            path: unquote_or(path),
+        },
+        [t, "list"] => ScopedOp::List {
+            turn: turn(t)?,
+            prefix: None,
+        },
+        [t, "list", p] => ScopedOp::List {
+            turn: turn(t)?,
+            prefix: Some(unquote_or(p)),
+        },
+        [t, "delete", path] => ScopedOp::Delete {
+            turn: turn(t)?,
+            path: unquote_or(path),
+        },
+        [t, "activity"] => ScopedOp::Activity { turn: turn(t)? },
+        [t, "wait", kind, id] => ScopedOp::AddWait {
+            turn: turn(t)?,
+            kind: WaitKindName(kind.into()),
+            id: id.into(),
+        },
+        [t, "unwait", kind, id] => ScopedOp::RemoveWait {
+            turn: turn(t)?,
+            kind: WaitKindName(kind.into()),
+            id: id.into(),
+        },
+        _ => return Err(format!("no such step: {}", clip(&s.join(" ")))),
+    };
+    Ok(Action::Op(op))
+}
+
+/// A path may be quoted (to carry spaces, control characters or an empty string) or bare.
+fn unquote_or(w: &str) -> String {
+    unquote(w).unwrap_or_else(|_| w.to_string())
+}
+
+fn expect(w: &[String]) -> Result<Expect, String> {
+    // `swept 1 session, 0 deletions` reads better with its comma; commas outside quotes and
+    // lists are punctuation.
+    let s: Vec<&str> = w
+        .iter()
+        .map(|x| {
+            if x.starts_with('"') || x.starts_with('[') {
+                x.as_str()
+            } else {
+                x.trim_end_matches(',')
+            }
+        })
+        .collect();
+    Ok(match s[..] {
+        ["ok"] => Expect::Ok,
+        ["crashed"] => Expect::Crashed,
+        ["published"] => Expect::Published,
+        ["written", p] => Expect::Written(unquote_or(p)),
+        ["refused", r] => Expect::Refused(r.into()),
+        ["no", "text"] => Expect::Text(None),
+        ["text", t] => Expect::Text(Some(unquote(t)?)),
+        ["swept", n, "sessions" | "session", m, "deletions" | "deletion"] => Expect::Swept {
+            sessions: n.parse().map_err(|_| format!("bad count {n}"))?,
+            deletions: m.parse().map_err(|_| format!("bad count {m}"))?,
+        },
+        [c] if c.starts_with('"') => Expect::Content(unquote(c)?),
+        [l] if l.starts_with('[') => Expect::List(list(l)?),
+        ["in", "order", l] if l.starts_with('[') => Expect::Ordered(list(l)?),
+        _ => return Err(format!("no such expectation: {}", clip(&s.join(" ")))),
+    })
+}
+
+/// Parses a scenario, checking its citations against this repository's SPEC.md.
+pub fn parse(file: &Path, text: &str) -> Result<Script, ScriptError> {
+    parse_with(file, text, repo_rules().map_err(|e| e.at(file))?)
+}
+
+/// The scoped profile's header vocabulary: its part of SPEC.md and its mutants.
+pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
+    profile: "scoped",
+    rule_prefix: "SC-",
+    mutants: || {
+        tidemark_reference::scoped::ScopedMutant::ALL
+            .iter()
+            .map(|m| m.id())
+            .collect()
+    },
+    capabilities: &[],
+};
+
+/// Parses a scenario whose `rules:` must be among `rules` (the ids of a SPEC.md).
+pub fn parse_with(
+    file: &Path,
+    text: &str,
+    known_rules: &BTreeSet<String>,
+) -> Result<Script, ScriptError> {
+    // Quoted input is clipped where it is quoted; this bounds the whole message as well.
+    let err = |line: usize, message: String| ScriptError {
+        file: file.to_path_buf(),
+        line,
+        message: clip_field(&message).into_owned(),
+    };
+    let (header, lines) = header::split(text, &VOCABULARY, &|id| known_rules.contains(id))
+        .map_err(|(line, m)| err(line, m))?;
+    let mut knobs = BTreeMap::new();
+    for k in &header.knobs {
+        knob(&k.name, &k.value, &mut knobs).map_err(|m| err(k.line, m))?;
+    }
+    header::require_steps(text, &lines).map_err(|(line, m)| err(line, m))?;
+    let mut steps = Vec::new();
+    // Where the clock stands, from the epoch, checked at every advance: it may jump back, but
+    // never before 1970 nor past the span a scenario may cover.
+    let mut offset_ms: i64 = 0;
+    for StepLine { line, text: l } in lines {
+        let tokens = tokenize(l).map_err(|m| err(line, m))?;
+        let (act, exp) = match tokens.iter().position(|t| *t == Token::Arrow) {
+            Some(i) => (&tokens[..i], Some(&tokens[i + 1..])),
+            None => (&tokens[..], None),
+        };
+        let aw = words(act).map_err(|m| err(line, m))?;
+        let action = action(&aw).map_err(|m| err(line, m))?;
+        if let Action::Advance(ms) = action {
+            offset_ms = offset_ms
+                .checked_add(ms)
+                .filter(|o| (-tidemark_sim::clock::EPOCH.as_millis()..=MAX_SCENARIO_SPAN_MS).contains(o))
+                .ok_or_else(|| {
+                    err(
+                        line,
+                        format!(
+                            "this advance takes the scenario's clock before 1970 or past {} days after the epoch",
+                            MAX_SCENARIO_SPAN_MS / DAY_MS
+                        ),
+                    )
+                })?;
+        }
+        let expect = match exp {
+            Some(e) => expect(&words(e).map_err(|m| err(line, m))?).map_err(|m| err(line, m))?,
+            None => Expect::Ok,
+        };
+        steps.push(Step {
+            line,
+            text: l.to_string(),
+            action,
+            expect,
+        });
+    }
+    Ok(Script {
+        file: file.to_path_buf(),
+        name: header.name,
+        rules: header.rules,
+        kills: header.kills,
+        knobs,
+        steps,
+    })
+}
+
+/// Where a scenario failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepFailure {
+    pub line: usize,
+    pub step: String,
+    pub expected: String,
+    pub actual: String,
+}
+
+impl std::fmt::Display for StepFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}: {}\n  expected: {}\n  actual:   {}",
+            self.line, self.step, self.expected, self.actual
+        )
+    }
+}
+
+/// Runs a scenario from the pinned epoch on its own S3 server (so its faults are its own) and
+/// its own database on `pg`.
+pub async fn run(
+    pg: std::sync::Arc<tidemark_sim::real_tier::PgProvider>,
+    script: &Script,
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+) -> Result<(), StepFailure> {
+    run_on(pg, script, mutant, Backend::Disk).await
+}
+
+/// Which stores serve a scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The disk S3 store over a temporary directory and PostgreSQL: the real tier.
+    Disk,
+    /// The in-memory S3 and PostgreSQL, for the differential check of the in-memory S3.
+    Memory,
+    /// The simulation tier's stores: the in-memory S3 and the in-memory metadata store. Needs
+    /// no PostgreSQL.
+    Sim,
+}
+
+/// [`run`] on a chosen backend.
+pub async fn run_on(
+    pg: std::sync::Arc<tidemark_sim::real_tier::PgProvider>,
+    script: &Script,
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+    backend: Backend,
+) -> Result<(), StepFailure> {
+    run_recorded(Some(pg), script, mutant, backend).await.result
+}
+
+/// What one run of a scenario observed: every step's outcome, in order, and the first step
+/// whose outcome did not match its expectation (the run stops there).
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// `(line, outcome)` for each operation step run.
+    pub outcomes: Vec<(usize, ScopedOutcome)>,
+    pub result: Result<(), StepFailure>,
+}
+
+/// Runs a scenario from the pinned epoch on `backend` and records every outcome. `pg` is
+/// needed by every backend but [`Backend::Sim`].
+pub async fn run_recorded(
+    pg: Option<std::sync::Arc<tidemark_sim::real_tier::PgProvider>>,
+    script: &Script,
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+    backend: Backend,
+) -> Recorded {
+    let mut outcomes = Vec::new();
+    let result = run_steps(pg, script, mutant, backend, &mut outcomes).await;
+    Recorded { outcomes, result }
+}
+
+async fn run_steps(
+    pg: Option<std::sync::Arc<tidemark_sim::real_tier::PgProvider>>,
+    script: &Script,
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+    backend: Backend,
+    outcomes: &mut Vec<(usize, ScopedOutcome)>,
+) -> Result<(), StepFailure> {
+    let fail = |line: usize, step: &str, expected: String, actual: String| StepFailure {
+        line,
+        step: step.to_string(),
+        expected,
+        actual,
+    };
+    let name = script
+        .file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let seed = script.fault_seed();
+    let started = match backend {
+        Backend::Sim => super::ScopedDriver::start_sim(mutant, &script.knobs, seed).await,
+        Backend::Disk | Backend::Memory => {
+            let Some(pg) = pg else {
+                return Err(fail(
+                    0,
+                    "start",
+                    "a PostgreSQL".into(),
+                    format!("backend {backend:?} needs PostgreSQL and none was given"),
+                ));
+            };
+            let tier = match backend {
+                Backend::Disk => tidemark_sim::real_tier::RealTier::with_postgres(pg, seed).await,
+                _ => tidemark_sim::real_tier::RealTier::with_postgres_memory(pg, seed).await,
+            }
+            .map_err(|e| fail(0, "start", "a running S3 server".into(), e.to_string()))?;
+            super::ScopedDriver::start(std::sync::Arc::new(tier), &name, mutant, &script.knobs)
+                .await
+        }
+    };
+    let mut driver =
+        started.map_err(|e| fail(0, "start", "a running store".into(), e.to_string()))?;
+    let result = play_steps(&mut driver, script, outcomes).await;
+    let cleanup = driver.finish().await;
+    result?;
+    cleanup.map_err(|e| {
+        fail(
+            0,
+            "finish",
+            "the scenario's database dropped".into(),
+            e.to_string(),
+        )
+    })
+}
+
+async fn play_steps(
+    driver: &mut super::ScopedDriver,
+    script: &Script,
+    outcomes: &mut Vec<(usize, ScopedOutcome)>,
+) -> Result<(), StepFailure> {
+    let fail = |line: usize, step: &str, expected: String, actual: String| StepFailure {
+        line,
+        step: step.to_string(),
+        expected,
+        actual,
+    };
+    let mut now = tidemark_sim::clock::EPOCH;
+    for step in &script.steps {
+        match &step.action {
+            Action::Advance(ms) => now = now.plus_ms(*ms),
+            Action::Op(op) => {
+                let got = driver
+                    .call(now, op)
+                    .await
+                    .map_err(|e| fail(step.line, &step.text, format!("{:?}", step.expect), e))?;
+                outcomes.push((step.line, got.clone()));
+                if !step.expect.matches(&got) {
+                    return Err(fail(
+                        step.line,
+                        &step.text,
+                        format!("{:?}", step.expect),
+                        format!("{got:?}"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One scenario's result in a suite run.
+#[derive(Clone, Debug)]
+pub struct ScriptResult {
+    pub test_name: String,
+    pub name: String,
+    pub file: PathBuf,
+    pub failure: Option<StepFailure>,
+}
+
+/// Runs every scenario against the reference (or one mutant of it), in order.
+pub async fn run_suite(
+    pg: std::sync::Arc<tidemark_sim::real_tier::PgProvider>,
+    scripts: &[Script],
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+) -> Vec<ScriptResult> {
+    let mut out = Vec::with_capacity(scripts.len());
+    for s in scripts {
+        out.push(ScriptResult {
+            test_name: s.test_name(),
+            name: s.name.clone(),
+            file: s.file.clone(),
+            failure: run(pg.clone(), s, mutant).await.err(),
+        });
+    }
+    out
+}
+
+/// For each scoped mutant, the first scenario naming it in `kills:` that fails under it
+/// (`None`: the mutant survives, or no scenario names it).
+pub async fn mutant_matrix(
+    pg: std::sync::Arc<tidemark_sim::real_tier::PgProvider>,
+    scripts: &[Script],
+) -> Vec<(tidemark_reference::scoped::ScopedMutant, Option<String>)> {
+    mutant_matrix_on(Some(pg), scripts, Backend::Disk).await
+}
+
+/// [`mutant_matrix`] on a chosen backend (`pg` may be `None` for [`Backend::Sim`]).
+pub async fn mutant_matrix_on(
+    pg: Option<std::sync::Arc<tidemark_sim::real_tier::PgProvider>>,
+    scripts: &[Script],
+    backend: Backend,
+) -> Vec<(tidemark_reference::scoped::ScopedMutant, Option<String>)> {
+    let mut out = Vec::new();
+    for m in tidemark_reference::scoped::ScopedMutant::ALL {
+        let mut killed_by = None;
+        for s in scripts
+            .iter()
+            .filter(|s| s.kills.iter().any(|k| k == m.id()))
+        {
+            if run_recorded(pg.clone(), s, Some(m), backend)
+                .await
+                .result
+                .is_err()
+            {
+                killed_by = Some(s.test_name());
+                break;
+            }
+        }
+        out.push((m, killed_by));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scenario_parses_into_steps_with_expectations() {
+        let s = parse(
+            Path::new("x.tdm"),
+            "scenario: s\nprofile: scoped\nrules: SC-1.1\nkills: age-only-expiry\n\n\
+             create workspace w1 workspace=read-write\n\
+             w1/a1/s1 write session/a.md \"hi there\" => written session/a.md\n\
+             advance 1d2h\n\
+             w1/a1/s1+pricing=v1 list => [session/a.md, agent/b.md]\n\
+             sweep => swept 1 sessions, 0 deletions\n",
+        )
+        .unwrap();
+        assert_eq!(s.steps.len(), 5);
+        assert_eq!(s.kills, vec!["age-only-expiry"]);
+        assert!(matches!(s.steps[2].action, Action::Advance(ms) if ms == DAY_MS + 2 * HOUR_MS));
+        assert_eq!(
+            s.steps[4].expect,
+            Expect::Swept {
+                sessions: 1,
+                deletions: 0
+            }
+        );
+    }
+
+    #[test]
+    fn a_malformed_step_names_its_line() {
+        let e = parse(
+            Path::new("x.tdm"),
+            "scenario: s\nprofile: scoped\nrules: SC-1.1\nfrobnicate\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 4);
+    }
+
+    #[test]
+    fn the_store_error_faults_and_the_lifecycle_read_back_parse_strictly() {
+        let s = parse(
+            Path::new("x.tdm"),
+            "scenario: s\nprofile: scoped\nrules: SC-8.4\n\
+             faults throttle 2\nfaults throttle\nfaults no-such-bucket\nfaults access-denied\n\
+             lifecycle rules => [\"sessions/ expire 365d abort 7d\", \"agents/ abort 7d\"]\n\
+             w1/a1/s1 list => in order [session/B.md, session/a.md]\n",
+        )
+        .unwrap();
+        let plan = |i: usize| match &s.steps[i].action {
+            Action::Op(op) => super::super::remote::fault_plan(op).unwrap(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(plan(0).throttle, Throttle::Next(2));
+        assert_eq!(plan(1).throttle, Throttle::Always);
+        assert!(plan(2).no_such_bucket && !plan(2).access_denied);
+        assert!(plan(3).access_denied && !plan(3).down);
+        assert_eq!(
+            s.steps[4].expect,
+            Expect::List(vec![
+                "sessions/ expire 365d abort 7d".into(),
+                "agents/ abort 7d".into()
+            ])
+        );
+        // `in order` checks the order; a plain list does not.
+        let listing = |p: &[&str]| ScopedOutcome::Listing {
+            paths: p.iter().map(|x| x.to_string()).collect(),
+        };
+        assert!(s.steps[5]
+            .expect
+            .matches(&listing(&["session/B.md", "session/a.md"])));
+        assert!(!s.steps[5]
+            .expect
+            .matches(&listing(&["session/a.md", "session/B.md"])));
+        for bad in [
+            "faults throttle 0",
+            "faults throttle -1",
+            "faults throttle x",
+            "faults slow",
+        ] {
+            let e = parse(
+                Path::new("x.tdm"),
+                &format!("scenario: s\nprofile: scoped\nrules: SC-8.4\n{bad}\n"),
+            )
+            .unwrap_err();
+            assert_eq!(e.line, 4, "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn durations_read_like_the_scratchpad_scenarios() {
+        assert_eq!(duration_ms("6d23h").unwrap(), 6 * DAY_MS + 23 * HOUR_MS);
+        assert_eq!(duration_ms("-10d").unwrap(), -10 * DAY_MS);
+        assert!(duration_ms("5x").is_err());
+    }
+}

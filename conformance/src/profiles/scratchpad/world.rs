@@ -1,0 +1,710 @@
+//! A turmoil world for the scratchpad profile: the reference scratchpad runs as a host serving
+//! the contract over turmoil's simulated network, with its sweeper on its own timer; three
+//! clients issue operations concurrently; the world's verbs (`bounce`, `crash`, `partition`,
+//! `repair`, clock jumps) are applied between steps from the seed. Afterwards the server's log,
+//! which is the order the requests were really applied in, is replayed through the oracle.
+//!
+//! Time: turmoil ticks 1 ms per step, so thirty simulated days cannot be stepped through. The
+//! clock the scratchpad reads is the epoch plus turmoil's elapsed time plus a jump offset; the
+//! controller jumps the offset across idle stretches (days) while the network keeps its
+//! millisecond ticks, so a seed costs what its events cost.
+
+use crate::contract::{Caller, Outcome, Request};
+use crate::explore::ops::{caller, SimOp, PATHS, PLACES, SIZES, WHO};
+use crate::explore::run::scratch_base;
+use crate::profiles::scratchpad::oracle::{ModelKnobs, ScratchpadModel};
+use rand::{Rng, RngCore};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tidemark_reference::clock::{Clock, Timestamp, DAY_MS, HOUR_MS, MINUTE_MS};
+use tidemark_reference::scratchpad::{Scratchpad, ScratchpadConfig, ScratchpadMutant};
+use tidemark_sim::clock::EPOCH;
+use tidemark_sim::seed::MasterSeed;
+use tidemark_sim::trace::Trace;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+const PORT: u16 = 7000;
+const CLIENTS: usize = 3;
+const OPS_PER_CLIENT: usize = 40;
+/// How often the server's sweeper looks at its timer, in simulated (turmoil) time.
+const SWEEPER_POLL: Duration = Duration::from_secs(1);
+const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The clock the scratchpad host reads: epoch + turmoil elapsed + jumps.
+#[derive(Clone)]
+struct WorldClock {
+    offset_ms: Arc<AtomicI64>,
+}
+
+impl Clock for WorldClock {
+    fn now(&self) -> Timestamp {
+        let elapsed = turmoil::sim_elapsed().unwrap_or_default().as_millis() as i64;
+        EPOCH.plus_ms(elapsed + self.offset_ms.load(Ordering::SeqCst))
+    }
+}
+
+/// One line of the server's log, in the order things were applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Applied {
+    Start {
+        at_ms: i64,
+        swept: Vec<String>,
+    },
+    Sweep {
+        at_ms: i64,
+        swept: Vec<String>,
+    },
+    Call {
+        at_ms: i64,
+        client: usize,
+        seq: usize,
+        request: Request,
+        outcome: Outcome,
+    },
+    /// The harness planted a symbolic link (a fault: someone else's link in a subtree).
+    Plant {
+        at_ms: i64,
+        caller: Caller,
+        path: Vec<String>,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct Envelope {
+    client: usize,
+    seq: usize,
+    request: Request,
+}
+
+type Log = Arc<Mutex<Vec<Applied>>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The scratchpad host: opens from disk, sweeps at startup, serves, and sweeps on its timer.
+async fn serve(cfg: ScratchpadConfig, clock: WorldClock, log: Log) -> turmoil::Result {
+    let mut pad = Scratchpad::open(cfg, Arc::new(clock.clone()))?;
+    let report = pad.start()?;
+    let rel = |c: &WorldClock| c.now().as_millis() - EPOCH.as_millis();
+    lock(&log).push(Applied::Start {
+        at_ms: rel(&clock),
+        swept: report.collected,
+    });
+    let pad = Arc::new(Mutex::new(pad));
+    {
+        let (pad, log, clock) = (pad.clone(), log.clone(), clock.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(SWEEPER_POLL).await;
+                let mut p = lock(&pad);
+                if let Ok(Some(r)) = p.tick() {
+                    lock(&log).push(Applied::Sweep {
+                        at_ms: rel(&clock),
+                        swept: r.collected,
+                    });
+                }
+            }
+        });
+    }
+    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let (pad, log, clock) = (pad.clone(), log.clone(), clock.clone());
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(stream);
+            let mut line = String::new();
+            if reader.read_line(&mut line).await.is_err() {
+                return;
+            }
+            let Ok(env) = serde_json::from_str::<Envelope>(&line) else {
+                return;
+            };
+            let outcome = {
+                let mut p = lock(&pad);
+                let outcome = match env.request {
+                    Request::Start | Request::Tick => return, // only the host itself starts and ticks
+                    ref call => crate::profiles::scratchpad::apply_call(&mut p, call),
+                };
+                lock(&log).push(Applied::Call {
+                    at_ms: rel(&clock),
+                    client: env.client,
+                    seq: env.seq,
+                    request: env.request,
+                    outcome: outcome.clone(),
+                });
+                outcome
+            };
+            let mut out = serde_json::to_string(&outcome).expect("an outcome serialises");
+            out.push('\n');
+            let _ = reader.get_mut().write_all(out.as_bytes()).await;
+        });
+    }
+}
+
+async fn call(client: usize, seq: usize, request: Request) -> std::io::Result<Outcome> {
+    let mut stream = turmoil::net::TcpStream::connect(("pad", PORT)).await?;
+    let mut line = serde_json::to_string(&Envelope {
+        client,
+        seq,
+        request,
+    })
+    .expect("serialises");
+    line.push('\n');
+    stream.write_all(line.as_bytes()).await?;
+    let mut reader = BufReader::new(stream);
+    let mut answer = String::new();
+    reader.read_line(&mut answer).await?;
+    serde_json::from_str(&answer)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// What a client saw for one request: the outcome, or nothing (timeout, refused connection).
+type Seen = Arc<Mutex<Vec<(usize, usize, Option<Outcome>)>>>;
+
+/// A fault the controller applies between steps.
+#[derive(Clone, Debug)]
+enum Fault {
+    Jump(i64),
+    Bounce,
+    Crash,
+    Partition(usize),
+    Repair(usize),
+    PlantLink { who: u8, place: u8, path: u8 },
+}
+
+pub struct WorldResult {
+    pub trace: Trace,
+    pub failure: Option<String>,
+    pub simulated_ms: i64,
+    pub steps: u64,
+}
+
+fn client_ops(seed: MasterSeed, client: usize) -> Vec<(u64, SimOp)> {
+    let mut rng = seed.stream(&format!("world-client-{client}"));
+    (0..OPS_PER_CLIENT)
+        .map(|_| {
+            let pause_ms = rng.gen_range(0..60);
+            let place = rng.gen_range(0..PLACES.len() as u8);
+            let who = if rng.gen_bool(0.7) {
+                client as u8
+            } else {
+                rng.gen_range(0..WHO.len() as u8)
+            };
+            let p = if rng.gen_bool(0.45) {
+                [0u8, 7, 8][rng.gen_range(0..3)]
+            } else {
+                rng.gen_range(0..PATHS.len() as u8)
+            };
+            let op = match rng.gen_range(0..100) {
+                0..=44 => SimOp::Write {
+                    who,
+                    place,
+                    path: p,
+                    size: rng.gen_range(0..SIZES.len() as u8),
+                },
+                45..=69 => SimOp::Read {
+                    who,
+                    place,
+                    path: p,
+                },
+                70..=87 => SimOp::List { who, place },
+                _ => SimOp::Remove {
+                    who,
+                    place,
+                    path: p,
+                },
+            };
+            (pause_ms, op)
+        })
+        .collect()
+}
+
+fn faults(seed: MasterSeed) -> Vec<(u64, Fault)> {
+    let mut rng = seed.stream("world-faults");
+    let mut out = Vec::new();
+    // Clock jumps spread over the run: about a month in all.
+    for _ in 0..24 {
+        let at = rng.gen_range(0..2_400u64);
+        let jump = [
+            5 * MINUTE_MS,
+            HOUR_MS,
+            6 * HOUR_MS,
+            DAY_MS,
+            DAY_MS,
+            2 * DAY_MS,
+            3 * DAY_MS,
+        ][rng.gen_range(0..7)];
+        out.push((at, Fault::Jump(jump)));
+    }
+    if rng.gen_bool(0.3) {
+        out.push((rng.gen_range(0..2_400), Fault::Jump(-HOUR_MS)));
+    }
+    for _ in 0..rng.gen_range(0..3) {
+        out.push((rng.gen_range(0..2_400), Fault::Bounce));
+    }
+    if rng.gen_bool(0.3) {
+        let at = rng.gen_range(0..2_000);
+        out.push((at, Fault::Crash));
+        // Down across a jump longer than a pairing's hour: the startup sweep must catch up.
+        out.push((at + 1, Fault::Jump(2 * HOUR_MS)));
+        out.push((at + rng.gen_range(50..400), Fault::Bounce));
+    }
+    for _ in 0..rng.gen_range(0..3) {
+        let (who, place, path) = (
+            rng.gen_range(0..WHO.len() as u8),
+            rng.gen_range(0..PLACES.len() as u8),
+            rng.gen_range(0..2),
+        );
+        out.push((
+            rng.gen_range(0..1_500),
+            Fault::PlantLink { who, place, path },
+        ));
+    }
+    for _ in 0..rng.gen_range(0..3) {
+        let c = rng.gen_range(0..CLIENTS);
+        let at = rng.gen_range(0..2_000);
+        out.push((at, Fault::Partition(c)));
+        out.push((at + rng.gen_range(100..800), Fault::Repair(c)));
+    }
+    out.sort_by_key(|(at, _)| *at);
+    out
+}
+
+fn knobs(unmounted: bool) -> ModelKnobs {
+    crate::explore::run::knobs(unmounted).1
+}
+
+/// Runs one seed's world against the reference (or a mutant) and checks it with the oracle.
+pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
+    let master = MasterSeed(seed);
+    let tmp = tidemark_sim::owner::tempdir_in(&scratch_base(), "tidemark-world-")
+        .expect("a temporary directory");
+    let root = tmp.path().join("root");
+    let workdir = tmp.path().join("workdir");
+    let outside = tmp.path().join("outside");
+    for d in [&root, &workdir, &outside] {
+        std::fs::create_dir_all(d).expect("a scratch directory");
+    }
+    std::fs::write(outside.join("secret.txt"), "outside the root").expect("the outside file");
+    crate::explore::run::plant_foreign(&root);
+    // One world in ten runs unmounted (SP-1.3).
+    let unmounted = master.stream("world-mount").gen_bool(0.1);
+    let mk = knobs(unmounted);
+    let mut cfg = ScratchpadConfig::with_root(if unmounted {
+        std::path::PathBuf::new()
+    } else {
+        root.clone()
+    });
+    cfg.working_dir = workdir.clone();
+    cfg.session_cap_bytes = mk.session_cap_bytes;
+    cfg.requester_ceiling_bytes = mk.requester_ceiling_bytes;
+    cfg.max_file_bytes = mk.max_file_bytes;
+    cfg.mutant = mutant;
+
+    let offset = Arc::new(AtomicI64::new(0));
+    let log: Log = Arc::default();
+    let seen: Seen = Arc::default();
+    let workers_left = Arc::new(AtomicUsize::new(CLIENTS));
+    let heal = Arc::new(AtomicBool::new(false));
+
+    let mut sim = turmoil::Builder::new()
+        .epoch(EPOCH.to_system_time())
+        .rng_seed(master.stream("turmoil").next_u64())
+        .simulation_duration(Duration::from_secs(600))
+        .min_message_latency(Duration::from_millis(1))
+        .max_message_latency(Duration::from_millis(15))
+        .build();
+    {
+        let (cfg, clock, log) = (
+            cfg.clone(),
+            WorldClock {
+                offset_ms: offset.clone(),
+            },
+            log.clone(),
+        );
+        sim.host("pad", move || {
+            serve(cfg.clone(), clock.clone(), log.clone())
+        });
+    }
+    for c in 0..CLIENTS {
+        let ops = client_ops(master, c);
+        let (seen, left) = (seen.clone(), workers_left.clone());
+        sim.client(format!("c{c}"), async move {
+            for (seq, (pause_ms, op)) in ops.into_iter().enumerate() {
+                tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+                let request = op.request(c * 1000 + seq).expect("a call");
+                let got = tokio::time::timeout(CALL_TIMEOUT, call(c, seq, request))
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
+                lock(&seen).push((c, seq, got));
+            }
+            left.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        });
+    }
+    {
+        // The auditor waits for healing, lets the sweeper's timer run, then lists every session.
+        let (seen, heal) = (seen.clone(), heal.clone());
+        sim.client("auditor", async move {
+            while !heal.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            tokio::time::sleep(SWEEPER_POLL * 3).await;
+            let mut seq = 0;
+            for who in 0..WHO.len() as u8 {
+                for place in 0..PLACES.len() as u8 {
+                    let request = Request::List {
+                        caller: caller(who, place),
+                        path: None,
+                    };
+                    let got = tokio::time::timeout(CALL_TIMEOUT, call(99, seq, request))
+                        .await
+                        .ok()
+                        .and_then(Result::ok);
+                    lock(&seen).push((99, seq, got));
+                    seq += 1;
+                }
+            }
+            Ok(())
+        });
+    }
+
+    let schedule = faults(master);
+    let mut next_fault = 0;
+    let mut crashed = false;
+    let mut healed = false;
+    let mut steps = 0u64;
+    let mut trace = Trace::new();
+    let mut failure = None;
+    loop {
+        let elapsed_ms = sim.elapsed().as_millis() as u64;
+        while !healed && next_fault < schedule.len() && schedule[next_fault].0 <= elapsed_ms {
+            let (_, f) = &schedule[next_fault];
+            match f {
+                Fault::Jump(ms) => {
+                    offset.fetch_add(*ms, Ordering::SeqCst);
+                }
+                Fault::Bounce => {
+                    sim.bounce("pad");
+                    crashed = false;
+                }
+                Fault::Crash => {
+                    sim.crash("pad");
+                    crashed = true;
+                }
+                Fault::Partition(c) => sim.partition(format!("c{c}"), "pad"),
+                Fault::Repair(c) => sim.repair(format!("c{c}"), "pad"),
+                Fault::PlantLink { who, place, path } => {
+                    let c = caller(*who, *place);
+                    let rel: Vec<String> = crate::explore::ops::LINK_PATHS[*path as usize]
+                        .split('/')
+                        .map(String::from)
+                        .collect();
+                    if !unmounted && can_plant(&root, &c, &rel) {
+                        let now = EPOCH.plus_ms(elapsed_ms as i64 + offset.load(Ordering::SeqCst));
+                        let ctx = crate::scenario::parse::context_of(&c);
+                        crate::explore::run::plant_link_on_disk(
+                            &root,
+                            &outside,
+                            (&ctx.session_dir(), &ctx.requester_dir()),
+                            &rel,
+                            now,
+                        );
+                        lock(&log).push(Applied::Plant {
+                            at_ms: now.as_millis() - EPOCH.as_millis(),
+                            caller: c,
+                            path: rel,
+                        });
+                    }
+                }
+            }
+            trace.record(
+                elapsed_ms as i64 + offset.load(Ordering::SeqCst),
+                format!("fault {f:?}"),
+            );
+            next_fault += 1;
+        }
+        if !healed && workers_left.load(Ordering::SeqCst) == 0 {
+            // Everything heals: links repaired, the host up, and time past the longest timer.
+            for c in 0..CLIENTS {
+                sim.repair(format!("c{c}"), "pad");
+            }
+            if crashed {
+                sim.bounce("pad");
+            }
+            offset.fetch_add(mk.thread_quiet_ms + mk.sweep_interval_ms, Ordering::SeqCst);
+            trace.record(elapsed_ms as i64 + offset.load(Ordering::SeqCst), "heal");
+            healed = true;
+            heal.store(true, Ordering::SeqCst);
+        }
+        steps += 1;
+        match sim.step() {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(e) => {
+                failure = Some(format!("the world failed: {e}"));
+                break;
+            }
+        }
+    }
+    let simulated_ms = sim.elapsed().as_millis() as i64 + offset.load(Ordering::SeqCst);
+    drop(sim);
+    if failure.is_none() {
+        failure = check(&log, &seen, &mut trace, unmounted).err();
+    }
+    if failure.is_none() {
+        failure = crate::explore::run::check_disk(&root, &workdir)
+            .err()
+            .map(|d| format!("{}: expected {}, got {}", d.op, d.expected, d.actual));
+    }
+    WorldResult {
+        trace,
+        failure,
+        simulated_ms,
+        steps,
+    }
+}
+
+/// Replays the server's log through the oracle; checks what clients saw against it; checks
+/// liveness at the end.
+fn check(log: &Log, seen: &Seen, trace: &mut Trace, unmounted: bool) -> Result<(), String> {
+    let log = lock(log).clone();
+    let mut model = ScratchpadModel::new(knobs(unmounted));
+    let mut last_at = 0;
+    for entry in &log {
+        match entry {
+            Applied::Start { at_ms, swept } => {
+                model.stop();
+                let expected = model.apply(EPOCH.as_millis() + at_ms, &Request::Start);
+                trace.record(*at_ms, format!("start -> swept [{}]", swept.join(", ")));
+                if expected
+                    != (Outcome::Swept {
+                        swept: swept.clone(),
+                    })
+                {
+                    return Err(format!(
+                        "startup sweep at +{at_ms}ms: expected {}, got swept [{}]",
+                        expected.summary(),
+                        swept.join(", ")
+                    ));
+                }
+                last_at = *at_ms;
+            }
+            Applied::Sweep { at_ms, swept } => {
+                let expected = model.sweep(EPOCH.as_millis() + at_ms);
+                trace.record(*at_ms, format!("sweep -> [{}]", swept.join(", ")));
+                if &expected != swept {
+                    return Err(format!(
+                        "timed sweep at +{at_ms}ms: expected [{}], got [{}]",
+                        expected.join(", "),
+                        swept.join(", ")
+                    ));
+                }
+                last_at = *at_ms;
+            }
+            Applied::Plant {
+                at_ms,
+                caller,
+                path,
+            } => {
+                model.plant_link(caller, path, EPOCH.as_millis() + at_ms);
+                trace.record(
+                    *at_ms,
+                    format!("plant link {}:{}", caller.display(), path.join("/")),
+                );
+            }
+            Applied::Call {
+                at_ms,
+                client,
+                seq,
+                request,
+                outcome,
+            } => {
+                let expected = model.apply(EPOCH.as_millis() + at_ms, request);
+                let same = match (&expected, outcome) {
+                    (Outcome::Refused { reason: a, .. }, Outcome::Refused { reason: b, .. }) => {
+                        a == b
+                    }
+                    (a, b) => a == b,
+                };
+                trace.record(
+                    *at_ms,
+                    format!(
+                        "c{client}#{seq} {} -> {}",
+                        request.op_name(),
+                        outcome.summary()
+                    ),
+                );
+                if !same {
+                    return Err(format!(
+                        "client {client} request {seq} ({}) at +{at_ms}ms: expected {}, got {}",
+                        request.op_name(),
+                        expected.summary(),
+                        outcome.summary()
+                    ));
+                }
+                last_at = *at_ms;
+            }
+        }
+    }
+    // What a client received is what the server applied.
+    for (client, seq, got) in lock(seen).iter() {
+        if let Some(got) = got {
+            let applied = log.iter().find_map(|e| match e {
+                Applied::Call {
+                    client: c,
+                    seq: s,
+                    outcome,
+                    ..
+                } if c == client && s == seq => Some(outcome),
+                _ => None,
+            });
+            if applied != Some(got) {
+                return Err(format!(
+                    "client {client} request {seq} received {} but the server applied {:?}",
+                    got.summary(),
+                    applied.map(Outcome::summary)
+                ));
+            }
+        }
+    }
+    // Liveness: after healing and several sweeper polls, nothing the model expired remains.
+    let leftover = model.expired(EPOCH.as_millis() + last_at);
+    if !leftover.is_empty() {
+        return Err(format!(
+            "liveness: sessions [{}] expired by +{last_at}ms but were never collected",
+            leftover.join(", ")
+        ));
+    }
+    let audited = lock(seen)
+        .iter()
+        .filter(|(c, _, got)| *c == 99 && got.is_some())
+        .count();
+    if audited == 0 {
+        return Err("liveness: the auditor reached the healed server for no listing".into());
+    }
+    Ok(())
+}
+
+/// Whether a link can be planted at `rel` in `c`'s subtree: nothing there yet and no file on
+/// the way (the same condition the oracle's `can_plant_link` states).
+fn can_plant(root: &std::path::Path, c: &Caller, rel: &[String]) -> bool {
+    let ctx = crate::scenario::parse::context_of(c);
+    let mut p = root.join(ctx.session_dir()).join(ctx.requester_dir());
+    for (i, comp) in rel.iter().enumerate() {
+        p.push(comp);
+        match std::fs::symlink_metadata(&p) {
+            Err(_) => return true,
+            Ok(m) if i + 1 < rel.len() && m.is_dir() => continue,
+            Ok(_) => return false,
+        }
+    }
+    false
+}
+
+/// Mutants the world's workload cannot reach by construction, each with the reason. The hunt
+/// reports them as skipped rather than searching in vain; each is killed by a named scenario and
+/// found by `tidemark explore --hunt`, whose generator aims at it (test: `world.rs`).
+pub const OUT_OF_REACH: &[(&str, &str)] = &[
+    (
+        "list-of-a-file-is-empty",
+        "the world's clients list whole sessions, never one path",
+    ),
+    (
+        "equal-times-by-write-order",
+        "world time moves at least a millisecond between two requests, so no two files share a modification time",
+    ),
+    (
+        "sweep-on-fixed-period",
+        "the host's sweeper is polled each second of world time while clock jumps move minutes to days, so the two schedules collect the same sessions",
+    ),
+];
+
+/// `tidemark world`: seeds through the turmoil world, optionally twice each (determinism), or
+/// every mutant hunted.
+pub fn command(
+    seeds: u64,
+    first_seed: u64,
+    mutant: Option<ScratchpadMutant>,
+    check_determinism: bool,
+    hunt: bool,
+) -> bool {
+    let started = std::time::Instant::now();
+    if hunt {
+        let mut found = 0;
+        let mut skipped = 0;
+        for m in ScratchpadMutant::ALL {
+            if let Some((_, why)) = OUT_OF_REACH.iter().find(|(id, _)| *id == m.id()) {
+                skipped += 1;
+                println!("SKIPPED    {:<28} {why}", m.id());
+                continue;
+            }
+            let hit =
+                (first_seed..first_seed + seeds).find(|s| run_world(*s, Some(m)).failure.is_some());
+            match hit {
+                Some(s) => {
+                    found += 1;
+                    println!(
+                        "FOUND      {:<28} at seed {s} ({} seeds)",
+                        m.id(),
+                        s - first_seed + 1
+                    );
+                }
+                None => println!("NOT FOUND  {:<28} in {seeds} seeds", m.id()),
+            }
+        }
+        let missed = ScratchpadMutant::ALL.len() - found - skipped;
+        println!("{found} passed, {missed} failed, {skipped} skipped");
+        return missed == 0;
+    }
+    let mut failed = 0u64;
+    let mut identical = 0u64;
+    let mut simulated_ms = 0i64;
+    let mut steps = 0u64;
+    for seed in first_seed..first_seed + seeds {
+        let r = run_world(seed, mutant);
+        simulated_ms += r.simulated_ms;
+        steps += r.steps;
+        if check_determinism {
+            let again = run_world(seed, mutant);
+            if again.trace.lines() == r.trace.lines() {
+                identical += 1;
+            } else {
+                failed += 1;
+                println!(
+                    "NONDETERMINISTIC  world seed {seed}: {} vs {}",
+                    r.trace.hash(),
+                    again.trace.hash()
+                );
+                continue;
+            }
+        }
+        if let Some(f) = &r.failure {
+            failed += 1;
+            let m = mutant
+                .map(|m| format!(" --mutant {}", m.id()))
+                .unwrap_or_default();
+            println!("FAIL  world seed {seed}: {f}");
+            for l in r.trace.tail(8) {
+                println!("    {l}");
+            }
+            println!("  replay: tidemark world --first-seed {seed} --seeds 1{m}");
+        }
+    }
+    let secs = started.elapsed().as_secs_f64().max(1e-9);
+    println!(
+        "{seeds} world seeds in {secs:.2}s: {:.1} seeds/s, {} turmoil steps, {:.0} simulated seconds per wall second",
+        seeds as f64 / secs * if check_determinism { 2.0 } else { 1.0 },
+        steps,
+        simulated_ms as f64 / 1000.0 / secs
+    );
+    if check_determinism {
+        println!("{identical}/{seeds} world seeds replay byte-identically");
+    }
+    println!("{} passed, {} failed", seeds - failed, failed);
+    failed == 0
+}

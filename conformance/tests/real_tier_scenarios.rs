@@ -1,0 +1,160 @@
+//! `cargo test` runs each scoped scenario (`scenarios/scoped/*.tdm`) as its own named test,
+//! `scoped::<file stem>`, against the reference implementation on the real tier (the disk S3
+//! store over HTTP, a real PostgreSQL; one bucket and database per scenario), and each scoped mutant as a
+//! test, `mutant::scoped::<id>`, that passes only when a scenario naming it in `kills:` fails
+//! under it. Each scenario runs a second time on the in-memory S3
+//! (`differential::memory::<file stem>`): the in-memory store earns its place in the
+//! simulation tier by giving the same observable outcomes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use tidemark_conformance::profiles::scoped::script::{self, Script};
+use tidemark_reference::scoped::ScopedMutant;
+use tidemark_sim::real_tier::PgProvider;
+
+fn scenarios_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/scoped")
+}
+
+/// The SC rule ids SPEC.md defines.
+fn sc_rules() -> Result<std::collections::BTreeSet<String>, Failed> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(root.join("SPEC.md"))
+        .map_err(|e| Failed::from(format!("cannot read SPEC.md: {e}")))?;
+    Ok(text
+        .split("**")
+        .filter(|w| w.starts_with("SC-") && w[3..].chars().all(|c| c.is_ascii_digit() || c == '.'))
+        .map(str::to_string)
+        .collect())
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let scripts = match script::load_dir(&scenarios_dir()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("the scoped scenarios do not load: {e}");
+            std::process::exit(101);
+        }
+    };
+    let rt = Arc::new(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime"),
+    );
+    // One PostgreSQL for the run, started only if some test runs; each scenario gets its own
+    // database on it and its own S3 server (so one scenario's faults never reach another).
+    let tier: Arc<std::sync::OnceLock<Result<Arc<PgProvider>, String>>> =
+        Arc::new(std::sync::OnceLock::new());
+    let get_tier = {
+        let rt = rt.clone();
+        let tier = tier.clone();
+        move || -> Result<Arc<PgProvider>, Failed> {
+            tier.get_or_init(|| {
+                rt.block_on(PgProvider::from_environment())
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(Failed::from)
+        }
+    };
+
+    let mut trials = Vec::new();
+    for s in scripts.clone() {
+        let rt = rt.clone();
+        let get_tier = get_tier.clone();
+        trials.push(Trial::test(s.test_name(), move || {
+            let tier = get_tier()?;
+            rt.block_on(script::run(tier, &s, None))
+                .map_err(|f| Failed::from(format!("{}: {}\n{f}", s.file.display(), s.name)))
+        }));
+    }
+    // The differential check: the same scenarios, the same expectations, on the in-memory
+    // store. A scenario that passes on the disk store and fails here is a difference between them.
+    for s in scripts.clone() {
+        let rt = rt.clone();
+        let get_tier = get_tier.clone();
+        let name = s
+            .test_name()
+            .replacen("scoped::", "differential::memory::", 1);
+        trials.push(Trial::test(name, move || {
+            let pg = get_tier()?;
+            rt.block_on(script::run_on(pg, &s, None, script::Backend::Memory))
+                .map_err(|f| Failed::from(format!("{}: {}\n{f}", s.file.display(), s.name)))
+        }));
+    }
+    for m in ScopedMutant::ALL {
+        let killers: Vec<Script> = scripts
+            .iter()
+            .filter(|s| s.kills.iter().any(|k| k == m.id()))
+            .cloned()
+            .collect();
+        let rt = rt.clone();
+        let get_tier = get_tier.clone();
+        trials.push(Trial::test(
+            format!("mutant::scoped::{}", m.id().replace('-', "_")),
+            move || {
+                if killers.is_empty() {
+                    return Err(Failed::from(format!(
+                        "no scenario names mutant {} ({}) in `kills:`",
+                        m.id(),
+                        m.description()
+                    )));
+                }
+                let tier = get_tier()?;
+                for s in &killers {
+                    if rt.block_on(script::run(tier.clone(), s, Some(m))).is_err() {
+                        return Ok(());
+                    }
+                }
+                Err(Failed::from(format!(
+                    "mutant {} ({}) survives {}",
+                    m.id(),
+                    m.description(),
+                    killers
+                        .iter()
+                        .map(|s| s.test_name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )))
+            },
+        ));
+    }
+    {
+        let scripts = scripts.clone();
+        trials.push(Trial::test(
+            "rules::every_sc_rule_is_cited_and_every_citation_exists",
+            move || {
+                let defined = sc_rules()?;
+                let mut cited = std::collections::BTreeSet::new();
+                for s in &scripts {
+                    for r in &s.rules {
+                        if !defined.contains(r) {
+                            return Err(Failed::from(format!(
+                                "{} cites {r}, which SPEC does not define",
+                                s.file.display()
+                            )));
+                        }
+                        cited.insert(r.clone());
+                    }
+                }
+                let uncited: Vec<_> = defined.difference(&cited).collect();
+                if uncited.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Failed::from(format!("no scenario cites {uncited:?}")))
+                }
+            },
+        ));
+    }
+    let conclusion = libtest_mimic::run(&args, trials);
+    // Stop the PostgreSQL cluster before exiting (exit skips destructors).
+    drop(tier);
+    drop(get_tier);
+    conclusion.exit();
+}

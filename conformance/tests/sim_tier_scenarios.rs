@@ -1,0 +1,172 @@
+//! The simulation tier's stores earn their trust here. Every scoped scenario
+//! (`scenarios/scoped/*.tdm`) runs on the in-memory S3 and the in-memory metadata store
+//! (`sim::<file stem>`, no PostgreSQL needed), and again on the real tier (the disk S3
+//! store and PostgreSQL) with every step's outcome compared (`differential::sim::<file stem>`): the
+//! scenario's own expectations pass on both and the recorded outcome lists are equal. Each
+//! scoped mutant (`mutant::sim::<id>`) must be killed on the simulation tier by the same
+//! scenario that kills it on the real tier.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use tidemark_conformance::profiles::scoped::script::{self, Backend, Recorded, Script};
+use tidemark_conformance::profiles::scoped::ScopedOutcome;
+use tidemark_reference::scoped::ScopedMutant;
+use tidemark_sim::real_tier::PgProvider;
+
+fn scenarios_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/scoped")
+}
+
+fn described(s: &Script, what: String) -> Failed {
+    Failed::from(format!("{}: {}\n{what}", s.file.display(), s.name))
+}
+
+/// An outcome as the tiers must agree on it. A refusal's message is free text (only its reason
+/// is contract), and a transport failure's carries the transport's own detail (an HTTP date,
+/// a driver's wording), so those two keep their reason only; every other refusal keeps its
+/// message too.
+fn comparable(o: &(usize, ScopedOutcome)) -> (usize, ScopedOutcome) {
+    match &o.1 {
+        ScopedOutcome::Refused { reason, .. }
+            if reason == "storage_unavailable" || reason == "database_unavailable" =>
+        {
+            (
+                o.0,
+                ScopedOutcome::Refused {
+                    reason: reason.clone(),
+                    message: String::new(),
+                },
+            )
+        }
+        _ => o.clone(),
+    }
+}
+
+/// The first step at which two recorded runs differ, or `None` if they are the same.
+fn first_difference(sim: &Recorded, real: &Recorded) -> Option<String> {
+    let n = sim.outcomes.len().max(real.outcomes.len());
+    for i in 0..n {
+        let a = sim.outcomes.get(i).map(comparable);
+        let b = real.outcomes.get(i).map(comparable);
+        if a != b {
+            return Some(format!(
+                "step {} (line {}):\n  sim:  {a:?}\n  real: {b:?}",
+                i + 1,
+                a.as_ref().or(b.as_ref()).map(|(l, _)| *l).unwrap_or(0)
+            ));
+        }
+    }
+    None
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let scripts = match script::load_dir(&scenarios_dir()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("the scoped scenarios do not load: {e}");
+            std::process::exit(101);
+        }
+    };
+    let rt = Arc::new(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime"),
+    );
+    // One PostgreSQL for the run, started only if a differential test runs.
+    let pg: Arc<std::sync::OnceLock<Result<Arc<PgProvider>, String>>> =
+        Arc::new(std::sync::OnceLock::new());
+    let get_pg = {
+        let rt = rt.clone();
+        let pg = pg.clone();
+        move || -> Result<Arc<PgProvider>, Failed> {
+            pg.get_or_init(|| {
+                rt.block_on(PgProvider::from_environment())
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(Failed::from)
+        }
+    };
+
+    let mut trials = Vec::new();
+    for s in scripts.clone() {
+        let rt = rt.clone();
+        let name = s.test_name().replacen("scoped::", "sim::", 1);
+        trials.push(Trial::test(name, move || {
+            rt.block_on(script::run_recorded(None, &s, None, Backend::Sim))
+                .result
+                .map_err(|f| described(&s, f.to_string()))
+        }));
+    }
+    for s in scripts.clone() {
+        let rt = rt.clone();
+        let get_pg = get_pg.clone();
+        let name = s.test_name().replacen("scoped::", "differential::sim::", 1);
+        trials.push(Trial::test(name, move || {
+            let pg = get_pg()?;
+            let sim = rt.block_on(script::run_recorded(None, &s, None, Backend::Sim));
+            let real = rt.block_on(script::run_recorded(Some(pg), &s, None, Backend::Disk));
+            if let Err(f) = &real.result {
+                return Err(described(&s, format!("fails on the real tier: {f}")));
+            }
+            if let Err(f) = &sim.result {
+                return Err(described(&s, format!("fails on the simulation tier: {f}")));
+            }
+            match first_difference(&sim, &real) {
+                None => Ok(()),
+                Some(d) => Err(described(&s, format!("the tiers differ at {d}"))),
+            }
+        }));
+    }
+    for m in ScopedMutant::ALL {
+        let killers: Vec<Script> = scripts
+            .iter()
+            .filter(|s| s.kills.iter().any(|k| k == m.id()))
+            .cloned()
+            .collect();
+        let rt = rt.clone();
+        let get_pg = get_pg.clone();
+        trials.push(Trial::test(
+            format!("mutant::sim::{}", m.id().replace('-', "_")),
+            move || {
+                let first_killer = |backend: Backend, pg: Option<Arc<PgProvider>>| {
+                    killers
+                        .iter()
+                        .find(|s| {
+                            rt.block_on(script::run_recorded(pg.clone(), s, Some(m), backend))
+                                .result
+                                .is_err()
+                        })
+                        .map(Script::test_name)
+                };
+                let sim = first_killer(Backend::Sim, None);
+                let Some(sim) = sim else {
+                    return Err(Failed::from(format!(
+                        "mutant {} ({}) survives the simulation tier",
+                        m.id(),
+                        m.description()
+                    )));
+                };
+                let real = first_killer(Backend::Disk, Some(get_pg()?));
+                if real.as_deref() != Some(sim.as_str()) {
+                    return Err(Failed::from(format!(
+                        "mutant {}: killed first by {sim} on the simulation tier, by {real:?} on the real tier",
+                        m.id()
+                    )));
+                }
+                Ok(())
+            },
+        ));
+    }
+    let conclusion = libtest_mimic::run(&args, trials);
+    // Stop the PostgreSQL cluster before exiting (exit skips destructors).
+    drop(pg);
+    drop(get_pg);
+    conclusion.exit();
+}
