@@ -3,13 +3,8 @@
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tidemark_conformance::profiles::scoped::process as scoped_process;
-use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
-use tidemark_conformance::scenario::{Profile, Scenario};
-use tidemark_conformance::{
-    default_scenarios_dir, default_spec_path, explore, gate, interrupt, mutants, process, report,
-    suite,
-};
+use tidemark_conformance::profiles::{self, Profile};
+use tidemark_conformance::{default_scenarios_dir, default_spec_path, interrupt, process, report};
 
 #[derive(Parser)]
 #[command(
@@ -128,8 +123,8 @@ enum Command {
         no_save: bool,
         /// Scoped only: where the metadata lives, `postgres` (the real tier) or `memory` (the
         /// in-memory store with PostgreSQL's semantics: the simulation tier).
-        #[arg(long, default_value = "postgres", value_parser = ["postgres", "memory"])]
-        tier: String,
+        #[arg(long, value_parser = ["postgres", "memory"])]
+        tier: Option<String>,
         /// Scoped only: run each seed on both tiers and compare trace hashes.
         #[arg(long)]
         differential: bool,
@@ -189,42 +184,19 @@ enum Command {
     },
 }
 
-fn profiles(arg: &Option<String>) -> Result<Vec<Profile>, String> {
+/// The profiles a `--profile` selects: all of them (none given, or `all`), or the one named.
+fn selected_profiles(arg: &Option<String>) -> Result<Vec<&'static dyn Profile>, String> {
     match arg.as_deref() {
-        None | Some("all") | Some("scoped") => Ok(vec![]),
-        Some(p) => Profile::from_name(p)
-            .map(|p| vec![p])
-            .ok_or_else(|| format!("unknown profile {p:?}; expected scratchpad, scoped or all")),
+        None | Some("all") => Ok(profiles::PROFILES.to_vec()),
+        Some(name) => profiles::named(name).map(|p| vec![p]),
     }
-}
-
-/// The scoped profile runs on the real tier through its own scenario runner
-/// (`profiles::scoped`); these say which halves a `--profile` selects.
-fn wants_scoped(arg: &Option<String>) -> bool {
-    matches!(arg.as_deref(), None | Some("all") | Some("scoped"))
-}
-
-fn wants_scratchpad(arg: &Option<String>) -> bool {
-    arg.as_deref() != Some("scoped")
-}
-
-/// Drops a rendered table's closing `N passed, M failed` line, so two profiles end in one.
-fn without_summary(table: &str) -> (&str, usize, usize) {
-    let trimmed = table.trim_end_matches('\n');
-    let (body, last) = trimmed.rsplit_once('\n').unwrap_or(("", trimmed));
-    let mut nums = last
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|t| !t.is_empty())
-        .map(|t| t.parse::<usize>().unwrap_or(0));
-    let (passed, failed) = (nums.next().unwrap_or(0), nums.next().unwrap_or(0));
-    (body, passed, failed)
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Reap what killed runs left, and clean up on SIGINT/SIGTERM (interrupt.rs).
     interrupt::start();
-    // Exploration drives its own runtimes, one per run, so it starts outside this one.
+    // Exploration, replay and worlds drive their own runtimes, so they start outside this one.
     let direct = match &cli.command {
         Command::Explore {
             seeds,
@@ -242,36 +214,8 @@ fn main() -> ExitCode {
             tier,
             differential,
             jobs,
-        } => Some(if profile == "scoped" {
-            if implementation.is_some() {
-                Err("explore --profile scoped runs the reference in process on the real tier: no --impl yet".into())
-            } else {
-                tidemark_conformance::profiles::scoped::explore::command(
-                    &tidemark_conformance::profiles::scoped::explore::ScopedExploreArgs {
-                        seeds: *seeds,
-                        first_seed: *first_seed,
-                        shard: *shard,
-                        mutant: mutant.clone(),
-                        hunt: *hunt,
-                        check_determinism: *check_determinism,
-                        save_dir: (!no_save).then(|| {
-                            save_dir.clone().unwrap_or_else(
-                                tidemark_conformance::profiles::scoped::fixture::default_dir,
-                            )
-                        }),
-                        max_shrink_iters: *max_shrink_iters,
-                        tier: tier.clone(),
-                        differential: *differential,
-                        jobs: *jobs,
-                    },
-                )
-            }
-        } else if profile != "scratchpad" {
-            Err(format!(
-                "explore covers the scratchpad and scoped profiles; {profile:?} is not one of them"
-            ))
-        } else {
-            explore::cli::explore(&explore::cli::ExploreArgs {
+        } => Some(profiles::named(profile).and_then(|p| {
+            p.explore(&profiles::ExploreRequest {
                 seeds: *seeds,
                 first_seed: *first_seed,
                 shard: *shard,
@@ -279,26 +223,30 @@ fn main() -> ExitCode {
                 check_determinism: *check_determinism,
                 hunt: *hunt,
                 hunt_trials: *hunt_trials,
-                save_dir: (!no_save).then(|| {
-                    save_dir.clone().unwrap_or_else(|| {
-                        tidemark_conformance::spec::repo_root().join("fixtures/explore")
-                    })
-                }),
+                save: match (no_save, save_dir) {
+                    (true, _) => profiles::SaveTo::Nowhere,
+                    (false, Some(d)) => profiles::SaveTo::Dir(d.clone()),
+                    (false, None) => profiles::SaveTo::Default,
+                },
                 max_shrink_iters: *max_shrink_iters,
                 implementation: implementation.clone(),
+                tier: tier.clone(),
+                differential: *differential,
+                jobs: *jobs,
             })
-        }),
+        })),
         Command::Replay {
             fixture,
             seed,
             mutant,
         } => {
-            let outcome = match fixture {
-                Some(f) if tidemark_conformance::profiles::scoped::fixture::is_scoped(f) => {
-                    tidemark_conformance::profiles::scoped::explore::replay_fixture(f)
-                }
-                _ => explore::cli::replay(fixture.as_deref(), *seed, mutant),
-            };
+            // A saved failure names its profile's format; the first profile's replay also
+            // takes a bare `--seed` and reports a file nobody recognises.
+            let owner = fixture
+                .as_deref()
+                .and_then(|f| profiles::PROFILES.iter().find(|p| p.owns_fixture(f)))
+                .unwrap_or(&profiles::PROFILES[0]);
+            let outcome = owner.replay(fixture.as_deref(), *seed, mutant.as_deref());
             return match outcome {
                 Ok(o) => ExitCode::from(o.exit_code()),
                 Err(e) => exit(Err(e)),
@@ -311,54 +259,15 @@ fn main() -> ExitCode {
             mutant,
             check_determinism,
             hunt,
-        } if profile == "scoped" => Some(if *hunt {
-            if mutant.is_some() {
-                Err("--hunt tries every scoped mutant; it takes no --mutant".to_string())
-            } else {
-                Ok(tidemark_conformance::profiles::scoped::world::hunt(
-                    *seeds,
-                    *first_seed,
-                ))
-            }
-        } else {
-            match mutant.as_deref().map(|id| {
-                tidemark_reference::scoped::ScopedMutant::from_id(id)
-                    .ok_or(format!("unknown scoped mutant {id:?}"))
-            }) {
-                Some(Err(e)) => Err(e),
-                m => Ok(tidemark_conformance::profiles::scoped::world::command(
-                    *seeds,
-                    *first_seed,
-                    m.and_then(Result::ok),
-                    *check_determinism,
-                )),
-            }
-        }),
-        Command::World { profile, .. } if profile != "scratchpad" => Some(Err(format!(
-            "no world for profile {profile:?}; use scratchpad or scoped"
-        ))),
-        Command::World {
-            seeds,
-            first_seed,
-            mutant,
-            check_determinism,
-            hunt,
-            ..
-        } => Some(
-            match mutant.as_deref().map(|id| {
-                tidemark_reference::scratchpad::ScratchpadMutant::from_id(id)
-                    .ok_or(format!("unknown mutant {id:?}"))
-            }) {
-                Some(Err(e)) => Err(e),
-                m => Ok(tidemark_conformance::profiles::scratchpad::world::command(
-                    *seeds,
-                    *first_seed,
-                    m.and_then(Result::ok),
-                    *check_determinism,
-                    *hunt,
-                )),
-            },
-        ),
+        } => Some(profiles::named(profile).and_then(|p| {
+            p.world(&profiles::WorldRequest {
+                seeds: *seeds,
+                first_seed: *first_seed,
+                mutant: mutant.clone(),
+                check_determinism: *check_determinism,
+                hunt: *hunt,
+            })
+        })),
         Command::Bench {
             seeds,
             scoped_seeds,
@@ -419,32 +328,18 @@ async fn run(cli: Cli) -> Result<bool, String> {
         } => {
             let mut rows = String::new();
             let (mut killed, mut survived) = (0, 0);
-            if wants_scratchpad(&args.profile) {
-                let profiles = profiles(&args.profile)?;
-                let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
-                let selected = suite::select(&all, &profiles);
-                let results =
-                    mutants::run_scratchpad_mutants(&selected, only.as_deref(), !all_killers).await;
-                let table = mutants::table(&results);
-                let (body, _, _) = without_summary(&table);
-                if !body.is_empty() {
-                    rows.push_str(body);
-                    rows.push('\n');
-                }
-                killed += results.iter().filter(|r| r.killed()).count();
-                survived += results.iter().filter(|r| !r.killed()).count();
-            }
-            if wants_scoped(&args.profile) {
-                let results = tidemark_conformance::profiles::scoped::mutants(
-                    &tidemark_conformance::profiles::scoped::scenarios_dir(),
-                    only.as_deref(),
-                )
-                .await?;
-                rows.push_str(&tidemark_conformance::profiles::scoped::mutant_table(
-                    &results,
-                ));
-                killed += results.iter().filter(|r| r.killed_by.is_some()).count();
-                survived += results.iter().filter(|r| r.killed_by.is_none()).count();
+            for p in selected_profiles(&args.profile)? {
+                let found = p
+                    .mutants(&profiles::MutantsRequest {
+                        scenarios: &args.scenarios,
+                        spec: &args.spec,
+                        only: only.as_deref(),
+                        all_killers,
+                    })
+                    .await?;
+                rows.push_str(&found.rows);
+                killed += found.killed;
+                survived += found.survived;
             }
             if killed + survived == 0 {
                 return Err(format!("no mutant matches {:?}", only.unwrap_or_default()));
@@ -462,104 +357,79 @@ async fn run(cli: Cli) -> Result<bool, String> {
     }
 }
 
-/// `tidemark run`: the reference in-process, or an --impl program through the protocol.
-/// The reference scratchpad suite's table, for a run that adds the scoped profile after it.
-/// `tidemark run`: every scenario the profiles select, scratchpad and scoped, in one report,
-/// against the reference in process or (`--impl`) a program through the protocol.
+/// `tidemark run`: every scenario the profiles select, in one report, against the reference
+/// in process or (`--impl`) a program through the protocol.
 async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String> {
-    if let Some(p) = args.profile.as_deref() {
-        if !matches!(p, "all" | "scratchpad" | "scoped") {
-            return Err(format!(
-                "unknown profile {p:?}; expected scratchpad, scoped or all"
-            ));
-        }
-    }
-    let scoped_prefix = format!("{}::", scoped_process::PROFILE);
-    let (scoped_only, scratchpad_only): (Vec<String>, Vec<String>) = gate_args
-        .only
-        .iter()
-        .cloned()
-        .partition(|name| name.starts_with(&scoped_prefix));
-    for (names, wanted, profile) in [
-        (&scoped_only, wants_scoped(&args.profile), "scoped"),
-        (
-            &scratchpad_only,
-            wants_scratchpad(&args.profile),
-            "scratchpad",
-        ),
-    ] {
-        if let (Some(name), false) = (names.first(), wanted) {
-            return Err(format!(
-                "--only {name} names a {profile} scenario, but --profile leaves that profile out"
-            ));
-        }
-    }
-    let only_given = !gate_args.only.is_empty();
-    let scratchpad_selected = {
-        let all = suite::load(&args.scenarios, &args.spec).map_err(|e| e.to_string())?;
-        if wants_scratchpad(&args.profile) && (!only_given || !scratchpad_only.is_empty()) {
-            let selection = gate::Selection {
-                profiles: vec![Profile::Scratchpad],
-                only: scratchpad_only,
-            };
-            selection.apply(&all)?.into_iter().cloned().collect()
-        } else {
-            Vec::new()
-        }
-    };
-    let scoped_dir = args.scenarios.join(scoped_process::PROFILE);
-    let scoped_selected = if wants_scoped(&args.profile)
-        && (!only_given || !scoped_only.is_empty())
-        && (scoped_dir.is_dir() || !scoped_only.is_empty())
-    {
-        scoped_process::load(&scoped_dir, &scoped_only, &args.spec)?
-    } else {
-        Vec::new()
-    };
-
-    let Some(command) = &gate_args.implementation else {
-        let scratchpad_refs: Vec<&Scenario> = scratchpad_selected.iter().collect();
-        let mut report = gate::check_concurrently(
-            &scratchpad_refs,
-            &ReferenceScratchpad::default(),
-            replay_prefix(args, gate_args, None)?,
-            gate_args.jobs,
-        )
-        .await;
-        report.cases.extend(
-            tidemark_conformance::profiles::scoped::check_in_process(
-                &scoped_selected,
-                gate_args.jobs,
-                None,
-            )
-            .await?,
-        );
-        return emit(&report, gate_args);
-    };
-    let command = process::AdapterCommand::parse(command, &process::launch_dir())
-        .map_err(|e| e.to_string())?;
-    let options = process::ProcessOptions {
-        reply_timeout: std::time::Duration::from_millis(gate_args.timeout_ms),
-    };
-    let factory = match process::ProcessFactory::probe(command.clone(), options).await {
-        Ok(factory) => factory,
-        Err(e) => {
-            let message = format!("the implementation did not complete the init exchange: {e}");
-            if let Some(path) = &gate_args.junit {
-                let xml = report::render_junit_setup_error(command.text(), &message);
-                std::fs::write(path, xml)
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let selected = selected_profiles(&args.profile)?;
+    // `--only` names are `<profile>::<file stem>`: each goes to its profile.
+    let mut only: Vec<(&'static dyn Profile, Vec<String>)> =
+        selected.iter().map(|p| (*p, Vec::new())).collect();
+    for name in &gate_args.only {
+        let owner = name.split_once("::").map(|(p, _)| p).unwrap_or("");
+        match only.iter_mut().find(|(p, _)| p.name() == owner) {
+            Some((_, names)) => names.push(name.clone()),
+            None if profiles::named(owner).is_ok() => {
+                return Err(format!(
+                    "--only {name} names a {owner} scenario, but --profile leaves that profile out"
+                ))
             }
-            return Err(message);
+            None => {
+                return Err(format!(
+                    "--only {name} names no scenario: a test name is <profile>::<file stem>, the profile one of {}",
+                    profiles::names().join(", ")
+                ))
+            }
+        }
+    }
+    // With `--only`, a profile none of whose scenarios is named plays nothing.
+    if !gate_args.only.is_empty() {
+        only.retain(|(_, names)| !names.is_empty());
+    }
+
+    let factory = match &gate_args.implementation {
+        None => None,
+        Some(command) => {
+            let command = process::AdapterCommand::parse(command, &process::launch_dir())
+                .map_err(|e| e.to_string())?;
+            let options = process::ProcessOptions {
+                reply_timeout: std::time::Duration::from_millis(gate_args.timeout_ms),
+            };
+            match process::ProcessFactory::probe(command.clone(), options).await {
+                Ok(factory) => Some(factory),
+                Err(e) => {
+                    let message =
+                        format!("the implementation did not complete the init exchange: {e}");
+                    if let Some(path) = &gate_args.junit {
+                        let xml = report::render_junit_setup_error(command.text(), &message);
+                        std::fs::write(path, xml)
+                            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                    }
+                    return Err(message);
+                }
+            }
         }
     };
-    let replay = replay_prefix(args, gate_args, Some(command.text()))?;
-    let scratchpad_refs: Vec<&Scenario> = scratchpad_selected.iter().collect();
-    let mut report =
-        gate::check_concurrently(&scratchpad_refs, &factory, replay, gate_args.jobs).await;
-    report
-        .cases
-        .extend(scoped_process::check(&factory, &scoped_selected, gate_args.jobs, None).await?);
+    let replay = replay_prefix(args, gate_args, gate_args.implementation.as_deref())?;
+    let mut report = report::RunReport {
+        implementation: factory
+            .as_ref()
+            .map(tidemark_conformance::driver::DriverFactory::name)
+            .unwrap_or_else(|| "reference".into()),
+        replay_prefix: replay.clone(),
+        cases: Vec::new(),
+    };
+    for (profile, names) in &only {
+        let request = profiles::RunRequest {
+            scenarios: &args.scenarios,
+            spec: &args.spec,
+            only: names,
+            jobs: gate_args.jobs,
+            replay_prefix: &replay,
+        };
+        report
+            .cases
+            .extend(profile.run(&request, factory.as_ref()).await?);
+    }
     emit(&report, gate_args)
 }
 

@@ -56,7 +56,17 @@ pub async fn run_scratchpad_mutants(
     out
 }
 
+/// The catalogue's table: a row per mutant, then the count line.
 pub fn table(results: &[MutantResult]) -> String {
+    use std::fmt::Write;
+    let mut s = rows(results);
+    let killed = results.iter().filter(|r| r.killed()).count();
+    let _ = writeln!(s, "{} passed, {} failed", killed, results.len() - killed);
+    s
+}
+
+/// A row per mutant: killed, by which scenario, or survived.
+pub fn rows(results: &[MutantResult]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let width = results.iter().map(|r| r.id.len()).max().unwrap_or(0);
@@ -84,7 +94,5 @@ pub fn table(results: &[MutantResult]) -> String {
             );
         }
     }
-    let killed = results.iter().filter(|r| r.killed()).count();
-    let _ = writeln!(s, "{} passed, {} failed", killed, results.len() - killed);
     s
 }

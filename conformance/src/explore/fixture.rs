@@ -114,6 +114,11 @@ pub async fn replay(f: &Fixture) -> Result<Replay, String> {
 }
 
 /// Every fixture under `dir`, sorted by file name.
+/// Where the scratchpad's saved failures live.
+pub fn default_dir() -> PathBuf {
+    crate::spec::repo_root().join("fixtures/explore")
+}
+
 pub fn load_all(dir: &Path) -> Result<Vec<(PathBuf, Fixture)>, String> {
     let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {

@@ -1,4 +1,175 @@
-//! In-process drivers for the reference implementation, one module per profile.
+//! The profile interface. A profile is one design of agent file storage with retention (the
+//! scratchpad, scoped object storage, ...): it supplies its scenario vocabulary, its reference
+//! driver, its model and exploration, its mutant catalogue and its world. Everything a profile
+//! owns lives in its folder here; the command line reaches it only through [`Profile`], so a
+//! new profile is one folder and one line in [`PROFILES`].
 
 pub mod scoped;
 pub mod scratchpad;
+
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+
+use crate::explore::cli::ReplayOutcome;
+use crate::explore::Shard;
+use crate::process::ProcessFactory;
+use crate::report::CaseReport;
+use crate::scenario::header::HeaderVocabulary;
+
+/// Every profile, in the order `tidemark run` plays and reports them.
+pub static PROFILES: &[&dyn Profile] = &[&scratchpad::ScratchpadProfile, &scoped::ScopedProfile];
+
+/// The registered profiles' names, in order.
+pub fn names() -> Vec<&'static str> {
+    PROFILES.iter().map(|p| p.name()).collect()
+}
+
+/// The profile called `name`, or an error listing the others.
+pub fn named(name: &str) -> Result<&'static dyn Profile, String> {
+    PROFILES
+        .iter()
+        .copied()
+        .find(|p| p.name() == name)
+        .ok_or_else(|| {
+            format!(
+                "unknown profile {name:?}; expected one of {}",
+                names().join(", ")
+            )
+        })
+}
+
+/// What `tidemark run` asks of one profile.
+pub struct RunRequest<'a> {
+    /// The suite's root (`scenarios/`); the profile reads its own files below it.
+    pub scenarios: &'a Path,
+    pub spec: &'a Path,
+    /// Test names of this profile (`--only`); empty for all.
+    pub only: &'a [String],
+    pub jobs: NonZeroUsize,
+    /// The command that reruns this suite; a failure's replay adds `--only <test name>`.
+    pub replay_prefix: &'a str,
+}
+
+/// What `tidemark mutants` asks of one profile.
+pub struct MutantsRequest<'a> {
+    pub scenarios: &'a Path,
+    pub spec: &'a Path,
+    /// One mutant id (`--only`), or all.
+    pub only: Option<&'a str>,
+    /// Name every scenario that kills a mutant, not only the first.
+    pub all_killers: bool,
+}
+
+/// One profile's mutant table rows and counts.
+pub struct MutantRows {
+    /// Rendered rows, without the closing count line.
+    pub rows: String,
+    pub killed: usize,
+    pub survived: usize,
+}
+
+/// Where exploration saves a shrunk failure.
+#[derive(Clone, Debug)]
+pub enum SaveTo {
+    /// The profile's folder under `fixtures/`.
+    Default,
+    Dir(PathBuf),
+    Nowhere,
+}
+
+/// `tidemark explore`'s options. A profile refuses an option it does not support, by name.
+#[derive(Clone, Debug)]
+pub struct ExploreRequest {
+    pub seeds: u64,
+    pub first_seed: u64,
+    pub shard: Shard,
+    pub mutant: Option<String>,
+    pub check_determinism: bool,
+    pub hunt: bool,
+    pub hunt_trials: u64,
+    pub save: SaveTo,
+    pub max_shrink_iters: u32,
+    /// `--impl`: explore a program through the protocol instead of the reference.
+    pub implementation: Option<String>,
+    /// `--tier`, where the profile has tiers (`postgres`, `memory`).
+    pub tier: Option<String>,
+    pub differential: bool,
+    pub jobs: NonZeroUsize,
+}
+
+/// `tidemark world`'s options.
+#[derive(Clone, Debug)]
+pub struct WorldRequest {
+    pub seeds: u64,
+    pub first_seed: u64,
+    pub mutant: Option<String>,
+    pub check_determinism: bool,
+    pub hunt: bool,
+}
+
+/// What each profile supplies to the command line. The engine around it (argument parsing,
+/// selection, reports in every format, exit codes, interruption) is written once.
+#[async_trait(?Send)]
+pub trait Profile: Sync {
+    /// The name scenario files give in `profile:` and the command line in `--profile`.
+    fn name(&self) -> &'static str;
+
+    /// What this profile's scenario headers may name.
+    fn vocabulary(&self) -> &'static HeaderVocabulary;
+
+    /// Plays the selected scenarios against the reference in process, or (`program`) an
+    /// implementation through the process protocol, one report case per scenario.
+    async fn run(
+        &self,
+        request: &RunRequest<'_>,
+        program: Option<&ProcessFactory>,
+    ) -> Result<Vec<CaseReport>, String>;
+
+    /// Runs the mutant catalogue against the suite.
+    async fn mutants(&self, request: &MutantsRequest<'_>) -> Result<MutantRows, String>;
+
+    /// Random operation sequences beside the profile's model; true if no seed failed.
+    fn explore(&self, request: &ExploreRequest) -> Result<bool, String>;
+
+    /// Whether a saved failure at `path` is this profile's to replay.
+    fn owns_fixture(&self, path: &Path) -> bool;
+
+    /// Replays a saved failure (or, where the profile supports it, one seed).
+    fn replay(
+        &self,
+        fixture: Option<&Path>,
+        seed: Option<u64>,
+        mutant: Option<&str>,
+    ) -> Result<ReplayOutcome, String>;
+
+    /// The turmoil world: the reference as a host, concurrent guests, faults from the seed.
+    fn world(&self, request: &WorldRequest) -> Result<bool, String>;
+}
+
+/// The error for an option a profile does not take.
+pub(crate) fn unsupported(profile: &str, option: &str) -> String {
+    format!("{option} does not apply to the {profile} profile")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_profile_is_registered_once_and_reads_its_own_header() {
+        let names = names();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        for p in PROFILES {
+            assert_eq!(p.vocabulary().profile, p.name());
+        }
+        assert!(named("rows-typo")
+            .err()
+            .unwrap()
+            .contains("scratchpad, scoped"));
+    }
+}

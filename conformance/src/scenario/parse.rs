@@ -428,13 +428,13 @@ fn parse_knob(name: &str, value: &str, knobs: &mut Knobs) -> Result<(), String> 
         .ok_or_else(|| {
             format!(
                 "unknown knob {:?}; expected root or one of {}",
-                clip(&name),
+                clip(name),
                 table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
             )
         })?;
     let v = match unit {
-        KnobUnit::Bytes => parse_size(&value)? as i64,
-        KnobUnit::Duration => parse_duration(&value)?,
+        KnobUnit::Bytes => parse_size(value)? as i64,
+        KnobUnit::Duration => parse_duration(value)?,
         KnobUnit::Count => value
             .parse::<i64>()
             .ok()
@@ -442,7 +442,7 @@ fn parse_knob(name: &str, value: &str, knobs: &mut Knobs) -> Result<(), String> 
             .ok_or_else(|| {
                 format!(
                     "expected a whole number from 1 to {MAX_KNOB_VALUE} for {name}, found {:?}",
-                    clip(&value)
+                    clip(value)
                 )
             })?,
     };

@@ -204,3 +204,112 @@ async fn steps_in_process(
     }
     Ok(())
 }
+
+/// The scoped profile (SPEC part SC) behind the profile interface.
+pub struct ScopedProfile;
+
+#[async_trait::async_trait(?Send)]
+impl super::Profile for ScopedProfile {
+    fn name(&self) -> &'static str {
+        "scoped"
+    }
+
+    fn vocabulary(&self) -> &'static crate::scenario::header::HeaderVocabulary {
+        &script::VOCABULARY
+    }
+
+    async fn run(
+        &self,
+        request: &super::RunRequest<'_>,
+        program: Option<&crate::process::ProcessFactory>,
+    ) -> Result<Vec<crate::report::CaseReport>, String> {
+        let dir = request.scenarios.join(self.name());
+        // A suite without this profile's folder has none of its scenarios, unless `--only`
+        // names one (then the load names what is missing).
+        if !dir.is_dir() && request.only.is_empty() {
+            return Ok(Vec::new());
+        }
+        let scripts = process::load(&dir, request.only, request.spec)?;
+        match program {
+            Some(factory) => process::check(factory, &scripts, request.jobs, None).await,
+            None => check_in_process(&scripts, request.jobs, None).await,
+        }
+    }
+
+    async fn mutants(
+        &self,
+        request: &super::MutantsRequest<'_>,
+    ) -> Result<super::MutantRows, String> {
+        let results = mutants(&request.scenarios.join(self.name()), request.only).await?;
+        Ok(super::MutantRows {
+            rows: mutant_table(&results),
+            killed: results.iter().filter(|r| r.killed_by.is_some()).count(),
+            survived: results.iter().filter(|r| r.killed_by.is_none()).count(),
+        })
+    }
+
+    fn explore(&self, request: &super::ExploreRequest) -> Result<bool, String> {
+        if request.implementation.is_some() {
+            return Err(
+                "explore --profile scoped runs the reference in process on the real tier: no --impl yet"
+                    .into(),
+            );
+        }
+        explore::command(&explore::ScopedExploreArgs {
+            seeds: request.seeds,
+            first_seed: request.first_seed,
+            shard: request.shard,
+            mutant: request.mutant.clone(),
+            hunt: request.hunt,
+            check_determinism: request.check_determinism,
+            save_dir: match &request.save {
+                super::SaveTo::Default => Some(fixture::default_dir()),
+                super::SaveTo::Dir(d) => Some(d.clone()),
+                super::SaveTo::Nowhere => None,
+            },
+            max_shrink_iters: request.max_shrink_iters,
+            tier: request.tier.clone().unwrap_or_else(|| "postgres".into()),
+            differential: request.differential,
+            jobs: request.jobs,
+        })
+    }
+
+    fn owns_fixture(&self, path: &Path) -> bool {
+        fixture::is_scoped(path)
+    }
+
+    fn replay(
+        &self,
+        fixture: Option<&Path>,
+        seed: Option<u64>,
+        mutant: Option<&str>,
+    ) -> Result<crate::explore::cli::ReplayOutcome, String> {
+        match (fixture, seed, mutant) {
+            (Some(f), None, None) => explore::replay_fixture(f),
+            _ => Err(
+                "a scoped replay takes a saved failure's file, and no --seed or --mutant".into(),
+            ),
+        }
+    }
+
+    fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
+        if request.hunt {
+            if request.mutant.is_some() {
+                return Err("--hunt tries every scoped mutant; it takes no --mutant".into());
+            }
+            return Ok(world::hunt(request.seeds, request.first_seed));
+        }
+        let mutant = match request.mutant.as_deref() {
+            None => None,
+            Some(id) => {
+                Some(ScopedMutant::from_id(id).ok_or(format!("unknown scoped mutant {id:?}"))?)
+            }
+        };
+        Ok(world::command(
+            request.seeds,
+            request.first_seed,
+            mutant,
+            request.check_determinism,
+        ))
+    }
+}

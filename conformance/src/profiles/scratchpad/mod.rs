@@ -182,3 +182,116 @@ impl Driver for ScratchpadDriver {
         Ok(())
     }
 }
+
+/// The scratchpad profile (SPEC part SP) behind the profile interface.
+pub struct ScratchpadProfile;
+
+#[async_trait(?Send)]
+impl super::Profile for ScratchpadProfile {
+    fn name(&self) -> &'static str {
+        "scratchpad"
+    }
+
+    fn vocabulary(&self) -> &'static crate::scenario::header::HeaderVocabulary {
+        &crate::scenario::parse::VOCABULARY
+    }
+
+    async fn run(
+        &self,
+        request: &super::RunRequest<'_>,
+        program: Option<&crate::process::ProcessFactory>,
+    ) -> Result<Vec<crate::report::CaseReport>, String> {
+        let all = crate::suite::load(request.scenarios, request.spec).map_err(|e| e.to_string())?;
+        let selection = crate::gate::Selection {
+            profiles: vec![Profile::Scratchpad],
+            only: request.only.to_vec(),
+        };
+        let selected = selection.apply(&all)?;
+        let replay = request.replay_prefix.to_string();
+        let report = match program {
+            Some(factory) => {
+                crate::gate::check_concurrently(&selected, factory, replay, request.jobs).await
+            }
+            None => {
+                crate::gate::check_concurrently(
+                    &selected,
+                    &ReferenceScratchpad::default(),
+                    replay,
+                    request.jobs,
+                )
+                .await
+            }
+        };
+        Ok(report.cases)
+    }
+
+    async fn mutants(
+        &self,
+        request: &super::MutantsRequest<'_>,
+    ) -> Result<super::MutantRows, String> {
+        let all = crate::suite::load(request.scenarios, request.spec).map_err(|e| e.to_string())?;
+        let selected = crate::suite::select(&all, &[Profile::Scratchpad]);
+        let results =
+            crate::mutants::run_scratchpad_mutants(&selected, request.only, !request.all_killers)
+                .await;
+        Ok(super::MutantRows {
+            rows: crate::mutants::rows(&results),
+            killed: results.iter().filter(|r| r.killed()).count(),
+            survived: results.iter().filter(|r| !r.killed()).count(),
+        })
+    }
+
+    fn explore(&self, request: &super::ExploreRequest) -> Result<bool, String> {
+        if request.tier.is_some() {
+            return Err(super::unsupported(self.name(), "--tier"));
+        }
+        if request.differential {
+            return Err(super::unsupported(self.name(), "--differential"));
+        }
+        crate::explore::cli::explore(&crate::explore::cli::ExploreArgs {
+            seeds: request.seeds,
+            first_seed: request.first_seed,
+            shard: request.shard,
+            mutant: request.mutant.clone(),
+            check_determinism: request.check_determinism,
+            hunt: request.hunt,
+            hunt_trials: request.hunt_trials,
+            save_dir: match &request.save {
+                super::SaveTo::Default => Some(crate::explore::fixture::default_dir()),
+                super::SaveTo::Dir(d) => Some(d.clone()),
+                super::SaveTo::Nowhere => None,
+            },
+            max_shrink_iters: request.max_shrink_iters,
+            implementation: request.implementation.clone(),
+        })
+    }
+
+    fn owns_fixture(&self, path: &std::path::Path) -> bool {
+        crate::explore::fixture::Fixture::load(path).is_ok()
+    }
+
+    fn replay(
+        &self,
+        fixture: Option<&std::path::Path>,
+        seed: Option<u64>,
+        mutant: Option<&str>,
+    ) -> Result<crate::explore::cli::ReplayOutcome, String> {
+        crate::explore::cli::replay(fixture, seed, &mutant.map(str::to_string))
+    }
+
+    fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
+        let mutant = match request.mutant.as_deref() {
+            None => None,
+            Some(id) => Some(
+                ScratchpadMutant::from_id(id).ok_or(format!("unknown scratchpad mutant {id:?}"))?,
+            ),
+        };
+        Ok(world::command(
+            request.seeds,
+            request.first_seed,
+            mutant,
+            request.check_determinism,
+            request.hunt,
+        ))
+    }
+}
