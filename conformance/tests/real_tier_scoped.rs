@@ -6,13 +6,16 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use tidemark_conformance::profiles::scoped::remote::lifecycle_rules;
 use tidemark_reference::clock::{Clock, ManualClock, DAY_MS};
+use tidemark_reference::scoped::lifecycle::LifecycleConfiguration;
 use tidemark_reference::scoped::store::{CrashPoint, ListedFile};
 use tidemark_reference::scoped::{
     Access, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, SweepPause,
     TurnSpace, WaitKind,
 };
 use tidemark_sim::clock::EPOCH;
+use tidemark_sim::real_tier::faults::Throttle;
 use tidemark_sim::real_tier::{FaultPlan, RealTier, TestDatabase};
 
 type Check = Result<(), String>;
@@ -125,8 +128,10 @@ macro_rules! scenario {
                 panic!("the reference implementation fails {}: {e}", stringify!($name));
             }
             $(
-                let mut w = World::on(tier.clone(), stringify!($name), Some(ScopedMutant::$m)).await;
+                // A check the mutant failed may have left its faults on: heal before the next
+                // world's bucket is made.
                 tier.s3.faults().heal();
+                let mut w = World::on(tier.clone(), stringify!($name), Some(ScopedMutant::$m)).await;
                 assert!(
                     check(&mut w).await.is_err(),
                     "mutant {} survives {}",
@@ -1079,6 +1084,150 @@ scenario!(
         ensure!(
             w.store.read(&t, "session/a.txt").await.is_ok(),
             "swept early after a clock jump"
+        );
+        Ok(())
+    }
+);
+
+scenario!(
+    the_stores_error_classes_map_to_their_reasons,
+    kills = [MissingBucketUnavailable, StoreDeniedAsPermission],
+    |w| {
+        let t = w.standard().await;
+        ok(
+            w.store.write(&t, "session/a.md", b"v1".to_vec()).await,
+            "write",
+        )?;
+        let kind = |r: Result<(), ScopedError>| r.err().map(|e| e.kind());
+        let fault = |plan: FaultPlan| w.tier.s3.faults().set_plan(plan);
+        // SC-8.3: NoSuchBucket (404) is no_such_bucket on a write and a listing.
+        fault(FaultPlan {
+            no_such_bucket: true,
+            ..Default::default()
+        });
+        let wrote = kind(
+            w.store
+                .write(&t, "session/a.md", b"v2".to_vec())
+                .await
+                .map(|_| ()),
+        );
+        let listed = kind(w.store.list(&t, None).await.map(|_| ()));
+        ensure!(
+            wrote == Some("no_such_bucket") && listed == Some("no_such_bucket"),
+            "a missing bucket: write {wrote:?}, list {listed:?}"
+        );
+        // AccessDenied (403) is storage_unavailable, never permission_denied.
+        fault(FaultPlan {
+            access_denied: true,
+            ..Default::default()
+        });
+        let wrote = kind(
+            w.store
+                .write(&t, "session/a.md", b"v2".to_vec())
+                .await
+                .map(|_| ()),
+        );
+        let read = kind(w.store.read(&t, "session/a.md").await.map(|_| ()));
+        ensure!(
+            wrote == Some("storage_unavailable") && read == Some("storage_unavailable"),
+            "access denied: write {wrote:?}, read {read:?}"
+        );
+        w.tier.s3.faults().heal();
+        let content = ok(w.store.read(&t, "session/a.md").await, "read")?;
+        ensure!(
+            content == b"v1",
+            "after the faults the file holds {:?}",
+            String::from_utf8_lossy(&content)
+        );
+        Ok(())
+    }
+);
+
+scenario!(
+    a_throttle_within_three_attempts_is_not_seen_and_a_lasting_one_fails,
+    kills = [ThrottleNotRetried],
+    |w| {
+        let t = w.standard().await;
+        ok(
+            w.store.write(&t, "session/a.md", b"v1".to_vec()).await,
+            "write",
+        )?;
+        let kind = |r: Result<(), ScopedError>| r.err().map(|e| e.kind());
+        let fault = |plan: FaultPlan| w.tier.s3.faults().set_plan(plan);
+        // SC-8.4: two throttles, then the third attempt is served; a lasting one fails.
+        fault(FaultPlan {
+            throttle: Throttle::Next(2),
+            ..Default::default()
+        });
+        ok(
+            w.store.write(&t, "session/a.md", b"v2".to_vec()).await,
+            "a write throttled twice",
+        )?;
+        fault(FaultPlan {
+            throttle: Throttle::Always,
+            ..Default::default()
+        });
+        let wrote = kind(
+            w.store
+                .write(&t, "session/a.md", b"v3".to_vec())
+                .await
+                .map(|_| ()),
+        );
+        ensure!(
+            wrote == Some("storage_unavailable"),
+            "a lasting throttle: write {wrote:?}"
+        );
+        w.tier.s3.faults().heal();
+        let content = ok(w.store.read(&t, "session/a.md").await, "read")?;
+        ensure!(
+            content == b"v2",
+            "after the faults the file holds {:?}",
+            String::from_utf8_lossy(&content)
+        );
+        Ok(())
+    }
+);
+
+scenario!(
+    the_lifecycle_configuration_read_back_expires_only_sessions_and_a_second_replaces_the_first,
+    kills = [LifecycleMerged, KeptClassesExpire],
+    |w| {
+        let client = w.tier.s3.client();
+        for days in [365, 400] {
+            ok(
+                w.store
+                    .apply_lifecycle(&LifecycleConfiguration::for_profile(days, 7))
+                    .await,
+                "apply lifecycle",
+            )?;
+            let mut got = lifecycle_rules(&client, &w.config.bucket).await?;
+            got.sort();
+            let want = vec![
+                "agents/ abort 7d".to_string(),
+                format!("sessions/ expire {days}d abort 7d"),
+                "workspaces/ abort 7d".to_string(),
+            ];
+            ensure!(
+                got == want,
+                "after applying {days} days the bucket has {got:?}"
+            );
+        }
+        Ok(())
+    }
+);
+
+scenario!(
+    a_listing_across_scopes_is_one_list_in_byte_order,
+    kills = [ListingByScope],
+    |w| {
+        let t = w.standard().await;
+        for p in ["session/a.md", "session/B.md", "agent/plan.md"] {
+            ok(w.store.write(&t, p, b"x".to_vec()).await, p)?;
+        }
+        let got = w.paths(&t, None).await?;
+        ensure!(
+            got == ["agent/plan.md", "session/B.md", "session/a.md"],
+            "the listing is {got:?}"
         );
         Ok(())
     }

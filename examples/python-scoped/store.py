@@ -1,6 +1,9 @@
 """The object store: boto3 against the S3 endpoint the harness hands over, with every failure
-mapped to a typed refusal (SPEC.md SC-8.1). Nothing is retried: the harness injects faults and
-expects them reported, not hidden (PROTOCOL.md, "What the harness provides")."""
+mapped to a typed refusal (SPEC.md SC-8.1, SC-8.3). Only a throttle is retried (HTTP 503, S3's
+SlowDown: three attempts in all, SC-8.4); anything else the harness injects is reported, not
+hidden (PROTOCOL.md, "What the harness provides")."""
+
+import time
 
 import boto3
 import botocore.config
@@ -14,6 +17,26 @@ DELETE_BATCH = 1000
 # rule (SC-7.3) run by the harness sees the simulated write time, not the server's.
 WRITTEN_AT = "tidemark-written-at-ms"
 STAMP = "content-sha256"  # SC-4.2: a file and its text both carry the file's hash
+# SC-8.4: attempts at a request the store answers with 503 before the operation fails.
+ATTEMPTS = 3
+
+
+def _throttled(err):
+    if not isinstance(err, botocore.exceptions.ClientError):
+        return False
+    return err.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 503
+
+
+def _send(call, **args):
+    """One S3 request, sent again while the store answers 503 (SC-8.4); botocore's own retries
+    are off, so nothing else is ever retried."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return call(**args)
+        except botocore.exceptions.ClientError as e:
+            if attempt == ATTEMPTS or not _throttled(e):
+                raise
+            time.sleep(0.01 * 2 ** attempt)  # backoff is not time a scenario sees
 
 
 def _refusal(err, action):
@@ -43,7 +66,7 @@ class Store:
             aws_secret_access_key=s3["secret_access_key"],
             config=botocore.config.Config(
                 s3={"addressing_style": "path"},  # the endpoint is an IP address
-                retries={"total_max_attempts": 1},  # never retry: a fault is reported
+                retries={"total_max_attempts": 1},  # throttles are retried by _send, nothing else
                 connect_timeout=2,
                 read_timeout=5,
                 # Checksums only where S3 requires them: an S3-compatible server need not
@@ -55,15 +78,15 @@ class Store:
 
     def put(self, key, body, now_ms, digest):
         try:
-            self.client.put_object(Bucket=self.bucket, Key=key, Body=body,
-                                   Metadata={WRITTEN_AT: str(now_ms), STAMP: digest})
+            _send(self.client.put_object, Bucket=self.bucket, Key=key, Body=body,
+                  Metadata={WRITTEN_AT: str(now_ms), STAMP: digest})
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
             raise _refusal(e, "storing a file") from e
 
     def head(self, key):
         """The object's stamp (SC-4.2), or None when there is no such object."""
         try:
-            got = self.client.head_object(Bucket=self.bucket, Key=key)
+            got = _send(self.client.head_object, Bucket=self.bucket, Key=key)
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
             if _missing(e):
                 return None
@@ -73,7 +96,7 @@ class Store:
     def get(self, key):
         """(bytes, stamp), or None when there is no such object."""
         try:
-            got = self.client.get_object(Bucket=self.bucket, Key=key)
+            got = _send(self.client.get_object, Bucket=self.bucket, Key=key)
             return got["Body"].read(), got.get("Metadata", {}).get(STAMP, "")
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
             if _missing(e):
@@ -82,7 +105,7 @@ class Store:
 
     def delete(self, key):
         try:
-            self.client.delete_object(Bucket=self.bucket, Key=key)
+            _send(self.client.delete_object, Bucket=self.bucket, Key=key)
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
             raise _refusal(e, "deleting a file") from e
 
@@ -96,7 +119,7 @@ class Store:
                     args["ContinuationToken"] = token
                 if limit:
                     args["MaxKeys"] = limit
-                page = self.client.list_objects_v2(**args)
+                page = _send(self.client.list_objects_v2, **args)
                 found.extend(item["Key"] for item in page.get("Contents", []))
                 token = page.get("NextContinuationToken")
                 if not page.get("IsTruncated") or not token or (limit and len(found) >= limit):
@@ -109,15 +132,15 @@ class Store:
         raised means the whole batch failed)."""
         assert len(keys) <= DELETE_BATCH
         try:
-            got = self.client.delete_objects(
-                Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True})
+            got = _send(self.client.delete_objects, Bucket=self.bucket,
+                        Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True})
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
             raise _refusal(e, "deleting files") from e
         return {err["Key"] for err in got.get("Errors", [])}
 
     def put_lifecycle(self, rules):
         try:
-            self.client.put_bucket_lifecycle_configuration(
-                Bucket=self.bucket, LifecycleConfiguration={"Rules": rules})
+            _send(self.client.put_bucket_lifecycle_configuration,
+                  Bucket=self.bucket, LifecycleConfiguration={"Rules": rules})
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
             raise _refusal(e, "putting the lifecycle configuration") from e

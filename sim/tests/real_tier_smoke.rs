@@ -181,3 +181,75 @@ async fn a_scenarios_bucket_is_named_by_its_server_never_by_the_scenarios_name()
     assert_eq!(first.config().bucket, "tidemark-1");
     assert_eq!(second.config().bucket, "tidemark-2");
 }
+
+/// The store's error classes reach the client as a real S3 sends them: the status, and the code
+/// in the error body (a HEAD's error has no body, so only its status).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_error_faults_answer_with_real_s3_statuses_and_codes() {
+    use aws_sdk_s3::error::ProvideErrorMetadata;
+    use tidemark_sim::real_tier::faults::Throttle;
+    let tier = RealTier::start(8).await.expect("real tier starts");
+    tier.create_bucket("codes").await.unwrap();
+    let c = tier.s3.client();
+    let cases = [
+        (
+            FaultPlan {
+                no_such_bucket: true,
+                ..Default::default()
+            },
+            404,
+            "NoSuchBucket",
+        ),
+        (
+            FaultPlan {
+                access_denied: true,
+                ..Default::default()
+            },
+            403,
+            "AccessDenied",
+        ),
+        (
+            FaultPlan {
+                throttle: Throttle::Always,
+                ..Default::default()
+            },
+            503,
+            "SlowDown",
+        ),
+    ];
+    for (plan, status, code) in cases {
+        tier.s3.faults().set_plan(plan);
+        let e = c
+            .put_object()
+            .bucket("codes")
+            .key("k")
+            .body(ByteStream::from_static(b"x"))
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(e.raw_response().map(|r| r.status().as_u16()), Some(status));
+        assert_eq!(e.code(), Some(code));
+        let e = c
+            .head_object()
+            .bucket("codes")
+            .key("k")
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(e.raw_response().map(|r| r.status().as_u16()), Some(status));
+    }
+    // `throttle N` throttles the next N requests of any operation, then serves.
+    tier.s3.faults().set_plan(FaultPlan {
+        throttle: Throttle::Next(2),
+        ..Default::default()
+    });
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        let r = c.list_objects_v2().bucket("codes").send().await;
+        answers.push(r.err().and_then(|e| e.code().map(str::to_string)));
+    }
+    assert_eq!(
+        answers,
+        [Some("SlowDown".into()), Some("SlowDown".into()), None]
+    );
+}

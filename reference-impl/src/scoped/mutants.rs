@@ -22,10 +22,16 @@ pub enum ScopedMutant {
     BackslashAccepted,
     LookalikeDotsAccepted,
     TextKeyUncounted,
+    MissingBucketUnavailable,
+    StoreDeniedAsPermission,
+    ThrottleNotRetried,
+    LifecycleMerged,
+    KeptClassesExpire,
+    ListingByScope,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 17] = [
+    pub const ALL: [ScopedMutant; 23] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -43,6 +49,12 @@ impl ScopedMutant {
         ScopedMutant::BackslashAccepted,
         ScopedMutant::LookalikeDotsAccepted,
         ScopedMutant::TextKeyUncounted,
+        ScopedMutant::MissingBucketUnavailable,
+        ScopedMutant::StoreDeniedAsPermission,
+        ScopedMutant::ThrottleNotRetried,
+        ScopedMutant::LifecycleMerged,
+        ScopedMutant::KeptClassesExpire,
+        ScopedMutant::ListingByScope,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -65,6 +77,12 @@ impl ScopedMutant {
             ScopedMutant::BackslashAccepted => "backslash-accepted",
             ScopedMutant::LookalikeDotsAccepted => "lookalike-dots-accepted",
             ScopedMutant::TextKeyUncounted => "text-key-uncounted",
+            ScopedMutant::MissingBucketUnavailable => "missing-bucket-unavailable",
+            ScopedMutant::StoreDeniedAsPermission => "store-denied-as-permission",
+            ScopedMutant::ThrottleNotRetried => "throttle-not-retried",
+            ScopedMutant::LifecycleMerged => "lifecycle-merged",
+            ScopedMutant::KeptClassesExpire => "kept-classes-expire",
+            ScopedMutant::ListingByScope => "listing-by-scope",
         }
     }
 
@@ -121,6 +139,24 @@ impl ScopedMutant {
             }
             ScopedMutant::TextKeyUncounted => {
                 "the key limit counts the file's key but not its text key, so a file near the limit is stored whose text cannot be"
+            }
+            ScopedMutant::MissingBucketUnavailable => {
+                "a missing bucket (NoSuchBucket) is storage_unavailable like any store error, hiding the deployment mistake an operator fixes once"
+            }
+            ScopedMutant::StoreDeniedAsPermission => {
+                "the store's AccessDenied (403) is answered permission_denied, telling the model to ask for access to a scope it already has"
+            }
+            ScopedMutant::ThrottleNotRetried => {
+                "a throttle (503 SlowDown) is reported at once instead of retried, so a store asking for a moment fails the turn"
+            }
+            ScopedMutant::LifecycleMerged => {
+                "applying the lifecycle configuration adds its rules to those on the bucket instead of replacing them, so a raised backstop never takes effect (the shortest expiry wins)"
+            }
+            ScopedMutant::KeptClassesExpire => {
+                "the agents/ and workspaces/ lifecycle rules carry the session backstop's expiration too, so files kept until deletion vanish after a year"
+            }
+            ScopedMutant::ListingByScope => {
+                "a listing with no prefix is each scope's listing one after another, not one listing in path order"
             }
         }
     }

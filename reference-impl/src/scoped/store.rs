@@ -28,6 +28,11 @@ use crate::clock::{Clock, Timestamp, DAY_MS};
 /// S3's limit on keys per DeleteObjects request, and ListObjectsV2's page size.
 pub const S3_BATCH: usize = 1000;
 
+/// Attempts at one S3 request the store answers with a throttle (503) before the operation
+/// fails with `storage_unavailable`: SPEC SC-8.4's "at least three", as the AWS SDKs' standard
+/// retry mode makes.
+pub const S3_ATTEMPTS: u32 = 3;
+
 /// The environment variable naming the idle TTL of session files, in days.
 pub const TTL_ENV: &str = "OUTTURN_SESSION_FILE_TTL_DAYS";
 pub const DEFAULT_TTL_DAYS: u32 = 30;
@@ -222,7 +227,15 @@ enum S3Failure {
     Error(ScopedError),
 }
 
-fn classify<E>(operation: &'static str, bucket: &str, err: SdkError<E>) -> S3Failure
+/// How a store's error maps to a reason (SPEC SC-8.1, SC-8.3): a missing bucket is
+/// `no_such_bucket`, a missing object is not found, and everything else the store answers
+/// (AccessDenied and a throttle that outlasted its retries included) is `storage_unavailable`.
+fn classify<E>(
+    operation: &'static str,
+    bucket: &str,
+    mutant: Option<ScopedMutant>,
+    err: SdkError<E>,
+) -> S3Failure
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
@@ -232,9 +245,16 @@ where
         .and_then(|e| e.code())
         .map(str::to_string);
     match code.as_deref() {
-        Some("NoSuchBucket") => {
+        Some("NoSuchBucket") if mutant != Some(ScopedMutant::MissingBucketUnavailable) => {
             return S3Failure::Error(ScopedError::NoSuchBucket {
                 bucket: bucket.to_string(),
+            })
+        }
+        Some("AccessDenied") if mutant == Some(ScopedMutant::StoreDeniedAsPermission) => {
+            return S3Failure::Error(ScopedError::PermissionDenied {
+                scope: Scope::Session,
+                granted: Access::None,
+                needed: Access::ReadWrite,
             })
         }
         Some("NoSuchKey") | Some("NotFound") => return S3Failure::NotFound,
@@ -249,11 +269,16 @@ where
     })
 }
 
-fn must<E>(operation: &'static str, bucket: &str, err: SdkError<E>) -> ScopedError
+fn must<E>(
+    operation: &'static str,
+    bucket: &str,
+    mutant: Option<ScopedMutant>,
+    err: SdkError<E>,
+) -> ScopedError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
-    match classify(operation, bucket, err) {
+    match classify(operation, bucket, mutant, err) {
         S3Failure::NotFound => ScopedError::Storage {
             operation,
             message: "unexpected 404".into(),
@@ -321,6 +346,32 @@ impl ScopedStore {
 
     fn is(&self, m: ScopedMutant) -> bool {
         self.cfg.mutant == Some(m)
+    }
+
+    /// Sends one S3 request, made afresh by `request` for each attempt, retrying it while the
+    /// store answers 503 (SlowDown or ServiceUnavailable: a throttle), at most
+    /// [`S3_ATTEMPTS`] attempts in all with a short backoff between them (SPEC SC-8.4). Any
+    /// other error is answered at once, never retried.
+    async fn send<T, E, Fut>(&self, mut request: impl FnMut() -> Fut) -> Result<T, SdkError<E>>
+    where
+        Fut: std::future::Future<Output = Result<T, SdkError<E>>>,
+    {
+        let mut attempt = 1;
+        loop {
+            match request().await {
+                Err(e)
+                    if attempt < S3_ATTEMPTS
+                        && !self.is(ScopedMutant::ThrottleNotRetried)
+                        && e.raw_response().map(|r| r.status().as_u16()) == Some(503) =>
+                {
+                    // Backoff is not time the scenario sees: every attempt runs at the
+                    // request's `now`.
+                    tokio::time::sleep(std::time::Duration::from_millis(10 << attempt)).await;
+                    attempt += 1;
+                }
+                r => return r,
+            }
+        }
     }
 
     fn crash(&self, point: CrashPoint) -> Result<(), ScopedError> {
@@ -542,19 +593,21 @@ impl ScopedStore {
         source_sha: Option<&str>,
     ) -> Result<(), ScopedError> {
         self.counters.put.fetch_add(1, Ordering::Relaxed);
-        let mut req = self
-            .s3
-            .put_object()
-            .bucket(&self.cfg.bucket)
-            .key(key)
-            .metadata(WRITTEN_AT_META, self.now().0.to_string());
-        if let Some(sha) = source_sha {
-            req = req.metadata(SOURCE_SHA_META, sha);
-        }
-        req.body(ByteStream::from(bytes))
-            .send()
-            .await
-            .map_err(|e| must("PutObject", &self.cfg.bucket, e))?;
+        let written_at = self.now().0.to_string();
+        self.send(|| {
+            let mut req = self
+                .s3
+                .put_object()
+                .bucket(&self.cfg.bucket)
+                .key(key)
+                .metadata(WRITTEN_AT_META, &written_at);
+            if let Some(sha) = source_sha {
+                req = req.metadata(SOURCE_SHA_META, sha);
+            }
+            req.body(ByteStream::from(bytes.clone())).send()
+        })
+        .await
+        .map_err(|e| must("PutObject", &self.cfg.bucket, self.mutant(), e))?;
         Ok(())
     }
 
@@ -569,11 +622,13 @@ impl ScopedStore {
     ) -> Result<Option<(Vec<u8>, Option<String>)>, ScopedError> {
         self.counters.get.fetch_add(1, Ordering::Relaxed);
         match self
-            .s3
-            .get_object()
-            .bucket(&self.cfg.bucket)
-            .key(key)
-            .send()
+            .send(|| {
+                self.s3
+                    .get_object()
+                    .bucket(&self.cfg.bucket)
+                    .key(key)
+                    .send()
+            })
             .await
         {
             Ok(out) => {
@@ -584,7 +639,7 @@ impl ScopedStore {
                 })?;
                 Ok(Some((body.into_bytes().to_vec(), stamp)))
             }
-            Err(e) => match classify("GetObject", &self.cfg.bucket, e) {
+            Err(e) => match classify("GetObject", &self.cfg.bucket, self.mutant(), e) {
                 S3Failure::NotFound => Ok(None),
                 S3Failure::Error(e) => Err(e),
             },
@@ -599,17 +654,19 @@ impl ScopedStore {
     async fn head_stamp(&self, key: &str) -> Result<Option<Option<String>>, ScopedError> {
         self.counters.head.fetch_add(1, Ordering::Relaxed);
         match self
-            .s3
-            .head_object()
-            .bucket(&self.cfg.bucket)
-            .key(key)
-            .send()
+            .send(|| {
+                self.s3
+                    .head_object()
+                    .bucket(&self.cfg.bucket)
+                    .key(key)
+                    .send()
+            })
             .await
         {
             Ok(out) => Ok(Some(
                 out.metadata().and_then(|m| m.get(SOURCE_SHA_META)).cloned(),
             )),
-            Err(e) => match classify("HeadObject", &self.cfg.bucket, e) {
+            Err(e) => match classify("HeadObject", &self.cfg.bucket, self.mutant(), e) {
                 S3Failure::NotFound => Ok(None),
                 S3Failure::Error(e) => Err(e),
             },
@@ -618,13 +675,15 @@ impl ScopedStore {
 
     async fn delete_one(&self, key: &str) -> Result<(), ScopedError> {
         self.counters.delete_one.fetch_add(1, Ordering::Relaxed);
-        self.s3
-            .delete_object()
-            .bucket(&self.cfg.bucket)
-            .key(key)
-            .send()
-            .await
-            .map_err(|e| must("DeleteObject", &self.cfg.bucket, e))?;
+        self.send(|| {
+            self.s3
+                .delete_object()
+                .bucket(&self.cfg.bucket)
+                .key(key)
+                .send()
+        })
+        .await
+        .map_err(|e| must("DeleteObject", &self.cfg.bucket, self.mutant(), e))?;
         Ok(())
     }
 
@@ -635,15 +694,17 @@ impl ScopedStore {
         loop {
             self.counters.list.fetch_add(1, Ordering::Relaxed);
             let page = self
-                .s3
-                .list_objects_v2()
-                .bucket(&self.cfg.bucket)
-                .prefix(prefix)
-                .max_keys(S3_BATCH as i32)
-                .set_continuation_token(token.take())
-                .send()
+                .send(|| {
+                    self.s3
+                        .list_objects_v2()
+                        .bucket(&self.cfg.bucket)
+                        .prefix(prefix)
+                        .max_keys(S3_BATCH as i32)
+                        .set_continuation_token(token.clone())
+                        .send()
+                })
                 .await
-                .map_err(|e| must("ListObjectsV2", &self.cfg.bucket, e))?;
+                .map_err(|e| must("ListObjectsV2", &self.cfg.bucket, self.mutant(), e))?;
             for o in page.contents() {
                 if let Some(k) = o.key() {
                     out.push((k.to_string(), o.size().unwrap_or(0).max(0) as u64));
@@ -681,13 +742,15 @@ impl ScopedStore {
                 })?;
             self.counters.delete_batch.fetch_add(1, Ordering::Relaxed);
             let out = self
-                .s3
-                .delete_objects()
-                .bucket(&self.cfg.bucket)
-                .delete(delete)
-                .send()
+                .send(|| {
+                    self.s3
+                        .delete_objects()
+                        .bucket(&self.cfg.bucket)
+                        .delete(delete.clone())
+                        .send()
+                })
                 .await
-                .map_err(|e| must("DeleteObjects", &self.cfg.bucket, e))?;
+                .map_err(|e| must("DeleteObjects", &self.cfg.bucket, self.mutant(), e))?;
             if !self.is(ScopedMutant::PartialBatchMarkedDone) {
                 failed.extend(
                     out.errors()
@@ -872,7 +935,11 @@ impl ScopedStore {
                     files.push(ListedFile { path, size });
                 }
             }
-            files.sort_by(|a, b| a.path.cmp(&b.path));
+            // One listing in the order of its guest paths' bytes (SPEC SC-4.4), however many
+            // scopes it spans; the mutant leaves each scope's files where its listing put them.
+            if !self.is(ScopedMutant::ListingByScope) {
+                files.sort_by(|a, b| a.path.cmp(&b.path));
+            }
             Ok(files)
         })
         .await
@@ -890,14 +957,75 @@ impl ScopedStore {
         config
             .validate_for_ttl(self.cfg.session_file_ttl_days)
             .map_err(|e| ScopedError::Config(e.to_string()))?;
-        let aws = super::lifecycle::to_aws(config).map_err(ScopedError::Config)?;
-        self.s3
-            .put_bucket_lifecycle_configuration()
-            .bucket(&self.cfg.bucket)
-            .lifecycle_configuration(aws)
-            .send()
-            .await
-            .map_err(|e| must("PutBucketLifecycleConfiguration", &self.cfg.bucket, e))?;
+        let mut config = config.clone();
+        if self.is(ScopedMutant::KeptClassesExpire) {
+            let backstop = config.rules.iter().find_map(|r| r.expiration_days);
+            for r in &mut config.rules {
+                r.expiration_days = r.expiration_days.or(backstop);
+            }
+        }
+        if self.is(ScopedMutant::LifecycleMerged) {
+            // Keeps what the bucket has and adds this configuration's rules, with ids made
+            // unique by the backstop they carry.
+            let kept = self
+                .send(|| {
+                    self.s3
+                        .get_bucket_lifecycle_configuration()
+                        .bucket(&self.cfg.bucket)
+                        .send()
+                })
+                .await
+                .map(|got| got.rules().to_vec())
+                .unwrap_or_default();
+            let mut aws = super::lifecycle::to_aws(&config).map_err(ScopedError::Config)?;
+            let mut rules = kept;
+            for mut r in aws.rules().to_vec() {
+                let days = r.expiration().and_then(|e| e.days()).unwrap_or(0);
+                r.id = Some(format!("{}-{days}", r.id().unwrap_or_default()));
+                if !rules.iter().any(|k| k.id() == r.id()) {
+                    rules.push(r);
+                }
+            }
+            aws = aws_sdk_s3::types::BucketLifecycleConfiguration::builder()
+                .set_rules(Some(rules))
+                .build()
+                .map_err(|e| ScopedError::Config(e.to_string()))?;
+            return self
+                .send(|| {
+                    self.s3
+                        .put_bucket_lifecycle_configuration()
+                        .bucket(&self.cfg.bucket)
+                        .lifecycle_configuration(aws.clone())
+                        .send()
+                })
+                .await
+                .map(|_| ())
+                .map_err(|e| {
+                    must(
+                        "PutBucketLifecycleConfiguration",
+                        &self.cfg.bucket,
+                        self.mutant(),
+                        e,
+                    )
+                });
+        }
+        let aws = super::lifecycle::to_aws(&config).map_err(ScopedError::Config)?;
+        self.send(|| {
+            self.s3
+                .put_bucket_lifecycle_configuration()
+                .bucket(&self.cfg.bucket)
+                .lifecycle_configuration(aws.clone())
+                .send()
+        })
+        .await
+        .map_err(|e| {
+            must(
+                "PutBucketLifecycleConfiguration",
+                &self.cfg.bucket,
+                self.mutant(),
+                e,
+            )
+        })?;
         Ok(())
     }
 
@@ -1156,13 +1284,15 @@ impl ScopedStore {
         for (key, _) in self.list_keys(class).await? {
             self.counters.head.fetch_add(1, Ordering::Relaxed);
             let head = self
-                .s3
-                .head_object()
-                .bucket(&self.cfg.bucket)
-                .key(&key)
-                .send()
+                .send(|| {
+                    self.s3
+                        .head_object()
+                        .bucket(&self.cfg.bucket)
+                        .key(&key)
+                        .send()
+                })
                 .await
-                .map_err(|e| must("HeadObject", &self.cfg.bucket, e))?;
+                .map_err(|e| must("HeadObject", &self.cfg.bucket, self.mutant(), e))?;
             let written = head
                 .metadata()
                 .and_then(|m| m.get(WRITTEN_AT_META))

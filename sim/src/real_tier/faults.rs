@@ -30,6 +30,24 @@ pub struct FaultPlan {
     /// Exact failures: `(operation, n)` fails the n-th request (1-based) of that operation
     /// (`"PutObject"`, `"DeleteObjects"`, …) counted from when this plan was set.
     pub fail_requests: Vec<(String, u64)>,
+    /// Every request fails with 404 NoSuchBucket, as if the bucket had been deleted.
+    pub no_such_bucket: bool,
+    /// Every request fails with 403 AccessDenied, as if the credentials had lost their grant.
+    pub access_denied: bool,
+    /// Requests answered 503 SlowDown: the next N of any operation, or every one.
+    pub throttle: Throttle,
+}
+
+/// How many requests a throttled store answers with 503 SlowDown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Throttle {
+    #[default]
+    Off,
+    /// The next N requests, of any operation, counted from when the plan was set.
+    Next(u64),
+    /// Every request until the plan changes.
+    Always,
 }
 
 /// Every operation name the wrapper counts, so `faults fail OP N` can be checked at load.
@@ -65,6 +83,8 @@ struct State {
     counts: OpCounts,
     since_plan: OpCounts,
     injected: u64,
+    /// Requests throttled since the plan was set (for [`Throttle::Next`]).
+    throttled: u64,
     lifecycle: BTreeMap<String, BucketLifecycleConfiguration>,
 }
 
@@ -80,6 +100,7 @@ impl FaultHandle {
             counts: OpCounts::new(),
             since_plan: OpCounts::new(),
             injected: 0,
+            throttled: 0,
             lifecycle: BTreeMap::new(),
         })))
     }
@@ -94,6 +115,7 @@ impl FaultHandle {
         let mut s = self.lock();
         s.plan = plan;
         s.since_plan.clear();
+        s.throttled = 0;
     }
 
     pub fn plan(&self) -> FaultPlan {
@@ -154,6 +176,40 @@ impl FaultHandle {
             s.injected += 1;
             return (
                 Some(s3_error!(ServiceUnavailable, "injected: store down")),
+                latency,
+            );
+        }
+        // The store's own error classes, with the codes and statuses a real S3 answers.
+        if s.plan.no_such_bucket {
+            s.injected += 1;
+            return (
+                Some(s3_error!(
+                    NoSuchBucket,
+                    "injected: the bucket does not exist"
+                )),
+                latency,
+            );
+        }
+        if s.plan.access_denied {
+            s.injected += 1;
+            return (
+                Some(s3_error!(AccessDenied, "injected: access denied")),
+                latency,
+            );
+        }
+        let throttled = match s.plan.throttle {
+            Throttle::Off => false,
+            Throttle::Always => true,
+            Throttle::Next(n) => s.throttled < n,
+        };
+        if throttled {
+            s.throttled += 1;
+            s.injected += 1;
+            return (
+                Some(s3_error!(
+                    SlowDown,
+                    "injected: please reduce your request rate"
+                )),
                 latency,
             );
         }

@@ -128,9 +128,9 @@ impl Drop for S3Server {
 }
 
 /// An aws-sdk-s3 client for any S3 endpoint speaking plain HTTP, signing with the harness keys.
-/// Path-style addressing, because a loopback address has no bucket subdomains. Retries are off:
-/// the reference implementation reports a failed request rather than the SDK hiding injected
-/// faults behind retries.
+/// Path-style addressing, because a loopback address has no bucket subdomains. The SDK's own
+/// retries are off (they would retry a 500 too, hiding injected faults): the reference retries a
+/// throttle (503) itself and reports every other failed request (SPEC SC-8.4).
 pub fn s3_client(endpoint: &str) -> aws_sdk_s3::Client {
     s3_client_with(endpoint, REGION, ACCESS_KEY, SECRET_KEY)
 }

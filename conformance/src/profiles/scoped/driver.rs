@@ -15,8 +15,10 @@ use tidemark_reference::scoped::{
 };
 
 use super::remote::{
-    bucket_keys, fault_plan, op_name, run_age_rule, side, with_skill_hashes, ScopedService, Side,
+    bucket_keys, fault_plan, lifecycle_rules, op_name, run_age_rule, side, with_skill_hashes,
+    ScopedService, Side,
 };
+use tidemark_sim::real_tier::faults::Throttle;
 use tidemark_sim::real_tier::{RealTier, RealTierError, S3Server, TestDatabase};
 
 /// Who is calling: a turn in workspace/agent/session, with the skills it was sent by name.
@@ -139,6 +141,15 @@ pub enum ScopedOp {
         /// `(operation, n)`: the n-th request of that operation from now fails.
         #[serde(default)]
         fail_requests: Vec<(String, u64)>,
+        /// Every request answers 404 NoSuchBucket.
+        #[serde(default)]
+        no_such_bucket: bool,
+        /// Every request answers 403 AccessDenied.
+        #[serde(default)]
+        access_denied: bool,
+        /// Requests answered 503 SlowDown.
+        #[serde(default)]
+        throttle: Throttle,
     },
     Heal,
     /// Every key under a prefix, straight from the bucket.
@@ -149,6 +160,9 @@ pub enum ScopedOp {
     PendingDeletions,
     /// Prefixes with a deletion record, sorted.
     DeletionRecords,
+    /// The bucket's lifecycle configuration, read back through GetBucketLifecycleConfiguration
+    /// and described rule by rule without ids ([`super::remote::lifecycle_rules`]).
+    LifecycleRules,
     /// Puts the profile's lifecycle configuration on the bucket.
     ApplyLifecycle {
         session_backstop_days: u32,
@@ -201,6 +215,10 @@ pub enum ScopedOutcome {
     },
     Prefixes {
         prefixes: Vec<String>,
+    },
+    /// The bucket's lifecycle rules, each described without its id, in id order.
+    Rules {
+        rules: Vec<String>,
     },
     /// Refused with a reason code (SPEC SC-8); nothing changed.
     Refused {
@@ -450,6 +468,11 @@ impl ScopedDriver {
                     .collect::<std::collections::BTreeSet<_>>()
                     .into_iter()
                     .collect(),
+            },
+            ScopedOp::LifecycleRules => ScopedOutcome::Rules {
+                rules: lifecycle_rules(&self.tier.s3().client(), &self.config.bucket)
+                    .await
+                    .map_err(Failure::Harness)?,
             },
             ScopedOp::RunAgeRule { prefix, days } => ScopedOutcome::Keys {
                 keys: run_age_rule(

@@ -394,6 +394,11 @@ async fn harness_step(
                     .map_err(|e| DriverError(format!("{whose}: {e}")))?,
             }
         }
+        ScopedOp::LifecycleRules => ScopedOutcome::Rules {
+            rules: remote::lifecycle_rules(&client, &provided.bucket)
+                .await
+                .map_err(harness)?,
+        },
         ScopedOp::RunAgeRule { prefix, days } => ScopedOutcome::Keys {
             keys: remote::run_age_rule(&client, &provided.bucket, prefix, *days, now)
                 .await
@@ -434,6 +439,7 @@ pub fn expect_text(e: &Expect) -> String {
         Expect::Text(Some(t)) => format!("text {t:?}"),
         Expect::Text(None) => "no text".into(),
         Expect::List(items) => list_text(items),
+        Expect::Ordered(items) => format!("in order {}", list_text(items)),
         Expect::Refused(r) => format!("refused {r}"),
         Expect::Swept {
             sessions,
@@ -455,6 +461,7 @@ pub fn outcome_text(o: &ScopedOutcome) -> String {
         ScopedOutcome::Listing { paths } => list_text(paths),
         ScopedOutcome::Keys { keys } => list_text(keys),
         ScopedOutcome::Prefixes { prefixes } => list_text(prefixes),
+        ScopedOutcome::Rules { rules } => list_text(rules),
         ScopedOutcome::Published { sha256 } => format!("published {sha256}"),
         ScopedOutcome::Swept {
             sessions,

@@ -72,6 +72,7 @@ pub fn side(op: &ScopedOp) -> Side {
         | ScopedOp::BucketKeys { .. }
         | ScopedOp::PendingDeletions
         | ScopedOp::DeletionRecords
+        | ScopedOp::LifecycleRules
         | ScopedOp::RunAgeRule { .. } => Side::Harness,
     }
 }
@@ -375,6 +376,7 @@ impl ScopedService {
             | ScopedOp::BucketKeys { .. }
             | ScopedOp::PendingDeletions
             | ScopedOp::DeletionRecords
+            | ScopedOp::LifecycleRules
             | ScopedOp::RunAgeRule { .. } => {
                 return Err(Failure::Other(format!(
                     "{} is a harness-side step, never sent to an implementation",
@@ -520,6 +522,137 @@ pub async fn run_age_rule(
     ex.run_on_bucket(client, bucket, now).await
 }
 
+/// The bucket's lifecycle configuration as the store answers GetBucketLifecycleConfiguration,
+/// one description per rule in id order (none when the bucket has no configuration), judged by
+/// what SPEC SC-7.1 pins and not by the ids, which are the implementation's choice: a rule is
+/// `PREFIX` (`""` for an empty one; a filter that is not a prefix is spelled `tag:K=V`,
+/// `size>N`, `size<N`, `and(...)` or `no-filter`), then `expire Nd` or `expire on DATE`,
+/// `abort Nd`, and `disabled` when it is not enabled, with anything else the rule carries
+/// (noncurrent versions, transitions, delete markers) named so that it never matches silently.
+/// Ids that SC-7.2 forbids (empty, longer than 255 characters, or used twice) add one entry
+/// naming them, so no expectation can match them either.
+pub async fn lifecycle_rules(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+) -> Result<Vec<String>, String> {
+    use aws_sdk_s3::error::ProvideErrorMetadata;
+    use aws_sdk_s3::types::{ExpirationStatus, LifecycleRuleFilter};
+    let got = match client
+        .get_bucket_lifecycle_configuration()
+        .bucket(bucket)
+        .send()
+        .await
+    {
+        Ok(got) => got,
+        Err(e) if e.code() == Some("NoSuchLifecycleConfiguration") => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(format!(
+                "reading the bucket's lifecycle configuration: {}",
+                aws_sdk_s3::error::DisplayErrorContext(&e)
+            ))
+        }
+    };
+    let filter = |f: Option<&LifecycleRuleFilter>| -> String {
+        let Some(f) = f else {
+            return "no-filter".into();
+        };
+        let prefix = |p: &str| {
+            if p.is_empty() {
+                "\"\"".to_string()
+            } else {
+                p.to_string()
+            }
+        };
+        if let Some(p) = f.prefix() {
+            return prefix(p);
+        }
+        if let Some(t) = f.tag() {
+            return format!("tag:{}={}", t.key(), t.value());
+        }
+        if let Some(n) = f.object_size_greater_than() {
+            return format!("size>{n}");
+        }
+        if let Some(n) = f.object_size_less_than() {
+            return format!("size<{n}");
+        }
+        if let Some(a) = f.and() {
+            let mut parts = Vec::new();
+            if let Some(p) = a.prefix() {
+                parts.push(prefix(p));
+            }
+            parts.extend(
+                a.tags()
+                    .iter()
+                    .map(|t| format!("tag:{}={}", t.key(), t.value())),
+            );
+            if let Some(n) = a.object_size_greater_than() {
+                parts.push(format!("size>{n}"));
+            }
+            if let Some(n) = a.object_size_less_than() {
+                parts.push(format!("size<{n}"));
+            }
+            return format!("and({})", parts.join(" "));
+        }
+        "no-filter".into()
+    };
+    let mut rules: Vec<(String, String)> = Vec::new();
+    let mut ids = std::collections::BTreeMap::<String, usize>::new();
+    #[allow(deprecated)]
+    for r in got.rules() {
+        let id = r.id().unwrap_or_default().to_string();
+        *ids.entry(id.clone()).or_default() += 1;
+        // A rule's prefix may also sit outside the filter (the older, deprecated spelling).
+        let mut d = match (r.filter(), r.prefix()) {
+            (None, Some(p)) => p.to_string(),
+            (f, _) => filter(f),
+        };
+        if let Some(e) = r.expiration() {
+            if let Some(days) = e.days() {
+                d.push_str(&format!(" expire {days}d"));
+            }
+            if let Some(date) = e.date() {
+                d.push_str(&format!(" expire on {date}"));
+            }
+            if e.expired_object_delete_marker() == Some(true) {
+                d.push_str(" expire delete-markers");
+            }
+        }
+        if let Some(days) = r
+            .abort_incomplete_multipart_upload()
+            .and_then(|a| a.days_after_initiation())
+        {
+            d.push_str(&format!(" abort {days}d"));
+        }
+        if r.noncurrent_version_expiration().is_some() {
+            d.push_str(" noncurrent-expiration");
+        }
+        if !r.transitions().is_empty() || !r.noncurrent_version_transitions().is_empty() {
+            d.push_str(" transitions");
+        }
+        if r.status() != &ExpirationStatus::Enabled {
+            d.push_str(" disabled");
+        }
+        rules.push((id, d));
+    }
+    rules.sort();
+    let mut out: Vec<String> = rules.into_iter().map(|(_, d)| d).collect();
+    let bad: Vec<String> = ids
+        .iter()
+        .filter(|(id, n)| **n > 1 || id.is_empty() || id.chars().count() > 255)
+        .map(|(id, n)| {
+            if *n > 1 {
+                format!("{:?} used {n} times", tidemark_sim::clip::clip(id))
+            } else {
+                format!("{:?} not 1-255 characters", tidemark_sim::clip::clip(id))
+            }
+        })
+        .collect();
+    if !bad.is_empty() {
+        out.push(format!("ids SC-7.2 refuses: {}", bad.join("; ")));
+    }
+    Ok(out)
+}
+
 /// The fault plan a `faults` step sets, if `op` is one.
 pub fn fault_plan(op: &ScopedOp) -> Option<FaultPlan> {
     match op {
@@ -528,12 +661,18 @@ pub fn fault_plan(op: &ScopedOp) -> Option<FaultPlan> {
             error_rate,
             delete_key_failure_rate,
             fail_requests,
+            no_such_bucket,
+            access_denied,
+            throttle,
         } => Some(FaultPlan {
             down: *down,
             error_rate: *error_rate,
             delete_key_failure_rate: *delete_key_failure_rate,
             latency: Duration::ZERO,
             fail_requests: fail_requests.clone(),
+            no_such_bucket: *no_such_bucket,
+            access_denied: *access_denied,
+            throttle: *throttle,
         }),
         _ => None,
     }

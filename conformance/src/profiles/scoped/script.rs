@@ -25,20 +25,21 @@
 //! - `publish skill NAME in W FILE="CONTENT" ...`
 //! - `TURN write PATH "CONTENT" during sweep` (a write raced against a sweep)
 //! - `advance 1d2h`, `sweep`, `crash at POINT`, `restart`, `heal`,
-//!   `faults down`, `faults delete-failure RATE`, `faults error RATE`, `faults fail OP N`
+//!   `faults down`, `faults delete-failure RATE`, `faults error RATE`, `faults fail OP N`,
+//!   `faults no-such-bucket`, `faults access-denied`, `faults throttle`, `faults throttle N`
 //! - `apply lifecycle BACKSTOP_DAYS`, `lifecycle age-only PREFIX DAYS` (runs an age-only rule
 //!   with AWS semantics and answers the keys it deleted)
-//! - `bucket PREFIX`, `pending deletions`, `deletion records`
+//! - `bucket PREFIX`, `pending deletions`, `deletion records`, `lifecycle rules`
 //!
 //! Expectations after `=>` (a step without one must answer `ok`): `ok`, `written PATH`,
-//! `"CONTENT"`, `text "TEXT"`, `no text`, `[a, b, ...]`, `refused REASON`,
+//! `"CONTENT"`, `text "TEXT"`, `no text`, `[a, b, ...]`, `in order [a, b, ...]`, `refused REASON`,
 //! `swept N sessions, M deletions`, `crashed`, `published`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use tidemark_sim::clip::{clip, clip_field, MAX_SCENARIO_SPAN_MS};
-use tidemark_sim::real_tier::faults::S3_OPERATIONS;
+use tidemark_sim::real_tier::faults::{FaultPlan, Throttle, S3_OPERATIONS};
 
 use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tidemark_reference::scoped::Access;
@@ -102,8 +103,13 @@ pub enum Expect {
     Content(String),
     Text(Option<String>),
     List(Vec<String>),
+    /// A guest listing whose order is checked too (`in order [a, b]`, SPEC SC-4.4).
+    Ordered(Vec<String>),
     Refused(String),
-    Swept { sessions: u64, deletions: u64 },
+    Swept {
+        sessions: u64,
+        deletions: u64,
+    },
     Crashed,
     Published,
 }
@@ -126,6 +132,8 @@ impl Expect {
             (Expect::List(l), ScopedOutcome::Prefixes { prefixes }) => {
                 sorted(l) == sorted(prefixes)
             }
+            (Expect::List(l), ScopedOutcome::Rules { rules }) => sorted(l) == sorted(rules),
+            (Expect::Ordered(l), ScopedOutcome::Listing { paths }) => l == paths,
             (Expect::Refused(r), ScopedOutcome::Refused { reason, .. }) => r == reason,
             (
                 Expect::Swept {
@@ -382,6 +390,29 @@ fn fault_op(op: &str) -> Result<String, String> {
     }
 }
 
+/// A count of requests (`faults fail OP N`, `faults throttle N`): a whole number from 1.
+fn request_count(n: &str) -> Result<u64, String> {
+    n.parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+        format!(
+            "the request number is a whole number from 1, not {:?}",
+            clip(n)
+        )
+    })
+}
+
+/// The `faults` step that sets `plan` (its latency is never set by a scenario).
+fn faults(plan: FaultPlan) -> ScopedOp {
+    ScopedOp::Faults {
+        down: plan.down,
+        error_rate: plan.error_rate,
+        delete_key_failure_rate: plan.delete_key_failure_rate,
+        fail_requests: plan.fail_requests,
+        no_such_bucket: plan.no_such_bucket,
+        access_denied: plan.access_denied,
+        throttle: plan.throttle,
+    }
+}
+
 /// The scoped knobs, each with the range SPEC part SC allows: the idle TTL is a whole number of
 /// days (SC-5.1), at least one, and at most a century.
 pub const SCOPED_KNOBS: &[(&str, i64, i64)] = &[("session_file_ttl_days", 1, 36_500)];
@@ -511,38 +542,46 @@ fn action(w: &[String]) -> Result<Action, String> {
         ["crash", "at", p] => ScopedOp::CrashAt {
             point: CrashPointName(p.into()),
         },
-        ["faults", "down"] => ScopedOp::Faults {
+        ["faults", "down"] => faults(FaultPlan {
             down: true,
-            error_rate: 0.0,
-            delete_key_failure_rate: 0.0,
-            fail_requests: Vec::new(),
-        },
-        ["faults", "delete-failure", r] => ScopedOp::Faults {
-            down: false,
-            error_rate: 0.0,
+            ..FaultPlan::default()
+        }),
+        ["faults", "delete-failure", r] => faults(FaultPlan {
             delete_key_failure_rate: rate(r)?,
-            fail_requests: Vec::new(),
-        },
-        ["faults", "error", r] => ScopedOp::Faults {
-            down: false,
+            ..FaultPlan::default()
+        }),
+        ["faults", "error", r] => faults(FaultPlan {
             error_rate: rate(r)?,
-            delete_key_failure_rate: 0.0,
-            fail_requests: Vec::new(),
-        },
-        ["faults", "fail", op, n] => ScopedOp::Faults {
-            down: false,
-            error_rate: 0.0,
-            delete_key_failure_rate: 0.0,
-            fail_requests: vec![(
-                fault_op(op)?,
-                n.parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(|| {
-                    format!(
-                        "the request number is a whole number from 1, not {:?}",
-                        clip(n)
-                    )
-                })?,
-            )],
-        },
+            ..FaultPlan::default()
+        }),
+        ["faults", "fail", op, n] => faults(FaultPlan {
+            fail_requests: vec![(fault_op(op)?, request_count(n)?)],
+            ..FaultPlan::default()
+        }),
+        ["faults", "no-such-bucket"] => faults(FaultPlan {
+            no_such_bucket: true,
+            ..FaultPlan::default()
+        }),
+        ["faults", "access-denied"] => faults(FaultPlan {
+            access_denied: true,
+            ..FaultPlan::default()
+        }),
+        ["faults", "throttle"] => faults(FaultPlan {
+            throttle: Throttle::Always,
+            ..FaultPlan::default()
+        }),
+        ["faults", "throttle", n] => faults(FaultPlan {
+            throttle: Throttle::Next(request_count(n)?),
+            ..FaultPlan::default()
+        }),
+        ["faults", ..] => {
+            return Err(format!(
+                "no such fault: {}; expected faults down, faults error RATE, faults delete-failure RATE, \
+                 faults fail OP N, faults no-such-bucket, faults access-denied, faults throttle or faults throttle N",
+                clip(&s.join(" "))
+            ))
+        }
+        ["lifecycle", "rules"] => ScopedOp::LifecycleRules,
         ["apply", "lifecycle", days] => ScopedOp::ApplyLifecycle {
             session_backstop_days: days.parse().map_err(|_| format!("bad days {days}"))?,
         },
@@ -633,6 +672,7 @@ fn expect(w: &[String]) -> Result<Expect, String> {
         },
         [c] if c.starts_with('"') => Expect::Content(unquote(c)?),
         [l] if l.starts_with('[') => Expect::List(list(l)?),
+        ["in", "order", l] if l.starts_with('[') => Expect::Ordered(list(l)?),
         _ => return Err(format!("no such expectation: {}", clip(&s.join(" ")))),
     })
 }
@@ -982,6 +1022,56 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.line, 4);
+    }
+
+    #[test]
+    fn the_store_error_faults_and_the_lifecycle_read_back_parse_strictly() {
+        let s = parse(
+            Path::new("x.tdm"),
+            "scenario: s\nprofile: scoped\nrules: SC-8.4\n\
+             faults throttle 2\nfaults throttle\nfaults no-such-bucket\nfaults access-denied\n\
+             lifecycle rules => [\"sessions/ expire 365d abort 7d\", \"agents/ abort 7d\"]\n\
+             w1/a1/s1 list => in order [session/B.md, session/a.md]\n",
+        )
+        .unwrap();
+        let plan = |i: usize| match &s.steps[i].action {
+            Action::Op(op) => super::super::remote::fault_plan(op).unwrap(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(plan(0).throttle, Throttle::Next(2));
+        assert_eq!(plan(1).throttle, Throttle::Always);
+        assert!(plan(2).no_such_bucket && !plan(2).access_denied);
+        assert!(plan(3).access_denied && !plan(3).down);
+        assert_eq!(
+            s.steps[4].expect,
+            Expect::List(vec![
+                "sessions/ expire 365d abort 7d".into(),
+                "agents/ abort 7d".into()
+            ])
+        );
+        // `in order` checks the order; a plain list does not.
+        let listing = |p: &[&str]| ScopedOutcome::Listing {
+            paths: p.iter().map(|x| x.to_string()).collect(),
+        };
+        assert!(s.steps[5]
+            .expect
+            .matches(&listing(&["session/B.md", "session/a.md"])));
+        assert!(!s.steps[5]
+            .expect
+            .matches(&listing(&["session/a.md", "session/B.md"])));
+        for bad in [
+            "faults throttle 0",
+            "faults throttle -1",
+            "faults throttle x",
+            "faults slow",
+        ] {
+            let e = parse(
+                Path::new("x.tdm"),
+                &format!("scenario: s\nprofile: scoped\nrules: SC-8.4\n{bad}\n"),
+            )
+            .unwrap_err();
+            assert_eq!(e.line, 4, "{bad}: {e}");
+        }
     }
 
     #[test]

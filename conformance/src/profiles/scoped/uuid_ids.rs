@@ -204,6 +204,7 @@ impl IdMap {
             | Heal
             | PendingDeletions
             | DeletionRecords
+            | LifecycleRules
             | ApplyLifecycle { .. }) => other,
         }
     }

@@ -1173,7 +1173,7 @@ fn faults(master: MasterSeed) -> Vec<(u64, Fault)> {
         error_rate,
         delete_key_failure_rate,
         latency: Duration::ZERO,
-        fail_requests: Vec::new(),
+        ..FaultPlan::default()
     };
     for _ in 0..rng.gen_range(6..14) {
         let at = rng.gen_range(200..5_000);

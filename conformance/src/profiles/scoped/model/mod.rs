@@ -915,10 +915,18 @@ impl<'a> Runner<'a> {
         match (r, self.model.sessions[i].deleted) {
             (Err(ScopedError::Storage { .. }), _) if self.faulty() => self.note("failed: storage"),
             (Ok(files), false) => {
-                let got: BTreeSet<String> = files.into_iter().map(|f| f.path).collect();
+                let listed: Vec<String> = files.into_iter().map(|f| f.path).collect();
+                let got: BTreeSet<String> = listed.iter().cloned().collect();
                 let want = self.model.listing(i);
                 if got != want {
                     return diverged(format!("list: {want:?}"), format!("list: {got:?}"));
+                }
+                // SC-4.4: one listing in the byte order of its paths (the set's order), each once.
+                if !listed.iter().eq(want.iter()) {
+                    return diverged(
+                        format!("list in order: {:?}", want.iter().collect::<Vec<_>>()),
+                        format!("list in order: {listed:?}"),
+                    );
                 }
                 self.model.sessions[i].touched(now);
             }
