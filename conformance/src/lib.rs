@@ -18,6 +18,7 @@ pub mod runner;
 pub mod scenario;
 pub mod spec;
 pub mod suite;
+pub mod world_seeds;
 
 use std::path::PathBuf;
 

@@ -1222,12 +1222,7 @@ fn faults(master: MasterSeed) -> Vec<(u64, Fault)> {
 }
 
 /// What one seed's world did.
-pub struct ScopedWorldResult {
-    pub trace: Trace,
-    pub failure: Option<String>,
-    pub simulated_ms: i64,
-    pub steps: u64,
-}
+pub type ScopedWorldResult = crate::world_seeds::WorldRun;
 
 /// Runs one seed's scoped world (the reference, or a mutant) and checks liveness after heal.
 pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldResult {
@@ -1729,51 +1724,15 @@ pub fn command(
     mutant: Option<ScopedMutant>,
     check_determinism: bool,
 ) -> bool {
-    let started = std::time::Instant::now();
-    let mut failed = 0u64;
-    let mut identical = 0u64;
-    let mut simulated_ms = 0i64;
-    let mut steps = 0u64;
-    for seed in first_seed..first_seed + seeds {
-        let r = run_scoped_world(seed, mutant);
-        simulated_ms += r.simulated_ms;
-        steps += r.steps;
-        if check_determinism {
-            let again = run_scoped_world(seed, mutant);
-            if again.trace.hash() == r.trace.hash() {
-                identical += 1;
-            } else {
-                failed += 1;
-                println!(
-                    "NONDETERMINISTIC  scoped world seed {seed}: {} vs {}",
-                    r.trace.hash(),
-                    again.trace.hash()
-                );
-                continue;
-            }
-        }
-        if let Some(f) = &r.failure {
-            failed += 1;
-            let m = mutant
-                .map(|m| format!(" --mutant {}", m.id()))
-                .unwrap_or_default();
-            println!("FAIL  scoped world seed {seed}: {f}");
-            for l in r.trace.tail(8) {
-                println!("    {l}");
-            }
-            println!("  replay: tidemark world --profile scoped --first-seed {seed} --seeds 1{m}");
-        }
-    }
-    let secs = started.elapsed().as_secs_f64().max(1e-9);
-    println!(
-        "{seeds} scoped world seeds in {secs:.2}s ({:.1} seeds/s): {} turmoil steps, {:.0} simulated days",
-        seeds as f64 / secs,
-        steps,
-        simulated_ms as f64 / DAY_MS as f64
-    );
-    if check_determinism {
-        println!("{identical}/{seeds} scoped world seeds replay byte-identically");
-    }
-    println!("{} passed, {} failed", seeds - failed, failed);
-    failed == 0
+    crate::world_seeds::play(
+        seeds,
+        first_seed,
+        &crate::world_seeds::WorldSeeds {
+            label: "scoped world",
+            replay: "tidemark world --profile scoped",
+            mutant: mutant.map(|m| m.id()),
+            check_determinism,
+        },
+        |seed| run_scoped_world(seed, mutant),
+    )
 }

@@ -175,12 +175,7 @@ enum Fault {
     PlantLink { who: u8, place: u8, path: u8 },
 }
 
-pub struct WorldResult {
-    pub trace: Trace,
-    pub failure: Option<String>,
-    pub simulated_ms: i64,
-    pub steps: u64,
-}
+pub type WorldResult = crate::world_seeds::WorldRun;
 
 fn client_ops(seed: MasterSeed, client: usize) -> Vec<(u64, SimOp)> {
     let mut rng = seed.stream(&format!("world-client-{client}"));
@@ -633,7 +628,6 @@ pub fn command(
     check_determinism: bool,
     hunt: bool,
 ) -> bool {
-    let started = std::time::Instant::now();
     if hunt {
         let mut found = 0;
         let mut skipped = 0;
@@ -661,50 +655,15 @@ pub fn command(
         println!("{found} passed, {missed} failed, {skipped} skipped");
         return missed == 0;
     }
-    let mut failed = 0u64;
-    let mut identical = 0u64;
-    let mut simulated_ms = 0i64;
-    let mut steps = 0u64;
-    for seed in first_seed..first_seed + seeds {
-        let r = run_world(seed, mutant);
-        simulated_ms += r.simulated_ms;
-        steps += r.steps;
-        if check_determinism {
-            let again = run_world(seed, mutant);
-            if again.trace.lines() == r.trace.lines() {
-                identical += 1;
-            } else {
-                failed += 1;
-                println!(
-                    "NONDETERMINISTIC  world seed {seed}: {} vs {}",
-                    r.trace.hash(),
-                    again.trace.hash()
-                );
-                continue;
-            }
-        }
-        if let Some(f) = &r.failure {
-            failed += 1;
-            let m = mutant
-                .map(|m| format!(" --mutant {}", m.id()))
-                .unwrap_or_default();
-            println!("FAIL  world seed {seed}: {f}");
-            for l in r.trace.tail(8) {
-                println!("    {l}");
-            }
-            println!("  replay: tidemark world --first-seed {seed} --seeds 1{m}");
-        }
-    }
-    let secs = started.elapsed().as_secs_f64().max(1e-9);
-    println!(
-        "{seeds} world seeds in {secs:.2}s: {:.1} seeds/s, {} turmoil steps, {:.0} simulated seconds per wall second",
-        seeds as f64 / secs * if check_determinism { 2.0 } else { 1.0 },
-        steps,
-        simulated_ms as f64 / 1000.0 / secs
-    );
-    if check_determinism {
-        println!("{identical}/{seeds} world seeds replay byte-identically");
-    }
-    println!("{} passed, {} failed", seeds - failed, failed);
-    failed == 0
+    crate::world_seeds::play(
+        seeds,
+        first_seed,
+        &crate::world_seeds::WorldSeeds {
+            label: "world",
+            replay: "tidemark world",
+            mutant: mutant.map(|m| m.id()),
+            check_determinism,
+        },
+        |seed| run_world(seed, mutant),
+    )
 }
