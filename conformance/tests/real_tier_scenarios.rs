@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
+use tidemark_conformance::profiles::scoped::play;
 use tidemark_conformance::profiles::scoped::script::{self, Script};
 use tidemark_reference::scoped::ScopedMutant;
 use tidemark_sim::real_tier::PgProvider;
@@ -70,7 +71,7 @@ fn main() {
         let get_tier = get_tier.clone();
         trials.push(Trial::test(s.test_name(), move || {
             let tier = get_tier()?;
-            rt.block_on(script::run(tier, &s, None))
+            rt.block_on(play::run(tier, &s, None))
                 .map_err(|f| Failed::from(format!("{}: {}\n{f}", s.file.display(), s.name)))
         }));
     }
@@ -84,7 +85,7 @@ fn main() {
             .replacen("scoped::", "differential::memory::", 1);
         trials.push(Trial::test(name, move || {
             let pg = get_tier()?;
-            rt.block_on(script::run_on(pg, &s, None, script::Backend::Memory))
+            rt.block_on(play::run_on(pg, &s, None, play::Backend::Memory))
                 .map_err(|f| Failed::from(format!("{}: {}\n{f}", s.file.display(), s.name)))
         }));
     }
@@ -108,7 +109,7 @@ fn main() {
                 }
                 let tier = get_tier()?;
                 for s in &killers {
-                    if rt.block_on(script::run(tier.clone(), s, Some(m))).is_err() {
+                    if rt.block_on(play::run(tier.clone(), s, Some(m))).is_err() {
                         return Ok(());
                     }
                 }

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use tidemark_conformance::profiles::scoped::script::{self, Backend, Recorded, Script};
+use tidemark_conformance::profiles::scoped::play;
+use tidemark_conformance::profiles::scoped::play::{Backend, Recorded};
+use tidemark_conformance::profiles::scoped::script::{self, Script};
 use tidemark_conformance::profiles::scoped::ScopedOutcome;
 use tidemark_reference::scoped::ScopedMutant;
 use tidemark_sim::real_tier::PgProvider;
@@ -99,7 +101,7 @@ fn main() {
         let rt = rt.clone();
         let name = s.test_name().replacen("scoped::", "sim::", 1);
         trials.push(Trial::test(name, move || {
-            rt.block_on(script::run_recorded(None, &s, None, Backend::Sim))
+            rt.block_on(play::run_recorded(None, &s, None, Backend::Sim))
                 .result
                 .map_err(|f| described(&s, f.to_string()))
         }));
@@ -110,8 +112,8 @@ fn main() {
         let name = s.test_name().replacen("scoped::", "differential::sim::", 1);
         trials.push(Trial::test(name, move || {
             let pg = get_pg()?;
-            let sim = rt.block_on(script::run_recorded(None, &s, None, Backend::Sim));
-            let real = rt.block_on(script::run_recorded(Some(pg), &s, None, Backend::Disk));
+            let sim = rt.block_on(play::run_recorded(None, &s, None, Backend::Sim));
+            let real = rt.block_on(play::run_recorded(Some(pg), &s, None, Backend::Disk));
             if let Err(f) = &real.result {
                 return Err(described(&s, format!("fails on the real tier: {f}")));
             }
@@ -139,7 +141,7 @@ fn main() {
                     killers
                         .iter()
                         .find(|s| {
-                            rt.block_on(script::run_recorded(pg.clone(), s, Some(m), backend))
+                            rt.block_on(play::run_recorded(pg.clone(), s, Some(m), backend))
                                 .result
                                 .is_err()
                         })
