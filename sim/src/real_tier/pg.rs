@@ -119,6 +119,11 @@ impl PgProvider {
         &self.kind
     }
 
+    /// The id of the container this provider started, if its source is a container.
+    pub fn container_id(&self) -> Option<&str> {
+        self.container.as_ref().map(|c| c.id())
+    }
+
     /// Connection options of the administrative database (for EXPLAIN and inspection).
     pub fn admin_options(&self) -> PgConnectOptions {
         self.admin.clone()
