@@ -1,7 +1,8 @@
 //! The scoped profile for `tidemark run` and `tidemark mutants`: its scenarios
 //! (`scenarios/scoped/*.tdms`) run against the reference implementation on the real tier
 //! (the disk S3 store over loopback HTTP through aws-sdk-s3, and a real PostgreSQL from `DATABASE_URL`, an
-//! ephemeral cluster, or a clear error naming every source tried). One PostgreSQL for the run;
+//! ephemeral cluster, a container, or a clear error naming every source tried; see
+//! `tidemark_sim::real_tier::pg_source`). One PostgreSQL for the run;
 //! each scenario gets its own database and its own S3 server, so its faults stay its own.
 //!
 //! The scenario format, the driver and the runner live in `tidemark_sim::real_tier`
@@ -31,6 +32,7 @@ pub async fn postgres() -> Result<(Arc<PgProvider>, String, Duration), String> {
         PgSourceKind::EphemeralCluster { bin_dir } => {
             format!("ephemeral cluster from {}", bin_dir.display())
         }
+        PgSourceKind::Container { image } => format!("container of {image} (testcontainers)"),
     };
     Ok((Arc::new(pg), source, t.elapsed()))
 }
