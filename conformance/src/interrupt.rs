@@ -8,7 +8,8 @@
 //!   is dropped, so every `Drop` runs: implementations' process groups killed, clusters
 //!   stopped, temporary directories removed) and waits for it at most [`DROP_GRACE_MS`]. Then
 //!   it removes whatever still carries this run's token (processes, directories, clusters, and
-//!   `tdm_<token>_*` databases on a `DATABASE_URL` server), and exits 128 + the signal's
+//!   `tdm_<token>_*` databases on a `DATABASE_URL` server, and containers labelled with its
+//!   token), and exits 128 + the signal's
 //!   number: 130 for SIGINT, 143 for SIGTERM. Commands that drive their own runtimes
 //!   (`explore`, `world`) are not cancelled; the sweep alone cleans up after them. An
 //!   interrupted run keeps its lock file: if anything raced the sweep, the next run reaps it.
@@ -19,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
+use tidemark_sim::real_tier::pg_container;
 use tidemark_sim::reap::{self, Reaped};
 
 /// How long the command gets to run its own cleanup (its `Drop`s) after a signal. An ephemeral
@@ -59,6 +61,11 @@ pub fn start() {
         }
         default_hook(info);
     }));
+    // Containers first: `reap_dead_runs` forgets a dead run's lock file once its directories
+    // are gone, and a container whose owner has no lock file is of an unknown owner, kept.
+    if pg_container::daemon_socket_answers().is_ok() {
+        pg_container::report_reaped(pg_container::blocking(pg_container::reap_dead_containers()));
+    }
     let reaped = reap::reap_dead_runs(&extra_bases());
     if !reaped.is_empty() {
         eprintln!("{}", reaped_at_start_line(&reaped));
@@ -76,6 +83,12 @@ pub fn finish() {
         }
     }
     reap::sweep_own(&extra_bases());
+    // Every container's Drop removed it; this finds one whose Drop never ran (leaked handle).
+    if pg_container::started_any() {
+        if let Err(e) = pg_container::blocking(pg_container::remove_own_containers()) {
+            eprintln!("tidemark: {e}");
+        }
+    }
     reap::release_own_lock();
 }
 
@@ -140,8 +153,17 @@ fn install_signal_thread() {
             eprintln!("tidemark: {e}");
             0
         });
-        if !reaped.is_empty() || databases > 0 {
-            eprintln!("{}", swept_line(&reaped, databases));
+        let containers = if pg_container::started_any() {
+            rt.block_on(pg_container::remove_own_containers())
+                .unwrap_or_else(|e| {
+                    eprintln!("tidemark: {e}");
+                    0
+                })
+        } else {
+            0
+        };
+        if !reaped.is_empty() || databases > 0 || containers > 0 {
+            eprintln!("{}", swept_line(&reaped, databases, containers));
         }
         std::process::exit(128 + number);
     });
@@ -169,9 +191,10 @@ fn reaped_at_start_line(r: &Reaped) -> String {
 }
 
 /// The line an interrupted run prints after its sweep.
-fn swept_line(r: &Reaped, databases: usize) -> String {
+fn swept_line(r: &Reaped, databases: usize, containers: usize) -> String {
     format!(
-        "tidemark: removed after the command stopped: {}, {databases} database(s)",
+        "tidemark: removed after the command stopped: {}, {databases} database(s), \
+         {containers} container(s)",
         describe(r)
     )
 }
@@ -201,6 +224,6 @@ mod tests {
             runs: 1,
         };
         insta::assert_snapshot!(reaped_at_start_line(&r), @"tidemark: removed what killed runs left: 2 process(es), 2 directory(ies), 1 PostgreSQL cluster(s)");
-        insta::assert_snapshot!(swept_line(&r, 3), @"tidemark: removed after the command stopped: 2 process(es), 2 directory(ies), 1 PostgreSQL cluster(s), 3 database(s)");
+        insta::assert_snapshot!(swept_line(&r, 3, 1), @"tidemark: removed after the command stopped: 2 process(es), 2 directory(ies), 1 PostgreSQL cluster(s), 3 database(s), 1 container(s)");
     }
 }

@@ -1,7 +1,8 @@
-//! PostgreSQL for the real tier, from (in order) `DATABASE_URL`, an ephemeral cluster started
-//! from local PostgreSQL binaries, or testcontainers where a Docker daemon answers; otherwise
-//! an error naming all three. Each scenario gets its own database. An ephemeral cluster is
-//! stopped and its directory removed when the provider is dropped.
+//! PostgreSQL for the real tier, from `DATABASE_URL`, an ephemeral cluster started from local
+//! PostgreSQL binaries, or a container through testcontainers (`pg_container`); which one, and
+//! in what order they are tried, is decided in `pg_source`. Each scenario gets its own
+//! database. An ephemeral cluster is stopped and its directory removed, and a container
+//! removed, when the provider is dropped.
 //!
 //! Scoped scenarios and explored seeds take theirs from a pool of migrated databases
 //! ([`PgProvider::scoped_database`]): a database no one holds is reset (other sessions
@@ -31,7 +32,13 @@ pub const PG_BIN_ROOT: &str = "/usr/lib/postgresql";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PgSourceKind {
     DatabaseUrl,
-    EphemeralCluster { bin_dir: PathBuf },
+    EphemeralCluster {
+        bin_dir: PathBuf,
+    },
+    /// A container of this local image, through testcontainers.
+    Container {
+        image: String,
+    },
 }
 
 /// A source of fresh databases.
@@ -39,6 +46,8 @@ pub struct PgProvider {
     admin: PgConnectOptions,
     kind: PgSourceKind,
     cluster: Option<EphemeralCluster>,
+    /// The container this provider started (the `container` source), removed on drop.
+    container: Option<super::pg_container::PgContainer>,
     counter: AtomicU64,
     /// The `DATABASE_URL` this provider came from, if it did.
     source_url: Option<String>,
@@ -52,34 +61,24 @@ pub struct PgProvider {
 }
 
 impl PgProvider {
-    /// `DATABASE_URL`, else an ephemeral cluster, else testcontainers, else an error naming all
-    /// three and why each was unavailable.
-    pub async fn from_environment() -> Result<PgProvider, RealTierError> {
-        let mut reasons = Vec::new();
-        match std::env::var("DATABASE_URL") {
-            Ok(url) if !url.trim().is_empty() => return PgProvider::from_url(&url).await,
-            _ => reasons.push("DATABASE_URL: not set".to_string()),
+    /// A provider on a server this run started (a cluster or a container), which goes as a
+    /// whole when the provider drops.
+    pub(super) fn local(
+        admin: PgConnectOptions,
+        kind: PgSourceKind,
+        cluster: Option<EphemeralCluster>,
+        container: Option<super::pg_container::PgContainer>,
+    ) -> PgProvider {
+        PgProvider {
+            admin,
+            kind,
+            cluster,
+            container,
+            counter: AtomicU64::new(0),
+            source_url: None,
+            _owner_lock: None,
+            idle_scoped: Mutex::new(Vec::new()),
         }
-        match find_pg_bin() {
-            Ok(bin) => match EphemeralCluster::start(&bin).await {
-                Ok(cluster) => {
-                    let admin = cluster.connect_options();
-                    return Ok(PgProvider {
-                        admin,
-                        kind: PgSourceKind::EphemeralCluster { bin_dir: bin },
-                        cluster: Some(cluster),
-                        counter: AtomicU64::new(0),
-                        source_url: None,
-                        _owner_lock: None,
-                        idle_scoped: Mutex::new(Vec::new()),
-                    });
-                }
-                Err(e) => reasons.push(format!("ephemeral cluster from {}: {e}", bin.display())),
-            },
-            Err(e) => reasons.push(format!("ephemeral cluster: {e}")),
-        }
-        reasons.push(format!("testcontainers: {}", docker_status()));
-        Err(RealTierError::NoPostgres { reasons })
     }
 
     pub async fn from_url(url: &str) -> Result<PgProvider, RealTierError> {
@@ -98,6 +97,7 @@ impl PgProvider {
             admin,
             kind: PgSourceKind::DatabaseUrl,
             cluster: None,
+            container: None,
             counter: AtomicU64::new(0),
             source_url: Some(url.to_string()),
             _owner_lock: Some(owner_lock),
@@ -111,13 +111,22 @@ impl PgProvider {
             (PgSourceKind::DatabaseUrl, Some(url)) => with_database(url, name),
             _ => format!(
                 "postgres://postgres@127.0.0.1:{}/{name}",
-                self.cluster.as_ref().map(|c| c.port()).unwrap_or(5432)
+                self.cluster
+                    .as_ref()
+                    .map(|c| c.port())
+                    .or_else(|| self.container.as_ref().map(|c| c.port()))
+                    .unwrap_or(5432)
             ),
         }
     }
 
     pub fn kind(&self) -> &PgSourceKind {
         &self.kind
+    }
+
+    /// The id of the container this provider started, if its source is a container.
+    pub fn container_id(&self) -> Option<&str> {
+        self.container.as_ref().map(|c| c.id())
     }
 
     /// Connection options of the administrative database (for EXPLAIN and inspection).
@@ -290,9 +299,10 @@ impl PgProvider {
         self.idle_scoped.lock().expect("pool lock").len()
     }
 
-    /// Stops the ephemeral cluster now (it is also stopped on drop).
+    /// Stops the ephemeral cluster or removes the container now (also done on drop).
     pub fn stop(&mut self) {
         self.cluster.take();
+        self.container.take();
     }
 }
 
@@ -325,8 +335,8 @@ impl Drop for PgProvider {
             .into_iter()
             .map(|idle| idle.name)
             .collect();
-        // An ephemeral cluster goes as a whole; a server from DATABASE_URL is left as found.
-        if names.is_empty() || self.cluster.is_some() {
+        // A cluster or container goes as a whole; a server from DATABASE_URL is left as found.
+        if names.is_empty() || self.cluster.is_some() || self.container.is_some() {
             return;
         }
         let admin = self.admin.clone();
@@ -475,7 +485,7 @@ fn with_database(url: &str, name: &str) -> String {
 }
 
 /// Finds the newest `<root>/<version>/bin` holding `initdb` and `postgres`, or `TIDEMARK_PG_BIN`.
-fn find_pg_bin() -> Result<PathBuf, String> {
+pub(super) fn find_pg_bin() -> Result<PathBuf, String> {
     if let Ok(dir) = std::env::var("TIDEMARK_PG_BIN") {
         let p = PathBuf::from(dir);
         return if p.join("initdb").is_file() {
@@ -498,20 +508,6 @@ fn find_pg_bin() -> Result<PathBuf, String> {
         .pop()
         .map(|(_, p)| p)
         .ok_or_else(|| format!("no <version>/bin/initdb under {PG_BIN_ROOT}"))
-}
-
-/// Whether a Docker daemon answers. Testcontainers would need one (and an image registry).
-fn docker_status() -> String {
-    let socket = std::env::var("DOCKER_HOST")
-        .ok()
-        .and_then(|h| h.strip_prefix("unix://").map(str::to_string))
-        .unwrap_or_else(|| "/var/run/docker.sock".to_string());
-    match std::os::unix::net::UnixStream::connect(&socket) {
-        Ok(_) => format!(
-            "a Docker daemon answers at {socket}, but this build does not start containers; set DATABASE_URL"
-        ),
-        Err(e) => format!("no Docker daemon answers at {socket} ({e})"),
-    }
 }
 
 /// The uid and gid of the `postgres` account, from /etc/passwd.
@@ -682,7 +678,7 @@ impl EphemeralCluster {
     /// The harness's own connections go through the Unix socket: a round trip costs the kernel
     /// less than over loopback TCP, and a seed makes hundreds. Other processes get the TCP
     /// address ([`PgProvider::database_url`]).
-    fn connect_options(&self) -> PgConnectOptions {
+    pub(super) fn connect_options(&self) -> PgConnectOptions {
         let options = PgConnectOptions::new()
             .host("127.0.0.1")
             .port(self.port)

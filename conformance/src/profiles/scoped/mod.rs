@@ -57,6 +57,7 @@ pub async fn postgres() -> Result<(Arc<PgProvider>, String, Duration), String> {
         PgSourceKind::EphemeralCluster { bin_dir } => {
             format!("ephemeral cluster from {}", bin_dir.display())
         }
+        PgSourceKind::Container { image } => format!("container of {image} (testcontainers)"),
     };
     Ok((Arc::new(pg), source, t.elapsed()))
 }
