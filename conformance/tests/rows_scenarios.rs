@@ -1,0 +1,172 @@
+//! `cargo test` runs each rows scenario (`scenarios/rows/*.tdm`) as its own named test,
+//! `rows::<file stem>`, against the reference on a real PostgreSQL (one database per
+//! scenario), and each rows mutant as a test, `mutant::rows::<id>`, that passes only when a
+//! scenario naming it in `kills:` fails under it. A last test checks that every SR rule SPEC.md
+//! defines is cited by some scenario, and every citation exists.
+//!
+//! `TIDEMARK_SHOW_KILLS=1` prints where each mutant was killed (the step, expected and actual),
+//! to check a kill is for the reason the scenario states.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use tidemark_conformance::profiles::rows::{runner, script::Script};
+use tidemark_reference::rows::RowsMutant;
+use tidemark_sim::real_tier::PgProvider;
+use tidemark_sim::trace::Trace;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The SR rule ids SPEC.md defines.
+fn sr_rules() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(root().join("SPEC.md")).expect("SPEC.md");
+    tidemark_sim::spec_rules::rule_ids(&text)
+        .into_iter()
+        .filter(|r| r.starts_with("SR-"))
+        .collect()
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let scripts = match tidemark_conformance::profiles::rows::load_with(
+        &root().join("scenarios/rows"),
+        &[],
+        &tidemark_sim::spec_rules::rule_ids(
+            &std::fs::read_to_string(root().join("SPEC.md")).expect("SPEC.md"),
+        ),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("the rows scenarios do not load: {e}");
+            std::process::exit(101);
+        }
+    };
+    let rt = Arc::new(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime"),
+    );
+    // One PostgreSQL for the run, started only if some test needs it.
+    let pg: Arc<OnceLock<Result<Arc<PgProvider>, String>>> = Arc::new(OnceLock::new());
+    let get_pg = {
+        let rt = rt.clone();
+        let pg = pg.clone();
+        move || -> Result<Arc<PgProvider>, Failed> {
+            pg.get_or_init(|| {
+                rt.block_on(PgProvider::from_environment())
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(Failed::from)
+        }
+    };
+
+    let mut trials = Vec::new();
+    for s in scripts.clone() {
+        let rt = rt.clone();
+        let get_pg = get_pg.clone();
+        trials.push(Trial::test(s.test_name(), move || {
+            let pg = get_pg()?;
+            rt.block_on(runner::run(&pg, &s, None, &mut Trace::new()))
+                .map_err(|f| {
+                    Failed::from(format!(
+                        "{}:{}: {}\n  expected: {}\n  actual:   {}",
+                        s.file.display(),
+                        f.line,
+                        f.step,
+                        f.expected,
+                        f.actual
+                    ))
+                })
+        }));
+    }
+    for m in RowsMutant::ALL {
+        let killers: Vec<Script> = runner::killers(&scripts, m).into_iter().cloned().collect();
+        let rt = rt.clone();
+        let get_pg = get_pg.clone();
+        trials.push(Trial::test(
+            format!("mutant::rows::{}", m.id().replace('-', "_")),
+            move || {
+                if killers.is_empty() {
+                    return Err(Failed::from(format!(
+                        "no scenario names mutant {} ({}) in `kills:`",
+                        m.id(),
+                        m.description()
+                    )));
+                }
+                let pg = get_pg()?;
+                for s in &killers {
+                    if let Err(f) = rt.block_on(runner::run(&pg, s, Some(m), &mut Trace::new())) {
+                        if std::env::var_os("TIDEMARK_SHOW_KILLS").is_some() {
+                            eprintln!(
+                                "{} killed by {} line {}: {}\n  expected: {}\n  actual:   {}",
+                                m.id(),
+                                s.test_name(),
+                                f.line,
+                                f.step,
+                                f.expected,
+                                f.actual
+                            );
+                        }
+                        return Ok(());
+                    }
+                }
+                Err(Failed::from(format!(
+                    "mutant {} ({}) survives {}",
+                    m.id(),
+                    m.description(),
+                    killers
+                        .iter()
+                        .map(Script::test_name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )))
+            },
+        ));
+    }
+    {
+        let scripts = scripts.clone();
+        trials.push(Trial::test(
+            "rules::every_sr_rule_is_cited_and_every_citation_exists",
+            move || {
+                let defined = sr_rules();
+                if defined.len() < 33 {
+                    return Err(Failed::from(format!(
+                        "SPEC.md defines only {} SR rules",
+                        defined.len()
+                    )));
+                }
+                let mut cited = BTreeSet::new();
+                for s in &scripts {
+                    for r in &s.rules {
+                        if !defined.contains(r) {
+                            return Err(Failed::from(format!(
+                                "{} cites {r}, which SPEC does not define",
+                                s.file.display()
+                            )));
+                        }
+                        cited.insert(r.clone());
+                    }
+                }
+                let uncited: Vec<_> = defined.difference(&cited).collect();
+                if uncited.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Failed::from(format!("no scenario cites {uncited:?}")))
+                }
+            },
+        ));
+    }
+    let conclusion = libtest_mimic::run(&args, trials);
+    // Stop the PostgreSQL cluster before exiting (exit skips destructors).
+    drop(pg);
+    drop(get_pg);
+    conclusion.exit();
+}
