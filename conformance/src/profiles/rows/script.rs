@@ -636,7 +636,15 @@ fn action(t: &[Token], names: &mut Names, refusal: Option<&str>) -> Result<Actio
         ),
         _ => Err(format!(
             "no such step: {}; expected one of: {STEPS}",
-            clip(&t.iter().map(Token::describe).collect::<Vec<_>>().join(" "))
+            clip(
+                &t.iter()
+                    .map(|t| match t {
+                        Token::Word(w) => w.clone(),
+                        t => t.describe(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
         )),
     }
 }
