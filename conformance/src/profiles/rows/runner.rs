@@ -325,8 +325,8 @@ async fn count(store: &RowsStore, c: &Counted, learnt: &Learnt) -> Result<i64, S
     q.fetch_one(store.pool()).await.map_err(|e| e.to_string())
 }
 
-/// For reports: which scenarios of `scripts` each mutant is named by.
-pub fn killers<'a>(scripts: &'a [Script], m: RowsMutant) -> Vec<&'a Script> {
+/// The scenarios of `scripts` naming mutant `m` in `kills:`.
+pub fn killers(scripts: &[Script], m: RowsMutant) -> Vec<&Script> {
     scripts
         .iter()
         .filter(|s| s.kills.iter().any(|k| k == m.id()))
