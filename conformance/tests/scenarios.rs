@@ -1,5 +1,6 @@
 //! `cargo test` runs each scenario as its own named test (`scratchpad::<file stem>`), each
-//! mutant as a test that passes only when some scenario kills it (`mutant::<profile>::<id>`),
+//! mutant as a test that passes only when every scenario naming it in `kills:` fails under it
+//! (`mutant::<profile>::<id>`),
 //! and each saved exploration failure under fixtures/explore/scratchpad as a replay (`fixture::<file>`).
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -46,19 +47,38 @@ fn main() {
         }));
     }
     for m in ScratchpadMutant::ALL {
-        let scenarios = scenarios.clone();
+        // The scenarios that claim this mutant (`kills:`): each claim must hold, and there
+        // must be one.
+        let claiming: Vec<_> = scenarios
+            .iter()
+            .filter(|s| s.kills.iter().any(|k| k == m.id()))
+            .cloned()
+            .collect();
         trials.push(Trial::test(
             format!("mutant::scratchpad::{}", m.id().replace('-', "_")),
             move || {
-                let refs: Vec<_> = scenarios.iter().collect();
-                let r = block_on(run_scratchpad_mutants(&refs, Some(m.id()), true));
-                if r.iter().all(|r| r.killed()) {
+                if claiming.is_empty() {
+                    return Err(Failed::from(format!(
+                        "no scenario names mutant {} ({}) in kills:",
+                        m.id(),
+                        m.description()
+                    )));
+                }
+                let refs: Vec<_> = claiming.iter().collect();
+                let r = block_on(run_scratchpad_mutants(&refs, Some(m.id()), false));
+                let survived: Vec<String> = claiming
+                    .iter()
+                    .map(|s| s.test_name())
+                    .filter(|n| !r.iter().any(|r| r.killed_by.contains(n)))
+                    .collect();
+                if survived.is_empty() {
                     Ok(())
                 } else {
                     Err(Failed::from(format!(
-                        "mutant {} ({}) survives every scenario",
+                        "mutant {} ({}) passes {}, which claim to kill it",
                         m.id(),
-                        m.description()
+                        m.description(),
+                        survived.join(", ")
                     )))
                 }
             },

@@ -230,57 +230,7 @@ impl ScopedService {
     }
 
     async fn perform(&mut self, op: &ScopedOp) -> Result<ScopedOutcome, Failure> {
-        let s = &self.store;
-        let settings = |agent, workspace| ScopeSettings { agent, workspace };
         Ok(match op {
-            ScopedOp::CreateWorkspace {
-                workspace,
-                agent_access,
-                workspace_access,
-            } => {
-                s.create_workspace(workspace, settings(*agent_access, *workspace_access))
-                    .await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::CreateAgent {
-                workspace,
-                agent,
-                agent_access,
-                workspace_access,
-            } => {
-                s.create_agent(workspace, agent, settings(*agent_access, *workspace_access))
-                    .await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::CreateSession { turn } => {
-                s.create_session(&space(turn)?).await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::Activity { turn } => {
-                s.record_activity(&space(turn)?).await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::AddWait { turn, kind, id } => {
-                s.add_wait(&space(turn)?, wait_kind(&kind.0)?, id).await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::RemoveWait { turn, kind, id } => {
-                s.remove_wait(&space(turn)?, wait_kind(&kind.0)?, id)
-                    .await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::Write {
-                turn,
-                path,
-                content,
-            } => {
-                let r = s
-                    .write(&space(turn)?, path, content.as_bytes().to_vec())
-                    .await?;
-                ScopedOutcome::Written {
-                    path: r.guest_path(),
-                }
-            }
             ScopedOp::WriteDuringSweep {
                 turn,
                 path,
@@ -303,81 +253,14 @@ impl ScopedService {
                     path: written?.guest_path(),
                 }
             }
-            ScopedOp::Read { turn, path } => {
-                let bytes = s.read(&space(turn)?, path).await?;
-                ScopedOutcome::Content {
-                    content: String::from_utf8_lossy(&bytes).into_owned(),
-                }
-            }
-            ScopedOp::ReadText { turn, path } => ScopedOutcome::Text {
-                text: s.read_text(&space(turn)?, path).await?,
-            },
-            ScopedOp::List { turn, prefix } => ScopedOutcome::Listing {
-                paths: s
-                    .list(&space(turn)?, prefix.as_deref())
-                    .await?
-                    .into_iter()
-                    .map(|f| f.path)
-                    .collect(),
-            },
-            ScopedOp::Delete { turn, path } => {
-                s.delete(&space(turn)?, path).await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::PublishSkill {
-                workspace, files, ..
-            } => {
-                let files = files
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.as_bytes().to_vec()))
-                    .collect();
-                ScopedOutcome::Published {
-                    sha256: s.publish_skill_version(workspace, &files).await?,
-                }
-            }
-            ScopedOp::DeleteSession { turn } => {
-                s.delete_session(&space(turn)?).await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::DeleteAgent { workspace, agent } => {
-                s.delete_agent(workspace, agent).await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::DeleteWorkspace { workspace } => {
-                s.delete_workspace(workspace).await?;
-                ScopedOutcome::Ok
-            }
-            ScopedOp::Sweep => {
-                let r = s.sweep().await?;
-                ScopedOutcome::Swept {
-                    sessions: r.sessions_swept,
-                    obligations: r.obligations_completed,
-                }
-            }
-            ScopedOp::ApplyLifecycle {
-                session_backstop_days,
-            } => {
-                s.apply_lifecycle(&LifecycleConfiguration::for_profile(
-                    *session_backstop_days,
-                    7,
-                ))
-                .await?;
-                ScopedOutcome::Ok
-            }
             ScopedOp::CrashAt { point } => {
                 let mut config = self.config.clone();
                 config.crash_at = Some(crash_point(&point.0)?);
                 self.reopen(config).await?;
                 ScopedOutcome::Ok
             }
-            ScopedOp::Restart
-            | ScopedOp::Faults { .. }
-            | ScopedOp::Heal
-            | ScopedOp::BucketKeys { .. }
-            | ScopedOp::PendingDeletions
-            | ScopedOp::DeletionRecords
-            | ScopedOp::LifecycleRules
-            | ScopedOp::RunAgeRule { .. } => {
+            op if is_store_operation(op) => apply_to_store(&self.store, op).await?,
+            op => {
                 return Err(Failure::Other(format!(
                     "{} is a harness-side step, never sent to an implementation",
                     op_name(op)
@@ -385,6 +268,152 @@ impl ScopedService {
             }
         })
     }
+}
+
+/// Whether `op` is an operation of the store alone, which [`apply_to_store`] performs: not a
+/// harness-side step, and not one that needs the process around the store (a write raced
+/// against a sweep, an injected crash).
+pub fn is_store_operation(op: &ScopedOp) -> bool {
+    !matches!(
+        op,
+        ScopedOp::WriteDuringSweep { .. }
+            | ScopedOp::CrashAt { .. }
+            | ScopedOp::Restart
+            | ScopedOp::Faults { .. }
+            | ScopedOp::Heal
+            | ScopedOp::BucketKeys { .. }
+            | ScopedOp::PendingDeletions
+            | ScopedOp::DeletionRecords
+            | ScopedOp::LifecycleRules
+            | ScopedOp::RunAgeRule { .. }
+    )
+}
+
+/// Performs one store operation (see [`is_store_operation`]) on `s`: the one mapping from an
+/// operation to the store's API, shared by every implementation side the harness runs (the
+/// program side of the protocol, the in-process driver, the turmoil world's host). A turn's
+/// skill table must already carry the published hashes ([`with_skill_hashes`]).
+pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutcome, ScopedError> {
+    let settings = |agent, workspace| ScopeSettings { agent, workspace };
+    let wait_kind = |k: &super::driver::WaitKindName| {
+        wait_kind(&k.0).ok_or_else(|| ScopedError::Config(format!("no wait kind {:?}", k.0)))
+    };
+    Ok(match op {
+        ScopedOp::CreateWorkspace {
+            workspace,
+            agent_access,
+            workspace_access,
+        } => {
+            s.create_workspace(workspace, settings(*agent_access, *workspace_access))
+                .await?;
+            ScopedOutcome::Ok
+        }
+        ScopedOp::CreateAgent {
+            workspace,
+            agent,
+            agent_access,
+            workspace_access,
+        } => {
+            s.create_agent(workspace, agent, settings(*agent_access, *workspace_access))
+                .await?;
+            ScopedOutcome::Ok
+        }
+        ScopedOp::CreateSession { turn } => {
+            s.create_session(&space(turn)?).await?;
+            ScopedOutcome::Ok
+        }
+        ScopedOp::Activity { turn } => {
+            s.record_activity(&space(turn)?).await?;
+            ScopedOutcome::Ok
+        }
+        ScopedOp::AddWait { turn, kind, id } => {
+            s.add_wait(&space(turn)?, wait_kind(kind)?, id).await?;
+            ScopedOutcome::Ok
+        }
+        ScopedOp::RemoveWait { turn, kind, id } => {
+            s.remove_wait(&space(turn)?, wait_kind(kind)?, id).await?;
+            ScopedOutcome::Ok
+        }
+        ScopedOp::Write {
+            turn,
+            path,
+            content,
+        } => {
+            let r = s
+                .write(&space(turn)?, path, content.as_bytes().to_vec())
+                .await?;
+            ScopedOutcome::Written {
+                path: r.guest_path(),
+            }
+        }
+        ScopedOp::Read { turn, path } => {
+            let bytes = s.read(&space(turn)?, path).await?;
+            ScopedOutcome::Content {
+                content: String::from_utf8_lossy(&bytes).into_owned(),
+            }
+        }
+        ScopedOp::ReadText { turn, path } => ScopedOutcome::Text {
+            text: s.read_text(&space(turn)?, path).await?,
+        },
+        ScopedOp::List { turn, prefix } => ScopedOutcome::Listing {
+            paths: s
+                .list(&space(turn)?, prefix.as_deref())
+                .await?
+                .into_iter()
+                .map(|f| f.path)
+                .collect(),
+        },
+        ScopedOp::Delete { turn, path } => {
+            s.delete(&space(turn)?, path).await?;
+            ScopedOutcome::Ok
+        }
+        ScopedOp::PublishSkill {
+            workspace, files, ..
+        } => {
+            let files = files
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_bytes().to_vec()))
+                .collect();
+            ScopedOutcome::Published {
+                sha256: s.publish_skill_version(workspace, &files).await?,
+            }
+        }
+        ScopedOp::DeleteSession { turn } => {
+            s.delete_session(&space(turn)?).await?;
+            ScopedOutcome::Ok
+        }
+        ScopedOp::DeleteAgent { workspace, agent } => {
+            s.delete_agent(workspace, agent).await?;
+            ScopedOutcome::Ok
+        }
+        ScopedOp::DeleteWorkspace { workspace } => {
+            s.delete_workspace(workspace).await?;
+            ScopedOutcome::Ok
+        }
+        ScopedOp::Sweep => {
+            let r = s.sweep().await?;
+            ScopedOutcome::Swept {
+                sessions: r.sessions_swept,
+                obligations: r.obligations_completed,
+            }
+        }
+        ScopedOp::ApplyLifecycle {
+            session_backstop_days,
+        } => {
+            s.apply_lifecycle(&LifecycleConfiguration::for_profile(
+                *session_backstop_days,
+                7,
+            ))
+            .await?;
+            ScopedOutcome::Ok
+        }
+        other => {
+            return Err(ScopedError::Config(format!(
+                "{} is not an operation of the store alone",
+                op_name(other)
+            )))
+        }
+    })
 }
 
 /// `op` with each turn's skill table mapped from the scenario's skill names to the sha256 each
@@ -428,12 +457,12 @@ fn space(t: &Turn) -> Result<TurnSpace, ScopedError> {
     Ok(space)
 }
 
-fn wait_kind(k: &str) -> Result<WaitKind, Failure> {
+fn wait_kind(k: &str) -> Option<WaitKind> {
     match k {
-        "queued" => Ok(WaitKind::Queued),
-        "parked" => Ok(WaitKind::Parked),
-        "waiting" => Ok(WaitKind::Waiting),
-        other => Err(Failure::Other(format!("no wait kind {other:?}"))),
+        "queued" => Some(WaitKind::Queued),
+        "parked" => Some(WaitKind::Parked),
+        "waiting" => Some(WaitKind::Waiting),
+        _ => None,
     }
 }
 
