@@ -77,8 +77,9 @@ pub fn utf8_text(bytes: &[u8]) -> Result<&str, LineError> {
 
 /// Whether the file at `path` belongs to another profile than `profile`: its first `profile:`
 /// line names another registered one (`crate::profiles::PROFILES`, the one registry). One file
-/// extension serves every profile; a loader takes the files whose `profile:` line names its own. A file that cannot be read, or names no profile or an unknown one,
-/// belongs to every loader, so its error is reported rather than skipped.
+/// extension serves every profile; a loader takes the files whose `profile:` line names its
+/// own. A file that cannot be read, or names no profile or an unknown one, belongs to every
+/// loader, so its error is reported rather than skipped.
 pub fn belongs_elsewhere(path: &std::path::Path, profile: &str) -> bool {
     let Ok(bytes) = std::fs::read(path) else {
         return false;
