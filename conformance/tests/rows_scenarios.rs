@@ -30,6 +30,64 @@ fn sr_rules() -> BTreeSet<String> {
         .collect()
 }
 
+/// `tidemark <args>` from the repository root: exit code, stdout and stderr.
+fn tidemark(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("tidemark runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The command line reaches the profile through the registry alone: `run` passes (`mutants`
+/// is the `mutant::rows::*` tests above, and `.ci/run`'s), `--impl` skips with the reason,
+/// `explore` and `world` refuse by name.
+fn cli() -> Result<(), Failed> {
+    let check = |ok: bool, what: &str, out: &(i32, String, String)| {
+        if ok {
+            Ok(())
+        } else {
+            Err(Failed::from(format!(
+                "{what}: exit {}\n{}\n{}",
+                out.0, out.1, out.2
+            )))
+        }
+    };
+    let run = tidemark(&["run", "--profile", "rows"]);
+    check(
+        run.0 == 0 && run.1.ends_with(" passed, 0 failed\n") && run.1.contains("PASS  rows::"),
+        "tidemark run --profile rows",
+        &run,
+    )?;
+    let adapter = env!("CARGO_BIN_EXE_tidemark-reference-adapter");
+    let through = tidemark(&["run", "--impl", adapter, "--profile", "rows"]);
+    check(
+        through.0 == 1
+            && through
+                .1
+                .contains("skipped: the rows profile has no protocol yet"),
+        "tidemark run --impl ... --profile rows",
+        &through,
+    )?;
+    for args in [
+        &["explore", "--profile", "rows"][..],
+        &["world", "--profile", "rows"][..],
+    ] {
+        let out = tidemark(args);
+        check(
+            out.0 == 2 && out.2.contains("--profile rows is not built yet"),
+            &args.join(" "),
+            &out,
+        )?;
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let scripts = match tidemark_conformance::profiles::rows::load_with(
@@ -164,6 +222,10 @@ fn main() {
             },
         ));
     }
+    trials.push(Trial::test(
+        "cli::run_takes_the_rows_profile_and_the_unbuilt_commands_say_so",
+        cli,
+    ));
     let conclusion = libtest_mimic::run(&args, trials);
     // Stop the PostgreSQL cluster before exiting (exit skips destructors).
     drop(pg);
