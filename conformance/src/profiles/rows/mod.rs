@@ -106,11 +106,12 @@ pub async fn check_in_process(
         .await
 }
 
-/// One mutant and the first scenario naming it in `kills:` that fails under it.
+/// One mutant and the scenarios naming it in `kills:` that fail under it: the first, or
+/// (`all_killers`) every one. Empty: it survives.
 #[derive(Clone, Debug)]
 pub struct RowsMutantResult {
     pub mutant: RowsMutant,
-    pub killed_by: Option<String>,
+    pub killed_by: Vec<String>,
 }
 
 /// Every rows mutant (or only `only`) against the scenarios naming it, up to `jobs` mutants at
@@ -119,6 +120,7 @@ pub async fn mutants(
     pg: &PgProvider,
     scripts: &[Script],
     only: Option<&str>,
+    all_killers: bool,
     jobs: NonZeroUsize,
 ) -> Vec<RowsMutantResult> {
     futures::stream::iter(
@@ -127,14 +129,16 @@ pub async fn mutants(
             .filter(|m| only.is_none_or(|o| o == m.id())),
     )
     .map(|m| async move {
-        let mut killed_by = None;
+        let mut killed_by = Vec::new();
         for s in runner::killers(scripts, m) {
             if runner::run(pg, s, Some(m), &mut Trace::new())
                 .await
                 .is_err()
             {
-                killed_by = Some(s.test_name());
-                break;
+                killed_by.push(s.test_name());
+                if !all_killers {
+                    break;
+                }
             }
         }
         RowsMutantResult {
@@ -158,16 +162,21 @@ pub fn mutant_table(results: &[RowsMutantResult]) -> String {
         .unwrap_or(0);
     for r in results {
         let id = r.mutant.id();
-        match &r.killed_by {
-            Some(k) => {
-                let _ = writeln!(s, "KILLED    {:<11} {id:<width$}  by {k}", "rows");
-            }
-            None => {
+        match r.killed_by.as_slice() {
+            [] => {
                 let _ = writeln!(
                     s,
                     "SURVIVED  {:<11} {id:<width$}  {}: no scenario fails",
                     "rows",
                     r.mutant.description()
+                );
+            }
+            by => {
+                let _ = writeln!(
+                    s,
+                    "KILLED    {:<11} {id:<width$}  by {}",
+                    "rows",
+                    by.join(", ")
                 );
             }
         }
@@ -248,11 +257,11 @@ impl super::Profile for RowsProfile {
         let scripts = load(&request.scenarios.join(self.name()), &[], request.spec)?;
         let pg = postgres().await?;
         let jobs = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
-        let results = mutants(&pg, &scripts, request.only, jobs).await;
+        let results = mutants(&pg, &scripts, request.only, request.all_killers, jobs).await;
         Ok(super::MutantRows {
             rows: mutant_table(&results),
-            killed: results.iter().filter(|r| r.killed_by.is_some()).count(),
-            survived: results.iter().filter(|r| r.killed_by.is_none()).count(),
+            killed: results.iter().filter(|r| !r.killed_by.is_empty()).count(),
+            survived: results.iter().filter(|r| r.killed_by.is_empty()).count(),
         })
     }
 
