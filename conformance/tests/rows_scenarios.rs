@@ -1,7 +1,9 @@
 //! `cargo test` runs each rows scenario (`scenarios/rows/*.tdm`) as its own named test,
 //! `rows::<file stem>`, against the reference on a real PostgreSQL (one database per
 //! scenario), and each rows mutant as a test, `mutant::rows::<id>`, that passes only when every
-//! scenario naming it in `kills:` fails under it (and one does). A last test checks that every SR rule SPEC.md
+//! scenario naming it in `kills:` fails under it (and one does). Each scenario also runs as
+//! `model::rows::<file stem>`: every outcome the reference gives is the one the executable
+//! model (`profiles/rows/model.rs`) predicts. A last test checks that every SR rule SPEC.md
 //! defines is cited by some scenario, and every citation exists.
 //!
 //! `TIDEMARK_SHOW_KILLS=1` prints where each mutant was killed (the step, expected and actual),
@@ -12,7 +14,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use tidemark_conformance::profiles::rows::{runner, script::Script};
+use tidemark_conformance::profiles::rows::model::Model;
+use tidemark_conformance::profiles::rows::runner;
+use tidemark_conformance::profiles::rows::script::{Action, Script};
 use tidemark_reference::rows::RowsMutant;
 use tidemark_sim::real_tier::PgProvider;
 use tidemark_sim::trace::Trace;
@@ -143,6 +147,49 @@ fn main() {
                         f.actual
                     ))
                 })
+        }));
+    }
+    // The model: every step's outcome on the reference is the one the model predicts, exactly
+    // (every sweep's count, every refusal's reason), not only what the scenario states.
+    for s in scripts.clone() {
+        let rt = rt.clone();
+        let get_pg = get_pg.clone();
+        let name = s.test_name().replacen("rows::", "model::rows::", 1);
+        trials.push(Trial::test(name, move || {
+            let pg = get_pg()?;
+            let mut outcomes = Vec::new();
+            rt.block_on(runner::run_recorded(
+                &pg,
+                &s,
+                None,
+                &mut Trace::new(),
+                &mut outcomes,
+            ))
+            .map_err(|f| Failed::from(format!("line {}: {}", f.line, f.actual)))?;
+            let mut model = Model::default();
+            let mut now = 0i64;
+            let mut recorded = outcomes.iter();
+            for step in &s.steps {
+                if let Action::Advance(ms) = step.action {
+                    now += ms;
+                    continue;
+                }
+                let predicted = model.apply(&step.action, now);
+                let Some((line, actual)) = recorded.next() else {
+                    return Err(Failed::from("fewer outcomes recorded than steps"));
+                };
+                if *line != step.line || !runner::same(&predicted, actual) {
+                    return Err(Failed::from(format!(
+                        "{}:{}: {}\n  the model: {}\n  the reference: {}",
+                        s.file.display(),
+                        step.line,
+                        step.text,
+                        predicted.text(),
+                        actual.text()
+                    )));
+                }
+            }
+            Ok(())
         }));
     }
     for m in RowsMutant::ALL {

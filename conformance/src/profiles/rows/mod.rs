@@ -5,11 +5,14 @@
 //!   lexer, in its own step vocabulary (`scenarios/rows/README.md`).
 //! - [`runner`]: each scenario against the reference (`reference-impl/src/rows/`) on its own
 //!   fresh database, the clock handed in with every step.
+//! - [`model`]: the executable model of part SR, in memory, which predicts every scenario's
+//!   outcomes (the oracle exploration will need).
 //!
 //! This module is the command line's entry point: one PostgreSQL for a run, the suite and the
 //! mutant catalogue. Not built yet, and refused as such rather than faked: a program through the
 //! process protocol, exploration, replay and the world (issue 13, items 3 and 5).
 
+pub mod model;
 pub mod runner;
 pub mod script;
 

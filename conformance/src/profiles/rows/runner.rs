@@ -72,6 +72,14 @@ impl Outcome {
     }
 }
 
+/// Whether two outcomes are the same, refusals by their reason (messages are free text).
+pub fn same(a: &Outcome, b: &Outcome) -> bool {
+    match (a, b) {
+        (Outcome::Refused { reason: x, .. }, Outcome::Refused { reason: y, .. }) => x == y,
+        _ => a == b,
+    }
+}
+
 /// Whether `got` is what `expect` states.
 pub fn matches(expect: &Expect, got: &Outcome) -> bool {
     match (expect, got) {
@@ -128,6 +136,18 @@ pub async fn run(
     mutant: Option<RowsMutant>,
     trace: &mut Trace,
 ) -> Result<(), Failure> {
+    run_recorded(pg, script, mutant, trace, &mut Vec::new()).await
+}
+
+/// [`run`], recording each step's outcome with its line (up to the first mismatch), for the
+/// comparison with the model.
+pub async fn run_recorded(
+    pg: &PgProvider,
+    script: &Script,
+    mutant: Option<RowsMutant>,
+    trace: &mut Trace,
+    outcomes: &mut Vec<(usize, Outcome)>,
+) -> Result<(), Failure> {
     let setup = |expected: &str, actual: String| Failure {
         line: 0,
         step: "(setup)".into(),
@@ -144,7 +164,7 @@ pub async fn run(
         .await
         .map_err(|e| setup("a fresh PostgreSQL database", e.to_string()))?;
     let result = match RowsStore::open_with(db.pool.clone(), RowsConfig { mutant }).await {
-        Ok(store) => play(&store, script, trace).await,
+        Ok(store) => play(&store, script, trace, outcomes).await,
         Err(e) => Err(setup("the rows schema", e.to_string())),
     };
     let dropped = pg.drop_database(db).await;
@@ -152,7 +172,12 @@ pub async fn run(
     dropped.map_err(|e| setup("the scenario's database dropped", e.to_string()))
 }
 
-async fn play(store: &RowsStore, script: &Script, trace: &mut Trace) -> Result<(), Failure> {
+async fn play(
+    store: &RowsStore,
+    script: &Script,
+    trace: &mut Trace,
+    outcomes: &mut Vec<(usize, Outcome)>,
+) -> Result<(), Failure> {
     let mut now = EPOCH;
     let mut learnt = Learnt::default();
     for step in &script.steps {
@@ -171,6 +196,7 @@ async fn play(store: &RowsStore, script: &Script, trace: &mut Trace) -> Result<(
             .await
             .map_err(|e| fail(format!("harness error: {e}")))?;
         trace.record(rel(now), format!("{} -> {}", step.text, got.text()));
+        outcomes.push((step.line, got.clone()));
         if !matches(&step.expect, &got) {
             return Err(fail(got.text()));
         }
