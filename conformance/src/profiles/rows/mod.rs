@@ -189,7 +189,7 @@ pub fn mutant_table(results: &[RowsMutantResult]) -> String {
 
 fn not_built(command: &str) -> String {
     format!(
-        "{command} --profile rows is not built yet: the rows profile has scenarios and mutants, but no executable model, exploration, saved failures or world (issue 13, item 3)"
+        "{command} --profile rows is not built yet: the rows profile has scenarios, mutants and an executable model, but no exploration, saved failures or world yet (issue 13, item 3)"
     )
 }
 
