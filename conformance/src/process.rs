@@ -10,6 +10,10 @@
 //! garbage, answers the wrong request, never answers or exits early becomes a [`DriverError`]
 //! naming what happened and the last lines of its stderr, and is killed and reaped. The runner
 //! attaches the scenario and step and moves on to the next scenario.
+//!
+//! Why one file of this length: every path that can leave a child process behind (spawn,
+//! bounded reads, kill, reap) is in one module, so the guarantee that none is left is checked in
+//! one place.
 
 use crate::contract::{Outcome, Request};
 use crate::driver::{Driver, DriverError, DriverFactory, Environment};

@@ -8,6 +8,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
+use tidemark_conformance::profiles::scoped::play;
 use tidemark_conformance::profiles::scoped::process;
 use tidemark_conformance::profiles::scoped::script::{self, Script};
 use tidemark_conformance::report::{CaseReport, Verdict};
@@ -64,7 +65,7 @@ fn the_reference_adapter_passes_every_scoped_scenario_through_the_protocol_as_in
     assert!(scripts.len() >= 20, "the scoped suite is loaded");
     block_on(async {
         let pg = Arc::new(PgProvider::from_environment().await.expect("PostgreSQL"));
-        let in_process = script::run_suite(pg.clone(), &scripts, None).await;
+        let in_process = play::run_suite(pg.clone(), &scripts, None).await;
         let in_process_passed = in_process.iter().filter(|r| r.failure.is_none()).count();
         assert_eq!(
             in_process_passed,
@@ -96,7 +97,7 @@ fn a_scoped_mutant_behind_the_protocol_fails_its_killers_at_the_same_lines_as_in
     block_on(async {
         let pg = Arc::new(PgProvider::from_environment().await.expect("PostgreSQL"));
         let in_process: Vec<(String, Option<usize>)> =
-            script::run_suite(pg.clone(), &killers, Some(mutant))
+            play::run_suite(pg.clone(), &killers, Some(mutant))
                 .await
                 .into_iter()
                 .map(|r| (r.test_name, r.failure.map(|f| f.line)))
@@ -232,7 +233,7 @@ fn measure_the_overhead_of_the_scoped_process_path() {
         let mut through = Vec::new();
         for round in 0..=ROUNDS {
             let started = std::time::Instant::now();
-            let results = script::run_suite(pg.clone(), &scripts, None).await;
+            let results = play::run_suite(pg.clone(), &scripts, None).await;
             let a = started.elapsed();
             assert!(results.iter().all(|r| r.failure.is_none()));
             let started = std::time::Instant::now();

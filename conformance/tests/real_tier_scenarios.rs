@@ -7,16 +7,16 @@
 //! simulation tier by giving the same observable outcomes.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use tidemark_conformance::profiles::scoped::script::{self, Script};
-use tidemark_reference::scoped::ScopedMutant;
-use tidemark_sim::real_tier::PgProvider;
 
-fn scenarios_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/scoped")
+mod support {
+    pub mod scoped_suite;
 }
+use support::scoped_suite::ScopedSuite;
+use tidemark_conformance::profiles::scoped::play;
+use tidemark_conformance::profiles::scoped::script::Script;
+use tidemark_reference::scoped::ScopedMutant;
 
 /// The SC rule ids SPEC.md defines.
 fn sc_rules() -> Result<std::collections::BTreeSet<String>, Failed> {
@@ -32,37 +32,10 @@ fn sc_rules() -> Result<std::collections::BTreeSet<String>, Failed> {
 
 fn main() {
     let args = Arguments::from_args();
-    let scripts = match script::load_dir(&scenarios_dir()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("the scoped scenarios do not load: {e}");
-            std::process::exit(101);
-        }
-    };
-    let rt = Arc::new(
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime"),
-    );
-    // One PostgreSQL for the run, started only if some test runs; each scenario gets its own
-    // database on it and its own S3 server (so one scenario's faults never reach another).
-    let tier: Arc<std::sync::OnceLock<Result<Arc<PgProvider>, String>>> =
-        Arc::new(std::sync::OnceLock::new());
-    let get_tier = {
-        let rt = rt.clone();
-        let tier = tier.clone();
-        move || -> Result<Arc<PgProvider>, Failed> {
-            tier.get_or_init(|| {
-                rt.block_on(PgProvider::from_environment())
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string())
-            })
-            .clone()
-            .map_err(Failed::from)
-        }
-    };
+    let suite = ScopedSuite::load();
+    let scripts = suite.scripts.clone();
+    let rt = suite.rt.clone();
+    let get_tier = suite.postgres();
 
     let mut trials = Vec::new();
     for s in scripts.clone() {
@@ -70,7 +43,7 @@ fn main() {
         let get_tier = get_tier.clone();
         trials.push(Trial::test(s.test_name(), move || {
             let tier = get_tier()?;
-            rt.block_on(script::run(tier, &s, None))
+            rt.block_on(play::run(tier, &s, None))
                 .map_err(|f| Failed::from(format!("{}: {}\n{f}", s.file.display(), s.name)))
         }));
     }
@@ -84,7 +57,7 @@ fn main() {
             .replacen("scoped::", "differential::memory::", 1);
         trials.push(Trial::test(name, move || {
             let pg = get_tier()?;
-            rt.block_on(script::run_on(pg, &s, None, script::Backend::Memory))
+            rt.block_on(play::run_on(pg, &s, None, play::Backend::Memory))
                 .map_err(|f| Failed::from(format!("{}: {}\n{f}", s.file.display(), s.name)))
         }));
     }
@@ -108,7 +81,7 @@ fn main() {
                 }
                 let tier = get_tier()?;
                 for s in &killers {
-                    if rt.block_on(script::run(tier.clone(), s, Some(m))).is_err() {
+                    if rt.block_on(play::run(tier.clone(), s, Some(m))).is_err() {
                         return Ok(());
                     }
                 }
@@ -152,9 +125,6 @@ fn main() {
             },
         ));
     }
-    let conclusion = libtest_mimic::run(&args, trials);
-    // Stop the PostgreSQL cluster before exiting (exit skips destructors).
-    drop(tier);
     drop(get_tier);
-    conclusion.exit();
+    suite.run(&args, trials)
 }

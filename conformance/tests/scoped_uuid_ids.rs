@@ -2,7 +2,8 @@
 //! (`w1`, `a1`, `s1`) with a 36-byte UUID, and what reaches the bucket is keyed by them.
 
 use tidemark_conformance::profiles::scoped::driver::{ScopedOp, ScopedOutcome};
-use tidemark_conformance::profiles::scoped::script::{self, Action, Backend};
+use tidemark_conformance::profiles::scoped::play::{self, Backend};
+use tidemark_conformance::profiles::scoped::script::{self, Action};
 
 fn scenarios_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/scoped")
@@ -51,7 +52,7 @@ async fn a_scenarios_bucket_keys_carry_its_uuids_and_still_meet_its_expectations
         .iter()
         .find(|s| s.test_name() == "scoped::files_live_under_scope_first_keys")
         .expect("the layout scenario");
-    let rec = script::run_recorded(None, s, None, Backend::Sim).await;
+    let rec = play::run_recorded(None, s, None, Backend::Sim).await;
     assert!(rec.result.is_ok(), "{:?}", rec.result);
     let (w, a, sess) = (s.uuid_of("w1"), s.uuid_of("a1"), s.uuid_of("s1"));
     let keys: Vec<&String> = rec

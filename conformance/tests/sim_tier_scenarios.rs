@@ -6,18 +6,20 @@
 //! scoped mutant (`mutant::sim::<id>`) must be killed on the simulation tier by the same
 //! scenario that kills it on the real tier.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use tidemark_conformance::profiles::scoped::script::{self, Backend, Recorded, Script};
+
+mod support {
+    pub mod scoped_suite;
+}
+use support::scoped_suite::ScopedSuite;
+use tidemark_conformance::profiles::scoped::play;
+use tidemark_conformance::profiles::scoped::play::{Backend, Recorded};
+use tidemark_conformance::profiles::scoped::script::Script;
 use tidemark_conformance::profiles::scoped::ScopedOutcome;
 use tidemark_reference::scoped::ScopedMutant;
 use tidemark_sim::real_tier::PgProvider;
-
-fn scenarios_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/scoped")
-}
 
 fn described(s: &Script, what: String) -> Failed {
     Failed::from(format!("{}: {}\n{what}", s.file.display(), s.name))
@@ -63,43 +65,17 @@ fn first_difference(sim: &Recorded, real: &Recorded) -> Option<String> {
 
 fn main() {
     let args = Arguments::from_args();
-    let scripts = match script::load_dir(&scenarios_dir()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("the scoped scenarios do not load: {e}");
-            std::process::exit(101);
-        }
-    };
-    let rt = Arc::new(
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime"),
-    );
-    // One PostgreSQL for the run, started only if a differential test runs.
-    let pg: Arc<std::sync::OnceLock<Result<Arc<PgProvider>, String>>> =
-        Arc::new(std::sync::OnceLock::new());
-    let get_pg = {
-        let rt = rt.clone();
-        let pg = pg.clone();
-        move || -> Result<Arc<PgProvider>, Failed> {
-            pg.get_or_init(|| {
-                rt.block_on(PgProvider::from_environment())
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string())
-            })
-            .clone()
-            .map_err(Failed::from)
-        }
-    };
+    let suite = ScopedSuite::load();
+    let scripts = suite.scripts.clone();
+    let rt = suite.rt.clone();
+    let get_pg = suite.postgres();
 
     let mut trials = Vec::new();
     for s in scripts.clone() {
         let rt = rt.clone();
         let name = s.test_name().replacen("scoped::", "sim::", 1);
         trials.push(Trial::test(name, move || {
-            rt.block_on(script::run_recorded(None, &s, None, Backend::Sim))
+            rt.block_on(play::run_recorded(None, &s, None, Backend::Sim))
                 .result
                 .map_err(|f| described(&s, f.to_string()))
         }));
@@ -110,8 +86,8 @@ fn main() {
         let name = s.test_name().replacen("scoped::", "differential::sim::", 1);
         trials.push(Trial::test(name, move || {
             let pg = get_pg()?;
-            let sim = rt.block_on(script::run_recorded(None, &s, None, Backend::Sim));
-            let real = rt.block_on(script::run_recorded(Some(pg), &s, None, Backend::Disk));
+            let sim = rt.block_on(play::run_recorded(None, &s, None, Backend::Sim));
+            let real = rt.block_on(play::run_recorded(Some(pg), &s, None, Backend::Disk));
             if let Err(f) = &real.result {
                 return Err(described(&s, format!("fails on the real tier: {f}")));
             }
@@ -139,7 +115,7 @@ fn main() {
                     killers
                         .iter()
                         .find(|s| {
-                            rt.block_on(script::run_recorded(pg.clone(), s, Some(m), backend))
+                            rt.block_on(play::run_recorded(pg.clone(), s, Some(m), backend))
                                 .result
                                 .is_err()
                         })
@@ -164,9 +140,6 @@ fn main() {
             },
         ));
     }
-    let conclusion = libtest_mimic::run(&args, trials);
-    // Stop the PostgreSQL cluster before exiting (exit skips destructors).
-    drop(pg);
     drop(get_pg);
-    conclusion.exit();
+    suite.run(&args, trials)
 }

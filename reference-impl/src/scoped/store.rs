@@ -7,6 +7,10 @@
 //! S3 call, and the sweep locks the rows it sweeps (`FOR UPDATE SKIP LOCKED`) for the whole
 //! list-and-delete. So a write either lands before the sweep looks (and makes the session
 //! active, so it is not swept) or waits until the sweep has committed (and lands after it).
+//!
+//! Why one file of this length: every operation's order of S3 calls and row locks is the
+//! safety argument above, and reads best in one place; key shapes live in `layout.rs`,
+//! permissions in `permissions.rs`, the rows in `metadata/`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -9,6 +9,9 @@
 //! created and migrated, which cost most of a PostgreSQL seed. A pooled database carrying
 //! another schema marker than this build's is dropped and rebuilt, with a message saying so.
 //! Pooled databases are dropped with the provider on a `DATABASE_URL` server.
+//!
+//! Why one file of this length: the three PostgreSQL sources share the pool of databases and
+//! their reset; reaping is in `pg_reap.rs`, the cached cluster in `pg_template.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

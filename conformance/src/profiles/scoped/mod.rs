@@ -1,7 +1,8 @@
 //! The scoped profile (SPEC part SC): scoped object storage on S3 and PostgreSQL. Everything
 //! the profile owns lives in this folder:
 //!
-//! - [`script`]: its scenario files (`scenarios/scoped/*.tdm`), parsed and run step by step.
+//! - [`script`]: its scenario files (`scenarios/scoped/*.tdm`) and their step vocabulary;
+//!   [`play`]: a parsed scenario run step by step.
 //! - [`driver`]: the reference implementation on the real tier (the disk S3 store over loopback
 //!   HTTP through aws-sdk-s3, and a real PostgreSQL) or the simulation tier, and the operations
 //!   and outcomes a step speaks ([`ScopedOp`], [`ScopedOutcome`]).
@@ -24,6 +25,7 @@ pub mod fixture;
 pub mod gate;
 pub mod ledger;
 pub mod model;
+pub mod play;
 pub mod process;
 pub mod remote;
 pub mod script;
@@ -81,7 +83,7 @@ pub async fn mutants(dir: &Path, only: Option<&str>) -> Result<Vec<ScopedMutantR
             .iter()
             .filter(|s| s.kills.iter().any(|k| k == m.id()))
         {
-            if script::run(pg.clone(), s, Some(m)).await.is_err() {
+            if play::run(pg.clone(), s, Some(m)).await.is_err() {
                 killed_by = Some(s.test_name());
                 break;
             }

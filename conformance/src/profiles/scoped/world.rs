@@ -23,6 +23,10 @@
 //! world), so days pass in one step while the network keeps millisecond ticks. The trace is the
 //! server's log in the order things were applied, with refusals by reason only (messages carry
 //! transport details such as HTTP dates), so it is byte-identical for a seed.
+//!
+//! Why one file of this length: the hosts, the guests' safety oracle and the fault controller
+//! share one world's types and clock, and a seed's trace is read top to bottom here; splitting
+//! it is open work (ARCHITECTURE.md, "Open work on the one engine").
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};

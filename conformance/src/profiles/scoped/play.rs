@@ -1,0 +1,233 @@
+//! Playing a parsed scoped scenario ([`Script`]) step by step against the reference, on the
+//! real tier or the simulation tier ([`Backend`]), comparing each outcome with its expectation:
+//! the scoped profile's runner, apart from its vocabulary (`script.rs`).
+
+use std::path::PathBuf;
+
+use super::driver::ScopedOutcome;
+use super::script::{Action, Script};
+
+/// Where a scenario failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepFailure {
+    pub line: usize,
+    pub step: String,
+    pub expected: String,
+    pub actual: String,
+}
+
+impl std::fmt::Display for StepFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}: {}\n  expected: {}\n  actual:   {}",
+            self.line, self.step, self.expected, self.actual
+        )
+    }
+}
+
+/// Runs a scenario from the pinned epoch on its own S3 server (so its faults are its own) and
+/// its own database on `pg`.
+pub async fn run(
+    pg: std::sync::Arc<tidemark_sim::real_tier::PgProvider>,
+    script: &Script,
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+) -> Result<(), StepFailure> {
+    run_on(pg, script, mutant, Backend::Disk).await
+}
+
+/// Which stores serve a scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The disk S3 store over a temporary directory and PostgreSQL: the real tier.
+    Disk,
+    /// The in-memory S3 and PostgreSQL, for the differential check of the in-memory S3.
+    Memory,
+    /// The simulation tier's stores: the in-memory S3 and the in-memory metadata store. Needs
+    /// no PostgreSQL.
+    Sim,
+}
+
+/// [`run`] on a chosen backend.
+pub async fn run_on(
+    pg: std::sync::Arc<tidemark_sim::real_tier::PgProvider>,
+    script: &Script,
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+    backend: Backend,
+) -> Result<(), StepFailure> {
+    run_recorded(Some(pg), script, mutant, backend).await.result
+}
+
+/// What one run of a scenario observed: every step's outcome, in order, and the first step
+/// whose outcome did not match its expectation (the run stops there).
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// `(line, outcome)` for each operation step run.
+    pub outcomes: Vec<(usize, ScopedOutcome)>,
+    pub result: Result<(), StepFailure>,
+}
+
+/// Runs a scenario from the pinned epoch on `backend` and records every outcome. `pg` is
+/// needed by every backend but [`Backend::Sim`].
+pub async fn run_recorded(
+    pg: Option<std::sync::Arc<tidemark_sim::real_tier::PgProvider>>,
+    script: &Script,
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+    backend: Backend,
+) -> Recorded {
+    let mut outcomes = Vec::new();
+    let result = run_steps(pg, script, mutant, backend, &mut outcomes).await;
+    Recorded { outcomes, result }
+}
+
+async fn run_steps(
+    pg: Option<std::sync::Arc<tidemark_sim::real_tier::PgProvider>>,
+    script: &Script,
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+    backend: Backend,
+    outcomes: &mut Vec<(usize, ScopedOutcome)>,
+) -> Result<(), StepFailure> {
+    let fail = |line: usize, step: &str, expected: String, actual: String| StepFailure {
+        line,
+        step: step.to_string(),
+        expected,
+        actual,
+    };
+    let name = script
+        .file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let seed = script.fault_seed();
+    let started = match backend {
+        Backend::Sim => super::ScopedDriver::start_sim(mutant, &script.knobs, seed).await,
+        Backend::Disk | Backend::Memory => {
+            let Some(pg) = pg else {
+                return Err(fail(
+                    0,
+                    "start",
+                    "a PostgreSQL".into(),
+                    format!("backend {backend:?} needs PostgreSQL and none was given"),
+                ));
+            };
+            let tier = match backend {
+                Backend::Disk => tidemark_sim::real_tier::RealTier::with_postgres(pg, seed).await,
+                _ => tidemark_sim::real_tier::RealTier::with_postgres_memory(pg, seed).await,
+            }
+            .map_err(|e| fail(0, "start", "a running S3 server".into(), e.to_string()))?;
+            super::ScopedDriver::start(std::sync::Arc::new(tier), &name, mutant, &script.knobs)
+                .await
+        }
+    };
+    let mut driver =
+        started.map_err(|e| fail(0, "start", "a running store".into(), e.to_string()))?;
+    let result = play_steps(&mut driver, script, outcomes).await;
+    let cleanup = driver.finish().await;
+    result?;
+    cleanup.map_err(|e| {
+        fail(
+            0,
+            "finish",
+            "the scenario's database dropped".into(),
+            e.to_string(),
+        )
+    })
+}
+
+async fn play_steps(
+    driver: &mut super::ScopedDriver,
+    script: &Script,
+    outcomes: &mut Vec<(usize, ScopedOutcome)>,
+) -> Result<(), StepFailure> {
+    let fail = |line: usize, step: &str, expected: String, actual: String| StepFailure {
+        line,
+        step: step.to_string(),
+        expected,
+        actual,
+    };
+    let mut now = tidemark_sim::clock::EPOCH;
+    for step in &script.steps {
+        match &step.action {
+            Action::Advance(ms) => now = now.plus_ms(*ms),
+            Action::Op(op) => {
+                let got = driver
+                    .call(now, op)
+                    .await
+                    .map_err(|e| fail(step.line, &step.text, format!("{:?}", step.expect), e))?;
+                outcomes.push((step.line, got.clone()));
+                if !step.expect.matches(&got) {
+                    return Err(fail(
+                        step.line,
+                        &step.text,
+                        format!("{:?}", step.expect),
+                        format!("{got:?}"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One scenario's result in a suite run.
+#[derive(Clone, Debug)]
+pub struct ScriptResult {
+    pub test_name: String,
+    pub name: String,
+    pub file: PathBuf,
+    pub failure: Option<StepFailure>,
+}
+
+/// Runs every scenario against the reference (or one mutant of it), in order.
+pub async fn run_suite(
+    pg: std::sync::Arc<tidemark_sim::real_tier::PgProvider>,
+    scripts: &[Script],
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+) -> Vec<ScriptResult> {
+    let mut out = Vec::with_capacity(scripts.len());
+    for s in scripts {
+        out.push(ScriptResult {
+            test_name: s.test_name(),
+            name: s.name.clone(),
+            file: s.file.clone(),
+            failure: run(pg.clone(), s, mutant).await.err(),
+        });
+    }
+    out
+}
+
+/// For each scoped mutant, the first scenario naming it in `kills:` that fails under it
+/// (`None`: the mutant survives, or no scenario names it).
+pub async fn mutant_matrix(
+    pg: std::sync::Arc<tidemark_sim::real_tier::PgProvider>,
+    scripts: &[Script],
+) -> Vec<(tidemark_reference::scoped::ScopedMutant, Option<String>)> {
+    mutant_matrix_on(Some(pg), scripts, Backend::Disk).await
+}
+
+/// [`mutant_matrix`] on a chosen backend (`pg` may be `None` for [`Backend::Sim`]).
+pub async fn mutant_matrix_on(
+    pg: Option<std::sync::Arc<tidemark_sim::real_tier::PgProvider>>,
+    scripts: &[Script],
+    backend: Backend,
+) -> Vec<(tidemark_reference::scoped::ScopedMutant, Option<String>)> {
+    let mut out = Vec::new();
+    for m in tidemark_reference::scoped::ScopedMutant::ALL {
+        let mut killed_by = None;
+        for s in scripts
+            .iter()
+            .filter(|s| s.kills.iter().any(|k| k == m.id()))
+        {
+            if run_recorded(pg.clone(), s, Some(m), backend)
+                .await
+                .result
+                .is_err()
+            {
+                killed_by = Some(s.test_name());
+                break;
+            }
+        }
+        out.push((m, killed_by));
+    }
+    out
+}
