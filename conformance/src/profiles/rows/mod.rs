@@ -2,7 +2,8 @@
 //! removes the rest, on PostgreSQL. Everything the profile owns lives in this folder:
 //!
 //! - [`script`]: its scenario files (`scenarios/rows/*.tdm`), read with the shared header and
-//!   lexer, in its own step vocabulary (`scenarios/rows/README.md`).
+//!   lexer, in its own step vocabulary (`scenarios/rows/README.md`); `grammar.rs` reads one
+//!   step line's action and expectation.
 //! - [`runner`]: each scenario against the reference (`reference-impl/src/rows/`) on its own
 //!   fresh database, the clock handed in with every step.
 //! - [`model`]: the executable model of part SR, in memory, which predicts every scenario's
@@ -12,6 +13,7 @@
 //! mutant catalogue. Not built yet, and refused as such rather than faked: a program through the
 //! process protocol, exploration, replay and the world (issue 13, items 3 and 5).
 
+mod grammar;
 pub mod model;
 pub mod runner;
 pub mod script;
