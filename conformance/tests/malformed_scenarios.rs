@@ -87,11 +87,28 @@ fn the_whole_suite_loads() {
 fn fixture_error(relative: &str) -> String {
     let root = tidemark_conformance::spec::repo_root();
     let path = root.join(relative);
-    let scoped = std::fs::read(&path).is_ok_and(|b| {
+    let profile = std::fs::read(&path).ok().and_then(|b| {
         tidemark_conformance::scenario::header::profile_named(&String::from_utf8_lossy(&b))
-            == Some("scoped")
+            .map(str::to_string)
     });
-    let message = if scoped {
+    let scoped = profile.as_deref() == Some("scoped");
+    let message = if profile.as_deref() == Some("rows") {
+        let rules = RuleIndex::load(&tidemark_conformance::default_spec_path()).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        match tidemark_conformance::profiles::rows::script::utf8_text(&bytes) {
+            Err((line, m)) => format!("{}:{line}: {m}", path.display()),
+            Ok(text) => {
+                match tidemark_conformance::profiles::rows::script::parse_with(
+                    &path,
+                    text,
+                    rules.id_set(),
+                ) {
+                    Ok(s) => panic!("{relative} should not load; parsed {} steps", s.steps.len()),
+                    Err(e) => e.to_string(),
+                }
+            }
+        }
+    } else if scoped {
         let rules = RuleIndex::load(&tidemark_conformance::default_spec_path()).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         match tidemark_conformance::profiles::scoped::script::utf8_text(&bytes) {
@@ -123,7 +140,7 @@ fn fixture_error(relative: &str) -> String {
 fn every_malformed_fixture_is_a_located_load_error() {
     let root = tidemark_conformance::spec::repo_root();
     let mut seen = 0;
-    for profile in ["scratchpad", "scoped"] {
+    for profile in ["scratchpad", "scoped", "rows"] {
         let dir = root.join("fixtures/malformed").join(profile);
         let mut files: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
@@ -156,7 +173,7 @@ fn every_malformed_fixture_is_a_located_load_error() {
 }
 
 #[test]
-fn invalid_utf8_is_reported_at_its_line_in_both_grammars() {
+fn invalid_utf8_is_reported_at_its_line_in_every_grammar() {
     assert!(
         fixture_error("fixtures/malformed/scratchpad/invalid-utf8-on-line-5.tdm")
             .starts_with("fixtures/malformed/scratchpad/invalid-utf8-on-line-5.tdm:5: ")
@@ -164,6 +181,10 @@ fn invalid_utf8_is_reported_at_its_line_in_both_grammars() {
     assert!(
         fixture_error("fixtures/malformed/scoped/invalid-utf8-on-line-5.tdm")
             .starts_with("fixtures/malformed/scoped/invalid-utf8-on-line-5.tdm:5: ")
+    );
+    assert!(
+        fixture_error("fixtures/malformed/rows/invalid-utf8-on-line-5.tdm")
+            .starts_with("fixtures/malformed/rows/invalid-utf8-on-line-5.tdm:5: ")
     );
 }
 

@@ -4,6 +4,7 @@
 //! owns lives in its folder here; the command line reaches it only through [`Profile`], so a
 //! new profile is one folder and one line in [`PROFILES`].
 
+pub mod rows;
 pub mod scoped;
 pub mod scratchpad;
 
@@ -19,7 +20,11 @@ use crate::report::CaseReport;
 use crate::scenario::header::HeaderVocabulary;
 
 /// Every profile, in the order `tidemark run` plays and reports them.
-pub static PROFILES: &[&dyn Profile] = &[&scratchpad::ScratchpadProfile, &scoped::ScopedProfile];
+pub static PROFILES: &[&dyn Profile] = &[
+    &scratchpad::ScratchpadProfile,
+    &scoped::ScopedProfile,
+    &rows::RowsProfile,
+];
 
 /// The registered profiles' names, in order.
 pub fn names() -> Vec<&'static str> {

@@ -75,19 +75,17 @@ pub fn utf8_text(bytes: &[u8]) -> Result<&str, LineError> {
     })
 }
 
-/// Every profile's name, in the order `tidemark run` plays them. One file extension serves
-/// them all; a loader takes the files whose `profile:` line names its own.
-pub const PROFILES: &[&str] = &["scratchpad", "scoped"];
-
 /// Whether the file at `path` belongs to another profile than `profile`: its first `profile:`
-/// line names another one. A file that cannot be read, or names no profile or an unknown one,
-/// belongs to every loader, so its error is reported rather than skipped.
+/// line names another registered one (`crate::profiles::PROFILES`, the one registry). One file
+/// extension serves every profile; a loader takes the files whose `profile:` line names its
+/// own. A file that cannot be read, or names no profile or an unknown one, belongs to every
+/// loader, so its error is reported rather than skipped.
 pub fn belongs_elsewhere(path: &std::path::Path, profile: &str) -> bool {
     let Ok(bytes) = std::fs::read(path) else {
         return false;
     };
     profile_named(&String::from_utf8_lossy(&bytes))
-        .is_some_and(|p| p != profile && PROFILES.contains(&p))
+        .is_some_and(|p| p != profile && crate::profiles::names().contains(&p))
 }
 
 /// The error for a file with a header and no step, once its knobs have been checked.

@@ -2,7 +2,7 @@
 //! any a model names, however old.
 
 use super::reaper::{delete_batches, ReapConfig};
-use super::{sqlstate, RowsError, RowsStore, FOREIGN_KEY_VIOLATION};
+use super::{sqlstate, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION};
 use crate::clock::Timestamp;
 
 /// How many of the newest snapshots are kept whether named or not.
@@ -19,6 +19,26 @@ pub const FORGET_SNAPSHOTS_SQL: &str =
      WHERE $1::bigint IS NOT NULL
        AND s.id < (SELECT min(n.id) FROM (SELECT id FROM tidemark_rows.catalog_snapshots
                                             ORDER BY id DESC LIMIT 3) n)
+       AND NOT EXISTS (SELECT 1 FROM tidemark_rows.models m WHERE m.snapshot_id = s.id)
+     ORDER BY s.id LIMIT $2 FOR UPDATE SKIP LOCKED))";
+
+/// [`RowsMutant::NewestTwoSnapshots`]'s batch: the newest two kept, not three.
+const MUTANT_NEWEST_TWO_SQL: &str =
+    "DELETE FROM tidemark_rows.catalog_snapshots WHERE id = ANY (ARRAY (
+    SELECT s.id FROM tidemark_rows.catalog_snapshots s
+     WHERE $1::bigint IS NOT NULL
+       AND s.id < (SELECT min(n.id) FROM (SELECT id FROM tidemark_rows.catalog_snapshots
+                                            ORDER BY id DESC LIMIT 2) n)
+       AND NOT EXISTS (SELECT 1 FROM tidemark_rows.models m WHERE m.snapshot_id = s.id)
+     ORDER BY s.id LIMIT $2 FOR UPDATE SKIP LOCKED))";
+
+/// [`RowsMutant::NewestByTimestamp`]'s batch: newest by `taken_at_ms`.
+const MUTANT_BY_TIMESTAMP_SQL: &str =
+    "DELETE FROM tidemark_rows.catalog_snapshots WHERE id = ANY (ARRAY (
+    SELECT s.id FROM tidemark_rows.catalog_snapshots s
+     WHERE $1::bigint IS NOT NULL
+       AND s.id NOT IN (SELECT id FROM tidemark_rows.catalog_snapshots
+                         ORDER BY taken_at_ms DESC, id DESC LIMIT 3)
        AND NOT EXISTS (SELECT 1 FROM tidemark_rows.models m WHERE m.snapshot_id = s.id)
      ORDER BY s.id LIMIT $2 FOR UPDATE SKIP LOCKED))";
 
@@ -72,10 +92,26 @@ impl RowsStore {
 
     /// The sweep of SR-5.1.
     pub async fn forget_old_snapshots(&self, cfg: &ReapConfig) -> Result<u64, RowsError> {
+        if self.mutant(RowsMutant::NamedSnapshotSwept) {
+            // The mutant forgets the models' names before sweeping: the old ones go with them.
+            sqlx::query(
+                "DELETE FROM tidemark_rows.models WHERE snapshot_id <
+                    (SELECT min(n.id) FROM (SELECT id FROM tidemark_rows.catalog_snapshots
+                                             ORDER BY id DESC LIMIT 3) n)",
+            )
+            .execute(self.pool())
+            .await
+            .map_err(RowsError::db("forget snapshots"))?;
+        }
+        let sql = match self.config().mutant {
+            Some(RowsMutant::NewestTwoSnapshots) => MUTANT_NEWEST_TWO_SQL,
+            Some(RowsMutant::NewestByTimestamp) => MUTANT_BY_TIMESTAMP_SQL,
+            _ => FORGET_SNAPSHOTS_SQL,
+        };
         // The rule has no clock; the batch helper's `$1` is bound to a constant.
         delete_batches(
             self.pool(),
-            FORGET_SNAPSHOTS_SQL,
+            sql,
             Timestamp::from_millis(0),
             cfg,
             "forget snapshots",

@@ -4,7 +4,7 @@
 //! `expires_at_ms` index up to now.
 
 use super::reaper::{delete_batches, ReapConfig};
-use super::{sqlstate, RowsError, RowsStore, FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION};
+use super::{sqlstate, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION};
 use crate::clock::{Timestamp, DAY_MS};
 
 /// How long a tool invocation is kept (SR-3.1).
@@ -22,6 +22,19 @@ macro_rules! expired_sql {
             " WHERE id = ANY (ARRAY (SELECT id FROM tidemark_rows.",
             $table,
             " WHERE expires_at_ms <= $1 ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED))"
+        )
+    };
+}
+
+/// [`RowsMutant::ExpiryBoundaryStrict`]'s batch: a row whose expiry equals now is kept.
+macro_rules! strict_sql {
+    ($table:literal) => {
+        concat!(
+            "DELETE FROM tidemark_rows.",
+            $table,
+            " WHERE id = ANY (ARRAY (SELECT id FROM tidemark_rows.",
+            $table,
+            " WHERE expires_at_ms < $1 ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED))"
         )
     };
 }
@@ -61,10 +74,21 @@ impl ExpiringStore {
             ExpiringStore::BreakerSightings => expired_sql!("breaker_sightings"),
         }
     }
+
+    fn strict_sql(self) -> &'static str {
+        match self {
+            ExpiringStore::LiveSessions => strict_sql!("live_sessions"),
+            ExpiringStore::RefreshTokens => strict_sql!("refresh_tokens"),
+            ExpiringStore::WebhookDeliveries => strict_sql!("webhook_deliveries"),
+            ExpiringStore::BreakerSightings => strict_sql!("breaker_sightings"),
+        }
+    }
 }
 
 pub const FORGET_INVOCATIONS_SQL: &str = expired_sql!("tool_invocations");
 pub const FORGET_FIRINGS_SQL: &str = expired_sql!("trigger_firings");
+const STRICT_INVOCATIONS_SQL: &str = strict_sql!("tool_invocations");
+const STRICT_FIRINGS_SQL: &str = strict_sql!("trigger_firings");
 
 impl RowsStore {
     /// Records a tool invocation in a session, kept a day.
@@ -75,7 +99,11 @@ impl RowsStore {
         )
         .bind(session)
         .bind(now.as_millis())
-        .bind(now.as_millis().saturating_add(INVOCATION_TTL_MS))
+        .bind(if self.mutant(RowsMutant::InvocationsKeptForever) {
+            i64::MAX
+        } else {
+            now.as_millis().saturating_add(INVOCATION_TTL_MS)
+        })
         .fetch_one(self.pool())
         .await
         .map_err(|e| match sqlstate(&e).as_deref() {
@@ -92,7 +120,14 @@ impl RowsStore {
         )
         .bind(trigger)
         .bind(now.as_millis())
-        .bind(now.as_millis().saturating_add(FIRING_TTL_MS))
+        .bind(
+            now.as_millis()
+                .saturating_add(if self.mutant(RowsMutant::FiringsKeptADay) {
+                    INVOCATION_TTL_MS
+                } else {
+                    FIRING_TTL_MS
+                }),
+        )
         .fetch_one(self.pool())
         .await
         .map_err(RowsError::db("fire trigger"))
@@ -105,11 +140,19 @@ impl RowsStore {
         id: &str,
         expires_at: Timestamp,
     ) -> Result<(), RowsError> {
-        let sql = format!(
-            "INSERT INTO tidemark_rows.{} (id, expires_at_ms) VALUES ($1, $2)
-             ON CONFLICT (id) DO UPDATE SET expires_at_ms = excluded.expires_at_ms",
-            store.table()
-        );
+        let table = store.table();
+        let sql = if self.mutant(RowsMutant::RenewalOnlyExtends) {
+            format!(
+                "INSERT INTO tidemark_rows.{table} (id, expires_at_ms) VALUES ($1, $2)
+                 ON CONFLICT (id) DO UPDATE
+                 SET expires_at_ms = greatest({table}.expires_at_ms, excluded.expires_at_ms)"
+            )
+        } else {
+            format!(
+                "INSERT INTO tidemark_rows.{table} (id, expires_at_ms) VALUES ($1, $2)
+                 ON CONFLICT (id) DO UPDATE SET expires_at_ms = excluded.expires_at_ms"
+            )
+        };
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(id)
             .bind(expires_at.as_millis())
@@ -128,9 +171,14 @@ impl RowsStore {
         now: Timestamp,
         cfg: &ReapConfig,
     ) -> Result<u64, RowsError> {
+        let strict = self.mutant(RowsMutant::ExpiryBoundaryStrict);
         delete_batches(
             self.pool(),
-            FORGET_INVOCATIONS_SQL,
+            if strict {
+                STRICT_INVOCATIONS_SQL
+            } else {
+                FORGET_INVOCATIONS_SQL
+            },
             now,
             cfg,
             "forget invocations",
@@ -144,7 +192,12 @@ impl RowsStore {
         now: Timestamp,
         cfg: &ReapConfig,
     ) -> Result<u64, RowsError> {
-        delete_batches(self.pool(), FORGET_FIRINGS_SQL, now, cfg, "forget firings").await
+        let sql = if self.mutant(RowsMutant::ExpiryBoundaryStrict) {
+            STRICT_FIRINGS_SQL
+        } else {
+            FORGET_FIRINGS_SQL
+        };
+        delete_batches(self.pool(), sql, now, cfg, "forget firings").await
     }
 
     /// The sweep of SR-4.3, one store at a time.
@@ -154,6 +207,11 @@ impl RowsStore {
         now: Timestamp,
         cfg: &ReapConfig,
     ) -> Result<u64, RowsError> {
-        delete_batches(self.pool(), store.sweep_sql(), now, cfg, "forget expired").await
+        let sql = if self.mutant(RowsMutant::ExpiryBoundaryStrict) {
+            store.strict_sql()
+        } else {
+            store.sweep_sql()
+        };
+        delete_batches(self.pool(), sql, now, cfg, "forget expired").await
     }
 }

@@ -14,6 +14,7 @@
 
 pub mod catalog;
 pub mod expiring;
+pub mod mutants;
 pub mod reaper;
 pub mod replies;
 pub mod schema;
@@ -23,6 +24,7 @@ use sqlx::PgPool;
 use crate::clock::Timestamp;
 
 pub use expiring::ExpiringStore;
+pub use mutants::RowsMutant;
 pub use reaper::{ReapConfig, ReapReport};
 pub use replies::{ReplyState, TranscriptReply};
 
@@ -87,21 +89,53 @@ pub(crate) fn sqlstate(e: &sqlx::Error) -> Option<String> {
 pub(crate) const FOREIGN_KEY_VIOLATION: &str = "23503";
 pub(crate) const UNIQUE_VIOLATION: &str = "23505";
 
+/// How a deployment of the rows reference behaves: the correct design unless a mutant is set
+/// (conformance's mutant runs switch one on at run time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowsConfig {
+    pub mutant: Option<RowsMutant>,
+}
+
 /// The rows of one deployment, in the PostgreSQL database it was handed.
 #[derive(Clone)]
 pub struct RowsStore {
     pool: PgPool,
+    config: RowsConfig,
 }
 
 impl RowsStore {
     /// Opens the store over `pool`, bringing the schema up first.
     pub async fn open(pool: PgPool) -> Result<RowsStore, RowsError> {
+        RowsStore::open_with(pool, RowsConfig::default()).await
+    }
+
+    /// [`open`](Self::open) with a configuration (a mutant, for conformance's mutant runs).
+    pub async fn open_with(pool: PgPool, config: RowsConfig) -> Result<RowsStore, RowsError> {
         schema::migrate(&pool).await?;
-        Ok(RowsStore { pool })
+        if config.mutant == Some(RowsMutant::CascadeMissesPrompts) {
+            // The mutant's schema forgot the prompts' foreign key, and with it the cascade.
+            sqlx::query(
+                "ALTER TABLE tidemark_rows.session_prompts
+                 DROP CONSTRAINT IF EXISTS session_prompts_session_id_fkey",
+            )
+            .execute(&pool)
+            .await
+            .map_err(RowsError::db("migrate"))?;
+        }
+        Ok(RowsStore { pool, config })
     }
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    pub fn config(&self) -> RowsConfig {
+        self.config
+    }
+
+    /// Whether mutant `m` is switched on.
+    pub(crate) fn mutant(&self, m: RowsMutant) -> bool {
+        self.config.mutant == Some(m)
     }
 
     pub async fn create_workspace(&self, id: &str) -> Result<(), RowsError> {

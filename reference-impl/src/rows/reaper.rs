@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 
-use super::{RowsError, RowsStore};
-use crate::clock::Timestamp;
+use super::{RowsError, RowsMutant, RowsStore};
+use crate::clock::{Timestamp, DAY_MS};
 
 /// How the reaper deletes.
 #[derive(Clone, Debug)]
@@ -69,6 +69,7 @@ impl RowsStore {
         cfg: &ReapConfig,
     ) -> Result<ReapReport, RowsError> {
         use super::ExpiringStore as S;
+        self.mutant_sweeps(now).await?;
         Ok(ReapReport {
             streamed_events: self.forget_streamed(now, cfg).await?,
             tool_invocations: self.forget_expired_invocations(now, cfg).await?,
@@ -77,8 +78,34 @@ impl RowsStore {
             live_sessions: self.forget_expired(S::LiveSessions, now, cfg).await?,
             refresh_tokens: self.forget_expired(S::RefreshTokens, now, cfg).await?,
             webhook_deliveries: self.forget_expired(S::WebhookDeliveries, now, cfg).await?,
-            breaker_sightings: self.forget_expired(S::BreakerSightings, now, cfg).await?,
+            breaker_sightings: if self.mutant(RowsMutant::TickSkipsBreakerSightings) {
+                0
+            } else {
+                self.forget_expired(S::BreakerSightings, now, cfg).await?
+            },
         })
+    }
+
+    /// The sweeps only a mutant has: rows SR-6 keeps on purpose, removed by age. They report
+    /// nothing, as a sweep that should not exist would not be in the report.
+    async fn mutant_sweeps(&self, now: Timestamp) -> Result<(), RowsError> {
+        let sql = match self.config().mutant {
+            Some(RowsMutant::HeldRequestSwept) => {
+                "DELETE FROM tidemark_rows.held_requests WHERE held_at_ms + $2 <= $1"
+            }
+            Some(RowsMutant::SettledItemsSwept) => {
+                "DELETE FROM tidemark_rows.action_items
+                  WHERE settled_at_ms IS NOT NULL AND settled_at_ms + 30 * $2 <= $1"
+            }
+            _ => return Ok(()),
+        };
+        sqlx::query(sql)
+            .bind(now.as_millis())
+            .bind(DAY_MS)
+            .execute(self.pool())
+            .await
+            .map_err(RowsError::db("mutant sweep"))?;
+        Ok(())
     }
 }
 

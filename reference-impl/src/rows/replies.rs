@@ -8,7 +8,7 @@
 use sqlx::Row;
 
 use super::reaper::{delete_batches, ReapConfig};
-use super::{sqlstate, RowsError, RowsStore, FOREIGN_KEY_VIOLATION};
+use super::{sqlstate, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION};
 use crate::clock::{Timestamp, DAY_MS};
 
 /// The kinds that stream into a reply (SR-2.1). Any other kind is a conversation event, kept
@@ -137,15 +137,21 @@ impl RowsStore {
             });
         }
         let session: String = row.get("session_id");
+        // The mutant starts each event's day as it is written, whatever its reply's state.
+        let forget_after = self
+            .mutant(RowsMutant::WritingEventsStamped)
+            .then(|| now.as_millis().saturating_add(STREAMED_GRACE_MS));
         let id = sqlx::query_scalar(
-            "INSERT INTO tidemark_rows.events (session_id, reply_id, kind, payload, created_at_ms)
-             VALUES ($1, $2, $3, $4, $5) RETURNING id",
+            "INSERT INTO tidemark_rows.events
+                    (session_id, reply_id, kind, payload, created_at_ms, forget_after_ms)
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         )
         .bind(&session)
         .bind(reply)
         .bind(kind)
         .bind(payload)
         .bind(now.as_millis())
+        .bind(forget_after)
         .fetch_one(&mut *tx)
         .await
         .map_err(RowsError::db("stream"))?;
@@ -208,6 +214,18 @@ impl RowsStore {
             .execute(&mut *tx)
             .await
             .map_err(RowsError::db("interrupt"))?;
+        if self.mutant(RowsMutant::InterruptStartsTheDay) {
+            // The mutant treats an interruption as an end: each event's day from its writing.
+            sqlx::query(
+                "UPDATE tidemark_rows.events SET forget_after_ms = created_at_ms + $2
+                  WHERE reply_id = $1",
+            )
+            .bind(reply)
+            .bind(STREAMED_GRACE_MS)
+            .execute(&mut *tx)
+            .await
+            .map_err(RowsError::db("interrupt"))?;
+        }
         tx.commit().await.map_err(RowsError::db("interrupt"))
     }
 
@@ -240,7 +258,15 @@ impl RowsStore {
         if gone.rows_affected() == 0 {
             return Err(RowsError::UnknownReply(reply));
         }
-        stamp_events(&mut tx, reply, now, true).await?;
+        if self.mutant(RowsMutant::DeletedReplyTakesEvents) {
+            sqlx::query("DELETE FROM tidemark_rows.events WHERE reply_id = $1")
+                .bind(reply)
+                .execute(&mut *tx)
+                .await
+                .map_err(RowsError::db("delete reply"))?;
+        } else {
+            stamp_events(&mut tx, reply, now, true).await?;
+        }
         tx.commit().await.map_err(RowsError::db("delete reply"))
     }
 
@@ -256,6 +282,14 @@ impl RowsStore {
         lock_state(&mut tx, reply, from, op).await?;
         let text = match content {
             Some(c) => c.to_string(),
+            None if self.mutant(RowsMutant::SealAllKinds) => sqlx::query_scalar(
+                "SELECT coalesce(string_agg(payload, '' ORDER BY id), '')
+                       FROM tidemark_rows.events WHERE reply_id = $1",
+            )
+            .bind(reply)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(RowsError::db(op))?,
             None => replay(&mut *tx, reply).await?,
         };
         sqlx::query(
@@ -270,7 +304,22 @@ impl RowsStore {
         .execute(&mut *tx)
         .await
         .map_err(RowsError::db(op))?;
-        stamp_events(&mut tx, reply, now, false).await?;
+        if content.is_none() && self.mutant(RowsMutant::SealDayFromEvents) {
+            // The mutant dates the day from the last event written, not from the seal.
+            sqlx::query(
+                "UPDATE tidemark_rows.events SET forget_after_ms =
+                        (SELECT max(created_at_ms) FROM tidemark_rows.events WHERE reply_id = $1)
+                        + $2
+                  WHERE reply_id = $1",
+            )
+            .bind(reply)
+            .bind(STREAMED_GRACE_MS)
+            .execute(&mut *tx)
+            .await
+            .map_err(RowsError::db(op))?;
+        } else {
+            stamp_events(&mut tx, reply, now, false).await?;
+        }
         tx.commit().await.map_err(RowsError::db(op))
     }
 
@@ -319,14 +368,12 @@ impl RowsStore {
         now: Timestamp,
         cfg: &ReapConfig,
     ) -> Result<u64, RowsError> {
-        delete_batches(
-            self.pool(),
-            FORGET_STREAMED_SQL,
-            now,
-            cfg,
-            "forget streamed",
-        )
-        .await
+        let sql = if self.mutant(RowsMutant::StreamedSweptByAge) {
+            MUTANT_STREAMED_BY_AGE_SQL
+        } else {
+            FORGET_STREAMED_SQL
+        };
+        delete_batches(self.pool(), sql, now, cfg, "forget streamed").await
     }
 }
 
@@ -337,6 +384,12 @@ pub const FORGET_STREAMED_SQL: &str = "DELETE FROM tidemark_rows.events WHERE id
     SELECT id FROM tidemark_rows.events
      WHERE forget_after_ms IS NOT NULL AND forget_after_ms <= $1
      ORDER BY forget_after_ms LIMIT $2 FOR UPDATE SKIP LOCKED))";
+
+/// [`RowsMutant::StreamedSweptByAge`]'s batch: streamed events a day after they were written.
+const MUTANT_STREAMED_BY_AGE_SQL: &str = "DELETE FROM tidemark_rows.events WHERE id = ANY (ARRAY (
+    SELECT id FROM tidemark_rows.events
+     WHERE reply_id IS NOT NULL AND created_at_ms + 86400000 <= $1
+     ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED))";
 
 async fn lock_state(
     tx: &mut sqlx::PgConnection,

@@ -1,0 +1,293 @@
+//! The rows profile (SPEC part SR): database rows an agent service keeps and the reaper that
+//! removes the rest, on PostgreSQL. Everything the profile owns lives in this folder:
+//!
+//! - [`script`]: its scenario files (`scenarios/rows/*.tdm`), read with the shared header and
+//!   lexer, in its own step vocabulary (`scenarios/rows/README.md`); `grammar.rs` reads one
+//!   step line's action and expectation.
+//! - [`runner`]: each scenario against the reference (`reference-impl/src/rows/`) on its own
+//!   fresh database, the clock handed in with every step.
+//! - [`model`]: the executable model of part SR, in memory, which predicts every scenario's
+//!   outcomes (the oracle exploration will need).
+//!
+//! This module is the command line's entry point: one PostgreSQL for a run, the suite and the
+//! mutant catalogue. Not built yet, and refused as such rather than faked: a program through the
+//! process protocol, exploration, replay and the world (issue 13, items 3 and 5).
+
+mod grammar;
+pub mod model;
+pub mod runner;
+pub mod script;
+
+use std::collections::BTreeSet;
+use std::num::NonZeroUsize;
+use std::path::Path;
+
+use futures::StreamExt;
+use tidemark_reference::rows::RowsMutant;
+use tidemark_sim::real_tier::PgProvider;
+use tidemark_sim::trace::Trace;
+
+use crate::report::{CaseReport, Verdict};
+use script::Script;
+
+/// How many trace lines a failure carries (as for the other profiles).
+const TRACE_TAIL_LINES: usize = 8;
+
+/// What `--impl` answers until the rows profile has a protocol (issue 13, item 5).
+pub const NO_PROTOCOL: &str = "the rows profile has no protocol yet";
+
+/// The rows scenarios under `dir` whose test names are in `only` (all when it is empty),
+/// citations checked against `spec`. A name in `only` that names none is an error.
+pub fn load(dir: &Path, only: &[String], spec: &Path) -> Result<Vec<Script>, String> {
+    let rules = crate::spec::RuleIndex::load(spec)
+        .map_err(|e| format!("{}: cannot read SPEC.md: {e}", spec.display()))?;
+    load_with(dir, only, rules.id_set())
+}
+
+/// [`load`] with the rule ids already read.
+pub fn load_with(
+    dir: &Path,
+    only: &[String],
+    rules: &BTreeSet<String>,
+) -> Result<Vec<Script>, String> {
+    let scripts = script::load_dir_with(dir, rules).map_err(|e| e.to_string())?;
+    for name in only {
+        if !scripts.iter().any(|s| &s.test_name() == name) {
+            return Err(format!(
+                "no scenario is named {name:?}; rows test names look like rows::<file stem>"
+            ));
+        }
+    }
+    Ok(scripts
+        .into_iter()
+        .filter(|s| only.is_empty() || only.contains(&s.test_name()))
+        .collect())
+}
+
+/// One PostgreSQL for a run.
+pub async fn postgres() -> Result<PgProvider, String> {
+    PgProvider::from_environment()
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// One scenario as a report case.
+pub fn case(script: &Script, verdict: Verdict, trace: &Trace) -> CaseReport {
+    let failed = matches!(verdict, Verdict::Failed(_));
+    CaseReport {
+        test_name: script.test_name(),
+        name: script.name.clone(),
+        profile: "rows".into(),
+        file: crate::report::display_path(&script.file),
+        rules: script.rules.clone(),
+        verdict,
+        trace_tail: if failed {
+            trace.tail(TRACE_TAIL_LINES).to_vec()
+        } else {
+            vec![]
+        },
+    }
+}
+
+/// The scenarios against the reference in process (or one of its mutants), each on its own
+/// database of `pg`, up to `jobs` at once.
+pub async fn check_in_process(
+    pg: &PgProvider,
+    scripts: &[Script],
+    jobs: NonZeroUsize,
+    mutant: Option<RowsMutant>,
+) -> Vec<CaseReport> {
+    futures::stream::iter(scripts)
+        .map(|s| async move {
+            let mut trace = Trace::new();
+            let verdict = match runner::run(pg, s, mutant, &mut trace).await {
+                Ok(()) => Verdict::Passed,
+                Err(f) => Verdict::Failed(f),
+            };
+            case(s, verdict, &trace)
+        })
+        .buffered(jobs.get())
+        .collect()
+        .await
+}
+
+/// One mutant and the scenarios naming it in `kills:` that fail under it: the first, or
+/// (`all_killers`) every one. Empty: it survives.
+#[derive(Clone, Debug)]
+pub struct RowsMutantResult {
+    pub mutant: RowsMutant,
+    pub killed_by: Vec<String>,
+}
+
+/// Every rows mutant (or only `only`) against the scenarios naming it, up to `jobs` mutants at
+/// once.
+pub async fn mutants(
+    pg: &PgProvider,
+    scripts: &[Script],
+    only: Option<&str>,
+    all_killers: bool,
+    jobs: NonZeroUsize,
+) -> Vec<RowsMutantResult> {
+    futures::stream::iter(
+        RowsMutant::ALL
+            .into_iter()
+            .filter(|m| only.is_none_or(|o| o == m.id())),
+    )
+    .map(|m| async move {
+        let mut killed_by = Vec::new();
+        for s in runner::killers(scripts, m) {
+            if runner::run(pg, s, Some(m), &mut Trace::new())
+                .await
+                .is_err()
+            {
+                killed_by.push(s.test_name());
+                if !all_killers {
+                    break;
+                }
+            }
+        }
+        RowsMutantResult {
+            mutant: m,
+            killed_by,
+        }
+    })
+    .buffered(jobs.get())
+    .collect()
+    .await
+}
+
+/// Mutant table lines in the shape of the other profiles'.
+pub fn mutant_table(results: &[RowsMutantResult]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let width = results
+        .iter()
+        .map(|r| r.mutant.id().len())
+        .max()
+        .unwrap_or(0);
+    for r in results {
+        let id = r.mutant.id();
+        match r.killed_by.as_slice() {
+            [] => {
+                let _ = writeln!(
+                    s,
+                    "SURVIVED  {:<11} {id:<width$}  {}: no scenario fails",
+                    "rows",
+                    r.mutant.description()
+                );
+            }
+            by => {
+                let _ = writeln!(
+                    s,
+                    "KILLED    {:<11} {id:<width$}  by {}",
+                    "rows",
+                    by.join(", ")
+                );
+            }
+        }
+    }
+    s
+}
+
+fn not_built(command: &str) -> String {
+    format!(
+        "{command} --profile rows is not built yet: the rows profile has scenarios, mutants and an executable model, but no exploration, saved failures or world yet (issue 13, item 3)"
+    )
+}
+
+/// The rows profile (SPEC part SR) behind the profile interface.
+pub struct RowsProfile;
+
+#[async_trait::async_trait(?Send)]
+impl super::Profile for RowsProfile {
+    fn name(&self) -> &'static str {
+        "rows"
+    }
+
+    fn vocabulary(&self) -> &'static crate::scenario::header::HeaderVocabulary {
+        &script::VOCABULARY
+    }
+
+    async fn run(
+        &self,
+        request: &super::RunRequest<'_>,
+        program: Option<&crate::process::ProcessFactory>,
+    ) -> Result<Vec<CaseReport>, String> {
+        let dir = request.scenarios.join(self.name());
+        if !dir.is_dir() && request.only.is_empty() {
+            return Ok(Vec::new());
+        }
+        let scripts = load(&dir, request.only, request.spec)?;
+        if let Some(factory) = program {
+            // A program claiming the profile is told plainly it cannot be judged yet; one that
+            // does not claim it has its rows scenarios skipped, as any unclaimed profile's are,
+            // so a run of every profile through a program still judges the others.
+            if factory.claims().profiles.iter().any(|p| p == self.name()) {
+                return Err(format!("{NO_PROTOCOL}: run it in process (tidemark run --profile rows, without --impl)"));
+            }
+            return Ok(scripts
+                .iter()
+                .map(|s| {
+                    case(
+                        s,
+                        Verdict::Skipped {
+                            reason: format!("{NO_PROTOCOL} (the implementation cannot claim it)"),
+                        },
+                        &Trace::new(),
+                    )
+                })
+                .collect());
+        }
+        if scripts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pg = postgres().await?;
+        Ok(check_in_process(&pg, &scripts, request.jobs, None).await)
+    }
+
+    async fn mutants(
+        &self,
+        request: &super::MutantsRequest<'_>,
+    ) -> Result<super::MutantRows, String> {
+        if request
+            .only
+            .is_some_and(|o| RowsMutant::from_id(o).is_none())
+        {
+            return Ok(super::MutantRows {
+                rows: String::new(),
+                killed: 0,
+                survived: 0,
+            });
+        }
+        let scripts = load(&request.scenarios.join(self.name()), &[], request.spec)?;
+        let pg = postgres().await?;
+        let jobs = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
+        let results = mutants(&pg, &scripts, request.only, request.all_killers, jobs).await;
+        Ok(super::MutantRows {
+            rows: mutant_table(&results),
+            killed: results.iter().filter(|r| !r.killed_by.is_empty()).count(),
+            survived: results.iter().filter(|r| r.killed_by.is_empty()).count(),
+        })
+    }
+
+    fn explore(&self, _request: &super::ExploreRequest) -> Result<bool, String> {
+        Err(not_built("explore"))
+    }
+
+    fn owns_fixture(&self, _path: &Path) -> bool {
+        false
+    }
+
+    fn replay(
+        &self,
+        _fixture: Option<&Path>,
+        _seed: Option<u64>,
+        _mutant: Option<&str>,
+    ) -> Result<crate::explore::cli::ReplayOutcome, String> {
+        Err(not_built("replay"))
+    }
+
+    fn world(&self, _request: &super::WorldRequest) -> Result<bool, String> {
+        Err(not_built("world"))
+    }
+}

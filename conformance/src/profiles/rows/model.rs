@@ -1,0 +1,468 @@
+//! The executable model of part SR: the rules as plain data in memory, written from SPEC.md
+//! without the reference's code, answering every step of the rows vocabulary with the outcome
+//! the SPEC predicts. `tests::every_scenario_is_predicted_by_the_model` plays every
+//! `scenarios/rows/*.tdm` through it, so the scenarios, the model and (through
+//! `rows_scenarios`) the reference agree. It is the oracle exploration will compare with
+//! (issue 13, item 3); exploration itself is not built yet.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tidemark_reference::clock::DAY_MS;
+use tidemark_reference::rows::reaper::ReapReport;
+use tidemark_reference::rows::ExpiringStore;
+
+use super::runner::Outcome;
+use super::script::{Action, Counted, Entry};
+
+/// The streamed kinds (SR-2.1), written out again rather than imported.
+const STREAMED: [&str; 6] = [
+    "chat.delta",
+    "chat.reasoning",
+    "chat.writing",
+    "chat.tool",
+    "chat.tool_result",
+    "chat.steer",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Writing,
+    Stopped,
+    Finished { sealed: bool },
+}
+
+#[derive(Clone, Debug)]
+struct Reply {
+    session: String,
+    state: State,
+    text: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+struct Event {
+    session: String,
+    reply: Option<String>,
+    kind: String,
+    payload: String,
+    /// When its day ends (SR-2.3, SR-2.4); `None` while its reply has not ended.
+    forget_at: Option<i64>,
+}
+
+/// Every row the SR rules keep, by the scenario's names where the scenario names them.
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    workspaces: BTreeSet<String>,
+    sessions: BTreeMap<String, String>,
+    prompts: Vec<String>,
+    replies: BTreeMap<String, Reply>,
+    /// Replies in the order they were started (SR-2.6).
+    reply_order: Vec<String>,
+    events: Vec<Event>,
+    invocations: Vec<(String, i64)>,
+    firings: Vec<i64>,
+    /// Snapshots in taking order (SR-5.2).
+    snapshots: Vec<String>,
+    models: BTreeMap<String, String>,
+    stores: BTreeMap<(&'static str, String), i64>,
+    items: BTreeMap<String, (String, Option<i64>)>,
+    held: Vec<(String, Option<String>)>,
+}
+
+fn refused(reason: &str) -> Outcome {
+    Outcome::Refused {
+        reason: reason.into(),
+        message: "(the model)".into(),
+    }
+}
+
+/// SR-2.1: dot-separated words of `[a-z0-9_]`, at least two, at most 64 bytes.
+fn well_formed(kind: &str) -> bool {
+    kind.len() <= 64
+        && kind.split('.').count() >= 2
+        && kind.split('.').all(|w| {
+            !w.is_empty()
+                && w.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        })
+}
+
+impl Model {
+    fn end_reply(&mut self, reply: &str, at: i64) {
+        for e in self.events.iter_mut() {
+            if e.reply.as_deref() == Some(reply) {
+                e.forget_at = Some(at + DAY_MS);
+            }
+        }
+    }
+
+    fn replay(&self, reply: &str) -> String {
+        self.events
+            .iter()
+            .filter(|e| e.reply.as_deref() == Some(reply) && e.kind == "chat.delta")
+            .map(|e| e.payload.as_str())
+            .collect()
+    }
+
+    fn drop_session(&mut self, s: &str) {
+        self.sessions.remove(s);
+        self.prompts.retain(|p| p != s);
+        self.events.retain(|e| e.session != s);
+        let gone: Vec<String> = self
+            .replies
+            .iter()
+            .filter(|(_, r)| r.session == s)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for r in gone {
+            self.replies.remove(&r);
+            self.reply_order.retain(|o| *o != r);
+        }
+        self.invocations.retain(|(session, _)| session != s);
+        self.held.retain(|(session, _)| session != s);
+    }
+
+    /// One step at `now` (milliseconds from the epoch).
+    pub fn apply(&mut self, action: &Action, now: i64) -> Outcome {
+        match action {
+            Action::Advance(_) => Outcome::Ok,
+            Action::Workspace(w) => {
+                if !self.workspaces.insert(w.clone()) {
+                    return refused("already_exists");
+                }
+                Outcome::Ok
+            }
+            Action::Session { session, workspace } => {
+                if self.sessions.contains_key(session) {
+                    refused("already_exists")
+                } else if !self.workspaces.contains(workspace) {
+                    refused("unknown_workspace")
+                } else {
+                    self.sessions.insert(session.clone(), workspace.clone());
+                    Outcome::Ok
+                }
+            }
+            Action::DeleteSession(s) => {
+                if !self.sessions.contains_key(s) {
+                    return refused("unknown_session");
+                }
+                self.drop_session(s);
+                Outcome::Ok
+            }
+            Action::DeleteWorkspace(w) => {
+                if !self.workspaces.remove(w) {
+                    return refused("unknown_workspace");
+                }
+                let sessions: Vec<String> = self
+                    .sessions
+                    .iter()
+                    .filter(|(_, ws)| *ws == w)
+                    .map(|(s, _)| s.clone())
+                    .collect();
+                for s in sessions {
+                    self.drop_session(&s);
+                }
+                let items: BTreeSet<String> = self
+                    .items
+                    .iter()
+                    .filter(|(_, (ws, _))| ws == w)
+                    .map(|(i, _)| i.clone())
+                    .collect();
+                self.items.retain(|i, _| !items.contains(i));
+                self.held
+                    .retain(|(_, item)| item.as_ref().is_none_or(|i| !items.contains(i)));
+                Outcome::Ok
+            }
+            Action::StartReply { reply, session } => {
+                if !self.sessions.contains_key(session) {
+                    return refused("unknown_session");
+                }
+                self.replies.insert(
+                    reply.clone(),
+                    Reply {
+                        session: session.clone(),
+                        state: State::Writing,
+                        text: None,
+                    },
+                );
+                self.reply_order.push(reply.clone());
+                Outcome::Ok
+            }
+            Action::Stream {
+                reply,
+                kind,
+                payload,
+            } => {
+                if !well_formed(kind) || !STREAMED.contains(&kind.as_str()) {
+                    return refused("unknown_kind");
+                }
+                let Some(r) = self.replies.get(reply) else {
+                    return refused("unknown_reply");
+                };
+                if r.state != State::Writing {
+                    return refused("reply_state");
+                }
+                self.events.push(Event {
+                    session: r.session.clone(),
+                    reply: Some(reply.clone()),
+                    kind: kind.clone(),
+                    payload: payload.clone(),
+                    forget_at: None,
+                });
+                Outcome::Ok
+            }
+            Action::Finish { reply, text } => match self.replies.get_mut(reply) {
+                None => refused("unknown_reply"),
+                Some(r) if r.state != State::Writing => refused("reply_state"),
+                Some(r) => {
+                    r.state = State::Finished { sealed: false };
+                    r.text = Some(text.clone());
+                    self.end_reply(reply, now);
+                    Outcome::Ok
+                }
+            },
+            Action::Interrupt(reply) => match self.replies.get_mut(reply) {
+                None => refused("unknown_reply"),
+                Some(r) if r.state != State::Writing => refused("reply_state"),
+                Some(r) => {
+                    r.state = State::Stopped;
+                    Outcome::Ok
+                }
+            },
+            Action::Seal(reply) => {
+                let text = self.replay(reply);
+                match self.replies.get_mut(reply) {
+                    None => refused("unknown_reply"),
+                    Some(r) if matches!(r.state, State::Finished { .. }) => refused("reply_state"),
+                    Some(r) => {
+                        r.state = State::Finished { sealed: true };
+                        r.text = Some(text);
+                        self.end_reply(reply, now);
+                        Outcome::Ok
+                    }
+                }
+            }
+            Action::DeleteReply(reply) => {
+                if self.replies.remove(reply).is_none() {
+                    return refused("unknown_reply");
+                }
+                self.reply_order.retain(|r| r != reply);
+                // Its day runs from the deletion, or from its end if that came first (SR-2.4).
+                for e in self.events.iter_mut() {
+                    if e.reply.as_deref() == Some(reply.as_str()) {
+                        e.forget_at = e.forget_at.or(Some(now + DAY_MS));
+                    }
+                }
+                Outcome::Ok
+            }
+            Action::Event {
+                session,
+                kind,
+                payload,
+            } => {
+                if !well_formed(kind) || STREAMED.contains(&kind.as_str()) {
+                    return refused("unknown_kind");
+                }
+                if !self.sessions.contains_key(session) {
+                    return refused("unknown_session");
+                }
+                self.events.push(Event {
+                    session: session.clone(),
+                    reply: None,
+                    kind: kind.clone(),
+                    payload: payload.clone(),
+                    forget_at: None,
+                });
+                Outcome::Ok
+            }
+            Action::Prompt { session, .. } => {
+                if !self.sessions.contains_key(session) {
+                    return refused("unknown_session");
+                }
+                self.prompts.push(session.clone());
+                Outcome::Ok
+            }
+            Action::Invoke { session } => {
+                if !self.sessions.contains_key(session) {
+                    return refused("unknown_session");
+                }
+                self.invocations.push((session.clone(), now + DAY_MS));
+                Outcome::Ok
+            }
+            Action::Fire { .. } => {
+                self.firings.push(now + 30 * DAY_MS);
+                Outcome::Ok
+            }
+            Action::Snapshot(s) => {
+                self.snapshots.push(s.clone());
+                Outcome::Ok
+            }
+            Action::NameSnapshot { snapshot, model } => {
+                if !self.snapshots.contains(snapshot) {
+                    return refused("unknown_snapshot");
+                }
+                self.models.insert(model.clone(), snapshot.clone());
+                Outcome::Ok
+            }
+            Action::DropModel(m) => {
+                self.models.remove(m);
+                Outcome::Ok
+            }
+            Action::Item { item, workspace } => {
+                if !self.workspaces.contains(workspace) {
+                    return refused("unknown_workspace");
+                }
+                self.items.insert(item.clone(), (workspace.clone(), None));
+                Outcome::Ok
+            }
+            Action::Settle(item) => match self.items.get_mut(item) {
+                None => refused("unknown_item"),
+                Some((_, settled)) => {
+                    settled.get_or_insert(now);
+                    Outcome::Ok
+                }
+            },
+            Action::Hold { session, item, .. } => {
+                if !self.sessions.contains_key(session) {
+                    return refused("unknown_session");
+                }
+                if item.as_ref().is_some_and(|i| !self.items.contains_key(i)) {
+                    return refused("unknown_item");
+                }
+                self.held.push((session.clone(), item.clone()));
+                Outcome::Ok
+            }
+            Action::Keep { store, id, for_ms } => {
+                self.stores
+                    .insert((store.table(), id.clone()), now + for_ms);
+                Outcome::Ok
+            }
+            Action::Reap => Outcome::Reaped(self.reap(now)),
+            Action::Transcript(s) => {
+                if !self.sessions.contains_key(s) {
+                    return refused("unknown_session");
+                }
+                Outcome::Transcript(
+                    self.reply_order
+                        .iter()
+                        .filter(|r| self.replies.get(*r).is_some_and(|r| r.session == *s))
+                        .map(|name| {
+                            let r = &self.replies[name];
+                            Entry {
+                                reply: name.clone(),
+                                state: match r.state {
+                                    State::Writing => "writing",
+                                    State::Stopped => "stopped",
+                                    State::Finished { sealed: false } => "finished",
+                                    State::Finished { sealed: true } => "sealed",
+                                }
+                                .into(),
+                                text: r.text.clone().unwrap_or_else(|| self.replay(name)),
+                            }
+                        })
+                        .collect(),
+                )
+            }
+            Action::Snapshots => Outcome::Snapshots(self.snapshots.clone()),
+            Action::Count(c) => Outcome::Count(self.count(c)),
+        }
+    }
+
+    /// One tick (SR-7.2): each rule removes what it no longer keeps; SR-6's rows are untouched.
+    fn reap(&mut self, now: i64) -> ReapReport {
+        let mut r = ReapReport::default();
+        let before = self.events.len();
+        self.events
+            .retain(|e| e.forget_at.is_none_or(|at| now < at));
+        r.streamed_events = (before - self.events.len()) as u64;
+        let before = self.invocations.len();
+        self.invocations.retain(|(_, at)| now < *at);
+        r.tool_invocations = (before - self.invocations.len()) as u64;
+        let before = self.firings.len();
+        self.firings.retain(|at| now < *at);
+        r.trigger_firings = (before - self.firings.len()) as u64;
+        let named: BTreeSet<&String> = self.models.values().collect();
+        let newest = self.snapshots.len().saturating_sub(3);
+        let kept: Vec<String> = self
+            .snapshots
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| *i >= newest || named.contains(s))
+            .map(|(_, s)| s.clone())
+            .collect();
+        r.catalog_snapshots = (self.snapshots.len() - kept.len()) as u64;
+        self.snapshots = kept;
+        for store in ExpiringStore::ALL {
+            let before = self.stores.len();
+            self.stores
+                .retain(|(table, _), at| *table != store.table() || now < *at);
+            let n = (before - self.stores.len()) as u64;
+            match store {
+                ExpiringStore::LiveSessions => r.live_sessions = n,
+                ExpiringStore::RefreshTokens => r.refresh_tokens = n,
+                ExpiringStore::WebhookDeliveries => r.webhook_deliveries = n,
+                ExpiringStore::BreakerSightings => r.breaker_sightings = n,
+            }
+        }
+        r
+    }
+
+    fn count(&self, c: &Counted) -> i64 {
+        let n = match c {
+            Counted::StreamedOf(r) => self
+                .events
+                .iter()
+                .filter(|e| e.reply.as_ref() == Some(r))
+                .count(),
+            Counted::EventsIn(s) => self.events.iter().filter(|e| e.session == *s).count(),
+            Counted::Table(t) => match t.as_str() {
+                "workspaces" => self.workspaces.len(),
+                "sessions" => self.sessions.len(),
+                "session_prompts" => self.prompts.len(),
+                "replies" => self.replies.len(),
+                "events" => self.events.len(),
+                "tool_invocations" => self.invocations.len(),
+                "trigger_firings" => self.firings.len(),
+                "catalog_snapshots" => self.snapshots.len(),
+                "models" => self.models.len(),
+                "action_items" => self.items.len(),
+                "held_requests" => self.held.len(),
+                store => self.stores.keys().filter(|(t, _)| *t == store).count(),
+            },
+        };
+        n as i64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profiles::rows::{runner, script};
+
+    /// Every rows scenario, played through the model, meets every expectation it states.
+    #[test]
+    fn every_scenario_is_predicted_by_the_model() {
+        let root = crate::spec::repo_root();
+        let rules = crate::spec::RuleIndex::load(&root.join("SPEC.md")).unwrap();
+        let scripts = script::load_dir_with(&root.join("scenarios/rows"), rules.id_set()).unwrap();
+        assert!(scripts.len() >= 13);
+        for s in &scripts {
+            let mut model = Model::default();
+            let mut now = 0i64;
+            for step in &s.steps {
+                if let Action::Advance(ms) = step.action {
+                    now += ms;
+                }
+                let got = model.apply(&step.action, now);
+                assert!(
+                    runner::matches(&step.expect, &got),
+                    "{}:{}: {}\n  expected: {}\n  the model: {}",
+                    s.file.display(),
+                    step.line,
+                    step.text,
+                    step.expect.text(),
+                    got.text()
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! `cargo test` runs each rows scenario (`scenarios/rows/*.tdm`) as its own named test,
+//! `rows::<file stem>`, against the reference on a real PostgreSQL (one database per
+//! scenario), and each rows mutant as a test, `mutant::rows::<id>`, that passes only when every
+//! scenario naming it in `kills:` fails under it (and one does). Each scenario also runs as
+//! `model::rows::<file stem>`: every outcome the reference gives is the one the executable
+//! model (`profiles/rows/model.rs`) predicts. A last test checks that every SR rule SPEC.md
+//! defines is cited by some scenario, and every citation exists.
+//!
+//! `TIDEMARK_SHOW_KILLS=1` prints where each mutant was killed (the step, expected and actual),
+//! to check a kill is for the reason the scenario states.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use tidemark_conformance::profiles::rows::model::Model;
+use tidemark_conformance::profiles::rows::runner;
+use tidemark_conformance::profiles::rows::script::{Action, Script};
+use tidemark_reference::rows::RowsMutant;
+use tidemark_sim::real_tier::PgProvider;
+use tidemark_sim::trace::Trace;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The SR rule ids SPEC.md defines.
+fn sr_rules() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(root().join("SPEC.md")).expect("SPEC.md");
+    tidemark_sim::spec_rules::rule_ids(&text)
+        .into_iter()
+        .filter(|r| r.starts_with("SR-"))
+        .collect()
+}
+
+/// `tidemark <args>` from the repository root: exit code, stdout and stderr.
+fn tidemark(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("tidemark runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The command line reaches the profile through the registry alone: `run` passes (`mutants`
+/// is the `mutant::rows::*` tests above, and `.ci/run`'s), `--impl` skips with the reason,
+/// `explore` and `world` refuse by name.
+fn cli() -> Result<(), Failed> {
+    let check = |ok: bool, what: &str, out: &(i32, String, String)| {
+        if ok {
+            Ok(())
+        } else {
+            Err(Failed::from(format!(
+                "{what}: exit {}\n{}\n{}",
+                out.0, out.1, out.2
+            )))
+        }
+    };
+    let run = tidemark(&["run", "--profile", "rows"]);
+    check(
+        run.0 == 0 && run.1.ends_with(" passed, 0 failed\n") && run.1.contains("PASS  rows::"),
+        "tidemark run --profile rows",
+        &run,
+    )?;
+    let adapter = env!("CARGO_BIN_EXE_tidemark-reference-adapter");
+    let through = tidemark(&["run", "--impl", adapter, "--profile", "rows"]);
+    check(
+        through.0 == 1
+            && through
+                .1
+                .contains("skipped: the rows profile has no protocol yet"),
+        "tidemark run --impl ... --profile rows",
+        &through,
+    )?;
+    for args in [
+        &["explore", "--profile", "rows"][..],
+        &["world", "--profile", "rows"][..],
+    ] {
+        let out = tidemark(args);
+        check(
+            out.0 == 2 && out.2.contains("--profile rows is not built yet"),
+            &args.join(" "),
+            &out,
+        )?;
+    }
+    Ok(())
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let scripts = match tidemark_conformance::profiles::rows::load_with(
+        &root().join("scenarios/rows"),
+        &[],
+        &tidemark_sim::spec_rules::rule_ids(
+            &std::fs::read_to_string(root().join("SPEC.md")).expect("SPEC.md"),
+        ),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("the rows scenarios do not load: {e}");
+            std::process::exit(101);
+        }
+    };
+    let rt = Arc::new(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime"),
+    );
+    // One PostgreSQL for the run, started only if some test needs it.
+    let pg: Arc<OnceLock<Result<Arc<PgProvider>, String>>> = Arc::new(OnceLock::new());
+    let get_pg = {
+        let rt = rt.clone();
+        let pg = pg.clone();
+        move || -> Result<Arc<PgProvider>, Failed> {
+            pg.get_or_init(|| {
+                rt.block_on(PgProvider::from_environment())
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(Failed::from)
+        }
+    };
+
+    let mut trials = Vec::new();
+    for s in scripts.clone() {
+        let rt = rt.clone();
+        let get_pg = get_pg.clone();
+        trials.push(Trial::test(s.test_name(), move || {
+            let pg = get_pg()?;
+            rt.block_on(runner::run(&pg, &s, None, &mut Trace::new()))
+                .map_err(|f| {
+                    Failed::from(format!(
+                        "{}:{}: {}\n  expected: {}\n  actual:   {}",
+                        s.file.display(),
+                        f.line,
+                        f.step,
+                        f.expected,
+                        f.actual
+                    ))
+                })
+        }));
+    }
+    // The model: every step's outcome on the reference is the one the model predicts, exactly
+    // (every sweep's count, every refusal's reason), not only what the scenario states.
+    for s in scripts.clone() {
+        let rt = rt.clone();
+        let get_pg = get_pg.clone();
+        let name = s.test_name().replacen("rows::", "model::rows::", 1);
+        trials.push(Trial::test(name, move || {
+            let pg = get_pg()?;
+            let mut outcomes = Vec::new();
+            rt.block_on(runner::run_recorded(
+                &pg,
+                &s,
+                None,
+                &mut Trace::new(),
+                &mut outcomes,
+            ))
+            .map_err(|f| Failed::from(format!("line {}: {}", f.line, f.actual)))?;
+            let mut model = Model::default();
+            let mut now = 0i64;
+            let mut recorded = outcomes.iter();
+            for step in &s.steps {
+                if let Action::Advance(ms) = step.action {
+                    now += ms;
+                    continue;
+                }
+                let predicted = model.apply(&step.action, now);
+                let Some((line, actual)) = recorded.next() else {
+                    return Err(Failed::from("fewer outcomes recorded than steps"));
+                };
+                if *line != step.line || !runner::same(&predicted, actual) {
+                    return Err(Failed::from(format!(
+                        "{}:{}: {}\n  the model: {}\n  the reference: {}",
+                        s.file.display(),
+                        step.line,
+                        step.text,
+                        predicted.text(),
+                        actual.text()
+                    )));
+                }
+            }
+            Ok(())
+        }));
+    }
+    for m in RowsMutant::ALL {
+        let killers: Vec<Script> = runner::killers(&scripts, m).into_iter().cloned().collect();
+        let rt = rt.clone();
+        let get_pg = get_pg.clone();
+        trials.push(Trial::test(
+            format!("mutant::rows::{}", m.id().replace('-', "_")),
+            move || {
+                if killers.is_empty() {
+                    return Err(Failed::from(format!(
+                        "no scenario names mutant {} ({}) in `kills:`",
+                        m.id(),
+                        m.description()
+                    )));
+                }
+                // Every claim must hold: each scenario naming the mutant fails under it.
+                let pg = get_pg()?;
+                let mut survived = Vec::new();
+                for s in &killers {
+                    match rt.block_on(runner::run(&pg, s, Some(m), &mut Trace::new())) {
+                        Err(f) if std::env::var_os("TIDEMARK_SHOW_KILLS").is_some() => {
+                            eprintln!(
+                                "{} killed by {} line {}: {}\n  expected: {}\n  actual:   {}",
+                                m.id(),
+                                s.test_name(),
+                                f.line,
+                                f.step,
+                                f.expected,
+                                f.actual
+                            );
+                        }
+                        Err(_) => {}
+                        Ok(()) => survived.push(s.test_name()),
+                    }
+                }
+                if survived.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Failed::from(format!(
+                        "mutant {} ({}) survives {}, which names it in `kills:`",
+                        m.id(),
+                        m.description(),
+                        survived.join(", ")
+                    )))
+                }
+            },
+        ));
+    }
+    {
+        let scripts = scripts.clone();
+        trials.push(Trial::test(
+            "rules::every_sr_rule_is_cited_and_every_citation_exists",
+            move || {
+                let defined = sr_rules();
+                if defined.len() < 33 {
+                    return Err(Failed::from(format!(
+                        "SPEC.md defines only {} SR rules",
+                        defined.len()
+                    )));
+                }
+                let mut cited = BTreeSet::new();
+                for s in &scripts {
+                    for r in &s.rules {
+                        if !defined.contains(r) {
+                            return Err(Failed::from(format!(
+                                "{} cites {r}, which SPEC does not define",
+                                s.file.display()
+                            )));
+                        }
+                        cited.insert(r.clone());
+                    }
+                }
+                let uncited: Vec<_> = defined.difference(&cited).collect();
+                if uncited.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Failed::from(format!("no scenario cites {uncited:?}")))
+                }
+            },
+        ));
+    }
+    trials.push(Trial::test(
+        "cli::run_takes_the_rows_profile_and_the_unbuilt_commands_say_so",
+        cli,
+    ));
+    let conclusion = libtest_mimic::run(&args, trials);
+    // Stop the PostgreSQL cluster before exiting (exit skips destructors).
+    drop(pg);
+    drop(get_pg);
+    conclusion.exit();
+}
