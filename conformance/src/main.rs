@@ -156,7 +156,8 @@ enum Command {
         #[arg(long)]
         hunt: bool,
     },
-    /// Print the measured figures: scratchpad write cost by session size, exploration speed.
+    /// Print the measured figures: scratchpad write cost by session size, exploration speed,
+    /// the scoped suite and tiers, and the rows reap at scale.
     Bench {
         /// Seeds for the exploration throughput figure.
         #[arg(long, default_value_t = 500)]
@@ -164,6 +165,9 @@ enum Command {
         /// Seeds for the scoped profile's figures (the same seeds on both tiers).
         #[arg(long, default_value_t = 200)]
         scoped_seeds: u64,
+        /// Streamed events for the rows reap figure (half of them expired); 0 skips it.
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: i64,
         /// Scoped seeds in flight at once, on both tiers. Defaults to the number of cores.
         #[arg(long, default_value_t = default_jobs())]
         jobs: std::num::NonZeroUsize,
@@ -270,15 +274,21 @@ fn main() -> ExitCode {
         Command::Bench {
             seeds,
             scoped_seeds,
+            rows,
             jobs,
         } => {
             print!("{}", tidemark_conformance::bench::run(*seeds));
-            Some(
-                tidemark_conformance::bench::scoped(*scoped_seeds, *jobs).map(|figures| {
-                    print!("{figures}");
-                    true
-                }),
-            )
+            let figures = tidemark_conformance::bench::scoped(*scoped_seeds, *jobs).and_then(|s| {
+                print!("{s}");
+                match *rows {
+                    0 => Ok(true),
+                    n => tidemark_conformance::bench::rows(n).map(|r| {
+                        print!("{r}");
+                        true
+                    }),
+                }
+            });
+            Some(figures)
         }
         _ => None,
     };

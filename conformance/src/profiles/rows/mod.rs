@@ -16,6 +16,7 @@
 mod grammar;
 pub mod model;
 pub mod runner;
+pub mod scale;
 pub mod script;
 
 use std::collections::BTreeSet;
