@@ -550,3 +550,43 @@ async fn every_sweep_reads_an_index_and_never_scans_its_table() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reaper_that_crashes_mid_sweep_keeps_what_it_removed_and_the_next_tick_removes_the_rest(
+) {
+    let r = rows("rows_crash").await;
+    sqlx::query(
+        "INSERT INTO tidemark_rows.live_sessions (id, expires_at_ms)
+         SELECT 'l' || g, $1 FROM generate_series(1, 250) g",
+    )
+    .bind(at(0, 0).as_millis())
+    .execute(&r.db.pool)
+    .await
+    .unwrap();
+    // Each of the four sweeps before live sessions runs one short statement; live sessions'
+    // first batch is the fifth statement of the tick. The crash comes after it commits.
+    let crashing = ReapConfig {
+        batch: 100,
+        ..ReapConfig::crashing_after(5)
+    };
+    let err = r.store.reap_tick(at(0, 0), &crashing).await.unwrap_err();
+    assert_eq!(err.code(), "database_unavailable");
+    assert_eq!(r.store.count("live_sessions").await.unwrap(), 150);
+    // The budget is per tick: the same configuration crashes again at the same point.
+    r.store.reap_tick(at(0, 0), &crashing).await.unwrap_err();
+    assert_eq!(r.store.count("live_sessions").await.unwrap(), 50);
+    let next = r
+        .store
+        .reap_tick(at(0, 0), &ReapConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(next.live_sessions, 50);
+    assert_eq!(
+        r.store
+            .reap_tick(at(0, 0), &ReapConfig::crashing_after(0))
+            .await
+            .unwrap_err()
+            .code(),
+        "database_unavailable"
+    );
+}

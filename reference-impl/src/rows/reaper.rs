@@ -6,6 +6,8 @@
 //! batches): a writer that touches a row being reaped waits for one batch at most, never for the
 //! whole sweep, and the rows a writer holds are skipped (`SKIP LOCKED`) rather than waited on.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::PgPool;
@@ -21,6 +23,12 @@ pub struct ReapConfig {
     /// A pause between two batches of one sweep, so writers get the table between them.
     /// Zero by default; a real sleep, which decides nothing about retention.
     pub pause_between_batches: Duration,
+    /// A fault for exploration: the tick stops, as if its process died, once this many delete
+    /// batches have committed (counted across the tick's sweeps). What those batches removed
+    /// stays removed; the tick returns `database_unavailable`. `None` in production.
+    pub crash_after_batches: Option<u64>,
+    /// Batches committed so far in this tick (the crash fault's count), shared by its sweeps.
+    batches_run: Arc<AtomicU64>,
 }
 
 impl Default for ReapConfig {
@@ -28,6 +36,43 @@ impl Default for ReapConfig {
         ReapConfig {
             batch: 1_000,
             pause_between_batches: Duration::ZERO,
+            crash_after_batches: None,
+            batches_run: Arc::default(),
+        }
+    }
+}
+
+impl ReapConfig {
+    /// The default configuration with the crash fault set: the tick dies after `batches`
+    /// committed delete batches.
+    pub fn crashing_after(batches: u64) -> ReapConfig {
+        ReapConfig {
+            crash_after_batches: Some(batches),
+            ..ReapConfig::default()
+        }
+    }
+
+    /// Counts one committed batch; the crash fault's error once the budget is spent.
+    pub(crate) fn batch_committed(&self) -> Result<(), RowsError> {
+        let run = self.batches_run.fetch_add(1, Ordering::SeqCst) + 1;
+        match self.crash_after_batches {
+            Some(budget) if run >= budget => Err(RowsError::Database {
+                op: "reap",
+                message: format!("the reaper crashed after {run} delete batches (injected)"),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the crash fault has already fired (a tick with a zero budget crashes before
+    /// its first batch).
+    pub(crate) fn crash_before_start(&self) -> Result<(), RowsError> {
+        match self.crash_after_batches {
+            Some(0) => Err(RowsError::Database {
+                op: "reap",
+                message: "the reaper crashed before its first batch (injected)".into(),
+            }),
+            _ => Ok(()),
         }
     }
 }
@@ -69,6 +114,8 @@ impl RowsStore {
         cfg: &ReapConfig,
     ) -> Result<ReapReport, RowsError> {
         use super::ExpiringStore as S;
+        cfg.batches_run.store(0, Ordering::SeqCst);
+        cfg.crash_before_start()?;
         self.mutant_sweeps(now).await?;
         Ok(ReapReport {
             streamed_events: self.forget_streamed(now, cfg).await?,
@@ -128,6 +175,7 @@ pub(crate) async fn delete_batches(
             .await
             .map_err(RowsError::db(op))?;
         total += done.rows_affected();
+        cfg.batch_committed()?;
         // Short: nothing more expired, or the rest is held by writers; the next tick gets it.
         if done.rows_affected() < batch as u64 {
             return Ok(total);
