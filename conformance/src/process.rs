@@ -15,12 +15,13 @@
 //! bounded reads, kill, reap) is in one module, so the guarantee that none is left is checked in
 //! one place.
 
-use crate::contract::{Outcome, Request};
-use crate::driver::{Driver, DriverError, DriverFactory, Environment};
+use crate::driver::DriverError;
+use crate::profiles::scratchpad::contract::{Outcome, Request};
+use crate::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
+use crate::profiles::scratchpad::scenario::Profile;
 use crate::protocol::{
     FromImplementation, Init, InitOk, RequestEnvelope, ToImplementation, INIT_ID, PROTOCOL,
 };
-use crate::scenario::Profile;
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::Serialize;

@@ -6,10 +6,10 @@
 //! request and outcome bodies are exactly the JSON of [`Request`] and [`Outcome`], so a scenario
 //! means the same thing in every language.
 
-use crate::contract::{Outcome, Request};
 pub use crate::profiles::scoped::ledger::LedgerQueries;
 #[cfg(doc)]
 use crate::profiles::scoped::{ScopedOp, ScopedOutcome};
+use crate::profiles::scratchpad::contract::{Outcome, Request};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -156,7 +156,7 @@ pub struct ErrorReply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{Bytes, Caller};
+    use crate::profiles::scratchpad::contract::{Bytes, Caller};
 
     #[test]
     fn a_request_line_carries_the_contract_body_with_bytes_as_hex() {

@@ -1,11 +1,11 @@
-//! How the runner reaches an implementation: a [`Driver`] per scenario, made by a
-//! [`DriverFactory`]. The in-process reference implementation, an out-of-process program
-//! speaking the protocol, and (later) a simulated host are all drivers.
+//! How the scratchpad runner reaches an implementation: a [`Driver`] per scenario, made by a
+//! [`DriverFactory`]. The in-process reference and an out-of-process program speaking the
+//! protocol are both drivers.
 
-use crate::contract::{Outcome, Request};
-use crate::scenario::{Knobs, Profile};
+use super::contract::{Outcome, Request};
+use super::scenario::{Knobs, Profile};
+use crate::driver::DriverError;
 use async_trait::async_trait;
-use std::fmt;
 use std::path::PathBuf;
 use tidemark_reference::clock::Timestamp;
 
@@ -18,19 +18,6 @@ pub struct Environment {
     pub workdir: PathBuf,
     pub knobs: Knobs,
 }
-
-/// The implementation misbehaved: not a refusal (that is an [`Outcome`]) but a crash, a timeout,
-/// a protocol violation or an internal error. Always reported, never retried silently.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DriverError(pub String);
-
-impl fmt::Display for DriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for DriverError {}
 
 #[async_trait]
 pub trait Driver: Send {

@@ -1,10 +1,13 @@
 //! Runs one scenario against one driver: starts the implementation at the pinned epoch, plays
 //! each step, compares each outcome with the step's expectation, and records a trace.
 
-use crate::contract::{Outcome, Request};
-use crate::driver::{Driver, DriverFactory, Environment};
-use crate::names::NameBook;
-use crate::scenario::{Action, DiskAction, Expected, NameSource, PathTemplate, Scenario};
+use crate::play::Failure;
+use crate::profiles::scratchpad::contract::{Outcome, Request};
+use crate::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
+use crate::profiles::scratchpad::names::NameBook;
+use crate::profiles::scratchpad::scenario::{
+    Action, DiskAction, Expected, NameSource, PathTemplate, Scenario,
+};
 use std::fs;
 use std::path::{Path, PathBuf};
 use tidemark_reference::clock::Timestamp;
@@ -13,15 +16,6 @@ use tidemark_sim::trace::Trace;
 
 /// Content of the file the harness places outside the root, for symlink-escape scenarios.
 pub const OUTSIDE_SECRET: &str = "outside the root";
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Failure {
-    /// Line of the failing step; 0 when the scenario failed before any step.
-    pub line: usize,
-    pub step: String,
-    pub expected: String,
-    pub actual: String,
-}
 
 #[derive(Clone, Debug)]
 pub struct ScenarioResult {
@@ -91,7 +85,7 @@ async fn play(
         workdir: workdir.clone(),
         // Every knob, the scenario's or SPEC.md's default (SP-5.6): an implementation's own
         // defaults never decide a verdict.
-        knobs: crate::scenario::Knobs {
+        knobs: crate::profiles::scratchpad::scenario::Knobs {
             values: scenario.knobs.complete(scenario.profile),
             mounted: scenario.knobs.mounted,
         },

@@ -1,9 +1,10 @@
-//! The `tidemark explore` and `tidemark replay` commands: printing, saving, measuring.
+//! `tidemark explore|replay --profile scratchpad`: printing, saving, measuring.
 
 use super::fixture::{self, Fixture};
-use super::{explore_seed, generate, run_seed, Found, Shard};
+use super::{explore_seed, generate, run_seed, Found};
+use crate::explore::cli::{progress, ReplayOutcome};
+use crate::explore::Shard;
 use crate::profiles::scratchpad::ReferenceScratchpad;
-use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tidemark_reference::scratchpad::ScratchpadMutant;
@@ -21,17 +22,6 @@ pub struct ExploreArgs {
     pub max_shrink_iters: u32,
     /// Explore a program speaking the protocol instead of the reference.
     pub implementation: Option<String>,
-}
-
-pub(crate) fn progress(n: u64, what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(n);
-    bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} seeds {per_sec} eta {eta}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(what.to_string());
-    bar
 }
 
 fn mutant_arg(id: &Option<String>) -> Result<Option<ScratchpadMutant>, String> {
@@ -103,7 +93,9 @@ pub fn explore(args: &ExploreArgs) -> Result<bool, String> {
     }
     let reference = ReferenceScratchpad { mutant };
     let program;
-    let factory: &dyn crate::driver::DriverFactory = match &args.implementation {
+    let factory: &dyn crate::profiles::scratchpad::driver::DriverFactory = match &args
+        .implementation
+    {
         None => &reference,
         Some(_) if mutant.is_some() => {
             return Err("--mutant switches the reference; it cannot apply to --impl".into())
@@ -215,7 +207,7 @@ pub fn explore(args: &ExploreArgs) -> Result<bool, String> {
 
 fn save(found: &Found, mutant: Option<ScratchpadMutant>, dir: &Path) -> Result<PathBuf, String> {
     let f = Fixture {
-        version: super::saved::FORMAT_VERSION,
+        version: crate::explore::saved::FORMAT_VERSION,
         profile: super::fixture::PROFILE.into(),
         seed: found.seed,
         generator: super::ops::GENERATOR_VERSION,
@@ -287,49 +279,6 @@ fn hunt(args: &ExploreArgs) -> Result<bool, String> {
         mutants.len() - found_count
     );
     Ok(all_found)
-}
-
-/// What `tidemark replay` found, each with its own exit status so a script can tell them apart
-/// (2 stays a usage or load error, as for every command).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReplayOutcome {
-    /// The saved failure happens again with a byte-identical trace (for `--seed`: the seed
-    /// diverges). Exit 1: the failure is still there.
-    Reproduced,
-    /// It still fails, but its trace differs from the saved one. Exit 3.
-    FailsDifferently,
-    /// The run passes: the saved failure no longer happens (for `--seed`: no divergence).
-    /// Exit 0.
-    NoLongerFails,
-}
-
-impl ReplayOutcome {
-    /// From whether the replay diverged and whether its trace equals the saved one.
-    pub fn of(diverged: bool, identical_trace: bool) -> ReplayOutcome {
-        match (diverged, identical_trace) {
-            (false, _) => ReplayOutcome::NoLongerFails,
-            (true, true) => ReplayOutcome::Reproduced,
-            (true, false) => ReplayOutcome::FailsDifferently,
-        }
-    }
-
-    pub fn exit_code(self) -> u8 {
-        match self {
-            ReplayOutcome::NoLongerFails => 0,
-            ReplayOutcome::Reproduced => 1,
-            ReplayOutcome::FailsDifferently => 3,
-        }
-    }
-
-    /// The closing line of a replay, naming the outcome and its exit status.
-    pub fn verdict_line(self) -> String {
-        let what = match self {
-            ReplayOutcome::NoLongerFails => "the saved failure no longer happens",
-            ReplayOutcome::Reproduced => "the saved failure reproduces identically",
-            ReplayOutcome::FailsDifferently => "it still fails, but differently from the saved run",
-        };
-        format!("outcome:   {what} (exit {})", self.exit_code())
-    }
 }
 
 pub fn replay(

@@ -1,33 +1,21 @@
-//! Exploration: random operation sequences from seeds, run beside the oracle, shrunk by proptest
-//! when they fail, saved under `fixtures/` so `cargo test` replays them for ever.
-//!
-//! One seed is one proptest case whose generator is seeded from that seed alone, so
-//! `tidemark explore --seeds N` and `tidemark replay` agree on what a seed means, and
-//! `--shard K/M` partitions seeds without coordination.
+//! The scratchpad's exploration: random operation sequences from seeds (`ops.rs`), run beside
+//! the oracle (`run.rs`, with the implementation's names learnt in `names.rs`), shrunk by
+//! proptest when they fail, saved under `fixtures/explore/scratchpad/` (`fixture.rs`) so
+//! `cargo test` replays them for ever; `cli.rs` is `tidemark explore|replay --profile
+//! scratchpad`. The seed's generator and shards are the engine's (`crate::explore`).
 
 pub mod cli;
 pub mod fixture;
 pub mod names;
 pub mod ops;
 pub mod run;
-pub mod saved;
-pub mod shrink;
 
-use crate::driver::DriverFactory;
+use super::driver::DriverFactory;
+use crate::explore::rng_for;
 use ops::{workload, SimOp};
 use proptest::strategy::{Strategy, ValueTree};
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 use run::{run_ops, RunResult};
-use sha2::{Digest, Sha256};
-
-/// A seed's generator: proptest's ChaCha RNG keyed by `sha256("tidemark-explore" || seed)`.
-pub fn rng_for(seed: u64) -> TestRng {
-    let mut h = Sha256::new();
-    h.update(b"tidemark-explore");
-    h.update(seed.to_le_bytes());
-    let key: [u8; 32] = h.finalize().into();
-    TestRng::from_seed(RngAlgorithm::ChaCha, &key)
-}
 
 /// The workload a seed generates under the current generator, before any shrinking.
 pub fn generate(seed: u64) -> (bool, Vec<SimOp>) {
@@ -116,44 +104,10 @@ pub fn explore_seed(
     }
 }
 
-/// `K/M`: this shard's seeds are those with `seed % M == K`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shard {
-    pub index: u64,
-    pub count: u64,
-}
-
-impl std::str::FromStr for Shard {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (k, m) = s
-            .split_once('/')
-            .ok_or_else(|| format!("expected a shard K/M, found {s:?}"))?;
-        let index: u64 = k
-            .parse()
-            .map_err(|_| format!("expected a number before '/', found {k:?}"))?;
-        let count: u64 = m
-            .parse()
-            .map_err(|_| format!("expected a number after '/', found {m:?}"))?;
-        if count == 0 || index >= count {
-            return Err(format!("shard {s} is out of range: need 0 <= K < M"));
-        }
-        Ok(Shard { index, count })
-    }
-}
-
-impl Shard {
-    pub const ALL: Shard = Shard { index: 0, count: 1 };
-
-    /// The first `n` seeds from `first` that belong to this shard.
-    pub fn seeds(self, first: u64, n: u64) -> impl Iterator<Item = u64> {
-        (first..first + n).filter(move |s| s % self.count == self.index)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
 
     #[test]
     fn a_seed_always_generates_the_same_workload() {
@@ -173,16 +127,5 @@ mod tests {
             hex::encode(h.finalize()),
             "b9b8dd335d2ad1780cddd68aa4c90153bd672c8327d00c51c4947946ee4f7796"
         );
-    }
-
-    #[test]
-    fn shards_partition_the_seeds() {
-        let all: Vec<u64> = Shard::ALL.seeds(0, 30).collect();
-        let mut parts: Vec<u64> = (0..3)
-            .flat_map(|k| Shard { index: k, count: 3 }.seeds(0, 30))
-            .collect();
-        parts.sort();
-        assert_eq!(all, parts);
-        assert!("3/3".parse::<Shard>().is_err());
     }
 }

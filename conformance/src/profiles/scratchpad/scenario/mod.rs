@@ -16,15 +16,14 @@
 //! The grammar is in `parse.rs` and in scenarios/README.md.
 
 mod anchor;
-pub mod header;
-pub mod lex;
 pub mod names;
 pub(crate) mod parse;
 
 pub use names::{Component, NameSource, PathTemplate, SessionKey};
 pub use parse::{parse_file, parse_str};
 
-use crate::contract::{Bytes, Caller, Request};
+use crate::profiles::scratchpad::contract::{Bytes, Caller, Request};
+use crate::scenario::header;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};

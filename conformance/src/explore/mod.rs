@@ -1,0 +1,75 @@
+//! Exploration's engine, written once for every profile: a seed's generator, shards of seeds,
+//! shrinking (`shrink.rs`), the saved-failure format (`saved.rs`) and what the `explore` and
+//! `replay` commands print for any profile (`cli.rs`). A profile supplies its operations, its
+//! model and its loop (the scratchpad's in `profiles/scratchpad/explore/`).
+//!
+//! One seed is one proptest case whose generator is seeded from that seed alone, so
+//! `tidemark explore --seeds N` and `tidemark replay` agree on what a seed means, and
+//! `--shard K/M` partitions seeds without coordination.
+
+pub mod cli;
+pub mod saved;
+pub mod shrink;
+
+use proptest::test_runner::{RngAlgorithm, TestRng};
+use sha2::{Digest, Sha256};
+
+/// A seed's generator: proptest's ChaCha RNG keyed by `sha256("tidemark-explore" || seed)`.
+pub fn rng_for(seed: u64) -> TestRng {
+    let mut h = Sha256::new();
+    h.update(b"tidemark-explore");
+    h.update(seed.to_le_bytes());
+    let key: [u8; 32] = h.finalize().into();
+    TestRng::from_seed(RngAlgorithm::ChaCha, &key)
+}
+
+/// `K/M`: this shard's seeds are those with `seed % M == K`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (k, m) = s
+            .split_once('/')
+            .ok_or_else(|| format!("expected a shard K/M, found {s:?}"))?;
+        let index: u64 = k
+            .parse()
+            .map_err(|_| format!("expected a number before '/', found {k:?}"))?;
+        let count: u64 = m
+            .parse()
+            .map_err(|_| format!("expected a number after '/', found {m:?}"))?;
+        if count == 0 || index >= count {
+            return Err(format!("shard {s} is out of range: need 0 <= K < M"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    pub const ALL: Shard = Shard { index: 0, count: 1 };
+
+    /// The first `n` seeds from `first` that belong to this shard.
+    pub fn seeds(self, first: u64, n: u64) -> impl Iterator<Item = u64> {
+        (first..first + n).filter(move |s| s % self.count == self.index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_partition_the_seeds() {
+        let all: Vec<u64> = Shard::ALL.seeds(0, 30).collect();
+        let mut parts: Vec<u64> = (0..3)
+            .flat_map(|k| Shard { index: k, count: 3 }.seeds(0, 30))
+            .collect();
+        parts.sort();
+        assert_eq!(all, parts);
+        assert!("3/3".parse::<Shard>().is_err());
+    }
+}
