@@ -8,6 +8,7 @@ pub mod gate;
 pub mod mutants;
 pub mod names;
 pub mod oracle;
+pub mod process;
 pub mod runner;
 pub mod scenario;
 pub mod suite;
