@@ -1,7 +1,7 @@
 //! Playing a parsed scoped scenario ([`Script`]) step by step against the reference, on the
 //! real tier or the simulation tier ([`Backend`]), comparing each outcome with its expectation:
 //! the scoped profile's runner, apart from its vocabulary (`script.rs`). The loop over steps is
-//! the engine's (`crate::play`); [`ScopedPlayer`] performs one step.
+//! the engine's (`crate::play`); `ScopedPlayer` performs one step.
 
 use std::path::PathBuf;
 
