@@ -11,7 +11,7 @@ use tidemark_sim::real_tier::PgProvider;
 use tidemark_sim::trace::Trace;
 
 use super::script::{transcript_text, Action, Counted, Entry, Expect, Ids, Script, SWEEPS};
-use crate::runner::Failure;
+use crate::play::Failure;
 
 /// What a step answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
