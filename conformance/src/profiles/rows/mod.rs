@@ -13,6 +13,11 @@
 //! mutant catalogue. Not built yet, and refused as such rather than faked: a program through the
 //! process protocol, exploration, replay and the world (issue 13, items 3 and 5).
 
+pub mod explore;
+pub mod explore_ops;
+pub mod explore_run;
+pub mod explore_state;
+pub mod fixture;
 mod grammar;
 pub mod model;
 pub mod runner;
@@ -192,7 +197,7 @@ pub fn mutant_table(results: &[RowsMutantResult]) -> String {
 
 fn not_built(command: &str) -> String {
     format!(
-        "{command} --profile rows is not built yet: the rows profile has scenarios, mutants and an executable model, but no exploration, saved failures or world yet (issue 13, item 3)"
+        "{command} --profile rows is not built yet: the rows profile has scenarios, mutants, an executable model and exploration, but no world yet (issue 13, item 5)"
     )
 }
 
@@ -271,21 +276,45 @@ impl super::Profile for RowsProfile {
         })
     }
 
-    fn explore(&self, _request: &super::ExploreRequest) -> Result<bool, String> {
-        Err(not_built("explore"))
+    fn explore(&self, request: &super::ExploreRequest) -> Result<bool, String> {
+        if request.implementation.is_some() {
+            return Err(format!("explore --profile rows runs the reference in process: {NO_PROTOCOL}"));
+        }
+        if request.differential {
+            return Err(super::unsupported(self.name(), "--differential (the rows profile has one tier so far)"));
+        }
+        explore::command(&explore::RowsExploreArgs {
+            seeds: request.seeds,
+            first_seed: request.first_seed,
+            shard: request.shard,
+            mutant: request.mutant.clone(),
+            hunt: request.hunt,
+            check_determinism: request.check_determinism,
+            save_dir: match &request.save {
+                super::SaveTo::Default => Some(fixture::default_dir()),
+                super::SaveTo::Dir(d) => Some(d.clone()),
+                super::SaveTo::Nowhere => None,
+            },
+            max_shrink_iters: request.max_shrink_iters,
+            tier: request.tier.clone().unwrap_or_else(|| "postgres".into()),
+            jobs: request.jobs,
+        })
     }
 
-    fn owns_fixture(&self, _path: &Path) -> bool {
-        false
+    fn owns_fixture(&self, path: &Path) -> bool {
+        fixture::is_rows(path)
     }
 
     fn replay(
         &self,
-        _fixture: Option<&Path>,
-        _seed: Option<u64>,
-        _mutant: Option<&str>,
+        fixture: Option<&Path>,
+        seed: Option<u64>,
+        mutant: Option<&str>,
     ) -> Result<crate::explore::cli::ReplayOutcome, String> {
-        Err(not_built("replay"))
+        match (fixture, seed, mutant) {
+            (Some(f), None, None) => explore::replay_fixture(f),
+            _ => Err("a rows replay takes a saved failure's file, and no --seed or --mutant; a seed runs again with tidemark explore --profile rows --first-seed N --seeds 1".into()),
+        }
     }
 
     fn world(&self, _request: &super::WorldRequest) -> Result<bool, String> {

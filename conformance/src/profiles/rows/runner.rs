@@ -101,14 +101,14 @@ pub fn matches(expect: &Expect, got: &Outcome) -> bool {
 
 /// The identifiers the reference handed out, by the scenario's names.
 #[derive(Default)]
-struct Learnt {
-    replies: Ids,
-    snapshots: Ids,
-    items: Ids,
+pub(super) struct Learnt {
+    pub(super) replies: Ids,
+    pub(super) snapshots: Ids,
+    pub(super) items: Ids,
 }
 
 impl Learnt {
-    fn name_of(ids: &Ids, id: i64) -> String {
+    pub(super) fn name_of(ids: &Ids, id: i64) -> String {
         ids.iter()
             .find(|(_, v)| **v == id)
             .map(|(k, _)| k.clone())
@@ -122,7 +122,7 @@ fn id(ids: &Ids, name: &str) -> i64 {
     ids.get(name).copied().unwrap_or(-1)
 }
 
-fn refused(e: RowsError) -> Outcome {
+pub(super) fn refused(e: RowsError) -> Outcome {
     Outcome::Refused {
         reason: e.code().to_string(),
         message: e.to_string(),
@@ -204,13 +204,13 @@ async fn play(
     Ok(())
 }
 
-fn rel(now: Timestamp) -> i64 {
+pub(super) fn rel(now: Timestamp) -> i64 {
     now.as_millis() - EPOCH.as_millis()
 }
 
 /// One step against the reference. `Err` is the harness's own failure (an observation query
 /// that did not run); the reference's refusals are outcomes.
-async fn perform(
+pub(super) async fn perform(
     store: &RowsStore,
     action: &Action,
     now: Timestamp,
