@@ -1,0 +1,100 @@
+//! Rows exploration properties that must hold on every build: a seed replays to a byte-identical
+//! trace, the reference survives a bounded random search (faults included), and random search
+//! finds the rows mutants unaided. Needs PostgreSQL like every real-tier test.
+
+use tidemark_conformance::explore::Shard;
+use tidemark_conformance::profiles::rows::explore::{
+    describe, explore_seeds, hunt, hunt_report, run_seed,
+};
+use tidemark_conformance::profiles::rows::explore_run::{Databases, RunError, Tier};
+use tidemark_reference::rows::RowsMutant;
+use tidemark_sim::real_tier::PgProvider;
+
+fn on_postgres<T>(f: impl AsyncFnOnce(Tier<'_>) -> T) -> T {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let pg = PgProvider::from_environment().await.expect("PostgreSQL");
+        let dbs = Databases::new(&pg);
+        let out = f(Tier::Postgres(&dbs)).await;
+        dbs.close().await.expect("the databases dropped");
+        out
+    })
+}
+
+#[test]
+fn a_seed_run_twice_gives_a_byte_identical_trace() {
+    on_postgres(async |tier| {
+        for seed in 0..3 {
+            let (_, _, a) = run_seed(tier, seed, None).await;
+            let (_, _, b) = run_seed(tier, seed, None).await;
+            let (a, b) = (a.expect("passes"), b.expect("passes"));
+            assert!(a.ticks > 0, "seed {seed} never reaps");
+            assert_eq!(a.trace.lines(), b.trace.lines(), "seed {seed}");
+        }
+    });
+}
+
+#[test]
+fn the_reference_survives_a_bounded_random_search_with_crashes_and_clock_jumps() {
+    on_postgres(async |tier| {
+        let run = explore_seeds(tier, 100..112, None, 200, 2, &|| {}).await;
+        let failures: String = run.failures.iter().map(|f| describe(f, None, None)).collect();
+        assert!(run.failures.is_empty(), "{failures}");
+        assert_eq!(run.passed, 12);
+        assert!(run.crashes > 0, "no tick crashed in 12 seeds");
+    });
+}
+
+/// Mutants random search finds within a few seeds, one of each family: the streamed events'
+/// clock, the expiring stores, the boundary, the snapshots, the rows kept on purpose, the
+/// cascade and the tick.
+const REPRESENTATIVE: [RowsMutant; 8] = [
+    RowsMutant::WritingEventsStamped,
+    RowsMutant::InterruptStartsTheDay,
+    RowsMutant::FiringsKeptADay,
+    RowsMutant::CascadeMissesPrompts,
+    RowsMutant::HeldRequestSwept,
+    RowsMutant::ExpiryBoundaryStrict,
+    RowsMutant::RenewalOnlyExtends,
+    RowsMutant::TickSkipsBreakerSightings,
+];
+
+#[test]
+fn random_search_finds_a_representative_set_of_mutants_within_four_seeds() {
+    on_postgres(async |tier| {
+        for m in REPRESENTATIVE {
+            let lines = hunt(tier, 0, 4, Shard::ALL, Some(m), 1).await;
+            assert!(lines[0].found.is_some(), "{}", hunt_report(&lines, 4));
+        }
+    });
+}
+
+/// The whole catalogue takes about 120 seeds (25 s in a debug build): run it with
+/// `cargo test --test rows_exploration -- --ignored`, or `tidemark explore --profile rows --hunt`.
+#[test]
+#[ignore = "about 25 s; the representative set above runs on every build"]
+fn random_search_finds_every_rows_mutant_within_sixty_seeds() {
+    on_postgres(async |tier| {
+        let lines = hunt(tier, 0, 60, Shard::ALL, None, 3).await;
+        assert_eq!(lines.len(), RowsMutant::ALL.len());
+        assert!(
+            lines.iter().all(|l| l.found.is_some()),
+            "{}",
+            hunt_report(&lines, 60)
+        );
+    });
+}
+
+#[test]
+fn a_shrunk_failure_keeps_only_the_operations_that_matter() {
+    on_postgres(async |tier| {
+        let run = explore_seeds(tier, 16..17, Some(RowsMutant::NewestByTimestamp), 2000, 1, &|| {}).await;
+        let f = run.failures.first().expect("seed 16 finds newest-by-timestamp");
+        assert!(matches!(f.error, RunError::Diverged(_)));
+        assert!(f.ops.len() <= 8, "{}", describe(f, Some(RowsMutant::NewestByTimestamp), None));
+        assert!(f.original_len > f.ops.len());
+    });
+}
