@@ -41,7 +41,11 @@ fn a_seed_run_twice_gives_a_byte_identical_trace() {
 fn the_reference_survives_a_bounded_random_search_with_crashes_and_clock_jumps() {
     on_postgres(async |tier| {
         let run = explore_seeds(tier, 100..112, None, 200, 2, &|| {}).await;
-        let failures: String = run.failures.iter().map(|f| describe(f, None, None)).collect();
+        let failures: String = run
+            .failures
+            .iter()
+            .map(|f| describe(f, None, None))
+            .collect();
         assert!(run.failures.is_empty(), "{failures}");
         assert_eq!(run.passed, 12);
         assert!(run.crashes > 0, "no tick crashed in 12 seeds");
@@ -91,10 +95,25 @@ fn random_search_finds_every_rows_mutant_within_sixty_seeds() {
 #[test]
 fn a_shrunk_failure_keeps_only_the_operations_that_matter() {
     on_postgres(async |tier| {
-        let run = explore_seeds(tier, 16..17, Some(RowsMutant::NewestByTimestamp), 2000, 1, &|| {}).await;
-        let f = run.failures.first().expect("seed 16 finds newest-by-timestamp");
+        let run = explore_seeds(
+            tier,
+            16..17,
+            Some(RowsMutant::NewestByTimestamp),
+            2000,
+            1,
+            &|| {},
+        )
+        .await;
+        let f = run
+            .failures
+            .first()
+            .expect("seed 16 finds newest-by-timestamp");
         assert!(matches!(f.error, RunError::Diverged(_)));
-        assert!(f.ops.len() <= 8, "{}", describe(f, Some(RowsMutant::NewestByTimestamp), None));
+        assert!(
+            f.ops.len() <= 8,
+            "{}",
+            describe(f, Some(RowsMutant::NewestByTimestamp), None)
+        );
         assert!(f.original_len > f.ops.len());
     });
 }

@@ -36,7 +36,11 @@ fn main() {
             let n = fixtures.len();
             move || {
                 if n == 0 {
-                    return Err(format!("no saved rows failures under {}", default_dir().display()).into());
+                    return Err(format!(
+                        "no saved rows failures under {}",
+                        default_dir().display()
+                    )
+                    .into());
                 }
                 Ok(())
             }

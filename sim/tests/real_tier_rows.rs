@@ -552,8 +552,8 @@ async fn every_sweep_reads_an_index_and_never_scans_its_table() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reaper_that_crashes_mid_sweep_keeps_what_it_removed_and_the_next_tick_removes_the_rest(
-) {
+async fn a_reaper_that_crashes_mid_sweep_keeps_what_it_removed_and_the_next_tick_removes_the_rest()
+{
     let r = rows("rows_crash").await;
     sqlx::query(
         "INSERT INTO tidemark_rows.live_sessions (id, expires_at_ms)

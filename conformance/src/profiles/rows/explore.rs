@@ -319,10 +319,7 @@ pub fn command(args: &RowsExploreArgs) -> Result<bool, String> {
     rt.block_on(async {
         let ready = Instant::now();
         let pg = super::postgres().await?;
-        println!(
-            "rows explore: PostgreSQL ready in {:.2?}",
-            ready.elapsed()
-        );
+        println!("rows explore: PostgreSQL ready in {:.2?}", ready.elapsed());
         let dbs = Databases::new(&pg);
         let result = explore_on(Tier::Postgres(&dbs), args, mutant).await;
         let closed = dbs.close().await;

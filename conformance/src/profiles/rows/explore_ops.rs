@@ -477,9 +477,9 @@ impl Gen {
                 // Writes, but never a tick.
                 let before = self.ops.len();
                 self.one();
-                let ticked = self.ops[before..].iter().any(|o| {
-                    matches!(o, RowsOp::CrashedReap { .. } | RowsOp::Step(Action::Reap))
-                });
+                let ticked = self.ops[before..]
+                    .iter()
+                    .any(|o| matches!(o, RowsOp::CrashedReap { .. } | RowsOp::Step(Action::Reap)));
                 let moved: i64 = self.ops[before..]
                     .iter()
                     .map(|o| match o {
@@ -622,8 +622,8 @@ mod tests {
                 seen.insert(key);
                 if let RowsOp::Step(Action::Advance(ms)) = op {
                     backwards |= *ms < 0;
-                    boundary_then_tick |= *ms == DAY_MS
-                        && ops.get(i + 1) == Some(&RowsOp::Step(Action::Reap));
+                    boundary_then_tick |=
+                        *ms == DAY_MS && ops.get(i + 1) == Some(&RowsOp::Step(Action::Reap));
                 }
             }
         }

@@ -232,12 +232,11 @@ pub fn crashed_removal(full: &ReapReport, batch: i64, after: u64) -> Option<[u64
 }
 
 fn reap_config(batch: i64, crash_after: Option<u64>) -> ReapConfig {
-    let mut cfg = match crash_after {
+    let base = match crash_after {
         Some(n) => ReapConfig::crashing_after(n),
         None => ReapConfig::default(),
     };
-    cfg.batch = batch;
-    cfg
+    ReapConfig { batch, ..base }
 }
 
 /// An outcome as the trace records it: a refusal by its reason only (messages are free text).
@@ -427,7 +426,11 @@ impl Run<'_> {
                 .collect();
             let rest = report(rest.try_into().expect("eight sweeps"));
             let got = self.tick(None).await;
-            self.compare("  the restarted reaper's tick", &Outcome::Reaped(rest), &got)?;
+            self.compare(
+                "  the restarted reaper's tick",
+                &Outcome::Reaped(rest),
+                &got,
+            )?;
         }
         self.model = full;
         self.check_state("the crash and restart").await

@@ -72,7 +72,10 @@ pub fn first_difference(expected: &State, actual: &State) -> Option<(String, Str
             let missing: Vec<&String> = e.iter().filter(|l| !a.contains(l)).collect();
             let extra: Vec<&String> = a.iter().filter(|l| !e.contains(l)).collect();
             return Some((
-                format!("{t}: {} rows; missing from the reference: {missing:?}", e.len()),
+                format!(
+                    "{t}: {} rows; missing from the reference: {missing:?}",
+                    e.len()
+                ),
                 format!("{t}: {} rows; not in the model: {extra:?}", a.len()),
             ));
         }
@@ -195,13 +198,15 @@ pub(super) async fn read(store: &RowsStore, learnt: &Learnt) -> Result<State, St
         .fetch_all(pool)
         .await
         .map_err(err)?;
-    st.put("session_prompts", rows.iter().map(|r| r.get::<String, _>(0)));
-    let rows = q(
-        "SELECT session_id, reply_id, kind, payload, forget_after_ms FROM tidemark_rows.events",
-    )
-    .fetch_all(pool)
-    .await
-    .map_err(err)?;
+    st.put(
+        "session_prompts",
+        rows.iter().map(|r| r.get::<String, _>(0)),
+    );
+    let rows =
+        q("SELECT session_id, reply_id, kind, payload, forget_after_ms FROM tidemark_rows.events")
+            .fetch_all(pool)
+            .await
+            .map_err(err)?;
     st.put(
         "events",
         rows.iter().map(|r| {

@@ -278,10 +278,15 @@ impl super::Profile for RowsProfile {
 
     fn explore(&self, request: &super::ExploreRequest) -> Result<bool, String> {
         if request.implementation.is_some() {
-            return Err(format!("explore --profile rows runs the reference in process: {NO_PROTOCOL}"));
+            return Err(format!(
+                "explore --profile rows runs the reference in process: {NO_PROTOCOL}"
+            ));
         }
         if request.differential {
-            return Err(super::unsupported(self.name(), "--differential (the rows profile has one tier so far)"));
+            return Err(super::unsupported(
+                self.name(),
+                "--differential (the rows profile has one tier so far)",
+            ));
         }
         explore::command(&explore::RowsExploreArgs {
             seeds: request.seeds,

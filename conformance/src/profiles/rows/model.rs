@@ -421,7 +421,13 @@ impl Model {
         st.put(
             "events",
             self.events.iter().map(|e| {
-                line_event(&e.session, e.reply.as_deref(), &e.kind, &e.payload, e.forget_at)
+                line_event(
+                    &e.session,
+                    e.reply.as_deref(),
+                    &e.kind,
+                    &e.payload,
+                    e.forget_at,
+                )
             }),
         );
         st.put(
@@ -461,7 +467,10 @@ impl Model {
         let mut model = self.clone();
         for s in self.sessions.keys() {
             if let Outcome::Transcript(t) = model.apply(&Action::Transcript(s.clone()), 0) {
-                st.put_one("transcripts", format!("{s}: {}", super::script::transcript_text(&t)));
+                st.put_one(
+                    "transcripts",
+                    format!("{s}: {}", super::script::transcript_text(&t)),
+                );
             }
         }
         st
