@@ -95,8 +95,9 @@ enum Command {
         seeds: u64,
         #[arg(long, default_value_t = 0)]
         first_seed: u64,
-        /// The profile explored: scratchpad (the oracle, in process) or scoped (the real tier
-        /// against the model of SPEC part SC). Both shrink failures and save them.
+        /// The profile explored: scratchpad (the oracle, in process), scoped (the real tier
+        /// against the model of SPEC part SC) or rows (the reference on PostgreSQL against the
+        /// model of SPEC part SR, with the reaper's faults). All shrink failures and save them.
         #[arg(long, default_value = "scratchpad")]
         profile: String,
         /// Run only seeds with `seed % M == K`, so M machines split one run.
@@ -120,8 +121,9 @@ enum Command {
         /// Do not save failures.
         #[arg(long)]
         no_save: bool,
-        /// Scoped only: where the metadata lives, `postgres` (the real tier) or `memory` (the
-        /// in-memory store with PostgreSQL's semantics: the simulation tier).
+        /// Scoped: where the metadata lives, `postgres` (the real tier) or `memory` (the
+        /// in-memory store with PostgreSQL's semantics: the simulation tier). Rows: `postgres`,
+        /// its one tier so far.
         #[arg(long, value_parser = ["postgres", "memory"])]
         tier: Option<String>,
         /// Scoped only: run each seed on both tiers and compare trace hashes.
@@ -129,8 +131,9 @@ enum Command {
         differential: bool,
         #[arg(long, default_value_t = 4096)]
         max_shrink_iters: u32,
-        /// Scoped only: seeds in flight at once (each has its own database and S3 server; the
-        /// report's order and every trace stay the same). Defaults to the number of cores.
+        /// Scoped and rows: seeds in flight at once (each has its own database, and for scoped its
+        /// own S3 server; the report's order and every trace stay the same); mutants in flight
+        /// when a rows run hunts. Defaults to the number of cores.
         #[arg(long, default_value_t = default_jobs())]
         jobs: std::num::NonZeroUsize,
         /// Explore a program speaking conformance/PROTOCOL.md instead of the reference.

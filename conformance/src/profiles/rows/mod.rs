@@ -7,11 +7,13 @@
 //! - [`runner`]: each scenario against the reference (`reference-impl/src/rows/`) on its own
 //!   fresh database, the clock handed in with every step.
 //! - [`model`]: the executable model of part SR, in memory, which predicts every scenario's
-//!   outcomes (the oracle exploration will need).
+//!   outcomes and is exploration's oracle.
+//! - [`explore`] (with `explore_ops`, `explore_run`, `explore_state`) and [`fixture`]:
+//!   `tidemark explore --profile rows`, its saved failures and their replay.
 //!
 //! This module is the command line's entry point: one PostgreSQL for a run, the suite and the
 //! mutant catalogue. Not built yet, and refused as such rather than faked: a program through the
-//! process protocol, exploration, replay and the world (issue 13, items 3 and 5).
+//! process protocol and the world (issue 13, item 5).
 
 pub mod explore;
 pub mod explore_ops;

@@ -2,8 +2,8 @@
 //! without the reference's code, answering every step of the rows vocabulary with the outcome
 //! the SPEC predicts. `tests::every_scenario_is_predicted_by_the_model` plays every
 //! `scenarios/rows/*.tdm` through it, so the scenarios, the model and (through
-//! `rows_scenarios`) the reference agree. It is the oracle exploration will compare with
-//! (issue 13, item 3); exploration itself is not built yet.
+//! `rows_scenarios`) the reference agree. It is exploration's oracle too (`explore_run.rs`):
+//! every outcome, and after every reap every row ([`Model::rows`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
