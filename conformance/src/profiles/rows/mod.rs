@@ -13,6 +13,7 @@
 //! mutant catalogue. Not built yet, and refused as such rather than faked: a program through the
 //! process protocol, exploration, replay and the world (issue 13, items 3 and 5).
 
+pub mod contract;
 mod grammar;
 pub mod model;
 pub mod runner;
