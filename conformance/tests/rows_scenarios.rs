@@ -78,17 +78,33 @@ fn cli() -> Result<(), Failed> {
         "tidemark run --impl ... --profile rows",
         &through,
     )?;
-    for args in [
-        &["explore", "--profile", "rows"][..],
-        &["world", "--profile", "rows"][..],
-    ] {
-        let out = tidemark(args);
-        check(
-            out.0 == 2 && out.2.contains("--profile rows is not built yet"),
-            &args.join(" "),
-            &out,
-        )?;
-    }
+    let explore = tidemark(&["explore", "--profile", "rows", "--seeds", "2", "--no-save"]);
+    check(
+        explore.0 == 0 && explore.1.ends_with("2 passed, 0 failed\n"),
+        "tidemark explore --profile rows --seeds 2",
+        &explore,
+    )?;
+    let fixture = root().join("fixtures/explore/rows/rows-newest-by-timestamp-seed-16.json");
+    let replay = tidemark(&["replay", &fixture.to_string_lossy()]);
+    check(
+        replay.0 == 1
+            && replay.1.contains("reproduces identically")
+            && replay.1.contains("reference: passes the same operations"),
+        "tidemark replay <rows fixture>",
+        &replay,
+    )?;
+    let memory = tidemark(&["explore", "--profile", "rows", "--tier", "memory"]);
+    check(
+        memory.0 == 2 && memory.2.contains("one tier so far"),
+        "tidemark explore --profile rows --tier memory",
+        &memory,
+    )?;
+    let world = tidemark(&["world", "--profile", "rows"]);
+    check(
+        world.0 == 2 && world.2.contains("--profile rows is not built yet"),
+        "tidemark world --profile rows",
+        &world,
+    )?;
     Ok(())
 }
 
@@ -273,7 +289,7 @@ fn main() {
         ));
     }
     trials.push(Trial::test(
-        "cli::run_takes_the_rows_profile_and_the_unbuilt_commands_say_so",
+        "cli::run_explore_and_replay_take_the_rows_profile_and_the_world_says_it_is_not_built",
         cli,
     ));
     let conclusion = libtest_mimic::run(&args, trials);

@@ -17,7 +17,7 @@ use futures::StreamExt;
 use proptest::strategy::ValueTree;
 use tidemark_reference::rows::RowsMutant;
 
-use super::explore_ops::{generate, RowsOp, DEFAULT_STEPS};
+use super::explore_ops::{generate, ExploreOp, DEFAULT_STEPS};
 use super::explore_run::{run_ops, Databases, Divergence, RunError, RunOk, Tier};
 use super::fixture::{self, mutant_arg, new_fixture};
 use crate::explore::shrink::OpsTree;
@@ -56,7 +56,7 @@ pub struct RowsFailure {
     pub batch: i64,
     pub error: RunError,
     /// The operations that fail: shrunk when the failure was a divergence.
-    pub ops: Vec<RowsOp>,
+    pub ops: Vec<ExploreOp>,
     pub original_len: usize,
 }
 
@@ -65,7 +65,7 @@ pub async fn run_seed(
     tier: Tier<'_>,
     seed: u64,
     mutant: Option<RowsMutant>,
-) -> (i64, Vec<RowsOp>, Result<RunOk, RunError>) {
+) -> (i64, Vec<ExploreOp>, Result<RunOk, RunError>) {
     let (batch, ops) = generate(seed, DEFAULT_STEPS);
     let r = run_ops(tier, batch, &ops, mutant).await;
     (batch, ops, r)
@@ -76,11 +76,11 @@ pub async fn run_seed(
 pub async fn shrink(
     tier: Tier<'_>,
     batch: i64,
-    ops: Vec<RowsOp>,
+    ops: Vec<ExploreOp>,
     divergence: Divergence,
     mutant: Option<RowsMutant>,
     max_iters: u32,
-) -> (Vec<RowsOp>, Divergence) {
+) -> (Vec<ExploreOp>, Divergence) {
     let mut tree = OpsTree::of_values(ops.clone());
     let mut best = (ops, divergence);
     let mut more = tree.simplify();

@@ -2,13 +2,19 @@
 //! vocabulary ([`Action`], the scenarios' own steps) and the reaper's faults, generated from one
 //! seed by [`generate`], so a sequence is data that can be saved, replayed and shrunk.
 //!
+//! Why steps and not the contract's operations (`contract.rs`): those carry the ids an
+//! implementation makes, which exist only once it has answered; a sequence names what it makes,
+//! as a scenario does, and the runner turns each step into the contract's operation with the ids
+//! learnt so far (`runner::perform`), the one path scenarios take to the endpoint. A saved
+//! failure therefore means the same against any implementation.
+//!
 //! The generator keeps a rough picture of what it has made (which replies are being written,
 //! which snapshots exist, when each row's clock runs out) so most operations are meaningful, and
 //! some are not on purpose (a reply streamed into after it ended, a kind of the wrong shape, a
 //! session deleted twice), for the refusals. Time moves in varied steps: minutes, hours, the
 //! one-day and thirty-day rules' boundaries exactly and a millisecond either side, the expiry of
 //! a row it wrote, backwards jumps, and the reaper down for a week (writes, no tick for seven
-//! days, then one tick). The reaper's crash is an operation of its own ([`RowsOp::CrashedReap`]).
+//! days, then one tick). The reaper's crash is an operation of its own ([`ExploreOp::CrashedReap`]).
 
 use std::fmt;
 
@@ -32,7 +38,7 @@ pub const DEFAULT_STEPS: usize = 70;
 /// One explored operation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum RowsOp {
+pub enum ExploreOp {
     /// A step of the rows vocabulary (`scenarios/rows/README.md`); `advance` moves the clock
     /// (backwards when negative), `reap` is one full tick.
     Step(Action),
@@ -43,7 +49,7 @@ pub enum RowsOp {
 
 /// The seed's batch size and operations: small batches, so a sweep takes several and a crash
 /// can land between two of them.
-pub fn generate(seed: u64, steps: usize) -> (i64, Vec<RowsOp>) {
+pub fn generate(seed: u64, steps: usize) -> (i64, Vec<ExploreOp>) {
     let mut g = Gen::new(MasterSeed(seed).stream("rows-explore"));
     let batch = g.rng.gen_range(1..=3);
     g.setup();
@@ -107,7 +113,7 @@ const MODELS: [&str; 3] = ["claude-sonnet", "gpt-4o-mini", "local.llama"];
 /// at.
 struct Gen {
     rng: ChaCha8Rng,
-    ops: Vec<RowsOp>,
+    ops: Vec<ExploreOp>,
     /// Milliseconds from the epoch.
     now: i64,
     workspaces: Vec<String>,
@@ -164,7 +170,7 @@ impl Gen {
         if let Action::Advance(ms) = a {
             self.now += ms;
         }
-        self.ops.push(RowsOp::Step(a));
+        self.ops.push(ExploreOp::Step(a));
     }
 
     fn setup(&mut self) {
@@ -397,7 +403,7 @@ impl Gen {
             132..=140 => self.push(Action::Reap),
             141..=143 => {
                 let after = self.rng.gen_range(0..=6);
-                self.ops.push(RowsOp::CrashedReap { after });
+                self.ops.push(ExploreOp::CrashedReap { after });
             }
             144 => self.reaper_down_for_a_week(),
             145..=146 => {
@@ -477,13 +483,16 @@ impl Gen {
                 // Writes, but never a tick.
                 let before = self.ops.len();
                 self.one();
-                let ticked = self.ops[before..]
-                    .iter()
-                    .any(|o| matches!(o, RowsOp::CrashedReap { .. } | RowsOp::Step(Action::Reap)));
+                let ticked = self.ops[before..].iter().any(|o| {
+                    matches!(
+                        o,
+                        ExploreOp::CrashedReap { .. } | ExploreOp::Step(Action::Reap)
+                    )
+                });
                 let moved: i64 = self.ops[before..]
                     .iter()
                     .map(|o| match o {
-                        RowsOp::Step(Action::Advance(ms)) => *ms,
+                        ExploreOp::Step(Action::Advance(ms)) => *ms,
                         _ => 0,
                     })
                     .sum();
@@ -585,11 +594,11 @@ pub fn action_text(a: &Action) -> String {
     }
 }
 
-impl fmt::Display for RowsOp {
+impl fmt::Display for ExploreOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RowsOp::Step(a) => f.write_str(&action_text(a)),
-            RowsOp::CrashedReap { after } => {
+            ExploreOp::Step(a) => f.write_str(&action_text(a)),
+            ExploreOp::CrashedReap { after } => {
                 write!(f, "reap crashing after {after} batches, then reap again")
             }
         }
@@ -616,14 +625,14 @@ mod tests {
             for (i, op) in ops.iter().enumerate() {
                 let word = op.to_string();
                 let key = match op {
-                    RowsOp::CrashedReap { .. } => "crash".to_string(),
+                    ExploreOp::CrashedReap { .. } => "crash".to_string(),
                     _ => word.split(' ').take(2).collect::<Vec<_>>().join(" "),
                 };
                 seen.insert(key);
-                if let RowsOp::Step(Action::Advance(ms)) = op {
+                if let ExploreOp::Step(Action::Advance(ms)) = op {
                     backwards |= *ms < 0;
                     boundary_then_tick |=
-                        *ms == DAY_MS && ops.get(i + 1) == Some(&RowsOp::Step(Action::Reap));
+                        *ms == DAY_MS && ops.get(i + 1) == Some(&ExploreOp::Step(Action::Reap));
                 }
             }
         }
@@ -672,7 +681,7 @@ mod tests {
     fn an_operation_round_trips_through_json() {
         let (_, ops) = generate(3, DEFAULT_STEPS);
         let text = serde_json::to_string(&ops).unwrap();
-        let back: Vec<RowsOp> = serde_json::from_str(&text).unwrap();
+        let back: Vec<ExploreOp> = serde_json::from_str(&text).unwrap();
         assert_eq!(ops, back);
     }
 }

@@ -2,7 +2,7 @@
 //! step: each operation's outcome, and after every reap the whole state (every table's rows and
 //! every transcript, [`super::explore_state`]).
 //!
-//! The reaper's crash ([`RowsOp::CrashedReap`]) is checked by what SR fixes rather than by rows
+//! The reaper's crash ([`ExploreOp::CrashedReap`]) is checked by what SR fixes rather than by rows
 //! whose order in a batch is the database's: the tick answers `database_unavailable` exactly
 //! when its committed batches ran out before its work did (the model counts the batches each
 //! sweep needs at the run's batch size), it removed only rows SR lets go and exactly as many as
@@ -18,10 +18,11 @@ use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::{PgProvider, TestDatabase};
 use tidemark_sim::trace::Trace;
 
-use super::explore_ops::RowsOp;
+use super::contract::ReferenceRows;
+use super::explore_ops::ExploreOp;
 use super::explore_state::{self, check_crashed, first_difference};
 use super::model::Model;
-use super::runner::{perform, refused, same, Learnt, Outcome};
+use super::runner::{perform, same, Learnt, Outcome};
 use super::script::Action;
 
 /// Databases for explored sequences, reused: a seed's store starts by dropping the rows schema
@@ -98,7 +99,7 @@ impl Tier<'_> {
                 };
                 match store {
                     Ok(store) => Ok(Opened {
-                        store,
+                        endpoint: ReferenceRows::new(store),
                         db: Some((dbs, db)),
                     }),
                     Err(e) => {
@@ -112,8 +113,10 @@ impl Tier<'_> {
     }
 }
 
+/// The reference behind the contract's endpoint (`contract.rs`): every explored step reaches it
+/// as the scenarios' steps do, the reaper's batches (and its crash) set on the endpoint.
 struct Opened<'a> {
-    store: RowsStore,
+    endpoint: ReferenceRows,
     db: Option<(&'a Databases<'a>, TestDatabase)>,
 }
 
@@ -252,12 +255,12 @@ fn outcome_line(o: &Outcome) -> String {
 pub async fn run_ops(
     tier: Tier<'_>,
     batch: i64,
-    ops: &[RowsOp],
+    ops: &[ExploreOp],
     mutant: Option<RowsMutant>,
 ) -> Result<RunOk, RunError> {
-    let opened = tier.open(mutant).await.map_err(RunError::Setup)?;
+    let mut opened = tier.open(mutant).await.map_err(RunError::Setup)?;
     let result = Run {
-        store: &opened.store,
+        endpoint: &mut opened.endpoint,
         batch,
         model: Model::default(),
         learnt: Learnt::default(),
@@ -271,7 +274,7 @@ pub async fn run_ops(
 }
 
 struct Run<'a> {
-    store: &'a RowsStore,
+    endpoint: &'a mut ReferenceRows,
     batch: i64,
     model: Model,
     learnt: Learnt,
@@ -289,7 +292,7 @@ impl Run<'_> {
         self.now.as_millis() - EPOCH.as_millis()
     }
 
-    async fn play(mut self, ops: &[RowsOp]) -> Result<RunOk, RunError> {
+    async fn play(mut self, ops: &[ExploreOp]) -> Result<RunOk, RunError> {
         for (i, op) in ops.iter().enumerate() {
             let text = op.to_string();
             if let Err(stop) = self.step(op, &text).await {
@@ -331,23 +334,27 @@ impl Run<'_> {
         }
     }
 
-    async fn tick(&mut self, crash_after: Option<u64>) -> Outcome {
+    /// One tick through the endpoint, in the run's batches, crashing after `crash_after` of them.
+    async fn tick(&mut self, crash_after: Option<u64>) -> Result<Outcome, Stop> {
         self.ok.ticks += 1;
-        match self
-            .store
-            .reap_tick(self.now, &reap_config(self.batch, crash_after))
-            .await
-        {
-            Ok(r) => {
-                self.ok.removed += r.total();
-                Outcome::Reaped(r)
-            }
-            Err(e) => refused(e),
+        self.endpoint.reap = reap_config(self.batch, crash_after);
+        let got = perform(
+            &mut *self.endpoint,
+            &Action::Reap,
+            self.now,
+            &mut self.learnt,
+        )
+        .await;
+        self.endpoint.reap = reap_config(self.batch, None);
+        let got = got.map_err(Stop::Harness)?;
+        if let Outcome::Reaped(r) = &got {
+            self.ok.removed += r.total();
         }
+        Ok(got)
     }
 
-    async fn read_state(&self) -> Result<explore_state::State, Stop> {
-        explore_state::read(self.store, &self.learnt)
+    async fn read_state(&mut self) -> Result<explore_state::State, Stop> {
+        explore_state::read(&mut *self.endpoint, self.now, &mut self.learnt)
             .await
             .map_err(Stop::Harness)
     }
@@ -366,28 +373,28 @@ impl Run<'_> {
         }
     }
 
-    async fn step(&mut self, op: &RowsOp, text: &str) -> Result<(), Stop> {
+    async fn step(&mut self, op: &ExploreOp, text: &str) -> Result<(), Stop> {
         let rel = self.rel();
         match op {
-            RowsOp::Step(Action::Advance(ms)) => {
+            ExploreOp::Step(Action::Advance(ms)) => {
                 self.now = self.now.plus_ms(*ms);
                 self.record(text.to_string());
                 Ok(())
             }
-            RowsOp::Step(Action::Reap) => {
+            ExploreOp::Step(Action::Reap) => {
                 let expected = self.model.apply(&Action::Reap, rel);
-                let got = self.tick(None).await;
+                let got = self.tick(None).await?;
                 self.compare(text, &expected, &got)?;
                 self.check_state("the tick").await
             }
-            RowsOp::Step(action) => {
+            ExploreOp::Step(action) => {
                 let expected = self.model.apply(action, rel);
-                let got = perform(self.store, action, self.now, &mut self.learnt)
+                let got = perform(&mut *self.endpoint, action, self.now, &mut self.learnt)
                     .await
                     .map_err(Stop::Harness)?;
                 self.compare(text, &expected, &got)
             }
-            RowsOp::CrashedReap { after } => self.crashed_reap(*after, text).await,
+            ExploreOp::CrashedReap { after } => self.crashed_reap(*after, text).await,
         }
     }
 
@@ -406,7 +413,7 @@ impl Run<'_> {
             },
             None => Outcome::Reaped(whole.clone()),
         };
-        let got = self.tick(Some(after)).await;
+        let got = self.tick(Some(after)).await?;
         self.compare(text, &expected, &got)?;
         if let Some(removed) = removed {
             self.ok.crashes += 1;
@@ -425,7 +432,7 @@ impl Run<'_> {
                 .map(|(w, r)| w - r)
                 .collect();
             let rest = report(rest.try_into().expect("eight sweeps"));
-            let got = self.tick(None).await;
+            let got = self.tick(None).await?;
             self.compare(
                 "  the restarted reaper's tick",
                 &Outcome::Reaped(rest),

@@ -12,11 +12,13 @@
 use std::collections::BTreeMap;
 
 use sqlx::Row;
-use tidemark_reference::rows::{ExpiringStore, ReplyState, RowsStore};
+use tidemark_reference::clock::Timestamp;
+use tidemark_reference::rows::ExpiringStore;
 use tidemark_sim::clock::EPOCH;
 
-use super::runner::Learnt;
-use super::script::{transcript_text, Entry};
+use super::contract::ReferenceRows;
+use super::runner::{perform, Learnt, Outcome};
+use super::script::{transcript_text, Action};
 
 /// Table (or `transcripts`) to its rows, each a line, sorted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -170,12 +172,19 @@ pub fn line_item(item: &str, workspace: &str, settled: Option<i64>) -> String {
     )
 }
 
-/// The reference's whole state, read from its schema (`tidemark_rows`).
-pub(super) async fn read(store: &RowsStore, learnt: &Learnt) -> Result<State, String> {
-    let pool = store.pool();
+/// The reference's whole state: the rows read from its schema (`tidemark_rows`) by the harness,
+/// read-only (SR-1.4), and the snapshot listing and every session's transcript asked through the
+/// endpoint, as any step asks them.
+pub(super) async fn read(
+    endpoint: &mut ReferenceRows,
+    now: Timestamp,
+    learnt: &mut Learnt,
+) -> Result<State, String> {
+    let pool = endpoint.store.pool().clone();
+    let pool = &pool;
     let q = |sql: &'static str| sqlx::query(sql);
     let err = |e: sqlx::Error| format!("reading the state: {e}");
-    let reply = |id: Option<i64>| id.map(|i| Learnt::name_of(&learnt.replies, i));
+    let name = |ids: &super::script::Ids, id: i64| Learnt::name_of(ids, &id.to_string());
     let mut st = State::default();
     let rows = q("SELECT id FROM tidemark_rows.workspaces")
         .fetch_all(pool)
@@ -212,7 +221,9 @@ pub(super) async fn read(store: &RowsStore, learnt: &Learnt) -> Result<State, St
         rows.iter().map(|r| {
             line_event(
                 r.get(0),
-                reply(r.get(1)).as_deref(),
+                r.get::<Option<i64>, _>(1)
+                    .map(|i| name(&learnt.replies, i))
+                    .as_deref(),
                 r.get(2),
                 r.get(3),
                 r.get::<Option<i64>, _>(4).map(rel),
@@ -235,13 +246,10 @@ pub(super) async fn read(store: &RowsStore, learnt: &Learnt) -> Result<State, St
         "trigger_firings",
         rows.iter().map(|r| line_expiring("firing", rel(r.get(0)))),
     );
-    let snapshots = store.snapshots().await.map_err(|e| e.to_string())?;
-    st.put(
-        "catalog_snapshots",
-        snapshots
-            .iter()
-            .map(|i| Learnt::name_of(&learnt.snapshots, *i)),
-    );
+    match perform(endpoint, &Action::Snapshots, now, learnt).await? {
+        Outcome::Snapshots(names) => st.put("catalog_snapshots", names.into_iter()),
+        other => return Err(format!("the snapshot listing answered {}", other.text())),
+    }
     let rows = q("SELECT id, snapshot_id FROM tidemark_rows.models")
         .fetch_all(pool)
         .await
@@ -252,7 +260,7 @@ pub(super) async fn read(store: &RowsStore, learnt: &Learnt) -> Result<State, St
             format!(
                 "{} -> {}",
                 r.get::<String, _>(0),
-                Learnt::name_of(&learnt.snapshots, r.get(1))
+                name(&learnt.snapshots, r.get(1))
             )
         }),
     );
@@ -277,7 +285,7 @@ pub(super) async fn read(store: &RowsStore, learnt: &Learnt) -> Result<State, St
         "action_items",
         rows.iter().map(|r| {
             line_item(
-                &Learnt::name_of(&learnt.items, r.get(0)),
+                &name(&learnt.items, r.get(0)),
                 r.get(1),
                 r.get::<Option<i64>, _>(2).map(rel),
             )
@@ -294,24 +302,17 @@ pub(super) async fn read(store: &RowsStore, learnt: &Learnt) -> Result<State, St
                 "{} for {}",
                 r.get::<String, _>(0),
                 r.get::<Option<i64>, _>(1)
-                    .map_or("-".to_string(), |i| Learnt::name_of(&learnt.items, i))
+                    .map_or("-".to_string(), |i| name(&learnt.items, i))
             )
         }),
     );
     for (s, _) in &sessions {
-        let t = store.transcript(s).await.map_err(|e| e.to_string())?;
-        let entries: Vec<Entry> = t
-            .into_iter()
-            .map(|r| Entry {
-                reply: Learnt::name_of(&learnt.replies, r.id),
-                state: match (r.state, r.sealed) {
-                    (ReplyState::Finished, true) => "sealed".into(),
-                    (state, _) => state.as_str().into(),
-                },
-                text: r.text,
-            })
-            .collect();
-        st.put_one("transcripts", format!("{s}: {}", transcript_text(&entries)));
+        match perform(endpoint, &Action::Transcript(s.clone()), now, learnt).await? {
+            Outcome::Transcript(entries) => {
+                st.put_one("transcripts", format!("{s}: {}", transcript_text(&entries)))
+            }
+            other => return Err(format!("the transcript of {s} answered {}", other.text())),
+        }
     }
     Ok(st)
 }

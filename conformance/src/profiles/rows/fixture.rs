@@ -1,4 +1,4 @@
-//! Saved rows failures: a shrunk [`RowsOp`] sequence, its seed, the batch size its reaps ran
+//! Saved rows failures: a shrunk [`ExploreOp`] sequence, its seed, the batch size its reaps ran
 //! with, the implementation it failed against (the reference or a named mutant) and the hash of
 //! the failing trace, in the one saved-failure format (`crate::explore::saved`), under
 //! `fixtures/explore/rows/`. A replay runs the saved operations; it never regenerates them.
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tidemark_reference::rows::RowsMutant;
 
-use super::explore_ops::{RowsOp, GENERATOR_VERSION};
+use super::explore_ops::{ExploreOp, GENERATOR_VERSION};
 use super::explore_run::{run_ops, Divergence, RunError, Tier};
 use crate::explore::saved::SavedFailure;
 
@@ -23,7 +23,7 @@ pub struct RowsSetting {
     pub batch: i64,
 }
 
-pub type RowsFixture = SavedFailure<RowsOp, RowsSetting>;
+pub type RowsFixture = SavedFailure<ExploreOp, RowsSetting>;
 
 /// The mutant an id names, or an error listing every rows id.
 pub fn mutant_arg(id: Option<&str>) -> Result<Option<RowsMutant>, String> {
@@ -43,7 +43,7 @@ pub fn new_fixture(
     mutant: Option<RowsMutant>,
     tier: &str,
     batch: i64,
-    ops: Vec<RowsOp>,
+    ops: Vec<ExploreOp>,
     d: &Divergence,
 ) -> RowsFixture {
     RowsFixture {

@@ -15,6 +15,7 @@
 //! mutant catalogue. Not built yet, and refused as such rather than faked: a program through the
 //! process protocol and the world (issue 13, item 5).
 
+pub mod contract;
 pub mod explore;
 pub mod explore_ops;
 pub mod explore_run;
