@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use tidemark_reference::clock::Timestamp;
 use tidemark_reference::rows::reaper::{ReapConfig, ReapReport};
-use tidemark_reference::rows::{RowsConfig, RowsMutant, RowsStore};
+use tidemark_reference::rows::{RowsConfig, RowsMutant, RowsStore, TABLES};
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::{PgProvider, TestDatabase};
 use tidemark_sim::trace::Trace;
@@ -25,12 +25,14 @@ use super::model::Model;
 use super::runner::{perform, same, Learnt, Outcome};
 use super::script::Action;
 
-/// Databases for explored sequences, reused: a seed's store starts by dropping the rows schema
-/// and migrating it again (every sequence restarting at 1), which costs PostgreSQL far less
-/// than a new database for every seed and every shrinking candidate.
+/// Databases for explored sequences, reused: a seed's store starts from an emptied schema
+/// (`TRUNCATE ... RESTART IDENTITY`, every sequence restarting at 1), which costs PostgreSQL far
+/// less than a new database for every seed and every shrinking candidate. A database whose
+/// schema a mutant altered (`cascade-misses-prompts` drops a foreign key) has its schema dropped
+/// and migrated again before anyone else gets it.
 pub struct Databases<'a> {
     pg: &'a PgProvider,
-    idle: Mutex<Vec<TestDatabase>>,
+    idle: Mutex<Vec<(TestDatabase, Option<RowsMutant>)>>,
 }
 
 impl<'a> Databases<'a> {
@@ -41,26 +43,50 @@ impl<'a> Databases<'a> {
         }
     }
 
-    async fn take(&self) -> Result<TestDatabase, String> {
+    /// A database with the rows schema as `mutant`'s store migrates it, and no rows.
+    async fn take(&self, mutant: Option<RowsMutant>) -> Result<TestDatabase, String> {
         let idle = self.idle.lock().expect("the idle list").pop();
-        match idle {
-            Some(db) => Ok(db),
-            None => self
+        let Some((db, last)) = idle else {
+            return self
                 .pg
                 .fresh_database("rows_explore")
                 .await
-                .map_err(|e| e.to_string()),
+                .map_err(|e| e.to_string());
+        };
+        let altered = |m: Option<RowsMutant>| m == Some(RowsMutant::CascadeMissesPrompts);
+        let sql = if altered(last) != altered(mutant) {
+            "DROP SCHEMA IF EXISTS tidemark_rows CASCADE".to_string()
+        } else {
+            format!(
+                "TRUNCATE {} RESTART IDENTITY CASCADE",
+                TABLES
+                    .iter()
+                    .map(|t| format!("tidemark_rows.{t}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        match sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&db.pool)
+            .await
+        {
+            Ok(_) => Ok(db),
+            Err(e) => {
+                // A database that could not be emptied is not handed out again.
+                let _ = self.pg.drop_database(db).await;
+                Err(format!("emptying the rows schema: {e}"))
+            }
         }
     }
 
-    fn give_back(&self, db: TestDatabase) {
-        self.idle.lock().expect("the idle list").push(db);
+    fn give_back(&self, db: TestDatabase, mutant: Option<RowsMutant>) {
+        self.idle.lock().expect("the idle list").push((db, mutant));
     }
 
     /// Drops every database this run made.
     pub async fn close(self) -> Result<(), String> {
         let dbs = std::mem::take(&mut *self.idle.lock().expect("the idle list"));
-        for db in dbs {
+        for (db, _) in dbs {
             self.pg.drop_database(db).await.map_err(|e| e.to_string())?;
         }
         Ok(())
@@ -86,26 +112,15 @@ impl Tier<'_> {
     async fn open(&self, mutant: Option<RowsMutant>) -> Result<Opened<'_>, String> {
         match self {
             Tier::Postgres(dbs) => {
-                let db = dbs.take().await?;
-                let reset = sqlx::query("DROP SCHEMA IF EXISTS tidemark_rows CASCADE")
-                    .execute(&db.pool)
-                    .await
-                    .map_err(|e| format!("resetting the rows schema: {e}"));
-                let store = match reset {
-                    Ok(_) => RowsStore::open_with(db.pool.clone(), RowsConfig { mutant })
-                        .await
-                        .map_err(|e| format!("the rows schema: {e}")),
-                    Err(e) => Err(e),
-                };
-                match store {
+                let db = dbs.take(mutant).await?;
+                match RowsStore::open_with(db.pool.clone(), RowsConfig { mutant }).await {
                     Ok(store) => Ok(Opened {
                         endpoint: ReferenceRows::new(store),
-                        db: Some((dbs, db)),
+                        db: Some((dbs, db, mutant)),
                     }),
                     Err(e) => {
-                        // A database that could not be reset is not handed out again.
                         let _ = dbs.pg.drop_database(db).await;
-                        Err(e)
+                        Err(format!("the rows schema: {e}"))
                     }
                 }
             }
@@ -117,13 +132,13 @@ impl Tier<'_> {
 /// as the scenarios' steps do, the reaper's batches (and its crash) set on the endpoint.
 struct Opened<'a> {
     endpoint: ReferenceRows,
-    db: Option<(&'a Databases<'a>, TestDatabase)>,
+    db: Option<(&'a Databases<'a>, TestDatabase, Option<RowsMutant>)>,
 }
 
 impl Opened<'_> {
     fn close(mut self) {
-        if let Some((dbs, db)) = self.db.take() {
-            dbs.give_back(db);
+        if let Some((dbs, db, mutant)) = self.db.take() {
+            dbs.give_back(db, mutant);
         }
     }
 }
