@@ -117,3 +117,37 @@ fn a_shrunk_failure_keeps_only_the_operations_that_matter() {
         assert!(f.original_len > f.ops.len());
     });
 }
+
+/// Three sightings expire; the tick, in batches of one, dies after two batches (the streamed
+/// events' empty batch and the invocations'), so it removed nothing, and the restarted tick
+/// takes all three. A tick that skips the sightings' sweep is caught at the crash's restart.
+#[test]
+fn a_crashed_tick_and_its_restart_are_checked_against_the_batches_and_the_model() {
+    use tidemark_conformance::profiles::rows::explore_ops::ExploreOp;
+    use tidemark_conformance::profiles::rows::explore_run::run_ops;
+    use tidemark_conformance::profiles::rows::script::Action;
+    use tidemark_reference::rows::ExpiringStore;
+    let mut ops: Vec<ExploreOp> = ["a", "b", "c"]
+        .into_iter()
+        .map(|id| {
+            ExploreOp::Step(Action::Keep {
+                store: ExpiringStore::BreakerSightings,
+                id: id.into(),
+                for_ms: 3_600_000,
+            })
+        })
+        .collect();
+    ops.push(ExploreOp::Step(Action::Advance(3_600_000)));
+    ops.push(ExploreOp::CrashedReap { after: 2 });
+    on_postgres(async |tier| {
+        let ok = run_ops(tier, 1, &ops, None).await.expect("the reference passes");
+        assert_eq!((ok.crashes, ok.ticks, ok.removed), (1, 2, 3));
+        let Err(RunError::Diverged(d)) =
+            run_ops(tier, 1, &ops, Some(RowsMutant::TickSkipsBreakerSightings)).await
+        else {
+            panic!("the mutant passes a crash and restart")
+        };
+        assert_eq!(d.step, 4, "{}", d.line());
+        assert!(d.expected.contains("breaker_sightings 3"), "{}", d.line());
+    });
+}
