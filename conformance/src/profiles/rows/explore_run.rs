@@ -18,7 +18,7 @@ use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::{PgProvider, TestDatabase};
 use tidemark_sim::trace::Trace;
 
-use super::contract::ReferenceRows;
+use super::contract::{ReferenceRows, Swept};
 use super::explore_ops::ExploreOp;
 use super::explore_state::{self, check_crashed, first_difference};
 use super::model::Model;
@@ -195,16 +195,7 @@ pub struct RunOk {
 
 /// Each sweep's count, in the tick's order (SR-7.2).
 fn counts(r: &ReapReport) -> [u64; 8] {
-    [
-        r.streamed_events,
-        r.tool_invocations,
-        r.trigger_firings,
-        r.catalog_snapshots,
-        r.live_sessions,
-        r.refresh_tokens,
-        r.webhook_deliveries,
-        r.breaker_sightings,
-    ]
+    Swept::from(r.clone()).counts()
 }
 
 fn report(c: [u64; 8]) -> ReapReport {
