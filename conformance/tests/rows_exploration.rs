@@ -140,7 +140,9 @@ fn a_crashed_tick_and_its_restart_are_checked_against_the_batches_and_the_model(
     ops.push(ExploreOp::Step(Action::Advance(3_600_000)));
     ops.push(ExploreOp::CrashedReap { after: 2 });
     on_postgres(async |tier| {
-        let ok = run_ops(tier, 1, &ops, None).await.expect("the reference passes");
+        let ok = run_ops(tier, 1, &ops, None)
+            .await
+            .expect("the reference passes");
         assert_eq!((ok.crashes, ok.ticks, ok.removed), (1, 2, 3));
         let Err(RunError::Diverged(d)) =
             run_ops(tier, 1, &ops, Some(RowsMutant::TickSkipsBreakerSightings)).await
@@ -149,5 +151,34 @@ fn a_crashed_tick_and_its_restart_are_checked_against_the_batches_and_the_model(
         };
         assert_eq!(d.step, 4, "{}", d.line());
         assert!(d.expected.contains("breaker_sightings 3"), "{}", d.line());
+    });
+}
+
+/// A backend with no schema to read is checked by counts, transcripts and snapshot listings:
+/// the same seeds pass at that detail, and it still finds a mutant that leaves a row behind.
+#[test]
+fn read_by_counts_alone_the_reference_still_passes_and_a_leftover_prompt_is_found() {
+    use tidemark_conformance::profiles::rows::explore_ops::{generate, DEFAULT_STEPS};
+    use tidemark_conformance::profiles::rows::explore_run::run_ops_at;
+    use tidemark_conformance::profiles::rows::explore_state::Detail;
+    on_postgres(async |tier| {
+        for seed in 0..3 {
+            let (batch, ops) = generate(seed, DEFAULT_STEPS);
+            let run = run_ops_at(tier, Detail::Counts, batch, &ops, None).await;
+            assert!(run.is_ok(), "seed {seed}: {:?}", run.err());
+        }
+        let (batch, ops) = generate(0, DEFAULT_STEPS);
+        let run = run_ops_at(
+            tier,
+            Detail::Counts,
+            batch,
+            &ops,
+            Some(RowsMutant::CascadeMissesPrompts),
+        )
+        .await;
+        let Err(RunError::Diverged(d)) = run else {
+            panic!("counts miss the prompts a deleted session left behind")
+        };
+        assert!(d.expected.contains("session_prompts"), "{}", d.line());
     });
 }

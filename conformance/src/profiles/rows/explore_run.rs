@@ -20,7 +20,7 @@ use tidemark_sim::trace::Trace;
 
 use super::contract::{ReferenceRows, Swept};
 use super::explore_ops::ExploreOp;
-use super::explore_state::{self, check_crashed, first_difference};
+use super::explore_state::{self, check_crashed, first_difference, Detail};
 use super::model::Model;
 use super::runner::{perform, same, Learnt, Outcome};
 use super::script::Action;
@@ -105,6 +105,13 @@ impl Tier<'_> {
     pub fn name(&self) -> &'static str {
         match self {
             Tier::Postgres(_) => "postgres",
+        }
+    }
+
+    /// How much of the state the harness reads after every reap on this tier.
+    pub fn detail(&self) -> Detail {
+        match self {
+            Tier::Postgres(_) => Detail::Rows,
         }
     }
 
@@ -249,7 +256,7 @@ fn reap_config(batch: i64, crash_after: Option<u64>) -> ReapConfig {
 }
 
 /// An outcome as the trace records it: a refusal by its reason only (messages are free text).
-fn outcome_line(o: &Outcome) -> String {
+pub(super) fn outcome_line(o: &Outcome) -> String {
     match o {
         Outcome::Refused { reason, .. } => format!("refused {reason}"),
         o => o.text(),
@@ -264,9 +271,22 @@ pub async fn run_ops(
     ops: &[ExploreOp],
     mutant: Option<RowsMutant>,
 ) -> Result<RunOk, RunError> {
+    run_ops_at(tier, tier.detail(), batch, ops, mutant).await
+}
+
+/// [`run_ops`], the state read at `detail` rather than the tier's own (counts on PostgreSQL
+/// check the reading a backend without a schema gets).
+pub async fn run_ops_at(
+    tier: Tier<'_>,
+    detail: Detail,
+    batch: i64,
+    ops: &[ExploreOp],
+    mutant: Option<RowsMutant>,
+) -> Result<RunOk, RunError> {
     let mut opened = tier.open(mutant).await.map_err(RunError::Setup)?;
     let result = Run {
         endpoint: &mut opened.endpoint,
+        detail,
         batch,
         model: Model::default(),
         learnt: Learnt::default(),
@@ -281,6 +301,7 @@ pub async fn run_ops(
 
 struct Run<'a> {
     endpoint: &'a mut ReferenceRows,
+    detail: Detail,
     batch: i64,
     model: Model,
     learnt: Learnt,
@@ -360,15 +381,22 @@ impl Run<'_> {
     }
 
     async fn read_state(&mut self) -> Result<explore_state::State, Stop> {
-        explore_state::read(&mut *self.endpoint, self.now, &mut self.learnt)
-            .await
-            .map_err(Stop::Harness)
+        let sessions = self.model.sessions();
+        explore_state::read(
+            &mut *self.endpoint,
+            self.now,
+            &mut self.learnt,
+            self.detail,
+            &sessions,
+        )
+        .await
+        .map_err(Stop::Harness)
     }
 
     /// The reference's whole state against the model's.
     async fn check_state(&mut self, when: &str) -> Result<(), Stop> {
         let actual = self.read_state().await?;
-        let expected = self.model.rows();
+        let expected = self.model.rows().at(self.detail);
         self.record(format!("  state after {when}: {}", actual.hash()));
         match first_difference(&expected, &actual) {
             None => Ok(()),
@@ -406,7 +434,7 @@ impl Run<'_> {
 
     async fn crashed_reap(&mut self, after: u64, text: &str) -> Result<(), Stop> {
         let rel = self.rel();
-        let before = self.model.rows();
+        let before = self.model.rows().at(self.detail);
         let mut full = self.model.clone();
         let Outcome::Reaped(whole) = full.apply(&Action::Reap, rel) else {
             unreachable!("the model's tick always reports")
@@ -423,7 +451,7 @@ impl Run<'_> {
         self.compare(text, &expected, &got)?;
         if let Some(removed) = removed {
             self.ok.crashes += 1;
-            let after_full = full.rows();
+            let after_full = full.rows().at(self.detail);
             let actual = self.read_state().await?;
             check_crashed(&before, &after_full, &actual, &removed).map_err(|(e, a)| {
                 Stop::Diverged(

@@ -16,7 +16,7 @@ use tidemark_reference::clock::Timestamp;
 use tidemark_reference::rows::ExpiringStore;
 use tidemark_sim::clock::EPOCH;
 
-use super::contract::ReferenceRows;
+use super::contract::{Observation, ReferenceRows, RowsEndpoint};
 use super::runner::{perform, Learnt, Outcome};
 use super::script::{transcript_text, Action};
 
@@ -172,14 +172,96 @@ pub fn line_item(item: &str, workspace: &str, settled: Option<i64>) -> String {
     )
 }
 
-/// The reference's whole state: the rows read from its schema (`tidemark_rows`) by the harness,
-/// read-only (SR-1.4), and the snapshot listing and every session's transcript asked through the
-/// endpoint, as any step asks them.
+/// How much of the state a tier lets the harness read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// Every row, read from the reference's schema with read-only SQL (PostgreSQL).
+    Rows,
+    /// How many rows each table holds, through the endpoint's observations: for a backend with
+    /// no schema to read. The snapshot listing and the transcripts are read in full either way.
+    Counts,
+}
+
+/// The tables a state holds besides `catalog_snapshots` and `transcripts`.
+const COUNTED: [&str; 14] = [
+    "workspaces",
+    "sessions",
+    "session_prompts",
+    "events",
+    "tool_invocations",
+    "trigger_firings",
+    "models",
+    "live_sessions",
+    "refresh_tokens",
+    "webhook_deliveries",
+    "breaker_sightings",
+    "action_items",
+    "held_requests",
+    "replies",
+];
+
+impl State {
+    /// This state as `detail` sees it: at [`Detail::Counts`] each counted table's rows become
+    /// as many identical lines, so comparisons and [`check_crashed`]'s inclusions become counts.
+    pub fn at(&self, detail: Detail) -> State {
+        match detail {
+            Detail::Rows => self.clone(),
+            Detail::Counts => State {
+                tables: self
+                    .tables
+                    .iter()
+                    .map(|(t, v)| match COUNTED.contains(&t.as_str()) {
+                        true => (t.clone(), vec!["a row".to_string(); v.len()]),
+                        false => (t.clone(), v.clone()),
+                    })
+                    .collect(),
+            },
+        }
+    }
+}
+
+/// The reference's whole state at `detail`: the rows (or their counts), the snapshot listing and
+/// the transcripts of `sessions` (the model's: a session missing from the reference shows as its
+/// refusal, an extra one in the sessions table).
 pub(super) async fn read(
     endpoint: &mut ReferenceRows,
     now: Timestamp,
     learnt: &mut Learnt,
+    detail: Detail,
+    sessions: &[String],
 ) -> Result<State, String> {
+    let mut st = match detail {
+        Detail::Rows => read_rows(endpoint, learnt).await?,
+        Detail::Counts => {
+            let mut st = State::default();
+            for table in COUNTED {
+                let n = endpoint
+                    .observe(&Observation::Table {
+                        table: table.into(),
+                    })
+                    .await?;
+                st.put(table, (0..n).map(|_| "a row".to_string()));
+            }
+            st
+        }
+    };
+    match perform(endpoint, &Action::Snapshots, now, learnt).await? {
+        Outcome::Snapshots(names) => st.put("catalog_snapshots", names.into_iter()),
+        other => return Err(format!("the snapshot listing answered {}", other.text())),
+    }
+    for s in sessions {
+        let line = match perform(endpoint, &Action::Transcript(s.clone()), now, learnt).await? {
+            Outcome::Transcript(entries) => transcript_text(&entries),
+            other => super::explore_run::outcome_line(&other),
+        };
+        st.put_one("transcripts", format!("{s}: {line}"));
+    }
+    Ok(st)
+}
+
+/// Every row of the reference's schema (`tidemark_rows`), read by the harness, read-only
+/// (SR-1.4). Replies are seen through the transcripts, and counted here.
+async fn read_rows(endpoint: &ReferenceRows, learnt: &Learnt) -> Result<State, String> {
     let pool = endpoint.store.pool().clone();
     let pool = &pool;
     let q = |sql: &'static str| sqlx::query(sql);
@@ -246,10 +328,6 @@ pub(super) async fn read(
         "trigger_firings",
         rows.iter().map(|r| line_expiring("firing", rel(r.get(0)))),
     );
-    match perform(endpoint, &Action::Snapshots, now, learnt).await? {
-        Outcome::Snapshots(names) => st.put("catalog_snapshots", names.into_iter()),
-        other => return Err(format!("the snapshot listing answered {}", other.text())),
-    }
     let rows = q("SELECT id, snapshot_id FROM tidemark_rows.models")
         .fetch_all(pool)
         .await
@@ -306,14 +384,12 @@ pub(super) async fn read(
             )
         }),
     );
-    for (s, _) in &sessions {
-        match perform(endpoint, &Action::Transcript(s.clone()), now, learnt).await? {
-            Outcome::Transcript(entries) => {
-                st.put_one("transcripts", format!("{s}: {}", transcript_text(&entries)))
-            }
-            other => return Err(format!("the transcript of {s} answered {}", other.text())),
-        }
-    }
+    let replies = endpoint
+        .store
+        .count("replies")
+        .await
+        .map_err(|e| e.to_string())?;
+    st.put("replies", (0..replies).map(|_| "a row".to_string()));
     Ok(st)
 }
 

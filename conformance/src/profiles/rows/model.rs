@@ -406,6 +406,11 @@ impl Model {
         r
     }
 
+    /// The sessions that exist, by name.
+    pub fn sessions(&self) -> Vec<String> {
+        self.sessions.keys().cloned().collect()
+    }
+
     /// Every row the model holds, table by table, each as one line of
     /// [`super::explore_state`]'s format, sorted: what the reference's tables must hold after a
     /// reap. Times are milliseconds from the epoch; replies are seen through the transcripts.
@@ -418,6 +423,7 @@ impl Model {
             self.sessions.iter().map(|(s, w)| format!("{s} in {w}")),
         );
         st.put("session_prompts", self.prompts.iter().cloned());
+        st.put("replies", self.replies.keys().map(|_| "a row".to_string()));
         st.put(
             "events",
             self.events.iter().map(|e| {
