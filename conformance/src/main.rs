@@ -28,6 +28,10 @@ struct SuiteArgs {
     /// SPEC.md, whose rule ids scenarios cite.
     #[arg(long, default_value_os_t = default_spec_path())]
     spec: PathBuf,
+    /// Rows only: where the reference keeps its rows, `postgres` (the default: a real
+    /// PostgreSQL) or `memory` (in memory, with the database's semantics).
+    #[arg(long, value_parser = ["postgres", "memory"])]
+    tier: Option<String>,
 }
 
 /// What `run` checks and how it reports.
@@ -337,13 +341,18 @@ async fn run(cli: Cli) -> Result<bool, String> {
         } => {
             let mut rows = String::new();
             let (mut killed, mut survived) = (0, 0);
-            for p in selected_profiles(&args.profile)? {
+            let selected = selected_profiles(&args.profile)?;
+            for p in &selected {
+                profiles::check_tier(*p, args.tier.as_deref())?;
+            }
+            for p in selected {
                 let found = p
                     .mutants(&profiles::MutantsRequest {
                         scenarios: &args.scenarios,
                         spec: &args.spec,
                         only: only.as_deref(),
                         all_killers,
+                        tier: args.tier.as_deref(),
                     })
                     .await?;
                 rows.push_str(&found.rows);
@@ -370,6 +379,9 @@ async fn run(cli: Cli) -> Result<bool, String> {
 /// in process or (`--impl`) a program through the protocol.
 async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String> {
     let selected = selected_profiles(&args.profile)?;
+    for p in &selected {
+        profiles::check_tier(*p, args.tier.as_deref())?;
+    }
     // `--only` names are `<profile>::<file stem>`: each goes to its profile.
     let mut only: Vec<(&'static dyn Profile, Vec<String>)> =
         selected.iter().map(|p| (*p, Vec::new())).collect();
@@ -434,6 +446,7 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
             only: names,
             jobs: gate_args.jobs,
             replay_prefix: &replay,
+            tier: args.tier.as_deref(),
         };
         report
             .cases
@@ -477,6 +490,10 @@ fn replay_prefix(
     }
     if !same(&args.spec, default_spec_path()) {
         replay.push_str(&format!(" --spec {}", quote(&absolute(&args.spec))?));
+    }
+    // The tier changes where the reference runs, so a replay keeps it.
+    if let Some(tier) = &args.tier {
+        replay.push_str(&format!(" --tier {tier}"));
     }
     // The replay waits as long as this run did, or a slow scenario would time out differently.
     if gate_args.timeout_ms != process::DEFAULT_REPLY_TIMEOUT_MS {

@@ -1,7 +1,8 @@
 //! Plays a rows scenario against the reference (`reference-impl/src/rows/`) on a fresh
-//! PostgreSQL database: the scenario's clock starts at the pinned epoch, moves only on
-//! `advance`, and is handed to every operation. Each step's outcome is traced and compared
-//! with its expectation; the first mismatch ends the scenario with its line.
+//! PostgreSQL database or a fresh in-memory store ([`Tier`]): the scenario's clock starts at
+//! the pinned epoch, moves only on `advance`, and is handed to every operation. Each step's
+//! outcome is traced and compared with its expectation; the first mismatch ends the scenario
+//! with its line.
 
 use tidemark_reference::clock::Timestamp;
 use tidemark_reference::rows::reaper::{ReapConfig, ReapReport};
@@ -129,6 +130,27 @@ fn refused(e: RowsError) -> Outcome {
     }
 }
 
+/// Where a scenario's rows live: a fresh database of a PostgreSQL (the real tier), or a fresh
+/// in-memory store with the database's semantics (the memory tier, which a turmoil world uses).
+#[derive(Clone, Copy)]
+pub enum Tier<'a> {
+    Postgres(&'a PgProvider),
+    Memory,
+}
+
+impl Tier<'_> {
+    /// `postgres` or `memory`, as `--tier` spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Tier::Postgres(_) => "postgres",
+            Tier::Memory => "memory",
+        }
+    }
+}
+
+/// The tiers `--tier` names.
+pub const TIERS: &[&str] = &["postgres", "memory"];
+
 /// Runs `script` on a fresh database of `pg` with `mutant` switched on (or none).
 pub async fn run(
     pg: &PgProvider,
@@ -136,7 +158,7 @@ pub async fn run(
     mutant: Option<RowsMutant>,
     trace: &mut Trace,
 ) -> Result<(), Failure> {
-    run_recorded(pg, script, mutant, trace, &mut Vec::new()).await
+    run_on(Tier::Postgres(pg), script, mutant, trace, &mut Vec::new()).await
 }
 
 /// [`run`], recording each step's outcome with its line (up to the first mismatch), for the
@@ -148,6 +170,22 @@ pub async fn run_recorded(
     trace: &mut Trace,
     outcomes: &mut Vec<(usize, Outcome)>,
 ) -> Result<(), Failure> {
+    run_on(Tier::Postgres(pg), script, mutant, trace, outcomes).await
+}
+
+/// [`run_recorded`] on either tier.
+pub async fn run_on(
+    tier: Tier<'_>,
+    script: &Script,
+    mutant: Option<RowsMutant>,
+    trace: &mut Trace,
+    outcomes: &mut Vec<(usize, Outcome)>,
+) -> Result<(), Failure> {
+    let config = RowsConfig { mutant };
+    let pg = match tier {
+        Tier::Memory => return play(&RowsStore::in_memory(config), script, trace, outcomes).await,
+        Tier::Postgres(pg) => pg,
+    };
     let setup = |expected: &str, actual: String| Failure {
         line: 0,
         step: "(setup)".into(),
@@ -163,7 +201,7 @@ pub async fn run_recorded(
         .fresh_database(&format!("rows_{stem}"))
         .await
         .map_err(|e| setup("a fresh PostgreSQL database", e.to_string()))?;
-    let result = match RowsStore::open_with(db.pool.clone(), RowsConfig { mutant }).await {
+    let result = match RowsStore::open_with(db.pool.clone(), config).await {
         Ok(store) => play(&store, script, trace, outcomes).await,
         Err(e) => Err(setup("the rows schema", e.to_string())),
     };
@@ -334,21 +372,15 @@ async fn perform(
     })
 }
 
-/// A count read from the reference's schema (SR-1.4: what remains is observed through
-/// read-only queries, defaulting to the reference's own tables).
+/// A count read from the reference's tables (SR-1.4: what remains is observed through
+/// read-only queries, defaulting to the reference's own tables), on either tier.
 async fn count(store: &RowsStore, c: &Counted, learnt: &Learnt) -> Result<i64, String> {
-    let q = match c {
-        Counted::Table(t) => return store.count(t).await.map_err(|e| e.to_string()),
-        Counted::StreamedOf(r) => {
-            sqlx::query_scalar("SELECT count(*) FROM tidemark_rows.events WHERE reply_id = $1")
-                .bind(id(&learnt.replies, r))
-        }
-        Counted::EventsIn(s) => {
-            sqlx::query_scalar("SELECT count(*) FROM tidemark_rows.events WHERE session_id = $1")
-                .bind(s.clone())
-        }
-    };
-    q.fetch_one(store.pool()).await.map_err(|e| e.to_string())
+    match c {
+        Counted::Table(t) => store.count(t).await,
+        Counted::StreamedOf(r) => store.count_events_of_reply(id(&learnt.replies, r)).await,
+        Counted::EventsIn(s) => store.count_events_in_session(s).await,
+    }
+    .map_err(|e| e.to_string())
 }
 
 /// The scenarios of `scripts` naming mutant `m` in `kills:`.
