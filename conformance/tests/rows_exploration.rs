@@ -44,7 +44,7 @@ fn the_reference_survives_a_bounded_random_search_with_crashes_and_clock_jumps()
         let failures: String = run
             .failures
             .iter()
-            .map(|f| describe(f, None, None))
+            .map(|f| describe(f, None, None, "postgres"))
             .collect();
         assert!(run.failures.is_empty(), "{failures}");
         assert_eq!(run.passed, 12);
@@ -71,7 +71,11 @@ fn random_search_finds_a_representative_set_of_mutants_within_four_seeds() {
     on_postgres(async |tier| {
         for m in REPRESENTATIVE {
             let lines = hunt(tier, 0, 4, Shard::ALL, Some(m), 1).await;
-            assert!(lines[0].found.is_some(), "{}", hunt_report(&lines, 4));
+            assert!(
+                lines[0].found.is_some(),
+                "{}",
+                hunt_report(&lines, 4, "postgres")
+            );
         }
     });
 }
@@ -87,7 +91,7 @@ fn random_search_finds_every_rows_mutant_within_sixty_seeds() {
         assert!(
             lines.iter().all(|l| l.found.is_some()),
             "{}",
-            hunt_report(&lines, 60)
+            hunt_report(&lines, 60, "postgres")
         );
     });
 }
@@ -112,7 +116,7 @@ fn a_shrunk_failure_keeps_only_the_operations_that_matter() {
         assert!(
             f.ops.len() <= 8,
             "{}",
-            describe(f, Some(RowsMutant::NewestByTimestamp), None)
+            describe(f, Some(RowsMutant::NewestByTimestamp), None, "postgres")
         );
         assert!(f.original_len > f.ops.len());
     });
@@ -180,5 +184,38 @@ fn read_by_counts_alone_the_reference_still_passes_and_a_leftover_prompt_is_foun
             panic!("counts miss the prompts a deleted session left behind")
         };
         assert!(d.expected.contains("session_prompts"), "{}", d.line());
+    });
+}
+
+/// The in-memory backend explores without PostgreSQL: the reference passes, every mutant is
+/// found, and a seed gives the trace PostgreSQL gives when both are read as counts.
+#[test]
+fn the_memory_tier_passes_the_reference_finds_every_mutant_and_matches_postgres() {
+    use tidemark_conformance::profiles::rows::explore::run_seed_at;
+    use tidemark_conformance::profiles::rows::explore_state::Detail;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let run = explore_seeds(Tier::Memory, 0..40, None, 0, 1, &|| {}).await;
+        assert_eq!((run.passed, run.failures.len()), (40, 0));
+        let lines = hunt(Tier::Memory, 0, 80, Shard::ALL, None, 1).await;
+        assert!(
+            lines.iter().all(|l| l.found.is_some()),
+            "{}",
+            hunt_report(&lines, 80, "memory")
+        );
+    });
+    on_postgres(async |pg| {
+        for seed in 0..2 {
+            let (_, _, m) = run_seed_at(Tier::Memory, Detail::Counts, seed, None).await;
+            let (_, _, p) = run_seed_at(pg, Detail::Counts, seed, None).await;
+            assert_eq!(
+                m.expect("memory passes").trace.lines(),
+                p.expect("postgres passes").trace.lines(),
+                "seed {seed}"
+            );
+        }
     });
 }

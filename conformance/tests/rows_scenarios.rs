@@ -48,9 +48,10 @@ fn tidemark(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// The command line reaches the profile through the registry alone: `run` passes (`mutants`
-/// is the `mutant::rows::*` tests above, and `.ci/run`'s), `--impl` skips with the reason,
-/// `explore` and `world` refuse by name.
+/// The command line reaches the profile through the registry alone: `run` passes on both tiers
+/// and `mutants` kills every mutant in memory (on PostgreSQL it is the `mutant::rows::*` tests
+/// above, and `.ci/run`'s), `--tier` is refused by a profile without tiers, `--impl` skips with
+/// the reason, `explore` and `world` refuse by name.
 fn cli() -> Result<(), Failed> {
     let check = |ok: bool, what: &str, out: &(i32, String, String)| {
         if ok {
@@ -67,6 +68,31 @@ fn cli() -> Result<(), Failed> {
         run.0 == 0 && run.1.ends_with(" passed, 0 failed\n") && run.1.contains("PASS  rows::"),
         "tidemark run --profile rows",
         &run,
+    )?;
+    let memory = tidemark(&["run", "--profile", "rows", "--tier", "memory"]);
+    check(
+        memory.0 == 0
+            && memory.1.ends_with(" passed, 0 failed\n")
+            && memory.1.contains("PASS  rows::"),
+        "tidemark run --profile rows --tier memory",
+        &memory,
+    )?;
+    let mutants = tidemark(&["mutants", "--profile", "rows", "--tier", "memory"]);
+    check(
+        mutants.0 == 0
+            && mutants.1.ends_with(" passed, 0 failed\n")
+            && !mutants.1.contains("SURVIVED"),
+        "tidemark mutants --profile rows --tier memory",
+        &mutants,
+    )?;
+    let elsewhere = tidemark(&["run", "--profile", "scratchpad", "--tier", "memory"]);
+    check(
+        elsewhere.0 == 2
+            && elsewhere
+                .2
+                .contains("--tier does not apply to the scratchpad profile"),
+        "tidemark run --profile scratchpad --tier memory",
+        &elsewhere,
     )?;
     let adapter = env!("CARGO_BIN_EXE_tidemark-reference-adapter");
     let through = tidemark(&["run", "--impl", adapter, "--profile", "rows"]);
@@ -93,11 +119,33 @@ fn cli() -> Result<(), Failed> {
         "tidemark replay <rows fixture>",
         &replay,
     )?;
-    let memory = tidemark(&["explore", "--profile", "rows", "--tier", "memory"]);
+    let memory = tidemark(&[
+        "explore",
+        "--profile",
+        "rows",
+        "--tier",
+        "memory",
+        "--seeds",
+        "20",
+        "--no-save",
+    ]);
     check(
-        memory.0 == 2 && memory.2.contains("one tier so far"),
-        "tidemark explore --profile rows --tier memory",
+        memory.0 == 0 && memory.1.ends_with("20 passed, 0 failed\n"),
+        "tidemark explore --profile rows --tier memory --seeds 20",
         &memory,
+    )?;
+    let both = tidemark(&[
+        "explore",
+        "--profile",
+        "rows",
+        "--differential",
+        "--seeds",
+        "2",
+    ]);
+    check(
+        both.0 == 0 && both.1.contains("2 of 2 give byte-identical traces"),
+        "tidemark explore --profile rows --differential --seeds 2",
+        &both,
     )?;
     let world = tidemark(&["world", "--profile", "rows"]);
     check(

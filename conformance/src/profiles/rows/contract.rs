@@ -420,20 +420,14 @@ pub async fn answer(
     }
 }
 
-/// A count from the reference's own schema.
+/// A count from the reference's own tables (its schema on PostgreSQL, its maps in memory).
 async fn observe_reference(store: &RowsStore, what: &Observation) -> Result<i64, String> {
-    let q = match what {
-        Observation::Table { table } => return store.count(table).await.map_err(|e| e.to_string()),
-        Observation::StreamedOf { reply } => {
-            sqlx::query_scalar("SELECT count(*) FROM tidemark_rows.events WHERE reply_id = $1")
-                .bind(number(reply))
-        }
-        Observation::EventsIn { session } => {
-            sqlx::query_scalar("SELECT count(*) FROM tidemark_rows.events WHERE session_id = $1")
-                .bind(session.clone())
-        }
-    };
-    q.fetch_one(store.pool()).await.map_err(|e| e.to_string())
+    match what {
+        Observation::Table { table } => store.count(table).await,
+        Observation::StreamedOf { reply } => store.count_events_of_reply(number(reply)).await,
+        Observation::EventsIn { session } => store.count_events_in_session(session).await,
+    }
+    .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

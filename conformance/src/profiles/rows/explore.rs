@@ -18,7 +18,8 @@ use proptest::strategy::ValueTree;
 use tidemark_reference::rows::RowsMutant;
 
 use super::explore_ops::{generate, ExploreOp, DEFAULT_STEPS};
-use super::explore_run::{run_ops, Databases, Divergence, RunError, RunOk, Tier};
+use super::explore_run::{run_ops, run_ops_at, Databases, Divergence, RunError, RunOk, Tier};
+use super::explore_state::Detail;
 use super::fixture::{self, mutant_arg, new_fixture};
 use crate::explore::shrink::OpsTree;
 use crate::explore::Shard;
@@ -35,16 +36,22 @@ pub struct RowsExploreArgs {
     /// Where failures are saved; `None`: not saved.
     pub save_dir: Option<PathBuf>,
     pub max_shrink_iters: u32,
-    /// `postgres`, the one tier so far.
+    /// `postgres` (the reference on PostgreSQL) or `memory` (its in-memory backend).
     pub tier: String,
+    /// Run each seed on both tiers (the state read as counts on both) and compare trace hashes.
+    pub differential: bool,
     pub jobs: std::num::NonZeroUsize,
 }
 
-/// The command that runs one seed again.
-pub fn replay_command(seed: u64, mutant: Option<RowsMutant>) -> String {
+/// The command that runs one seed again on the tier it ran on (`postgres`, the default, is
+/// left out).
+pub fn replay_command(seed: u64, mutant: Option<RowsMutant>, tier: &str) -> String {
     let mut s = format!("tidemark explore --profile rows --first-seed {seed} --seeds 1");
     if let Some(m) = mutant {
         s.push_str(&format!(" --mutant {}", m.id()));
+    }
+    if tier != "postgres" {
+        s.push_str(&format!(" --tier {tier}"));
     }
     s
 }
@@ -66,8 +73,18 @@ pub async fn run_seed(
     seed: u64,
     mutant: Option<RowsMutant>,
 ) -> (i64, Vec<ExploreOp>, Result<RunOk, RunError>) {
+    run_seed_at(tier, tier.detail(), seed, mutant).await
+}
+
+/// [`run_seed`] with the state read at `detail`.
+pub async fn run_seed_at(
+    tier: Tier<'_>,
+    detail: Detail,
+    seed: u64,
+    mutant: Option<RowsMutant>,
+) -> (i64, Vec<ExploreOp>, Result<RunOk, RunError>) {
     let (batch, ops) = generate(seed, DEFAULT_STEPS);
-    let r = run_ops(tier, batch, &ops, mutant).await;
+    let r = run_ops_at(tier, detail, batch, &ops, mutant).await;
     (batch, ops, r)
 }
 
@@ -222,7 +239,7 @@ pub async fn hunt(
 }
 
 /// The hunt's report lines and its `N passed, M failed`.
-pub fn hunt_report(lines: &[HuntLine], limit: u64) -> String {
+pub fn hunt_report(lines: &[HuntLine], limit: u64, tier: &str) -> String {
     let mut s = String::new();
     let width = lines.iter().map(|l| l.mutant.id().len()).max().unwrap_or(0);
     for l in lines {
@@ -232,7 +249,7 @@ pub fn hunt_report(lines: &[HuntLine], limit: u64) -> String {
                 let _ = writeln!(
                     s,
                     "FOUND      {id:<width$}  after {n} seed(s) (seed {seed}); replay: {}",
-                    replay_command(*seed, Some(l.mutant))
+                    replay_command(*seed, Some(l.mutant), tier)
                 );
             }
             (None, Some(e)) => {
@@ -254,7 +271,12 @@ pub fn hunt_report(lines: &[HuntLine], limit: u64) -> String {
 
 /// A failure the way a person needs it: seed, shrunk operations, the trace tail, expected
 /// beside actual, and the command that replays it.
-pub fn describe(f: &RowsFailure, mutant: Option<RowsMutant>, saved: Option<&Path>) -> String {
+pub fn describe(
+    f: &RowsFailure,
+    mutant: Option<RowsMutant>,
+    saved: Option<&Path>,
+    tier: &str,
+) -> String {
     let mut s = String::new();
     let against = mutant
         .map(|m| format!("mutant {}", m.id()))
@@ -293,7 +315,7 @@ pub fn describe(f: &RowsFailure, mutant: Option<RowsMutant>, saved: Option<&Path
             let _ = writeln!(s, "  replay: tidemark replay {}", p.display());
         }
         None => {
-            let _ = writeln!(s, "  replay: {}", replay_command(f.seed, mutant));
+            let _ = writeln!(s, "  replay: {}", replay_command(f.seed, mutant, tier));
         }
     }
     s
@@ -306,22 +328,40 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("a tokio runtime: {e}"))
 }
 
-/// The command: explore (or hunt, or check determinism), print, and say whether all passed.
+/// The command: explore (or hunt, or check determinism, or compare the tiers), print, and say
+/// whether all passed.
 pub fn command(args: &RowsExploreArgs) -> Result<bool, String> {
     let mutant = mutant_arg(args.mutant.as_deref())?;
-    if args.tier != "postgres" {
+    if !super::runner::TIERS.contains(&args.tier.as_str()) {
         return Err(format!(
-            "explore --profile rows has one tier so far, postgres; not {:?}",
-            args.tier
+            "unknown rows tier {:?}; expected {}",
+            args.tier,
+            super::runner::TIERS.join(" or ")
         ));
     }
     let rt = runtime()?;
     rt.block_on(async {
+        if args.tier == "memory" && !args.differential {
+            println!("rows explore: the reference's in-memory backend, no PostgreSQL");
+            return explore_on(Tier::Memory, args, mutant).await;
+        }
         let ready = Instant::now();
         let pg = super::postgres().await?;
         println!("rows explore: PostgreSQL ready in {:.2?}", ready.elapsed());
         let dbs = Databases::new(&pg);
-        let result = explore_on(Tier::Postgres(&dbs), args, mutant).await;
+        let result = if args.differential {
+            compare_runs(
+                [
+                    (Tier::Memory, Detail::Counts),
+                    (Tier::Postgres(&dbs), Detail::Counts),
+                ],
+                args,
+                mutant,
+            )
+            .await
+        } else {
+            explore_on(Tier::Postgres(&dbs), args, mutant).await
+        };
         let closed = dbs.close().await;
         let ok = result?;
         closed?;
@@ -347,7 +387,7 @@ async fn explore_on(
         .await;
         let seeds: u64 = lines.iter().map(|l| l.tried).sum();
         let elapsed = start.elapsed();
-        let report = hunt_report(&lines, args.seeds);
+        let report = hunt_report(&lines, args.seeds, tier.name());
         let (body, summary) = report
             .trim_end()
             .rsplit_once('\n')
@@ -363,7 +403,8 @@ async fn explore_on(
         return Ok(lines.iter().all(|l| l.found.is_some()));
     }
     if args.check_determinism {
-        return check_determinism(tier, args, mutant).await;
+        let at = (tier, tier.detail());
+        return compare_runs([at, at], args, mutant).await;
     }
     let n = args.shard.seeds(args.first_seed, args.seeds).count() as u64;
     let bar = crate::explore::cli::progress(n, "rows");
@@ -389,7 +430,7 @@ async fn explore_on(
             }
             _ => None,
         };
-        print!("{}", describe(f, mutant, saved.as_deref()));
+        print!("{}", describe(f, mutant, saved.as_deref(), tier.name()));
     }
     let n = run.passed + run.failures.len();
     let secs = run.elapsed.as_secs_f64().max(1e-9);
@@ -419,18 +460,21 @@ fn run_hash(r: &Result<RunOk, RunError>) -> Result<String, String> {
     }
 }
 
-/// Every seed run twice, compared by trace hash.
-async fn check_determinism(
-    tier: Tier<'_>,
+/// Two runs of every seed, each on a tier with its state read at a detail, compared by trace
+/// hash. The same tier twice is the determinism check; the in-memory backend beside PostgreSQL
+/// (both read as counts, the detail they share) is the differential check.
+async fn compare_runs(
+    runs: [(Tier<'_>, Detail); 2],
     args: &RowsExploreArgs,
     mutant: Option<RowsMutant>,
 ) -> Result<bool, String> {
     let start = Instant::now();
-    let runs: Vec<(u64, Result<[String; 2], String>)> =
+    let results: Vec<(u64, Result<[String; 2], String>)> =
         futures::stream::iter(args.shard.seeds(args.first_seed, args.seeds))
             .map(|seed| async move {
-                let a = run_hash(&run_seed(tier, seed, mutant).await.2);
-                let b = run_hash(&run_seed(tier, seed, mutant).await.2);
+                let [(t0, d0), (t1, d1)] = runs;
+                let a = run_hash(&run_seed_at(t0, d0, seed, mutant).await.2);
+                let b = run_hash(&run_seed_at(t1, d1, seed, mutant).await.2);
                 let r = match (a, b) {
                     (Ok(a), Ok(b)) => Ok([a, b]),
                     (Err(e), _) | (_, Err(e)) => Err(format!("seed {seed}: {e}")),
@@ -441,20 +485,28 @@ async fn check_determinism(
             .collect()
             .await;
     let (mut same, mut n) = (0u64, 0u64);
-    for (seed, hashes) in runs {
+    let names = [runs[0].0.name(), runs[1].0.name()];
+    for (seed, hashes) in results {
         let [a, b] = hashes?;
         n += 1;
         if a == b {
             same += 1;
         } else {
             println!(
-                "DIFFERENT  seed {seed}: {a}, then {b}; replay: {}",
-                replay_command(seed, mutant)
+                "DIFFERENT  seed {seed}: {a} on {}, {b} on {}; replay: {}",
+                names[0],
+                names[1],
+                replay_command(seed, mutant, names[1])
             );
         }
     }
+    let what = if names[0] == names[1] {
+        "run twice"
+    } else {
+        "run on both tiers"
+    };
     println!(
-        "{n} seeds run twice in {:.2?}: {same} of {n} give byte-identical traces",
+        "{n} seeds {what} in {:.2?}: {same} of {n} give byte-identical traces",
         start.elapsed()
     );
     println!("{same} passed, {} failed", n - same);
@@ -466,6 +518,9 @@ pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome,
     let f = fixture::load(path)?;
     let rt = runtime()?;
     let r = rt.block_on(async {
+        if f.setting.tier == "memory" {
+            return fixture::replay(Tier::Memory, &f).await;
+        }
         let pg = super::postgres().await?;
         let dbs = Databases::new(&pg);
         let r = fixture::replay(Tier::Postgres(&dbs), &f).await;
@@ -481,8 +536,8 @@ pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome,
             .unwrap_or_else(|| "the rows reference".into())
     );
     println!(
-        "operations (seed {}, reaps in batches of {}):",
-        f.seed, f.setting.batch
+        "operations (seed {}, on {}, reaps in batches of {}):",
+        f.seed, f.setting.tier, f.setting.batch
     );
     for op in &f.ops {
         println!("  {op}");

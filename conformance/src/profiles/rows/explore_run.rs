@@ -93,31 +93,41 @@ impl<'a> Databases<'a> {
     }
 }
 
-/// Where an explored sequence's rows live. A tier is a parameter so that another backend (the
-/// in-memory store) is one more arm here and in [`Tier::name`].
+/// Where an explored sequence's rows live.
 #[derive(Clone, Copy)]
 pub enum Tier<'a> {
     /// The reference on a real PostgreSQL, a reused database of its own per sequence.
     Postgres(&'a Databases<'a>),
+    /// The reference's in-memory backend (`RowsStore::in_memory`), a fresh store per sequence:
+    /// no PostgreSQL, trusted because `explore --differential` and `tests/rows_tiers.rs` find
+    /// it giving PostgreSQL's answers.
+    Memory,
 }
 
 impl Tier<'_> {
     pub fn name(&self) -> &'static str {
         match self {
             Tier::Postgres(_) => "postgres",
+            Tier::Memory => "memory",
         }
     }
 
-    /// How much of the state the harness reads after every reap on this tier.
+    /// How much of the state the harness reads after every reap on this tier: every row where
+    /// there is a schema to read, the counts where there is none.
     pub fn detail(&self) -> Detail {
         match self {
             Tier::Postgres(_) => Detail::Rows,
+            Tier::Memory => Detail::Counts,
         }
     }
 
     /// A store with no rows, `mutant` switched on, and what hands its database back.
     async fn open(&self, mutant: Option<RowsMutant>) -> Result<Opened<'_>, String> {
         match self {
+            Tier::Memory => Ok(Opened {
+                endpoint: ReferenceRows::new(RowsStore::in_memory(RowsConfig { mutant })),
+                db: None,
+            }),
             Tier::Postgres(dbs) => {
                 let db = dbs.take(mutant).await?;
                 match RowsStore::open_with(db.pool.clone(), RowsConfig { mutant }).await {

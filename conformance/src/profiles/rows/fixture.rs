@@ -17,7 +17,8 @@ pub const PROFILE: &str = "rows";
 /// What a rows run is given besides its operations.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RowsSetting {
-    /// Where the rows lived: `postgres`.
+    /// Where the rows lived: `postgres` or `memory`; a replay runs on the same tier (the trace
+    /// holds the state as that tier reads it).
     pub tier: String,
     /// Rows per delete batch in every reap.
     pub batch: i64,
@@ -74,11 +75,12 @@ pub fn load(path: &Path) -> Result<RowsFixture, String> {
             f.setting.batch
         ));
     }
-    if f.setting.tier != "postgres" {
+    if !super::runner::TIERS.contains(&f.setting.tier.as_str()) {
         return Err(format!(
-            "{}: unknown rows tier {:?} (expected postgres)",
+            "{}: unknown rows tier {:?} (expected {})",
             path.display(),
-            f.setting.tier
+            f.setting.tier,
+            super::runner::TIERS.join(" or ")
         ));
     }
     Ok(f)

@@ -32,6 +32,7 @@ use std::num::NonZeroUsize;
 use std::path::Path;
 
 use futures::StreamExt;
+use runner::Tier;
 use tidemark_reference::rows::RowsMutant;
 use tidemark_sim::real_tier::PgProvider;
 use tidemark_sim::trace::Trace;
@@ -99,9 +100,9 @@ pub fn case(script: &Script, verdict: Verdict, trace: &Trace) -> CaseReport {
 }
 
 /// The scenarios against the reference in process (or one of its mutants), each on its own
-/// database of `pg`, up to `jobs` at once.
+/// fresh store of `tier`, up to `jobs` at once.
 pub async fn check_in_process(
-    pg: &PgProvider,
+    tier: Tier<'_>,
     scripts: &[Script],
     jobs: NonZeroUsize,
     mutant: Option<RowsMutant>,
@@ -109,7 +110,7 @@ pub async fn check_in_process(
     futures::stream::iter(scripts)
         .map(|s| async move {
             let mut trace = Trace::new();
-            let verdict = match runner::run(pg, s, mutant, &mut trace).await {
+            let verdict = match runner::run_on(tier, s, mutant, &mut trace, &mut Vec::new()).await {
                 Ok(()) => Verdict::Passed,
                 Err(f) => Verdict::Failed(f),
             };
@@ -128,10 +129,10 @@ pub struct RowsMutantResult {
     pub killed_by: Vec<String>,
 }
 
-/// Every rows mutant (or only `only`) against the scenarios naming it, up to `jobs` mutants at
-/// once.
+/// Every rows mutant (or only `only`) against the scenarios naming it, on `tier`, up to `jobs`
+/// mutants at once.
 pub async fn mutants(
-    pg: &PgProvider,
+    tier: Tier<'_>,
     scripts: &[Script],
     only: Option<&str>,
     all_killers: bool,
@@ -145,7 +146,7 @@ pub async fn mutants(
     .map(|m| async move {
         let mut killed_by = Vec::new();
         for s in runner::killers(scripts, m) {
-            if runner::run(pg, s, Some(m), &mut Trace::new())
+            if runner::run_on(tier, s, Some(m), &mut Trace::new(), &mut Vec::new())
                 .await
                 .is_err()
             {
@@ -217,6 +218,10 @@ impl super::Profile for RowsProfile {
         &script::VOCABULARY
     }
 
+    fn tiers(&self) -> &'static [&'static str] {
+        runner::TIERS
+    }
+
     async fn run(
         &self,
         request: &super::RunRequest<'_>,
@@ -250,8 +255,11 @@ impl super::Profile for RowsProfile {
         if scripts.is_empty() {
             return Ok(Vec::new());
         }
+        if request.tier == Some("memory") {
+            return Ok(check_in_process(Tier::Memory, &scripts, request.jobs, None).await);
+        }
         let pg = postgres().await?;
-        Ok(check_in_process(&pg, &scripts, request.jobs, None).await)
+        Ok(check_in_process(Tier::Postgres(&pg), &scripts, request.jobs, None).await)
     }
 
     async fn mutants(
@@ -269,9 +277,13 @@ impl super::Profile for RowsProfile {
             });
         }
         let scripts = load(&request.scenarios.join(self.name()), &[], request.spec)?;
-        let pg = postgres().await?;
         let jobs = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
-        let results = mutants(&pg, &scripts, request.only, request.all_killers, jobs).await;
+        let pg = match request.tier {
+            Some("memory") => None,
+            _ => Some(postgres().await?),
+        };
+        let tier = pg.as_ref().map_or(Tier::Memory, Tier::Postgres);
+        let results = mutants(tier, &scripts, request.only, request.all_killers, jobs).await;
         Ok(super::MutantRows {
             rows: mutant_table(&results),
             killed: results.iter().filter(|r| !r.killed_by.is_empty()).count(),
@@ -283,12 +295,6 @@ impl super::Profile for RowsProfile {
         if request.implementation.is_some() {
             return Err(format!(
                 "explore --profile rows runs the reference in process: {NO_PROTOCOL}"
-            ));
-        }
-        if request.differential {
-            return Err(super::unsupported(
-                self.name(),
-                "--differential (the rows profile has one tier so far)",
             ));
         }
         explore::command(&explore::RowsExploreArgs {
@@ -305,6 +311,7 @@ impl super::Profile for RowsProfile {
             },
             max_shrink_iters: request.max_shrink_iters,
             tier: request.tier.clone().unwrap_or_else(|| "postgres".into()),
+            differential: request.differential,
             jobs: request.jobs,
         })
     }

@@ -1,8 +1,9 @@
 //! Plays a rows scenario against a [`RowsEndpoint`]: the reference (`reference-impl/src/rows/`)
-//! in process on a fresh PostgreSQL database, or a program through the protocol
-//! (`process.rs`). The scenario's clock starts at the pinned epoch, moves only on `advance`, and
-//! is handed to every operation. Each step becomes a contract operation (`contract.rs`), its
-//! names replaced by the ids the implementation made, or an observation the harness reads; its
+//! in process on a fresh PostgreSQL database or a fresh in-memory store ([`Tier`]), or a program
+//! through the protocol (`process.rs`). The scenario's clock starts at the pinned epoch, moves
+//! only on `advance`, and is handed to every operation. Each step becomes a contract operation
+//! (`contract.rs`), its names replaced by the ids the implementation made, or an observation the
+//! harness reads; its
 //! outcome is traced and compared with its expectation; the first mismatch ends the scenario
 //! with its line.
 
@@ -127,6 +128,27 @@ fn id(ids: &Ids, name: &str) -> String {
     ids.get(name).cloned().unwrap_or_else(|| UNMADE.to_string())
 }
 
+/// Where a scenario's rows live: a fresh database of a PostgreSQL (the real tier), or a fresh
+/// in-memory store with the database's semantics (the memory tier, which a turmoil world uses).
+#[derive(Clone, Copy)]
+pub enum Tier<'a> {
+    Postgres(&'a PgProvider),
+    Memory,
+}
+
+impl Tier<'_> {
+    /// `postgres` or `memory`, as `--tier` spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Tier::Postgres(_) => "postgres",
+            Tier::Memory => "memory",
+        }
+    }
+}
+
+/// The tiers `--tier` names.
+pub const TIERS: &[&str] = &["postgres", "memory"];
+
 /// Runs `script` on a fresh database of `pg` with `mutant` switched on (or none).
 pub async fn run(
     pg: &PgProvider,
@@ -134,7 +156,7 @@ pub async fn run(
     mutant: Option<RowsMutant>,
     trace: &mut Trace,
 ) -> Result<(), Failure> {
-    run_recorded(pg, script, mutant, trace, &mut Vec::new()).await
+    run_on(Tier::Postgres(pg), script, mutant, trace, &mut Vec::new()).await
 }
 
 /// A failure before the first step (or after the last).
@@ -165,11 +187,30 @@ pub async fn run_recorded(
     trace: &mut Trace,
     outcomes: &mut Vec<(usize, Outcome)>,
 ) -> Result<(), Failure> {
+    run_on(Tier::Postgres(pg), script, mutant, trace, outcomes).await
+}
+
+/// [`run_recorded`] on either tier.
+pub async fn run_on(
+    tier: Tier<'_>,
+    script: &Script,
+    mutant: Option<RowsMutant>,
+    trace: &mut Trace,
+    outcomes: &mut Vec<(usize, Outcome)>,
+) -> Result<(), Failure> {
+    let config = RowsConfig { mutant };
+    let pg = match tier {
+        Tier::Memory => {
+            let mut endpoint = ReferenceRows::new(RowsStore::in_memory(config));
+            return play(&mut endpoint, script, trace, outcomes).await;
+        }
+        Tier::Postgres(pg) => pg,
+    };
     let db = pg
         .fresh_database(&format!("rows_{}", stem(script)))
         .await
         .map_err(|e| setup_failure("a fresh PostgreSQL database", e.to_string()))?;
-    let result = match RowsStore::open_with(db.pool.clone(), RowsConfig { mutant }).await {
+    let result = match RowsStore::open_with(db.pool.clone(), config).await {
         Ok(store) => play(&mut ReferenceRows::new(store), script, trace, outcomes).await,
         Err(e) => Err(setup_failure("the rows schema", e.to_string())),
     };
