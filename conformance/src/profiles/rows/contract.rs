@@ -295,8 +295,11 @@ impl RowsEndpoint for ReferenceRows {
         Ok(self.answer(Timestamp::from_millis(now_ms), op).await)
     }
 
+    /// Read with the default queries, the same a program that declares none is read with.
     async fn observe(&mut self, what: &Observation) -> Result<i64, String> {
-        observe_reference(&self.store, what).await
+        super::queries::RowsQueries::default()
+            .count(self.store.pool(), what)
+            .await
     }
 }
 
@@ -418,22 +421,6 @@ pub async fn answer(
             Err(e) => refused(e),
         },
     }
-}
-
-/// A count from the reference's own schema.
-async fn observe_reference(store: &RowsStore, what: &Observation) -> Result<i64, String> {
-    let q = match what {
-        Observation::Table { table } => return store.count(table).await.map_err(|e| e.to_string()),
-        Observation::StreamedOf { reply } => {
-            sqlx::query_scalar("SELECT count(*) FROM tidemark_rows.events WHERE reply_id = $1")
-                .bind(number(reply))
-        }
-        Observation::EventsIn { session } => {
-            sqlx::query_scalar("SELECT count(*) FROM tidemark_rows.events WHERE session_id = $1")
-                .bind(session.clone())
-        }
-    };
-    q.fetch_one(store.pool()).await.map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
