@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Database rows and the reaper (SPEC.md part SR), written from SPEC.md and
-conformance/PROTOCOL.md alone, speaking tidemark/1 on stdin/stdout, on PostgreSQL (psycopg 3).
+"""Database rows and the reaper (SPEC.md part SR), written against SPEC.md part SR and
+conformance/PROTOCOL.md, speaking tidemark/1 on stdin/stdout, on PostgreSQL (psycopg 3).
 
     target/py-scoped/bin/python examples/python-rows/rows.py
 
