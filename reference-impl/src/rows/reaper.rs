@@ -29,9 +29,14 @@ pub struct ReapConfig {
     /// batches have committed (counted across the tick's sweeps). What those batches removed
     /// stays removed; the tick returns `database_unavailable`. `None` in production.
     pub crash_after_batches: Option<u64>,
-    /// Batches committed so far in this tick (the crash fault's count), shared by its sweeps.
-    batches_run: Arc<AtomicU64>,
+    /// Batches committed so far in this tick (the crash fault's count), shared by its sweeps;
+    /// the tick resets it.
+    pub batches_run: BatchCount,
 }
+
+/// A count of committed delete batches, shared by clones of one [`ReapConfig`].
+#[derive(Clone, Debug, Default)]
+pub struct BatchCount(Arc<AtomicU64>);
 
 impl Default for ReapConfig {
     fn default() -> Self {
@@ -39,7 +44,7 @@ impl Default for ReapConfig {
             batch: 1_000,
             pause_between_batches: Duration::ZERO,
             crash_after_batches: None,
-            batches_run: Arc::default(),
+            batches_run: BatchCount::default(),
         }
     }
 }
@@ -63,7 +68,7 @@ impl ReapConfig {
 
     /// Counts one committed batch; the crash fault's error once the budget is spent.
     pub(crate) fn batch_committed(&self) -> Result<(), RowsError> {
-        let run = self.batches_run.fetch_add(1, Ordering::SeqCst) + 1;
+        let run = self.batches_run.0.fetch_add(1, Ordering::SeqCst) + 1;
         match self.crash_after_batches {
             Some(budget) if run >= budget => Err(RowsError::Database {
                 op: "reap",
@@ -123,7 +128,7 @@ impl RowsStore {
         cfg: &ReapConfig,
     ) -> Result<ReapReport, RowsError> {
         use super::ExpiringStore as S;
-        cfg.batches_run.store(0, Ordering::SeqCst);
+        cfg.batches_run.0.store(0, Ordering::SeqCst);
         cfg.crash_before_start()?;
         self.mutant_sweeps(now).await?;
         Ok(ReapReport {

@@ -4,17 +4,24 @@
 //! - [`script`]: its scenario files (`scenarios/rows/*.tdm`), read with the shared header and
 //!   lexer, in its own step vocabulary (`scenarios/rows/README.md`); `grammar.rs` reads one
 //!   step line's action and expectation.
-//! - [`runner`]: each scenario against the reference (`reference-impl/src/rows/`) on its own
-//!   fresh database, the clock handed in with every step.
+//! - [`contract`]: the operations and outcomes as data, and the endpoint a scenario is played
+//!   against (the reference in process behind it); [`runner`] plays each scenario through it on
+//!   its own fresh database, the clock handed in with every step.
+//! - [`process`]: the same scenarios against a program through the process protocol, the
+//!   database's URL handed over in `init`; [`queries`]: the read-only SQL the harness counts
+//!   what remains with, declared by the program or the reference's schema by default.
 //! - [`model`]: the executable model of part SR, in memory, which predicts every scenario's
 //!   outcomes (the oracle exploration will need).
 //!
 //! This module is the command line's entry point: one PostgreSQL for a run, the suite and the
-//! mutant catalogue. Not built yet, and refused as such rather than faked: a program through the
-//! process protocol, exploration, replay and the world (issue 13, items 3 and 5).
+//! mutant catalogue. Not built yet, and refused as such rather than faked: exploration, replay and
+//! the world (issue 13, item 3).
 
+pub mod contract;
 mod grammar;
 pub mod model;
+pub mod process;
+pub mod queries;
 pub mod runner;
 pub mod scale;
 pub mod script;
@@ -34,9 +41,6 @@ use script::Script;
 
 /// How many trace lines a failure carries (as for the other profiles).
 const TRACE_TAIL_LINES: usize = 8;
-
-/// What `--impl` answers until the rows profile has a protocol (issue 13, item 5).
-pub const NO_PROTOCOL: &str = "the rows profile has no protocol yet";
 
 /// The rows scenarios under `dir` whose test names are in `only` (all when it is empty),
 /// citations checked against `spec`. A name in `only` that names none is an error.
@@ -225,24 +229,13 @@ impl super::Profile for RowsProfile {
         }
         let scripts = load(&dir, request.only, request.spec)?;
         if let Some(factory) = program {
-            // A program claiming the profile is told plainly it cannot be judged yet; one that
-            // does not claim it has its rows scenarios skipped, as any unclaimed profile's are,
-            // so a run of every profile through a program still judges the others.
-            if factory.claims().profiles.iter().any(|p| p == self.name()) {
-                return Err(format!("{NO_PROTOCOL}: run it in process (tidemark run --profile rows, without --impl)"));
+            if request.tier == Some("memory") {
+                return Err("--tier memory runs the reference in process; a program (--impl) is handed a PostgreSQL database, so leave --tier out".into());
             }
-            return Ok(scripts
-                .iter()
-                .map(|s| {
-                    case(
-                        s,
-                        Verdict::Skipped {
-                            reason: format!("{NO_PROTOCOL} (the implementation cannot claim it)"),
-                        },
-                        &Trace::new(),
-                    )
-                })
-                .collect());
+            // A program not claiming the profile has its rows scenarios skipped, as any
+            // unclaimed profile's are, so a run of every profile through a program still judges
+            // the others.
+            return process::check(factory, &scripts, request.jobs, None).await;
         }
         if scripts.is_empty() {
             return Ok(Vec::new());

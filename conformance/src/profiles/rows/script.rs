@@ -416,8 +416,9 @@ pub fn parse_with(
     })
 }
 
-/// Identifiers the runner learns as the reference answers (replies, snapshots, items).
-pub(crate) type Ids = BTreeMap<String, i64>;
+/// Identifiers the runner learns as the implementation answers (replies, snapshots, items,
+/// held requests), by the scenario's names: opaque strings (`contract.rs`).
+pub(crate) type Ids = BTreeMap<String, String>;
 
 #[cfg(test)]
 mod tests {
