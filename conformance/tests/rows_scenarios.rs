@@ -51,7 +51,8 @@ fn tidemark(args: &[&str]) -> (i32, String, String) {
 /// The command line reaches the profile through the registry alone: `run` passes in process on
 /// both tiers and through the reference adapter (`--impl`), `mutants` kills every mutant in
 /// memory (on PostgreSQL it is the `mutant::rows::*` tests above, and `.ci/run`'s), `--tier` is
-/// refused by a profile without tiers, `explore` and `world` refuse by name.
+/// refused by a profile without tiers, `world` runs and replays byte-identically, `explore`
+/// refuses by name.
 fn cli() -> Result<(), Failed> {
     let check = |ok: bool, what: &str, out: &(i32, String, String)| {
         if ok {
@@ -103,17 +104,29 @@ fn cli() -> Result<(), Failed> {
         "tidemark run --impl ... --profile rows",
         &through,
     )?;
-    for args in [
-        &["explore", "--profile", "rows"][..],
-        &["world", "--profile", "rows"][..],
-    ] {
-        let out = tidemark(args);
-        check(
-            out.0 == 2 && out.2.contains("--profile rows is not built yet"),
-            &args.join(" "),
-            &out,
-        )?;
-    }
+    let explore = tidemark(&["explore", "--profile", "rows"]);
+    check(
+        explore.0 == 2 && explore.2.contains("--profile rows is not built yet"),
+        "tidemark explore --profile rows",
+        &explore,
+    )?;
+    let world = tidemark(&[
+        "world",
+        "--profile",
+        "rows",
+        "--seeds",
+        "2",
+        "--check-determinism",
+    ]);
+    check(
+        world.0 == 0
+            && world
+                .1
+                .contains("2/2 rows world seeds replay byte-identically")
+            && world.1.ends_with("2 passed, 0 failed\n"),
+        "tidemark world --profile rows --seeds 2 --check-determinism",
+        &world,
+    )?;
     Ok(())
 }
 
@@ -298,7 +311,7 @@ fn main() {
         ));
     }
     trials.push(Trial::test(
-        "cli::run_takes_the_rows_profile_and_the_unbuilt_commands_say_so",
+        "cli::run_takes_the_rows_profile_on_both_tiers_the_world_runs_and_explore_says_it_is_not_built",
         cli,
     ));
     let conclusion = libtest_mimic::run(&args, trials);

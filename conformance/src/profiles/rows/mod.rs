@@ -1,21 +1,24 @@
 //! The rows profile (SPEC part SR): database rows an agent service keeps and the reaper that
-//! removes the rest, on PostgreSQL. Everything the profile owns lives in this folder:
+//! removes the rest, on PostgreSQL or in memory. Everything the profile owns lives in this folder:
 //!
 //! - [`script`]: its scenario files (`scenarios/rows/*.tdm`), read with the shared header and
 //!   lexer, in its own step vocabulary (`scenarios/rows/README.md`); `grammar.rs` reads one
 //!   step line's action and expectation.
 //! - [`contract`]: the operations and outcomes as data, and the endpoint a scenario is played
 //!   against (the reference in process behind it); [`runner`] plays each scenario through it on
-//!   its own fresh database, the clock handed in with every step.
+//!   its own fresh database or in-memory store (`--tier`), the clock handed in with every step.
 //! - [`process`]: the same scenarios against a program through the process protocol, the
 //!   database's URL handed over in `init`; [`queries`]: the read-only SQL the harness counts
 //!   what remains with, declared by the program or the reference's schema by default.
 //! - [`model`]: the executable model of part SR, in memory, which predicts every scenario's
-//!   outcomes (the oracle exploration will need).
+//!   outcomes, and is the world's oracle.
+//! - [`world`]: the turmoil world: the reference in memory as a server, writers and a reaper
+//!   on a simulated clock, faults from the seed, safety after every tick and liveness after
+//!   the heal.
 //!
-//! This module is the command line's entry point: one PostgreSQL for a run, the suite and the
-//! mutant catalogue. Not built yet, and refused as such rather than faked: exploration, replay and
-//! the world (issue 13, item 3).
+//! This module is the command line's entry point: one PostgreSQL for a run (or none in
+//! memory), the suite and the mutant catalogue, the world. Not built yet, and refused as such
+//! rather than faked: exploration and replay (issue 13, item 3).
 
 pub mod contract;
 mod grammar;
@@ -25,6 +28,7 @@ pub mod queries;
 pub mod runner;
 pub mod scale;
 pub mod script;
+pub mod world;
 
 use std::collections::BTreeSet;
 use std::num::NonZeroUsize;
@@ -197,7 +201,7 @@ pub fn mutant_table(results: &[RowsMutantResult]) -> String {
 
 fn not_built(command: &str) -> String {
     format!(
-        "{command} --profile rows is not built yet: the rows profile has scenarios, mutants and an executable model, but no exploration, saved failures or world yet (issue 13, item 3)"
+        "{command} --profile rows is not built yet: the rows profile has scenarios, mutants, an executable model and a world, but no exploration or saved failures yet (issue 13, item 3)"
     )
 }
 
@@ -293,7 +297,22 @@ impl super::Profile for RowsProfile {
         Err(not_built("replay"))
     }
 
-    fn world(&self, _request: &super::WorldRequest) -> Result<bool, String> {
-        Err(not_built("world"))
+    fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
+        if request.hunt {
+            if request.mutant.is_some() {
+                return Err("--hunt tries every rows mutant; it takes no --mutant".into());
+            }
+            return Ok(world::hunt(request.seeds, request.first_seed));
+        }
+        let mutant = match request.mutant.as_deref() {
+            None => None,
+            Some(id) => Some(RowsMutant::from_id(id).ok_or(format!("unknown rows mutant {id:?}"))?),
+        };
+        Ok(world::command(
+            request.seeds,
+            request.first_seed,
+            mutant,
+            request.check_determinism,
+        ))
     }
 }
