@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod contract;
+pub mod declared_sql;
 pub mod driver;
 pub mod explore;
 pub mod gate;

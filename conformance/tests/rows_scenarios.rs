@@ -48,10 +48,11 @@ fn tidemark(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// The command line reaches the profile through the registry alone: `run` passes on both tiers
-/// and `mutants` kills every mutant in memory (on PostgreSQL it is the `mutant::rows::*` tests
-/// above, and `.ci/run`'s), `--tier` is refused by a profile without tiers, `--impl` skips with
-/// the reason, `explore` and `world` refuse by name.
+/// The command line reaches the profile through the registry alone: `run` passes in process on
+/// both tiers and through the reference adapter (`--impl`), `mutants` kills every mutant in
+/// memory (on PostgreSQL it is the `mutant::rows::*` tests above, and `.ci/run`'s), `--tier` is
+/// refused by a profile without tiers, `world` runs and replays byte-identically, `explore`
+/// refuses by name.
 fn cli() -> Result<(), Failed> {
     let check = |ok: bool, what: &str, out: &(i32, String, String)| {
         if ok {
@@ -97,10 +98,9 @@ fn cli() -> Result<(), Failed> {
     let adapter = env!("CARGO_BIN_EXE_tidemark-reference-adapter");
     let through = tidemark(&["run", "--impl", adapter, "--profile", "rows"]);
     check(
-        through.0 == 1
-            && through
-                .1
-                .contains("skipped: the rows profile has no protocol yet"),
+        through.0 == 0
+            && through.1.ends_with(" passed, 0 failed\n")
+            && through.1.contains("PASS  rows::"),
         "tidemark run --impl ... --profile rows",
         &through,
     )?;
@@ -147,10 +147,21 @@ fn cli() -> Result<(), Failed> {
         "tidemark explore --profile rows --differential --seeds 2",
         &both,
     )?;
-    let world = tidemark(&["world", "--profile", "rows"]);
+    let world = tidemark(&[
+        "world",
+        "--profile",
+        "rows",
+        "--seeds",
+        "2",
+        "--check-determinism",
+    ]);
     check(
-        world.0 == 2 && world.2.contains("--profile rows is not built yet"),
-        "tidemark world --profile rows",
+        world.0 == 0
+            && world
+                .1
+                .contains("2/2 rows world seeds replay byte-identically")
+            && world.1.ends_with("2 passed, 0 failed\n"),
+        "tidemark world --profile rows --seeds 2 --check-determinism",
         &world,
     )?;
     Ok(())
@@ -337,7 +348,7 @@ fn main() {
         ));
     }
     trials.push(Trial::test(
-        "cli::run_explore_and_replay_take_the_rows_profile_and_the_world_says_it_is_not_built",
+        "cli::run_explore_replay_and_the_world_take_the_rows_profile_on_both_tiers",
         cli,
     ));
     let conclusion = libtest_mimic::run(&args, trials);

@@ -295,9 +295,27 @@ impl RowsEndpoint for ReferenceRows {
         Ok(self.answer(Timestamp::from_millis(now_ms), op).await)
     }
 
+    /// Read with the default queries, the same a program that declares none is read with; in
+    /// memory, with the store's own counts of the same rows.
     async fn observe(&mut self, what: &Observation) -> Result<i64, String> {
-        observe_reference(&self.store, what).await
+        let Some(pool) = self.store.pg_pool() else {
+            return observe_in_memory(&self.store, what).await;
+        };
+        super::queries::RowsQueries::default()
+            .count(pool, what)
+            .await
     }
+}
+
+/// An [`Observation`] of the in-memory backend, which has no SQL to run: the store's counts,
+/// which `conformance/tests/rows_tiers.rs` holds equal to the database's.
+pub async fn observe_in_memory(store: &RowsStore, what: &Observation) -> Result<i64, String> {
+    match what {
+        Observation::Table { table } => store.count(table).await,
+        Observation::StreamedOf { reply } => store.count_events_of_reply(number(reply)).await,
+        Observation::EventsIn { session } => store.count_events_in_session(session).await,
+    }
+    .map_err(|e| e.to_string())
 }
 
 /// An id the reference made, or one it never made: every reference id is a positive number,
@@ -418,16 +436,6 @@ pub async fn answer(
             Err(e) => refused(e),
         },
     }
-}
-
-/// A count from the reference's own tables (its schema on PostgreSQL, its maps in memory).
-async fn observe_reference(store: &RowsStore, what: &Observation) -> Result<i64, String> {
-    match what {
-        Observation::Table { table } => store.count(table).await,
-        Observation::StreamedOf { reply } => store.count_events_of_reply(number(reply)).await,
-        Observation::EventsIn { session } => store.count_events_in_session(session).await,
-    }
-    .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

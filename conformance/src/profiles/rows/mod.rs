@@ -1,19 +1,25 @@
 //! The rows profile (SPEC part SR): database rows an agent service keeps and the reaper that
-//! removes the rest, on PostgreSQL. Everything the profile owns lives in this folder:
+//! removes the rest, on PostgreSQL or in memory. Everything the profile owns lives in this folder:
 //!
 //! - [`script`]: its scenario files (`scenarios/rows/*.tdm`), read with the shared header and
 //!   lexer, in its own step vocabulary (`scenarios/rows/README.md`); `grammar.rs` reads one
 //!   step line's action and expectation.
-//! - [`runner`]: each scenario against the reference (`reference-impl/src/rows/`) on its own
-//!   fresh database, the clock handed in with every step.
+//! - [`contract`]: the operations and outcomes as data, and the endpoint a scenario is played
+//!   against (the reference in process behind it); [`runner`] plays each scenario through it on
+//!   its own fresh database or in-memory store (`--tier`), the clock handed in with every step.
+//! - [`process`]: the same scenarios against a program through the process protocol, the
+//!   database's URL handed over in `init`; [`queries`]: the read-only SQL the harness counts
+//!   what remains with, declared by the program or the reference's schema by default.
 //! - [`model`]: the executable model of part SR, in memory, which predicts every scenario's
-//!   outcomes and is exploration's oracle.
+//!   outcomes, and is exploration's oracle and the world's.
 //! - [`explore`] (with `explore_ops`, `explore_run`, `explore_state`) and [`fixture`]:
 //!   `tidemark explore --profile rows`, its saved failures and their replay.
+//! - [`world`]: the turmoil world: the reference in memory as a server, writers and a reaper
+//!   on a simulated clock, faults from the seed, safety after every tick and liveness after
+//!   the heal.
 //!
-//! This module is the command line's entry point: one PostgreSQL for a run, the suite and the
-//! mutant catalogue. Not built yet, and refused as such rather than faked: a program through the
-//! process protocol and the world (issue 13, item 5).
+//! This module is the command line's entry point: one PostgreSQL for a run (or none in
+//! memory), the suite and the mutant catalogue, exploration, replay and the world.
 
 pub mod contract;
 pub mod explore;
@@ -23,9 +29,12 @@ pub mod explore_state;
 pub mod fixture;
 mod grammar;
 pub mod model;
+pub mod process;
+pub mod queries;
 pub mod runner;
 pub mod scale;
 pub mod script;
+pub mod world;
 
 use std::collections::BTreeSet;
 use std::num::NonZeroUsize;
@@ -42,9 +51,6 @@ use script::Script;
 
 /// How many trace lines a failure carries (as for the other profiles).
 const TRACE_TAIL_LINES: usize = 8;
-
-/// What `--impl` answers until the rows profile has a protocol (issue 13, item 5).
-pub const NO_PROTOCOL: &str = "the rows profile has no protocol yet";
 
 /// The rows scenarios under `dir` whose test names are in `only` (all when it is empty),
 /// citations checked against `spec`. A name in `only` that names none is an error.
@@ -199,12 +205,6 @@ pub fn mutant_table(results: &[RowsMutantResult]) -> String {
     s
 }
 
-fn not_built(command: &str) -> String {
-    format!(
-        "{command} --profile rows is not built yet: the rows profile has scenarios, mutants, an executable model and exploration, but no world yet (issue 13, item 5)"
-    )
-}
-
 /// The rows profile (SPEC part SR) behind the profile interface.
 pub struct RowsProfile;
 
@@ -233,24 +233,13 @@ impl super::Profile for RowsProfile {
         }
         let scripts = load(&dir, request.only, request.spec)?;
         if let Some(factory) = program {
-            // A program claiming the profile is told plainly it cannot be judged yet; one that
-            // does not claim it has its rows scenarios skipped, as any unclaimed profile's are,
-            // so a run of every profile through a program still judges the others.
-            if factory.claims().profiles.iter().any(|p| p == self.name()) {
-                return Err(format!("{NO_PROTOCOL}: run it in process (tidemark run --profile rows, without --impl)"));
+            if request.tier == Some("memory") {
+                return Err("--tier memory runs the reference in process; a program (--impl) is handed a PostgreSQL database, so leave --tier out".into());
             }
-            return Ok(scripts
-                .iter()
-                .map(|s| {
-                    case(
-                        s,
-                        Verdict::Skipped {
-                            reason: format!("{NO_PROTOCOL} (the implementation cannot claim it)"),
-                        },
-                        &Trace::new(),
-                    )
-                })
-                .collect());
+            // A program not claiming the profile has its rows scenarios skipped, as any
+            // unclaimed profile's are, so a run of every profile through a program still judges
+            // the others.
+            return process::check(factory, &scripts, request.jobs, None).await;
         }
         if scripts.is_empty() {
             return Ok(Vec::new());
@@ -293,9 +282,10 @@ impl super::Profile for RowsProfile {
 
     fn explore(&self, request: &super::ExploreRequest) -> Result<bool, String> {
         if request.implementation.is_some() {
-            return Err(format!(
-                "explore --profile rows runs the reference in process: {NO_PROTOCOL}"
-            ));
+            return Err(
+                "explore --profile rows runs the reference in process: no --impl yet (run --impl judges a program on the scenarios)"
+                    .into(),
+            );
         }
         explore::command(&explore::RowsExploreArgs {
             seeds: request.seeds,
@@ -332,7 +322,22 @@ impl super::Profile for RowsProfile {
         }
     }
 
-    fn world(&self, _request: &super::WorldRequest) -> Result<bool, String> {
-        Err(not_built("world"))
+    fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
+        if request.hunt {
+            if request.mutant.is_some() {
+                return Err("--hunt tries every rows mutant; it takes no --mutant".into());
+            }
+            return Ok(world::hunt(request.seeds, request.first_seed));
+        }
+        let mutant = match request.mutant.as_deref() {
+            None => None,
+            Some(id) => Some(RowsMutant::from_id(id).ok_or(format!("unknown rows mutant {id:?}"))?),
+        };
+        Ok(world::command(
+            request.seeds,
+            request.first_seed,
+            mutant,
+            request.check_determinism,
+        ))
     }
 }

@@ -1,9 +1,8 @@
 //! Plays a rows scenario against a [`RowsEndpoint`]: the reference (`reference-impl/src/rows/`)
 //! in process on a fresh PostgreSQL database or a fresh in-memory store ([`Tier`]), or a program
-//! through the protocol (`process.rs`). The scenario's clock starts at the pinned epoch, moves
-//! only on `advance`, and is handed to every operation. Each step becomes a contract operation
-//! (`contract.rs`), its names replaced by the ids the implementation made, or an observation the
-//! harness reads; its
+//! through the protocol (`process.rs`). The scenario's clock starts at the pinned epoch, moves only on `advance`, and
+//! is handed to every operation. Each step becomes a contract operation (`contract.rs`), its
+//! names replaced by the ids the implementation made, or an observation the harness reads; its
 //! outcome is traced and compared with its expectation; the first mismatch ends the scenario
 //! with its line.
 
@@ -146,7 +145,7 @@ impl Tier<'_> {
     }
 }
 
-/// The tiers `--tier` names.
+/// The tiers `--tier` names, the default first.
 pub const TIERS: &[&str] = &["postgres", "memory"];
 
 /// Runs `script` on a fresh database of `pg` with `mutant` switched on (or none).
@@ -201,8 +200,8 @@ pub async fn run_on(
     let config = RowsConfig { mutant };
     let pg = match tier {
         Tier::Memory => {
-            let mut endpoint = ReferenceRows::new(RowsStore::in_memory(config));
-            return play(&mut endpoint, script, trace, outcomes).await;
+            let mut reference = ReferenceRows::new(RowsStore::in_memory(config));
+            return play(&mut reference, script, trace, outcomes).await;
         }
         Tier::Postgres(pg) => pg,
     };
@@ -363,7 +362,7 @@ fn made_into<'a>(action: &'a Action, learnt: &'a mut Learnt) -> Option<(&'a mut 
 
 /// One step against the endpoint. `Err` is the step's failure as the report states it: the
 /// implementation failing, answering out of contract, or an observation that did not run.
-/// Refusals are outcomes. Exploration (`explore_run.rs`) plays its steps through it too.
+/// Refusals are outcomes.
 pub(super) async fn perform(
     endpoint: &mut dyn RowsEndpoint,
     action: &Action,
@@ -393,7 +392,8 @@ pub(super) async fn perform(
     };
     Ok(match got {
         RowsOutcome::Refused { reason, message } => Outcome::Refused { reason, message },
-        RowsOutcome::Made { id } if op.makes() => {
+        // An empty id is the one the harness sends for a name never made: no program makes it.
+        RowsOutcome::Made { id } if op.makes() && id != UNMADE => {
             if let Some((ids, name)) = made_into(action, learnt) {
                 ids.insert(name.to_string(), id);
             }
@@ -441,4 +441,129 @@ pub fn killers(scripts: &[Script], m: RowsMutant) -> Vec<&Script> {
         .iter()
         .filter(|s| s.kills.iter().any(|k| k == m.id()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    /// A program answering `made` (one answer) to the operations that make something, `other`
+    /// to every other but creating workspaces and sessions (`ok`), and 1 to every count;
+    /// recording what it was sent.
+    struct Answers {
+        made: RowsOutcome,
+        other: RowsOutcome,
+        sent: Vec<RowsOp>,
+    }
+
+    #[async_trait::async_trait(?Send)]
+    impl RowsEndpoint for Answers {
+        async fn call(&mut self, _now_ms: i64, op: &RowsOp) -> Result<RowsOutcome, String> {
+            self.sent.push(op.clone());
+            Ok(match op {
+                RowsOp::CreateWorkspace { .. } | RowsOp::CreateSession { .. } => RowsOutcome::Ok,
+                op if op.makes() => self.made.clone(),
+                _ => self.other.clone(),
+            })
+        }
+        async fn observe(&mut self, _what: &Observation) -> Result<i64, String> {
+            Ok(1)
+        }
+    }
+
+    fn script(steps: &str) -> Script {
+        let rules: BTreeSet<String> = ["SR-2.3".to_string()].into_iter().collect();
+        super::super::script::parse_with(
+            Path::new("x.tdm"),
+            &format!("scenario: s\nprofile: rows\nrules: SR-2.3\n\n{steps}"),
+            &rules,
+        )
+        .unwrap()
+    }
+
+    async fn play_against(
+        made: RowsOutcome,
+        other: RowsOutcome,
+        steps: &str,
+    ) -> (Result<(), Failure>, Vec<RowsOp>) {
+        let mut program = Answers {
+            made,
+            other,
+            sent: Vec::new(),
+        };
+        let played = play(
+            &mut program,
+            &script(steps),
+            &mut Trace::new(),
+            &mut Vec::new(),
+        )
+        .await;
+        (played, program.sent)
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    #[test]
+    fn a_making_step_answered_ok_or_with_an_empty_id_fails_as_out_of_contract() {
+        for answer in [RowsOutcome::Ok, RowsOutcome::Made { id: UNMADE.into() }] {
+            let (played, _) = block_on(play_against(
+                answer.clone(),
+                RowsOutcome::Ok,
+                "workspace w1\nsession c1 in w1\nstart reply r1 in c1\n",
+            ));
+            let f = played.expect_err("start_reply must answer made with an id");
+            assert!(
+                f.line == 7
+                    && f.actual.contains("start_reply answered")
+                    && f.actual.contains("never answers"),
+                "{answer:?}: {f:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_id_a_program_made_is_sent_back_unchanged_and_an_unmade_name_as_the_empty_id() {
+        let (played, sent) = block_on(play_against(
+            RowsOutcome::Made {
+                id: "9f1c-uuid".into(),
+            },
+            RowsOutcome::Ok,
+            "snapshot s1\nname snapshot s1 for model m\n",
+        ));
+        played.unwrap();
+        assert_eq!(
+            sent,
+            vec![
+                RowsOp::TakeSnapshot,
+                RowsOp::NameSnapshot {
+                    model: "m".into(),
+                    snapshot: "9f1c-uuid".into()
+                }
+            ]
+        );
+
+        let refused = RowsOutcome::Refused {
+            reason: "unknown_session".into(),
+            message: "no".into(),
+        };
+        let (played, sent) = block_on(play_against(
+            refused.clone(),
+            refused,
+            "workspace w1\nsession c1 in w1\nstart reply r1 in c1 => refused unknown_session\nseal reply r1 => refused unknown_session\n",
+        ));
+        played.unwrap();
+        assert_eq!(
+            sent[3],
+            RowsOp::SealReply {
+                reply: UNMADE.into()
+            }
+        );
+    }
 }
