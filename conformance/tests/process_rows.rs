@@ -6,7 +6,6 @@
 //! `DATABASE_URL` or an ephemeral cluster, as for the real-tier tests.
 
 use std::num::NonZeroUsize;
-use std::path::Path;
 
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
 use tidemark_conformance::profiles::rows::contract::Observation;
@@ -282,27 +281,88 @@ fn declared_rows_queries_are_read_only_and_their_shape_is_checked_first() {
     });
 }
 
+/// The counts come from the queries the program declares, through the process path: the Python
+/// example with its `held_requests` query made to lie fails at the first step counting them,
+/// naming the step, where the true query passes.
+#[test]
+fn a_declared_rows_query_that_lies_fails_the_step_that_counts_with_it() {
+    let Some(python) = python_venv() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let liar = dir.path().join("lying-rows.py");
+    std::fs::write(
+        &liar,
+        format!(
+            r#"import runpy, sys
+sys.path.insert(0, {example:?})
+import schema
+schema.QUERIES["tables"]["held_requests"] = "SELECT count(*) - count(*) AS n FROM parked_request"
+runpy.run_path({example:?} + "/rows.py", run_name="__main__")
+"#,
+            example = repo_root()
+                .join("examples/python-rows")
+                .display()
+                .to_string()
+        ),
+    )
+    .unwrap();
+    let scripts: Vec<Script> = scripts()
+        .into_iter()
+        .filter(|s| s.test_name() == "rows::a_held_request_outlives_its_conversations_old_events")
+        .collect();
+    assert_eq!(
+        scripts.len(),
+        1,
+        "the scenario counting held requests exists"
+    );
+    block_on(async {
+        let pg = PgProvider::from_environment().await.expect("PostgreSQL");
+        let honest = through(
+            &format!("{python} examples/python-rows/rows.py"),
+            &pg,
+            &scripts,
+        )
+        .await;
+        assert_eq!(verdicts(&honest)[0].1, "passed");
+        let lying = through(&format!("{python} {}", liar.display()), &pg, &scripts).await;
+        match &lying[0].verdict {
+            Verdict::Failed(f) => assert!(
+                f.line == 13 && f.step.starts_with("count held_requests") && f.actual == "0",
+                "{f:?}"
+            ),
+            other => panic!("the lying query must fail the count: {other:?}"),
+        }
+    });
+}
+
+/// The Python examples' interpreter, when its venv exists; without it the caller's test says so
+/// and passes, except under CI, where it must run.
+fn python_venv() -> Option<String> {
+    if repo_root().join(PYTHON).exists() {
+        return Some(PYTHON.to_string());
+    }
+    let why = format!(
+        "no {PYTHON} (python3 -m venv target/py-scoped && target/py-scoped/bin/pip install -r examples/python-scoped/requirements.txt)"
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("CI must run the Python rows example, but: {why}");
+    }
+    eprintln!("skipped: {why}");
+    None
+}
+
 /// The Python example (`examples/python-rows`), written from SPEC.md part SR and PROTOCOL.md in
 /// tables of its own naming, passes every rows scenario through the protocol, the harness
 /// counting its rows with the queries it declares. It needs the Python venv `.ci/run` sets up
 /// (psycopg 3); without it the test says so and passes, except under CI, where it must run.
 #[test]
 fn the_python_rows_example_passes_every_rows_scenario_through_the_protocol() {
-    if !repo_root().join(PYTHON).exists() {
-        let why = format!(
-            "no {PYTHON} (python3 -m venv target/py-scoped && target/py-scoped/bin/pip install -r examples/python-scoped/requirements.txt)"
-        );
-        if std::env::var_os("CI").is_some() {
-            panic!("CI must run the Python rows example, but: {why}");
-        }
-        eprintln!("skipped: {why}");
+    let Some(python) = python_venv() else {
         return;
-    }
+    };
     let scripts = scripts();
-    let command = format!(
-        "{PYTHON} {}",
-        Path::new("examples/python-rows/rows.py").display()
-    );
+    let command = format!("{python} examples/python-rows/rows.py");
     block_on(async {
         let pg = PgProvider::from_environment().await.expect("PostgreSQL");
         let cases = through(&command, &pg, &scripts).await;
