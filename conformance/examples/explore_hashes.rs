@@ -3,8 +3,8 @@
 //!
 //! cargo run -p tidemark-conformance --example explore_hashes -- 100
 
-use tidemark_conformance::explore;
 use tidemark_conformance::profiles::scoped::model::{generate, run_ops, Tier, DEFAULT_STEPS};
+use tidemark_conformance::profiles::scratchpad::explore;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 
 fn main() {

@@ -1,14 +1,15 @@
 //! `tidemark bench`: the figures the issues ask for, measured on this machine. Timings come from
 //! the wall clock here on purpose: they are measurements, never inputs to a decision.
 
-use crate::explore::run::scratch_base;
-use crate::explore::{run_seed, Shard};
+use crate::explore::Shard;
+use crate::profiles::scratchpad::explore::run_seed;
 use crate::profiles::scratchpad::ReferenceScratchpad;
 use std::sync::Arc;
 use std::time::Instant;
 use tidemark_reference::clock::ManualClock;
 use tidemark_reference::scratchpad::{CallContext, Scratchpad, ScratchpadConfig};
 use tidemark_sim::clock::EPOCH;
+use tidemark_sim::owner::scratch_base;
 
 /// A scratchpad on a fresh temporary root (returned, so it lives as long as the pad) whose
 /// session `alice@#g/T1` already holds `files` 100-byte files. `spaced` gives each setup file

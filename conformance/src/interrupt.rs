@@ -38,7 +38,7 @@ static DROPPED: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
 /// Where runs put temporary directories besides the temp dir: the scenarios' scratch base, and
 /// the cache where a cluster template is staged.
 fn extra_bases() -> Vec<PathBuf> {
-    let mut bases = vec![crate::explore::run::scratch_base()];
+    let mut bases = vec![tidemark_sim::owner::scratch_base()];
     bases.extend(tidemark_sim::real_tier::pg_template::cache_root());
     bases
 }

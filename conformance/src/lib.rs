@@ -1,24 +1,21 @@
-//! Tidemark conformance: the contract (requests and outcomes as data), the scenario format and
-//! its runner, the drivers that reach an implementation, the mutant catalogue's runner, and the
-//! reports. The `tidemark` binary (src/main.rs) is a thin command line over this library.
+//! Tidemark conformance: the engine written once (the scenario language's header and lexer,
+//! the reports, the process protocol, exploration's shrinking and saved failures, interruption)
+//! and the profiles that plug into it (`profiles/<name>/`: each one's contract, step
+//! vocabulary, runner, model, exploration, mutants and world). The `tidemark` binary
+//! (src/main.rs) is a thin command line over this library.
 
 pub mod bench;
-pub mod contract;
 pub mod declared_sql;
 pub mod driver;
 pub mod explore;
-pub mod gate;
 pub mod interrupt;
-pub mod mutants;
-pub mod names;
+pub mod play;
 pub mod process;
 pub mod profiles;
 pub mod protocol;
 pub mod report;
-pub mod runner;
 pub mod scenario;
 pub mod spec;
-pub mod suite;
 pub mod world_seeds;
 
 use std::path::PathBuf;

@@ -422,7 +422,7 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
     let mut report = report::RunReport {
         implementation: factory
             .as_ref()
-            .map(tidemark_conformance::driver::DriverFactory::name)
+            .map(process::ProcessFactory::name)
             .unwrap_or_else(|| "reference".into()),
         replay_prefix: replay.clone(),
         cases: Vec::new(),

@@ -1,9 +1,12 @@
-//! The out-of-process driver: the implementation under test is any program that speaks the
-//! `tidemark/1` protocol (PROTOCOL.md) on stdin/stdout.
+//! The out-of-process implementation: any program that speaks the `tidemark/1` protocol
+//! (PROTOCOL.md) on stdin/stdout, whatever its profile. This module knows no profile's
+//! operations: a [`ProcessSession`] sends request bodies of any serializable type and reads
+//! replies of any deserializable type; each profile maps its steps onto it (the scratchpad in
+//! `profiles/scratchpad/process.rs`, the scoped profile in `profiles/scoped/process.rs`).
 //!
-//! Each scenario gets its own process, started by `Request::Start` in the scenario's working
-//! directory, handed the scenario's environment in an init exchange, and killed (SIGKILL, no
-//! shutdown) by `stop`, exactly as the in-process driver drops the reference. Killing reaches its
+//! Each scenario gets its own process, started in the scenario's working directory, handed the
+//! scenario's environment in an init exchange, and killed (SIGKILL, no shutdown) when the
+//! scenario stops or restarts it, exactly as the in-process driver drops the reference. Killing reaches its
 //! whole process group and every process carrying its `TIDEMARK_RUN` value (a worker whose
 //! leader exited first, a `setsid()` escapee), and the kernel kills it if the harness dies. Every line the
 //! harness waits for is bounded by [`ProcessOptions::reply_timeout`]; a program that prints
@@ -15,13 +18,10 @@
 //! bounded reads, kill, reap) is in one module, so the guarantee that none is left is checked in
 //! one place.
 
-use crate::contract::{Outcome, Request};
-use crate::driver::{Driver, DriverError, DriverFactory, Environment};
+use crate::driver::DriverError;
 use crate::protocol::{
     FromImplementation, Init, InitOk, RequestEnvelope, ToImplementation, INIT_ID, PROTOCOL,
 };
-use crate::scenario::Profile;
-use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -32,7 +32,6 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tidemark_reference::clock::Timestamp;
 use tidemark_sim::clip::{clip, clip_bytes, clip_prefix};
 use tidemark_sim::owner::{Owner, RUN_ENV};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -144,8 +143,8 @@ impl AdapterCommand {
     }
 }
 
-/// Makes one [`ProcessDriver`] per scenario, for a program whose claims were learned by
-/// [`ProcessFactory::probe`].
+/// A program whose claims were learned by [`ProcessFactory::probe`]; each profile starts one
+/// [`ProcessSession`] per scenario from it.
 #[derive(Clone, Debug)]
 pub struct ProcessFactory {
     command: AdapterCommand,
@@ -191,40 +190,22 @@ impl ProcessFactory {
     pub fn command(&self) -> &AdapterCommand {
         &self.command
     }
-}
 
-impl DriverFactory for ProcessFactory {
     /// The name the program gave itself, and the command that ran it: reports then say which
     /// version was checked, and how to run it again.
-    fn name(&self) -> String {
+    pub fn name(&self) -> String {
         match self.claims.implementation.trim() {
             "" => self.command.text.clone(),
             named => format!("{named} via `{}`", self.command.text),
         }
     }
-
-    fn supports(&self, profile: Profile) -> bool {
-        self.claims.profiles.iter().any(|p| p == profile.name())
-    }
-
-    fn capabilities(&self) -> Vec<String> {
-        self.claims.capabilities.clone()
-    }
-
-    fn create(&self, profile: Profile, env: &Environment) -> Result<Box<dyn Driver>, DriverError> {
-        Ok(Box::new(ProcessDriver {
-            command: self.command.clone(),
-            options: self.options.clone(),
-            profile,
-            env: env.clone(),
-            adapter: None,
-            next_id: INIT_ID + 1,
-        }))
-    }
 }
 
-fn init_message(
-    profile: Option<Profile>,
+/// The init of a program given a scratch root and a working directory: for `profile`, or, with
+/// `None`, to ask what it supports. Paths travel as JSON strings, so a path that is not UTF-8 is
+/// an error rather than a lossy name.
+pub fn init_message(
+    profile: Option<&str>,
     root: &Path,
     workdir: &Path,
     knobs: &BTreeMap<String, i64>,
@@ -240,50 +221,13 @@ fn init_message(
     Ok(Init {
         id: INIT_ID,
         protocol: PROTOCOL.to_string(),
-        profile: profile.map(|p| p.name().to_string()),
+        profile: profile.map(str::to_string),
         root: utf8("scratch root", root)?,
         workdir: utf8("working directory", workdir)?,
         knobs: knobs.clone(),
         s3: None,
         postgres_url: None,
     })
-}
-
-/// One scenario's implementation: at most one running process at a time.
-pub struct ProcessDriver {
-    command: AdapterCommand,
-    options: ProcessOptions,
-    profile: Profile,
-    env: Environment,
-    adapter: Option<Adapter>,
-    /// Request ids increase across restarts, so a reply from a previous life cannot be mistaken
-    /// for an answer.
-    next_id: u64,
-}
-
-impl ProcessDriver {
-    async fn start_process(&mut self) -> Result<(), DriverError> {
-        if let Some(old) = self.adapter.take() {
-            old.kill().await;
-        }
-        let init = init_message(
-            Some(self.profile),
-            &self.env.root,
-            &self.env.workdir,
-            // Every knob, not only those the scenario sets (SP-5.6).
-            &self.env.knobs.complete(self.profile),
-        )?;
-        let (adapter, _) = start_checked(
-            &self.command,
-            &self.options,
-            &self.env.workdir,
-            init,
-            self.profile.name(),
-        )
-        .await?;
-        self.adapter = Some(adapter);
-        Ok(())
-    }
 }
 
 /// Spawns the program in `workdir`, sends `init` and checks that its init_ok claims `profile`.
@@ -316,10 +260,10 @@ async fn start_checked(
     Ok((adapter, claims))
 }
 
-/// One scenario's program for a profile whose steps are not scratchpad [`Request`]s (the scoped
-/// profile): started with a given `init`, sent typed requests, restarted (SIGKILL to its process
-/// group, then a new process with the same `init`) when the scenario says it crashes. Every wait
-/// is bounded and every misbehaviour reads as it does for the scratchpad.
+/// One scenario's program, for any profile: started with a given `init`, sent typed requests,
+/// restarted (SIGKILL to its process group, then a new process with the same `init`) when the
+/// scenario says it crashes. Request ids increase across restarts, so a reply from a previous
+/// life cannot be mistaken for an answer. Every wait is bounded.
 pub struct ProcessSession {
     command: AdapterCommand,
     options: ProcessOptions,
@@ -414,43 +358,6 @@ impl ProcessSession {
     }
 }
 
-#[async_trait]
-impl Driver for ProcessDriver {
-    async fn call(&mut self, now: Timestamp, request: &Request) -> Result<Outcome, DriverError> {
-        if let Request::Start = request {
-            self.start_process().await?;
-        }
-        let Some(adapter) = self.adapter.as_mut() else {
-            return Err(DriverError(format!(
-                "a {} request arrived while the implementation was not running",
-                request.op_name()
-            )));
-        };
-        let id = self.next_id;
-        self.next_id += 1;
-        let envelope = RequestEnvelope {
-            id,
-            now_ms: now.as_millis(),
-            body: request.clone(),
-        };
-        let result = adapter.request(envelope, request.op_name()).await;
-        if result.is_err() {
-            // A program that misbehaved once is not trusted with another request.
-            if let Some(adapter) = self.adapter.take() {
-                adapter.kill().await;
-            }
-        }
-        result
-    }
-
-    async fn stop(&mut self) -> Result<(), DriverError> {
-        if let Some(adapter) = self.adapter.take() {
-            adapter.kill().await;
-        }
-        Ok(())
-    }
-}
-
 /// A running program: its pipes, the tail of its stderr, and the bound on every wait.
 struct Adapter {
     child: Child,
@@ -532,13 +439,14 @@ impl Adapter {
     /// Sends init and checks init_ok: the same protocol, and a well-formed claim.
     async fn handshake(&mut self, init: Init) -> Result<InitOk, DriverError> {
         let bound = self.startup_timeout;
-        self.send(
-            &ToImplementation::<Request>::Init(init),
-            "init".into(),
-            bound,
-        )
-        .await?;
-        match self.receive::<Outcome>(INIT_ID, "init", bound).await? {
+        self.send(&ToImplementation::<()>::Init(init), "init".into(), bound)
+            .await?;
+        // The init's answer carries no profile's body: a `reply` here, whatever its body, is
+        // the wrong message rather than an unreadable line.
+        match self
+            .receive::<serde::de::IgnoredAny>(INIT_ID, "init", bound)
+            .await?
+        {
             FromImplementation::InitOk(ok) if ok.protocol == PROTOCOL => Ok(ok),
             FromImplementation::InitOk(ok) => Err(self
                 .failure(format!(

@@ -3,14 +3,13 @@
 //!
 //! One JSON object per line: the harness writes [`ToImplementation`] lines to the program's stdin
 //! and reads [`FromImplementation`] lines from its stdout; stderr is the program's log. The
-//! request and outcome bodies are exactly the JSON of [`Request`] and [`Outcome`], so a scenario
-//! means the same thing in every language.
+//! envelopes are generic over their body: the request and outcome bodies are exactly the JSON of
+//! the profile's own types (the scratchpad's `Request` and `Outcome` in
+//! `profiles/scratchpad/contract.rs`, the scoped profile's `ScopedOp` and `ScopedOutcome`), so a
+//! scenario means the same thing in every language.
 
-use crate::contract::{Outcome, Request};
 pub use crate::profiles::rows::queries::RowsQueries;
 pub use crate::profiles::scoped::ledger::LedgerQueries;
-#[cfg(doc)]
-use crate::profiles::scoped::{ScopedOp, ScopedOutcome};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -22,13 +21,13 @@ pub const PROTOCOL: &str = "tidemark/1";
 pub const INIT_ID: u64 = 0;
 
 /// A line the harness writes to the implementation's stdin. The body type is the profile's
-/// request: [`Request`] for the scratchpad, [`ScopedOp`] for the scoped profile (the same `op`
-/// names mean different things in the two, so the profile of the `init` decides how to read them).
+/// request (the same `op` names mean different things in two profiles, so the profile of the
+/// `init` decides how to read them).
 // One message per line, built and dropped at once: the size of the init variant costs nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ToImplementation<B = Request> {
+pub enum ToImplementation<B> {
     Init(Init),
     Request(RequestEnvelope<B>),
 }
@@ -86,7 +85,7 @@ impl From<&S3Endpoint> for crate::profiles::scoped::remote::S3Access {
 
 /// One operation at one simulated instant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RequestEnvelope<B = Request> {
+pub struct RequestEnvelope<B> {
     pub id: u64,
     /// The current time, milliseconds since the Unix epoch, UTC. The only clock the program may
     /// use for a retention decision.
@@ -94,15 +93,14 @@ pub struct RequestEnvelope<B = Request> {
     pub body: B,
 }
 
-/// A line the implementation writes to stdout. The body of a reply is the profile's outcome:
-/// [`Outcome`] for the scratchpad, [`ScopedOutcome`] for the scoped profile.
+/// A line the implementation writes to stdout. The body of a reply is the profile's outcome.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum FromImplementation<O = Outcome> {
+pub enum FromImplementation<O> {
     InitOk(InitOk),
     Reply(Reply<O>),
     /// The program could not perform a request at all (a bug, a disk error): not a refusal,
-    /// which is an ordinary [`Outcome`]. The harness reports it as the scenario's failure.
+    /// which is an ordinary outcome. The harness reports it as the scenario's failure.
     Error(ErrorReply),
 }
 
@@ -149,7 +147,7 @@ pub struct InitOk {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Reply<O = Outcome> {
+pub struct Reply<O> {
     pub in_reply_to: u64,
     pub body: O,
 }
@@ -163,45 +161,6 @@ pub struct ErrorReply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{Bytes, Caller};
-
-    #[test]
-    fn a_request_line_carries_the_contract_body_with_bytes_as_hex() {
-        let line = serde_json::to_string(&ToImplementation::Request(RequestEnvelope {
-            id: 3,
-            now_ms: 1_767_225_600_000,
-            body: Request::Read {
-                caller: Caller {
-                    requester: "alice".into(),
-                    channel: "general".into(),
-                    thread: Some("T1".into()),
-                },
-                path: Bytes(b"a.md".to_vec()),
-            },
-        }))
-        .unwrap();
-        assert_eq!(
-            line,
-            r#"{"type":"request","id":3,"now_ms":1767225600000,"body":{"op":"read","caller":{"requester":"alice","channel":"general","thread":"T1"},"path":"612e6d64"}}"#
-        );
-    }
-
-    #[test]
-    fn a_reply_line_parses_into_the_contract_outcome() {
-        let m: FromImplementation =
-            serde_json::from_str(r#"{"type":"reply","in_reply_to":3,"body":{"outcome":"refused","reason":"traversal","message":"no"}}"#)
-                .unwrap();
-        assert_eq!(
-            m,
-            FromImplementation::Reply(Reply {
-                in_reply_to: 3,
-                body: Outcome::Refused {
-                    reason: "traversal".into(),
-                    message: "no".into()
-                }
-            })
-        );
-    }
 
     #[test]
     fn a_scoped_request_carries_a_scoped_op_with_its_time_and_its_reply_parses_as_a_scoped_outcome()
@@ -237,7 +196,7 @@ mod tests {
 
     #[test]
     fn an_init_ok_may_omit_its_name_and_capabilities() {
-        let m: FromImplementation =
+        let m: FromImplementation<serde::de::IgnoredAny> =
             serde_json::from_str(r#"{"type":"init_ok","in_reply_to":0,"protocol":"tidemark/1","profiles":["scratchpad"]}"#).unwrap();
         assert_eq!(m.type_name(), "init_ok");
         assert_eq!(m.in_reply_to(), 0);

@@ -7,8 +7,7 @@
 //! input or output is cut (4 KiB a quote, 16 KiB a whole outcome) with the count of bytes left
 //! out (`tidemark_sim::clip`).
 
-use crate::runner::{Failure, ScenarioResult};
-use crate::scenario::Scenario;
+use crate::play::Failure;
 use quick_xml::events::{BytesDecl, BytesText, Event};
 use quick_xml::Writer;
 use serde::Serialize;
@@ -17,7 +16,7 @@ use std::path::Path;
 use tidemark_sim::clip::{clip, clip_field};
 
 /// How many trace lines a failure carries in JSON and JUnit.
-const TRACE_TAIL_LINES: usize = 8;
+pub const TRACE_TAIL_LINES: usize = 8;
 
 /// What happened to one scenario.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,39 +41,6 @@ pub struct CaseReport {
     pub verdict: Verdict,
     /// The last events before a failure; empty otherwise.
     pub trace_tail: Vec<String>,
-}
-
-impl CaseReport {
-    pub fn from_result(result: &ScenarioResult, profile: &str) -> CaseReport {
-        CaseReport {
-            test_name: result.test_name.clone(),
-            name: result.name.clone(),
-            profile: profile.to_string(),
-            file: display_path(&result.file),
-            rules: result.rules.clone(),
-            verdict: match &result.failure {
-                None => Verdict::Passed,
-                Some(f) => Verdict::Failed(f.clone()),
-            },
-            trace_tail: if result.passed() {
-                vec![]
-            } else {
-                result.trace.tail(TRACE_TAIL_LINES).to_vec()
-            },
-        }
-    }
-
-    pub fn skipped(scenario: &Scenario, reason: String) -> CaseReport {
-        CaseReport {
-            test_name: scenario.test_name(),
-            name: scenario.name.clone(),
-            profile: scenario.profile.name().to_string(),
-            file: display_path(&scenario.file),
-            rules: scenario.rules.clone(),
-            verdict: Verdict::Skipped { reason },
-            trace_tail: vec![],
-        }
-    }
 }
 
 /// One run of the suite against one implementation.

@@ -1,7 +1,8 @@
 //! Exploration properties that must hold on every build: seeds replay byte-identically, the
 //! reference survives a bounded random search, and random search finds a mutant unaided.
 
-use tidemark_conformance::explore::{explore_seed, run_seed, Shard};
+use tidemark_conformance::explore::Shard;
+use tidemark_conformance::profiles::scratchpad::explore::{explore_seed, run_seed};
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_reference::scratchpad::ScratchpadMutant;
 
@@ -27,7 +28,9 @@ fn the_reference_survives_a_bounded_random_search() {
         if let Some(found) = explore_seed(seed, &reference, 2_000) {
             panic!(
                 "{}",
-                tidemark_conformance::explore::cli::describe(&found, None, None)
+                tidemark_conformance::profiles::scratchpad::explore::cli::describe(
+                    &found, None, None
+                )
             );
         }
     }

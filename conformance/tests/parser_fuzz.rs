@@ -181,7 +181,9 @@ fn apply(text: &str, m: &Mutation) -> String {
 /// Parses `text` with both grammars and checks every error's line.
 fn check_both(file: &Path, text: &str) -> Result<(), TestCaseError> {
     let lines = text.lines().count().max(1);
-    if let Err(e) = tidemark_conformance::scenario::parse_str(file, text, rules()) {
+    if let Err(e) =
+        tidemark_conformance::profiles::scratchpad::scenario::parse_str(file, text, rules())
+    {
         prop_assert!(
             (1..=lines).contains(&e.line),
             "scratchpad error at line {} of a {lines}-line file: {e}",

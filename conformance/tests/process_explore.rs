@@ -2,9 +2,9 @@
 //! of SPEC.md) on random operation sequences, not only on the scenarios: a divergence is either a
 //! bug in the example or a place where the spec let two readers go different ways.
 
-use tidemark_conformance::explore::cli::describe;
-use tidemark_conformance::explore::explore_seed;
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
+use tidemark_conformance::profiles::scratchpad::explore::cli::describe;
+use tidemark_conformance::profiles::scratchpad::explore::explore_seed;
 use tidemark_conformance::spec::repo_root;
 
 fn python_example() -> ProcessFactory {

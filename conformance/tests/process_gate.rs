@@ -3,10 +3,11 @@
 //! does not claim are ignored, not failed.
 
 use libtest_mimic::{Arguments, Conclusion};
-use tidemark_conformance::driver::{Driver, DriverError, DriverFactory, Environment};
-use tidemark_conformance::gate::Gate;
+use tidemark_conformance::driver::DriverError;
+use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
+use tidemark_conformance::profiles::scratchpad::gate::Gate;
+use tidemark_conformance::profiles::scratchpad::scenario::Profile;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
-use tidemark_conformance::scenario::Profile;
 use tidemark_reference::scratchpad::ScratchpadMutant;
 
 /// One inner libtest run of the gate. Its output goes to a log file, not stdout: an inner

@@ -3,12 +3,13 @@
 
 use std::path::Path;
 use std::time::{Duration, Instant};
-use tidemark_conformance::gate::{self, Selection};
+use tidemark_conformance::play::Failure;
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
+use tidemark_conformance::profiles::scratchpad::gate::{self, Selection};
+use tidemark_conformance::profiles::scratchpad::suite;
 use tidemark_conformance::report::{RunReport, Verdict};
-use tidemark_conformance::runner::Failure;
 use tidemark_conformance::spec::repo_root;
-use tidemark_conformance::{default_scenarios_dir, default_spec_path, suite};
+use tidemark_conformance::{default_scenarios_dir, default_spec_path};
 
 /// Two scenarios whose first step is a write, so a misbehaving adapter fails at a step a person
 /// can find.

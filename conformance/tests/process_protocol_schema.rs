@@ -356,7 +356,7 @@ fn an_init_ok_declaring_its_ledger_queries_is_valid_and_needs_both() {
             "obligations": "SELECT key_prefix AS prefix, finished_at IS NULL AS pending FROM purge_jobs",
             "records": "SELECT key_prefix AS prefix FROM purge_receipts"}});
     check(&schema, from, &declared, "$").unwrap();
-    let parsed: FromImplementation = serde_json::from_value(declared).unwrap();
+    let parsed: FromImplementation<serde_json::Value> = serde_json::from_value(declared).unwrap();
     let FromImplementation::InitOk(ok) = parsed else {
         panic!("an init_ok")
     };
@@ -367,5 +367,5 @@ fn an_init_ok_declaring_its_ledger_queries_is_valid_and_needs_both() {
     let half = serde_json::json!({"type": "init_ok", "in_reply_to": 0, "protocol": "tidemark/1",
         "profiles": ["scoped"], "ledger": {"obligations": "SELECT 1"}});
     assert!(check(&schema, from, &half, "$").is_err());
-    assert!(serde_json::from_value::<FromImplementation>(half).is_err());
+    assert!(serde_json::from_value::<FromImplementation<serde_json::Value>>(half).is_err());
 }

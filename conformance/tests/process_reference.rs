@@ -1,12 +1,13 @@
 //! The reference implementation behind the protocol behaves exactly as it does in-process: the
 //! same verdict for every scenario, and, with a mutant switched on, the same failures.
 
-use tidemark_conformance::gate;
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
+use tidemark_conformance::profiles::scratchpad::gate;
+use tidemark_conformance::profiles::scratchpad::scenario::Scenario;
+use tidemark_conformance::profiles::scratchpad::suite;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::report::{RunReport, Verdict};
-use tidemark_conformance::scenario::Scenario;
-use tidemark_conformance::{default_scenarios_dir, default_spec_path, suite};
+use tidemark_conformance::{default_scenarios_dir, default_spec_path};
 use tidemark_reference::scratchpad::ScratchpadMutant;
 
 const ADAPTER: &str = env!("CARGO_BIN_EXE_tidemark-reference-adapter");

@@ -4,11 +4,12 @@
 //! and each saved exploration failure under fixtures/explore/scratchpad as a replay (`fixture::<file>`).
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use tidemark_conformance::explore::fixture;
-use tidemark_conformance::mutants::run_scratchpad_mutants;
+use tidemark_conformance::profiles::scratchpad::explore::fixture;
+use tidemark_conformance::profiles::scratchpad::mutants::run_scratchpad_mutants;
+use tidemark_conformance::profiles::scratchpad::runner::run_scenario;
+use tidemark_conformance::profiles::scratchpad::suite;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
-use tidemark_conformance::runner::run_scenario;
-use tidemark_conformance::{default_scenarios_dir, default_spec_path, suite};
+use tidemark_conformance::{default_scenarios_dir, default_spec_path};
 use tidemark_reference::scratchpad::ScratchpadMutant;
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -84,7 +85,7 @@ fn main() {
             },
         ));
     }
-    let fixtures_dir = tidemark_conformance::explore::fixture::default_dir();
+    let fixtures_dir = tidemark_conformance::profiles::scratchpad::explore::fixture::default_dir();
     let fixtures = match fixture::load_all(&fixtures_dir) {
         Ok(f) => f,
         Err(e) => {

@@ -6,14 +6,15 @@
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-use tidemark_conformance::gate::{self, Selection};
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
+use tidemark_conformance::profiles::scratchpad::gate::{self, Selection};
+use tidemark_conformance::profiles::scratchpad::runner::run_scenario;
+use tidemark_conformance::profiles::scratchpad::scenario::parse_str;
+use tidemark_conformance::profiles::scratchpad::suite;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::report::{self, CaseReport, RunReport, Verdict};
-use tidemark_conformance::runner::run_scenario;
-use tidemark_conformance::scenario::parse_str;
 use tidemark_conformance::spec::{repo_root, RuleIndex};
-use tidemark_conformance::{default_scenarios_dir, default_spec_path, suite};
+use tidemark_conformance::{default_scenarios_dir, default_spec_path};
 
 const HEAD: &str = "scenario: an example\nprofile: scratchpad\nrules: SP-1.1\n";
 
@@ -38,7 +39,7 @@ fn run_text(text: &str) -> RunReport {
     }
 }
 
-fn failure(report: &RunReport) -> &tidemark_conformance::runner::Failure {
+fn failure(report: &RunReport) -> &tidemark_conformance::play::Failure {
     match &report.cases[0].verdict {
         Verdict::Failed(f) => f,
         other => panic!("expected a failure, got {other:?}"),

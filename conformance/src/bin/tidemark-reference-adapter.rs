@@ -13,16 +13,16 @@
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
-use tidemark_conformance::driver::{Driver, DriverFactory, Environment};
 use tidemark_conformance::profiles::rows::contract::{ReferenceRows, RowsOp};
 use tidemark_conformance::profiles::scoped::remote::{self, S3Access, ScopedService};
 use tidemark_conformance::profiles::scoped::ScopedOp;
+use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
+use tidemark_conformance::profiles::scratchpad::scenario::{Knobs, Profile};
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::protocol::{
     ErrorReply, FromImplementation, Init, InitOk, Reply, RequestEnvelope, ToImplementation,
     PROTOCOL,
 };
-use tidemark_conformance::scenario::{Knobs, Profile};
 use tidemark_reference::clock::Timestamp;
 use tidemark_reference::rows::{RowsConfig, RowsMutant, RowsStore};
 use tidemark_reference::scoped::ScopedMutant;

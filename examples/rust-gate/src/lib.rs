@@ -14,9 +14,10 @@ pub mod scoped;
 
 use async_trait::async_trait;
 use std::sync::Arc;
-use tidemark_conformance::contract::{Bytes, Entry, Outcome, Request};
-use tidemark_conformance::driver::{Driver, DriverError, DriverFactory, Environment};
-use tidemark_conformance::scenario::Profile;
+use tidemark_conformance::profiles::scratchpad::contract::{Bytes, Entry, Outcome, Request};
+use tidemark_conformance::driver::DriverError;
+use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
+use tidemark_conformance::profiles::scratchpad::scenario::Profile;
 use tidemark_reference::clock::{ManualClock, Timestamp};
 use tidemark_reference::scratchpad::{CallContext, ScratchError, Scratchpad, ScratchpadConfig};
 
@@ -96,7 +97,7 @@ impl Driver for MyScratchpadDriver {
             .pad
             .as_mut()
             .ok_or_else(|| DriverError("a request arrived before start".into()))?;
-        let context = |c: &tidemark_conformance::contract::Caller| CallContext {
+        let context = |c: &tidemark_conformance::profiles::scratchpad::contract::Caller| CallContext {
             requester: c.requester.clone(),
             channel: c.channel.clone(),
             thread: c.thread.clone(),

@@ -15,7 +15,7 @@ use tidemark_sim::trace::Trace;
 
 use super::contract::{Observation, ReferenceRows, RowsEndpoint, RowsOp, RowsOutcome, UNMADE};
 use super::script::{transcript_text, Action, Counted, Entry, Expect, Ids, Script, SWEEPS};
-use crate::runner::Failure;
+use crate::play::Failure;
 
 /// What a step answered.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -153,7 +153,7 @@ async fn play_in_process(
     s: &script::Script,
     mutant: Option<ScopedMutant>,
     trace: &mut tidemark_sim::trace::Trace,
-) -> Result<(), crate::runner::Failure> {
+) -> Result<(), crate::play::Failure> {
     use self::driver::ScopedDriver;
     use self::process::setup_failure;
     use tidemark_sim::real_tier::RealTier;
@@ -178,7 +178,7 @@ async fn steps_in_process(
     driver: &mut driver::ScopedDriver,
     s: &script::Script,
     trace: &mut tidemark_sim::trace::Trace,
-) -> Result<(), crate::runner::Failure> {
+) -> Result<(), crate::play::Failure> {
     use self::process::{expect_text, outcome_text, rel};
     let mut now = tidemark_sim::clock::EPOCH;
     for step in &s.steps {
@@ -190,7 +190,7 @@ async fn steps_in_process(
             }
             script::Action::Op(op) => op,
         };
-        let fail = |actual: String| crate::runner::Failure {
+        let fail = |actual: String| crate::play::Failure {
             line: step.line,
             step: step.text.clone(),
             expected: expect_text(&step.expect),

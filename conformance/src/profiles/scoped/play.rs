@@ -1,30 +1,14 @@
 //! Playing a parsed scoped scenario ([`Script`]) step by step against the reference, on the
 //! real tier or the simulation tier ([`Backend`]), comparing each outcome with its expectation:
-//! the scoped profile's runner, apart from its vocabulary (`script.rs`).
+//! the scoped profile's runner, apart from its vocabulary (`script.rs`). The loop over steps is
+//! the engine's (`crate::play`); `ScopedPlayer` performs one step.
 
 use std::path::PathBuf;
 
-use super::driver::ScopedOutcome;
-use super::script::{Action, Script};
-
-/// Where a scenario failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StepFailure {
-    pub line: usize,
-    pub step: String,
-    pub expected: String,
-    pub actual: String,
-}
-
-impl std::fmt::Display for StepFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "line {}: {}\n  expected: {}\n  actual:   {}",
-            self.line, self.step, self.expected, self.actual
-        )
-    }
-}
+use super::driver::{ScopedDriver, ScopedOutcome};
+use super::script::{Action, Script, Step};
+use crate::play::{Failure, Located, Mismatch, StepPlayer};
+use tidemark_reference::clock::Timestamp;
 
 /// Runs a scenario from the pinned epoch on its own S3 server (so its faults are its own) and
 /// its own database on `pg`.
@@ -32,7 +16,7 @@ pub async fn run(
     pg: std::sync::Arc<tidemark_sim::real_tier::PgProvider>,
     script: &Script,
     mutant: Option<tidemark_reference::scoped::ScopedMutant>,
-) -> Result<(), StepFailure> {
+) -> Result<(), Failure> {
     run_on(pg, script, mutant, Backend::Disk).await
 }
 
@@ -54,7 +38,7 @@ pub async fn run_on(
     script: &Script,
     mutant: Option<tidemark_reference::scoped::ScopedMutant>,
     backend: Backend,
-) -> Result<(), StepFailure> {
+) -> Result<(), Failure> {
     run_recorded(Some(pg), script, mutant, backend).await.result
 }
 
@@ -64,7 +48,7 @@ pub async fn run_on(
 pub struct Recorded {
     /// `(line, outcome)` for each operation step run.
     pub outcomes: Vec<(usize, ScopedOutcome)>,
-    pub result: Result<(), StepFailure>,
+    pub result: Result<(), Failure>,
 }
 
 /// Runs a scenario from the pinned epoch on `backend` and records every outcome. `pg` is
@@ -86,8 +70,8 @@ async fn run_steps(
     mutant: Option<tidemark_reference::scoped::ScopedMutant>,
     backend: Backend,
     outcomes: &mut Vec<(usize, ScopedOutcome)>,
-) -> Result<(), StepFailure> {
-    let fail = |line: usize, step: &str, expected: String, actual: String| StepFailure {
+) -> Result<(), Failure> {
+    let fail = |line: usize, step: &str, expected: String, actual: String| Failure {
         line,
         step: step.to_string(),
         expected,
@@ -135,38 +119,68 @@ async fn run_steps(
 }
 
 async fn play_steps(
-    driver: &mut super::ScopedDriver,
+    driver: &mut ScopedDriver,
     script: &Script,
     outcomes: &mut Vec<(usize, ScopedOutcome)>,
-) -> Result<(), StepFailure> {
-    let fail = |line: usize, step: &str, expected: String, actual: String| StepFailure {
-        line,
-        step: step.to_string(),
-        expected,
-        actual,
+) -> Result<(), Failure> {
+    let mut player = ScopedPlayer {
+        driver,
+        now: tidemark_sim::clock::EPOCH,
+        outcomes,
     };
-    let mut now = tidemark_sim::clock::EPOCH;
-    for step in &script.steps {
+    crate::play::play(&mut player, &script.steps).await
+}
+
+impl Located for Step {
+    fn line(&self) -> usize {
+        self.line
+    }
+    fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// One scoped scenario's steps against its driver: `advance` moves the clock handed to every
+/// operation; an operation's outcome is recorded, then compared with the step's expectation.
+struct ScopedPlayer<'a> {
+    driver: &'a mut ScopedDriver,
+    now: Timestamp,
+    outcomes: &'a mut Vec<(usize, ScopedOutcome)>,
+}
+
+impl StepPlayer for ScopedPlayer<'_> {
+    type Step = Step;
+    type Outcome = ScopedOutcome;
+
+    async fn perform(&mut self, step: &Step) -> Result<Option<ScopedOutcome>, Mismatch> {
         match &step.action {
-            Action::Advance(ms) => now = now.plus_ms(*ms),
-            Action::Op(op) => {
-                let got = driver
-                    .call(now, op)
-                    .await
-                    .map_err(|e| fail(step.line, &step.text, format!("{:?}", step.expect), e))?;
-                outcomes.push((step.line, got.clone()));
-                if !step.expect.matches(&got) {
-                    return Err(fail(
-                        step.line,
-                        &step.text,
-                        format!("{:?}", step.expect),
-                        format!("{got:?}"),
-                    ));
-                }
+            Action::Advance(ms) => {
+                self.now = self.now.plus_ms(*ms);
+                Ok(None)
             }
+            Action::Op(op) => self
+                .driver
+                .call(self.now, op)
+                .await
+                .map(Some)
+                .map_err(|e| Mismatch::new(format!("{:?}", step.expect), e)),
         }
     }
-    Ok(())
+
+    fn observe(&mut self, step: &Step, outcome: &ScopedOutcome) {
+        self.outcomes.push((step.line, outcome.clone()));
+    }
+
+    fn compare(&self, step: &Step, outcome: &ScopedOutcome) -> Result<(), Mismatch> {
+        if step.expect.matches(outcome) {
+            Ok(())
+        } else {
+            Err(Mismatch::new(
+                format!("{:?}", step.expect),
+                format!("{outcome:?}"),
+            ))
+        }
+    }
 }
 
 /// One scenario's result in a suite run.
@@ -175,7 +189,7 @@ pub struct ScriptResult {
     pub test_name: String,
     pub name: String,
     pub file: PathBuf,
-    pub failure: Option<StepFailure>,
+    pub failure: Option<Failure>,
 }
 
 /// Runs every scenario against the reference (or one mutant of it), in order.

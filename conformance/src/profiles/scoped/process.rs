@@ -30,10 +30,10 @@ use tidemark_sim::real_tier::{PgProvider, RealTier, TestDatabase};
 use tidemark_sim::trace::Trace;
 
 use crate::driver::DriverError;
+use crate::play::Failure;
 use crate::process::{ProcessFactory, ProcessSession};
 use crate::protocol::{Init, LedgerQueries, S3Endpoint, INIT_ID, PROTOCOL};
 use crate::report::{CaseReport, Verdict};
-use crate::runner::Failure;
 
 /// The profile's name in `init` and `init_ok`.
 pub const PROFILE: &str = "scoped";

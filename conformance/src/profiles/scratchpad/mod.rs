@@ -1,13 +1,24 @@
 //! The reference scratchpad, driven in-process. Time reaches it through a clock the driver sets
 //! from each request's timestamp, exactly as an out-of-process implementation receives it.
 
+pub mod contract;
+pub mod driver;
+pub mod explore;
+pub mod gate;
+pub mod mutants;
+pub mod names;
 pub mod oracle;
+pub mod process;
+pub mod runner;
+pub mod scenario;
+pub mod suite;
 pub mod world;
 
-use crate::contract::{Bytes, Entry, Outcome, Request};
-use crate::driver::{Driver, DriverError, DriverFactory, Environment};
-use crate::scenario::parse::context_of;
-use crate::scenario::Profile;
+use crate::driver::DriverError;
+use crate::profiles::scratchpad::contract::{Bytes, Entry, Outcome, Request};
+use crate::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
+use crate::profiles::scratchpad::scenario::parse::context_of;
+use crate::profiles::scratchpad::scenario::Profile;
 use async_trait::async_trait;
 use std::sync::Arc;
 use tidemark_reference::clock::{ManualClock, Timestamp};
@@ -127,7 +138,7 @@ pub fn apply_call(pad: &mut Scratchpad, request: &Request) -> Outcome {
 }
 
 /// The reference's directory names for a caller: SP-1.2's recommended digest.
-fn names_of(caller: &crate::contract::Caller) -> Outcome {
+fn names_of(caller: &crate::profiles::scratchpad::contract::Caller) -> Outcome {
     let ctx = context_of(caller);
     Outcome::Names {
         session: ctx.session_dir(),
@@ -193,7 +204,7 @@ impl super::Profile for ScratchpadProfile {
     }
 
     fn vocabulary(&self) -> &'static crate::scenario::header::HeaderVocabulary {
-        &crate::scenario::parse::VOCABULARY
+        &crate::profiles::scratchpad::scenario::parse::VOCABULARY
     }
 
     async fn run(
@@ -201,8 +212,9 @@ impl super::Profile for ScratchpadProfile {
         request: &super::RunRequest<'_>,
         program: Option<&crate::process::ProcessFactory>,
     ) -> Result<Vec<crate::report::CaseReport>, String> {
-        let all = crate::suite::load(request.scenarios, request.spec).map_err(|e| e.to_string())?;
-        let selection = crate::gate::Selection {
+        let all = crate::profiles::scratchpad::suite::load(request.scenarios, request.spec)
+            .map_err(|e| e.to_string())?;
+        let selection = crate::profiles::scratchpad::gate::Selection {
             profiles: vec![Profile::Scratchpad],
             only: request.only.to_vec(),
         };
@@ -210,10 +222,16 @@ impl super::Profile for ScratchpadProfile {
         let replay = request.replay_prefix.to_string();
         let report = match program {
             Some(factory) => {
-                crate::gate::check_concurrently(&selected, factory, replay, request.jobs).await
+                crate::profiles::scratchpad::gate::check_concurrently(
+                    &selected,
+                    factory,
+                    replay,
+                    request.jobs,
+                )
+                .await
             }
             None => {
-                crate::gate::check_concurrently(
+                crate::profiles::scratchpad::gate::check_concurrently(
                     &selected,
                     &ReferenceScratchpad::default(),
                     replay,
@@ -229,13 +247,17 @@ impl super::Profile for ScratchpadProfile {
         &self,
         request: &super::MutantsRequest<'_>,
     ) -> Result<super::MutantRows, String> {
-        let all = crate::suite::load(request.scenarios, request.spec).map_err(|e| e.to_string())?;
-        let selected = crate::suite::select(&all, &[Profile::Scratchpad]);
-        let results =
-            crate::mutants::run_scratchpad_mutants(&selected, request.only, !request.all_killers)
-                .await;
+        let all = crate::profiles::scratchpad::suite::load(request.scenarios, request.spec)
+            .map_err(|e| e.to_string())?;
+        let selected = crate::profiles::scratchpad::suite::select(&all, &[Profile::Scratchpad]);
+        let results = crate::profiles::scratchpad::mutants::run_scratchpad_mutants(
+            &selected,
+            request.only,
+            !request.all_killers,
+        )
+        .await;
         Ok(super::MutantRows {
-            rows: crate::mutants::rows(&results),
+            rows: crate::profiles::scratchpad::mutants::rows(&results),
             killed: results.iter().filter(|r| r.killed()).count(),
             survived: results.iter().filter(|r| !r.killed()).count(),
         })
@@ -248,26 +270,30 @@ impl super::Profile for ScratchpadProfile {
         if request.differential {
             return Err(super::unsupported(self.name(), "--differential"));
         }
-        crate::explore::cli::explore(&crate::explore::cli::ExploreArgs {
-            seeds: request.seeds,
-            first_seed: request.first_seed,
-            shard: request.shard,
-            mutant: request.mutant.clone(),
-            check_determinism: request.check_determinism,
-            hunt: request.hunt,
-            hunt_trials: request.hunt_trials,
-            save_dir: match &request.save {
-                super::SaveTo::Default => Some(crate::explore::fixture::default_dir()),
-                super::SaveTo::Dir(d) => Some(d.clone()),
-                super::SaveTo::Nowhere => None,
+        crate::profiles::scratchpad::explore::cli::explore(
+            &crate::profiles::scratchpad::explore::cli::ExploreArgs {
+                seeds: request.seeds,
+                first_seed: request.first_seed,
+                shard: request.shard,
+                mutant: request.mutant.clone(),
+                check_determinism: request.check_determinism,
+                hunt: request.hunt,
+                hunt_trials: request.hunt_trials,
+                save_dir: match &request.save {
+                    super::SaveTo::Default => {
+                        Some(crate::profiles::scratchpad::explore::fixture::default_dir())
+                    }
+                    super::SaveTo::Dir(d) => Some(d.clone()),
+                    super::SaveTo::Nowhere => None,
+                },
+                max_shrink_iters: request.max_shrink_iters,
+                implementation: request.implementation.clone(),
             },
-            max_shrink_iters: request.max_shrink_iters,
-            implementation: request.implementation.clone(),
-        })
+        )
     }
 
     fn owns_fixture(&self, path: &std::path::Path) -> bool {
-        crate::explore::fixture::Fixture::load(path).is_ok()
+        crate::profiles::scratchpad::explore::fixture::Fixture::load(path).is_ok()
     }
 
     fn replay(
@@ -276,7 +302,11 @@ impl super::Profile for ScratchpadProfile {
         seed: Option<u64>,
         mutant: Option<&str>,
     ) -> Result<crate::explore::cli::ReplayOutcome, String> {
-        crate::explore::cli::replay(fixture, seed, &mutant.map(str::to_string))
+        crate::profiles::scratchpad::explore::cli::replay(
+            fixture,
+            seed,
+            &mutant.map(str::to_string),
+        )
     }
 
     fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {

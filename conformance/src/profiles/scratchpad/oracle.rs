@@ -1,7 +1,7 @@
 //! The scratchpad model (SPEC.md part SP): the whole disk as ordered maps, and the rules as
 //! plain code.
 
-use crate::contract::{Bytes, Caller, Entry, Outcome, Request};
+use crate::profiles::scratchpad::contract::{Bytes, Caller, Entry, Outcome, Request};
 use std::collections::{BTreeMap, BTreeSet};
 use tidemark_reference::scratchpad::{digest, requester_dir};
 

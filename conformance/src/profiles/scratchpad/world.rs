@@ -9,9 +9,8 @@
 //! controller jumps the offset across idle stretches (days) while the network keeps its
 //! millisecond ticks, so a seed costs what its events cost.
 
-use crate::contract::{Caller, Outcome, Request};
-use crate::explore::ops::{caller, SimOp, PATHS, PLACES, SIZES, WHO};
-use crate::explore::run::scratch_base;
+use crate::profiles::scratchpad::contract::{Caller, Outcome, Request};
+use crate::profiles::scratchpad::explore::ops::{caller, SimOp, PATHS, PLACES, SIZES, WHO};
 use crate::profiles::scratchpad::oracle::{ModelKnobs, ScratchpadModel};
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
@@ -21,6 +20,7 @@ use std::time::Duration;
 use tidemark_reference::clock::{Clock, Timestamp, DAY_MS, HOUR_MS, MINUTE_MS};
 use tidemark_reference::scratchpad::{Scratchpad, ScratchpadConfig, ScratchpadMutant};
 use tidemark_sim::clock::EPOCH;
+use tidemark_sim::owner::scratch_base;
 use tidemark_sim::seed::MasterSeed;
 use tidemark_sim::trace::Trace;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -269,7 +269,7 @@ fn faults(seed: MasterSeed) -> Vec<(u64, Fault)> {
 }
 
 fn knobs(unmounted: bool) -> ModelKnobs {
-    crate::explore::run::knobs(unmounted).1
+    crate::profiles::scratchpad::explore::run::knobs(unmounted).1
 }
 
 /// Runs one seed's world against the reference (or a mutant) and checks it with the oracle.
@@ -284,7 +284,7 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
         std::fs::create_dir_all(d).expect("a scratch directory");
     }
     std::fs::write(outside.join("secret.txt"), "outside the root").expect("the outside file");
-    crate::explore::run::plant_foreign(&root);
+    crate::profiles::scratchpad::explore::run::plant_foreign(&root);
     // One world in ten runs unmounted (SP-1.3).
     let unmounted = master.stream("world-mount").gen_bool(0.1);
     let mk = knobs(unmounted);
@@ -395,14 +395,15 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
                 Fault::Repair(c) => sim.repair(format!("c{c}"), "pad"),
                 Fault::PlantLink { who, place, path } => {
                     let c = caller(*who, *place);
-                    let rel: Vec<String> = crate::explore::ops::LINK_PATHS[*path as usize]
+                    let rel: Vec<String> = crate::profiles::scratchpad::explore::ops::LINK_PATHS
+                        [*path as usize]
                         .split('/')
                         .map(String::from)
                         .collect();
                     if !unmounted && can_plant(&root, &c, &rel) {
                         let now = EPOCH.plus_ms(elapsed_ms as i64 + offset.load(Ordering::SeqCst));
-                        let ctx = crate::scenario::parse::context_of(&c);
-                        crate::explore::run::plant_link_on_disk(
+                        let ctx = crate::profiles::scratchpad::scenario::parse::context_of(&c);
+                        crate::profiles::scratchpad::explore::run::plant_link_on_disk(
                             &root,
                             &outside,
                             (&ctx.session_dir(), &ctx.requester_dir()),
@@ -452,7 +453,7 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
         failure = check(&log, &seen, &mut trace, unmounted).err();
     }
     if failure.is_none() {
-        failure = crate::explore::run::check_disk(&root, &workdir)
+        failure = crate::profiles::scratchpad::explore::run::check_disk(&root, &workdir)
             .err()
             .map(|d| format!("{}: expected {}, got {}", d.op, d.expected, d.actual));
     }
@@ -588,7 +589,7 @@ fn check(log: &Log, seen: &Seen, trace: &mut Trace, unmounted: bool) -> Result<(
 /// Whether a link can be planted at `rel` in `c`'s subtree: nothing there yet and no file on
 /// the way (the same condition the oracle's `can_plant_link` states).
 fn can_plant(root: &std::path::Path, c: &Caller, rel: &[String]) -> bool {
-    let ctx = crate::scenario::parse::context_of(c);
+    let ctx = crate::profiles::scratchpad::scenario::parse::context_of(c);
     let mut p = root.join(ctx.session_dir()).join(ctx.requester_dir());
     for (i, comp) in rel.iter().enumerate() {
         p.push(comp);

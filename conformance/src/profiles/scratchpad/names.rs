@@ -8,9 +8,9 @@
 //! (or requester) has one name, however it is asked and after every restart; distinct sessions
 //! (or requesters) have distinct names.
 
-use crate::contract::{Caller, Outcome, Request};
-use crate::driver::Driver;
-use crate::scenario::{Action, Component, NameSource, Scenario, SessionKey};
+use crate::profiles::scratchpad::contract::{Caller, Outcome, Request};
+use crate::profiles::scratchpad::driver::Driver;
+use crate::profiles::scratchpad::scenario::{Action, Component, NameSource, Scenario, SessionKey};
 use std::collections::{BTreeMap, BTreeSet};
 use tidemark_reference::clock::Timestamp;
 use tidemark_sim::clock::EPOCH;

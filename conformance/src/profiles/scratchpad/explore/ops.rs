@@ -8,7 +8,7 @@
 //! and equal times in eviction are common) and short advances that probe the sweeper's schedule.
 //! Saved fixtures hold their operations, so no replay depends on either generator.
 
-use crate::contract::{Bytes, Caller, Request};
+use crate::profiles::scratchpad::contract::{Bytes, Caller, Request};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -359,7 +359,7 @@ pub fn workload_version(version: u32) -> BoxedStrategy<(bool, Vec<SimOp>)> {
     match version {
         1 => (
             proptest::bool::weighted(0.05),
-            super::shrink::sequence(op_v1().boxed(), OPS_PER_SEED),
+            crate::explore::shrink::sequence(op_v1().boxed(), OPS_PER_SEED),
         )
             .boxed(),
         _ => (
@@ -373,7 +373,7 @@ pub fn workload_version(version: u32) -> BoxedStrategy<(bool, Vec<SimOp>)> {
             .prop_flat_map(|(unmounted, focus)| {
                 (
                     Just(unmounted),
-                    super::shrink::sequence(op_v2(focus), OPS_PER_SEED),
+                    crate::explore::shrink::sequence(op_v2(focus), OPS_PER_SEED),
                 )
             })
             .boxed(),

@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 
 use super::ops::{caller, PLACES, WHO};
-use crate::contract::{Bytes, Caller, Outcome, Request};
-use crate::driver::Driver;
+use crate::profiles::scratchpad::contract::{Bytes, Caller, Outcome, Request};
+use crate::profiles::scratchpad::driver::Driver;
 use crate::profiles::scratchpad::oracle::ScratchpadModel;
 use tidemark_reference::clock::Timestamp;
 
@@ -187,7 +187,7 @@ pub fn same(expected: &Outcome, actual: &Outcome) -> bool {
     match (expected, actual) {
         (Outcome::Refused { reason: x, .. }, Outcome::Refused { reason: y, .. }) => x == y,
         (Outcome::Listing { entries: a }, Outcome::Listing { entries: b }) => {
-            let key = |e: &[crate::contract::Entry]| {
+            let key = |e: &[crate::profiles::scratchpad::contract::Entry]| {
                 let mut v: Vec<(String, u64)> =
                     e.iter().map(|e| (e.path.clone(), e.size)).collect();
                 v.sort();

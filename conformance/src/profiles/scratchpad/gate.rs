@@ -12,22 +12,24 @@
 //! ```no_run
 //! // tests/conformance.rs of a Rust implementation
 //! # struct MyScratchpadFactory;
-//! # impl tidemark_conformance::driver::DriverFactory for MyScratchpadFactory {
+//! # impl tidemark_conformance::profiles::scratchpad::driver::DriverFactory for MyScratchpadFactory {
 //! #     fn name(&self) -> String { unimplemented!() }
-//! #     fn supports(&self, _: tidemark_conformance::scenario::Profile) -> bool { unimplemented!() }
-//! #     fn create(&self, _: tidemark_conformance::scenario::Profile, _: &tidemark_conformance::driver::Environment)
-//! #         -> Result<Box<dyn tidemark_conformance::driver::Driver>, tidemark_conformance::driver::DriverError> { unimplemented!() }
+//! #     fn supports(&self, _: tidemark_conformance::profiles::scratchpad::scenario::Profile) -> bool { unimplemented!() }
+//! #     fn create(&self, _: tidemark_conformance::profiles::scratchpad::scenario::Profile, _: &tidemark_conformance::profiles::scratchpad::driver::Environment)
+//! #         -> Result<Box<dyn tidemark_conformance::profiles::scratchpad::driver::Driver>, tidemark_conformance::driver::DriverError> { unimplemented!() }
 //! # }
 //! fn main() {
-//!     tidemark_conformance::gate::run_as_tests(MyScratchpadFactory);
+//!     tidemark_conformance::profiles::scratchpad::gate::run_as_tests(MyScratchpadFactory);
 //! }
 //! ```
 
-use crate::driver::DriverFactory;
-use crate::report::{CaseReport, RunReport};
-use crate::runner::run_scenario;
-use crate::scenario::{Profile, Scenario, ScenarioError};
-use crate::{default_scenarios_dir, default_spec_path, suite};
+use super::runner::ScenarioResult;
+use super::suite;
+use crate::profiles::scratchpad::driver::DriverFactory;
+use crate::profiles::scratchpad::runner::run_scenario;
+use crate::profiles::scratchpad::scenario::{Profile, Scenario, ScenarioError};
+use crate::report::{display_path, CaseReport, RunReport, Verdict, TRACE_TAIL_LINES};
+use crate::{default_scenarios_dir, default_spec_path};
 use futures::StreamExt;
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::num::NonZeroUsize;
@@ -201,4 +203,38 @@ impl Gate {
 /// The one call: every scenario of the shipped suite, against `factory`, as its own test.
 pub fn run_as_tests(factory: impl DriverFactory + 'static) -> ! {
     Gate::new(factory).run_as_tests()
+}
+
+/// A scratchpad scenario's case in the engine's reports.
+impl CaseReport {
+    pub fn from_result(result: &ScenarioResult, profile: &str) -> CaseReport {
+        CaseReport {
+            test_name: result.test_name.clone(),
+            name: result.name.clone(),
+            profile: profile.to_string(),
+            file: display_path(&result.file),
+            rules: result.rules.clone(),
+            verdict: match &result.failure {
+                None => Verdict::Passed,
+                Some(f) => Verdict::Failed(f.clone()),
+            },
+            trace_tail: if result.passed() {
+                vec![]
+            } else {
+                result.trace.tail(TRACE_TAIL_LINES).to_vec()
+            },
+        }
+    }
+
+    pub fn skipped(scenario: &Scenario, reason: String) -> CaseReport {
+        CaseReport {
+            test_name: scenario.test_name(),
+            name: scenario.name.clone(),
+            profile: scenario.profile.name().to_string(),
+            file: display_path(&scenario.file),
+            rules: scenario.rules.clone(),
+            verdict: Verdict::Skipped { reason },
+            trace_tail: vec![],
+        }
+    }
 }

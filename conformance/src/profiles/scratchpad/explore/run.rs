@@ -3,10 +3,10 @@
 
 use super::names::{self, NameMap};
 use super::ops::{caller, SimOp, LINK_PATHS, PLACES, WHO};
-use crate::contract::Request;
-use crate::driver::{Driver, DriverFactory, Environment};
+use crate::profiles::scratchpad::contract::Request;
+use crate::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
 use crate::profiles::scratchpad::oracle::{ModelKnobs, ScratchpadModel};
-use crate::scenario::{Knobs, Profile};
+use crate::profiles::scratchpad::scenario::{Knobs, Profile};
 use std::fs;
 use std::path::Path;
 use tidemark_reference::clock::Timestamp;
@@ -53,11 +53,6 @@ pub struct RunResult {
     pub divergence: Option<Divergence>,
     /// Simulated milliseconds from the first to the last step, healing included.
     pub simulated_ms: i64,
-}
-
-/// Where runs make their temporary roots: see [`tidemark_sim::owner::scratch_base`].
-pub fn scratch_base() -> std::path::PathBuf {
-    tidemark_sim::owner::scratch_base()
 }
 
 /// A foreign directory planted before the run; it must survive every sweep (SP-5.4).
@@ -171,7 +166,7 @@ impl World<'_> {
                 if self.root.as_os_str().is_empty() || !self.model.can_plant_link(&c, &rel_path) {
                     return Ok(());
                 }
-                let ctx = crate::scenario::parse::context_of(&c);
+                let ctx = crate::profiles::scratchpad::scenario::parse::context_of(&c);
                 let (session, requester) = (ctx.session_dir(), ctx.requester_dir());
                 plant_link_on_disk(
                     self.root,
@@ -247,8 +242,9 @@ pub fn plant_link_on_disk(
 /// Plays `ops` against a fresh implementation from `factory` and the model.
 pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory) -> RunResult {
     let mut trace = Trace::new();
-    let tmp = tidemark_sim::owner::tempdir_in(&scratch_base(), "tidemark-explore-")
-        .expect("a temporary directory");
+    let tmp =
+        tidemark_sim::owner::tempdir_in(&tidemark_sim::owner::scratch_base(), "tidemark-explore-")
+            .expect("a temporary directory");
     let root = tmp.path().join("root");
     let workdir = tmp.path().join("workdir");
     let outside = tmp.path().join("outside");

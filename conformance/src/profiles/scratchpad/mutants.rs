@@ -2,9 +2,9 @@
 //! profile's scenarios and must be killed (fail at least one). A surviving mutant is a failure of
 //! the suite, not of the implementation.
 
+use crate::profiles::scratchpad::runner::run_scenario;
+use crate::profiles::scratchpad::scenario::{Profile, Scenario};
 use crate::profiles::scratchpad::ReferenceScratchpad;
-use crate::runner::run_scenario;
-use crate::scenario::{Profile, Scenario};
 use tidemark_reference::scratchpad::ScratchpadMutant;
 
 #[derive(Clone, Debug)]

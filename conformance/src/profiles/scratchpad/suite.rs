@@ -1,8 +1,8 @@
 //! Loading a suite (scenarios + SPEC.md rule ids) and running it against a driver factory.
 
-use crate::driver::DriverFactory;
-use crate::runner::{run_scenario, ScenarioResult};
-use crate::scenario::{load_dir, Profile, Scenario, ScenarioError};
+use crate::profiles::scratchpad::driver::DriverFactory;
+use crate::profiles::scratchpad::runner::{run_scenario, ScenarioResult};
+use crate::profiles::scratchpad::scenario::{load_dir, Profile, Scenario, ScenarioError};
 use crate::spec::RuleIndex;
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! `<alice@#general/T1>` that caller's session directory, whatever the implementation calls them.
 //! The runner learns the names (the `names` request) and resolves a [`PathTemplate`] with them.
 
-use crate::contract::Caller;
+use crate::profiles::scratchpad::contract::Caller;
 use std::fmt;
 
 /// One `/`-separated component of a scenario path.

@@ -4,7 +4,7 @@
 
 use super::ops::SimOp;
 use super::run::run_ops;
-use super::saved::SavedFailure;
+use crate::explore::saved::SavedFailure;
 use crate::profiles::scratchpad::ReferenceScratchpad;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -75,7 +75,7 @@ pub async fn replay(f: &Fixture) -> Result<Replay, String> {
 
 /// Where the scratchpad's saved failures live.
 pub fn default_dir() -> PathBuf {
-    super::saved::profile_dir(PROFILE)
+    crate::explore::saved::profile_dir(PROFILE)
 }
 
 /// Every scratchpad fixture under `dir`, sorted by file name.

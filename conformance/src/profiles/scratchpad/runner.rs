@@ -1,10 +1,13 @@
 //! Runs one scenario against one driver: starts the implementation at the pinned epoch, plays
 //! each step, compares each outcome with the step's expectation, and records a trace.
 
-use crate::contract::{Outcome, Request};
-use crate::driver::{Driver, DriverFactory, Environment};
-use crate::names::NameBook;
-use crate::scenario::{Action, DiskAction, Expected, NameSource, PathTemplate, Scenario};
+use crate::play::{play, Failure, Located, Mismatch, StepPlayer};
+use crate::profiles::scratchpad::contract::{Outcome, Request};
+use crate::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
+use crate::profiles::scratchpad::names::NameBook;
+use crate::profiles::scratchpad::scenario::{
+    Action, DiskAction, Expected, NameSource, PathTemplate, Scenario, Step,
+};
 use std::fs;
 use std::path::{Path, PathBuf};
 use tidemark_reference::clock::Timestamp;
@@ -13,15 +16,6 @@ use tidemark_sim::trace::Trace;
 
 /// Content of the file the harness places outside the root, for symlink-escape scenarios.
 pub const OUTSIDE_SECRET: &str = "outside the root";
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Failure {
-    /// Line of the failing step; 0 when the scenario failed before any step.
-    pub line: usize,
-    pub step: String,
-    pub expected: String,
-    pub actual: String,
-}
 
 #[derive(Clone, Debug)]
 pub struct ScenarioResult {
@@ -44,7 +38,9 @@ impl ScenarioResult {
 pub async fn run_scenario(scenario: &Scenario, factory: &dyn DriverFactory) -> ScenarioResult {
     let mut trace = Trace::new();
     let failure = match tidemark_sim::owner::tempdir("tidemark-") {
-        Ok(tmp) => play(scenario, factory, tmp.path(), &mut trace).await.err(),
+        Ok(tmp) => run_in(scenario, factory, tmp.path(), &mut trace)
+            .await
+            .err(),
         Err(e) => Some(Failure {
             line: 0,
             step: "(setup)".into(),
@@ -62,7 +58,7 @@ pub async fn run_scenario(scenario: &Scenario, factory: &dyn DriverFactory) -> S
     }
 }
 
-async fn play(
+async fn run_in(
     scenario: &Scenario,
     factory: &dyn DriverFactory,
     tmp: &Path,
@@ -91,103 +87,36 @@ async fn play(
         workdir: workdir.clone(),
         // Every knob, the scenario's or SPEC.md's default (SP-5.6): an implementation's own
         // defaults never decide a verdict.
-        knobs: crate::scenario::Knobs {
+        knobs: crate::profiles::scratchpad::scenario::Knobs {
             values: scenario.knobs.complete(scenario.profile),
             mounted: scenario.knobs.mounted,
         },
     };
-    let mut driver: Box<dyn Driver> = factory
+    let driver: Box<dyn Driver> = factory
         .create(scenario.profile, &env)
         .map_err(|e| setup_failure("the implementation to start", e.to_string()))?;
-    let mut now = EPOCH;
-    let mut running = false;
-    let mut names = NameBook::for_scenario(scenario);
-    let result = async {
-        start(&mut *driver, now, trace, 0, "(start)").await?;
-        names
-            .learn(&mut *driver, now, trace)
-            .await
-            .map_err(|(expected, actual)| Failure {
-                line: 0,
-                step: "(start)".into(),
-                expected,
-                actual,
-            })?;
-        running = true;
-        for step in &scenario.steps {
-            let fail = |expected: String, actual: String| Failure {
-                line: step.line,
-                step: step.text.clone(),
-                expected,
-                actual,
-            };
-            match &step.action {
-                Action::Advance { ms, swept } => {
-                    now = now.plus_ms(*ms);
-                    trace.record(
-                        now.as_millis() - EPOCH.as_millis(),
-                        format!("advance {ms}ms"),
-                    );
-                    if running {
-                        let out = driver
-                            .call(now, &Request::Tick)
-                            .await
-                            .map_err(|e| fail("the timer tick to succeed".into(), e.to_string()))?;
-                        trace.record(rel(now), format!("tick -> {}", out.summary()));
-                        check_swept(swept, &out, &names).map_err(|(e, a)| fail(e, a))?;
-                    } else if swept.is_some() {
-                        return Err(fail(
-                            "a running implementation to tick".into(),
-                            "the scenario expects a sweep while stopped (a scenario bug)".into(),
-                        ));
-                    }
-                }
-                Action::Stop => {
-                    driver
-                        .stop()
-                        .await
-                        .map_err(|e| fail("the implementation to stop".into(), e.to_string()))?;
-                    trace.record(rel(now), "stop");
-                    running = false;
-                }
-                Action::Start { swept } => {
-                    let out = start(&mut *driver, now, trace, step.line, &step.text).await?;
-                    names
-                        .learn(&mut *driver, now, trace)
-                        .await
-                        .map_err(|(e, a)| fail(e, a))?;
-                    running = true;
-                    check_swept(swept, &out, &names).map_err(|(e, a)| fail(e, a))?;
-                }
-                Action::Call { call, expect } => {
-                    if !running {
-                        return Err(fail(
-                            "a running implementation".into(),
-                            "the scenario called it while stopped (a scenario bug)".into(),
-                        ));
-                    }
-                    let request = call.resolve(&names);
-                    let expected = expect.resolve(&names);
-                    let out = driver.call(now, &request).await.map_err(|e| {
-                        fail(expected.to_string(), format!("implementation error: {e}"))
-                    })?;
-                    trace.record(rel(now), format!("{} -> {}", step.text, out.summary()));
-                    if !matches(&expected, &out) {
-                        return Err(fail(expected.to_string(), out.summary()));
-                    }
-                }
-                Action::Disk(d) => {
-                    disk(d, &names, &root, &workdir, &outside, now)
-                        .map_err(|(exp, act)| fail(exp, act))?;
-                    trace.record(rel(now), format!("{} -> ok", step.text));
-                }
-            }
-        }
-        Ok(())
-    }
-    .await;
-    if running {
-        let _ = driver.stop().await;
+    let mut player = ScratchpadPlayer {
+        driver,
+        now: EPOCH,
+        running: false,
+        names: NameBook::for_scenario(scenario),
+        trace,
+        root: &root,
+        workdir: &workdir,
+        outside: &outside,
+    };
+    // The implementation starts before the first step, as a `start` step at line 0 would.
+    let first_start = Step {
+        line: 0,
+        text: "(start)".into(),
+        action: Action::Start { swept: None },
+    };
+    let result = match play(&mut player, std::slice::from_ref(&first_start)).await {
+        Ok(()) => play(&mut player, &scenario.steps).await,
+        failed => failed,
+    };
+    if player.running {
+        let _ = player.driver.stop().await;
     }
     result
 }
@@ -196,24 +125,150 @@ fn rel(now: Timestamp) -> i64 {
     now.as_millis() - EPOCH.as_millis()
 }
 
-async fn start(
-    driver: &mut dyn Driver,
+impl Located for Step {
+    fn line(&self) -> usize {
+        self.line
+    }
+    fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// One scratchpad scenario's implementation and harness: the simulated clock, whether the
+/// implementation runs, the directory names it gave, the trace, and the scratch directories.
+struct ScratchpadPlayer<'a> {
+    driver: Box<dyn Driver>,
     now: Timestamp,
-    trace: &mut Trace,
-    line: usize,
-    text: &str,
-) -> Result<Outcome, Failure> {
-    let out = driver
-        .call(now, &Request::Start)
-        .await
-        .map_err(|e| Failure {
-            line,
-            step: text.into(),
-            expected: "the implementation to start".into(),
-            actual: e.to_string(),
-        })?;
-    trace.record(rel(now), format!("start -> {}", out.summary()));
-    Ok(out)
+    running: bool,
+    names: NameBook,
+    trace: &'a mut Trace,
+    root: &'a Path,
+    workdir: &'a Path,
+    outside: &'a Path,
+}
+
+/// What a step observed from the implementation.
+enum Observed {
+    /// A timer tick's sweep.
+    Tick(Outcome),
+    /// A start's sweep (traced as the start happened, before the names were learnt).
+    Startup(Outcome),
+    /// The answer to a caller's request.
+    Reply(Outcome),
+}
+
+impl StepPlayer for ScratchpadPlayer<'_> {
+    type Step = Step;
+    type Outcome = Observed;
+
+    async fn perform(&mut self, step: &Step) -> Result<Option<Observed>, Mismatch> {
+        match &step.action {
+            Action::Advance { ms, swept } => {
+                self.now = self.now.plus_ms(*ms);
+                self.trace.record(rel(self.now), format!("advance {ms}ms"));
+                if self.running {
+                    let out = self
+                        .driver
+                        .call(self.now, &Request::Tick)
+                        .await
+                        .map_err(|e| Mismatch::new("the timer tick to succeed", e.to_string()))?;
+                    Ok(Some(Observed::Tick(out)))
+                } else if swept.is_some() {
+                    Err(Mismatch::new(
+                        "a running implementation to tick",
+                        "the scenario expects a sweep while stopped (a scenario bug)",
+                    ))
+                } else {
+                    Ok(None)
+                }
+            }
+            Action::Stop => {
+                self.driver
+                    .stop()
+                    .await
+                    .map_err(|e| Mismatch::new("the implementation to stop", e.to_string()))?;
+                self.trace.record(rel(self.now), "stop");
+                self.running = false;
+                Ok(None)
+            }
+            Action::Start { .. } => {
+                let out = self
+                    .driver
+                    .call(self.now, &Request::Start)
+                    .await
+                    .map_err(|e| Mismatch::new("the implementation to start", e.to_string()))?;
+                self.trace
+                    .record(rel(self.now), format!("start -> {}", out.summary()));
+                self.names
+                    .learn(&mut *self.driver, self.now, self.trace)
+                    .await
+                    .map_err(|(expected, actual)| Mismatch { expected, actual })?;
+                self.running = true;
+                Ok(Some(Observed::Startup(out)))
+            }
+            Action::Call { call, expect } => {
+                if !self.running {
+                    return Err(Mismatch::new(
+                        "a running implementation",
+                        "the scenario called it while stopped (a scenario bug)",
+                    ));
+                }
+                let request = call.resolve(&self.names);
+                let out = self.driver.call(self.now, &request).await.map_err(|e| {
+                    Mismatch::new(
+                        expect.resolve(&self.names).to_string(),
+                        format!("implementation error: {e}"),
+                    )
+                })?;
+                Ok(Some(Observed::Reply(out)))
+            }
+            Action::Disk(d) => {
+                disk(
+                    d,
+                    &self.names,
+                    self.root,
+                    self.workdir,
+                    self.outside,
+                    self.now,
+                )
+                .map_err(|(expected, actual)| Mismatch { expected, actual })?;
+                self.trace
+                    .record(rel(self.now), format!("{} -> ok", step.text));
+                Ok(None)
+            }
+        }
+    }
+
+    fn observe(&mut self, step: &Step, observed: &Observed) {
+        match observed {
+            Observed::Tick(out) => self
+                .trace
+                .record(rel(self.now), format!("tick -> {}", out.summary())),
+            Observed::Reply(out) => self
+                .trace
+                .record(rel(self.now), format!("{} -> {}", step.text, out.summary())),
+            Observed::Startup(_) => {}
+        }
+    }
+
+    fn compare(&self, step: &Step, observed: &Observed) -> Result<(), Mismatch> {
+        match (&step.action, observed) {
+            (Action::Advance { swept, .. } | Action::Start { swept }, Observed::Tick(out))
+            | (Action::Advance { swept, .. } | Action::Start { swept }, Observed::Startup(out)) => {
+                check_swept(swept, out, &self.names)
+                    .map_err(|(expected, actual)| Mismatch { expected, actual })
+            }
+            (Action::Call { expect, .. }, Observed::Reply(out)) => {
+                let expected = expect.resolve(&self.names);
+                if matches(&expected, out) {
+                    Ok(())
+                } else {
+                    Err(Mismatch::new(expected.to_string(), out.summary()))
+                }
+            }
+            _ => unreachable!("each step observes only what its kind performs"),
+        }
+    }
 }
 
 /// A start's or tick's sweep against what the step says it collected, if it says. Errors are

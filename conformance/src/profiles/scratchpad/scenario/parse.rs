@@ -21,13 +21,13 @@
 //! quoted string or a size (`600KiB`, `10B`). `advance` and `start` may state what their sweep
 //! collects (`=> swept [<alice@#general/T1>]`). An absence check must be anchored (`anchor.rs`).
 
-use super::header::{self, utf8_text, HeaderVocabulary, StepLine};
-use super::lex::{tokenize, Token};
 use super::{
     Action, Call, DiskAction, Expect, KnobUnit, Knobs, PathTemplate, Profile, Scenario,
     ScenarioError, Step, SCRATCHPAD_KNOBS,
 };
-use crate::contract::{Caller, SCRATCHPAD_REASONS};
+use crate::profiles::scratchpad::contract::{Caller, SCRATCHPAD_REASONS};
+use crate::scenario::header::{self, utf8_text, HeaderVocabulary, StepLine};
+use crate::scenario::lex::{tokenize, Token};
 use crate::spec::RuleIndex;
 use std::path::{Path, PathBuf};
 use tidemark_reference::scratchpad::{CallContext, ScratchpadMutant};
