@@ -20,10 +20,10 @@ use super::contract::{Observation, RowsEndpoint, RowsOp, RowsOutcome};
 use super::queries::RowsQueries;
 use super::runner::{self, setup_failure};
 use super::script::Script;
+use crate::play::Failure;
 use crate::process::{ProcessFactory, ProcessSession};
 use crate::protocol::{Init, INIT_ID, PROTOCOL};
 use crate::report::{CaseReport, Verdict};
-use crate::play::Failure;
 
 /// The profile's name in `init` and `init_ok`.
 pub const PROFILE: &str = "rows";
