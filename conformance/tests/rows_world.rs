@@ -87,3 +87,29 @@ fn the_liveness_check_catches_a_tick_that_skips_a_sweep_within_six_seeds() {
         "tick-skips-breaker-sightings passes six world seeds"
     );
 }
+
+#[test]
+fn a_reaper_killed_between_two_batches_of_a_sweep_leaves_nothing_sr_keeps_removed_and_its_next_tick_finishes_the_job(
+) {
+    let (seed, r) = (0..40)
+        .map(|seed| (seed, run_rows_world(seed, None)))
+        .find(|(_, r)| r.trace.lines().iter().any(|l| l.contains("dies mid-sweep")))
+        .expect("no seed of forty kills the reaper mid-sweep");
+    assert!(
+        r.failure.is_none(),
+        "seed {seed}: {}\n{}",
+        r.failure.unwrap_or_default(),
+        r.trace.tail(12).join("\n")
+    );
+    // The killed tick never reported: one more tick started than ended.
+    let lines = r.trace.lines();
+    let started = lines.iter().filter(|l| l.contains(" reaps at ")).count();
+    let ended = lines
+        .iter()
+        .filter(|l| l.contains(" removed ") || l.contains(" failed: "))
+        .count();
+    assert!(
+        started > ended,
+        "seed {seed}: {started} ticks started, {ended} ended"
+    );
+}
