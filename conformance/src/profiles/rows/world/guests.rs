@@ -199,8 +199,10 @@ pub(super) async fn guest(world: Arc<World>, g: usize, left: Arc<AtomicUsize>) -
         tokio::time::sleep(Duration::from_millis(rng.gen_range(10..90))).await;
         let op = next_op(&mut rng, g, &known);
         seq += 1;
-        if let Ok(Ok(out)) = tokio::time::timeout(CALL_TIMEOUT, call(g, seq, op.clone())).await {
-            learn(&mut known, &op, &out);
+        match tokio::time::timeout(CALL_TIMEOUT, call(g, seq, op.clone())).await {
+            Ok(Ok(out)) => learn(&mut known, &op, &out),
+            // The request may or may not have been applied: the guest learns nothing.
+            _ => world.log(format!("g{g} #{seq} had no answer")),
         }
     }
     left.fetch_sub(1, Ordering::SeqCst);

@@ -13,6 +13,8 @@
 //!   finish, interrupt, seal and delete replies, record events and prompts, invoke tools, fire
 //!   triggers, keep (and re-keep) rows of the expiring stores, take and name snapshots, open and
 //!   settle items, hold requests and delete and re-create a conversation, all from the seed.
+//! - Messages are lost on half the seeds (turmoil's fail rate: a lost message breaks its
+//!   connection, so a request may be applied and its answer never arrive).
 //! - The controller applies faults between steps: clock jumps of hours and days (and back, and
 //!   a quiet month), partitions between a guest and the server, the reaper crashed (at a random
 //!   moment, or mid-sweep: at the first step it is seen between two batches of a tick) and
@@ -71,7 +73,9 @@ const REAPER_POLL: Duration = Duration::from_millis(100);
 const REAP_EVERY_MS: i64 = HOUR_MS;
 /// The pause between two batches of one sweep, in turmoil time: writers land in it.
 const BATCH_PAUSE: Duration = Duration::from_millis(2);
-const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+/// Far longer than any answer takes (1 to 3 ms a message), short enough that a lost one costs
+/// the world little time.
+const CALL_TIMEOUT: Duration = Duration::from_millis(300);
 const STORE_IDS: [&str; 2] = ["t1", "t2"];
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -423,12 +427,24 @@ pub fn run_rows_world(seed: u64, mutant: Option<RowsMutant>) -> WorldRun {
         seed: master,
     });
     let left = Arc::new(AtomicUsize::new(GUESTS));
+    // Message loss on half the seeds: a lost message breaks its connection, so a request may
+    // be applied and its answer never arrive.
+    let loss = {
+        let mut rng = master.stream("rows-world-loss");
+        if rng.gen_bool(0.5) {
+            rng.gen_range(0.005..0.03)
+        } else {
+            0.0
+        }
+    };
     let mut sim = turmoil::Builder::new()
         .epoch(EPOCH.to_system_time())
         .rng_seed(master.stream("rows-world-turmoil").next_u64())
         .simulation_duration(Duration::from_secs(600))
         .min_message_latency(Duration::from_millis(1))
         .max_message_latency(Duration::from_millis(3))
+        .fail_rate(loss)
+        .repair_rate(0.5)
         .build();
     {
         let world = world.clone();
