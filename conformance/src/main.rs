@@ -148,8 +148,9 @@ enum Command {
     /// Seeds through the turmoil world: the scratchpad as a networked host with its sweeper on a
     /// timer, three concurrent clients, partitions, crashes, restarts and clock jumps.
     World {
-        /// `scratchpad` (the default) or `scoped` (the reference over the in-memory metadata
-        /// store and the in-memory S3 behind turmoil's network).
+        /// `scratchpad` (the default), `scoped` (the reference over the in-memory metadata
+        /// store and the in-memory S3 behind turmoil's network) or `rows` (the rows reference
+        /// in memory as a server, writers and a reaper on the world clock).
         #[arg(long, default_value = "scratchpad")]
         profile: String,
         #[arg(long, default_value_t = 20)]

@@ -1,6 +1,7 @@
 //! The rows turmoil world: the reference on its in-memory backend as a server, writers streaming
 //! and ending replies, a reaper ticking in small batches on a simulated clock, faults from the
-//! seed (clock jumps both ways, partitions, the reaper crashed mid-sweep and down for a week),
+//! seed (clock jumps both ways, partitions and lost messages, the reaper crashed mid-sweep and
+//! down for a week),
 //! the model as the safety oracle after every tick and liveness after the heal.
 
 use tidemark_conformance::profiles::rows::world::run_rows_world;
@@ -8,7 +9,7 @@ use tidemark_reference::rows::RowsMutant;
 
 #[test]
 fn the_reference_keeps_what_sr_keeps_after_every_tick_and_after_the_heal_nothing_expired_remains() {
-    let mut crashed_ticks = 0;
+    let (mut crashed_ticks, mut unanswered) = (0, 0);
     for seed in 0..5 {
         let r = run_rows_world(seed, None);
         assert!(
@@ -42,8 +43,10 @@ fn the_reference_keeps_what_sr_keeps_after_every_tick_and_after_the_heal_nothing
             .iter()
             .filter(|l| l.contains("failed: database_unavailable"))
             .count();
+        unanswered += lines.iter().filter(|l| l.contains("had no answer")).count();
     }
     assert!(crashed_ticks > 0, "the reaper's crash fault never fired");
+    assert!(unanswered > 0, "no answer was ever lost");
 }
 
 #[test]
@@ -85,5 +88,31 @@ fn the_liveness_check_catches_a_tick_that_skips_a_sweep_within_six_seeds() {
     assert!(
         caught.is_some(),
         "tick-skips-breaker-sightings passes six world seeds"
+    );
+}
+
+#[test]
+fn a_reaper_killed_between_two_batches_of_a_sweep_leaves_nothing_sr_keeps_removed_and_its_next_tick_finishes_the_job(
+) {
+    let (seed, r) = (0..40)
+        .map(|seed| (seed, run_rows_world(seed, None)))
+        .find(|(_, r)| r.trace.lines().iter().any(|l| l.contains("dies mid-sweep")))
+        .expect("no seed of forty kills the reaper mid-sweep");
+    assert!(
+        r.failure.is_none(),
+        "seed {seed}: {}\n{}",
+        r.failure.unwrap_or_default(),
+        r.trace.tail(12).join("\n")
+    );
+    // The killed tick never reported: one more tick started than ended.
+    let lines = r.trace.lines();
+    let started = lines.iter().filter(|l| l.contains(" reaps at ")).count();
+    let ended = lines
+        .iter()
+        .filter(|l| l.contains(" removed ") || l.contains(" failed: "))
+        .count();
+    assert!(
+        started > ended,
+        "seed {seed}: {started} ticks started, {ended} ended"
     );
 }
