@@ -14,8 +14,8 @@ pub mod scoped;
 
 use async_trait::async_trait;
 use std::sync::Arc;
-use tidemark_conformance::profiles::scratchpad::contract::{Bytes, Entry, Outcome, Request};
 use tidemark_conformance::driver::DriverError;
+use tidemark_conformance::profiles::scratchpad::contract::{Bytes, Entry, Outcome, Request};
 use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
 use tidemark_conformance::profiles::scratchpad::scenario::Profile;
 use tidemark_reference::clock::{ManualClock, Timestamp};
@@ -97,11 +97,12 @@ impl Driver for MyScratchpadDriver {
             .pad
             .as_mut()
             .ok_or_else(|| DriverError("a request arrived before start".into()))?;
-        let context = |c: &tidemark_conformance::profiles::scratchpad::contract::Caller| CallContext {
-            requester: c.requester.clone(),
-            channel: c.channel.clone(),
-            thread: c.thread.clone(),
-        };
+        let context =
+            |c: &tidemark_conformance::profiles::scratchpad::contract::Caller| CallContext {
+                requester: c.requester.clone(),
+                channel: c.channel.clone(),
+                thread: c.thread.clone(),
+            };
         Ok(match request {
             Request::Start => unreachable!("handled above"),
             // How your implementation names a caller's directories (SP-1.2). The scenarios spell

@@ -6,5 +6,7 @@
 //! ```
 
 fn main() {
-    tidemark_conformance::profiles::scratchpad::gate::run_as_tests(tidemark_example_rust_gate::MyScratchpadFactory);
+    tidemark_conformance::profiles::scratchpad::gate::run_as_tests(
+        tidemark_example_rust_gate::MyScratchpadFactory,
+    );
 }
