@@ -288,7 +288,9 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
     };
     rt.block_on(async {
         let pg = if args.tier == "memory" && !args.differential {
-            println!("scoped explore: metadata in memory (the simulation tier), S3 in memory over HTTP");
+            println!(
+                "scoped explore: metadata in memory (the simulation tier), S3 in memory over HTTP"
+            );
             None
         } else {
             let (pg, source, ready) = crate::profiles::scoped::postgres().await?;
@@ -301,7 +303,9 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
         };
         let explorer = ScopedExplorer { tier };
         if args.differential {
-            let pg = pg.as_deref().expect("the differential check has PostgreSQL");
+            let pg = pg
+                .as_deref()
+                .expect("the differential check has PostgreSQL");
             let memory = ScopedExplorer { tier: Tier::Memory };
             let postgres = ScopedExplorer {
                 tier: Tier::Postgres(pg),
@@ -442,8 +446,14 @@ mod tests {
             let lines = rt.block_on(engine::hunt(&explorer, &seeds, Some(m), 2));
             assert_eq!((lines[0].tried, lines[0].median()), (0, None));
             let report = engine::hunt_report(&explorer, &lines, 3);
-            assert!(report.contains(&format!("SKIPPED    {id}  {why}")), "{report}");
-            assert!(report.ends_with("0 passed, 0 failed, 1 skipped\n"), "{report}");
+            assert!(
+                report.contains(&format!("SKIPPED    {id}  {why}")),
+                "{report}"
+            );
+            assert!(
+                report.ends_with("0 passed, 0 failed, 1 skipped\n"),
+                "{report}"
+            );
         }
     }
 }

@@ -102,19 +102,19 @@ pub fn explore(args: &ExploreArgs) -> Result<bool, String> {
         .map_err(|e| e.to_string())?;
     let reference = ReferenceScratchpad::default();
     let program;
-    let factory: &dyn crate::profiles::scratchpad::driver::DriverFactory =
-        match &args.implementation {
-            None => &reference,
-            Some(cmd) => {
-                use crate::process::{launch_dir, AdapterCommand, ProcessFactory, ProcessOptions};
-                let command =
-                    AdapterCommand::parse(cmd, &launch_dir()).map_err(|e| e.to_string())?;
-                program = rt
-                    .block_on(ProcessFactory::probe(command, ProcessOptions::default()))
-                    .map_err(|e| e.to_string())?;
-                &program
-            }
-        };
+    let factory: &dyn crate::profiles::scratchpad::driver::DriverFactory = match &args
+        .implementation
+    {
+        None => &reference,
+        Some(cmd) => {
+            use crate::process::{launch_dir, AdapterCommand, ProcessFactory, ProcessOptions};
+            let command = AdapterCommand::parse(cmd, &launch_dir()).map_err(|e| e.to_string())?;
+            program = rt
+                .block_on(ProcessFactory::probe(command, ProcessOptions::default()))
+                .map_err(|e| e.to_string())?;
+            &program
+        }
+    };
     let explorer = ScratchpadExplorer {
         factory,
         implementation: args.implementation.as_deref(),

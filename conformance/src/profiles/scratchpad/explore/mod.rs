@@ -93,7 +93,13 @@ pub fn explore_seed(
         implementation: None,
         max_shrink_iters,
     };
-    block_on(engine::explore_seed(&explorer, seed, None, max_shrink_iters)).map(Found::of)
+    block_on(engine::explore_seed(
+        &explorer,
+        seed,
+        None,
+        max_shrink_iters,
+    ))
+    .map(Found::of)
 }
 
 /// The scratchpad on the engine's exploration loop: a seed's workload is its proptest value
