@@ -5,6 +5,7 @@
 //! (src/main.rs) is a thin command line over this library.
 
 pub mod bench;
+pub mod declared_sql;
 pub mod driver;
 pub mod explore;
 pub mod interrupt;

@@ -28,6 +28,10 @@ struct SuiteArgs {
     /// SPEC.md, whose rule ids scenarios cite.
     #[arg(long, default_value_os_t = default_spec_path())]
     spec: PathBuf,
+    /// Rows only: where the reference keeps its rows, `postgres` (the default: a real
+    /// PostgreSQL) or `memory` (in memory, with the database's semantics).
+    #[arg(long, value_parser = ["postgres", "memory"])]
+    tier: Option<String>,
 }
 
 /// What `run` checks and how it reports.
@@ -95,8 +99,9 @@ enum Command {
         seeds: u64,
         #[arg(long, default_value_t = 0)]
         first_seed: u64,
-        /// The profile explored: scratchpad (the oracle, in process) or scoped (the real tier
-        /// against the model of SPEC part SC). Both shrink failures and save them.
+        /// The profile explored: scratchpad (the oracle, in process), scoped (the real tier
+        /// against the model of SPEC part SC) or rows (the reference on PostgreSQL against the
+        /// model of SPEC part SR, with the reaper's faults). All shrink failures and save them.
         #[arg(long, default_value = "scratchpad")]
         profile: String,
         /// Run only seeds with `seed % M == K`, so M machines split one run.
@@ -121,17 +126,20 @@ enum Command {
         /// Do not save failures.
         #[arg(long)]
         no_save: bool,
-        /// Scoped only: where the metadata lives, `postgres` (the real tier) or `memory` (the
-        /// in-memory store with PostgreSQL's semantics: the simulation tier).
+        /// Scoped: where the metadata lives, `postgres` (the real tier) or `memory` (the
+        /// in-memory store with PostgreSQL's semantics: the simulation tier). Rows: the
+        /// reference on `postgres` (every row checked after each reap) or its `memory` backend
+        /// (row counts, listings and transcripts checked).
         #[arg(long, value_parser = ["postgres", "memory"])]
         tier: Option<String>,
-        /// Scoped only: run each seed on both tiers and compare trace hashes.
+        /// Scoped and rows: run each seed on both tiers and compare trace hashes.
         #[arg(long)]
         differential: bool,
         #[arg(long, default_value_t = 4096)]
         max_shrink_iters: u32,
-        /// Scoped only: seeds in flight at once (each has its own database and S3 server; the
-        /// report's order and every trace stay the same). Defaults to the number of cores.
+        /// Scoped and rows: seeds in flight at once (each has its own database, and for scoped its
+        /// own S3 server; the report's order and every trace stay the same); mutants in flight
+        /// when a rows run hunts. Defaults to the number of cores.
         #[arg(long, default_value_t = default_jobs())]
         jobs: std::num::NonZeroUsize,
         /// Explore a program speaking conformance/PROTOCOL.md instead of the reference.
@@ -141,8 +149,9 @@ enum Command {
     /// Seeds through the turmoil world: the scratchpad as a networked host with its sweeper on a
     /// timer, three concurrent clients, partitions, crashes, restarts and clock jumps.
     World {
-        /// `scratchpad` (the default) or `scoped` (the reference over the in-memory metadata
-        /// store and the in-memory S3 behind turmoil's network).
+        /// `scratchpad` (the default), `scoped` (the reference over the in-memory metadata
+        /// store and the in-memory S3 behind turmoil's network) or `rows` (the rows reference
+        /// in memory as a server, writers and a reaper on the world clock).
         #[arg(long, default_value = "scratchpad")]
         profile: String,
         #[arg(long, default_value_t = 20)]
@@ -338,13 +347,18 @@ async fn run(cli: Cli) -> Result<bool, String> {
         } => {
             let mut rows = String::new();
             let (mut killed, mut survived) = (0, 0);
-            for p in selected_profiles(&args.profile)? {
+            let selected = selected_profiles(&args.profile)?;
+            for p in &selected {
+                profiles::check_tier(*p, args.tier.as_deref())?;
+            }
+            for p in selected {
                 let found = p
                     .mutants(&profiles::MutantsRequest {
                         scenarios: &args.scenarios,
                         spec: &args.spec,
                         only: only.as_deref(),
                         all_killers,
+                        tier: args.tier.as_deref(),
                     })
                     .await?;
                 rows.push_str(&found.rows);
@@ -371,6 +385,9 @@ async fn run(cli: Cli) -> Result<bool, String> {
 /// in process or (`--impl`) a program through the protocol.
 async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String> {
     let selected = selected_profiles(&args.profile)?;
+    for p in &selected {
+        profiles::check_tier(*p, args.tier.as_deref())?;
+    }
     // `--only` names are `<profile>::<file stem>`: each goes to its profile.
     let mut only: Vec<(&'static dyn Profile, Vec<String>)> =
         selected.iter().map(|p| (*p, Vec::new())).collect();
@@ -435,6 +452,7 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
             only: names,
             jobs: gate_args.jobs,
             replay_prefix: &replay,
+            tier: args.tier.as_deref(),
         };
         report
             .cases
@@ -478,6 +496,10 @@ fn replay_prefix(
     }
     if !same(&args.spec, default_spec_path()) {
         replay.push_str(&format!(" --spec {}", quote(&absolute(&args.spec))?));
+    }
+    // The tier changes where the reference runs, so a replay keeps it.
+    if let Some(tier) = &args.tier {
+        replay.push_str(&format!(" --tier {tier}"));
     }
     // The replay waits as long as this run did, or a slow scenario would time out differently.
     if gate_args.timeout_ms != process::DEFAULT_REPLY_TIMEOUT_MS {

@@ -39,8 +39,11 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-/// Numbers the implementations this process starts, for their `TIDEMARK_RUN` values.
-static NEXT_RUN: AtomicU64 = AtomicU64::new(0);
+/// Numbers the implementations this process starts, for their `TIDEMARK_RUN` values. From 1:
+/// `<token>-0` is what the run's own helpers carry (`initdb` and the template copy of an
+/// ephemeral PostgreSQL), and killing an implementation kills every process carrying its value,
+/// so the first implementation's kill must not reach a cluster being made at the same moment.
+static NEXT_RUN: AtomicU64 = AtomicU64::new(1);
 
 /// The default bound on every wait for the program: its init_ok, each reply, its exit.
 pub const DEFAULT_REPLY_TIMEOUT_MS: u64 = 10_000;
@@ -913,6 +916,34 @@ mod tests {
             ]
         );
         assert_eq!(c.text(), "python3 -u 'impl.py' --name \"a b\"");
+    }
+
+    /// Killing an implementation kills every process carrying its `TIDEMARK_RUN` value, so no
+    /// implementation may carry `<token>-0`, the value of the run's own `initdb` and template
+    /// copy: the first one's kill would take down a PostgreSQL cluster being made meanwhile.
+    #[test]
+    fn no_implementation_carries_the_run_env_value_of_the_runs_own_helpers() {
+        let program = r#"python3 -c 'import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    print(json.dumps({"type": "init_ok", "in_reply_to": m["id"], "protocol": "tidemark/1", "implementation": os.environ["TIDEMARK_RUN"], "profiles": []}), flush=True)'"#;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let owner = Owner::current();
+        for _ in 0..2 {
+            let command = AdapterCommand::parse(program, Path::new("/")).unwrap();
+            let factory = runtime
+                .block_on(ProcessFactory::probe(command, ProcessOptions::default()))
+                .unwrap();
+            let value = &factory.claims().implementation;
+            assert!(
+                value.starts_with(&format!("{}-", owner.token()))
+                    && *value != owner.run_env_value(0),
+                "{value}"
+            );
+        }
     }
 
     #[test]

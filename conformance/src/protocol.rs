@@ -8,6 +8,7 @@
 //! `profiles/scratchpad/contract.rs`, the scoped profile's `ScopedOp` and `ScopedOutcome`), so a
 //! scenario means the same thing in every language.
 
+pub use crate::profiles::rows::queries::RowsQueries;
 pub use crate::profiles::scoped::ledger::LedgerQueries;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -52,7 +53,8 @@ pub struct Init {
     /// The object store (scoped profile); absent for the scratchpad profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub s3: Option<S3Endpoint>,
-    /// A PostgreSQL connection URL (scoped profile); absent for the scratchpad profile.
+    /// A PostgreSQL connection URL, a fresh database of its own per scenario (scoped and rows
+    /// profiles); absent for the scratchpad profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub postgres_url: Option<String>,
 }
@@ -137,6 +139,11 @@ pub struct InitOk {
     /// the implementation keeps it in tables of its own naming (SC-6.6). Absent: SC-6.6's tables.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ledger: Option<LedgerQueries>,
+    /// Rows profile: the read-only queries the harness counts what remains with, when the
+    /// implementation keeps its rows in tables of its own naming (SR-1.4). Absent: the
+    /// reference's `tidemark_rows` schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<RowsQueries>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

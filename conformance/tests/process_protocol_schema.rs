@@ -156,12 +156,14 @@ fn request_body_definition(profile: Option<&str>) -> &'static str {
     match profile {
         Some("scoped") => "#/$defs/scoped_request_body",
         Some("scratchpad") => "#/$defs/request_body",
+        Some("rows") => "#/$defs/rows_request_body",
         other => panic!("a request reached a program started for {other:?}"),
     }
 }
 
-/// Both profiles: the scratchpad suite and, because the reference adapter claims it, the scoped
-/// suite with its S3 endpoint and database in `init` (PostgreSQL as the real-tier tests get it).
+/// Every profile: the scratchpad suite and, because the reference adapter claims them, the scoped
+/// suite with its S3 endpoint and database in `init`, and the rows suite with its database
+/// (PostgreSQL as the real-tier tests get it).
 #[test]
 fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
     let dir = tempfile::tempdir().unwrap();
@@ -215,14 +217,20 @@ fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
                     {
                         panic!("{line}\ndoes not validate as {body}: {e}");
                     }
-                    if profile.as_deref() == Some("scoped") {
+                    if matches!(profile.as_deref(), Some("scoped" | "rows")) {
                         assert!(
                             value["now_ms"].is_i64(),
-                            "a scoped request carries the simulated time: {line}"
+                            "a scoped or rows request carries the simulated time: {line}"
                         );
                     }
                 }
                 _ => {}
+            }
+            if value["type"] == "init" && value["profile"] == "rows" {
+                assert!(
+                    value["postgres_url"].is_string(),
+                    "a rows init hands over its database: {line}"
+                );
             }
             if value["type"] == "init" && value["profile"] == "scoped" {
                 for field in ["s3", "postgres_url"] {
@@ -266,7 +274,37 @@ fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
         "published",
         "crashed",
     ];
-    let expected: Vec<&str> = scratchpad.iter().chain(&scoped).copied().collect();
+    let rows = [
+        "create_session",
+        "start_reply",
+        "stream",
+        "finish_reply",
+        "interrupt_reply",
+        "seal_reply",
+        "delete_reply",
+        "record_event",
+        "add_prompt",
+        "record_invocation",
+        "fire_trigger",
+        "keep",
+        "take_snapshot",
+        "name_snapshot",
+        "drop_model",
+        "open_item",
+        "settle_item",
+        "hold_request",
+        "reap",
+        "transcript",
+        "snapshots",
+        "made",
+        "reaped",
+    ];
+    let expected: Vec<&str> = scratchpad
+        .iter()
+        .chain(&scoped)
+        .chain(&rows)
+        .copied()
+        .collect();
     let missing: Vec<_> = expected.iter().filter(|t| !checked.contains(**t)).collect();
     assert!(missing.is_empty(), "not exercised: {missing:?}");
 }

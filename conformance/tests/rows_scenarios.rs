@@ -48,9 +48,11 @@ fn tidemark(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// The command line reaches the profile through the registry alone: `run` passes (`mutants`
-/// is the `mutant::rows::*` tests above, and `.ci/run`'s), `--impl` skips with the reason,
-/// `explore` and `world` refuse by name.
+/// The command line reaches the profile through the registry alone: `run` passes in process on
+/// both tiers and through the reference adapter (`--impl`), `mutants` kills every mutant in
+/// memory (on PostgreSQL it is the `mutant::rows::*` tests above, and `.ci/run`'s), `--tier` is
+/// refused by a profile without tiers, `world` runs and replays byte-identically, `explore`
+/// refuses by name.
 fn cli() -> Result<(), Failed> {
     let check = |ok: bool, what: &str, out: &(i32, String, String)| {
         if ok {
@@ -68,27 +70,100 @@ fn cli() -> Result<(), Failed> {
         "tidemark run --profile rows",
         &run,
     )?;
+    let memory = tidemark(&["run", "--profile", "rows", "--tier", "memory"]);
+    check(
+        memory.0 == 0
+            && memory.1.ends_with(" passed, 0 failed\n")
+            && memory.1.contains("PASS  rows::"),
+        "tidemark run --profile rows --tier memory",
+        &memory,
+    )?;
+    let mutants = tidemark(&["mutants", "--profile", "rows", "--tier", "memory"]);
+    check(
+        mutants.0 == 0
+            && mutants.1.ends_with(" passed, 0 failed\n")
+            && !mutants.1.contains("SURVIVED"),
+        "tidemark mutants --profile rows --tier memory",
+        &mutants,
+    )?;
+    let elsewhere = tidemark(&["run", "--profile", "scratchpad", "--tier", "memory"]);
+    check(
+        elsewhere.0 == 2
+            && elsewhere
+                .2
+                .contains("--tier does not apply to the scratchpad profile"),
+        "tidemark run --profile scratchpad --tier memory",
+        &elsewhere,
+    )?;
     let adapter = env!("CARGO_BIN_EXE_tidemark-reference-adapter");
     let through = tidemark(&["run", "--impl", adapter, "--profile", "rows"]);
     check(
-        through.0 == 1
-            && through
-                .1
-                .contains("skipped: the rows profile has no protocol yet"),
+        through.0 == 0
+            && through.1.ends_with(" passed, 0 failed\n")
+            && through.1.contains("PASS  rows::"),
         "tidemark run --impl ... --profile rows",
         &through,
     )?;
-    for args in [
-        &["explore", "--profile", "rows"][..],
-        &["world", "--profile", "rows"][..],
-    ] {
-        let out = tidemark(args);
-        check(
-            out.0 == 2 && out.2.contains("--profile rows is not built yet"),
-            &args.join(" "),
-            &out,
-        )?;
-    }
+    let explore = tidemark(&["explore", "--profile", "rows", "--seeds", "2", "--no-save"]);
+    check(
+        explore.0 == 0 && explore.1.ends_with("2 passed, 0 failed\n"),
+        "tidemark explore --profile rows --seeds 2",
+        &explore,
+    )?;
+    let fixture = root().join("fixtures/explore/rows/rows-newest-by-timestamp-seed-16.json");
+    let replay = tidemark(&["replay", &fixture.to_string_lossy()]);
+    check(
+        replay.0 == 1
+            && replay.1.contains("reproduces identically")
+            && replay.1.contains("reference: passes the same operations"),
+        "tidemark replay <rows fixture>",
+        &replay,
+    )?;
+    let memory = tidemark(&[
+        "explore",
+        "--profile",
+        "rows",
+        "--tier",
+        "memory",
+        "--seeds",
+        "20",
+        "--no-save",
+    ]);
+    check(
+        memory.0 == 0 && memory.1.ends_with("20 passed, 0 failed\n"),
+        "tidemark explore --profile rows --tier memory --seeds 20",
+        &memory,
+    )?;
+    let both = tidemark(&[
+        "explore",
+        "--profile",
+        "rows",
+        "--differential",
+        "--seeds",
+        "2",
+    ]);
+    check(
+        both.0 == 0 && both.1.contains("2 of 2 give byte-identical traces"),
+        "tidemark explore --profile rows --differential --seeds 2",
+        &both,
+    )?;
+    let world = tidemark(&[
+        "world",
+        "--profile",
+        "rows",
+        "--seeds",
+        "2",
+        "--check-determinism",
+    ]);
+    check(
+        world.0 == 0
+            && world
+                .1
+                .contains("2/2 rows world seeds replay byte-identically")
+            && world.1.ends_with("2 passed, 0 failed\n"),
+        "tidemark world --profile rows --seeds 2 --check-determinism",
+        &world,
+    )?;
     Ok(())
 }
 
@@ -273,7 +348,7 @@ fn main() {
         ));
     }
     trials.push(Trial::test(
-        "cli::run_takes_the_rows_profile_and_the_unbuilt_commands_say_so",
+        "cli::run_explore_replay_and_the_world_take_the_rows_profile_on_both_tiers",
         cli,
     ));
     let conclusion = libtest_mimic::run(&args, trials);

@@ -336,10 +336,7 @@ async fn a_sweep_deletes_in_batches_of_the_size_it_is_given_and_finishes_in_one_
     .execute(&r.db.pool)
     .await
     .unwrap();
-    let cfg = ReapConfig {
-        batch: 100,
-        ..ReapConfig::default()
-    };
+    let cfg = ReapConfig::default().with_batch(100);
     let report = r.store.reap_tick(at(0, 0), &cfg).await.unwrap();
     assert_eq!(report.live_sessions, 1050);
     assert_eq!(r.store.count("live_sessions").await.unwrap(), 0);
@@ -552,8 +549,8 @@ async fn every_sweep_reads_an_index_and_never_scans_its_table() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reaper_that_crashes_mid_sweep_keeps_what_it_removed_and_the_next_tick_removes_the_rest(
-) {
+async fn a_reaper_that_crashes_mid_sweep_keeps_what_it_removed_and_the_next_tick_removes_the_rest()
+{
     let r = rows("rows_crash").await;
     sqlx::query(
         "INSERT INTO tidemark_rows.live_sessions (id, expires_at_ms)
@@ -565,10 +562,7 @@ async fn a_reaper_that_crashes_mid_sweep_keeps_what_it_removed_and_the_next_tick
     .unwrap();
     // Each of the four sweeps before live sessions runs one short statement; live sessions'
     // first batch is the fifth statement of the tick. The crash comes after it commits.
-    let crashing = ReapConfig {
-        batch: 100,
-        ..ReapConfig::crashing_after(5)
-    };
+    let crashing = ReapConfig::crashing_after(5).with_batch(100);
     let err = r.store.reap_tick(at(0, 0), &crashing).await.unwrap_err();
     assert_eq!(err.code(), "database_unavailable");
     assert_eq!(r.store.count("live_sessions").await.unwrap(), 150);

@@ -5,11 +5,15 @@
 //! process path adds nothing and loses nothing. Scoped: a `ScopedStore` on the bucket and
 //! database the harness hands over in `init`, its clock set from each request's `now_ms`; it
 //! claims the `crash_points` and `write_during_sweep` capabilities (and, for the scratchpad,
-//! `sp12_digest` and `binary_content`). `--mutant <id>` switches on
-//! one mutant of either catalogue, so the process path can be shown to catch a real bug too.
+//! `sp12_digest` and `binary_content`). Rows: a `RowsStore` on the database handed over in
+//! `init`, in the reference's own `tidemark_rows` schema (so it declares no queries), each
+//! request answered as the in-process runner's endpoint answers it (`contract::answer`).
+//! `--mutant <id>` switches on one mutant of any catalogue, so the process path can be shown to
+//! catch a real bug too.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
+use tidemark_conformance::profiles::rows::contract::{ReferenceRows, RowsOp};
 use tidemark_conformance::profiles::scoped::remote::{self, S3Access, ScopedService};
 use tidemark_conformance::profiles::scoped::ScopedOp;
 use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
@@ -20,11 +24,13 @@ use tidemark_conformance::protocol::{
     PROTOCOL,
 };
 use tidemark_reference::clock::Timestamp;
+use tidemark_reference::rows::{RowsConfig, RowsMutant, RowsStore};
 use tidemark_reference::scoped::ScopedMutant;
 use tidemark_reference::scratchpad::ScratchpadMutant;
 
-/// The scoped profile's name, and the optional behaviours this adapter has.
+/// The scoped and rows profiles' names, and the optional behaviours this adapter has.
 const SCOPED: &str = "scoped";
+const ROWS: &str = "rows";
 /// Scoped: the crash points and the raced write. Scratchpad: SP-1.2's recommended digest and
 /// binary content (the in-process reference claims the same).
 const CAPABILITIES: [&str; 4] = [
@@ -34,11 +40,12 @@ const CAPABILITIES: [&str; 4] = [
     "binary_content",
 ];
 
-/// A mutant of one of the two catalogues.
+/// A mutant of one of the three catalogues.
 #[derive(Clone, Copy, Default)]
 struct Mutants {
     scratchpad: Option<ScratchpadMutant>,
     scoped: Option<ScopedMutant>,
+    rows: Option<RowsMutant>,
 }
 
 /// The implementation a scenario's init selected.
@@ -47,6 +54,7 @@ enum Serving {
     Nothing,
     Scratchpad(Box<dyn Driver>),
     Scoped(Box<ScopedService>),
+    Rows(Box<ReferenceRows>),
 }
 
 fn main() -> ExitCode {
@@ -78,19 +86,26 @@ fn parse_args() -> Result<Mutants, String> {
             if let Some(m) = ScratchpadMutant::from_id(id) {
                 return Ok(Mutants {
                     scratchpad: Some(m),
-                    scoped: None,
+                    ..Mutants::default()
                 });
             }
             if let Some(m) = ScopedMutant::from_id(id) {
                 return Ok(Mutants {
-                    scratchpad: None,
                     scoped: Some(m),
+                    ..Mutants::default()
+                });
+            }
+            if let Some(m) = RowsMutant::from_id(id) {
+                return Ok(Mutants {
+                    rows: Some(m),
+                    ..Mutants::default()
                 });
             }
             let ids: Vec<_> = ScratchpadMutant::ALL
                 .iter()
                 .map(|m| m.id())
                 .chain(ScopedMutant::ALL.iter().map(|m| m.id()))
+                .chain(RowsMutant::ALL.iter().map(|m| m.id()))
                 .collect();
             Err(format!(
                 "no mutant {id:?}; the catalogues have {}",
@@ -120,17 +135,23 @@ async fn serve(mutants: Mutants) -> Result<(), String> {
             .map_err(|e| format!("not a {PROTOCOL} message ({e}): {line}"))?;
         let mut out = match message {
             ToImplementation::Init(init) => {
-                line_of(&match start(&factory, mutants.scoped, &init).await {
+                line_of(&match start(&factory, mutants, &init).await {
                     Ok(s) => {
                         serving = s;
                         FromImplementation::<()>::InitOk(InitOk {
                             in_reply_to: init.id,
                             protocol: PROTOCOL.into(),
                             implementation: factory.name(),
-                            profiles: vec![Profile::Scratchpad.name().into(), SCOPED.into()],
+                            profiles: vec![
+                                Profile::Scratchpad.name().into(),
+                                SCOPED.into(),
+                                ROWS.into(),
+                            ],
                             capabilities: CAPABILITIES.iter().map(|c| c.to_string()).collect(),
-                            // SC-6.6's own tables: the default needs no declaration.
+                            // SC-6.6's own tables and the rows reference's own schema: the
+                            // defaults need no declaration.
                             ledger: None,
+                            rows: None,
                         })
                     }
                     Err(message) => FromImplementation::Error(ErrorReply {
@@ -185,13 +206,17 @@ async fn answer(serving: &mut Serving, r: RequestEnvelope<serde_json::Value>) ->
                 Err(e) => error(e),
             },
         },
+        Serving::Rows(rows) => match serde_json::from_value::<RowsOp>(r.body.clone()) {
+            Err(e) => error(format!("not a rows request ({e}): {}", r.body)),
+            Ok(op) => reply(r.id, rows.answer(now, &op).await),
+        },
     }
 }
 
 /// The implementation for the init's profile, or nothing for a probe (an init naming no profile).
 async fn start(
     factory: &ReferenceScratchpad,
-    scoped_mutant: Option<ScopedMutant>,
+    mutants: Mutants,
     init: &Init,
 ) -> Result<Serving, String> {
     if init.protocol != PROTOCOL {
@@ -208,8 +233,27 @@ async fn start(
             return Err("the scoped profile needs `s3` and `postgres_url` in init".into());
         };
         let access = S3Access::from(s3);
-        let service = ScopedService::open(&access, url, &init.knobs, scoped_mutant).await?;
+        let service = ScopedService::open(&access, url, &init.knobs, mutants.scoped).await?;
         return Ok(Serving::Scoped(Box::new(service)));
+    }
+    if name == ROWS {
+        let Some(url) = &init.postgres_url else {
+            return Err("the rows profile needs `postgres_url` in init".into());
+        };
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(4)
+            .connect(url)
+            .await
+            .map_err(|e| format!("cannot reach the database handed over in init: {e}"))?;
+        let store = RowsStore::open_with(
+            pool,
+            RowsConfig {
+                mutant: mutants.rows,
+            },
+        )
+        .await
+        .map_err(|e| format!("cannot bring up the rows schema: {e}"))?;
+        return Ok(Serving::Rows(Box::new(ReferenceRows::new(store))));
     }
     let profile = Profile::from_name(name)
         .filter(|p| factory.supports(*p))

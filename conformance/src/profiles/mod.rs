@@ -55,6 +55,9 @@ pub struct RunRequest<'a> {
     pub jobs: NonZeroUsize,
     /// The command that reruns this suite; a failure's replay adds `--only <test name>`.
     pub replay_prefix: &'a str,
+    /// `--tier`: where the reference keeps its state, one of [`Profile::tiers`]; `None` for
+    /// the profile's default.
+    pub tier: Option<&'a str>,
 }
 
 /// What `tidemark mutants` asks of one profile.
@@ -65,6 +68,8 @@ pub struct MutantsRequest<'a> {
     pub only: Option<&'a str>,
     /// Name every scenario that kills a mutant, not only the first.
     pub all_killers: bool,
+    /// `--tier`, as for [`RunRequest::tier`].
+    pub tier: Option<&'a str>,
 }
 
 /// One profile's mutant table rows and counts.
@@ -125,6 +130,12 @@ pub trait Profile: Sync {
     /// What this profile's scenario headers may name.
     fn vocabulary(&self) -> &'static HeaderVocabulary;
 
+    /// The tiers `tidemark run` and `tidemark mutants` may put its reference on (`--tier`),
+    /// the default first; empty when it has one only and takes no `--tier`.
+    fn tiers(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Plays the selected scenarios against the reference in process, or (`program`) an
     /// implementation through the process protocol, one report case per scenario.
     async fn run(
@@ -152,6 +163,20 @@ pub trait Profile: Sync {
 
     /// The turmoil world: the reference as a host, concurrent guests, faults from the seed.
     fn world(&self, request: &WorldRequest) -> Result<bool, String>;
+}
+
+/// Checks `--tier` against a profile's tiers: `Ok` when none was given or the profile has it.
+pub fn check_tier(profile: &dyn Profile, tier: Option<&str>) -> Result<(), String> {
+    match tier {
+        None => Ok(()),
+        Some(t) if profile.tiers().contains(&t) => Ok(()),
+        Some(_) if profile.tiers().is_empty() => Err(unsupported(profile.name(), "--tier")),
+        Some(t) => Err(format!(
+            "the {} profile has no tier {t:?}; it has {}",
+            profile.name(),
+            profile.tiers().join(", ")
+        )),
+    }
 }
 
 /// The error for an option a profile does not take.

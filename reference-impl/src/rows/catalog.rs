@@ -1,8 +1,11 @@
 //! Catalog snapshots and the models that name them (SPEC SR-5): the newest three are kept, and
 //! any a model names, however old.
 
-use super::reaper::{delete_batches, ReapConfig};
-use super::{sqlstate, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION};
+use std::collections::BTreeSet;
+
+use super::memory::{self, delete_batch, Tables};
+use super::reaper::ReapConfig;
+use super::{lock, sqlstate, Backend, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION};
 use crate::clock::Timestamp;
 
 /// How many of the newest snapshots are kept whether named or not.
@@ -44,11 +47,20 @@ const MUTANT_BY_TIMESTAMP_SQL: &str =
 
 impl RowsStore {
     pub async fn take_snapshot(&self, now: Timestamp) -> Result<i64, RowsError> {
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let id = memory::next(&mut t.seq.snapshots);
+                t.snapshots.insert(id, now.as_millis());
+                return Ok(id);
+            }
+        };
         sqlx::query_scalar(
             "INSERT INTO tidemark_rows.catalog_snapshots (taken_at_ms) VALUES ($1) RETURNING id",
         )
         .bind(now.as_millis())
-        .fetch_one(self.pool())
+        .fetch_one(pool)
         .await
         .map_err(RowsError::db("take snapshot"))
     }
@@ -57,13 +69,24 @@ impl RowsStore {
     /// at that moment is either kept (the sweep skips it) or gone (`unknown_snapshot`), never
     /// named after its deletion: the foreign key decides.
     pub async fn name_snapshot(&self, model: &str, snapshot: i64) -> Result<(), RowsError> {
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                if !t.snapshots.contains_key(&snapshot) {
+                    return Err(RowsError::UnknownSnapshot(snapshot));
+                }
+                t.models.insert(model.into(), snapshot);
+                return Ok(());
+            }
+        };
         sqlx::query(
             "INSERT INTO tidemark_rows.models (id, snapshot_id) VALUES ($1, $2)
              ON CONFLICT (id) DO UPDATE SET snapshot_id = excluded.snapshot_id",
         )
         .bind(model)
         .bind(snapshot)
-        .execute(self.pool())
+        .execute(pool)
         .await
         .map_err(|e| match sqlstate(&e).as_deref() {
             Some(FOREIGN_KEY_VIOLATION) => RowsError::UnknownSnapshot(snapshot),
@@ -74,9 +97,16 @@ impl RowsStore {
 
     /// Removes a model; the snapshot it named is then an ordinary old snapshot.
     pub async fn drop_model(&self, model: &str) -> Result<(), RowsError> {
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                lock(m).models.remove(model);
+                return Ok(());
+            }
+        };
         sqlx::query("DELETE FROM tidemark_rows.models WHERE id = $1")
             .bind(model)
-            .execute(self.pool())
+            .execute(pool)
             .await
             .map_err(RowsError::db("drop model"))?;
         Ok(())
@@ -84,8 +114,12 @@ impl RowsStore {
 
     /// The ids of the snapshots that exist, oldest first.
     pub async fn snapshots(&self) -> Result<Vec<i64>, RowsError> {
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => return Ok(lock(m).snapshots.keys().copied().collect()),
+        };
         sqlx::query_scalar("SELECT id FROM tidemark_rows.catalog_snapshots ORDER BY id")
-            .fetch_all(self.pool())
+            .fetch_all(pool)
             .await
             .map_err(RowsError::db("snapshots"))
     }
@@ -94,28 +128,69 @@ impl RowsStore {
     pub async fn forget_old_snapshots(&self, cfg: &ReapConfig) -> Result<u64, RowsError> {
         if self.mutant(RowsMutant::NamedSnapshotSwept) {
             // The mutant forgets the models' names before sweeping: the old ones go with them.
-            sqlx::query(
-                "DELETE FROM tidemark_rows.models WHERE snapshot_id <
-                    (SELECT min(n.id) FROM (SELECT id FROM tidemark_rows.catalog_snapshots
-                                             ORDER BY id DESC LIMIT 3) n)",
-            )
-            .execute(self.pool())
-            .await
-            .map_err(RowsError::db("forget snapshots"))?;
+            self.forget_names_of_old_snapshots().await?;
         }
-        let sql = match self.config().mutant {
+        let mutant = self.config().mutant;
+        let sql = match mutant {
             Some(RowsMutant::NewestTwoSnapshots) => MUTANT_NEWEST_TWO_SQL,
             Some(RowsMutant::NewestByTimestamp) => MUTANT_BY_TIMESTAMP_SQL,
             _ => FORGET_SNAPSHOTS_SQL,
         };
         // The rule has no clock; the batch helper's `$1` is bound to a constant.
-        delete_batches(
-            self.pool(),
+        self.delete_batches(
             sql,
+            |t, _, n| {
+                let kept = match mutant {
+                    Some(RowsMutant::NewestTwoSnapshots) => newest_by_id(t, 2),
+                    Some(RowsMutant::NewestByTimestamp) => newest_by_taken_at(t),
+                    _ => newest_by_id(t, KEEP_NEWEST as usize),
+                };
+                let named: BTreeSet<i64> = t.models.values().copied().collect();
+                let old = |id: &i64, _: &i64| !kept.contains(id) && !named.contains(id);
+                delete_batch(&mut t.snapshots, n, old, |id, _| *id)
+            },
             Timestamp::from_millis(0),
             cfg,
             "forget snapshots",
         )
         .await
     }
+
+    /// [`RowsMutant::NamedSnapshotSwept`]'s first step: the models naming a snapshot older than
+    /// the newest three are removed.
+    async fn forget_names_of_old_snapshots(&self) -> Result<(), RowsError> {
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                if let Some(&oldest_kept) = newest_by_id(&t, KEEP_NEWEST as usize).first() {
+                    t.models.retain(|_, s| *s >= oldest_kept);
+                }
+                return Ok(());
+            }
+        };
+        sqlx::query(
+            "DELETE FROM tidemark_rows.models WHERE snapshot_id <
+                    (SELECT min(n.id) FROM (SELECT id FROM tidemark_rows.catalog_snapshots
+                                             ORDER BY id DESC LIMIT 3) n)",
+        )
+        .execute(pool)
+        .await
+        .map_err(RowsError::db("forget snapshots"))?;
+        Ok(())
+    }
+}
+
+/// The ids of the newest `n` snapshots by id (the order they were taken), oldest first.
+fn newest_by_id(t: &Tables, n: usize) -> Vec<i64> {
+    let mut ids: Vec<i64> = t.snapshots.keys().rev().take(n).copied().collect();
+    ids.reverse();
+    ids
+}
+
+/// [`RowsMutant::NewestByTimestamp`]'s newest three: by `taken_at_ms`, then id.
+fn newest_by_taken_at(t: &Tables) -> Vec<i64> {
+    let mut by_time: Vec<(i64, i64)> = t.snapshots.iter().map(|(id, at)| (*at, *id)).collect();
+    by_time.sort_by(|a, b| b.cmp(a));
+    by_time.into_iter().take(3).map(|(_, id)| id).collect()
 }

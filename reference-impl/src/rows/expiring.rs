@@ -3,8 +3,14 @@
 //! expiry is computed once, when the row is written, so each sweep is a range scan of its
 //! `expires_at_ms` index up to now.
 
-use super::reaper::{delete_batches, ReapConfig};
-use super::{sqlstate, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION};
+use std::collections::BTreeMap;
+
+use super::memory::{self, delete_batch};
+use super::reaper::ReapConfig;
+use super::{
+    lock, sqlstate, Backend, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION,
+    UNIQUE_VIOLATION,
+};
 use crate::clock::{Timestamp, DAY_MS};
 
 /// How long a tool invocation is kept (SR-3.1).
@@ -14,6 +20,9 @@ pub const FIRING_TTL_MS: i64 = 30 * DAY_MS;
 
 /// The batch statement of an `expires_at_ms` rule: expired means `expires_at_ms <= now`
 /// (SR-1.3), read through the table's `expires_at_ms` index.
+/// Ties are broken by id, so a tick that dies between batches (the crash fault) has removed
+/// the same rows on every run, and the in-memory backend removes the same ones (its text ids
+/// compare bytewise, as the harness's clusters' C collation does).
 macro_rules! expired_sql {
     ($table:literal) => {
         concat!(
@@ -21,7 +30,7 @@ macro_rules! expired_sql {
             $table,
             " WHERE id = ANY (ARRAY (SELECT id FROM tidemark_rows.",
             $table,
-            " WHERE expires_at_ms <= $1 ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED))"
+            " WHERE expires_at_ms <= $1 ORDER BY expires_at_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED))"
         )
     };
 }
@@ -34,7 +43,7 @@ macro_rules! strict_sql {
             $table,
             " WHERE id = ANY (ARRAY (SELECT id FROM tidemark_rows.",
             $table,
-            " WHERE expires_at_ms < $1 ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED))"
+            " WHERE expires_at_ms < $1 ORDER BY expires_at_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED))"
         )
     };
 }
@@ -93,18 +102,36 @@ const STRICT_FIRINGS_SQL: &str = strict_sql!("trigger_firings");
 impl RowsStore {
     /// Records a tool invocation in a session, kept a day.
     pub async fn record_invocation(&self, session: &str, now: Timestamp) -> Result<i64, RowsError> {
+        let expires_at = if self.mutant(RowsMutant::InvocationsKeptForever) {
+            i64::MAX
+        } else {
+            now.as_millis().saturating_add(INVOCATION_TTL_MS)
+        };
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let id = memory::next(&mut t.seq.invocations);
+                if !t.sessions.contains_key(session) {
+                    return Err(RowsError::UnknownSession(session.into()));
+                }
+                let invocation = memory::Invocation {
+                    session: session.into(),
+                    created_at_ms: now.as_millis(),
+                    expires_at_ms: expires_at,
+                };
+                t.invocations.insert(id, invocation);
+                return Ok(id);
+            }
+        };
         sqlx::query_scalar(
             "INSERT INTO tidemark_rows.tool_invocations (session_id, created_at_ms, expires_at_ms)
              VALUES ($1, $2, $3) RETURNING id",
         )
         .bind(session)
         .bind(now.as_millis())
-        .bind(if self.mutant(RowsMutant::InvocationsKeptForever) {
-            i64::MAX
-        } else {
-            now.as_millis().saturating_add(INVOCATION_TTL_MS)
-        })
-        .fetch_one(self.pool())
+        .bind(expires_at)
+        .fetch_one(pool)
         .await
         .map_err(|e| match sqlstate(&e).as_deref() {
             Some(FOREIGN_KEY_VIOLATION) => RowsError::UnknownSession(session.into()),
@@ -114,21 +141,35 @@ impl RowsStore {
 
     /// Records that a trigger fired at `now`, kept thirty days.
     pub async fn fire_trigger(&self, trigger: &str, now: Timestamp) -> Result<i64, RowsError> {
+        let expires_at =
+            now.as_millis()
+                .saturating_add(if self.mutant(RowsMutant::FiringsKeptADay) {
+                    INVOCATION_TTL_MS
+                } else {
+                    FIRING_TTL_MS
+                });
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let id = memory::next(&mut t.seq.firings);
+                let firing = memory::Firing {
+                    trigger: trigger.into(),
+                    fired_at_ms: now.as_millis(),
+                    expires_at_ms: expires_at,
+                };
+                t.firings.insert(id, firing);
+                return Ok(id);
+            }
+        };
         sqlx::query_scalar(
             "INSERT INTO tidemark_rows.trigger_firings (trigger_name, fired_at_ms, expires_at_ms)
              VALUES ($1, $2, $3) RETURNING id",
         )
         .bind(trigger)
         .bind(now.as_millis())
-        .bind(
-            now.as_millis()
-                .saturating_add(if self.mutant(RowsMutant::FiringsKeptADay) {
-                    INVOCATION_TTL_MS
-                } else {
-                    FIRING_TTL_MS
-                }),
-        )
-        .fetch_one(self.pool())
+        .bind(expires_at)
+        .fetch_one(pool)
         .await
         .map_err(RowsError::db("fire trigger"))
     }
@@ -140,6 +181,20 @@ impl RowsStore {
         id: &str,
         expires_at: Timestamp,
     ) -> Result<(), RowsError> {
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let rows = t.expiring.entry(store).or_default();
+                let at = expires_at.as_millis();
+                let kept = match rows.get(id) {
+                    Some(&old) if self.mutant(RowsMutant::RenewalOnlyExtends) => old.max(at),
+                    _ => at,
+                };
+                rows.insert(id.into(), kept);
+                return Ok(());
+            }
+        };
         let table = store.table();
         let sql = if self.mutant(RowsMutant::RenewalOnlyExtends) {
             format!(
@@ -156,7 +211,7 @@ impl RowsStore {
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(id)
             .bind(expires_at.as_millis())
-            .execute(self.pool())
+            .execute(pool)
             .await
             .map_err(|e| match sqlstate(&e).as_deref() {
                 Some(UNIQUE_VIOLATION) => RowsError::AlreadyExists { id: id.into() },
@@ -172,12 +227,20 @@ impl RowsStore {
         cfg: &ReapConfig,
     ) -> Result<u64, RowsError> {
         let strict = self.mutant(RowsMutant::ExpiryBoundaryStrict);
-        delete_batches(
-            self.pool(),
+        self.delete_batches(
             if strict {
                 STRICT_INVOCATIONS_SQL
             } else {
                 FORGET_INVOCATIONS_SQL
+            },
+            |t, now, n| {
+                let expired = |i: &memory::Invocation| is_expired(i.expires_at_ms, now, strict);
+                delete_batch(
+                    &mut t.invocations,
+                    n,
+                    |_, i| expired(i),
+                    |id, i| (i.expires_at_ms, *id),
+                )
             },
             now,
             cfg,
@@ -192,12 +255,28 @@ impl RowsStore {
         now: Timestamp,
         cfg: &ReapConfig,
     ) -> Result<u64, RowsError> {
-        let sql = if self.mutant(RowsMutant::ExpiryBoundaryStrict) {
+        let strict = self.mutant(RowsMutant::ExpiryBoundaryStrict);
+        let sql = if strict {
             STRICT_FIRINGS_SQL
         } else {
             FORGET_FIRINGS_SQL
         };
-        delete_batches(self.pool(), sql, now, cfg, "forget firings").await
+        self.delete_batches(
+            sql,
+            |t, now, n| {
+                let expired = |f: &memory::Firing| is_expired(f.expires_at_ms, now, strict);
+                delete_batch(
+                    &mut t.firings,
+                    n,
+                    |_, f| expired(f),
+                    |id, f| (f.expires_at_ms, *id),
+                )
+            },
+            now,
+            cfg,
+            "forget firings",
+        )
+        .await
     }
 
     /// The sweep of SR-4.3, one store at a time.
@@ -207,11 +286,33 @@ impl RowsStore {
         now: Timestamp,
         cfg: &ReapConfig,
     ) -> Result<u64, RowsError> {
-        let sql = if self.mutant(RowsMutant::ExpiryBoundaryStrict) {
+        let strict = self.mutant(RowsMutant::ExpiryBoundaryStrict);
+        let sql = if strict {
             store.strict_sql()
         } else {
             store.sweep_sql()
         };
-        delete_batches(self.pool(), sql, now, cfg, "forget expired").await
+        self.delete_batches(
+            sql,
+            |t, now, n| {
+                let rows = t.expiring.entry(store).or_insert_with(BTreeMap::new);
+                let expired = |at: &i64| is_expired(*at, now, strict);
+                delete_batch(rows, n, |_, at| expired(at), |id, at| (*at, id.clone()))
+            },
+            now,
+            cfg,
+            "forget expired",
+        )
+        .await
+    }
+}
+
+/// Expired means `expires_at_ms <= now` (SR-1.3); the strict mutant's `<` keeps a row whose
+/// expiry is now.
+fn is_expired(expires_at_ms: i64, now: i64, strict: bool) -> bool {
+    if strict {
+        expires_at_ms < now
+    } else {
+        expires_at_ms <= now
     }
 }

@@ -1,5 +1,5 @@
 //! The rows profile (SPEC.md part SR): what each table of an agent service keeps, and the
-//! reaper that removes the rest, on PostgreSQL.
+//! reaper that removes the rest, on PostgreSQL or in memory with the same semantics.
 //!
 //! Each rule lives beside its sweep, and the reaper's tick only calls the sweeps:
 //! - [`replies`]: replies, their streamed events, the transcript read, `forget_streamed` (SR-2).
@@ -9,19 +9,26 @@
 //! - this file: workspaces, sessions, and the rows kept on purpose (SR-6), which no sweep touches.
 //! - [`reaper`]: the tick (SR-7).
 //! - [`schema`]: the tables, cascades and the indexes each sweep reads (SR-8).
+//! - [`memory`]: the same tables in memory, for [`RowsStore::in_memory`]. Every operation (and
+//!   every sweep) has its PostgreSQL statement and its in-memory half side by side in its
+//!   rule's file, so a rule reads once and changes in one place.
 //!
 //! Time is handed in: every operation that records or decides on time takes `now`.
 
 pub mod catalog;
 pub mod expiring;
+pub(crate) mod memory;
 pub mod mutants;
 pub mod reaper;
 pub mod replies;
 pub mod schema;
 
+use std::sync::{Arc, Mutex, MutexGuard};
+
 use sqlx::PgPool;
 
 use crate::clock::Timestamp;
+use memory::Tables;
 
 pub use expiring::ExpiringStore;
 pub use mutants::RowsMutant;
@@ -96,10 +103,19 @@ pub struct RowsConfig {
     pub mutant: Option<RowsMutant>,
 }
 
-/// The rows of one deployment, in the PostgreSQL database it was handed.
+/// Where a store's rows live.
+#[derive(Clone)]
+pub(crate) enum Backend {
+    /// The PostgreSQL database it was handed (the real tier).
+    Pg(PgPool),
+    /// Ordered maps behind one lock (the simulation tier; see [`memory`]).
+    Memory(Arc<Mutex<Tables>>),
+}
+
+/// The rows of one deployment, in the PostgreSQL database it was handed or in memory.
 #[derive(Clone)]
 pub struct RowsStore {
-    pool: PgPool,
+    backend: Backend,
     config: RowsConfig,
 }
 
@@ -122,11 +138,49 @@ impl RowsStore {
             .await
             .map_err(RowsError::db("migrate"))?;
         }
-        Ok(RowsStore { pool, config })
+        Ok(RowsStore {
+            backend: Backend::Pg(pool),
+            config,
+        })
     }
 
+    /// An empty store in memory with the database's semantics: the same ids, refusals,
+    /// cascades and sweeps, for runs with no PostgreSQL (a turmoil world). Clones share it.
+    pub fn in_memory(config: RowsConfig) -> RowsStore {
+        RowsStore {
+            backend: Backend::Memory(Arc::default()),
+            config,
+        }
+    }
+
+    /// The database pool, on the PostgreSQL backend.
+    ///
+    /// # Panics
+    /// On the in-memory backend, which has none: a caller reading the database directly is a
+    /// PostgreSQL-only test (use [`count`](Self::count) and the reads for both).
     pub fn pool(&self) -> &PgPool {
-        &self.pool
+        self.pg_pool()
+            .expect("RowsStore::pool on the in-memory backend, which has no database")
+    }
+
+    /// The database pool, or `None` in memory.
+    pub fn pg_pool(&self) -> Option<&PgPool> {
+        match &self.backend {
+            Backend::Pg(pool) => Some(pool),
+            Backend::Memory(_) => None,
+        }
+    }
+
+    /// `postgres` or `memory`.
+    pub fn tier(&self) -> &'static str {
+        match &self.backend {
+            Backend::Pg(_) => "postgres",
+            Backend::Memory(_) => "memory",
+        }
+    }
+
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.backend
     }
 
     pub fn config(&self) -> RowsConfig {
@@ -138,10 +192,25 @@ impl RowsStore {
         self.config.mutant == Some(m)
     }
 
+    /// Whether deleting a session deletes its prompts (the mutant's schema lost the foreign
+    /// key, and with it both the cascade and the check on insert).
+    pub(crate) fn prompts_have_their_key(&self) -> bool {
+        !self.mutant(RowsMutant::CascadeMissesPrompts)
+    }
+
     pub async fn create_workspace(&self, id: &str) -> Result<(), RowsError> {
+        let pool = match &self.backend {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                return match lock(m).workspaces.insert(id.into()) {
+                    true => Ok(()),
+                    false => Err(RowsError::AlreadyExists { id: id.into() }),
+                }
+            }
+        };
         sqlx::query("INSERT INTO tidemark_rows.workspaces (id) VALUES ($1)")
             .bind(id)
-            .execute(&self.pool)
+            .execute(pool)
             .await
             .map_err(|e| match sqlstate(&e).as_deref() {
                 Some(UNIQUE_VIOLATION) => RowsError::AlreadyExists { id: id.into() },
@@ -152,10 +221,28 @@ impl RowsStore {
 
     /// A session is a conversation in `workspace`.
     pub async fn create_session(&self, workspace: &str, id: &str) -> Result<(), RowsError> {
+        let pool = match &self.backend {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                // The primary key is checked as the row goes in, the foreign key after.
+                if t.sessions.contains_key(id) {
+                    return Err(RowsError::AlreadyExists { id: id.into() });
+                }
+                if !t.workspaces.contains(workspace) {
+                    return Err(RowsError::UnknownWorkspace(workspace.into()));
+                }
+                let session = memory::Session {
+                    workspace: workspace.into(),
+                };
+                t.sessions.insert(id.into(), session);
+                return Ok(());
+            }
+        };
         sqlx::query("INSERT INTO tidemark_rows.sessions (id, workspace_id) VALUES ($1, $2)")
             .bind(id)
             .bind(workspace)
-            .execute(&self.pool)
+            .execute(pool)
             .await
             .map_err(|e| match sqlstate(&e).as_deref() {
                 Some(UNIQUE_VIOLATION) => RowsError::AlreadyExists { id: id.into() },
@@ -168,12 +255,19 @@ impl RowsStore {
     /// Deletes a session and, by cascade, everything kept with it: its events (streamed or not),
     /// replies, prompts, held requests and tool invocations (SR-2.6, SR-6).
     pub async fn delete_session(&self, id: &str) -> Result<(), RowsError> {
-        let done = sqlx::query("DELETE FROM tidemark_rows.sessions WHERE id = $1")
-            .bind(id)
-            .execute(&self.pool)
-            .await
-            .map_err(RowsError::db("delete session"))?;
-        if done.rows_affected() == 0 {
+        let deleted = match &self.backend {
+            Backend::Memory(m) => lock(m).delete_session(id, self.prompts_have_their_key()),
+            Backend::Pg(pool) => {
+                sqlx::query("DELETE FROM tidemark_rows.sessions WHERE id = $1")
+                    .bind(id)
+                    .execute(pool)
+                    .await
+                    .map_err(RowsError::db("delete session"))?
+                    .rows_affected()
+                    > 0
+            }
+        };
+        if !deleted {
             return Err(RowsError::UnknownSession(id.into()));
         }
         Ok(())
@@ -181,25 +275,48 @@ impl RowsStore {
 
     /// Deletes a workspace, its sessions (and all they keep) and its action items, settled or not.
     pub async fn delete_workspace(&self, id: &str) -> Result<(), RowsError> {
-        let done = sqlx::query("DELETE FROM tidemark_rows.workspaces WHERE id = $1")
-            .bind(id)
-            .execute(&self.pool)
-            .await
-            .map_err(RowsError::db("delete workspace"))?;
-        if done.rows_affected() == 0 {
+        let deleted = match &self.backend {
+            Backend::Memory(m) => lock(m).delete_workspace(id, self.prompts_have_their_key()),
+            Backend::Pg(pool) => {
+                sqlx::query("DELETE FROM tidemark_rows.workspaces WHERE id = $1")
+                    .bind(id)
+                    .execute(pool)
+                    .await
+                    .map_err(RowsError::db("delete workspace"))?
+                    .rows_affected()
+                    > 0
+            }
+        };
+        if !deleted {
             return Err(RowsError::UnknownWorkspace(id.into()));
         }
         Ok(())
     }
 
     pub async fn add_session_prompt(&self, session: &str, body: &str) -> Result<i64, RowsError> {
+        let pool = match &self.backend {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let id = memory::next(&mut t.seq.prompts);
+                if self.prompts_have_their_key() && !t.sessions.contains_key(session) {
+                    return Err(RowsError::UnknownSession(session.into()));
+                }
+                let prompt = memory::Prompt {
+                    session: session.into(),
+                    body: body.into(),
+                };
+                t.prompts.insert(id, prompt);
+                return Ok(id);
+            }
+        };
         sqlx::query_scalar(
             "INSERT INTO tidemark_rows.session_prompts (session_id, body) VALUES ($1, $2)
              RETURNING id",
         )
         .bind(session)
         .bind(body)
-        .fetch_one(&self.pool)
+        .fetch_one(pool)
         .await
         .map_err(|e| match sqlstate(&e).as_deref() {
             Some(FOREIGN_KEY_VIOLATION) => RowsError::UnknownSession(session.into()),
@@ -209,11 +326,27 @@ impl RowsStore {
 
     /// Opens an action item in `workspace`; it is kept, settled or not, until the workspace goes.
     pub async fn open_item(&self, workspace: &str) -> Result<i64, RowsError> {
+        let pool = match &self.backend {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let id = memory::next(&mut t.seq.items);
+                if !t.workspaces.contains(workspace) {
+                    return Err(RowsError::UnknownWorkspace(workspace.into()));
+                }
+                let item = memory::Item {
+                    workspace: workspace.into(),
+                    settled_at_ms: None,
+                };
+                t.items.insert(id, item);
+                return Ok(id);
+            }
+        };
         sqlx::query_scalar(
             "INSERT INTO tidemark_rows.action_items (workspace_id) VALUES ($1) RETURNING id",
         )
         .bind(workspace)
-        .fetch_one(&self.pool)
+        .fetch_one(pool)
         .await
         .map_err(|e| match sqlstate(&e).as_deref() {
             Some(FOREIGN_KEY_VIOLATION) => RowsError::UnknownWorkspace(workspace.into()),
@@ -224,16 +357,29 @@ impl RowsStore {
     /// Settles an item. Settling again keeps the first settlement's time: the record an audit
     /// reads is when it was settled, not when it was last touched.
     pub async fn settle_item(&self, item: i64, now: Timestamp) -> Result<(), RowsError> {
-        let done = sqlx::query(
-            "UPDATE tidemark_rows.action_items
-                SET settled_at_ms = coalesce(settled_at_ms, $2) WHERE id = $1",
-        )
-        .bind(item)
-        .bind(now.as_millis())
-        .execute(&self.pool)
-        .await
-        .map_err(RowsError::db("settle item"))?;
-        if done.rows_affected() == 0 {
+        let settled = match &self.backend {
+            Backend::Memory(m) => match lock(m).items.get_mut(&item) {
+                Some(i) => {
+                    i.settled_at_ms.get_or_insert(now.as_millis());
+                    true
+                }
+                None => false,
+            },
+            Backend::Pg(pool) => {
+                sqlx::query(
+                    "UPDATE tidemark_rows.action_items
+                        SET settled_at_ms = coalesce(settled_at_ms, $2) WHERE id = $1",
+                )
+                .bind(item)
+                .bind(now.as_millis())
+                .execute(pool)
+                .await
+                .map_err(RowsError::db("settle item"))?
+                .rows_affected()
+                    > 0
+            }
+        };
+        if !settled {
             return Err(RowsError::UnknownItem(item));
         }
         Ok(())
@@ -246,6 +392,27 @@ impl RowsStore {
         item: Option<i64>,
         now: Timestamp,
     ) -> Result<i64, RowsError> {
+        let pool = match &self.backend {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let id = memory::next(&mut t.seq.held);
+                // PostgreSQL checks the foreign keys in the order the table declares them.
+                if !t.sessions.contains_key(session) {
+                    return Err(RowsError::UnknownSession(session.into()));
+                }
+                if let Some(i) = item.filter(|i| !t.items.contains_key(i)) {
+                    return Err(RowsError::UnknownItem(i));
+                }
+                let held = memory::Held {
+                    session: session.into(),
+                    item,
+                    held_at_ms: now.as_millis(),
+                };
+                t.held.insert(id, held);
+                return Ok(id);
+            }
+        };
         sqlx::query_scalar(
             "INSERT INTO tidemark_rows.held_requests (session_id, item_id, held_at_ms)
              VALUES ($1, $2, $3) RETURNING id",
@@ -253,7 +420,7 @@ impl RowsStore {
         .bind(session)
         .bind(item)
         .bind(now.as_millis())
-        .fetch_one(&self.pool)
+        .fetch_one(pool)
         .await
         .map_err(|e| match (sqlstate(&e).as_deref(), item) {
             (Some(FOREIGN_KEY_VIOLATION), Some(i))
@@ -277,13 +444,24 @@ impl RowsStore {
                 "not a table of the rows schema",
             ));
         }
+        let pool = match &self.backend {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => return Ok(lock(m).count(table)),
+        };
         sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
             "SELECT count(*) FROM tidemark_rows.{table}"
         )))
-        .fetch_one(&self.pool)
+        .fetch_one(pool)
         .await
         .map_err(RowsError::db("count"))
     }
+}
+
+/// The in-memory tables, for one statement. A panic while the lock was held cannot leave a
+/// half-applied statement visible to a caller that goes on (every statement checks before it
+/// writes), so a poisoned lock is taken over rather than propagated.
+pub(crate) fn lock(m: &Mutex<Tables>) -> MutexGuard<'_, Tables> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Every table of the schema, in the order SPEC SR lists them.

@@ -5,6 +5,7 @@
 //! as CockroachDB's row-level TTL does (`ttl_delete_batch_size`, and a rate limit between
 //! batches): a writer that touches a row being reaped waits for one batch at most, never for the
 //! whole sweep, and the rows a writer holds are skipped (`SKIP LOCKED`) rather than waited on.
+//! In memory a batch is one turn of the tables' lock, so the same bound holds there.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -12,7 +13,8 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 
-use super::{RowsError, RowsMutant, RowsStore};
+use super::memory::Tables;
+use super::{lock, Backend, RowsError, RowsMutant, RowsStore};
 use crate::clock::{Timestamp, DAY_MS};
 
 /// How the reaper deletes.
@@ -55,6 +57,13 @@ impl ReapConfig {
             crash_after_batches: Some(batches),
             ..ReapConfig::default()
         }
+    }
+
+    /// This configuration with `batch` rows per delete statement. (The struct cannot be built
+    /// with `..` from outside: its crash count is private.)
+    pub fn with_batch(mut self, batch: i64) -> ReapConfig {
+        self.batch = batch;
+        self
     }
 
     /// Counts one committed batch; the crash fault's error once the budget is spent.
@@ -141,6 +150,34 @@ impl RowsStore {
     /// The sweeps only a mutant has: rows SR-6 keeps on purpose, removed by age. They report
     /// nothing, as a sweep that should not exist would not be in the report.
     async fn mutant_sweeps(&self, now: Timestamp) -> Result<(), RowsError> {
+        let now_ms = now.as_millis();
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                match self.config().mutant {
+                    Some(RowsMutant::HeldRequestSwept) => t
+                        .held
+                        .retain(|_, h| h.held_at_ms.saturating_add(DAY_MS) > now_ms),
+                    Some(RowsMutant::SettledItemsSwept) => {
+                        let old: Vec<i64> = t
+                            .items
+                            .iter()
+                            .filter(|(_, i)| {
+                                i.settled_at_ms
+                                    .is_some_and(|s| s.saturating_add(30 * DAY_MS) <= now_ms)
+                            })
+                            .map(|(id, _)| *id)
+                            .collect();
+                        for id in old {
+                            t.delete_item(id);
+                        }
+                    }
+                    _ => {}
+                }
+                return Ok(());
+            }
+        };
         let sql = match self.config().mutant {
             Some(RowsMutant::HeldRequestSwept) => {
                 "DELETE FROM tidemark_rows.held_requests WHERE held_at_ms + $2 <= $1"
@@ -154,16 +191,47 @@ impl RowsStore {
         sqlx::query(sql)
             .bind(now.as_millis())
             .bind(DAY_MS)
-            .execute(self.pool())
+            .execute(pool)
             .await
             .map_err(RowsError::db("mutant sweep"))?;
         Ok(())
+    }
+
+    /// Runs one sweep until a batch comes back short: on PostgreSQL its batch statement `sql`
+    /// (see [`delete_batches_sql`]), in memory `in_memory(tables, now in ms, batch size)`, which
+    /// removes at most that many rows and says how many. Each batch counts toward the crash
+    /// fault once it has committed, on either backend.
+    pub(crate) async fn delete_batches(
+        &self,
+        sql: &'static str,
+        in_memory: impl Fn(&mut Tables, i64, usize) -> u64,
+        now: Timestamp,
+        cfg: &ReapConfig,
+        op: &'static str,
+    ) -> Result<u64, RowsError> {
+        let m = match self.backend() {
+            Backend::Pg(pool) => return delete_batches_sql(pool, sql, now, cfg, op).await,
+            Backend::Memory(m) => m,
+        };
+        let batch = cfg.batch.max(1);
+        let mut total = 0u64;
+        loop {
+            let removed = in_memory(&mut lock(m), now.as_millis(), batch as usize);
+            total += removed;
+            cfg.batch_committed()?;
+            if removed < batch as u64 {
+                return Ok(total);
+            }
+            if !cfg.pause_between_batches.is_zero() {
+                tokio::time::sleep(cfg.pause_between_batches).await;
+            }
+        }
     }
 }
 
 /// Runs one sweep's batch statement until a batch comes back short. The statement takes `$1`
 /// (now, in milliseconds) and `$2` (the batch size) and deletes at most `$2` rows.
-pub(crate) async fn delete_batches(
+async fn delete_batches_sql(
     pool: &PgPool,
     sql: &'static str,
     now: Timestamp,

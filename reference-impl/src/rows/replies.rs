@@ -7,8 +7,9 @@
 
 use sqlx::Row;
 
-use super::reaper::{delete_batches, ReapConfig};
-use super::{sqlstate, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION};
+use super::memory::{self, delete_batch, Tables};
+use super::reaper::ReapConfig;
+use super::{lock, sqlstate, Backend, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION};
 use crate::clock::{Timestamp, DAY_MS};
 
 /// The kinds that stream into a reply (SR-2.1). Any other kind is a conversation event, kept
@@ -88,13 +89,33 @@ pub fn check_kind(kind: &str) -> Result<(), RowsError> {
 
 impl RowsStore {
     pub async fn start_reply(&self, session: &str, now: Timestamp) -> Result<i64, RowsError> {
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let id = memory::next(&mut t.seq.replies);
+                if !t.sessions.contains_key(session) {
+                    return Err(RowsError::UnknownSession(session.into()));
+                }
+                let reply = memory::Reply {
+                    session: session.into(),
+                    state: ReplyState::Writing,
+                    sealed: false,
+                    content: None,
+                    started_at_ms: now.as_millis(),
+                    finished_at_ms: None,
+                };
+                t.replies.insert(id, reply);
+                return Ok(id);
+            }
+        };
         sqlx::query_scalar(
             "INSERT INTO tidemark_rows.replies (session_id, state, started_at_ms)
              VALUES ($1, 'writing', $2) RETURNING id",
         )
         .bind(session)
         .bind(now.as_millis())
-        .fetch_one(self.pool())
+        .fetch_one(pool)
         .await
         .map_err(|e| match sqlstate(&e).as_deref() {
             Some(FOREIGN_KEY_VIOLATION) => RowsError::UnknownSession(session.into()),
@@ -117,7 +138,33 @@ impl RowsStore {
                 "not a streamed kind; record it as a conversation event",
             ));
         }
-        let mut tx = self.pool().begin().await.map_err(RowsError::db("stream"))?;
+        // The mutant starts each event's day as it is written, whatever its reply's state.
+        let forget_after = self
+            .mutant(RowsMutant::WritingEventsStamped)
+            .then(|| now.as_millis().saturating_add(STREAMED_GRACE_MS));
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let r = t
+                    .replies
+                    .get(&reply)
+                    .ok_or(RowsError::UnknownReply(reply))?;
+                check_state(reply, r.state, &[ReplyState::Writing], "stream")?;
+                let event = memory::Event {
+                    session: r.session.clone(),
+                    reply: Some(reply),
+                    kind: kind.into(),
+                    payload: payload.into(),
+                    created_at_ms: now.as_millis(),
+                    forget_after_ms: forget_after,
+                };
+                let id = memory::next(&mut t.seq.events);
+                t.events.insert(id, event);
+                return Ok(id);
+            }
+        };
+        let mut tx = pool.begin().await.map_err(RowsError::db("stream"))?;
         // The reply's row is locked so a finish or seal cannot slip between the check and the
         // insert and leave an unstamped event behind a finished reply.
         let row = sqlx::query(
@@ -129,18 +176,8 @@ impl RowsStore {
         .map_err(RowsError::db("stream"))?
         .ok_or(RowsError::UnknownReply(reply))?;
         let state = ReplyState::parse(row.get::<&str, _>("state"));
-        if state != ReplyState::Writing {
-            return Err(RowsError::ReplyState {
-                id: reply,
-                state: state.as_str(),
-                wanted: "only a reply being written takes streamed events",
-            });
-        }
+        check_state(reply, state, &[ReplyState::Writing], "stream")?;
         let session: String = row.get("session_id");
-        // The mutant starts each event's day as it is written, whatever its reply's state.
-        let forget_after = self
-            .mutant(RowsMutant::WritingEventsStamped)
-            .then(|| now.as_millis().saturating_add(STREAMED_GRACE_MS));
         let id = sqlx::query_scalar(
             "INSERT INTO tidemark_rows.events
                     (session_id, reply_id, kind, payload, created_at_ms, forget_after_ms)
@@ -174,6 +211,26 @@ impl RowsStore {
                 "a streamed kind names a reply; stream it into one",
             ));
         }
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let id = memory::next(&mut t.seq.events);
+                if !t.sessions.contains_key(session) {
+                    return Err(RowsError::UnknownSession(session.into()));
+                }
+                let event = memory::Event {
+                    session: session.into(),
+                    reply: None,
+                    kind: kind.into(),
+                    payload: payload.into(),
+                    created_at_ms: now.as_millis(),
+                    forget_after_ms: None,
+                };
+                t.events.insert(id, event);
+                return Ok(id);
+            }
+        };
         sqlx::query_scalar(
             "INSERT INTO tidemark_rows.events (session_id, kind, payload, created_at_ms)
              VALUES ($1, $2, $3, $4) RETURNING id",
@@ -182,7 +239,7 @@ impl RowsStore {
         .bind(kind)
         .bind(payload)
         .bind(now.as_millis())
-        .fetch_one(self.pool())
+        .fetch_one(pool)
         .await
         .map_err(|e| match sqlstate(&e).as_deref() {
             Some(FOREIGN_KEY_VIOLATION) => RowsError::UnknownSession(session.into()),
@@ -203,11 +260,25 @@ impl RowsStore {
 
     /// Interrupts a reply being written. It keeps its events, however long, until sealed.
     pub async fn interrupt_reply(&self, reply: i64) -> Result<(), RowsError> {
-        let mut tx = self
-            .pool()
-            .begin()
-            .await
-            .map_err(RowsError::db("interrupt"))?;
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let r = t
+                    .replies
+                    .get_mut(&reply)
+                    .ok_or(RowsError::UnknownReply(reply))?;
+                check_state(reply, r.state, &[ReplyState::Writing], "interrupt")?;
+                r.state = ReplyState::Stopped;
+                if self.mutant(RowsMutant::InterruptStartsTheDay) {
+                    for e in t.events.values_mut().filter(|e| e.reply == Some(reply)) {
+                        e.forget_after_ms = Some(e.created_at_ms.saturating_add(STREAMED_GRACE_MS));
+                    }
+                }
+                return Ok(());
+            }
+        };
+        let mut tx = pool.begin().await.map_err(RowsError::db("interrupt"))?;
         lock_state(&mut tx, reply, &[ReplyState::Writing], "interrupt").await?;
         sqlx::query("UPDATE tidemark_rows.replies SET state = 'stopped' WHERE id = $1")
             .bind(reply)
@@ -245,11 +316,22 @@ impl RowsStore {
     /// Deletes a reply (a regenerated or withdrawn one). Its streamed events are "gone"-stamped:
     /// kept a day from now, then swept (SR-2.4); its conversation events are not its own.
     pub async fn delete_reply(&self, reply: i64, now: Timestamp) -> Result<(), RowsError> {
-        let mut tx = self
-            .pool()
-            .begin()
-            .await
-            .map_err(RowsError::db("delete reply"))?;
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                if t.replies.remove(&reply).is_none() {
+                    return Err(RowsError::UnknownReply(reply));
+                }
+                if self.mutant(RowsMutant::DeletedReplyTakesEvents) {
+                    t.events.retain(|_, e| e.reply != Some(reply));
+                } else {
+                    stamp_in_memory(&mut t, reply, now, true);
+                }
+                return Ok(());
+            }
+        };
+        let mut tx = pool.begin().await.map_err(RowsError::db("delete reply"))?;
         let gone = sqlx::query("DELETE FROM tidemark_rows.replies WHERE id = $1")
             .bind(reply)
             .execute(&mut *tx)
@@ -278,7 +360,44 @@ impl RowsStore {
         from: &[ReplyState],
         op: &'static str,
     ) -> Result<(), RowsError> {
-        let mut tx = self.pool().begin().await.map_err(RowsError::db(op))?;
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let r = t
+                    .replies
+                    .get(&reply)
+                    .ok_or(RowsError::UnknownReply(reply))?;
+                check_state(reply, r.state, from, op)?;
+                let text = match content {
+                    Some(c) => c.to_string(),
+                    None if self.mutant(RowsMutant::SealAllKinds) => {
+                        replay_in_memory(&t, reply, None)
+                    }
+                    None => replay_in_memory(&t, reply, Some(TEXT_KIND)),
+                };
+                let r = t.replies.get_mut(&reply).expect("checked above");
+                r.state = ReplyState::Finished;
+                r.content = Some(text);
+                r.finished_at_ms = Some(now.as_millis());
+                r.sealed = content.is_none();
+                if content.is_none() && self.mutant(RowsMutant::SealDayFromEvents) {
+                    let last = t
+                        .events
+                        .values()
+                        .filter(|e| e.reply == Some(reply))
+                        .map(|e| e.created_at_ms)
+                        .max();
+                    for e in t.events.values_mut().filter(|e| e.reply == Some(reply)) {
+                        e.forget_after_ms = last.map(|l| l.saturating_add(STREAMED_GRACE_MS));
+                    }
+                } else {
+                    stamp_in_memory(&mut t, reply, now, false);
+                }
+                return Ok(());
+            }
+        };
+        let mut tx = pool.begin().await.map_err(RowsError::db(op))?;
         lock_state(&mut tx, reply, from, op).await?;
         let text = match content {
             Some(c) => c.to_string(),
@@ -325,11 +444,34 @@ impl RowsStore {
 
     /// The transcript of a session: every reply in order, each with its text.
     pub async fn transcript(&self, session: &str) -> Result<Vec<TranscriptReply>, RowsError> {
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let t = lock(m);
+                if !t.sessions.contains_key(session) {
+                    return Err(RowsError::UnknownSession(session.into()));
+                }
+                return Ok(t
+                    .replies
+                    .iter()
+                    .filter(|(_, r)| r.session == session)
+                    .map(|(id, r)| TranscriptReply {
+                        id: *id,
+                        state: r.state,
+                        sealed: r.sealed,
+                        text: r
+                            .content
+                            .clone()
+                            .unwrap_or_else(|| replay_in_memory(&t, *id, Some(TEXT_KIND))),
+                    })
+                    .collect());
+            }
+        };
         let exists: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM tidemark_rows.sessions WHERE id = $1)",
         )
         .bind(session)
-        .fetch_one(self.pool())
+        .fetch_one(pool)
         .await
         .map_err(RowsError::db("transcript"))?;
         if !exists {
@@ -340,7 +482,7 @@ impl RowsStore {
               WHERE session_id = $1 ORDER BY id",
         )
         .bind(session)
-        .fetch_all(self.pool())
+        .fetch_all(pool)
         .await
         .map_err(RowsError::db("transcript"))?;
         let mut out = Vec::with_capacity(rows.len());
@@ -349,7 +491,7 @@ impl RowsStore {
             let state = ReplyState::parse(row.get::<&str, _>("state"));
             let text = match row.get::<Option<String>, _>("content") {
                 Some(text) => text,
-                None => replay(self.pool(), id).await?,
+                None => replay(pool, id).await?,
             };
             out.push(TranscriptReply {
                 id,
@@ -361,6 +503,39 @@ impl RowsStore {
         Ok(out)
     }
 
+    /// How many events name `reply` (its streamed events, until they are swept); for tests and
+    /// the harness's observation, on either backend.
+    pub async fn count_events_of_reply(&self, reply: i64) -> Result<i64, RowsError> {
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let t = lock(m);
+                return Ok(t.events.values().filter(|e| e.reply == Some(reply)).count() as i64);
+            }
+        };
+        sqlx::query_scalar("SELECT count(*) FROM tidemark_rows.events WHERE reply_id = $1")
+            .bind(reply)
+            .fetch_one(pool)
+            .await
+            .map_err(RowsError::db("count"))
+    }
+
+    /// How many events (streamed or not) `session` has; for tests and the harness.
+    pub async fn count_events_in_session(&self, session: &str) -> Result<i64, RowsError> {
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let t = lock(m);
+                return Ok(t.events.values().filter(|e| e.session == session).count() as i64);
+            }
+        };
+        sqlx::query_scalar("SELECT count(*) FROM tidemark_rows.events WHERE session_id = $1")
+            .bind(session)
+            .fetch_one(pool)
+            .await
+            .map_err(RowsError::db("count"))
+    }
+
     /// The sweep of SR-2: removes streamed events whose reply was finished, sealed or deleted at
     /// least a day ago, in batches. Returns how many it removed.
     pub async fn forget_streamed(
@@ -368,22 +543,52 @@ impl RowsStore {
         now: Timestamp,
         cfg: &ReapConfig,
     ) -> Result<u64, RowsError> {
-        let sql = if self.mutant(RowsMutant::StreamedSweptByAge) {
-            MUTANT_STREAMED_BY_AGE_SQL
-        } else {
-            FORGET_STREAMED_SQL
-        };
-        delete_batches(self.pool(), sql, now, cfg, "forget streamed").await
+        if self.mutant(RowsMutant::StreamedSweptByAge) {
+            return self
+                .delete_batches(
+                    MUTANT_STREAMED_BY_AGE_SQL,
+                    |t, now, n| {
+                        let expired = |e: &memory::Event| {
+                            e.reply.is_some() && e.created_at_ms.saturating_add(DAY_MS) <= now
+                        };
+                        delete_batch(&mut t.events, n, |_, e| expired(e), |id, _| *id)
+                    },
+                    now,
+                    cfg,
+                    "forget streamed",
+                )
+                .await;
+        }
+        self.delete_batches(
+            FORGET_STREAMED_SQL,
+            forget_streamed_batch,
+            now,
+            cfg,
+            "forget streamed",
+        )
+        .await
     }
+}
+
+/// [`FORGET_STREAMED_SQL`] in memory: stamped events whose day is over, earliest first.
+fn forget_streamed_batch(t: &mut Tables, now: i64, limit: usize) -> u64 {
+    delete_batch(
+        &mut t.events,
+        limit,
+        |_, e| e.forget_after_ms.is_some_and(|f| f <= now),
+        |id, e| (e.forget_after_ms, *id),
+    )
 }
 
 /// One batch of [`RowsStore::forget_streamed`]: `$1` is now, `$2` the batch size. Only stamped
 /// events are in the partial index, so unfinished replies' events cost nothing to pass over.
 /// `SKIP LOCKED`: a row a writer holds is left for the next batch rather than waited on.
+/// Ties are broken by id so a tick that dies between batches removed the same rows on every
+/// run (and on the in-memory backend).
 pub const FORGET_STREAMED_SQL: &str = "DELETE FROM tidemark_rows.events WHERE id = ANY (ARRAY (
     SELECT id FROM tidemark_rows.events
      WHERE forget_after_ms IS NOT NULL AND forget_after_ms <= $1
-     ORDER BY forget_after_ms LIMIT $2 FOR UPDATE SKIP LOCKED))";
+     ORDER BY forget_after_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED))";
 
 /// [`RowsMutant::StreamedSweptByAge`]'s batch: streamed events a day after they were written.
 const MUTANT_STREAMED_BY_AGE_SQL: &str = "DELETE FROM tidemark_rows.events WHERE id = ANY (ARRAY (
@@ -404,18 +609,28 @@ async fn lock_state(
             .await
             .map_err(RowsError::db(op))?
             .ok_or(RowsError::UnknownReply(reply))?;
-    let state = ReplyState::parse(&state);
-    if !from.contains(&state) {
-        return Err(RowsError::ReplyState {
-            id: reply,
-            state: state.as_str(),
-            wanted: match op {
-                "finish" | "interrupt" => "only a reply being written can be",
-                _ => "only an unfinished reply can be sealed",
-            },
-        });
+    check_state(reply, ReplyState::parse(&state), from, op)
+}
+
+/// Whether a reply in `state` may undergo `op`; the refusal names what it wanted.
+fn check_state(
+    reply: i64,
+    state: ReplyState,
+    from: &[ReplyState],
+    op: &'static str,
+) -> Result<(), RowsError> {
+    if from.contains(&state) {
+        return Ok(());
     }
-    Ok(())
+    Err(RowsError::ReplyState {
+        id: reply,
+        state: state.as_str(),
+        wanted: match op {
+            "stream" => "only a reply being written takes streamed events",
+            "finish" | "interrupt" => "only a reply being written can be",
+            _ => "only an unfinished reply can be sealed",
+        },
+    })
 }
 
 /// Starts the day of a reply's streamed events. `keep_earlier`: a deleted reply's events that
@@ -452,4 +667,24 @@ async fn replay(conn: impl sqlx::PgExecutor<'_>, reply: i64) -> Result<String, R
     .fetch_one(conn)
     .await
     .map_err(RowsError::db("replay"))
+}
+
+/// [`stamp_events`] in memory.
+fn stamp_in_memory(t: &mut Tables, reply: i64, now: Timestamp, keep_earlier: bool) {
+    let at = now.as_millis().saturating_add(STREAMED_GRACE_MS);
+    for e in t.events.values_mut().filter(|e| e.reply == Some(reply)) {
+        if !(keep_earlier && e.forget_after_ms.is_some()) {
+            e.forget_after_ms = Some(at);
+        }
+    }
+}
+
+/// [`replay`] in memory: the payloads of a reply's events of `kind` (every kind if `None`)
+/// in the order they were streamed.
+fn replay_in_memory(t: &Tables, reply: i64, kind: Option<&str>) -> String {
+    t.events
+        .values()
+        .filter(|e| e.reply == Some(reply) && kind.is_none_or(|k| e.kind == k))
+        .map(|e| e.payload.as_str())
+        .collect()
 }

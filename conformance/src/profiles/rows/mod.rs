@@ -1,29 +1,47 @@
 //! The rows profile (SPEC part SR): database rows an agent service keeps and the reaper that
-//! removes the rest, on PostgreSQL. Everything the profile owns lives in this folder:
+//! removes the rest, on PostgreSQL or in memory. Everything the profile owns lives in this folder:
 //!
 //! - [`script`]: its scenario files (`scenarios/rows/*.tdm`), read with the shared header and
 //!   lexer, in its own step vocabulary (`scenarios/rows/README.md`); `grammar.rs` reads one
 //!   step line's action and expectation.
-//! - [`runner`]: each scenario against the reference (`reference-impl/src/rows/`) on its own
-//!   fresh database, the clock handed in with every step.
+//! - [`contract`]: the operations and outcomes as data, and the endpoint a scenario is played
+//!   against (the reference in process behind it); [`runner`] plays each scenario through it on
+//!   its own fresh database or in-memory store (`--tier`), the clock handed in with every step.
+//! - [`process`]: the same scenarios against a program through the process protocol, the
+//!   database's URL handed over in `init`; [`queries`]: the read-only SQL the harness counts
+//!   what remains with, declared by the program or the reference's schema by default.
 //! - [`model`]: the executable model of part SR, in memory, which predicts every scenario's
-//!   outcomes (the oracle exploration will need).
+//!   outcomes, and is exploration's oracle and the world's.
+//! - [`explore`] (with `explore_ops`, `explore_run`, `explore_state`) and [`fixture`]:
+//!   `tidemark explore --profile rows`, its saved failures and their replay.
+//! - [`world`]: the turmoil world: the reference in memory as a server, writers and a reaper
+//!   on a simulated clock, faults from the seed, safety after every tick and liveness after
+//!   the heal.
 //!
-//! This module is the command line's entry point: one PostgreSQL for a run, the suite and the
-//! mutant catalogue. Not built yet, and refused as such rather than faked: a program through the
-//! process protocol, exploration, replay and the world (issue 13, items 3 and 5).
+//! This module is the command line's entry point: one PostgreSQL for a run (or none in
+//! memory), the suite and the mutant catalogue, exploration, replay and the world.
 
+pub mod contract;
+pub mod explore;
+pub mod explore_ops;
+pub mod explore_run;
+pub mod explore_state;
+pub mod fixture;
 mod grammar;
 pub mod model;
+pub mod process;
+pub mod queries;
 pub mod runner;
 pub mod scale;
 pub mod script;
+pub mod world;
 
 use std::collections::BTreeSet;
 use std::num::NonZeroUsize;
 use std::path::Path;
 
 use futures::StreamExt;
+use runner::Tier;
 use tidemark_reference::rows::RowsMutant;
 use tidemark_sim::real_tier::PgProvider;
 use tidemark_sim::trace::Trace;
@@ -33,9 +51,6 @@ use script::Script;
 
 /// How many trace lines a failure carries (as for the other profiles).
 const TRACE_TAIL_LINES: usize = 8;
-
-/// What `--impl` answers until the rows profile has a protocol (issue 13, item 5).
-pub const NO_PROTOCOL: &str = "the rows profile has no protocol yet";
 
 /// The rows scenarios under `dir` whose test names are in `only` (all when it is empty),
 /// citations checked against `spec`. A name in `only` that names none is an error.
@@ -91,9 +106,9 @@ pub fn case(script: &Script, verdict: Verdict, trace: &Trace) -> CaseReport {
 }
 
 /// The scenarios against the reference in process (or one of its mutants), each on its own
-/// database of `pg`, up to `jobs` at once.
+/// fresh store of `tier`, up to `jobs` at once.
 pub async fn check_in_process(
-    pg: &PgProvider,
+    tier: Tier<'_>,
     scripts: &[Script],
     jobs: NonZeroUsize,
     mutant: Option<RowsMutant>,
@@ -101,7 +116,7 @@ pub async fn check_in_process(
     futures::stream::iter(scripts)
         .map(|s| async move {
             let mut trace = Trace::new();
-            let verdict = match runner::run(pg, s, mutant, &mut trace).await {
+            let verdict = match runner::run_on(tier, s, mutant, &mut trace, &mut Vec::new()).await {
                 Ok(()) => Verdict::Passed,
                 Err(f) => Verdict::Failed(f),
             };
@@ -120,10 +135,10 @@ pub struct RowsMutantResult {
     pub killed_by: Vec<String>,
 }
 
-/// Every rows mutant (or only `only`) against the scenarios naming it, up to `jobs` mutants at
-/// once.
+/// Every rows mutant (or only `only`) against the scenarios naming it, on `tier`, up to `jobs`
+/// mutants at once.
 pub async fn mutants(
-    pg: &PgProvider,
+    tier: Tier<'_>,
     scripts: &[Script],
     only: Option<&str>,
     all_killers: bool,
@@ -137,7 +152,7 @@ pub async fn mutants(
     .map(|m| async move {
         let mut killed_by = Vec::new();
         for s in runner::killers(scripts, m) {
-            if runner::run(pg, s, Some(m), &mut Trace::new())
+            if runner::run_on(tier, s, Some(m), &mut Trace::new(), &mut Vec::new())
                 .await
                 .is_err()
             {
@@ -190,12 +205,6 @@ pub fn mutant_table(results: &[RowsMutantResult]) -> String {
     s
 }
 
-fn not_built(command: &str) -> String {
-    format!(
-        "{command} --profile rows is not built yet: the rows profile has scenarios, mutants and an executable model, but no exploration, saved failures or world yet (issue 13, item 3)"
-    )
-}
-
 /// The rows profile (SPEC part SR) behind the profile interface.
 pub struct RowsProfile;
 
@@ -209,6 +218,10 @@ impl super::Profile for RowsProfile {
         &script::VOCABULARY
     }
 
+    fn tiers(&self) -> &'static [&'static str] {
+        runner::TIERS
+    }
+
     async fn run(
         &self,
         request: &super::RunRequest<'_>,
@@ -220,30 +233,22 @@ impl super::Profile for RowsProfile {
         }
         let scripts = load(&dir, request.only, request.spec)?;
         if let Some(factory) = program {
-            // A program claiming the profile is told plainly it cannot be judged yet; one that
-            // does not claim it has its rows scenarios skipped, as any unclaimed profile's are,
-            // so a run of every profile through a program still judges the others.
-            if factory.claims().profiles.iter().any(|p| p == self.name()) {
-                return Err(format!("{NO_PROTOCOL}: run it in process (tidemark run --profile rows, without --impl)"));
+            if request.tier == Some("memory") {
+                return Err("--tier memory runs the reference in process; a program (--impl) is handed a PostgreSQL database, so leave --tier out".into());
             }
-            return Ok(scripts
-                .iter()
-                .map(|s| {
-                    case(
-                        s,
-                        Verdict::Skipped {
-                            reason: format!("{NO_PROTOCOL} (the implementation cannot claim it)"),
-                        },
-                        &Trace::new(),
-                    )
-                })
-                .collect());
+            // A program not claiming the profile has its rows scenarios skipped, as any
+            // unclaimed profile's are, so a run of every profile through a program still judges
+            // the others.
+            return process::check(factory, &scripts, request.jobs, None).await;
         }
         if scripts.is_empty() {
             return Ok(Vec::new());
         }
+        if request.tier == Some("memory") {
+            return Ok(check_in_process(Tier::Memory, &scripts, request.jobs, None).await);
+        }
         let pg = postgres().await?;
-        Ok(check_in_process(&pg, &scripts, request.jobs, None).await)
+        Ok(check_in_process(Tier::Postgres(&pg), &scripts, request.jobs, None).await)
     }
 
     async fn mutants(
@@ -261,9 +266,13 @@ impl super::Profile for RowsProfile {
             });
         }
         let scripts = load(&request.scenarios.join(self.name()), &[], request.spec)?;
-        let pg = postgres().await?;
         let jobs = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
-        let results = mutants(&pg, &scripts, request.only, request.all_killers, jobs).await;
+        let pg = match request.tier {
+            Some("memory") => None,
+            _ => Some(postgres().await?),
+        };
+        let tier = pg.as_ref().map_or(Tier::Memory, Tier::Postgres);
+        let results = mutants(tier, &scripts, request.only, request.all_killers, jobs).await;
         Ok(super::MutantRows {
             rows: mutant_table(&results),
             killed: results.iter().filter(|r| !r.killed_by.is_empty()).count(),
@@ -271,24 +280,64 @@ impl super::Profile for RowsProfile {
         })
     }
 
-    fn explore(&self, _request: &super::ExploreRequest) -> Result<bool, String> {
-        Err(not_built("explore"))
+    fn explore(&self, request: &super::ExploreRequest) -> Result<bool, String> {
+        if request.implementation.is_some() {
+            return Err(
+                "explore --profile rows runs the reference in process: no --impl yet (run --impl judges a program on the scenarios)"
+                    .into(),
+            );
+        }
+        explore::command(&explore::RowsExploreArgs {
+            seeds: request.seeds,
+            first_seed: request.first_seed,
+            shard: request.shard,
+            mutant: request.mutant.clone(),
+            hunt: request.hunt,
+            check_determinism: request.check_determinism,
+            save_dir: match &request.save {
+                super::SaveTo::Default => Some(fixture::default_dir()),
+                super::SaveTo::Dir(d) => Some(d.clone()),
+                super::SaveTo::Nowhere => None,
+            },
+            max_shrink_iters: request.max_shrink_iters,
+            tier: request.tier.clone().unwrap_or_else(|| "postgres".into()),
+            differential: request.differential,
+            jobs: request.jobs,
+        })
     }
 
-    fn owns_fixture(&self, _path: &Path) -> bool {
-        false
+    fn owns_fixture(&self, path: &Path) -> bool {
+        fixture::is_rows(path)
     }
 
     fn replay(
         &self,
-        _fixture: Option<&Path>,
-        _seed: Option<u64>,
-        _mutant: Option<&str>,
+        fixture: Option<&Path>,
+        seed: Option<u64>,
+        mutant: Option<&str>,
     ) -> Result<crate::explore::cli::ReplayOutcome, String> {
-        Err(not_built("replay"))
+        match (fixture, seed, mutant) {
+            (Some(f), None, None) => explore::replay_fixture(f),
+            _ => Err("a rows replay takes a saved failure's file, and no --seed or --mutant; a seed runs again with tidemark explore --profile rows --first-seed N --seeds 1".into()),
+        }
     }
 
-    fn world(&self, _request: &super::WorldRequest) -> Result<bool, String> {
-        Err(not_built("world"))
+    fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
+        if request.hunt {
+            if request.mutant.is_some() {
+                return Err("--hunt tries every rows mutant; it takes no --mutant".into());
+            }
+            return Ok(world::hunt(request.seeds, request.first_seed));
+        }
+        let mutant = match request.mutant.as_deref() {
+            None => None,
+            Some(id) => Some(RowsMutant::from_id(id).ok_or(format!("unknown rows mutant {id:?}"))?),
+        };
+        Ok(world::command(
+            request.seeds,
+            request.first_seed,
+            mutant,
+            request.check_determinism,
+        ))
     }
 }

@@ -2,8 +2,8 @@
 //! without the reference's code, answering every step of the rows vocabulary with the outcome
 //! the SPEC predicts. `tests::every_scenario_is_predicted_by_the_model` plays every
 //! `scenarios/rows/*.tdm` through it, so the scenarios, the model and (through
-//! `rows_scenarios`) the reference agree. It is the oracle exploration will compare with
-//! (issue 13, item 3); exploration itself is not built yet.
+//! `rows_scenarios`) the reference agree. It is exploration's oracle too (`explore_run.rs`):
+//! every outcome, and after every reap every row ([`Model::rows`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -404,6 +404,82 @@ impl Model {
             }
         }
         r
+    }
+
+    /// The sessions that exist, by name.
+    pub fn sessions(&self) -> Vec<String> {
+        self.sessions.keys().cloned().collect()
+    }
+
+    /// Every row the model holds, table by table, each as one line of
+    /// [`super::explore_state`]'s format, sorted: what the reference's tables must hold after a
+    /// reap. Times are milliseconds from the epoch; replies are seen through the transcripts.
+    pub fn rows(&self) -> super::explore_state::State {
+        use super::explore_state::{line_event, line_expiring, State};
+        let mut st = State::default();
+        st.put("workspaces", self.workspaces.iter().cloned());
+        st.put(
+            "sessions",
+            self.sessions.iter().map(|(s, w)| format!("{s} in {w}")),
+        );
+        st.put("session_prompts", self.prompts.iter().cloned());
+        st.put("replies", self.replies.keys().map(|_| "a row".to_string()));
+        st.put(
+            "events",
+            self.events.iter().map(|e| {
+                line_event(
+                    &e.session,
+                    e.reply.as_deref(),
+                    &e.kind,
+                    &e.payload,
+                    e.forget_at,
+                )
+            }),
+        );
+        st.put(
+            "tool_invocations",
+            self.invocations.iter().map(|(s, at)| line_expiring(s, *at)),
+        );
+        st.put(
+            "trigger_firings",
+            self.firings.iter().map(|at| line_expiring("firing", *at)),
+        );
+        st.put("catalog_snapshots", self.snapshots.iter().cloned());
+        st.put(
+            "models",
+            self.models.iter().map(|(m, s)| format!("{m} -> {s}")),
+        );
+        for store in ExpiringStore::ALL {
+            st.put(
+                store.table(),
+                self.stores
+                    .iter()
+                    .filter(|((t, _), _)| *t == store.table())
+                    .map(|((_, id), at)| line_expiring(id, *at)),
+            );
+        }
+        st.put(
+            "action_items",
+            self.items
+                .iter()
+                .map(|(i, (w, settled))| super::explore_state::line_item(i, w, *settled)),
+        );
+        st.put(
+            "held_requests",
+            self.held
+                .iter()
+                .map(|(s, i)| format!("{s} for {}", i.as_deref().unwrap_or("-"))),
+        );
+        let mut model = self.clone();
+        for s in self.sessions.keys() {
+            if let Outcome::Transcript(t) = model.apply(&Action::Transcript(s.clone()), 0) {
+                st.put_one(
+                    "transcripts",
+                    format!("{s}: {}", super::script::transcript_text(&t)),
+                );
+            }
+        }
+        st
     }
 
     fn count(&self, c: &Counted) -> i64 {

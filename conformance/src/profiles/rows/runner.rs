@@ -1,15 +1,19 @@
-//! Plays a rows scenario against the reference (`reference-impl/src/rows/`) on a fresh
-//! PostgreSQL database: the scenario's clock starts at the pinned epoch, moves only on
-//! `advance`, and is handed to every operation. Each step's outcome is traced and compared
-//! with its expectation; the first mismatch ends the scenario with its line.
+//! Plays a rows scenario against a [`RowsEndpoint`]: the reference (`reference-impl/src/rows/`)
+//! in process on a fresh PostgreSQL database or a fresh in-memory store ([`Tier`]), or a program
+//! through the protocol (`process.rs`). The scenario's clock starts at the pinned epoch, moves only on `advance`, and
+//! is handed to every operation. Each step becomes a contract operation (`contract.rs`), its
+//! names replaced by the ids the implementation made, or an observation the harness reads; its
+//! outcome is traced and compared with its expectation; the first mismatch ends the scenario
+//! with its line.
 
 use tidemark_reference::clock::Timestamp;
-use tidemark_reference::rows::reaper::{ReapConfig, ReapReport};
-use tidemark_reference::rows::{ReplyState, RowsConfig, RowsError, RowsMutant, RowsStore};
+use tidemark_reference::rows::reaper::ReapReport;
+use tidemark_reference::rows::{RowsConfig, RowsMutant, RowsStore};
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::PgProvider;
 use tidemark_sim::trace::Trace;
 
+use super::contract::{Observation, ReferenceRows, RowsEndpoint, RowsOp, RowsOutcome, UNMADE};
 use super::script::{transcript_text, Action, Counted, Entry, Expect, Ids, Script, SWEEPS};
 use crate::play::Failure;
 
@@ -99,35 +103,50 @@ pub fn matches(expect: &Expect, got: &Outcome) -> bool {
     }
 }
 
-/// The identifiers the reference handed out, by the scenario's names.
+/// The identifiers the implementation handed out, by the scenario's names.
 #[derive(Default)]
-struct Learnt {
-    replies: Ids,
-    snapshots: Ids,
-    items: Ids,
+pub(super) struct Learnt {
+    pub(super) replies: Ids,
+    pub(super) snapshots: Ids,
+    pub(super) items: Ids,
+    requests: Ids,
 }
 
 impl Learnt {
-    fn name_of(ids: &Ids, id: i64) -> String {
+    pub(super) fn name_of(ids: &Ids, id: &str) -> String {
         ids.iter()
-            .find(|(_, v)| **v == id)
+            .find(|(_, v)| v.as_str() == id)
             .map(|(k, _)| k.clone())
             .unwrap_or_else(|| format!("#{id}"))
     }
 }
 
-fn id(ids: &Ids, name: &str) -> i64 {
+fn id(ids: &Ids, name: &str) -> String {
     // Every name was checked at load to be made before it is used; one whose making was
-    // refused has no id, and an id no row has makes the reference answer "unknown".
-    ids.get(name).copied().unwrap_or(-1)
+    // refused has no id, and is sent as the id no implementation makes.
+    ids.get(name).cloned().unwrap_or_else(|| UNMADE.to_string())
 }
 
-fn refused(e: RowsError) -> Outcome {
-    Outcome::Refused {
-        reason: e.code().to_string(),
-        message: e.to_string(),
+/// Where a scenario's rows live: a fresh database of a PostgreSQL (the real tier), or a fresh
+/// in-memory store with the database's semantics (the memory tier, which a turmoil world uses).
+#[derive(Clone, Copy)]
+pub enum Tier<'a> {
+    Postgres(&'a PgProvider),
+    Memory,
+}
+
+impl Tier<'_> {
+    /// `postgres` or `memory`, as `--tier` spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Tier::Postgres(_) => "postgres",
+            Tier::Memory => "memory",
+        }
     }
 }
+
+/// The tiers `--tier` names, the default first.
+pub const TIERS: &[&str] = &["postgres", "memory"];
 
 /// Runs `script` on a fresh database of `pg` with `mutant` switched on (or none).
 pub async fn run(
@@ -136,7 +155,26 @@ pub async fn run(
     mutant: Option<RowsMutant>,
     trace: &mut Trace,
 ) -> Result<(), Failure> {
-    run_recorded(pg, script, mutant, trace, &mut Vec::new()).await
+    run_on(Tier::Postgres(pg), script, mutant, trace, &mut Vec::new()).await
+}
+
+/// A failure before the first step (or after the last).
+pub(crate) fn setup_failure(expected: &str, actual: String) -> Failure {
+    Failure {
+        line: 0,
+        step: "(setup)".into(),
+        expected: expected.into(),
+        actual,
+    }
+}
+
+/// The scenario's file stem, for its database's name.
+pub(crate) fn stem(script: &Script) -> String {
+    script
+        .file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// [`run`], recording each step's outcome with its line (up to the first mismatch), for the
@@ -148,32 +186,41 @@ pub async fn run_recorded(
     trace: &mut Trace,
     outcomes: &mut Vec<(usize, Outcome)>,
 ) -> Result<(), Failure> {
-    let setup = |expected: &str, actual: String| Failure {
-        line: 0,
-        step: "(setup)".into(),
-        expected: expected.into(),
-        actual,
+    run_on(Tier::Postgres(pg), script, mutant, trace, outcomes).await
+}
+
+/// [`run_recorded`] on either tier.
+pub async fn run_on(
+    tier: Tier<'_>,
+    script: &Script,
+    mutant: Option<RowsMutant>,
+    trace: &mut Trace,
+    outcomes: &mut Vec<(usize, Outcome)>,
+) -> Result<(), Failure> {
+    let config = RowsConfig { mutant };
+    let pg = match tier {
+        Tier::Memory => {
+            let mut reference = ReferenceRows::new(RowsStore::in_memory(config));
+            return play(&mut reference, script, trace, outcomes).await;
+        }
+        Tier::Postgres(pg) => pg,
     };
-    let stem = script
-        .file
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let db = pg
-        .fresh_database(&format!("rows_{stem}"))
+        .fresh_database(&format!("rows_{}", stem(script)))
         .await
-        .map_err(|e| setup("a fresh PostgreSQL database", e.to_string()))?;
-    let result = match RowsStore::open_with(db.pool.clone(), RowsConfig { mutant }).await {
-        Ok(store) => play(&store, script, trace, outcomes).await,
-        Err(e) => Err(setup("the rows schema", e.to_string())),
+        .map_err(|e| setup_failure("a fresh PostgreSQL database", e.to_string()))?;
+    let result = match RowsStore::open_with(db.pool.clone(), config).await {
+        Ok(store) => play(&mut ReferenceRows::new(store), script, trace, outcomes).await,
+        Err(e) => Err(setup_failure("the rows schema", e.to_string())),
     };
     let dropped = pg.drop_database(db).await;
     result?;
-    dropped.map_err(|e| setup("the scenario's database dropped", e.to_string()))
+    dropped.map_err(|e| setup_failure("the scenario's database dropped", e.to_string()))
 }
 
-async fn play(
-    store: &RowsStore,
+/// Plays `script` against `endpoint` from the pinned epoch, recording each step's outcome.
+pub async fn play(
+    endpoint: &mut dyn RowsEndpoint,
     script: &Script,
     trace: &mut Trace,
     outcomes: &mut Vec<(usize, Outcome)>,
@@ -192,9 +239,9 @@ async fn play(
             expected: step.expect.text(),
             actual,
         };
-        let got = perform(store, &step.action, now, &mut learnt)
+        let got = perform(endpoint, &step.action, now, &mut learnt)
             .await
-            .map_err(|e| fail(format!("harness error: {e}")))?;
+            .map_err(fail)?;
         trace.record(rel(now), format!("{} -> {}", step.text, got.text()));
         outcomes.push((step.line, got.clone()));
         if !matches(&step.expect, &got) {
@@ -208,147 +255,184 @@ fn rel(now: Timestamp) -> i64 {
     now.as_millis() - EPOCH.as_millis()
 }
 
-/// One step against the reference. `Err` is the harness's own failure (an observation query
-/// that did not run); the reference's refusals are outcomes.
-async fn perform(
-    store: &RowsStore,
-    action: &Action,
-    now: Timestamp,
-    learnt: &mut Learnt,
-) -> Result<Outcome, String> {
-    let done = |r: Result<(), RowsError>| match r {
-        Ok(()) => Outcome::Ok,
-        Err(e) => refused(e),
-    };
-    let made = |ids: &mut Ids, name: &str, r: Result<i64, RowsError>| match r {
-        Ok(id) => {
-            ids.insert(name.to_string(), id);
-            Outcome::Ok
-        }
-        Err(e) => refused(e),
-    };
-    Ok(match action {
-        Action::Advance(_) => Outcome::Ok,
-        Action::Workspace(w) => done(store.create_workspace(w).await),
-        Action::Session { session, workspace } => {
-            done(store.create_session(workspace, session).await)
-        }
-        Action::DeleteSession(s) => done(store.delete_session(s).await),
-        Action::DeleteWorkspace(w) => done(store.delete_workspace(w).await),
-        Action::StartReply { reply, session } => made(
-            &mut learnt.replies,
-            reply,
-            store.start_reply(session, now).await,
-        ),
+/// What a step asks: an operation of the implementation, or a count the harness reads.
+enum Ask {
+    Op(RowsOp),
+    Observe(Observation),
+}
+
+/// A step as the contract's operation, the scenario's names replaced by the ids learnt.
+fn ask(action: &Action, learnt: &Learnt) -> Ask {
+    let reply = |r: &str| id(&learnt.replies, r);
+    Ask::Op(match action {
+        Action::Advance(_) => unreachable!("advance moves the scenario's clock, it asks nothing"),
+        Action::Workspace(w) => RowsOp::CreateWorkspace {
+            workspace: w.clone(),
+        },
+        Action::Session { session, workspace } => RowsOp::CreateSession {
+            session: session.clone(),
+            workspace: workspace.clone(),
+        },
+        Action::DeleteSession(s) => RowsOp::DeleteSession { session: s.clone() },
+        Action::DeleteWorkspace(w) => RowsOp::DeleteWorkspace {
+            workspace: w.clone(),
+        },
+        Action::StartReply { session, .. } => RowsOp::StartReply {
+            session: session.clone(),
+        },
         Action::Stream {
-            reply,
+            reply: r,
             kind,
             payload,
-        } => match store
-            .stream(id(&learnt.replies, reply), kind, payload, now)
-            .await
-        {
-            Ok(_) => Outcome::Ok,
-            Err(e) => refused(e),
+        } => RowsOp::Stream {
+            reply: reply(r),
+            kind: kind.clone(),
+            payload: payload.clone(),
         },
-        Action::Finish { reply, text } => done(
-            store
-                .finish_reply(id(&learnt.replies, reply), text, now)
-                .await,
-        ),
-        Action::Interrupt(r) => done(store.interrupt_reply(id(&learnt.replies, r)).await),
-        Action::Seal(r) => done(store.seal_reply(id(&learnt.replies, r), now).await),
-        Action::DeleteReply(r) => done(store.delete_reply(id(&learnt.replies, r), now).await),
+        Action::Finish { reply: r, text } => RowsOp::FinishReply {
+            reply: reply(r),
+            text: text.clone(),
+        },
+        Action::Interrupt(r) => RowsOp::InterruptReply { reply: reply(r) },
+        Action::Seal(r) => RowsOp::SealReply { reply: reply(r) },
+        Action::DeleteReply(r) => RowsOp::DeleteReply { reply: reply(r) },
         Action::Event {
             session,
             kind,
             payload,
-        } => match store.record_event(session, kind, payload, now).await {
-            Ok(_) => Outcome::Ok,
-            Err(e) => refused(e),
+        } => RowsOp::RecordEvent {
+            session: session.clone(),
+            kind: kind.clone(),
+            payload: payload.clone(),
         },
-        Action::Prompt { session, body } => match store.add_session_prompt(session, body).await {
-            Ok(_) => Outcome::Ok,
-            Err(e) => refused(e),
+        Action::Prompt { session, body } => RowsOp::AddPrompt {
+            session: session.clone(),
+            body: body.clone(),
         },
-        Action::Invoke { session } => match store.record_invocation(session, now).await {
-            Ok(_) => Outcome::Ok,
-            Err(e) => refused(e),
+        Action::Invoke { session } => RowsOp::RecordInvocation {
+            session: session.clone(),
         },
-        Action::Fire { trigger } => match store.fire_trigger(trigger, now).await {
-            Ok(_) => Outcome::Ok,
-            Err(e) => refused(e),
+        Action::Fire { trigger } => RowsOp::FireTrigger {
+            trigger: trigger.clone(),
         },
-        Action::Snapshot(s) => made(&mut learnt.snapshots, s, store.take_snapshot(now).await),
-        Action::NameSnapshot { snapshot, model } => done(
-            store
-                .name_snapshot(model, id(&learnt.snapshots, snapshot))
-                .await,
-        ),
-        Action::DropModel(m) => done(store.drop_model(m).await),
-        Action::Item { item, workspace } => {
-            made(&mut learnt.items, item, store.open_item(workspace).await)
+        Action::Snapshot(_) => RowsOp::TakeSnapshot,
+        Action::NameSnapshot { snapshot, model } => RowsOp::NameSnapshot {
+            model: model.clone(),
+            snapshot: id(&learnt.snapshots, snapshot),
+        },
+        Action::DropModel(m) => RowsOp::DropModel { model: m.clone() },
+        Action::Item { workspace, .. } => RowsOp::OpenItem {
+            workspace: workspace.clone(),
+        },
+        Action::Settle(i) => RowsOp::SettleItem {
+            item: id(&learnt.items, i),
+        },
+        Action::Hold { session, item, .. } => RowsOp::HoldRequest {
+            session: session.clone(),
+            item: item.as_deref().map(|i| id(&learnt.items, i)),
+        },
+        Action::Keep { store, id, for_ms } => RowsOp::Keep {
+            store: store.table().to_string(),
+            id: id.clone(),
+            for_ms: *for_ms,
+        },
+        Action::Reap => RowsOp::Reap,
+        Action::Transcript(s) => RowsOp::Transcript { session: s.clone() },
+        Action::Snapshots => RowsOp::Snapshots,
+        Action::Count(c) => {
+            return Ask::Observe(match c {
+                Counted::Table(t) => Observation::Table { table: t.clone() },
+                Counted::StreamedOf(r) => Observation::StreamedOf { reply: reply(r) },
+                Counted::EventsIn(s) => Observation::EventsIn { session: s.clone() },
+            })
         }
-        Action::Settle(i) => done(store.settle_item(id(&learnt.items, i), now).await),
-        Action::Hold { session, item, .. } => {
-            let item = item.as_deref().map(|i| id(&learnt.items, i));
-            match store.hold_request(session, item, now).await {
-                Ok(_) => Outcome::Ok,
-                Err(e) => refused(e),
-            }
-        }
-        Action::Keep {
-            store: s,
-            id,
-            for_ms,
-        } => done(store.put_expiring(*s, id, now.plus_ms(*for_ms)).await),
-        Action::Reap => match store.reap_tick(now, &ReapConfig::default()).await {
-            Ok(report) => Outcome::Reaped(report),
-            Err(e) => refused(e),
-        },
-        Action::Transcript(s) => match store.transcript(s).await {
-            Ok(replies) => Outcome::Transcript(
-                replies
-                    .into_iter()
-                    .map(|r| Entry {
-                        reply: Learnt::name_of(&learnt.replies, r.id),
-                        state: match (r.state, r.sealed) {
-                            (ReplyState::Finished, true) => "sealed".into(),
-                            (state, _) => state.as_str().into(),
-                        },
-                        text: r.text,
-                    })
-                    .collect(),
-            ),
-            Err(e) => refused(e),
-        },
-        Action::Snapshots => match store.snapshots().await {
-            Ok(ids) => Outcome::Snapshots(
-                ids.into_iter()
-                    .map(|i| Learnt::name_of(&learnt.snapshots, i))
-                    .collect(),
-            ),
-            Err(e) => refused(e),
-        },
-        Action::Count(c) => Outcome::Count(count(store, c, learnt).await?),
     })
 }
 
-/// A count read from the reference's schema (SR-1.4: what remains is observed through
-/// read-only queries, defaulting to the reference's own tables).
-async fn count(store: &RowsStore, c: &Counted, learnt: &Learnt) -> Result<i64, String> {
-    let q = match c {
-        Counted::Table(t) => return store.count(t).await.map_err(|e| e.to_string()),
-        Counted::StreamedOf(r) => {
-            sqlx::query_scalar("SELECT count(*) FROM tidemark_rows.events WHERE reply_id = $1")
-                .bind(id(&learnt.replies, r))
+/// Where the id a making step answers is learnt, by the name the scenario gives it.
+fn made_into<'a>(action: &'a Action, learnt: &'a mut Learnt) -> Option<(&'a mut Ids, &'a str)> {
+    match action {
+        Action::StartReply { reply, .. } => Some((&mut learnt.replies, reply)),
+        Action::Snapshot(s) => Some((&mut learnt.snapshots, s)),
+        Action::Item { item, .. } => Some((&mut learnt.items, item)),
+        Action::Hold { request, .. } => Some((&mut learnt.requests, request)),
+        _ => None,
+    }
+}
+
+/// One step against the endpoint. `Err` is the step's failure as the report states it: the
+/// implementation failing, answering out of contract, or an observation that did not run.
+/// Refusals are outcomes.
+pub(super) async fn perform(
+    endpoint: &mut dyn RowsEndpoint,
+    action: &Action,
+    now: Timestamp,
+    learnt: &mut Learnt,
+) -> Result<Outcome, String> {
+    let op = match ask(action, learnt) {
+        Ask::Observe(what) => {
+            return endpoint
+                .observe(&what)
+                .await
+                .map(Outcome::Count)
+                .map_err(|e| format!("observation error: {e}"))
         }
-        Counted::EventsIn(s) => {
-            sqlx::query_scalar("SELECT count(*) FROM tidemark_rows.events WHERE session_id = $1")
-                .bind(s.clone())
-        }
+        Ask::Op(op) => op,
     };
-    q.fetch_one(store.pool()).await.map_err(|e| e.to_string())
+    let got = endpoint
+        .call(now.as_millis(), &op)
+        .await
+        .map_err(|e| format!("implementation error: {e}"))?;
+    let out_of_contract = |got: &RowsOutcome| {
+        format!(
+            "implementation error: {} answered {}, which it never answers",
+            op.name(),
+            serde_json::to_string(got).unwrap_or_default()
+        )
+    };
+    Ok(match got {
+        RowsOutcome::Refused { reason, message } => Outcome::Refused { reason, message },
+        // An empty id is the one the harness sends for a name never made: no program makes it.
+        RowsOutcome::Made { id } if op.makes() && id != UNMADE => {
+            if let Some((ids, name)) = made_into(action, learnt) {
+                ids.insert(name.to_string(), id);
+            }
+            Outcome::Ok
+        }
+        RowsOutcome::Ok if !op.makes() && !is_read(&op) => Outcome::Ok,
+        RowsOutcome::Reaped { swept } if matches!(op, RowsOp::Reap) => {
+            Outcome::Reaped(swept.into())
+        }
+        RowsOutcome::Transcript { replies } if matches!(op, RowsOp::Transcript { .. }) => {
+            Outcome::Transcript(
+                replies
+                    .into_iter()
+                    .map(|r| Entry {
+                        reply: Learnt::name_of(&learnt.replies, &r.reply),
+                        state: r.state,
+                        text: r.text,
+                    })
+                    .collect(),
+            )
+        }
+        RowsOutcome::Snapshots { snapshots } if matches!(op, RowsOp::Snapshots) => {
+            Outcome::Snapshots(
+                snapshots
+                    .iter()
+                    .map(|i| Learnt::name_of(&learnt.snapshots, i))
+                    .collect(),
+            )
+        }
+        other => return Err(out_of_contract(&other)),
+    })
+}
+
+/// The operations that answer with what they read rather than `ok`.
+fn is_read(op: &RowsOp) -> bool {
+    matches!(
+        op,
+        RowsOp::Reap | RowsOp::Transcript { .. } | RowsOp::Snapshots
+    )
 }
 
 /// The scenarios of `scripts` naming mutant `m` in `kills:`.
@@ -357,4 +441,129 @@ pub fn killers(scripts: &[Script], m: RowsMutant) -> Vec<&Script> {
         .iter()
         .filter(|s| s.kills.iter().any(|k| k == m.id()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    /// A program answering `made` (one answer) to the operations that make something, `other`
+    /// to every other but creating workspaces and sessions (`ok`), and 1 to every count;
+    /// recording what it was sent.
+    struct Answers {
+        made: RowsOutcome,
+        other: RowsOutcome,
+        sent: Vec<RowsOp>,
+    }
+
+    #[async_trait::async_trait(?Send)]
+    impl RowsEndpoint for Answers {
+        async fn call(&mut self, _now_ms: i64, op: &RowsOp) -> Result<RowsOutcome, String> {
+            self.sent.push(op.clone());
+            Ok(match op {
+                RowsOp::CreateWorkspace { .. } | RowsOp::CreateSession { .. } => RowsOutcome::Ok,
+                op if op.makes() => self.made.clone(),
+                _ => self.other.clone(),
+            })
+        }
+        async fn observe(&mut self, _what: &Observation) -> Result<i64, String> {
+            Ok(1)
+        }
+    }
+
+    fn script(steps: &str) -> Script {
+        let rules: BTreeSet<String> = ["SR-2.3".to_string()].into_iter().collect();
+        super::super::script::parse_with(
+            Path::new("x.tdm"),
+            &format!("scenario: s\nprofile: rows\nrules: SR-2.3\n\n{steps}"),
+            &rules,
+        )
+        .unwrap()
+    }
+
+    async fn play_against(
+        made: RowsOutcome,
+        other: RowsOutcome,
+        steps: &str,
+    ) -> (Result<(), Failure>, Vec<RowsOp>) {
+        let mut program = Answers {
+            made,
+            other,
+            sent: Vec::new(),
+        };
+        let played = play(
+            &mut program,
+            &script(steps),
+            &mut Trace::new(),
+            &mut Vec::new(),
+        )
+        .await;
+        (played, program.sent)
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    #[test]
+    fn a_making_step_answered_ok_or_with_an_empty_id_fails_as_out_of_contract() {
+        for answer in [RowsOutcome::Ok, RowsOutcome::Made { id: UNMADE.into() }] {
+            let (played, _) = block_on(play_against(
+                answer.clone(),
+                RowsOutcome::Ok,
+                "workspace w1\nsession c1 in w1\nstart reply r1 in c1\n",
+            ));
+            let f = played.expect_err("start_reply must answer made with an id");
+            assert!(
+                f.line == 7
+                    && f.actual.contains("start_reply answered")
+                    && f.actual.contains("never answers"),
+                "{answer:?}: {f:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_id_a_program_made_is_sent_back_unchanged_and_an_unmade_name_as_the_empty_id() {
+        let (played, sent) = block_on(play_against(
+            RowsOutcome::Made {
+                id: "9f1c-uuid".into(),
+            },
+            RowsOutcome::Ok,
+            "snapshot s1\nname snapshot s1 for model m\n",
+        ));
+        played.unwrap();
+        assert_eq!(
+            sent,
+            vec![
+                RowsOp::TakeSnapshot,
+                RowsOp::NameSnapshot {
+                    model: "m".into(),
+                    snapshot: "9f1c-uuid".into()
+                }
+            ]
+        );
+
+        let refused = RowsOutcome::Refused {
+            reason: "unknown_session".into(),
+            message: "no".into(),
+        };
+        let (played, sent) = block_on(play_against(
+            refused.clone(),
+            refused,
+            "workspace w1\nsession c1 in w1\nstart reply r1 in c1 => refused unknown_session\nseal reply r1 => refused unknown_session\n",
+        ));
+        played.unwrap();
+        assert_eq!(
+            sent[3],
+            RowsOp::SealReply {
+                reply: UNMADE.into()
+            }
+        );
+    }
 }

@@ -107,8 +107,7 @@ pub async fn measure_reap(pg: &PgProvider, rows: i64, batch: i64) -> Result<Reap
         })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let mut cfg = ReapConfig::default();
-    cfg.batch = batch;
+    let cfg = ReapConfig::default().with_batch(batch);
     let t = Instant::now();
     let now = Timestamp::from_millis(finished_at + 2 * DAY_MS);
     let reaped = store.forget_streamed(now, &cfg).await;

@@ -102,7 +102,8 @@ pub struct Step {
 }
 
 /// What a `count` step counts.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Counted {
     /// Every row of a table of the reference's schema.
     Table(String),
@@ -112,7 +113,10 @@ pub enum Counted {
     EventsIn(String),
 }
 
-#[derive(Clone, Debug)]
+/// One step's action. Also exploration's operations (`explore_ops.rs`), hence serialisable:
+/// a saved failure (`fixtures/explore/rows/`) stores them.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Action {
     Advance(i64),
     Workspace(String),
@@ -170,6 +174,7 @@ pub enum Action {
         item: Option<String>,
     },
     Keep {
+        #[serde(with = "store_by_table")]
         store: ExpiringStore,
         id: String,
         for_ms: i64,
@@ -178,6 +183,29 @@ pub enum Action {
     Transcript(String),
     Snapshots,
     Count(Counted),
+}
+
+/// An expiring store written as its table's name in saved failures.
+mod store_by_table {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use tidemark_reference::rows::ExpiringStore;
+
+    pub fn serialize<S: Serializer>(s: &ExpiringStore, out: S) -> Result<S::Ok, S::Error> {
+        out.serialize_str(s.table())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ExpiringStore, D::Error> {
+        let name = String::deserialize(d)?;
+        ExpiringStore::ALL
+            .into_iter()
+            .find(|s| s.table() == name)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "unknown store {name:?}; expected one of {}",
+                    ExpiringStore::ALL.map(|s| s.table()).join(", ")
+                ))
+            })
+    }
 }
 
 impl Action {
@@ -416,8 +444,9 @@ pub fn parse_with(
     })
 }
 
-/// Identifiers the runner learns as the reference answers (replies, snapshots, items).
-pub(crate) type Ids = BTreeMap<String, i64>;
+/// Identifiers the runner learns as the implementation answers (replies, snapshots, items,
+/// held requests), by the scenario's names: opaque strings (`contract.rs`).
+pub(crate) type Ids = BTreeMap<String, String>;
 
 #[cfg(test)]
 mod tests {

@@ -7,19 +7,15 @@
 //! implementation's word for what the ledger says. Without a declaration the queries read
 //! SC-6.6's default tables.
 //!
-//! A declared query is someone else's SQL run by the harness, often as a superuser, so it runs
-//! inside a read-only transaction with a statement timeout and is rolled back: a query that
-//! writes, loops or fails is reported as the scenario's failure, and the database is unchanged.
-//! Columns are checked by name and type before any row is read, so a wrong shape is named
-//! rather than decoded into a wrong answer.
+//! The queries run as every declared query does (`crate::declared_sql`): read-only, bounded by
+//! a statement timeout, rolled back, their columns checked by name and type first.
 
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
-use sqlx::{AssertSqlSafe, Column, Executor, PgPool, Row, SqlSafeStr, Statement, TypeInfo};
+use sqlx::{PgPool, Row};
 
-/// How long one declared ledger query may run before the harness gives up on it.
-const QUERY_TIMEOUT_MS: u32 = 5_000;
+use crate::declared_sql::{self, Kind, Label};
 
 /// The two queries that read a ledger.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,89 +80,18 @@ impl LedgerQueries {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Kind {
-    Text,
-    Bool,
-}
-
-impl Kind {
-    fn accepts(self, type_name: &str) -> bool {
-        match self {
-            Kind::Text => matches!(type_name, "TEXT" | "VARCHAR"),
-            Kind::Bool => type_name == "BOOL",
-        }
-    }
-
-    fn spelled(self) -> &'static str {
-        match self {
-            Kind::Text => "text",
-            Kind::Bool => "boolean",
-        }
-    }
-}
-
-/// Runs `sql` in a read-only transaction (rolled back) after checking it yields `columns`.
+/// Runs one of the two queries with the harness's read-only runner.
 async fn read_only(
     pool: &PgPool,
     which: &str,
     sql: &str,
     columns: &[(&str, Kind)],
 ) -> Result<Vec<sqlx::postgres::PgRow>, String> {
-    let fail = |e: sqlx::Error| query_error(which, sql, e);
-    let mut tx = pool.begin().await.map_err(fail)?;
-    (&mut *tx)
-        .execute("SET TRANSACTION READ ONLY")
-        .await
-        .map_err(fail)?;
-    (&mut *tx)
-        .execute(AssertSqlSafe(format!(
-            "SET LOCAL statement_timeout = {QUERY_TIMEOUT_MS}"
-        )))
-        .await
-        .map_err(fail)?;
-    let statement = (&mut *tx)
-        .prepare(AssertSqlSafe(sql.to_string()).into_sql_str())
-        .await
-        .map_err(fail)?;
-    let found: Vec<(String, String)> = statement
-        .columns()
-        .iter()
-        .map(|c| (c.name().to_string(), c.type_info().name().to_string()))
-        .collect();
-    for (name, kind) in columns {
-        match found.iter().find(|(n, _)| n == name) {
-            Some((_, t)) if kind.accepts(t) => {}
-            Some((_, t)) => {
-                return Err(format!(
-                    "the ledger's {which} query ({sql}) gives `{name}` as {t}; it must be {}",
-                    kind.spelled()
-                ))
-            }
-            None => {
-                return Err(format!(
-                    "the ledger's {which} query ({sql}) has no column `{name}`; it must yield {} (found: {})",
-                    columns
-                        .iter()
-                        .map(|(n, k)| format!("{n} {}", k.spelled()))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    if found.is_empty() {
-                        "no columns".to_string()
-                    } else {
-                        found
-                            .iter()
-                            .map(|(n, t)| format!("{n} {t}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    }
-                ))
-            }
-        }
-    }
-    let rows = statement.query().fetch_all(&mut *tx).await.map_err(fail)?;
-    tx.rollback().await.map_err(fail)?;
-    Ok(rows)
+    let label = Label {
+        named: &format!("the ledger's {which} query"),
+        reading: &format!("reading the deletion ledger with its {which} query"),
+    };
+    declared_sql::read_only(pool, &label, sql, &[], columns).await
 }
 
 fn text(row: &sqlx::postgres::PgRow, which: &str, sql: &str) -> Result<String, String> {

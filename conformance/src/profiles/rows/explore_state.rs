@@ -1,0 +1,428 @@
+//! The whole state of a rows deployment as data, for exploration's checks after every reap:
+//! each table's rows as sorted lines (names, never the reference's ids; times in milliseconds
+//! from the epoch), read from the reference's schema with read-only queries (SR-1.4) and
+//! produced by the model ([`super::model::Model::rows`]) in the same format, so the two compare
+//! line by line. Replies are seen through each session's transcript.
+//!
+//! After a crashed tick the exact rows removed depend on the order of rows tied in a batch; what
+//! SR fixes is checked instead ([`check_crashed`]): every table lies between the state before the
+//! tick and the model's state after a full one, and each sweep removed exactly what its
+//! committed batches could.
+
+use std::collections::BTreeMap;
+
+use sqlx::Row;
+use tidemark_reference::clock::Timestamp;
+use tidemark_reference::rows::ExpiringStore;
+use tidemark_sim::clock::EPOCH;
+
+use super::contract::{Observation, ReferenceRows, RowsEndpoint};
+use super::runner::{perform, Learnt, Outcome};
+use super::script::{transcript_text, Action};
+
+/// Table (or `transcripts`) to its rows, each a line, sorted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct State {
+    pub tables: BTreeMap<String, Vec<String>>,
+}
+
+impl State {
+    pub fn put(&mut self, table: &str, lines: impl Iterator<Item = String>) {
+        let v = self.tables.entry(table.to_string()).or_default();
+        v.extend(lines);
+        v.sort();
+    }
+
+    pub fn put_one(&mut self, table: &str, line: String) {
+        self.put(table, std::iter::once(line));
+    }
+
+    fn table(&self, t: &str) -> &[String] {
+        self.tables.get(t).map_or(&[], |v| v.as_slice())
+    }
+
+    fn names(&self, other: &State) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .tables
+            .keys()
+            .chain(other.tables.keys())
+            .cloned()
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// sha256 of every line, for the trace.
+    pub fn hash(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for (t, v) in &self.tables {
+            for l in v {
+                h.update(format!("{t}: {l}\n").as_bytes());
+            }
+        }
+        hex::encode(h.finalize())
+    }
+}
+
+/// The first table where `actual` is not `expected`: (expected, actual) as text.
+pub fn first_difference(expected: &State, actual: &State) -> Option<(String, String)> {
+    for t in expected.names(actual) {
+        let (e, a) = (expected.table(&t), actual.table(&t));
+        if e != a {
+            let missing: Vec<&String> = e.iter().filter(|l| !a.contains(l)).collect();
+            let extra: Vec<&String> = a.iter().filter(|l| !e.contains(l)).collect();
+            return Some((
+                format!(
+                    "{t}: {} rows; missing from the reference: {missing:?}",
+                    e.len()
+                ),
+                format!("{t}: {} rows; not in the model: {extra:?}", a.len()),
+            ));
+        }
+    }
+    None
+}
+
+/// Whether every line of `small` is in `big`, as multisets (both sorted).
+fn included(small: &[String], big: &[String]) -> bool {
+    let mut it = big.iter();
+    small.iter().all(|l| it.by_ref().any(|b| b == l))
+}
+
+/// The table each sweep removes from, in the tick's order (SR-7.2).
+pub const SWEPT_TABLES: [&str; 8] = [
+    "events",
+    "tool_invocations",
+    "trigger_firings",
+    "catalog_snapshots",
+    "live_sessions",
+    "refresh_tokens",
+    "webhook_deliveries",
+    "breaker_sightings",
+];
+
+/// A crashed tick's state: every table between `after` (the model after a full tick) and
+/// `before` (the state before it), and each swept table short by exactly `removed[i]` rows.
+/// `Err((expected, actual))` names the first table that is not.
+pub fn check_crashed(
+    before: &State,
+    after: &State,
+    actual: &State,
+    removed: &[u64; 8],
+) -> Result<(), (String, String)> {
+    for t in before.names(actual) {
+        let (b, f, a) = (before.table(&t), after.table(&t), actual.table(&t));
+        if !included(a, b) {
+            let extra: Vec<&String> = a.iter().filter(|l| !b.contains(l)).collect();
+            return Err((
+                format!("{t}: only rows that existed before the crashed tick"),
+                format!("{t}: new rows {extra:?}"),
+            ));
+        }
+        if !included(f, a) {
+            let gone: Vec<&String> = f.iter().filter(|l| !a.contains(l)).collect();
+            return Err((
+                format!("{t}: no row removed that SR keeps"),
+                format!("{t}: removed {gone:?}"),
+            ));
+        }
+        let want = SWEPT_TABLES
+            .iter()
+            .position(|s| *s == t)
+            .map_or(0, |i| removed[i]);
+        let got = (b.len() - a.len()) as u64;
+        if got != want {
+            return Err((
+                format!("{t}: {want} rows removed by the batches that committed"),
+                format!("{t}: {got} rows removed"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub fn rel(ms: i64) -> i64 {
+    ms - EPOCH.as_millis()
+}
+
+pub fn line_event(
+    session: &str,
+    reply: Option<&str>,
+    kind: &str,
+    payload: &str,
+    forget_at: Option<i64>,
+) -> String {
+    format!(
+        "{session} {} {kind} {payload:?} forget {}",
+        reply.unwrap_or("-"),
+        forget_at.map_or("-".to_string(), |t| t.to_string())
+    )
+}
+
+pub fn line_expiring(owner: &str, at: i64) -> String {
+    format!("{owner} expires {at}")
+}
+
+pub fn line_item(item: &str, workspace: &str, settled: Option<i64>) -> String {
+    format!(
+        "{item} in {workspace} settled {}",
+        settled.map_or("-".to_string(), |t| t.to_string())
+    )
+}
+
+/// How much of the state a tier lets the harness read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// Every row, read from the reference's schema with read-only SQL (PostgreSQL).
+    Rows,
+    /// How many rows each table holds, through the endpoint's observations: for a backend with
+    /// no schema to read. The snapshot listing and the transcripts are read in full either way.
+    Counts,
+}
+
+/// The tables a state holds besides `catalog_snapshots` and `transcripts`.
+const COUNTED: [&str; 14] = [
+    "workspaces",
+    "sessions",
+    "session_prompts",
+    "events",
+    "tool_invocations",
+    "trigger_firings",
+    "models",
+    "live_sessions",
+    "refresh_tokens",
+    "webhook_deliveries",
+    "breaker_sightings",
+    "action_items",
+    "held_requests",
+    "replies",
+];
+
+impl State {
+    /// This state as `detail` sees it: at [`Detail::Counts`] each counted table's rows become
+    /// as many identical lines, so comparisons and [`check_crashed`]'s inclusions become counts.
+    pub fn at(&self, detail: Detail) -> State {
+        match detail {
+            Detail::Rows => self.clone(),
+            Detail::Counts => State {
+                tables: self
+                    .tables
+                    .iter()
+                    .map(|(t, v)| match COUNTED.contains(&t.as_str()) {
+                        true => (t.clone(), vec!["a row".to_string(); v.len()]),
+                        false => (t.clone(), v.clone()),
+                    })
+                    .collect(),
+            },
+        }
+    }
+}
+
+/// The reference's whole state at `detail`: the rows (or their counts), the snapshot listing and
+/// the transcripts of `sessions` (the model's: a session missing from the reference shows as its
+/// refusal, an extra one in the sessions table).
+pub(super) async fn read(
+    endpoint: &mut ReferenceRows,
+    now: Timestamp,
+    learnt: &mut Learnt,
+    detail: Detail,
+    sessions: &[String],
+) -> Result<State, String> {
+    let mut st = match detail {
+        Detail::Rows => read_rows(endpoint, learnt).await?,
+        Detail::Counts => {
+            let mut st = State::default();
+            for table in COUNTED {
+                let n = endpoint
+                    .observe(&Observation::Table {
+                        table: table.into(),
+                    })
+                    .await?;
+                st.put(table, (0..n).map(|_| "a row".to_string()));
+            }
+            st
+        }
+    };
+    match perform(endpoint, &Action::Snapshots, now, learnt).await? {
+        Outcome::Snapshots(names) => st.put("catalog_snapshots", names.into_iter()),
+        other => return Err(format!("the snapshot listing answered {}", other.text())),
+    }
+    for s in sessions {
+        let line = match perform(endpoint, &Action::Transcript(s.clone()), now, learnt).await? {
+            Outcome::Transcript(entries) => transcript_text(&entries),
+            other => super::explore_run::outcome_line(&other),
+        };
+        st.put_one("transcripts", format!("{s}: {line}"));
+    }
+    Ok(st)
+}
+
+/// Every row of the reference's schema (`tidemark_rows`), read by the harness, read-only
+/// (SR-1.4). Replies are seen through the transcripts, and counted here.
+async fn read_rows(endpoint: &ReferenceRows, learnt: &Learnt) -> Result<State, String> {
+    let pool = endpoint.store.pool().clone();
+    let pool = &pool;
+    let q = |sql: &'static str| sqlx::query(sql);
+    let err = |e: sqlx::Error| format!("reading the state: {e}");
+    let name = |ids: &super::script::Ids, id: i64| Learnt::name_of(ids, &id.to_string());
+    let mut st = State::default();
+    let rows = q("SELECT id FROM tidemark_rows.workspaces")
+        .fetch_all(pool)
+        .await
+        .map_err(err)?;
+    st.put("workspaces", rows.iter().map(|r| r.get::<String, _>(0)));
+    let sessions: Vec<(String, String)> =
+        q("SELECT id, workspace_id FROM tidemark_rows.sessions ORDER BY id")
+            .fetch_all(pool)
+            .await
+            .map_err(err)?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+    st.put(
+        "sessions",
+        sessions.iter().map(|(s, w)| format!("{s} in {w}")),
+    );
+    let rows = q("SELECT session_id FROM tidemark_rows.session_prompts")
+        .fetch_all(pool)
+        .await
+        .map_err(err)?;
+    st.put(
+        "session_prompts",
+        rows.iter().map(|r| r.get::<String, _>(0)),
+    );
+    let rows =
+        q("SELECT session_id, reply_id, kind, payload, forget_after_ms FROM tidemark_rows.events")
+            .fetch_all(pool)
+            .await
+            .map_err(err)?;
+    st.put(
+        "events",
+        rows.iter().map(|r| {
+            line_event(
+                r.get(0),
+                r.get::<Option<i64>, _>(1)
+                    .map(|i| name(&learnt.replies, i))
+                    .as_deref(),
+                r.get(2),
+                r.get(3),
+                r.get::<Option<i64>, _>(4).map(rel),
+            )
+        }),
+    );
+    let rows = q("SELECT session_id, expires_at_ms FROM tidemark_rows.tool_invocations")
+        .fetch_all(pool)
+        .await
+        .map_err(err)?;
+    st.put(
+        "tool_invocations",
+        rows.iter().map(|r| line_expiring(r.get(0), rel(r.get(1)))),
+    );
+    let rows = q("SELECT expires_at_ms FROM tidemark_rows.trigger_firings")
+        .fetch_all(pool)
+        .await
+        .map_err(err)?;
+    st.put(
+        "trigger_firings",
+        rows.iter().map(|r| line_expiring("firing", rel(r.get(0)))),
+    );
+    let rows = q("SELECT id, snapshot_id FROM tidemark_rows.models")
+        .fetch_all(pool)
+        .await
+        .map_err(err)?;
+    st.put(
+        "models",
+        rows.iter().map(|r| {
+            format!(
+                "{} -> {}",
+                r.get::<String, _>(0),
+                name(&learnt.snapshots, r.get(1))
+            )
+        }),
+    );
+    for store in ExpiringStore::ALL {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT id, expires_at_ms FROM tidemark_rows.{}",
+            store.table()
+        )))
+        .fetch_all(pool)
+        .await
+        .map_err(err)?;
+        st.put(
+            store.table(),
+            rows.iter().map(|r| line_expiring(r.get(0), rel(r.get(1)))),
+        );
+    }
+    let rows = q("SELECT id, workspace_id, settled_at_ms FROM tidemark_rows.action_items")
+        .fetch_all(pool)
+        .await
+        .map_err(err)?;
+    st.put(
+        "action_items",
+        rows.iter().map(|r| {
+            line_item(
+                &name(&learnt.items, r.get(0)),
+                r.get(1),
+                r.get::<Option<i64>, _>(2).map(rel),
+            )
+        }),
+    );
+    let rows = q("SELECT session_id, item_id FROM tidemark_rows.held_requests")
+        .fetch_all(pool)
+        .await
+        .map_err(err)?;
+    st.put(
+        "held_requests",
+        rows.iter().map(|r| {
+            format!(
+                "{} for {}",
+                r.get::<String, _>(0),
+                r.get::<Option<i64>, _>(1)
+                    .map_or("-".to_string(), |i| name(&learnt.items, i))
+            )
+        }),
+    );
+    let replies = endpoint
+        .store
+        .count("replies")
+        .await
+        .map_err(|e| e.to_string())?;
+    st.put("replies", (0..replies).map(|_| "a row".to_string()));
+    Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(lines: &[(&str, &[&str])]) -> State {
+        let mut s = State::default();
+        for (t, ls) in lines {
+            s.put(t, ls.iter().map(|l| l.to_string()));
+        }
+        s
+    }
+
+    #[test]
+    fn a_crashed_tick_may_remove_only_removable_rows_and_exactly_its_batches() {
+        let before = state(&[("events", &["a", "b", "c"]), ("sessions", &["s"])]);
+        let after = state(&[("events", &["c"]), ("sessions", &["s"])]);
+        let mut removed = [0u64; 8];
+        removed[0] = 1;
+        let partial = state(&[("events", &["b", "c"]), ("sessions", &["s"])]);
+        assert_eq!(check_crashed(&before, &after, &partial, &removed), Ok(()));
+        // A row SR keeps is gone.
+        let wrong = state(&[("events", &["a", "b"]), ("sessions", &["s"])]);
+        assert!(check_crashed(&before, &after, &wrong, &removed)
+            .unwrap_err()
+            .0
+            .contains("no row removed that SR keeps"));
+        // More than the committed batches removed.
+        assert!(check_crashed(&before, &after, &after, &removed).is_err());
+        // A table no sweep touches lost a row.
+        let cascade = state(&[("events", &["b", "c"])]);
+        assert!(check_crashed(&before, &after, &cascade, &removed).is_err());
+    }
+}

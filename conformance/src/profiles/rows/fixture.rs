@@ -1,0 +1,137 @@
+//! Saved rows failures: a shrunk [`ExploreOp`] sequence, its seed, the batch size its reaps ran
+//! with, the implementation it failed against (the reference or a named mutant) and the hash of
+//! the failing trace, in the one saved-failure format (`crate::explore::saved`), under
+//! `fixtures/explore/rows/`. A replay runs the saved operations; it never regenerates them.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tidemark_reference::rows::RowsMutant;
+
+use super::explore_ops::{ExploreOp, GENERATOR_VERSION};
+use super::explore_run::{run_ops, Divergence, RunError, Tier};
+use crate::explore::saved::SavedFailure;
+
+pub const PROFILE: &str = "rows";
+
+/// What a rows run is given besides its operations.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowsSetting {
+    /// Where the rows lived: `postgres` or `memory`; a replay runs on the same tier (the trace
+    /// holds the state as that tier reads it).
+    pub tier: String,
+    /// Rows per delete batch in every reap.
+    pub batch: i64,
+}
+
+pub type RowsFixture = SavedFailure<ExploreOp, RowsSetting>;
+
+/// The mutant an id names, or an error listing every rows id.
+pub fn mutant_arg(id: Option<&str>) -> Result<Option<RowsMutant>, String> {
+    match id {
+        None => Ok(None),
+        Some(id) => RowsMutant::from_id(id).map(Some).ok_or_else(|| {
+            format!(
+                "unknown rows mutant {id:?}; expected one of {}",
+                RowsMutant::ALL.map(|m| m.id()).join(", ")
+            )
+        }),
+    }
+}
+
+pub fn new_fixture(
+    seed: u64,
+    mutant: Option<RowsMutant>,
+    tier: &str,
+    batch: i64,
+    ops: Vec<ExploreOp>,
+    d: &Divergence,
+) -> RowsFixture {
+    RowsFixture {
+        version: crate::explore::saved::FORMAT_VERSION,
+        profile: PROFILE.into(),
+        seed,
+        generator: GENERATOR_VERSION,
+        mutant: mutant.map(|m| m.id().to_string()),
+        setting: RowsSetting {
+            tier: tier.into(),
+            batch,
+        },
+        ops,
+        divergence: d.line(),
+        trace_hash: d.hash(),
+    }
+}
+
+/// Reads a rows fixture; another profile's, an unknown mutant or a batch below 1 is an error
+/// naming the file.
+pub fn load(path: &Path) -> Result<RowsFixture, String> {
+    let f: RowsFixture = SavedFailure::load_as(path, PROFILE)?;
+    mutant_arg(f.mutant.as_deref()).map_err(|e| format!("{}: {e}", path.display()))?;
+    if f.setting.batch < 1 {
+        return Err(format!(
+            "{}: batch {} is not a batch size (expected 1 or more)",
+            path.display(),
+            f.setting.batch
+        ));
+    }
+    if !super::runner::TIERS.contains(&f.setting.tier.as_str()) {
+        return Err(format!(
+            "{}: unknown rows tier {:?} (expected {})",
+            path.display(),
+            f.setting.tier,
+            super::runner::TIERS.join(" or ")
+        ));
+    }
+    Ok(f)
+}
+
+pub fn is_rows(path: &Path) -> bool {
+    crate::explore::saved::profile_of(path).as_deref() == Some(PROFILE)
+}
+
+pub fn default_dir() -> PathBuf {
+    crate::explore::saved::profile_dir(PROFILE)
+}
+
+/// Every rows fixture under `dir`, sorted by file name.
+pub fn load_all(dir: &Path) -> Result<Vec<(PathBuf, RowsFixture)>, String> {
+    RowsFixture::load_all_with(dir, load)
+}
+
+/// What replaying a rows fixture showed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowsReplay {
+    /// It diverged again, with the same trace hash.
+    pub reproduced: bool,
+    pub trace_hash: Option<String>,
+    pub divergence: Option<String>,
+    /// The same operations pass against the reference.
+    pub reference_passes: bool,
+}
+
+/// Replays `f` on `tier`, and (for a mutant's failure) the same operations on the reference.
+pub async fn replay(tier: Tier<'_>, f: &RowsFixture) -> Result<RowsReplay, String> {
+    let mutant = mutant_arg(f.mutant.as_deref())?;
+    let run = run_ops(tier, f.setting.batch, &f.ops, mutant).await;
+    let (hash, divergence) = match &run {
+        Err(RunError::Diverged(d)) => (Some(d.hash()), Some(d.line())),
+        Err(RunError::Setup(e)) => return Err(format!("could not set up: {e}")),
+        Ok(_) => (None, None),
+    };
+    let reference_passes = if mutant.is_some() {
+        match run_ops(tier, f.setting.batch, &f.ops, None).await {
+            Ok(_) => true,
+            Err(RunError::Diverged(_)) => false,
+            Err(RunError::Setup(e)) => return Err(format!("could not set up: {e}")),
+        }
+    } else {
+        run.is_ok()
+    };
+    Ok(RowsReplay {
+        reproduced: hash.as_deref() == Some(f.trace_hash.as_str()),
+        trace_hash: hash,
+        divergence,
+        reference_passes,
+    })
+}

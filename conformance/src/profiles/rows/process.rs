@@ -1,0 +1,163 @@
+//! The rows profile through the process protocol (PROTOCOL.md, "The rows profile"): each
+//! `scenarios/rows/*.tdm` scenario against a program started by `tidemark run --impl`.
+//!
+//! For each scenario the harness makes a fresh PostgreSQL database and hands its URL to the
+//! program in `init`. Every operation, the reaper's tick included, is a request carrying the
+//! scenario's time; the program answers with the contract's outcomes (`contract.rs`), the ids it
+//! makes opaque strings. What remains (`count ...`) is never asked of the program: the harness
+//! reads the database itself with the read-only queries the program declared in `init_ok`, else
+//! the reference's schema (`queries.rs`). The steps are played by the same runner as in process
+//! (`runner::play`), so a scenario means the same thing to both.
+
+use std::num::NonZeroUsize;
+use std::path::Path;
+
+use futures::StreamExt;
+use tidemark_sim::real_tier::PgProvider;
+use tidemark_sim::trace::Trace;
+
+use super::contract::{Observation, RowsEndpoint, RowsOp, RowsOutcome};
+use super::queries::RowsQueries;
+use super::runner::{self, setup_failure};
+use super::script::Script;
+use crate::play::Failure;
+use crate::process::{ProcessFactory, ProcessSession};
+use crate::protocol::{Init, INIT_ID, PROTOCOL};
+use crate::report::{CaseReport, Verdict};
+
+/// The profile's name in `init` and `init_ok`.
+pub const PROFILE: &str = "rows";
+
+/// A program playing one scenario, and the database it was handed.
+struct Program {
+    session: ProcessSession,
+    pool: sqlx::PgPool,
+}
+
+#[async_trait::async_trait(?Send)]
+impl RowsEndpoint for Program {
+    async fn call(&mut self, now_ms: i64, op: &RowsOp) -> Result<RowsOutcome, String> {
+        self.session
+            .call(now_ms, &op.name(), op)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn observe(&mut self, what: &Observation) -> Result<i64, String> {
+        // The queries the running program declared, else the reference's schema; the failure
+        // says whose they were, since a declared query's error is the program's.
+        let (queries, whose) = match self.session.claims().and_then(|c| c.rows.clone()) {
+            Some(declared) => (declared, "the rows queries declared in init_ok"),
+            None => (
+                RowsQueries::default(),
+                "the reference's tidemark_rows schema (declare `rows` in init_ok if your tables are named otherwise)",
+            ),
+        };
+        queries
+            .count(&self.pool, what)
+            .await
+            .map_err(|e| format!("{whose}: {e}"))
+    }
+}
+
+/// Runs `scripts` against the program (up to `jobs` at once; the report keeps suite order),
+/// each in a fresh database of `pg`. A program not claiming the profile has every scenario
+/// skipped, as any unclaimed profile's are, and needs no PostgreSQL.
+pub async fn check(
+    factory: &ProcessFactory,
+    scripts: &[Script],
+    jobs: NonZeroUsize,
+    pg: Option<&PgProvider>,
+) -> Result<Vec<CaseReport>, String> {
+    if !factory.claims().profiles.iter().any(|p| p == PROFILE) {
+        return Ok(scripts
+            .iter()
+            .map(|s| {
+                super::case(
+                    s,
+                    Verdict::Skipped {
+                        reason: format!("the implementation does not claim the {PROFILE} profile"),
+                    },
+                    &Trace::new(),
+                )
+            })
+            .collect());
+    }
+    let started;
+    let pg = match pg {
+        Some(pg) => pg,
+        None => {
+            started = super::postgres().await?;
+            &started
+        }
+    };
+    Ok(futures::stream::iter(scripts)
+        .map(|script| async move {
+            let mut trace = Trace::new();
+            let verdict = match play(factory, pg, script, &mut trace).await {
+                Ok(()) => Verdict::Passed,
+                Err(f) => Verdict::Failed(f),
+            };
+            super::case(script, verdict, &trace)
+        })
+        .buffered(jobs.get())
+        .collect()
+        .await)
+}
+
+/// Plays `script` against a fresh process of `factory` on a fresh database of `pg`.
+pub async fn play(
+    factory: &ProcessFactory,
+    pg: &PgProvider,
+    script: &Script,
+    trace: &mut Trace,
+) -> Result<(), Failure> {
+    let scratch = tidemark_sim::owner::tempdir("tidemark-")
+        .map_err(|e| setup_failure("a temporary directory", e.to_string()))?;
+    let (root, workdir) = (scratch.path().join("root"), scratch.path().join("workdir"));
+    for d in [&root, &workdir] {
+        std::fs::create_dir(d).map_err(|e| setup_failure("a scratch directory", e.to_string()))?;
+    }
+    let db = pg
+        .fresh_database(&format!("rows_{}", runner::stem(script)))
+        .await
+        .map_err(|e| setup_failure("a fresh PostgreSQL database", e.to_string()))?;
+    let init = init(&root, &workdir, &db.url);
+    let result = match ProcessSession::start(factory, &workdir, init).await {
+        Ok(session) => {
+            trace.record(0, "start -> ok");
+            let mut program = Program {
+                session,
+                pool: db.pool.clone(),
+            };
+            let played = runner::play(&mut program, script, trace, &mut Vec::new()).await;
+            program.session.stop().await;
+            played
+        }
+        Err(e) => Err(Failure {
+            line: 0,
+            step: "(start)".into(),
+            expected: "the implementation to start".into(),
+            actual: e.to_string(),
+        }),
+    };
+    // Leave a DATABASE_URL server as it was found.
+    let dropped = pg.drop_database(db).await;
+    result?;
+    dropped.map_err(|e| setup_failure("the scenario's database dropped", e.to_string()))
+}
+
+/// The init a rows scenario's program gets: the profile and its database. The profile has no
+/// knobs.
+fn init(root: &Path, workdir: &Path, postgres_url: &str) -> Init {
+    Init {
+        id: INIT_ID,
+        protocol: PROTOCOL.to_string(),
+        profile: Some(PROFILE.to_string()),
+        root: root.to_string_lossy().into_owned(),
+        workdir: workdir.to_string_lossy().into_owned(),
+        knobs: Default::default(),
+        s3: None,
+        postgres_url: Some(postgres_url.to_string()),
+    }
+}

@@ -1,0 +1,221 @@
+//! Rows exploration properties that must hold on every build: a seed replays to a byte-identical
+//! trace, the reference survives a bounded random search (faults included), and random search
+//! finds the rows mutants unaided. Needs PostgreSQL like every real-tier test.
+
+use tidemark_conformance::explore::Shard;
+use tidemark_conformance::profiles::rows::explore::{
+    describe, explore_seeds, hunt, hunt_report, run_seed,
+};
+use tidemark_conformance::profiles::rows::explore_run::{Databases, RunError, Tier};
+use tidemark_reference::rows::RowsMutant;
+use tidemark_sim::real_tier::PgProvider;
+
+fn on_postgres<T>(f: impl AsyncFnOnce(Tier<'_>) -> T) -> T {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let pg = PgProvider::from_environment().await.expect("PostgreSQL");
+        let dbs = Databases::new(&pg);
+        let out = f(Tier::Postgres(&dbs)).await;
+        dbs.close().await.expect("the databases dropped");
+        out
+    })
+}
+
+#[test]
+fn a_seed_run_twice_gives_a_byte_identical_trace() {
+    on_postgres(async |tier| {
+        for seed in 0..3 {
+            let (_, _, a) = run_seed(tier, seed, None).await;
+            let (_, _, b) = run_seed(tier, seed, None).await;
+            let (a, b) = (a.expect("passes"), b.expect("passes"));
+            assert!(a.ticks > 0, "seed {seed} never reaps");
+            assert_eq!(a.trace.lines(), b.trace.lines(), "seed {seed}");
+        }
+    });
+}
+
+#[test]
+fn the_reference_survives_a_bounded_random_search_with_crashes_and_clock_jumps() {
+    on_postgres(async |tier| {
+        let run = explore_seeds(tier, 100..112, None, 200, 2, &|| {}).await;
+        let failures: String = run
+            .failures
+            .iter()
+            .map(|f| describe(f, None, None, "postgres"))
+            .collect();
+        assert!(run.failures.is_empty(), "{failures}");
+        assert_eq!(run.passed, 12);
+        assert!(run.crashes > 0, "no tick crashed in 12 seeds");
+    });
+}
+
+/// Mutants random search finds within a few seeds, one of each family: the streamed events'
+/// clock, the expiring stores, the boundary, the snapshots, the rows kept on purpose, the
+/// cascade and the tick.
+const REPRESENTATIVE: [RowsMutant; 8] = [
+    RowsMutant::WritingEventsStamped,
+    RowsMutant::InterruptStartsTheDay,
+    RowsMutant::FiringsKeptADay,
+    RowsMutant::CascadeMissesPrompts,
+    RowsMutant::HeldRequestSwept,
+    RowsMutant::ExpiryBoundaryStrict,
+    RowsMutant::RenewalOnlyExtends,
+    RowsMutant::TickSkipsBreakerSightings,
+];
+
+#[test]
+fn random_search_finds_a_representative_set_of_mutants_within_four_seeds() {
+    on_postgres(async |tier| {
+        for m in REPRESENTATIVE {
+            let lines = hunt(tier, 0, 4, Shard::ALL, Some(m), 1).await;
+            assert!(
+                lines[0].found.is_some(),
+                "{}",
+                hunt_report(&lines, 4, "postgres")
+            );
+        }
+    });
+}
+
+/// The whole catalogue takes about 120 seeds (17 to 25 s in a debug build on a loaded machine): run it with
+/// `cargo test --test rows_exploration -- --ignored`, or `tidemark explore --profile rows --hunt`.
+#[test]
+#[ignore = "about 20 s; the representative set above runs on every build"]
+fn random_search_finds_every_rows_mutant_within_sixty_seeds() {
+    on_postgres(async |tier| {
+        let lines = hunt(tier, 0, 60, Shard::ALL, None, 3).await;
+        assert_eq!(lines.len(), RowsMutant::ALL.len());
+        assert!(
+            lines.iter().all(|l| l.found.is_some()),
+            "{}",
+            hunt_report(&lines, 60, "postgres")
+        );
+    });
+}
+
+#[test]
+fn a_shrunk_failure_keeps_only_the_operations_that_matter() {
+    on_postgres(async |tier| {
+        let run = explore_seeds(
+            tier,
+            16..17,
+            Some(RowsMutant::NewestByTimestamp),
+            2000,
+            1,
+            &|| {},
+        )
+        .await;
+        let f = run
+            .failures
+            .first()
+            .expect("seed 16 finds newest-by-timestamp");
+        assert!(matches!(f.error, RunError::Diverged(_)));
+        assert!(
+            f.ops.len() <= 8,
+            "{}",
+            describe(f, Some(RowsMutant::NewestByTimestamp), None, "postgres")
+        );
+        assert!(f.original_len > f.ops.len());
+    });
+}
+
+/// Three sightings expire; the tick, in batches of one, dies after two batches (the streamed
+/// events' empty batch and the invocations'), so it removed nothing, and the restarted tick
+/// takes all three. A tick that skips the sightings' sweep is caught at the crash's restart.
+#[test]
+fn a_crashed_tick_and_its_restart_are_checked_against_the_batches_and_the_model() {
+    use tidemark_conformance::profiles::rows::explore_ops::ExploreOp;
+    use tidemark_conformance::profiles::rows::explore_run::run_ops;
+    use tidemark_conformance::profiles::rows::script::Action;
+    use tidemark_reference::rows::ExpiringStore;
+    let mut ops: Vec<ExploreOp> = ["a", "b", "c"]
+        .into_iter()
+        .map(|id| {
+            ExploreOp::Step(Action::Keep {
+                store: ExpiringStore::BreakerSightings,
+                id: id.into(),
+                for_ms: 3_600_000,
+            })
+        })
+        .collect();
+    ops.push(ExploreOp::Step(Action::Advance(3_600_000)));
+    ops.push(ExploreOp::CrashedReap { after: 2 });
+    on_postgres(async |tier| {
+        let ok = run_ops(tier, 1, &ops, None)
+            .await
+            .expect("the reference passes");
+        assert_eq!((ok.crashes, ok.ticks, ok.removed), (1, 2, 3));
+        let Err(RunError::Diverged(d)) =
+            run_ops(tier, 1, &ops, Some(RowsMutant::TickSkipsBreakerSightings)).await
+        else {
+            panic!("the mutant passes a crash and restart")
+        };
+        assert_eq!(d.step, 4, "{}", d.line());
+        assert!(d.expected.contains("breaker_sightings 3"), "{}", d.line());
+    });
+}
+
+/// A backend with no schema to read is checked by counts, transcripts and snapshot listings:
+/// the same seeds pass at that detail, and it still finds a mutant that leaves a row behind.
+#[test]
+fn read_by_counts_alone_the_reference_still_passes_and_a_leftover_prompt_is_found() {
+    use tidemark_conformance::profiles::rows::explore_ops::{generate, DEFAULT_STEPS};
+    use tidemark_conformance::profiles::rows::explore_run::run_ops_at;
+    use tidemark_conformance::profiles::rows::explore_state::Detail;
+    on_postgres(async |tier| {
+        for seed in 0..3 {
+            let (batch, ops) = generate(seed, DEFAULT_STEPS);
+            let run = run_ops_at(tier, Detail::Counts, batch, &ops, None).await;
+            assert!(run.is_ok(), "seed {seed}: {:?}", run.err());
+        }
+        let (batch, ops) = generate(0, DEFAULT_STEPS);
+        let run = run_ops_at(
+            tier,
+            Detail::Counts,
+            batch,
+            &ops,
+            Some(RowsMutant::CascadeMissesPrompts),
+        )
+        .await;
+        let Err(RunError::Diverged(d)) = run else {
+            panic!("counts miss the prompts a deleted session left behind")
+        };
+        assert!(d.expected.contains("session_prompts"), "{}", d.line());
+    });
+}
+
+/// The in-memory backend explores without PostgreSQL: the reference passes, every mutant is
+/// found, and a seed gives the trace PostgreSQL gives when both are read as counts.
+#[test]
+fn the_memory_tier_passes_the_reference_finds_every_mutant_and_matches_postgres() {
+    use tidemark_conformance::profiles::rows::explore::run_seed_at;
+    use tidemark_conformance::profiles::rows::explore_state::Detail;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let run = explore_seeds(Tier::Memory, 0..40, None, 0, 1, &|| {}).await;
+        assert_eq!((run.passed, run.failures.len()), (40, 0));
+        let lines = hunt(Tier::Memory, 0, 80, Shard::ALL, None, 1).await;
+        assert!(
+            lines.iter().all(|l| l.found.is_some()),
+            "{}",
+            hunt_report(&lines, 80, "memory")
+        );
+    });
+    on_postgres(async |pg| {
+        for seed in 0..2 {
+            let (_, _, m) = run_seed_at(Tier::Memory, Detail::Counts, seed, None).await;
+            let (_, _, p) = run_seed_at(pg, Detail::Counts, seed, None).await;
+            assert_eq!(
+                m.expect("memory passes").trace.lines(),
+                p.expect("postgres passes").trace.lines(),
+                "seed {seed}"
+            );
+        }
+    });
+}
