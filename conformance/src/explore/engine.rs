@@ -441,7 +441,7 @@ pub async fn compare<E: Explorer + ?Sized>(
     } else {
         format!("on {} and on {}", a.setting(), b.setting())
     };
-    println!("{same}/{n} seeds replay byte-identically ({how})");
+    println!("{same} of {n} give byte-identical traces ({how})");
     println!("{same} passed, {} failed", n - same);
     Ok(same == n)
 }
