@@ -135,7 +135,8 @@ pub fn run(seeds: u64) -> String {
 /// time of the scoped suite (as `tidemark run --profile scoped` runs it, PostgreSQL's start
 /// included).
 pub fn scoped(seeds: u64, jobs: std::num::NonZeroUsize) -> Result<String, String> {
-    use crate::profiles::scoped::explore::explore_seeds;
+    use crate::explore::engine::explore_seeds;
+    use crate::profiles::scoped::explore::ScopedExplorer;
     use crate::profiles::scoped::model::Tier;
     use std::fmt::Write;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -161,7 +162,8 @@ pub fn scoped(seeds: u64, jobs: std::num::NonZeroUsize) -> Result<String, String
         let (pg, source, ready) = crate::profiles::scoped::postgres().await?;
         let mut per_second = Vec::new();
         for tier in [Tier::Memory, Tier::Postgres(&pg)] {
-            let run = explore_seeds(tier, 0..seeds, None, 0, jobs.get(), &|| {}).await;
+            let explorer = ScopedExplorer { tier };
+            let run = explore_seeds(&explorer, 0..seeds, None, 0, jobs.get(), &|| {}).await;
             if !run.failures.is_empty() {
                 return Err(format!(
                     "{} scoped seed(s) failed on the {} tier; run tidemark explore --profile scoped",

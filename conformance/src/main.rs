@@ -116,9 +116,10 @@ enum Command {
         /// For each mutant (or --mutant), count the seeds random search needs to find it.
         #[arg(long)]
         hunt: bool,
-        /// Independent searches per mutant when hunting.
-        #[arg(long, default_value_t = 5)]
-        hunt_trials: u64,
+        /// Independent searches per mutant when hunting [default: 5 for the scratchpad, 1 where
+        /// each seed needs a database of its own].
+        #[arg(long)]
+        hunt_trials: Option<u64>,
         /// Where failures are saved [default: fixtures/explore/<profile>].
         #[arg(long)]
         save_dir: Option<PathBuf>,

@@ -2,13 +2,22 @@
 //! trace, the reference survives a bounded random search (faults included), and random search
 //! finds the rows mutants unaided. Needs PostgreSQL like every real-tier test.
 
+use tidemark_conformance::explore::engine::{explore_seeds, hunt, hunt_report, Failed, Seeds};
 use tidemark_conformance::explore::Shard;
-use tidemark_conformance::profiles::rows::explore::{
-    describe, explore_seeds, hunt, hunt_report, run_seed,
-};
+use tidemark_conformance::profiles::rows::explore::{describe, run_seed, RowsExplorer};
 use tidemark_conformance::profiles::rows::explore_run::{Databases, RunError, Tier};
 use tidemark_reference::rows::RowsMutant;
 use tidemark_sim::real_tier::PgProvider;
+
+/// Seeds `0..n` of every shard, `jobs` at once.
+fn seeds(n: u64, jobs: usize) -> Seeds {
+    Seeds {
+        first_seed: 0,
+        seeds: n,
+        shard: Shard::ALL,
+        jobs,
+    }
+}
 
 fn on_postgres<T>(f: impl AsyncFnOnce(Tier<'_>) -> T) -> T {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -40,7 +49,7 @@ fn a_seed_run_twice_gives_a_byte_identical_trace() {
 #[test]
 fn the_reference_survives_a_bounded_random_search_with_crashes_and_clock_jumps() {
     on_postgres(async |tier| {
-        let run = explore_seeds(tier, 100..112, None, 200, 2, &|| {}).await;
+        let run = explore_seeds(&RowsExplorer::on(tier), 100..112, None, 200, 2, &|| {}).await;
         let failures: String = run
             .failures
             .iter()
@@ -48,7 +57,7 @@ fn the_reference_survives_a_bounded_random_search_with_crashes_and_clock_jumps()
             .collect();
         assert!(run.failures.is_empty(), "{failures}");
         assert_eq!(run.passed, 12);
-        assert!(run.crashes > 0, "no tick crashed in 12 seeds");
+        assert!(run.tally.crashes > 0, "no tick crashed in 12 seeds");
     });
 }
 
@@ -70,11 +79,11 @@ const REPRESENTATIVE: [RowsMutant; 8] = [
 fn random_search_finds_a_representative_set_of_mutants_within_four_seeds() {
     on_postgres(async |tier| {
         for m in REPRESENTATIVE {
-            let lines = hunt(tier, 0, 4, Shard::ALL, Some(m), 1).await;
+            let lines = hunt(&RowsExplorer::on(tier), &seeds(4, 1), Some(m), 1).await;
             assert!(
-                lines[0].found.is_some(),
+                lines[0].median().is_some(),
                 "{}",
-                hunt_report(&lines, 4, "postgres")
+                hunt_report(&RowsExplorer::on(tier), &lines, 4)
             );
         }
     });
@@ -86,12 +95,12 @@ fn random_search_finds_a_representative_set_of_mutants_within_four_seeds() {
 #[ignore = "about 20 s; the representative set above runs on every build"]
 fn random_search_finds_every_rows_mutant_within_sixty_seeds() {
     on_postgres(async |tier| {
-        let lines = hunt(tier, 0, 60, Shard::ALL, None, 3).await;
+        let lines = hunt(&RowsExplorer::on(tier), &seeds(60, 3), None, 1).await;
         assert_eq!(lines.len(), RowsMutant::ALL.len());
         assert!(
-            lines.iter().all(|l| l.found.is_some()),
+            lines.iter().all(|l| l.median().is_some()),
             "{}",
-            hunt_report(&lines, 60, "postgres")
+            hunt_report(&RowsExplorer::on(tier), &lines, 60)
         );
     });
 }
@@ -100,7 +109,7 @@ fn random_search_finds_every_rows_mutant_within_sixty_seeds() {
 fn a_shrunk_failure_keeps_only_the_operations_that_matter() {
     on_postgres(async |tier| {
         let run = explore_seeds(
-            tier,
+            &RowsExplorer::on(tier),
             16..17,
             Some(RowsMutant::NewestByTimestamp),
             2000,
@@ -112,13 +121,13 @@ fn a_shrunk_failure_keeps_only_the_operations_that_matter() {
             .failures
             .first()
             .expect("seed 16 finds newest-by-timestamp");
-        assert!(matches!(f.error, RunError::Diverged(_)));
+        assert!(matches!(f.error, Failed::Diverged(_)));
         assert!(
-            f.ops.len() <= 8,
+            f.workload.1.len() <= 8,
             "{}",
             describe(f, Some(RowsMutant::NewestByTimestamp), None, "postgres")
         );
-        assert!(f.original_len > f.ops.len());
+        assert!(f.original_len > f.workload.1.len());
     });
 }
 
@@ -198,13 +207,14 @@ fn the_memory_tier_passes_the_reference_finds_every_mutant_and_matches_postgres(
         .build()
         .unwrap();
     rt.block_on(async {
-        let run = explore_seeds(Tier::Memory, 0..40, None, 0, 1, &|| {}).await;
+        let memory = RowsExplorer::on(Tier::Memory);
+        let run = explore_seeds(&memory, 0..40, None, 0, 1, &|| {}).await;
         assert_eq!((run.passed, run.failures.len()), (40, 0));
-        let lines = hunt(Tier::Memory, 0, 80, Shard::ALL, None, 1).await;
+        let lines = hunt(&memory, &seeds(80, 1), None, 1).await;
         assert!(
-            lines.iter().all(|l| l.found.is_some()),
+            lines.iter().all(|l| l.median().is_some()),
             "{}",
-            hunt_report(&lines, 80, "memory")
+            hunt_report(&memory, &lines, 80)
         );
     });
     on_postgres(async |pg| {

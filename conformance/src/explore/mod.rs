@@ -1,13 +1,15 @@
 //! Exploration's engine, written once for every profile: a seed's generator, shards of seeds,
-//! shrinking (`shrink.rs`), the saved-failure format (`saved.rs`) and what the `explore` and
-//! `replay` commands print for any profile (`cli.rs`). A profile supplies its operations, its
-//! model and its loop (the scratchpad's in `profiles/scratchpad/explore/`).
+//! the loop (`engine.rs`: seeds, the determinism and differential checks, the hunt, the summary
+//! lines), shrinking (`shrink.rs`), the saved-failure format (`saved.rs`) and what the `explore`
+//! and `replay` commands print for any profile (`cli.rs`). A profile supplies its operations,
+//! its model and how one sequence runs, as an `engine::Explorer`.
 //!
 //! One seed is one proptest case whose generator is seeded from that seed alone, so
 //! `tidemark explore --seeds N` and `tidemark replay` agree on what a seed means, and
 //! `--shard K/M` partitions seeds without coordination.
 
 pub mod cli;
+pub mod engine;
 pub mod saved;
 pub mod shrink;
 

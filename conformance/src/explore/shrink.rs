@@ -72,6 +72,30 @@ impl<T: fmt::Debug + Clone + 'static> OpsTree<T> {
     }
 }
 
+/// Operations beside a value the seed fixes for the whole run (the rows profile's batch size):
+/// only the operations shrink.
+#[derive(Debug)]
+pub struct Beside<A, T: fmt::Debug> {
+    pub fixed: A,
+    pub ops: OpsTree<T>,
+}
+
+impl<A: Clone + fmt::Debug, T: fmt::Debug + Clone> ValueTree for Beside<A, T> {
+    type Value = (A, Vec<T>);
+
+    fn current(&self) -> (A, Vec<T>) {
+        (self.fixed.clone(), self.ops.current())
+    }
+
+    fn simplify(&mut self) -> bool {
+        self.ops.simplify()
+    }
+
+    fn complicate(&mut self) -> bool {
+        self.ops.complicate()
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Phase {
     /// Try deleting `size` consecutive included elements from position `start` (in the
@@ -239,6 +263,27 @@ mod tests {
             };
         }
         assert_eq!(best, vec![7, 3]);
+    }
+
+    #[test]
+    fn a_value_beside_the_operations_stays_as_the_seed_fixed_it_while_they_shrink() {
+        let mut tree = Beside {
+            fixed: 3i64,
+            ops: OpsTree::of_values(vec![1u8, 7, 2]),
+        };
+        assert_eq!(tree.current(), (3, vec![1, 7, 2]));
+        let mut best = tree.current();
+        let mut more = tree.simplify();
+        while more {
+            let c = tree.current();
+            more = if c.1.contains(&7) {
+                best = c;
+                tree.simplify()
+            } else {
+                tree.complicate()
+            };
+        }
+        assert_eq!(best, (3, vec![7]));
     }
 
     #[test]

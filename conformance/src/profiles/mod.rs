@@ -98,7 +98,8 @@ pub struct ExploreRequest {
     pub mutant: Option<String>,
     pub check_determinism: bool,
     pub hunt: bool,
-    pub hunt_trials: u64,
+    /// Searches per mutant when hunting; `None`: the profile's default.
+    pub hunt_trials: Option<u64>,
     pub save: SaveTo,
     pub max_shrink_iters: u32,
     /// `--impl`: explore a program through the protocol instead of the reference.

@@ -293,6 +293,7 @@ impl super::Profile for RowsProfile {
             shard: request.shard,
             mutant: request.mutant.clone(),
             hunt: request.hunt,
+            hunt_trials: request.hunt_trials,
             check_determinism: request.check_determinism,
             save_dir: match &request.save {
                 super::SaveTo::Default => Some(fixture::default_dir()),

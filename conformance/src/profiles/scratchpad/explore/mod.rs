@@ -2,7 +2,8 @@
 //! the oracle (`run.rs`, with the implementation's names learnt in `names.rs`), shrunk by
 //! proptest when they fail, saved under `fixtures/explore/scratchpad/` (`fixture.rs`) so
 //! `cargo test` replays them for ever; `cli.rs` is `tidemark explore|replay --profile
-//! scratchpad`. The seed's generator and shards are the engine's (`crate::explore`).
+//! scratchpad`. The seed's generator, shards and the loop itself ([`ScratchpadExplorer`] on
+//! `crate::explore::engine`) are the engine's.
 
 pub mod cli;
 pub mod fixture;
@@ -11,11 +12,15 @@ pub mod ops;
 pub mod run;
 
 use super::driver::DriverFactory;
+use super::ReferenceScratchpad;
+use crate::explore::engine::{self, Explorer, Failed, Failure, Outcome};
 use crate::explore::rng_for;
 use ops::{workload, SimOp};
 use proptest::strategy::{Strategy, ValueTree};
-use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
+use proptest::test_runner::{Config, TestRunner};
 use run::{run_ops, RunResult};
+use std::path::{Path, PathBuf};
+use tidemark_reference::scratchpad::ScratchpadMutant;
 
 /// The workload a seed generates under the current generator, before any shrinking.
 pub fn generate(seed: u64) -> (bool, Vec<SimOp>) {
@@ -40,7 +45,26 @@ pub struct Found {
     pub ops: Vec<SimOp>,
     /// The run of the shrunk operations.
     pub run: RunResult,
+    /// Operations the seed generated.
     pub original_len: usize,
+}
+
+impl Found {
+    fn of(f: Failure<(bool, Vec<SimOp>), RunResult>) -> Found {
+        let run = match f.error {
+            Failed::Diverged(run) => run,
+            // The scratchpad's runs set themselves up; a driver that cannot be made is a
+            // divergence at `create`.
+            Failed::Setup(why) => unreachable!("a scratchpad run reported a set-up error: {why}"),
+        };
+        Found {
+            seed: f.seed,
+            unmounted: f.workload.0,
+            ops: f.workload.1,
+            run,
+            original_len: f.original_len,
+        }
+    }
 }
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -57,50 +81,196 @@ pub fn run_seed(seed: u64, factory: &dyn DriverFactory) -> RunResult {
     block_on(run_ops(&ops, unmounted, factory))
 }
 
-/// Runs one seed; on failure shrinks it with proptest and returns the minimal failing sequence.
+/// Runs one seed; on failure shrinks it (the engine's shrinker over the seed's proptest value
+/// tree) and returns the minimal failing sequence.
 pub fn explore_seed(
     seed: u64,
     factory: &dyn DriverFactory,
     max_shrink_iters: u32,
 ) -> Option<Found> {
-    let config = Config {
-        cases: 1,
-        failure_persistence: None,
+    let explorer = ScratchpadExplorer {
+        factory,
+        implementation: None,
         max_shrink_iters,
-        // Shrinking is bounded by iterations, not by the wall clock, so it is deterministic.
-        max_shrink_time: 0,
-        ..Config::default()
     };
-    let mut runner = TestRunner::new_with_rng(config, rng_for(seed));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let outcome = runner.run(&workload(), |(unmounted, ops)| {
-        let r = rt.block_on(run_ops(&ops, unmounted, factory));
-        match r.divergence {
-            None => Ok(()),
-            Some(d) => Err(TestCaseError::fail(format!(
-                "{}: expected {}, got {}",
-                d.op, d.expected, d.actual
-            ))),
+    block_on(engine::explore_seed(
+        &explorer,
+        seed,
+        None,
+        max_shrink_iters,
+    ))
+    .map(Found::of)
+}
+
+/// The scratchpad on the engine's exploration loop: a seed's workload is its proptest value
+/// tree (an unmounted root or not, and its operations), run by [`run_ops`] beside the oracle
+/// against `factory` (the reference, or a program through the protocol), or against the
+/// reference with a mutant switched on.
+pub struct ScratchpadExplorer<'a> {
+    pub factory: &'a dyn DriverFactory,
+    /// The program explored (`--impl`); `None`: the reference in process.
+    pub implementation: Option<&'a str>,
+    /// For the command that replays a program's failure.
+    pub max_shrink_iters: u32,
+}
+
+#[async_trait::async_trait(?Send)]
+impl Explorer for ScratchpadExplorer<'_> {
+    type Workload = (bool, Vec<SimOp>);
+    type Passed = RunResult;
+    type Divergence = RunResult;
+    type Mutant = ScratchpadMutant;
+    type Tally = ();
+
+    fn profile(&self) -> &'static str {
+        fixture::PROFILE
+    }
+
+    fn tree(&self, seed: u64) -> Box<dyn ValueTree<Value = Self::Workload>> {
+        let mut runner = TestRunner::new_with_rng(Config::default(), rng_for(seed));
+        Box::new(
+            workload()
+                .new_tree(&mut runner)
+                .expect("the workload strategy always generates"),
+        )
+    }
+
+    fn len(&self, workload: &Self::Workload) -> usize {
+        workload.1.len()
+    }
+
+    async fn run(
+        &self,
+        _seed: u64,
+        (unmounted, ops): &Self::Workload,
+        mutant: Option<ScratchpadMutant>,
+    ) -> Outcome<RunResult, RunResult> {
+        let r = match mutant {
+            Some(m) => run_ops(ops, *unmounted, &ReferenceScratchpad { mutant: Some(m) }).await,
+            None => run_ops(ops, *unmounted, self.factory).await,
+        };
+        if r.divergence.is_some() {
+            Outcome::Diverged(r)
+        } else {
+            Outcome::Passed(r)
         }
-    });
-    match outcome {
-        Ok(()) => None,
-        Err(TestError::Fail(_, (unmounted, ops))) => {
-            let original_len = ops.len();
-            let ops: Vec<SimOp> = ops.into_iter().filter(|o| *o != SimOp::Nop).collect();
-            let run = rt.block_on(run_ops(&ops, unmounted, factory));
-            Some(Found {
-                seed,
-                unmounted,
-                ops,
-                run,
-                original_len,
-            })
+    }
+
+    fn pass_hash(&self, passed: &RunResult) -> String {
+        passed.trace.hash()
+    }
+
+    fn divergence_hash(&self, divergence: &RunResult) -> String {
+        divergence.trace.hash()
+    }
+
+    fn simulated_ms(&self, passed: &RunResult) -> i64 {
+        passed.simulated_ms
+    }
+
+    fn tidy(&self, (unmounted, ops): &Self::Workload) -> Option<Self::Workload> {
+        ops.contains(&SimOp::Nop).then(|| {
+            (
+                *unmounted,
+                ops.iter().filter(|o| **o != SimOp::Nop).cloned().collect(),
+            )
+        })
+    }
+
+    /// The reference runs synchronously in process: one seed at a time.
+    fn jobs(&self, _asked: usize) -> usize {
+        1
+    }
+
+    fn mutants(&self) -> Vec<ScratchpadMutant> {
+        ScratchpadMutant::ALL.to_vec()
+    }
+
+    fn mutant_id(&self, mutant: ScratchpadMutant) -> &'static str {
+        mutant.id()
+    }
+
+    fn setting(&self) -> String {
+        match self.implementation {
+            Some(cmd) => cmd.to_string(),
+            None => "the reference".into(),
         }
-        Err(TestError::Abort(why)) => panic!("proptest aborted seed {seed}: {why}"),
+    }
+
+    fn replay_command(&self, seed: u64, mutant: Option<ScratchpadMutant>) -> String {
+        match self.implementation {
+            Some(cmd) => format!(
+                "tidemark explore --impl {} --first-seed {seed} --seeds 1 --max-shrink-iters {}",
+                shlex::try_quote(cmd).unwrap_or_else(|_| cmd.into()),
+                self.max_shrink_iters
+            ),
+            None => format!(
+                "tidemark replay --seed {seed}{}",
+                mutant
+                    .map(|m| format!(" --mutant {}", m.id()))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+
+    fn describe(
+        &self,
+        failure: &Failure<Self::Workload, RunResult>,
+        mutant: Option<ScratchpadMutant>,
+        saved: Option<&Path>,
+    ) -> String {
+        let found = Found::of(Failure {
+            seed: failure.seed,
+            workload: failure.workload.clone(),
+            original_len: failure.original_len,
+            error: match &failure.error {
+                Failed::Diverged(r) => Failed::Diverged(r.clone()),
+                Failed::Setup(why) => Failed::Setup(why.clone()),
+            },
+        });
+        let text = cli::describe(&found, mutant, saved);
+        match self.implementation {
+            None => text,
+            Some(cmd) => text
+                .replacen("against the reference", &format!("against {cmd}"), 1)
+                .replace(
+                    &format!("tidemark replay --seed {}", failure.seed),
+                    &self.replay_command(failure.seed, None),
+                ),
+        }
+    }
+
+    /// Saved failures replay against the reference; a program's are printed, not saved.
+    fn save(
+        &self,
+        failure: &Failure<Self::Workload, RunResult>,
+        divergence: &RunResult,
+        mutant: Option<ScratchpadMutant>,
+        dir: &Path,
+    ) -> Result<Option<PathBuf>, String> {
+        if self.implementation.is_some() {
+            return Ok(None);
+        }
+        let f = fixture::Fixture {
+            version: crate::explore::saved::FORMAT_VERSION,
+            profile: fixture::PROFILE.into(),
+            seed: failure.seed,
+            generator: ops::GENERATOR_VERSION,
+            mutant: mutant.map(|m| m.id().to_string()),
+            setting: fixture::ScratchpadSetting {
+                unmounted: failure.workload.0,
+            },
+            ops: failure.workload.1.clone(),
+            divergence: divergence
+                .divergence
+                .as_ref()
+                .map(|d| format!("{}: expected {}, got {}", d.op, d.expected, d.actual))
+                .unwrap_or_default(),
+            trace_hash: divergence.trace.hash(),
+        };
+        f.save(dir)
+            .map(Some)
+            .map_err(|e| format!("saving the fixture under {}: {e}", dir.display()))
     }
 }
 
