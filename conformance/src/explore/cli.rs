@@ -57,3 +57,57 @@ impl ReplayOutcome {
         format!("outcome:   {what} (exit {})", self.exit_code())
     }
 }
+
+/// What a replay of a saved failure found, for [`print_replay`]; each profile fills it from its
+/// own fixture and run, and the lines a person reads are written once.
+pub struct ReplayReport<'a> {
+    pub fixture: &'a std::path::Path,
+    /// `mutant X`, `the scoped reference`, ...: what the operations ran against.
+    pub against: String,
+    /// The heading over the operations (`operations (seed 7):`).
+    pub operations_heading: String,
+    pub ops: Vec<String>,
+    /// The replay's divergence, if it diverged.
+    pub divergence: Option<String>,
+    pub trace_hash: Option<String>,
+    /// Whether the trace is identical to the saved run's.
+    pub identical: bool,
+    /// For a mutant's fixture: whether the reference passes the same operations.
+    pub reference_passes: Option<bool>,
+}
+
+/// Prints a replay the same way for every profile and returns its outcome.
+pub fn print_replay(r: &ReplayReport<'_>) -> ReplayOutcome {
+    println!("fixture:   {}", r.fixture.display());
+    println!("against:   {}", r.against);
+    println!("{}", r.operations_heading);
+    for op in &r.ops {
+        println!("  {op}");
+    }
+    match &r.divergence {
+        Some(d) => println!("diverged:  {d}"),
+        None => println!("diverged:  no (the run passes)"),
+    }
+    println!(
+        "trace:     {} ({})",
+        r.trace_hash.as_deref().unwrap_or("-"),
+        if r.identical {
+            "identical to the saved run"
+        } else {
+            "DIFFERS from the saved run"
+        }
+    );
+    if let Some(passes) = r.reference_passes {
+        println!(
+            "reference: {}",
+            if passes {
+                "passes the same operations"
+            } else {
+                "FAILS the same operations"
+            }
+        );
+    }
+    let outcome = ReplayOutcome::of(r.divergence.is_some(), r.identical);
+    println!("{}", outcome.verdict_line());
+    outcome
+}

@@ -344,44 +344,22 @@ pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome,
             fixture::replay(Tier::Postgres(&pg), &f).await
         }
     })?;
-    println!("fixture:   {}", path.display());
-    println!(
-        "against:   {}",
-        f.mutant
-            .as_deref()
-            .map(|m| format!("scoped mutant {m}"))
-            .unwrap_or_else(|| "the scoped reference".into())
-    );
-    println!("operations (seed {}):", f.seed);
-    for op in &f.ops {
-        println!("  {op}");
-    }
-    match &r.divergence {
-        Some(d) => println!("diverged:  {d}"),
-        None => println!("diverged:  no (the run passes)"),
-    }
-    println!(
-        "trace:     {} ({})",
-        r.trace_hash.as_deref().unwrap_or("-"),
-        if r.reproduced {
-            "identical to the saved run"
-        } else {
-            "DIFFERS from the saved run"
-        }
-    );
-    if f.mutant.is_some() {
-        println!(
-            "reference: {}",
-            if r.reference_passes {
-                "passes the same operations"
-            } else {
-                "FAILS the same operations"
-            }
-        );
-    }
-    let outcome = crate::explore::cli::ReplayOutcome::of(r.divergence.is_some(), r.reproduced);
-    println!("{}", outcome.verdict_line());
-    Ok(outcome)
+    Ok(crate::explore::cli::print_replay(
+        &crate::explore::cli::ReplayReport {
+            fixture: path,
+            against: f
+                .mutant
+                .as_deref()
+                .map(|m| format!("scoped mutant {m}"))
+                .unwrap_or_else(|| "the scoped reference".into()),
+            operations_heading: format!("operations (seed {}):", f.seed),
+            ops: f.ops.iter().map(|op| op.to_string()).collect(),
+            divergence: r.divergence.as_ref().map(|d| d.to_string()),
+            trace_hash: r.trace_hash.clone(),
+            identical: r.reproduced,
+            reference_passes: f.mutant.as_ref().map(|_| r.reference_passes),
+        },
+    ))
 }
 
 #[cfg(test)]

@@ -156,45 +156,22 @@ pub fn replay(
     if let Some(path) = fixture_path {
         let f = Fixture::load(path)?;
         let r = rt.block_on(fixture::replay(&f))?;
-        println!("fixture:   {}", path.display());
-        println!(
-            "against:   {}",
-            f.mutant
-                .as_deref()
-                .map(|m| format!("mutant {m}"))
-                .unwrap_or_else(|| "reference".into())
-        );
-        println!("operations:");
-        for op in &f.ops {
-            println!("  {op}");
-        }
-        match &r.divergence {
-            Some(d) => println!("diverged:  {d}"),
-            None => println!("diverged:  no (the run passes)"),
-        }
-        let same = r.trace_hash == f.trace_hash;
-        println!(
-            "trace:     {} ({})",
-            r.trace_hash,
-            if same {
-                "identical to the saved run"
-            } else {
-                "DIFFERS from the saved run"
-            }
-        );
-        if f.mutant.is_some() {
-            println!(
-                "reference: {}",
-                if r.reference_passes {
-                    "passes the same operations"
-                } else {
-                    "FAILS the same operations"
-                }
-            );
-        }
-        let outcome = ReplayOutcome::of(r.divergence.is_some(), same);
-        println!("{}", outcome.verdict_line());
-        return Ok(outcome);
+        return Ok(crate::explore::cli::print_replay(
+            &crate::explore::cli::ReplayReport {
+                fixture: path,
+                against: f
+                    .mutant
+                    .as_deref()
+                    .map(|m| format!("mutant {m}"))
+                    .unwrap_or_else(|| "reference".into()),
+                operations_heading: "operations:".into(),
+                ops: f.ops.iter().map(|op| op.to_string()).collect(),
+                divergence: r.divergence.as_ref().map(|d| d.to_string()),
+                trace_hash: Some(r.trace_hash.clone()),
+                identical: r.trace_hash == f.trace_hash,
+                reference_passes: f.mutant.as_ref().map(|_| r.reference_passes),
+            },
+        ));
     }
     let seed = seed.ok_or("replay needs a fixture path or --seed")?;
     let m = mutant_arg(mutant)?;
