@@ -69,20 +69,6 @@ pub struct S3Endpoint {
     pub secret_access_key: String,
 }
 
-/// The endpoint as the scoped service opens it: the same five values under the name the
-/// real tier uses.
-impl From<&S3Endpoint> for crate::profiles::scoped::remote::S3Access {
-    fn from(s3: &S3Endpoint) -> Self {
-        crate::profiles::scoped::remote::S3Access {
-            endpoint_url: s3.endpoint_url.clone(),
-            region: s3.region.clone(),
-            bucket: s3.bucket.clone(),
-            access_key_id: s3.access_key_id.clone(),
-            secret_access_key: s3.secret_access_key.clone(),
-        }
-    }
-}
-
 /// One operation at one simulated instant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RequestEnvelope<B> {

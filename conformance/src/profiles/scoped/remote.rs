@@ -95,6 +95,20 @@ pub struct S3Access {
     pub secret_access_key: String,
 }
 
+/// The endpoint as the scoped service opens it: the same five values under the name the
+/// real tier uses.
+impl From<&crate::protocol::S3Endpoint> for S3Access {
+    fn from(s3: &crate::protocol::S3Endpoint) -> Self {
+        S3Access {
+            endpoint_url: s3.endpoint_url.clone(),
+            region: s3.region.clone(),
+            bucket: s3.bucket.clone(),
+            access_key_id: s3.access_key_id.clone(),
+            secret_access_key: s3.secret_access_key.clone(),
+        }
+    }
+}
+
 /// An aws-sdk-s3 client for `access` (configured as [`tidemark_sim::real_tier::s3_client`]: path style, no retries).
 pub fn s3_client_for(access: &S3Access) -> aws_sdk_s3::Client {
     tidemark_sim::real_tier::server::s3_client_with(
