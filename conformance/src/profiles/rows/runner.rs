@@ -4,7 +4,8 @@
 //! is handed to every operation. Each step becomes a contract operation (`contract.rs`), its
 //! names replaced by the ids the implementation made, or an observation the harness reads; its
 //! outcome is traced and compared with its expectation; the first mismatch ends the scenario
-//! with its line.
+//! with its line. The loop over steps is the engine's (`crate::play`); `RowsPlayer` performs
+//! one step.
 
 use tidemark_reference::clock::Timestamp;
 use tidemark_reference::rows::reaper::ReapReport;
@@ -14,8 +15,8 @@ use tidemark_sim::real_tier::PgProvider;
 use tidemark_sim::trace::Trace;
 
 use super::contract::{Observation, ReferenceRows, RowsEndpoint, RowsOp, RowsOutcome, UNMADE};
-use super::script::{transcript_text, Action, Counted, Entry, Expect, Ids, Script, SWEEPS};
-use crate::play::Failure;
+use super::script::{transcript_text, Action, Counted, Entry, Expect, Ids, Script, Step, SWEEPS};
+use crate::play::{Failure, Located, Mismatch, StepPlayer};
 
 /// What a step answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -225,30 +226,70 @@ pub async fn play(
     trace: &mut Trace,
     outcomes: &mut Vec<(usize, Outcome)>,
 ) -> Result<(), Failure> {
-    let mut now = EPOCH;
-    let mut learnt = Learnt::default();
-    for step in &script.steps {
+    let mut player = RowsPlayer {
+        endpoint,
+        now: EPOCH,
+        learnt: Learnt::default(),
+        trace,
+        outcomes,
+    };
+    crate::play::play(&mut player, &script.steps).await
+}
+
+impl Located for Step {
+    fn line(&self) -> usize {
+        self.line
+    }
+    fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// The rows profile's step for the engine's loop: the scenario's clock and the ids learnt so
+/// far, and where outcomes are traced and recorded.
+struct RowsPlayer<'a> {
+    endpoint: &'a mut dyn RowsEndpoint,
+    now: Timestamp,
+    learnt: Learnt,
+    trace: &'a mut Trace,
+    outcomes: &'a mut Vec<(usize, Outcome)>,
+}
+
+impl StepPlayer for RowsPlayer<'_> {
+    type Step = Step;
+    type Outcome = Outcome;
+
+    async fn perform(&mut self, step: &Step) -> Result<Option<Outcome>, Mismatch> {
         if let Action::Advance(ms) = step.action {
-            now = now.plus_ms(ms);
-            trace.record(rel(now), format!("advance {ms}ms"));
-            continue;
+            self.now = self.now.plus_ms(ms);
+            self.trace.record(rel(self.now), format!("advance {ms}ms"));
+            return Ok(None);
         }
-        let fail = |actual: String| Failure {
-            line: step.line,
-            step: step.text.clone(),
-            expected: step.expect.text(),
-            actual,
-        };
-        let got = perform(endpoint, &step.action, now, &mut learnt)
-            .await
-            .map_err(fail)?;
-        trace.record(rel(now), format!("{} -> {}", step.text, got.text()));
-        outcomes.push((step.line, got.clone()));
-        if !matches(&step.expect, &got) {
-            return Err(fail(got.text()));
+        // A step that cannot be performed states its expectation as a mismatch does.
+        perform(
+            &mut *self.endpoint,
+            &step.action,
+            self.now,
+            &mut self.learnt,
+        )
+        .await
+        .map(Some)
+        .map_err(|actual| Mismatch::new(step.expect.text(), actual))
+    }
+
+    fn observe(&mut self, step: &Step, got: &Outcome) {
+        self.trace
+            .record(rel(self.now), format!("{} -> {}", step.text, got.text()));
+        self.outcomes.push((step.line, got.clone()));
+    }
+
+    fn compare(&self, step: &Step, got: &Outcome) -> Result<(), Mismatch> {
+        if matches(&step.expect, got) {
+            Ok(())
+        } else {
+            Err(Mismatch::new(step.expect.text(), got.text()))
         }
     }
-    Ok(())
 }
 
 fn rel(now: Timestamp) -> i64 {
@@ -508,6 +549,45 @@ mod tests {
             .build()
             .unwrap()
             .block_on(f)
+    }
+
+    #[test]
+    fn a_mismatch_fails_at_its_line_with_its_outcome_traced_and_recorded_and_nothing_after() {
+        let mut program = Answers {
+            made: RowsOutcome::Made { id: "x".into() },
+            other: RowsOutcome::Ok,
+            sent: Vec::new(),
+        };
+        let (mut trace, mut outcomes) = (Trace::new(), Vec::new());
+        let played = block_on(play(
+            &mut program,
+            &script("workspace w1\nadvance 5s\ncount tool_invocations => 2\nworkspace w2\n"),
+            &mut trace,
+            &mut outcomes,
+        ));
+        let f = played.expect_err("the count answers 1, the step expects 2");
+        assert_eq!(
+            (
+                f.line,
+                f.step.as_str(),
+                f.expected.as_str(),
+                f.actual.as_str()
+            ),
+            (7, "count tool_invocations => 2", "2", "1")
+        );
+        assert_eq!(
+            trace.lines().len(),
+            3,
+            "the workspace, the advance and the failing count are traced: {:?}",
+            trace.lines()
+        );
+        assert!(
+            trace.lines()[1].contains("advance 5000ms"),
+            "{:?}",
+            trace.lines()
+        );
+        assert_eq!(outcomes, vec![(5, Outcome::Ok), (7, Outcome::Count(1))]);
+        assert_eq!(program.sent.len(), 1, "no step after the mismatch is sent");
     }
 
     #[test]
