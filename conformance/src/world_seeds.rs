@@ -1,6 +1,9 @@
-//! The seed loop every profile's turmoil world shares: each seed played (twice with
-//! `--check-determinism`, the traces compared line by line), a failure printed with its trace's
-//! tail and the command that replays it, then the throughput and the counts.
+//! What every profile's turmoil world shares: `tidemark world`'s arguments read once
+//! ([`WorldProfile::command`]), the seed loop (each seed played, twice with
+//! `--check-determinism` and the traces compared line by line, a failure printed with its
+//! trace's tail and the command that replays it, then the throughput and the counts), and the
+//! hunt (per mutant, seeds until the first failure; mutants out of the world's reach skipped
+//! with their reason). A profile's folder keeps only its hosts, guests, faults and oracle.
 
 use tidemark_sim::trace::Trace;
 
@@ -81,4 +84,98 @@ pub fn play(
     }
     println!("{} passed, {} failed", seeds - failed, failed);
     failed == 0
+}
+
+/// A profile's world as the engine drives it: how it is named, its mutants, which of them it
+/// cannot reach, and the one function that plays a seed.
+pub struct WorldProfile<M: 'static> {
+    /// `world`, `scoped world`, `rows world`: the loop's and the hunt's lines.
+    pub label: &'static str,
+    /// The command that replays one seed, before `--first-seed`: `tidemark world --profile scoped`.
+    pub replay: &'static str,
+    /// The profile's name in errors: `unknown scoped mutant "x"`.
+    pub profile: &'static str,
+    pub mutants: &'static [M],
+    pub id: fn(M) -> &'static str,
+    pub from_id: fn(&str) -> Option<M>,
+    /// Mutants the world's workload cannot reach by construction, each with the reason; the
+    /// hunt reports them as skipped rather than searching in vain.
+    pub out_of_reach: &'static [(&'static str, &'static str)],
+    pub run: fn(u64, Option<M>) -> WorldRun,
+}
+
+impl<M: Copy + 'static> WorldProfile<M> {
+    /// `tidemark world --profile <p>`: the seeds played, or with `--hunt` every mutant hunted.
+    pub fn command(&self, request: &crate::profiles::WorldRequest) -> Result<bool, String> {
+        let name = self.profile;
+        if request.hunt {
+            if request.mutant.is_some() {
+                return Err(format!(
+                    "--hunt tries every {name} mutant; it takes no --mutant"
+                ));
+            }
+            return Ok(self.hunt(request.seeds, request.first_seed));
+        }
+        let mutant = match request.mutant.as_deref() {
+            None => None,
+            Some(id) => Some((self.from_id)(id).ok_or(format!("unknown {name} mutant {id:?}"))?),
+        };
+        let run = self.run;
+        Ok(play(
+            request.seeds,
+            request.first_seed,
+            &WorldSeeds {
+                label: self.label,
+                replay: self.replay,
+                mutant: mutant.map(self.id),
+                check_determinism: request.check_determinism,
+            },
+            |seed| run(seed, mutant),
+        ))
+    }
+
+    /// `--hunt`: for each mutant in reach, seeds from `first_seed` until one fails (at most
+    /// `seeds`). Prints SKIPPED / FOUND / NOT FOUND per mutant, the runs' throughput and
+    /// `N passed, M failed, K skipped` (found, not found, out of reach). Returns whether every
+    /// mutant in reach was found.
+    pub fn hunt(&self, seeds: u64, first_seed: u64) -> bool {
+        let started = std::time::Instant::now();
+        let (mut found, mut skipped, mut runs) = (0, 0, 0u64);
+        for &m in self.mutants {
+            let id = (self.id)(m);
+            if let Some((_, why)) = self.out_of_reach.iter().find(|(o, _)| *o == id) {
+                skipped += 1;
+                println!("SKIPPED    {id:<30} {why}");
+                continue;
+            }
+            let mut hit = None;
+            for s in first_seed..first_seed + seeds {
+                runs += 1;
+                if let Some(f) = (self.run)(s, Some(m)).failure {
+                    hit = Some((s, f));
+                    break;
+                }
+            }
+            match hit {
+                Some((s, f)) => {
+                    found += 1;
+                    println!(
+                        "FOUND      {id:<30} at seed {s} ({} seeds): {}",
+                        s - first_seed + 1,
+                        f.chars().take(160).collect::<String>()
+                    );
+                }
+                None => println!("NOT FOUND  {id:<30} in {seeds} seeds"),
+            }
+        }
+        let secs = started.elapsed().as_secs_f64().max(1e-9);
+        println!(
+            "{runs} {} runs in {secs:.2}s ({:.1} seeds/s)",
+            self.label,
+            runs as f64 / secs
+        );
+        let missed = self.mutants.len() - found - skipped;
+        println!("{found} passed, {missed} failed, {skipped} skipped");
+        missed == 0
+    }
 }

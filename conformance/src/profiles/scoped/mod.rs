@@ -297,23 +297,6 @@ impl super::Profile for ScopedProfile {
     }
 
     fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
-        if request.hunt {
-            if request.mutant.is_some() {
-                return Err("--hunt tries every scoped mutant; it takes no --mutant".into());
-            }
-            return Ok(world::hunt(request.seeds, request.first_seed));
-        }
-        let mutant = match request.mutant.as_deref() {
-            None => None,
-            Some(id) => {
-                Some(ScopedMutant::from_id(id).ok_or(format!("unknown scoped mutant {id:?}"))?)
-            }
-        };
-        Ok(world::command(
-            request.seeds,
-            request.first_seed,
-            mutant,
-            request.check_determinism,
-        ))
+        world::WORLD.command(request)
     }
 }

@@ -1582,51 +1582,6 @@ fn liveness(
     Ok(())
 }
 
-/// `tidemark world --profile scoped --hunt`: for each scoped mutant, seeds from `first_seed`
-/// until one fails (at most `seeds`). Prints FOUND / NOT FOUND per mutant and
-/// `N passed, M failed` (found, not found). Returns whether every mutant was found.
-pub fn hunt(seeds: u64, first_seed: u64) -> bool {
-    let started = std::time::Instant::now();
-    let mut found = 0;
-    let mut skipped = 0;
-    let mut runs = 0u64;
-    for m in ScopedMutant::ALL {
-        if let Some((_, why)) = OUT_OF_REACH.iter().find(|(id, _)| *id == m.id()) {
-            skipped += 1;
-            println!("SKIPPED    {:<30} {why}", m.id());
-            continue;
-        }
-        let mut hit = None;
-        for s in first_seed..first_seed + seeds {
-            runs += 1;
-            if let Some(f) = run_scoped_world(s, Some(m)).failure {
-                hit = Some((s, f));
-                break;
-            }
-        }
-        match hit {
-            Some((s, f)) => {
-                found += 1;
-                println!(
-                    "FOUND      {:<30} at seed {s} ({} seeds): {}",
-                    m.id(),
-                    s - first_seed + 1,
-                    f.chars().take(160).collect::<String>()
-                );
-            }
-            None => println!("NOT FOUND  {:<30} in {seeds} seeds", m.id()),
-        }
-    }
-    let secs = started.elapsed().as_secs_f64().max(1e-9);
-    println!(
-        "{runs} scoped world runs in {secs:.2}s ({:.1} seeds/s)",
-        runs as f64 / secs
-    );
-    let missed = ScopedMutant::ALL.len() - found - skipped;
-    println!("{found} passed, {missed} failed, {skipped} skipped");
-    missed == 0
-}
-
 /// Scoped mutants the world cannot reach, and why; the scenarios kill each of them
 /// (`tidemark mutants --profile scoped`).
 pub const OUT_OF_REACH: &[(&str, &str)] = &[
@@ -1652,23 +1607,15 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     ),
 ];
 
-/// `tidemark world --profile scoped`: seeds through the scoped world, optionally twice each to
-/// compare trace hashes. Returns whether every seed passed.
-pub fn command(
-    seeds: u64,
-    first_seed: u64,
-    mutant: Option<ScopedMutant>,
-    check_determinism: bool,
-) -> bool {
-    crate::world_seeds::play(
-        seeds,
-        first_seed,
-        &crate::world_seeds::WorldSeeds {
-            label: "scoped world",
-            replay: "tidemark world --profile scoped",
-            mutant: mutant.map(|m| m.id()),
-            check_determinism,
-        },
-        |seed| run_scoped_world(seed, mutant),
-    )
-}
+/// `tidemark world --profile scoped`: the scoped world as the engine plays and hunts it.
+pub const WORLD: crate::world_seeds::WorldProfile<ScopedMutant> =
+    crate::world_seeds::WorldProfile {
+        label: "scoped world",
+        replay: "tidemark world --profile scoped",
+        profile: "scoped",
+        mutants: &ScopedMutant::ALL,
+        id: ScopedMutant::id,
+        from_id: ScopedMutant::from_id,
+        out_of_reach: OUT_OF_REACH,
+        run: run_scoped_world,
+    };

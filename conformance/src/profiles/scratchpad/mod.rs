@@ -310,18 +310,6 @@ impl super::Profile for ScratchpadProfile {
     }
 
     fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
-        let mutant = match request.mutant.as_deref() {
-            None => None,
-            Some(id) => Some(
-                ScratchpadMutant::from_id(id).ok_or(format!("unknown scratchpad mutant {id:?}"))?,
-            ),
-        };
-        Ok(world::command(
-            request.seeds,
-            request.first_seed,
-            mutant,
-            request.check_determinism,
-            request.hunt,
-        ))
+        world::WORLD.command(request)
     }
 }

@@ -620,51 +620,15 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     ),
 ];
 
-/// `tidemark world`: seeds through the turmoil world, optionally twice each (determinism), or
-/// every mutant hunted.
-pub fn command(
-    seeds: u64,
-    first_seed: u64,
-    mutant: Option<ScratchpadMutant>,
-    check_determinism: bool,
-    hunt: bool,
-) -> bool {
-    if hunt {
-        let mut found = 0;
-        let mut skipped = 0;
-        for m in ScratchpadMutant::ALL {
-            if let Some((_, why)) = OUT_OF_REACH.iter().find(|(id, _)| *id == m.id()) {
-                skipped += 1;
-                println!("SKIPPED    {:<28} {why}", m.id());
-                continue;
-            }
-            let hit =
-                (first_seed..first_seed + seeds).find(|s| run_world(*s, Some(m)).failure.is_some());
-            match hit {
-                Some(s) => {
-                    found += 1;
-                    println!(
-                        "FOUND      {:<28} at seed {s} ({} seeds)",
-                        m.id(),
-                        s - first_seed + 1
-                    );
-                }
-                None => println!("NOT FOUND  {:<28} in {seeds} seeds", m.id()),
-            }
-        }
-        let missed = ScratchpadMutant::ALL.len() - found - skipped;
-        println!("{found} passed, {missed} failed, {skipped} skipped");
-        return missed == 0;
-    }
-    crate::world_seeds::play(
-        seeds,
-        first_seed,
-        &crate::world_seeds::WorldSeeds {
-            label: "world",
-            replay: "tidemark world",
-            mutant: mutant.map(|m| m.id()),
-            check_determinism,
-        },
-        |seed| run_world(seed, mutant),
-    )
-}
+/// `tidemark world`: the scratchpad's world as the engine plays and hunts it.
+pub const WORLD: crate::world_seeds::WorldProfile<ScratchpadMutant> =
+    crate::world_seeds::WorldProfile {
+        label: "world",
+        replay: "tidemark world",
+        profile: "scratchpad",
+        mutants: &ScratchpadMutant::ALL,
+        id: ScratchpadMutant::id,
+        from_id: ScratchpadMutant::from_id,
+        out_of_reach: OUT_OF_REACH,
+        run: run_world,
+    };

@@ -601,65 +601,14 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[(
     "the mutant differs only when a tick reaps at exactly a row's expiry, to the millisecond; the world's ticks fall on turmoil's milliseconds after jumps of whole hours, and an expiry an operation wrote meets one only by coincidence (the scenario sets the tick on the expiry)",
 )];
 
-/// `tidemark world --profile rows --hunt`: for each rows mutant in reach, seeds from
-/// `first_seed` until one fails (at most `seeds`). Returns whether every one was found.
-pub fn hunt(seeds: u64, first_seed: u64) -> bool {
-    let started = std::time::Instant::now();
-    let (mut found, mut skipped, mut runs) = (0, 0, 0u64);
-    for m in RowsMutant::ALL {
-        if let Some((_, why)) = OUT_OF_REACH.iter().find(|(id, _)| *id == m.id()) {
-            skipped += 1;
-            println!("SKIPPED    {:<30} {why}", m.id());
-            continue;
-        }
-        let mut hit = None;
-        for s in first_seed..first_seed + seeds {
-            runs += 1;
-            if let Some(f) = run_rows_world(s, Some(m)).failure {
-                hit = Some((s, f));
-                break;
-            }
-        }
-        match hit {
-            Some((s, f)) => {
-                found += 1;
-                println!(
-                    "FOUND      {:<30} at seed {s} ({} seeds): {}",
-                    m.id(),
-                    s - first_seed + 1,
-                    f.chars().take(160).collect::<String>()
-                );
-            }
-            None => println!("NOT FOUND  {:<30} in {seeds} seeds", m.id()),
-        }
-    }
-    let secs = started.elapsed().as_secs_f64().max(1e-9);
-    println!(
-        "{runs} rows world runs in {secs:.2}s ({:.1} seeds/s)",
-        runs as f64 / secs
-    );
-    let missed = RowsMutant::ALL.len() - found - skipped;
-    println!("{found} passed, {missed} failed, {skipped} skipped");
-    missed == 0
-}
-
-/// `tidemark world --profile rows`: seeds through the rows world, optionally twice each to
-/// compare traces. Returns whether every seed passed.
-pub fn command(
-    seeds: u64,
-    first_seed: u64,
-    mutant: Option<RowsMutant>,
-    check_determinism: bool,
-) -> bool {
-    crate::world_seeds::play(
-        seeds,
-        first_seed,
-        &crate::world_seeds::WorldSeeds {
-            label: "rows world",
-            replay: "tidemark world --profile rows",
-            mutant: mutant.map(|m| m.id()),
-            check_determinism,
-        },
-        |seed| run_rows_world(seed, mutant),
-    )
-}
+/// `tidemark world --profile rows`: the rows world as the engine plays and hunts it.
+pub const WORLD: crate::world_seeds::WorldProfile<RowsMutant> = crate::world_seeds::WorldProfile {
+    label: "rows world",
+    replay: "tidemark world --profile rows",
+    profile: "rows",
+    mutants: &RowsMutant::ALL,
+    id: RowsMutant::id,
+    from_id: RowsMutant::from_id,
+    out_of_reach: OUT_OF_REACH,
+    run: run_rows_world,
+};
