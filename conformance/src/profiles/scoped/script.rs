@@ -34,6 +34,10 @@
 //! Expectations after `=>` (a step without one must answer `ok`): `ok`, `written PATH`,
 //! `"CONTENT"`, `text "TEXT"`, `no text`, `[a, b, ...]`, `in order [a, b, ...]`, `refused REASON`,
 //! `swept N sessions, M deletions`, `crashed`, `published`.
+//!
+//! Why one file: the vocabulary is one table of step shapes, each parsed beside the
+//! expectations it may take and the load errors it gives at its line; split by step family, the
+//! parsers would import each other's helpers (turns, quoted content, durations) in a ring.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
