@@ -89,6 +89,18 @@ pub enum SaveTo {
     Nowhere,
 }
 
+impl SaveTo {
+    /// The directory a failure is saved in, `default` being the profile's folder; `None`: not
+    /// saved.
+    pub fn dir(&self, default: impl FnOnce() -> PathBuf) -> Option<PathBuf> {
+        match self {
+            SaveTo::Default => Some(default()),
+            SaveTo::Dir(d) => Some(d.clone()),
+            SaveTo::Nowhere => None,
+        }
+    }
+}
+
 /// `tidemark explore`'s options. A profile refuses an option it does not support, by name.
 #[derive(Clone, Debug)]
 pub struct ExploreRequest {

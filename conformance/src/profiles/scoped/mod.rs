@@ -266,11 +266,7 @@ impl super::Profile for ScopedProfile {
             hunt: request.hunt,
             hunt_trials: request.hunt_trials,
             check_determinism: request.check_determinism,
-            save_dir: match &request.save {
-                super::SaveTo::Default => Some(fixture::default_dir()),
-                super::SaveTo::Dir(d) => Some(d.clone()),
-                super::SaveTo::Nowhere => None,
-            },
+            save_dir: request.save.dir(fixture::default_dir),
             max_shrink_iters: request.max_shrink_iters,
             tier: request.tier.clone().unwrap_or_else(|| "postgres".into()),
             differential: request.differential,

@@ -279,13 +279,9 @@ impl super::Profile for ScratchpadProfile {
                 check_determinism: request.check_determinism,
                 hunt: request.hunt,
                 hunt_trials: request.hunt_trials,
-                save_dir: match &request.save {
-                    super::SaveTo::Default => {
-                        Some(crate::profiles::scratchpad::explore::fixture::default_dir())
-                    }
-                    super::SaveTo::Dir(d) => Some(d.clone()),
-                    super::SaveTo::Nowhere => None,
-                },
+                save_dir: request
+                    .save
+                    .dir(crate::profiles::scratchpad::explore::fixture::default_dir),
                 max_shrink_iters: request.max_shrink_iters,
                 implementation: request.implementation.clone(),
             },
