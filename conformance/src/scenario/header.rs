@@ -60,6 +60,13 @@ pub struct StepLine<'a> {
 /// A problem at a line (1-based; 0 for the file as a whole).
 pub type LineError = (usize, String);
 
+/// A scenario file's text: read, then checked to be UTF-8. An error is the line it is at (0 for
+/// a file that cannot be read) and what was wrong, for the profile's `file:line:` error.
+pub fn read_text(path: &std::path::Path) -> Result<String, LineError> {
+    let bytes = std::fs::read(path).map_err(|e| (0, format!("cannot read the file: {e}")))?;
+    utf8_text(&bytes).map(str::to_owned)
+}
+
 /// The file as text, or the line holding its first byte that is not UTF-8 (1-based).
 pub fn utf8_text(bytes: &[u8]) -> Result<&str, LineError> {
     std::str::from_utf8(bytes).map_err(|e| {

@@ -291,17 +291,12 @@ pub fn load_dir_with(dir: &Path, rules: &BTreeSet<String>) -> Result<Vec<Script>
         .iter()
         .filter(|f| !header::belongs_elsewhere(f, VOCABULARY.profile))
         .map(|f| {
-            let bytes = std::fs::read(f).map_err(|e| ScriptError {
-                file: f.clone(),
-                line: 0,
-                message: format!("cannot read the file: {e}"),
-            })?;
-            let text = utf8_text(&bytes).map_err(|(line, message)| ScriptError {
+            let text = header::read_text(f).map_err(|(line, message)| ScriptError {
                 file: f.clone(),
                 line,
                 message,
             })?;
-            parse_with(f, text, rules)
+            parse_with(f, &text, rules)
         })
         .collect::<Result<Vec<_>, _>>()?;
     if let Some((name, first, second)) =

@@ -182,18 +182,13 @@ pub fn load_dir_with(dir: &Path, rules: &BTreeSet<String>) -> Result<Vec<Script>
         .iter()
         .filter(|f| !header::belongs_elsewhere(f, VOCABULARY.profile))
         .map(|f| {
-            let bytes = std::fs::read(f).map_err(|e| ScriptError {
-                file: f.clone(),
-                line: 0,
-                message: format!("cannot read the file: {e}"),
-            })?;
-            let text = utf8_text(&bytes).map_err(|(line, message)| ScriptError {
+            let text = header::read_text(f).map_err(|(line, message)| ScriptError {
                 file: f.clone(),
                 line,
                 message,
             })?;
             // Every runner plays the scenario with UUID identifiers (see `uuid_ids`).
-            parse_with(f, text, rules).map(Script::with_uuid_ids)
+            parse_with(f, &text, rules).map(Script::with_uuid_ids)
         })
         .collect::<Result<Vec<_>, _>>()?;
     if let Some((name, first, second)) =

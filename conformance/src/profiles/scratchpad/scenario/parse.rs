@@ -26,7 +26,7 @@ use super::{
     ScenarioError, Step, SCRATCHPAD_KNOBS,
 };
 use crate::profiles::scratchpad::contract::{Caller, SCRATCHPAD_REASONS};
-use crate::scenario::header::{self, utf8_text, HeaderVocabulary, StepLine};
+use crate::scenario::header::{self, HeaderVocabulary, StepLine};
 use crate::scenario::lex::{tokenize, Token};
 use crate::spec::RuleIndex;
 use std::path::{Path, PathBuf};
@@ -47,17 +47,12 @@ pub const MAX_CONTENT_BYTES: u64 = 16 << 20;
 pub const MAX_KNOB_VALUE: i64 = (1 << 53) - 1;
 
 pub fn parse_file(path: &Path, rules: &RuleIndex) -> Result<Scenario, ScenarioError> {
-    let bytes = std::fs::read(path).map_err(|e| ScenarioError {
-        file: path.to_path_buf(),
-        line: 0,
-        message: format!("cannot read the file: {e}"),
-    })?;
-    let text = utf8_text(&bytes).map_err(|(line, message)| ScenarioError {
+    let text = header::read_text(path).map_err(|(line, message)| ScenarioError {
         file: path.to_path_buf(),
         line,
         message,
     })?;
-    parse_str(path, text, rules)
+    parse_str(path, &text, rules)
 }
 
 /// The scratchpad's header vocabulary: its part of SPEC.md, its mutants, its capabilities.
