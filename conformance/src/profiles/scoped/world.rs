@@ -19,8 +19,8 @@
 //!   prefix is empty (unless its entity lives again), nothing expired without a wait keeps a
 //!   file, and no row is left locked.
 //!
-//! The world clock is the epoch + turmoil's elapsed time + a jump offset (as in the scratchpad
-//! world), so days pass in one step while the network keeps millisecond ticks. The trace is the
+//! The world clock, the JSON-lines wire and the seed loop are the engine's (`world/`): days pass
+//! in one step while the network keeps millisecond ticks. The trace is the
 //! server's log in the order things were applied, with refusals by reason only (messages carry
 //! transport details such as HTTP dates), so it is byte-identical for a seed.
 //!
@@ -29,18 +29,20 @@
 //! it is open work (ARCHITECTURE.md, "Open work on the one engine").
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::{Rng, RngCore};
-use serde::{Deserialize, Serialize};
-use tidemark_reference::clock::{Clock, Timestamp, DAY_MS, HOUR_MS, MINUTE_MS};
+use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata, SessionKey};
 use tidemark_reference::scoped::{Access, ScopedConfig, ScopedError, ScopedMutant, ScopedStore};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::profiles::scoped::driver::{ScopedOp, ScopedOutcome, Turn, WaitKindName};
+use crate::world::clock::WorldClock;
+use crate::world::lock;
+use crate::world::net::{serve_lines, Envelope};
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::memory_s3::MemoryHandle;
 use tidemark_sim::real_tier::{FaultHandle, FaultPlan};
@@ -63,34 +65,6 @@ const S3_TIMEOUT: Duration = Duration::from_secs(2);
 const AGENTS: [&str; 2] = ["a1", "a2"];
 
 type Log = Arc<Mutex<Vec<(i64, String)>>>;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The clock the app reads: epoch + turmoil elapsed + jumps.
-#[derive(Clone)]
-struct WorldClock {
-    offset_ms: Arc<AtomicI64>,
-}
-
-impl Clock for WorldClock {
-    fn now(&self) -> Timestamp {
-        let elapsed = turmoil::sim_elapsed().unwrap_or_default().as_millis() as i64;
-        EPOCH.plus_ms(elapsed + self.offset_ms.load(Ordering::SeqCst))
-    }
-}
-
-fn rel(c: &WorldClock) -> i64 {
-    c.now().as_millis() - EPOCH.as_millis()
-}
-
-#[derive(Serialize, Deserialize)]
-struct Envelope {
-    client: usize,
-    seq: usize,
-    op: ScopedOp,
-}
 
 /// One outcome as the trace shows it: refusals by reason only.
 fn summary(o: &ScopedOutcome) -> String {
@@ -153,7 +127,7 @@ async fn serve_app(
     let sweep = {
         let (store, log, clock) = (store.clone(), log.clone(), clock.clone());
         async move |what: &str| {
-            let started = rel(&clock);
+            let started = clock.rel();
             let line = match store.sweep().await {
                 Ok(r) => format!(
                     "{what} from {started}: {} sessions, {} obligations, {} retried",
@@ -163,38 +137,28 @@ async fn serve_app(
                 ),
                 Err(e) => format!("{what} from {started}: refused {}", e.kind()),
             };
-            lock(&log).push((rel(&clock), line));
+            lock(&log).push((clock.rel(), line));
         }
     };
-    lock(&log).push((rel(&clock), "app starts".into()));
+    lock(&log).push((clock.rel(), "app starts".into()));
     sweep("startup sweep").await;
     {
         let clock = clock.clone();
         tokio::spawn(async move {
-            let mut next = rel(&clock) + SWEEP_INTERVAL_MS;
+            let mut next = clock.rel() + SWEEP_INTERVAL_MS;
             loop {
                 tokio::time::sleep(SWEEPER_POLL).await;
-                if rel(&clock) >= next {
+                if clock.rel() >= next {
                     sweep("sweep").await;
-                    next = rel(&clock) + SWEEP_INTERVAL_MS;
+                    next = clock.rel() + SWEEP_INTERVAL_MS;
                 }
             }
         });
     }
-    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
-    loop {
-        let (stream, _) = listener.accept().await?;
+    serve_lines(PORT, move |env: Envelope<ScopedOp>| {
         let (store, log, clock, skills) =
             (store.clone(), log.clone(), clock.clone(), skills.clone());
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(stream);
-            let mut line = String::new();
-            if reader.read_line(&mut line).await.is_err() {
-                return;
-            }
-            let Ok(env) = serde_json::from_str::<Envelope>(&line) else {
-                return;
-            };
+        async move {
             let outcome = match apply(&store, &skills, &env.op).await {
                 Ok(o) => o,
                 Err(e) => ScopedOutcome::Refused {
@@ -203,7 +167,7 @@ async fn serve_app(
                 },
             };
             lock(&log).push((
-                rel(&clock),
+                clock.rel(),
                 format!(
                     "c{} #{} {} => {}",
                     env.client,
@@ -212,23 +176,14 @@ async fn serve_app(
                     summary(&outcome)
                 ),
             ));
-            let mut out = serde_json::to_string(&outcome).unwrap_or_default();
-            out.push('\n');
-            let _ = reader.get_mut().write_all(out.as_bytes()).await;
-        });
-    }
+            Some(outcome)
+        }
+    })
+    .await
 }
 
 async fn call(client: usize, seq: usize, op: ScopedOp) -> std::io::Result<ScopedOutcome> {
-    let mut stream = turmoil::net::TcpStream::connect((APP, PORT)).await?;
-    let mut line = serde_json::to_string(&Envelope { client, seq, op })?;
-    line.push('\n');
-    stream.write_all(line.as_bytes()).await?;
-    let mut reader = BufReader::new(stream);
-    let mut answer = String::new();
-    reader.read_line(&mut answer).await?;
-    serde_json::from_str(&answer)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    crate::world::net::call(APP, PORT, client, seq, op).await
 }
 
 fn turn(ws: &str, agent: &str, session: &str) -> Turn {
@@ -1130,15 +1085,12 @@ fn faults(master: MasterSeed) -> Vec<(u64, Fault)> {
 }
 
 /// What one seed's world did.
-pub type ScopedWorldResult = crate::world_seeds::WorldRun;
+pub type ScopedWorldResult = crate::world::WorldRun;
 
 /// Runs one seed's scoped world (the reference, or a mutant) and checks liveness after heal.
 pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldResult {
     let master = MasterSeed(seed);
-    let offset = Arc::new(AtomicI64::new(0));
-    let clock = WorldClock {
-        offset_ms: offset.clone(),
-    };
+    let clock = WorldClock::default();
     let log: Log = Arc::default();
     let meta = MemoryMetadata::new();
     let mut cfg = ScopedConfig::new(BUCKET);
@@ -1154,13 +1106,11 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
     let audited = Arc::new(AtomicBool::new(false));
     let heal_at = Arc::new(AtomicI64::new(i64::MAX));
 
-    let mut sim = turmoil::Builder::new()
-        .epoch(EPOCH.to_system_time())
-        .rng_seed(master.stream("scoped-world-turmoil").next_u64())
-        .simulation_duration(Duration::from_secs(600))
-        .min_message_latency(Duration::from_millis(1))
-        .max_message_latency(Duration::from_millis(1))
-        .build();
+    let mut sim = crate::world::builder(
+        master.stream("scoped-world-turmoil").next_u64(),
+        Duration::from_millis(1),
+    )
+    .build();
     sim.host(STORE, move || serve(service.clone(), S3_PORT));
     let skills: Skills = Arc::default();
     {
@@ -1291,9 +1241,9 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
                 tokio::time::sleep(Duration::from_millis(pause_ms)).await;
                 for _ in 0..if retry { 50 } else { 1 } {
                     seq += 1;
-                    let sent = rel(&clock);
+                    let sent = clock.rel();
                     let answer = tokio::time::timeout(CALL_TIMEOUT, call(c, seq, op.clone())).await;
-                    let replied = rel(&clock);
+                    let replied = clock.rel();
                     let done = match answer {
                         Ok(Ok(out)) => {
                             guest.observe(sess, &op, sent, replied, &out);
@@ -1374,7 +1324,6 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
     let mut failure = None;
     loop {
         let elapsed_ms = sim.elapsed().as_millis() as u64;
-        let now = |offset: &AtomicI64| elapsed_ms as i64 + offset.load(Ordering::SeqCst);
         while !healed.load(Ordering::SeqCst)
             && next_fault < schedule.len()
             && schedule[next_fault].0 <= elapsed_ms
@@ -1382,7 +1331,7 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
             let (_, f) = &schedule[next_fault];
             match f {
                 Fault::Jump(ms) => {
-                    offset.fetch_add(*ms, Ordering::SeqCst);
+                    clock.jump(*ms);
                     rewound_ms = (rewound_ms - ms).max(0);
                 }
                 Fault::S3(plan) => s3_faults.set_plan(plan.clone()),
@@ -1402,7 +1351,7 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
                     }
                 }
             }
-            lock(&log).push((now(&offset), format!("fault {f:?}")));
+            lock(&log).push((clock.rel_at(elapsed_ms), format!("fault {f:?}")));
             next_fault += 1;
         }
         if !healed.load(Ordering::SeqCst) && clients_left.load(Ordering::SeqCst) == 0 {
@@ -1414,9 +1363,9 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
             }
             // One sweep interval (and a minute) past the latest time the clock has shown: the
             // sweeper's next pass is due even after a backwards jump.
-            offset.fetch_add(SWEEP_INTERVAL_MS + MINUTE_MS + rewound_ms, Ordering::SeqCst);
-            lock(&log).push((now(&offset), "heal".into()));
-            heal_at.store(now(&offset), Ordering::SeqCst);
+            clock.jump(SWEEP_INTERVAL_MS + MINUTE_MS + rewound_ms);
+            lock(&log).push((clock.rel_at(elapsed_ms), "heal".into()));
+            heal_at.store(clock.rel_at(elapsed_ms), Ordering::SeqCst);
             nudge_at = elapsed_ms + 3_000;
             healed.store(true, Ordering::SeqCst);
         }
@@ -1428,24 +1377,19 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
         {
             // A sweep caught in the faults finished after the heal and set the timer an hour
             // on from then: let that hour pass too.
-            offset.fetch_add(SWEEP_INTERVAL_MS, Ordering::SeqCst);
-            lock(&log).push((now(&offset), "an hour passes".into()));
+            clock.jump(SWEEP_INTERVAL_MS);
+            lock(&log).push((clock.rel_at(elapsed_ms), "an hour passes".into()));
             nudge_at = elapsed_ms + 3_000;
         }
         if audited.load(Ordering::SeqCst) {
             break;
         }
-        steps += 1;
-        match sim.step() {
-            Ok(true) => break,
-            Ok(false) => {}
-            Err(e) => {
-                failure = Some(format!("the world failed: {e}"));
-                break;
-            }
+        if let ControlFlow::Break(end) = crate::world::step(&mut sim, &mut steps) {
+            failure = end;
+            break;
         }
     }
-    let simulated_ms = sim.elapsed().as_millis() as i64 + offset.load(Ordering::SeqCst);
+    let simulated_ms = clock.rel_outside(&sim);
     // Dropping the world drops the hosts, and with them any transaction still open.
     drop(sim);
     let log = lock(&log).clone();
@@ -1608,14 +1552,13 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
 ];
 
 /// `tidemark world --profile scoped`: the scoped world as the engine plays and hunts it.
-pub const WORLD: crate::world_seeds::WorldProfile<ScopedMutant> =
-    crate::world_seeds::WorldProfile {
-        label: "scoped world",
-        replay: "tidemark world --profile scoped",
-        profile: "scoped",
-        mutants: &ScopedMutant::ALL,
-        id: ScopedMutant::id,
-        from_id: ScopedMutant::from_id,
-        out_of_reach: OUT_OF_REACH,
-        run: run_scoped_world,
-    };
+pub const WORLD: crate::world::WorldProfile<ScopedMutant> = crate::world::WorldProfile {
+    label: "scoped world",
+    replay: "tidemark world --profile scoped",
+    profile: "scoped",
+    mutants: &ScopedMutant::ALL,
+    id: ScopedMutant::id,
+    from_id: ScopedMutant::from_id,
+    out_of_reach: OUT_OF_REACH,
+    run: run_scoped_world,
+};
