@@ -16,7 +16,7 @@ pub mod protocol;
 pub mod report;
 pub mod scenario;
 pub mod spec;
-pub mod world_seeds;
+pub mod world;
 
 use std::path::PathBuf;
 

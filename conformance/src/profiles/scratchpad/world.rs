@@ -4,46 +4,36 @@
 //! `repair`, clock jumps) are applied between steps from the seed. Afterwards the server's log,
 //! which is the order the requests were really applied in, is replayed through the oracle.
 //!
-//! Time: turmoil ticks 1 ms per step, so thirty simulated days cannot be stepped through. The
-//! clock the scratchpad reads is the epoch plus turmoil's elapsed time plus a jump offset; the
-//! controller jumps the offset across idle stretches (days) while the network keeps its
-//! millisecond ticks, so a seed costs what its events cost.
+//! Time: the scratchpad reads the engine's world clock (`world::clock`), which the controller
+//! jumps across idle stretches (days) while the network keeps its millisecond ticks. The wire,
+//! the clock and the seed loop are the engine's (`world/`); this file holds the host, the
+//! clients, the faults and the oracle's replay.
 
 use crate::profiles::scratchpad::contract::{Caller, Outcome, Request};
 use crate::profiles::scratchpad::explore::ops::{caller, SimOp, PATHS, PLACES, SIZES, WHO};
 use crate::profiles::scratchpad::oracle::{ModelKnobs, ScratchpadModel};
+use crate::world::clock::WorldClock;
+use crate::world::lock;
+use crate::world::net::{call, serve_lines, Envelope};
 use rand::{Rng, RngCore};
-use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tidemark_reference::clock::{Clock, Timestamp, DAY_MS, HOUR_MS, MINUTE_MS};
+use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tidemark_reference::scratchpad::{Scratchpad, ScratchpadConfig, ScratchpadMutant};
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::owner::scratch_base;
 use tidemark_sim::seed::MasterSeed;
 use tidemark_sim::trace::Trace;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
+const PAD: &str = "pad";
 const PORT: u16 = 7000;
 const CLIENTS: usize = 3;
 const OPS_PER_CLIENT: usize = 40;
 /// How often the server's sweeper looks at its timer, in simulated (turmoil) time.
 const SWEEPER_POLL: Duration = Duration::from_secs(1);
 const CALL_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The clock the scratchpad host reads: epoch + turmoil elapsed + jumps.
-#[derive(Clone)]
-struct WorldClock {
-    offset_ms: Arc<AtomicI64>,
-}
-
-impl Clock for WorldClock {
-    fn now(&self) -> Timestamp {
-        let elapsed = turmoil::sim_elapsed().unwrap_or_default().as_millis() as i64;
-        EPOCH.plus_ms(elapsed + self.offset_ms.load(Ordering::SeqCst))
-    }
-}
 
 /// One line of the server's log, in the order things were applied.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,26 +61,14 @@ enum Applied {
     },
 }
 
-#[derive(Serialize, Deserialize)]
-struct Envelope {
-    client: usize,
-    seq: usize,
-    request: Request,
-}
-
 type Log = Arc<Mutex<Vec<Applied>>>;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// The scratchpad host: opens from disk, sweeps at startup, serves, and sweeps on its timer.
 async fn serve(cfg: ScratchpadConfig, clock: WorldClock, log: Log) -> turmoil::Result {
     let mut pad = Scratchpad::open(cfg, Arc::new(clock.clone()))?;
     let report = pad.start()?;
-    let rel = |c: &WorldClock| c.now().as_millis() - EPOCH.as_millis();
     lock(&log).push(Applied::Start {
-        at_ms: rel(&clock),
+        at_ms: clock.rel(),
         swept: report.collected,
     });
     let pad = Arc::new(Mutex::new(pad));
@@ -102,63 +80,32 @@ async fn serve(cfg: ScratchpadConfig, clock: WorldClock, log: Log) -> turmoil::R
                 let mut p = lock(&pad);
                 if let Ok(Some(r)) = p.tick() {
                     lock(&log).push(Applied::Sweep {
-                        at_ms: rel(&clock),
+                        at_ms: clock.rel(),
                         swept: r.collected,
                     });
                 }
             }
         });
     }
-    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
-    loop {
-        let (stream, _) = listener.accept().await?;
+    serve_lines(PORT, move |env: Envelope<Request>| {
         let (pad, log, clock) = (pad.clone(), log.clone(), clock.clone());
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(stream);
-            let mut line = String::new();
-            if reader.read_line(&mut line).await.is_err() {
-                return;
-            }
-            let Ok(env) = serde_json::from_str::<Envelope>(&line) else {
-                return;
+        async move {
+            let mut p = lock(&pad);
+            let outcome = match env.op {
+                Request::Start | Request::Tick => return None, // only the host itself starts and ticks
+                ref call => crate::profiles::scratchpad::apply_call(&mut p, call),
             };
-            let outcome = {
-                let mut p = lock(&pad);
-                let outcome = match env.request {
-                    Request::Start | Request::Tick => return, // only the host itself starts and ticks
-                    ref call => crate::profiles::scratchpad::apply_call(&mut p, call),
-                };
-                lock(&log).push(Applied::Call {
-                    at_ms: rel(&clock),
-                    client: env.client,
-                    seq: env.seq,
-                    request: env.request,
-                    outcome: outcome.clone(),
-                });
-                outcome
-            };
-            let mut out = serde_json::to_string(&outcome).expect("an outcome serialises");
-            out.push('\n');
-            let _ = reader.get_mut().write_all(out.as_bytes()).await;
-        });
-    }
-}
-
-async fn call(client: usize, seq: usize, request: Request) -> std::io::Result<Outcome> {
-    let mut stream = turmoil::net::TcpStream::connect(("pad", PORT)).await?;
-    let mut line = serde_json::to_string(&Envelope {
-        client,
-        seq,
-        request,
+            lock(&log).push(Applied::Call {
+                at_ms: clock.rel(),
+                client: env.client,
+                seq: env.seq,
+                request: env.op,
+                outcome: outcome.clone(),
+            });
+            Some(outcome)
+        }
     })
-    .expect("serialises");
-    line.push('\n');
-    stream.write_all(line.as_bytes()).await?;
-    let mut reader = BufReader::new(stream);
-    let mut answer = String::new();
-    reader.read_line(&mut answer).await?;
-    serde_json::from_str(&answer)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    .await
 }
 
 /// What a client saw for one request: the outcome, or nothing (timeout, refused connection).
@@ -175,7 +122,7 @@ enum Fault {
     PlantLink { who: u8, place: u8, path: u8 },
 }
 
-pub type WorldResult = crate::world_seeds::WorldRun;
+pub type WorldResult = crate::world::WorldRun;
 
 fn client_ops(seed: MasterSeed, client: usize) -> Vec<(u64, SimOp)> {
     let mut rng = seed.stream(&format!("world-client-{client}"));
@@ -299,30 +246,20 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
     cfg.max_file_bytes = mk.max_file_bytes;
     cfg.mutant = mutant;
 
-    let offset = Arc::new(AtomicI64::new(0));
+    let clock = WorldClock::default();
     let log: Log = Arc::default();
     let seen: Seen = Arc::default();
     let workers_left = Arc::new(AtomicUsize::new(CLIENTS));
     let heal = Arc::new(AtomicBool::new(false));
 
-    let mut sim = turmoil::Builder::new()
-        .epoch(EPOCH.to_system_time())
-        .rng_seed(master.stream("turmoil").next_u64())
-        .simulation_duration(Duration::from_secs(600))
-        .min_message_latency(Duration::from_millis(1))
-        .max_message_latency(Duration::from_millis(15))
-        .build();
+    let mut sim = crate::world::builder(
+        master.stream("turmoil").next_u64(),
+        Duration::from_millis(15),
+    )
+    .build();
     {
-        let (cfg, clock, log) = (
-            cfg.clone(),
-            WorldClock {
-                offset_ms: offset.clone(),
-            },
-            log.clone(),
-        );
-        sim.host("pad", move || {
-            serve(cfg.clone(), clock.clone(), log.clone())
-        });
+        let (cfg, clock, log) = (cfg.clone(), clock.clone(), log.clone());
+        sim.host(PAD, move || serve(cfg.clone(), clock.clone(), log.clone()));
     }
     for c in 0..CLIENTS {
         let ops = client_ops(master, c);
@@ -331,7 +268,7 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
             for (seq, (pause_ms, op)) in ops.into_iter().enumerate() {
                 tokio::time::sleep(Duration::from_millis(pause_ms)).await;
                 let request = op.request(c * 1000 + seq).expect("a call");
-                let got = tokio::time::timeout(CALL_TIMEOUT, call(c, seq, request))
+                let got = tokio::time::timeout(CALL_TIMEOUT, call(PAD, PORT, c, seq, request))
                     .await
                     .ok()
                     .and_then(Result::ok);
@@ -356,7 +293,7 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
                         caller: caller(who, place),
                         path: None,
                     };
-                    let got = tokio::time::timeout(CALL_TIMEOUT, call(99, seq, request))
+                    let got = tokio::time::timeout(CALL_TIMEOUT, call(PAD, PORT, 99, seq, request))
                         .await
                         .ok()
                         .and_then(Result::ok);
@@ -374,25 +311,22 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
     let mut healed = false;
     let mut steps = 0u64;
     let mut trace = Trace::new();
-    let mut failure = None;
-    loop {
+    let mut failure = loop {
         let elapsed_ms = sim.elapsed().as_millis() as u64;
         while !healed && next_fault < schedule.len() && schedule[next_fault].0 <= elapsed_ms {
             let (_, f) = &schedule[next_fault];
             match f {
-                Fault::Jump(ms) => {
-                    offset.fetch_add(*ms, Ordering::SeqCst);
-                }
+                Fault::Jump(ms) => clock.jump(*ms),
                 Fault::Bounce => {
-                    sim.bounce("pad");
+                    sim.bounce(PAD);
                     crashed = false;
                 }
                 Fault::Crash => {
-                    sim.crash("pad");
+                    sim.crash(PAD);
                     crashed = true;
                 }
-                Fault::Partition(c) => sim.partition(format!("c{c}"), "pad"),
-                Fault::Repair(c) => sim.repair(format!("c{c}"), "pad"),
+                Fault::Partition(c) => sim.partition(format!("c{c}"), PAD),
+                Fault::Repair(c) => sim.repair(format!("c{c}"), PAD),
                 Fault::PlantLink { who, place, path } => {
                     let c = caller(*who, *place);
                     let rel: Vec<String> = crate::profiles::scratchpad::explore::ops::LINK_PATHS
@@ -401,7 +335,7 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
                         .map(String::from)
                         .collect();
                     if !unmounted && can_plant(&root, &c, &rel) {
-                        let now = EPOCH.plus_ms(elapsed_ms as i64 + offset.load(Ordering::SeqCst));
+                        let now = EPOCH.plus_ms(clock.rel_at(elapsed_ms));
                         let ctx = crate::profiles::scratchpad::scenario::parse::context_of(&c);
                         crate::profiles::scratchpad::explore::run::plant_link_on_disk(
                             &root,
@@ -418,36 +352,27 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
                     }
                 }
             }
-            trace.record(
-                elapsed_ms as i64 + offset.load(Ordering::SeqCst),
-                format!("fault {f:?}"),
-            );
+            trace.record(clock.rel_at(elapsed_ms), format!("fault {f:?}"));
             next_fault += 1;
         }
         if !healed && workers_left.load(Ordering::SeqCst) == 0 {
             // Everything heals: links repaired, the host up, and time past the longest timer.
             for c in 0..CLIENTS {
-                sim.repair(format!("c{c}"), "pad");
+                sim.repair(format!("c{c}"), PAD);
             }
             if crashed {
-                sim.bounce("pad");
+                sim.bounce(PAD);
             }
-            offset.fetch_add(mk.thread_quiet_ms + mk.sweep_interval_ms, Ordering::SeqCst);
-            trace.record(elapsed_ms as i64 + offset.load(Ordering::SeqCst), "heal");
+            clock.jump(mk.thread_quiet_ms + mk.sweep_interval_ms);
+            trace.record(clock.rel_at(elapsed_ms), "heal");
             healed = true;
             heal.store(true, Ordering::SeqCst);
         }
-        steps += 1;
-        match sim.step() {
-            Ok(true) => break,
-            Ok(false) => {}
-            Err(e) => {
-                failure = Some(format!("the world failed: {e}"));
-                break;
-            }
+        if let ControlFlow::Break(end) = crate::world::step(&mut sim, &mut steps) {
+            break end;
         }
-    }
-    let simulated_ms = sim.elapsed().as_millis() as i64 + offset.load(Ordering::SeqCst);
+    };
+    let simulated_ms = clock.rel_outside(&sim);
     drop(sim);
     if failure.is_none() {
         failure = check(&log, &seen, &mut trace, unmounted).err();
@@ -621,14 +546,13 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
 ];
 
 /// `tidemark world`: the scratchpad's world as the engine plays and hunts it.
-pub const WORLD: crate::world_seeds::WorldProfile<ScratchpadMutant> =
-    crate::world_seeds::WorldProfile {
-        label: "world",
-        replay: "tidemark world",
-        profile: "scratchpad",
-        mutants: &ScratchpadMutant::ALL,
-        id: ScratchpadMutant::id,
-        from_id: ScratchpadMutant::from_id,
-        out_of_reach: OUT_OF_REACH,
-        run: run_world,
-    };
+pub const WORLD: crate::world::WorldProfile<ScratchpadMutant> = crate::world::WorldProfile {
+    label: "world",
+    replay: "tidemark world",
+    profile: "scratchpad",
+    mutants: &ScratchpadMutant::ALL,
+    id: ScratchpadMutant::id,
+    from_id: ScratchpadMutant::from_id,
+    out_of_reach: OUT_OF_REACH,
+    run: run_world,
+};

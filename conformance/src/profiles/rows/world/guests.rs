@@ -9,21 +9,12 @@ use std::time::Duration;
 use rand::Rng;
 use tidemark_reference::clock::{DAY_MS, HOUR_MS};
 use tidemark_reference::rows::ExpiringStore;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::{sessions_of, Envelope, World, CALL_TIMEOUT, OPS_PER_GUEST, PORT, SERVER, STORE_IDS};
+use super::{sessions_of, World, CALL_TIMEOUT, OPS_PER_GUEST, PORT, SERVER, STORE_IDS};
 use crate::profiles::rows::contract::{RowsOp, RowsOutcome};
 
 async fn call(guest: usize, seq: usize, op: RowsOp) -> std::io::Result<RowsOutcome> {
-    let mut stream = turmoil::net::TcpStream::connect((SERVER, PORT)).await?;
-    let mut line = serde_json::to_string(&Envelope { guest, seq, op })?;
-    line.push('\n');
-    stream.write_all(line.as_bytes()).await?;
-    let mut reader = BufReader::new(stream);
-    let mut answer = String::new();
-    reader.read_line(&mut answer).await?;
-    serde_json::from_str(&answer)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    crate::world::net::call(SERVER, PORT, guest, seq, op).await
 }
 
 /// What a guest knows of its own things, from the answers that reached it.

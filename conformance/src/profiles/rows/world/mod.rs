@@ -41,25 +41,26 @@ mod guests;
 mod oracle;
 
 use std::collections::BTreeSet;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::{Rng, RngCore};
-use serde::{Deserialize, Serialize};
-use tidemark_reference::clock::{Timestamp, DAY_MS, HOUR_MS, MINUTE_MS};
+use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tidemark_reference::rows::reaper::ReapConfig;
 use tidemark_reference::rows::{ExpiringStore, RowsConfig, RowsMutant, RowsStore};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::contract::{answer, RowsOp, RowsOutcome};
 use super::model::Model;
 use super::runner::Outcome;
 use super::script::Action;
-use crate::world_seeds::WorldRun;
+use crate::world::clock::WorldClock;
+use crate::world::lock;
+use crate::world::net::{serve_lines, Envelope};
+use crate::world::WorldRun;
 use guests::guest;
 use oracle::{liveness, safety};
-use tidemark_sim::clock::EPOCH;
 use tidemark_sim::seed::MasterSeed;
 use tidemark_sim::trace::Trace;
 
@@ -77,35 +78,6 @@ const BATCH_PAUSE: Duration = Duration::from_millis(2);
 /// the world little time.
 const CALL_TIMEOUT: Duration = Duration::from_millis(300);
 const STORE_IDS: [&str; 2] = ["t1", "t2"];
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The world clock: the epoch, plus turmoil's elapsed time, plus the jumps.
-#[derive(Clone)]
-struct WorldClock {
-    offset_ms: Arc<AtomicI64>,
-}
-
-impl WorldClock {
-    fn now(&self) -> Timestamp {
-        let elapsed = turmoil::sim_elapsed().unwrap_or_default().as_millis() as i64;
-        EPOCH.plus_ms(elapsed + self.offset_ms.load(Ordering::SeqCst))
-    }
-
-    /// Milliseconds from the epoch: the model's time, and the trace's.
-    fn rel(&self) -> i64 {
-        self.now().as_millis() - EPOCH.as_millis()
-    }
-}
-
-#[derive(Serialize, Deserialize)]
-struct Envelope {
-    guest: usize,
-    seq: usize,
-    op: RowsOp,
-}
 
 /// Everything the hosts, the guests and the controller share. Nothing here survives the world.
 struct World {
@@ -227,29 +199,15 @@ fn summary(o: &RowsOutcome) -> String {
 /// The `server` host: each connection one request, answered at the world's now, the model fed
 /// with what was accepted before anything else runs.
 async fn serve(world: Arc<World>) -> turmoil::Result {
-    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
     world.log("server starts".into());
-    loop {
-        let (stream, _) = listener.accept().await?;
+    serve_lines(PORT, move |env: Envelope<RowsOp>| {
         let world = world.clone();
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(stream);
-            let mut line = String::new();
-            if reader.read_line(&mut line).await.is_err() {
-                return;
-            }
-            let Ok(env) = serde_json::from_str::<Envelope>(&line) else {
-                return;
-            };
-            let outcome = apply(&world, &env).await;
-            let mut out = serde_json::to_string(&outcome).unwrap_or_default();
-            out.push('\n');
-            let _ = reader.get_mut().write_all(out.as_bytes()).await;
-        });
-    }
+        async move { Some(apply(&world, &env).await) }
+    })
+    .await
 }
 
-async fn apply(world: &World, env: &Envelope) -> RowsOutcome {
+async fn apply(world: &World, env: &Envelope<RowsOp>) -> RowsOutcome {
     if matches!(env.op, RowsOp::Reap) {
         return RowsOutcome::Refused {
             reason: "unknown_kind".into(),
@@ -273,7 +231,7 @@ async fn apply(world: &World, env: &Envelope) -> RowsOutcome {
     let op_text = serde_json::to_string(&env.op).unwrap_or_default();
     world.log(format!(
         "g{} #{} {op_text} => {}",
-        env.guest,
+        env.client,
         env.seq,
         summary(&outcome)
     ));
@@ -408,12 +366,9 @@ fn faults(master: MasterSeed) -> Vec<(u64, Fault)> {
 /// after the heal.
 pub fn run_rows_world(seed: u64, mutant: Option<RowsMutant>) -> WorldRun {
     let master = MasterSeed(seed);
-    let offset = Arc::new(AtomicI64::new(0));
     let world = Arc::new(World {
         store: RowsStore::in_memory(RowsConfig { mutant }),
-        clock: WorldClock {
-            offset_ms: offset.clone(),
-        },
+        clock: WorldClock::default(),
         model: Mutex::default(),
         replies: Mutex::default(),
         log: Mutex::default(),
@@ -437,15 +392,13 @@ pub fn run_rows_world(seed: u64, mutant: Option<RowsMutant>) -> WorldRun {
             0.0
         }
     };
-    let mut sim = turmoil::Builder::new()
-        .epoch(EPOCH.to_system_time())
-        .rng_seed(master.stream("rows-world-turmoil").next_u64())
-        .simulation_duration(Duration::from_secs(600))
-        .min_message_latency(Duration::from_millis(1))
-        .max_message_latency(Duration::from_millis(3))
-        .fail_rate(loss)
-        .repair_rate(0.5)
-        .build();
+    let mut sim = crate::world::builder(
+        master.stream("rows-world-turmoil").next_u64(),
+        Duration::from_millis(3),
+    )
+    .fail_rate(loss)
+    .repair_rate(0.5)
+    .build();
     {
         let world = world.clone();
         sim.host(SERVER, move || serve(world.clone()));
@@ -490,7 +443,7 @@ pub fn run_rows_world(seed: u64, mutant: Option<RowsMutant>) -> WorldRun {
             let (_, f) = &schedule[next_fault];
             match f {
                 Fault::Jump(ms) => {
-                    offset.fetch_add(*ms, Ordering::SeqCst);
+                    world.clock.jump(*ms);
                     rewound_ms = (rewound_ms - ms).max(0);
                 }
                 Fault::Partition(g) => {
@@ -514,7 +467,7 @@ pub fn run_rows_world(seed: u64, mutant: Option<RowsMutant>) -> WorldRun {
                 Fault::ReaperRestart => crash_mid_sweep = false,
                 Fault::ReaperCrash => {}
             }
-            world.log_at(world.rel_outside(&sim), format!("fault {f:?}"));
+            world.log_at(world.clock.rel_outside(&sim), format!("fault {f:?}"));
             next_fault += 1;
         }
         if !healed && crash_mid_sweep && !reaper_down && world.ticking.load(Ordering::SeqCst) {
@@ -522,7 +475,10 @@ pub fn run_rows_world(seed: u64, mutant: Option<RowsMutant>) -> WorldRun {
             reaper_down = true;
             crash_mid_sweep = false;
             world.ticking.store(false, Ordering::SeqCst);
-            world.log_at(world.rel_outside(&sim), "the reaper dies mid-sweep".into());
+            world.log_at(
+                world.clock.rel_outside(&sim),
+                "the reaper dies mid-sweep".into(),
+            );
         }
         if !healed && left.load(Ordering::SeqCst) == 0 {
             for g in std::mem::take(&mut partitioned) {
@@ -535,8 +491,8 @@ pub fn run_rows_world(seed: u64, mutant: Option<RowsMutant>) -> WorldRun {
             crash_mid_sweep = false;
             // An hour (and a minute) past the latest time the clock has shown: the reaper's
             // next tick is due even after a backwards jump, and reaps at the latest time.
-            offset.fetch_add(REAP_EVERY_MS + MINUTE_MS + rewound_ms, Ordering::SeqCst);
-            let at = world.rel_outside(&sim);
+            world.clock.jump(REAP_EVERY_MS + MINUTE_MS + rewound_ms);
+            let at = world.clock.rel_outside(&sim);
             world.heal_at.store(at, Ordering::SeqCst);
             world.log_at(at, "heal".into());
             world.healed.store(true, Ordering::SeqCst);
@@ -547,21 +503,16 @@ pub fn run_rows_world(seed: u64, mutant: Option<RowsMutant>) -> WorldRun {
         }
         if healed && elapsed_ms >= nudge_at {
             // A tick caught in the faults finished after the heal and set its next an hour on.
-            offset.fetch_add(REAP_EVERY_MS, Ordering::SeqCst);
-            world.log_at(world.rel_outside(&sim), "an hour passes".into());
+            world.clock.jump(REAP_EVERY_MS);
+            world.log_at(world.clock.rel_outside(&sim), "an hour passes".into());
             nudge_at = elapsed_ms + 2_000;
         }
-        steps += 1;
-        match sim.step() {
-            Ok(true) => break,
-            Ok(false) => {}
-            Err(e) => {
-                failure = Some(format!("the world failed: {e}"));
-                break;
-            }
+        if let ControlFlow::Break(end) = crate::world::step(&mut sim, &mut steps) {
+            failure = end;
+            break;
         }
     }
-    let simulated_ms = sim.elapsed().as_millis() as i64 + offset.load(Ordering::SeqCst);
+    let simulated_ms = world.clock.rel_outside(&sim);
     drop(sim);
     let mut trace = Trace::new();
     for (at, line) in lock(&world.log).iter() {
@@ -587,13 +538,6 @@ pub fn run_rows_world(seed: u64, mutant: Option<RowsMutant>) -> WorldRun {
     }
 }
 
-impl World {
-    /// The world clock read from the controller, outside any host.
-    fn rel_outside(&self, sim: &turmoil::Sim<'_>) -> i64 {
-        sim.elapsed().as_millis() as i64 + self.clock.offset_ms.load(Ordering::SeqCst)
-    }
-}
-
 /// Rows mutants the world cannot reach, and why; the scenarios kill each of them
 /// (`tidemark mutants --profile rows`).
 pub const OUT_OF_REACH: &[(&str, &str)] = &[(
@@ -602,7 +546,7 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[(
 )];
 
 /// `tidemark world --profile rows`: the rows world as the engine plays and hunts it.
-pub const WORLD: crate::world_seeds::WorldProfile<RowsMutant> = crate::world_seeds::WorldProfile {
+pub const WORLD: crate::world::WorldProfile<RowsMutant> = crate::world::WorldProfile {
     label: "rows world",
     replay: "tidemark world --profile rows",
     profile: "rows",

@@ -10,11 +10,12 @@ use std::collections::BTreeSet;
 use tidemark_reference::rows::reaper::ReapConfig;
 use tidemark_reference::rows::TABLES;
 
-use super::{all_sessions, lock, summary, World};
+use super::{all_sessions, summary, World};
 use crate::profiles::rows::contract::{answer, RowsOp, RowsOutcome};
 use crate::profiles::rows::model::Model;
 use crate::profiles::rows::runner::Outcome;
 use crate::profiles::rows::script::{Action, Counted};
+use crate::world::lock;
 use tidemark_sim::clock::EPOCH;
 
 fn kept_at(world: &World, at: i64) -> Model {

@@ -3,9 +3,49 @@
 //! `--check-determinism` and the traces compared line by line, a failure printed with its
 //! trace's tail and the command that replays it, then the throughput and the counts), and the
 //! hunt (per mutant, seeds until the first failure; mutants out of the world's reach skipped
-//! with their reason). A profile's folder keeps only its hosts, guests, faults and oracle.
+//! with their reason); the world clock ([`clock`]) and the JSON-lines wire between guests and
+//! hosts ([`net`]). A profile's folder keeps only its hosts, guests, faults and oracle.
+
+pub mod clock;
+pub mod net;
+
+use std::ops::ControlFlow;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use tidemark_sim::clock::EPOCH;
 
 use tidemark_sim::trace::Trace;
+
+/// Locks what a world's hosts, guests and controller share, poisoned or not: a panic in one
+/// host (a mutant's bug) must not hide the log and the model from the verdict.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A turmoil world as every profile's begins: at the epoch, turmoil's randomness from
+/// `rng_seed` (a stream of the world's seed), ten minutes of network time at the most, each
+/// message taking 1 ms to `max_latency`.
+pub fn builder(rng_seed: u64, max_latency: Duration) -> turmoil::Builder {
+    let mut b = turmoil::Builder::new();
+    b.epoch(EPOCH.to_system_time())
+        .rng_seed(rng_seed)
+        .simulation_duration(Duration::from_secs(600))
+        .min_message_latency(Duration::from_millis(1))
+        .max_message_latency(max_latency);
+    b
+}
+
+/// Steps a world once, counting the step: `Break(None)` once every client is done,
+/// `Break(Some(why))` when turmoil fails the world (a host's error, its duration run out).
+pub fn step(sim: &mut turmoil::Sim<'_>, steps: &mut u64) -> ControlFlow<Option<String>> {
+    *steps += 1;
+    match sim.step() {
+        Ok(true) => ControlFlow::Break(None),
+        Ok(false) => ControlFlow::Continue(()),
+        Err(e) => ControlFlow::Break(Some(format!("the world failed: {e}"))),
+    }
+}
 
 /// One seed of a world, whatever the profile.
 pub struct WorldRun {

@@ -1,0 +1,212 @@
+//! The scoped world's workload: each guest's plan (its sessions created, the kept one given a
+//! wait and files, then operations from its own stream across its active, shut and exposed
+//! sessions, and the kept session read back at the end), and the person deleting and
+//! re-creating things in the exposed workspace.
+
+use rand::Rng;
+use tidemark_reference::scoped::Access;
+use tidemark_sim::seed::MasterSeed;
+
+use super::oracle::{refused_spellings, Guest, Sess, TRAVERSALS};
+use super::{turn, AGENTS, EXPOSED, GUESTS, OPS_PER_CLIENT, REF_PATH, SKILL_PATH};
+use crate::profiles::scoped::driver::{ScopedOp, Turn, WaitKindName};
+
+/// A path to refuse: the guest's own stream picks a traversal as it always has; then, half the
+/// time, the hostile stream swaps it for a spelling from [`refused_spellings`].
+fn refused_pick(rng: &mut impl Rng, hostile: &mut impl Rng, t: &Turn) -> String {
+    let traversal = TRAVERSALS[rng.gen_range(0..TRAVERSALS.len())];
+    let refused = refused_spellings(t);
+    if hostile.gen_bool(0.5) {
+        refused[hostile.gen_range(TRAVERSALS.len()..refused.len())]
+            .0
+            .clone()
+    } else {
+        traversal.to_string()
+    }
+}
+
+/// Who wrote a file, and what: a read returning anything else saw another workspace, agent,
+/// session or path.
+pub(super) fn content_for(t: &Turn, path: &str, tag: &str) -> String {
+    format!("{}/{}/{}/{path}#{tag}", t.workspace, t.agent, t.session)
+}
+
+/// A guest's plan: `(pause in ms, session, op, retry until it succeeds)`.
+type Plan = Vec<(u64, Sess, ScopedOp, bool)>;
+
+pub(super) fn guest_plan(master: MasterSeed, g: &Guest) -> Plan {
+    let c = g.c;
+    let mut rng = master.stream(&format!("scoped-world-guest-{c}"));
+    // Hostile spellings draw from their own stream, so adding spellings never moves the rest
+    // of a guest's plan (the races a seed is known to stage stay staged).
+    let mut hostile_rng = master.stream(&format!("scoped-world-guest-{c}-hostile"));
+    let mut n = 0;
+    let mut write = |s: Sess, path: &str| {
+        n += 1;
+        let t = g.turn(s);
+        ScopedOp::Write {
+            content: content_for(&t, path, &format!("g{c}n{n}")),
+            turn: t,
+            path: path.to_string(),
+        }
+    };
+    let mut plan: Plan = Vec::new();
+    for s in [Sess::Kept, Sess::Active, Sess::Shut, Sess::Exposed] {
+        plan.push((5, s, ScopedOp::CreateSession { turn: g.turn(s) }, true));
+    }
+    let k = g.turn(Sess::Kept);
+    plan.push((
+        5,
+        Sess::Kept,
+        ScopedOp::AddWait {
+            turn: k.clone(),
+            kind: WaitKindName("parked".into()),
+            id: "hold".into(),
+        },
+        true,
+    ));
+    plan.push((5, Sess::Kept, write(Sess::Kept, "session/keep.md"), true));
+    plan.push((5, Sess::Kept, write(Sess::Kept, "agent/keep.md"), false));
+    let read = |s: Sess, path: &str| ScopedOp::Read {
+        turn: g.turn(s),
+        path: path.to_string(),
+    };
+    let read_text = |s: Sess, path: &str| ScopedOp::ReadText {
+        turn: g.turn(s),
+        path: path.to_string(),
+    };
+    let active_paths = ["session/notes.md", "session/data.md", "agent/mem.md"];
+    let readable = [
+        "session/notes.md",
+        "session/data.md",
+        "agent/mem.md",
+        "agent/keep.md",
+        REF_PATH,
+        SKILL_PATH,
+    ];
+    for _ in 0..OPS_PER_CLIENT {
+        let pause = if rng.gen_bool(0.05) {
+            rng.gen_range(800..1_500)
+        } else {
+            rng.gen_range(5..200)
+        };
+        let roll = rng.gen_range(0..100);
+        let (s, op) = if roll < 60 {
+            let s = Sess::Active;
+            let op = match rng.gen_range(0..17) {
+                0..=3 => write(s, active_paths[rng.gen_range(0..active_paths.len())]),
+                4 => write(s, REF_PATH),
+                5..=7 => read(s, readable[rng.gen_range(0..readable.len())]),
+                8 => read_text(s, readable[rng.gen_range(0..3)]),
+                9 => {
+                    let path = active_paths[rng.gen_range(0..2)];
+                    plan.push((
+                        pause,
+                        s,
+                        ScopedOp::Delete {
+                            turn: g.turn(s),
+                            path: path.into(),
+                        },
+                        false,
+                    ));
+                    // Its text must go with it (SC-4.2).
+                    read_text(s, path)
+                }
+                10 | 11 => ScopedOp::List {
+                    turn: g.turn(s),
+                    prefix: None,
+                },
+                12 => write(s, "notes.md"),
+                13 => read(s, "notes.md"),
+                14 => read(s, &refused_pick(&mut rng, &mut hostile_rng, &g.turn(s))),
+                15 => write(s, &refused_pick(&mut rng, &mut hostile_rng, &g.turn(s))),
+                _ => ScopedOp::Activity { turn: g.turn(s) },
+            };
+            (s, op)
+        } else if roll < 75 {
+            let s = Sess::Shut;
+            let op = match rng.gen_range(0..7) {
+                0 => write(s, "session/n.md"),
+                1 => read(s, "session/n.md"),
+                2 => read(s, REF_PATH),
+                3 => read_text(s, REF_PATH),
+                4 => read(s, SKILL_PATH),
+                5 => write(s, "agent/x.md"),
+                _ => ScopedOp::List {
+                    turn: g.turn(s),
+                    prefix: None,
+                },
+            };
+            (s, op)
+        } else {
+            let s = Sess::Exposed;
+            let paths = ["session/x.md", "agent/shared.md", "workspace/w2.md"];
+            let p = paths[rng.gen_range(0..paths.len())];
+            let op = match rng.gen_range(0..8) {
+                0..=2 => write(s, p),
+                3 | 4 => read(s, p),
+                5 => ScopedOp::List {
+                    turn: g.turn(s),
+                    prefix: None,
+                },
+                6 => ScopedOp::Delete {
+                    turn: g.turn(s),
+                    path: p.into(),
+                },
+                _ => ScopedOp::CreateSession { turn: g.turn(s) },
+            };
+            (s, op)
+        };
+        plan.push((pause, s, op, false));
+    }
+    // The end: the kept session, idle since the start, must still hold its files.
+    for op in [
+        read(Sess::Kept, "session/keep.md"),
+        read_text(Sess::Kept, "session/keep.md"),
+        read(Sess::Kept, "agent/keep.md"),
+        ScopedOp::List {
+            turn: k,
+            prefix: None,
+        },
+    ] {
+        plan.push((5, Sess::Kept, op, false));
+    }
+    plan
+}
+
+/// The person deleting (and re-creating) sessions, agents and the exposed workspace. Nothing
+/// in the home workspace is ever deleted, so the guests' checked sessions are theirs alone.
+pub(super) fn admin_ops(master: MasterSeed) -> Vec<(u64, ScopedOp)> {
+    let mut rng = master.stream("scoped-world-admin");
+    let mut out = Vec::new();
+    for _ in 0..OPS_PER_CLIENT / 3 {
+        let ws = EXPOSED.to_string();
+        let agent = AGENTS[rng.gen_range(0..AGENTS.len())].to_string();
+        let op = match rng.gen_range(0..8) {
+            0 | 1 => {
+                let c = rng.gen_range(0..GUESTS);
+                ScopedOp::DeleteSession {
+                    turn: turn(EXPOSED, AGENTS[c % AGENTS.len()], &format!("x{c}")),
+                }
+            }
+            2 => ScopedOp::DeleteAgent {
+                workspace: ws,
+                agent,
+            },
+            3 => ScopedOp::DeleteWorkspace { workspace: ws },
+            4 | 5 => ScopedOp::CreateWorkspace {
+                workspace: ws,
+                agent_access: None,
+                workspace_access: Some(Access::ReadWrite),
+            },
+            _ => ScopedOp::CreateAgent {
+                workspace: ws,
+                agent,
+                agent_access: None,
+                workspace_access: None,
+            },
+        };
+        out.push((rng.gen_range(50..600), op));
+    }
+    out
+}

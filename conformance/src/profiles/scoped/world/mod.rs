@@ -1,0 +1,643 @@
+//! A turmoil world for the scoped profile: the simulation tier proper.
+//!
+//! - Host `s3`: the in-memory S3 ([`tidemark_sim::turmoil_s3`]) behind the fault wrapper, served over
+//!   turmoil's network. Its contents live outside the host, so they survive a bounce.
+//! - Host `app`: the scoped reference ([`ScopedStore`]) over the in-memory metadata store
+//!   ([`MemoryMetadata`], committed state shared across restarts; open transactions die with
+//!   the host) and an aws-sdk-s3 client reaching `s3` through turmoil. It sweeps once on start
+//!   and then hourly (world time), and serves [`ScopedOp`]s as JSON lines on port 7000.
+//! - Clients: three guests and one person deleting and re-creating sessions, agents and the
+//!   exposed workspace, all from the seed. Each guest solely owns a kept session (a wait from
+//!   the start, idle until the end), an active one and its agent, a shut session (its agent's
+//!   access to agent and workspace scope is `none`) in the home workspace nobody deletes from,
+//!   and an exposed session the deleter may remove. It keeps an exact model of what it wrote
+//!   and checks every answer against it as it arrives: the safety oracle (`Guest::observe`).
+//! - The controller applies faults between steps from the seed: S3 errors, partly failed
+//!   delete batches, the store down, `app`-`s3` partitions, `app` crashes and restarts, clock
+//!   jumps of hours or days (and back), a slow store. Then everything heals, time moves one
+//!   sweep interval on, and liveness is checked: every obligation is done and recorded and its
+//!   prefix is empty (unless its entity lives again), nothing expired without a wait keeps a
+//!   file, and no row is left locked.
+//!
+//! The world clock, the JSON-lines wire and the seed loop are the engine's (`world/`): days pass
+//! in one step while the network keeps millisecond ticks. The trace is the
+//! server's log in the order things were applied, with refusals by reason only (messages carry
+//! transport details such as HTTP dates), so it is byte-identical for a seed.
+//!
+//! This file holds the hosts, the faults and the run; [`guests`] the guests' and the deleter's
+//! plans, [`oracle`] the safety model in every guest and the liveness check.
+
+mod guests;
+mod oracle;
+
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::{Rng, RngCore};
+use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
+use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata};
+use tidemark_reference::scoped::{Access, ScopedConfig, ScopedError, ScopedMutant, ScopedStore};
+
+use crate::profiles::scoped::driver::{ScopedOp, ScopedOutcome, Turn};
+use crate::world::clock::WorldClock;
+use crate::world::lock;
+use crate::world::net::{serve_lines, Envelope};
+use guests::{admin_ops, content_for, guest_plan};
+use oracle::{liveness, Guest};
+use tidemark_sim::clock::EPOCH;
+use tidemark_sim::real_tier::memory_s3::MemoryHandle;
+use tidemark_sim::real_tier::{FaultHandle, FaultPlan};
+use tidemark_sim::seed::MasterSeed;
+use tidemark_sim::trace::Trace;
+use tidemark_sim::turmoil_s3::{endpoint, faulty_memory_service, serve, sim_s3_client, S3_PORT};
+
+const APP: &str = "app";
+const STORE: &str = "s3";
+const PORT: u16 = 7000;
+const BUCKET: &str = "tidemark";
+const GUESTS: usize = 3;
+const OPS_PER_CLIENT: usize = 30;
+const TTL_DAYS: u32 = 7;
+/// How often the sweeper looks at the world clock, in turmoil time.
+const SWEEPER_POLL: Duration = Duration::from_millis(500);
+const SWEEP_INTERVAL_MS: i64 = HOUR_MS;
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+const S3_TIMEOUT: Duration = Duration::from_secs(2);
+const AGENTS: [&str; 2] = ["a1", "a2"];
+/// The workspace every guest's checked sessions live in; nobody deletes anything in it.
+const HOME: &str = "w1";
+/// The workspace the deleter works on; guests' exposed sessions live here.
+const EXPOSED: &str = "w2";
+const EDITOR: &str = "editor";
+const REF_PATH: &str = "workspace/ref.md";
+const SKILL_NAME: &str = "tools";
+const SKILL_PATH: &str = "skill/tools/README.md";
+const SKILL_CONTENT: &str = "tools v1: immutable";
+
+type Log = Arc<Mutex<Vec<(i64, String)>>>;
+
+/// One outcome as the trace shows it: refusals by reason only.
+fn summary(o: &ScopedOutcome) -> String {
+    match o {
+        ScopedOutcome::Refused { reason, .. } => format!("refused {reason}"),
+        o => format!("{o:?}"),
+    }
+}
+
+/// Skill versions by the name they were published under (the host's registry: it outlives a
+/// restart, as the deployment's configuration would).
+type Skills = Arc<Mutex<BTreeMap<String, String>>>;
+
+/// Performs one client operation on the store, through the one mapping from an operation to the
+/// store the process protocol's implementation side uses (`super::remote::apply_to_store`). Clients
+/// name things short (`w1`, `g0`); the store is given a UUID for each, as a real system's
+/// identifiers are (the log keeps the short names, so a seed's trace does not depend on the
+/// mapping), and a turn's skill names become the hashes they were published under.
+async fn apply(
+    store: &ScopedStore,
+    skills: &Skills,
+    op: &ScopedOp,
+) -> Result<ScopedOutcome, ScopedError> {
+    let serves = super::remote::is_store_operation(op)
+        && !matches!(op, ScopedOp::Sweep | ScopedOp::ApplyLifecycle { .. });
+    if !serves {
+        return Err(ScopedError::Config(format!(
+            "the world does not serve {op:?}"
+        )));
+    }
+    let op = crate::profiles::scoped::uuid_ids::op_with_uuid_ids(op, "scoped-world");
+    let op = super::remote::with_skill_hashes(&op, &lock(skills));
+    let outcome = super::remote::apply_to_store(store, &op).await?;
+    if let (ScopedOp::PublishSkill { name, .. }, ScopedOutcome::Published { sha256 }) =
+        (&op, &outcome)
+    {
+        lock(skills).insert(name.clone(), sha256.clone());
+    }
+    Ok(outcome)
+}
+
+/// The `app` host: a store over the shared metadata, a startup sweep, the hourly sweeper, and
+/// the JSON-lines server.
+async fn serve_app(
+    meta: MemoryMetadata,
+    cfg: ScopedConfig,
+    clock: WorldClock,
+    log: Log,
+    skills: Skills,
+) -> turmoil::Result {
+    let s3 = sim_s3_client(&endpoint(STORE, S3_PORT), S3_TIMEOUT);
+    // The bucket exists after the first boot; a later boot's attempt is refused and ignored.
+    let _ = s3.create_bucket().bucket(BUCKET).send().await;
+    let meta: Arc<dyn Metadata> = Arc::new(meta);
+    let store = Arc::new(
+        ScopedStore::with_metadata(s3, meta, cfg, Arc::new(clock.clone()))
+            .await
+            .map_err(|e| e.to_string())?,
+    );
+    let sweep = {
+        let (store, log, clock) = (store.clone(), log.clone(), clock.clone());
+        async move |what: &str| {
+            let started = clock.rel();
+            let line = match store.sweep().await {
+                Ok(r) => format!(
+                    "{what} from {started}: {} sessions, {} obligations, {} retried",
+                    r.sessions_swept,
+                    r.obligations_completed,
+                    r.sessions_retried_later + r.obligations_retried_later
+                ),
+                Err(e) => format!("{what} from {started}: refused {}", e.kind()),
+            };
+            lock(&log).push((clock.rel(), line));
+        }
+    };
+    lock(&log).push((clock.rel(), "app starts".into()));
+    sweep("startup sweep").await;
+    {
+        let clock = clock.clone();
+        tokio::spawn(async move {
+            let mut next = clock.rel() + SWEEP_INTERVAL_MS;
+            loop {
+                tokio::time::sleep(SWEEPER_POLL).await;
+                if clock.rel() >= next {
+                    sweep("sweep").await;
+                    next = clock.rel() + SWEEP_INTERVAL_MS;
+                }
+            }
+        });
+    }
+    serve_lines(PORT, move |env: Envelope<ScopedOp>| {
+        let (store, log, clock, skills) =
+            (store.clone(), log.clone(), clock.clone(), skills.clone());
+        async move {
+            let outcome = match apply(&store, &skills, &env.op).await {
+                Ok(o) => o,
+                Err(e) => ScopedOutcome::Refused {
+                    reason: e.kind().to_string(),
+                    message: String::new(),
+                },
+            };
+            lock(&log).push((
+                clock.rel(),
+                format!(
+                    "c{} #{} {} => {}",
+                    env.client,
+                    env.seq,
+                    serde_json::to_string(&env.op).unwrap_or_default(),
+                    summary(&outcome)
+                ),
+            ));
+            Some(outcome)
+        }
+    })
+    .await
+}
+
+async fn call(client: usize, seq: usize, op: ScopedOp) -> std::io::Result<ScopedOutcome> {
+    crate::world::net::call(APP, PORT, client, seq, op).await
+}
+
+fn turn(ws: &str, agent: &str, session: &str) -> Turn {
+    Turn::new(ws, agent, session)
+}
+
+#[derive(Clone, Debug)]
+enum Fault {
+    Jump(i64),
+    S3(FaultPlan),
+    S3Heal,
+    Partition,
+    Repair,
+    Crash,
+    Restart,
+}
+
+/// The fault schedule of a seed, in turmoil milliseconds.
+fn faults(master: MasterSeed) -> Vec<(u64, Fault)> {
+    let mut rng = master.stream("scoped-world-faults");
+    let mut out = Vec::new();
+    let plan = |error_rate: f64, delete_key_failure_rate: f64, down: bool| FaultPlan {
+        down,
+        error_rate,
+        delete_key_failure_rate,
+        latency: Duration::ZERO,
+        ..FaultPlan::default()
+    };
+    for _ in 0..rng.gen_range(6..14) {
+        let at = rng.gen_range(200..5_000);
+        let days = rng.gen_range(1..4) * DAY_MS + rng.gen_range(0..24) * HOUR_MS;
+        out.push((at, Fault::Jump(days)));
+    }
+    if rng.gen_bool(0.3) {
+        out.push((rng.gen_range(200..5_000), Fault::Jump(-2 * HOUR_MS)));
+    }
+    for _ in 0..rng.gen_range(1..4) {
+        let at = rng.gen_range(200..4_500);
+        let f = match rng.gen_range(0..3) {
+            0 => plan(0.2, 0.0, false),
+            1 => plan(0.0, 0.3, false),
+            _ => plan(0.0, 0.0, true),
+        };
+        out.push((at, Fault::S3(f)));
+        out.push((at + rng.gen_range(100..1_000), Fault::S3Heal));
+    }
+    for _ in 0..rng.gen_range(0..3) {
+        let at = rng.gen_range(200..4_500);
+        out.push((at, Fault::Partition));
+        out.push((at + rng.gen_range(100..1_500), Fault::Repair));
+    }
+    for _ in 0..rng.gen_range(0..3) {
+        let at = rng.gen_range(200..4_500);
+        out.push((at, Fault::Crash));
+        out.push((at + rng.gen_range(50..800), Fault::Restart));
+    }
+    // Longer than the TTL in one step: every session without a wait or a turn meanwhile
+    // expires at once.
+    if rng.gen_bool(0.5) {
+        let days = i64::from(TTL_DAYS) + rng.gen_range(1..4);
+        out.push((rng.gen_range(500..4_500), Fault::Jump(days * DAY_MS)));
+    }
+    // A slow store: sweeps take long enough for turns to arrive in the middle of them.
+    if rng.gen_bool(0.4) {
+        let at = rng.gen_range(200..4_000);
+        let mut slow = plan(0.0, 0.0, false);
+        slow.latency = Duration::from_millis(rng.gen_range(20..80));
+        out.push((at, Fault::S3(slow)));
+        out.push((at + rng.gen_range(500..1_500), Fault::S3Heal));
+    }
+    out.sort_by_key(|(at, _)| *at);
+    out
+}
+
+/// What one seed's world did.
+pub type ScopedWorldResult = crate::world::WorldRun;
+
+/// Runs one seed's scoped world (the reference, or a mutant) and checks liveness after heal.
+pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldResult {
+    let master = MasterSeed(seed);
+    let clock = WorldClock::default();
+    let log: Log = Arc::default();
+    let meta = MemoryMetadata::new();
+    let mut cfg = ScopedConfig::new(BUCKET);
+    cfg.session_file_ttl_days = TTL_DAYS;
+    cfg.mutant = mutant;
+    // LastModified is not what the scoped profile measures age by; a fixed clock keeps the
+    // store's answers independent of the world's jumps.
+    let s3_clock = Arc::new(tidemark_reference::clock::ManualClock::starting_at(EPOCH));
+    let (service, objects, s3_faults): (_, MemoryHandle, FaultHandle) =
+        faulty_memory_service(s3_clock, master.stream("scoped-world-s3").next_u64());
+    let clients_left = Arc::new(AtomicUsize::new(GUESTS + 1));
+    let healed = Arc::new(AtomicBool::new(false));
+    let audited = Arc::new(AtomicBool::new(false));
+    let heal_at = Arc::new(AtomicI64::new(i64::MAX));
+
+    let mut sim = crate::world::builder(
+        master.stream("scoped-world-turmoil").next_u64(),
+        Duration::from_millis(1),
+    )
+    .build();
+    sim.host(STORE, move || serve(service.clone(), S3_PORT));
+    let skills: Skills = Arc::default();
+    {
+        let (meta, cfg, clock, log, skills) = (
+            meta.clone(),
+            cfg.clone(),
+            clock.clone(),
+            log.clone(),
+            skills.clone(),
+        );
+        sim.host(APP, move || {
+            serve_app(
+                meta.clone(),
+                cfg.clone(),
+                clock.clone(),
+                log.clone(),
+                skills.clone(),
+            )
+        });
+    }
+    // Setup, before any guest. Home: default settings (workspace scope read-only), an editor
+    // that may write the workspace scope and writes its reference file, each guest's agent, and
+    // each guest's shut agent (agent and workspace access none); a skill version. Exposed:
+    // workspace scope writable, two agents the guests share.
+    let editor = turn(HOME, EDITOR, "e");
+    let reference = content_for(&editor, REF_PATH, "setup");
+    let mut setup: Vec<ScopedOp> = vec![
+        ScopedOp::CreateWorkspace {
+            workspace: HOME.into(),
+            agent_access: None,
+            workspace_access: None,
+        },
+        ScopedOp::CreateAgent {
+            workspace: HOME.into(),
+            agent: EDITOR.into(),
+            agent_access: None,
+            workspace_access: Some(Access::ReadWrite),
+        },
+    ];
+    for c in 0..GUESTS {
+        setup.push(ScopedOp::CreateAgent {
+            workspace: HOME.into(),
+            agent: format!("g{c}"),
+            agent_access: None,
+            workspace_access: None,
+        });
+        setup.push(ScopedOp::CreateAgent {
+            workspace: HOME.into(),
+            agent: format!("n{c}"),
+            agent_access: Some(Access::None),
+            workspace_access: Some(Access::None),
+        });
+    }
+    setup.push(ScopedOp::CreateWorkspace {
+        workspace: EXPOSED.into(),
+        agent_access: None,
+        workspace_access: Some(Access::ReadWrite),
+    });
+    for a in AGENTS {
+        setup.push(ScopedOp::CreateAgent {
+            workspace: EXPOSED.into(),
+            agent: a.into(),
+            agent_access: None,
+            workspace_access: None,
+        });
+    }
+    setup.push(ScopedOp::CreateSession {
+        turn: editor.clone(),
+    });
+    setup.push(ScopedOp::Write {
+        turn: editor,
+        path: REF_PATH.into(),
+        content: reference.clone(),
+    });
+    setup.push(ScopedOp::PublishSkill {
+        workspace: HOME.into(),
+        name: SKILL_NAME.into(),
+        files: BTreeMap::from([("README.md".to_string(), SKILL_CONTENT.to_string())]),
+    });
+    // What setup confirmed: the reference file written, the skill published.
+    let set_up: Arc<Mutex<Option<(bool, bool)>>> = Arc::default();
+    let violations: Arc<Mutex<Vec<String>>> = Arc::default();
+    for c in 0..GUESTS {
+        let (left, set_up, setup, clock, log, violations, reference) = (
+            clients_left.clone(),
+            set_up.clone(),
+            setup.clone(),
+            clock.clone(),
+            log.clone(),
+            violations.clone(),
+            reference.clone(),
+        );
+        sim.client(format!("g{c}"), async move {
+            if c == 0 {
+                // The app is still starting: each setup call is retried until it succeeds.
+                let mut confirmed = (false, false);
+                for (seq, op) in setup.into_iter().enumerate() {
+                    for _ in 0..200 {
+                        match tokio::time::timeout(CALL_TIMEOUT, call(99, seq, op.clone())).await {
+                            Ok(Ok(ScopedOutcome::Refused { .. })) | Ok(Err(_)) | Err(_) => {
+                                tokio::time::sleep(Duration::from_millis(20)).await;
+                            }
+                            Ok(Ok(_)) => {
+                                match op {
+                                    ScopedOp::Write { .. } => confirmed.0 = true,
+                                    ScopedOp::PublishSkill { .. } => confirmed.1 = true,
+                                    _ => {}
+                                }
+                                break;
+                            }
+                        }
+                    }
+                }
+                *lock(&set_up) = Some(confirmed);
+            }
+            let (ref_ok, skill_ok) = loop {
+                if let Some(s) = *lock(&set_up) {
+                    break s;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            };
+            let mut guest = Guest::new(c);
+            guest.reference = ref_ok.then_some(reference);
+            guest.skill_published = skill_ok;
+            let plan = guest_plan(master, &guest);
+            let mut seq = 0;
+            for (pause_ms, sess, op, retry) in plan {
+                tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+                for _ in 0..if retry { 50 } else { 1 } {
+                    seq += 1;
+                    let sent = clock.rel();
+                    let answer = tokio::time::timeout(CALL_TIMEOUT, call(c, seq, op.clone())).await;
+                    let replied = clock.rel();
+                    let done = match answer {
+                        Ok(Ok(out)) => {
+                            guest.observe(sess, &op, sent, replied, &out);
+                            !matches!(out, ScopedOutcome::Refused { .. })
+                        }
+                        _ => {
+                            guest.unknown(sess, &op);
+                            false
+                        }
+                    };
+                    for v in guest.violations.drain(..) {
+                        lock(&log).push((replied, format!("VIOLATION {v}")));
+                        lock(&violations).push(v);
+                    }
+                    if done {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            left.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        });
+    }
+    {
+        let (left, set_up) = (clients_left.clone(), set_up.clone());
+        let ops = admin_ops(master);
+        sim.client("admin", async move {
+            while lock(&set_up).is_none() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            for (seq, (pause_ms, op)) in ops.into_iter().enumerate() {
+                tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+                let _ = tokio::time::timeout(CALL_TIMEOUT, call(GUESTS, seq, op)).await;
+            }
+            left.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        });
+    }
+    {
+        // Waits for the heal, then for the sweeper's next pass (one interval of world time,
+        // which the controller jumps, plus its poll).
+        let (healed, audited, heal_at, log) = (
+            healed.clone(),
+            audited.clone(),
+            heal_at.clone(),
+            log.clone(),
+        );
+        sim.client("auditor", async move {
+            while !healed.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            // Until a sweep that started after the heal has finished (a sweep caught in the
+            // faults may finish first), or a minute of network time.
+            for _ in 0..600 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let at = heal_at.load(Ordering::SeqCst);
+                if lock(&log)
+                    .iter()
+                    .any(|(_, l)| sweep_started(l).is_some_and(|s| s >= at))
+                {
+                    break;
+                }
+            }
+            audited.store(true, Ordering::SeqCst);
+            Ok(())
+        });
+    }
+
+    let schedule = faults(master);
+    let mut next_fault = 0;
+    let mut crashed = false;
+    // How far the clock stands behind the latest time it has shown.
+    let mut rewound_ms = 0i64;
+    let mut nudge_at = u64::MAX;
+    let mut steps = 0u64;
+    let mut trace = Trace::new();
+    let mut failure = None;
+    loop {
+        let elapsed_ms = sim.elapsed().as_millis() as u64;
+        while !healed.load(Ordering::SeqCst)
+            && next_fault < schedule.len()
+            && schedule[next_fault].0 <= elapsed_ms
+        {
+            let (_, f) = &schedule[next_fault];
+            match f {
+                Fault::Jump(ms) => {
+                    clock.jump(*ms);
+                    rewound_ms = (rewound_ms - ms).max(0);
+                }
+                Fault::S3(plan) => s3_faults.set_plan(plan.clone()),
+                Fault::S3Heal => s3_faults.heal(),
+                Fault::Partition => sim.partition(APP, STORE),
+                Fault::Repair => sim.repair(APP, STORE),
+                Fault::Crash => {
+                    if !crashed {
+                        sim.crash(APP);
+                        crashed = true;
+                    }
+                }
+                Fault::Restart => {
+                    if crashed {
+                        sim.bounce(APP);
+                        crashed = false;
+                    }
+                }
+            }
+            lock(&log).push((clock.rel_at(elapsed_ms), format!("fault {f:?}")));
+            next_fault += 1;
+        }
+        if !healed.load(Ordering::SeqCst) && clients_left.load(Ordering::SeqCst) == 0 {
+            s3_faults.heal();
+            sim.repair(APP, STORE);
+            if crashed {
+                sim.bounce(APP);
+                crashed = false;
+            }
+            // One sweep interval (and a minute) past the latest time the clock has shown: the
+            // sweeper's next pass is due even after a backwards jump.
+            clock.jump(SWEEP_INTERVAL_MS + MINUTE_MS + rewound_ms);
+            lock(&log).push((clock.rel_at(elapsed_ms), "heal".into()));
+            heal_at.store(clock.rel_at(elapsed_ms), Ordering::SeqCst);
+            nudge_at = elapsed_ms + 3_000;
+            healed.store(true, Ordering::SeqCst);
+        }
+        if healed.load(Ordering::SeqCst)
+            && elapsed_ms >= nudge_at
+            && !lock(&log)
+                .iter()
+                .any(|(_, l)| sweep_started(l).is_some_and(|s| s >= heal_at.load(Ordering::SeqCst)))
+        {
+            // A sweep caught in the faults finished after the heal and set the timer an hour
+            // on from then: let that hour pass too.
+            clock.jump(SWEEP_INTERVAL_MS);
+            lock(&log).push((clock.rel_at(elapsed_ms), "an hour passes".into()));
+            nudge_at = elapsed_ms + 3_000;
+        }
+        if audited.load(Ordering::SeqCst) {
+            break;
+        }
+        if let ControlFlow::Break(end) = crate::world::step(&mut sim, &mut steps) {
+            failure = end;
+            break;
+        }
+    }
+    let simulated_ms = clock.rel_outside(&sim);
+    // Dropping the world drops the hosts, and with them any transaction still open.
+    drop(sim);
+    let log = lock(&log).clone();
+    for (at, line) in &log {
+        trace.record(*at, line);
+    }
+    if failure.is_none() {
+        failure = lock(&violations).first().map(|v| format!("safety: {v}"));
+    }
+    if failure.is_none() {
+        failure = liveness(&meta, &objects, &log, heal_at.load(Ordering::SeqCst)).err();
+    }
+    ScopedWorldResult {
+        trace,
+        failure,
+        simulated_ms,
+        steps,
+    }
+}
+
+/// When a sweep line's sweep started (world ms), if it is a sweep line.
+fn sweep_started(line: &str) -> Option<i64> {
+    let rest = line
+        .strip_prefix("sweep from ")
+        .or_else(|| line.strip_prefix("startup sweep from "))?;
+    rest.split(':').next()?.parse().ok()
+}
+
+/// Scoped mutants the world cannot reach, and why; the scenarios kill each of them
+/// (`tidemark mutants --profile scoped`).
+pub const OUT_OF_REACH: &[(&str, &str)] = &[
+    (
+        "missing-bucket-unavailable",
+        "the world's store never loses its bucket: a missing bucket is a deployment mistake, not a fault it injects",
+    ),
+    (
+        "store-denied-as-permission",
+        "the world's store never answers AccessDenied: credentials are not among its faults",
+    ),
+    (
+        "throttle-not-retried",
+        "the world's outages outlast any retry, so retrying a 503 or not gives the same answers",
+    ),
+    (
+        "lifecycle-merged",
+        "the world never puts a lifecycle configuration on its bucket",
+    ),
+    (
+        "kept-classes-expire",
+        "the world never puts a lifecycle configuration on its bucket",
+    ),
+];
+
+/// `tidemark world --profile scoped`: the scoped world as the engine plays and hunts it.
+pub const WORLD: crate::world::WorldProfile<ScopedMutant> = crate::world::WorldProfile {
+    label: "scoped world",
+    replay: "tidemark world --profile scoped",
+    profile: "scoped",
+    mutants: &ScopedMutant::ALL,
+    id: ScopedMutant::id,
+    from_id: ScopedMutant::from_id,
+    out_of_reach: OUT_OF_REACH,
+    run: run_scoped_world,
+};

@@ -1,0 +1,746 @@
+//! The scoped world's oracle. Safety: each guest's exact model of what it wrote ([`Guest`]),
+//! every answer checked against it as it arrives (`Guest::observe`). Liveness: after the heal
+//! and one sweep, what the store and the metadata hold ([`liveness`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use tidemark_reference::clock::DAY_MS;
+use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata, SessionKey};
+use tidemark_sim::clock::EPOCH;
+use tidemark_sim::real_tier::memory_s3::MemoryHandle;
+
+use super::{
+    summary, sweep_started, turn, AGENTS, BUCKET, EXPOSED, HOME, REF_PATH, SKILL_CONTENT,
+    SKILL_NAME, SKILL_PATH, TTL_DAYS,
+};
+use crate::profiles::scoped::driver::{ScopedOp, ScopedOutcome, Turn};
+
+/// How close to the TTL a session's idle time may come before the oracle stops promising its
+/// files. The server stamps activity when it handles a request (after the guest sent it) and the
+/// clock may jump back by up to two hours, so a sweep can see a session idle for up to two hours
+/// longer than the guest measured from its own send times; a day covers that with room to
+/// spare. The cost is only that a session idle between six and seven days is not checked.
+const EXPIRY_MARGIN_MS: i64 = DAY_MS;
+const TTL_MS: i64 = TTL_DAYS as i64 * DAY_MS;
+
+/// Spellings of traversal every implementation must refuse (SC-2.2), whatever it stores.
+pub(super) const TRAVERSALS: [&str; 4] = [
+    "session/sub/../notes.md",
+    "session/%2e%2e/notes.md",
+    "agent/../session/notes.md",
+    "session/./notes.md",
+];
+
+/// Paths every implementation must refuse, whatever it stores, with the reason and rule: the
+/// traversals above and the hostile spellings SPEC refuses (`model::hostile`), the key-length
+/// one fitted to `t`'s session.
+pub(super) fn refused_spellings(t: &Turn) -> Vec<(String, &'static str, &'static str)> {
+    use crate::profiles::scoped::model::hostile::{Fit, Verdict, SPELLINGS};
+    // The store sees the UUIDs the host gives it (`apply`), not the clients' short names.
+    let id = |short: &str| crate::profiles::scoped::uuid_ids::uuid_for("scoped-world", short);
+    let fit = Fit {
+        prefix_bytes: format!(
+            "sessions/{}/{}/{}/",
+            id(&t.workspace),
+            id(&t.agent),
+            id(&t.session)
+        )
+        .len(),
+    };
+    TRAVERSALS
+        .iter()
+        .map(|p| (p.to_string(), "traversal", "SC-2.2"))
+        .chain(SPELLINGS.iter().filter_map(|s| match s.verdict {
+            Verdict::Refused(reason) => Some((s.guest_path(&fit), reason, s.rule)),
+            Verdict::Name => None,
+        }))
+        .collect()
+}
+
+/// Whether `content` may be read at `path` from turn `t`: session files must carry the
+/// session's identity, agent files the agent's, workspace files the workspace's.
+fn identity_ok(t: &Turn, path: &str, content: &str) -> bool {
+    let owner = match path.split('/').next() {
+        Some("session") => format!("{}/{}/{}/", t.workspace, t.agent, t.session),
+        Some("agent") => format!("{}/{}/", t.workspace, t.agent),
+        Some("workspace") => format!("{}/", t.workspace),
+        Some("skill") => return content == SKILL_CONTENT,
+        _ => return false,
+    };
+    content.starts_with(&owner) && content.contains(&format!("/{path}#"))
+}
+
+/// What a reply may be for one path: `None` is "not found".
+#[derive(Clone, Debug, Default)]
+struct PathModel {
+    allowed: BTreeSet<Option<String>>,
+    /// A write or delete whose outcome the guest never learned: it may land at any time, so
+    /// from then on any content the guest wrote there (or none) is acceptable.
+    haunted: bool,
+    written: BTreeSet<String>,
+}
+
+impl PathModel {
+    fn absent() -> PathModel {
+        PathModel {
+            allowed: BTreeSet::from([None]),
+            ..PathModel::default()
+        }
+    }
+
+    fn accepts(&self, v: &Option<String>) -> bool {
+        if self.haunted {
+            v.as_ref().is_none_or(|c| self.written.contains(c))
+        } else {
+            self.allowed.contains(v)
+        }
+    }
+
+    fn set(&mut self, v: Option<String>) {
+        if let Some(c) = &v {
+            self.written.insert(c.clone());
+        }
+        self.allowed = BTreeSet::from([v]);
+    }
+
+    fn must_exist(&self) -> bool {
+        !self.haunted && !self.allowed.contains(&None)
+    }
+
+    fn must_not_exist(&self) -> bool {
+        !self.haunted && self.allowed.len() == 1 && self.allowed.contains(&None)
+    }
+}
+
+/// Which of a guest's sessions an operation goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Sess {
+    /// Holds a wait from the start and idles until the end.
+    Kept,
+    /// The busy one.
+    Active,
+    /// Its agent's access to agent and workspace scope is `none`.
+    Shut,
+    /// In the workspace the deleter works on: identity checks only.
+    Exposed,
+}
+
+struct SessionModel {
+    turn: Turn,
+    /// World ms the guest sent the first request that may have created the session, and then
+    /// each later operation that succeeded (its own operations are its only activity).
+    last_activity: Option<i64>,
+    wait_confirmed: bool,
+    /// The wait is known to have been in place before the session could have expired.
+    protected: bool,
+    paths: BTreeMap<String, PathModel>,
+}
+
+impl SessionModel {
+    fn new(turn: Turn) -> SessionModel {
+        SessionModel {
+            turn,
+            last_activity: None,
+            wait_confirmed: false,
+            protected: false,
+            paths: BTreeMap::new(),
+        }
+    }
+
+    /// Whether a sweep may have found the session idle for the TTL by `at`.
+    fn expirable(&self, at: i64) -> bool {
+        !self.protected
+            && self
+                .last_activity
+                .is_some_and(|last| at - last >= TTL_MS - EXPIRY_MARGIN_MS)
+    }
+}
+
+/// One guest's exact model of what it wrote, and the verdicts on what it was told.
+pub(super) struct Guest {
+    pub(super) c: usize,
+    sessions: Vec<(Sess, SessionModel)>,
+    /// Agent-scope files of the guest's own agent (written through Kept and Active).
+    agent_paths: BTreeMap<String, PathModel>,
+    /// What setup put in the home workspace, if setup confirmed it.
+    pub(super) reference: Option<String>,
+    pub(super) skill_published: bool,
+    pub(super) violations: Vec<String>,
+}
+
+fn is_infra(reason: &str) -> bool {
+    matches!(reason, "storage_unavailable" | "database_unavailable")
+}
+
+/// Operations that count as the session's activity when they succeed (SC-4.3, SC-5.1).
+fn touches(op: &ScopedOp) -> bool {
+    matches!(
+        op,
+        ScopedOp::Activity { .. }
+            | ScopedOp::Write { .. }
+            | ScopedOp::Read { .. }
+            | ScopedOp::ReadText { .. }
+            | ScopedOp::List { .. }
+            | ScopedOp::Delete { .. }
+    )
+}
+
+fn home_turn(agent: &str, session: &str) -> Turn {
+    let mut t = turn(HOME, agent, session);
+    t.skills
+        .insert(SKILL_NAME.to_string(), SKILL_NAME.to_string());
+    t
+}
+
+impl Guest {
+    pub(super) fn new(c: usize) -> Guest {
+        let sessions = vec![
+            (
+                Sess::Kept,
+                SessionModel::new(home_turn(&format!("g{c}"), &format!("k{c}"))),
+            ),
+            (
+                Sess::Active,
+                SessionModel::new(home_turn(&format!("g{c}"), &format!("s{c}"))),
+            ),
+            (
+                Sess::Shut,
+                SessionModel::new(home_turn(&format!("n{c}"), &format!("n{c}"))),
+            ),
+            (
+                Sess::Exposed,
+                SessionModel::new(turn(EXPOSED, AGENTS[c % AGENTS.len()], &format!("x{c}"))),
+            ),
+        ];
+        Guest {
+            c,
+            sessions,
+            agent_paths: BTreeMap::new(),
+            reference: None,
+            skill_published: false,
+            violations: Vec::new(),
+        }
+    }
+
+    pub(super) fn turn(&self, s: Sess) -> Turn {
+        self.session(s).turn.clone()
+    }
+
+    fn session(&self, s: Sess) -> &SessionModel {
+        &self
+            .sessions
+            .iter()
+            .find(|(k, _)| *k == s)
+            .expect("every session kind")
+            .1
+    }
+
+    fn session_mut(&mut self, s: Sess) -> &mut SessionModel {
+        &mut self
+            .sessions
+            .iter_mut()
+            .find(|(k, _)| *k == s)
+            .expect("every session kind")
+            .1
+    }
+
+    fn violation(&mut self, at: i64, what: String) {
+        self.violations.push(format!("g{} at {at}: {what}", self.c));
+    }
+
+    /// The model of a session- or agent-scope path of a checked session.
+    fn path_model(&mut self, s: Sess, path: &str) -> Option<&mut PathModel> {
+        if path.starts_with("session/") {
+            Some(
+                self.session_mut(s)
+                    .paths
+                    .entry(path.to_string())
+                    .or_insert_with(PathModel::absent),
+            )
+        } else if path.starts_with("agent/") && matches!(s, Sess::Kept | Sess::Active) {
+            Some(
+                self.agent_paths
+                    .entry(path.to_string())
+                    .or_insert_with(PathModel::absent),
+            )
+        } else {
+            None
+        }
+    }
+
+    /// An operation whose answer never came (timeout, connection lost): it may have happened.
+    pub(super) fn unknown(&mut self, s: Sess, op: &ScopedOp) {
+        let (path, v) = match op {
+            ScopedOp::Write { path, content, .. } => (path, Some(content.clone())),
+            ScopedOp::Delete { path, .. } => (path, None),
+            _ => return,
+        };
+        if s == Sess::Exposed {
+            if let Some(c) = &v {
+                self.session_mut(s)
+                    .paths
+                    .entry(path.clone())
+                    .or_default()
+                    .written
+                    .insert(c.clone());
+            }
+            return;
+        }
+        if let Some(m) = self.path_model(s, path) {
+            m.haunted = true;
+            if let Some(c) = v {
+                m.written.insert(c);
+            }
+        }
+    }
+
+    /// Checks one answered operation against the model, then applies its effect.
+    pub(super) fn observe(
+        &mut self,
+        s: Sess,
+        op: &ScopedOp,
+        sent: i64,
+        replied: i64,
+        out: &ScopedOutcome,
+    ) {
+        let refused = match out {
+            ScopedOutcome::Refused { reason, .. } => Some(reason.as_str()),
+            _ => None,
+        };
+        let t = self.turn(s);
+        let name = format!("{}/{}/{}", t.workspace, t.agent, t.session);
+        // Checks that hold in every session, whatever was deleted: resolution refuses before
+        // anything is read or written.
+        let probe = match op {
+            ScopedOp::Write { path, .. }
+            | ScopedOp::Read { path, .. }
+            | ScopedOp::ReadText { path, .. }
+            | ScopedOp::Delete { path, .. } => Some(path.as_str()),
+            _ => None,
+        };
+        if let Some(path) = probe {
+            if let Some((_, reason, rule)) =
+                refused_spellings(&t).into_iter().find(|(p, ..)| p == path)
+            {
+                if refused != Some(reason) {
+                    self.violation(
+                        replied,
+                        format!(
+                            "{name}: the path {path:?} was answered {}, not refused {reason} ({rule})",
+                            summary(out)
+                        ),
+                    );
+                }
+                return;
+            }
+            if path == "notes.md" {
+                if refused != Some("missing_scope") {
+                    self.violation(
+                        replied,
+                        format!(
+                            "{name}: the scopeless path {path:?} was answered {} (SC-2.4)",
+                            summary(out)
+                        ),
+                    );
+                }
+                return;
+            }
+        }
+        // Anything read must be what its scope's owner wrote there.
+        let read_back = match out {
+            ScopedOutcome::Content { content } => Some(content.clone()),
+            ScopedOutcome::Text { text: Some(t) } => Some(t.clone()),
+            _ => None,
+        };
+        if let (Some(path), Some(c)) = (probe, &read_back) {
+            if !identity_ok(&t, path, c) {
+                self.violation(
+                    replied,
+                    format!("{name}: reading {path} returned {c:?}, which is not this turn's (another workspace, agent or session)"),
+                );
+                return;
+            }
+        }
+        if s == Sess::Exposed {
+            // Someone may delete this session at any time: only identity, and that session
+            // content is this guest's own.
+            if let (ScopedOp::Read { path, .. } | ScopedOp::ReadText { path, .. }, Some(c)) =
+                (op, &read_back)
+            {
+                if path.starts_with("session/")
+                    && !self
+                        .session(s)
+                        .paths
+                        .get(path)
+                        .is_some_and(|m| m.written.contains(c))
+                {
+                    self.violation(
+                        replied,
+                        format!("{name}: {path} returned {c:?}, never written by its only writer"),
+                    );
+                }
+            }
+            if let (ScopedOp::Write { path, content, .. }, ScopedOutcome::Written { .. }) =
+                (op, out)
+            {
+                self.session_mut(s)
+                    .paths
+                    .entry(path.clone())
+                    .or_default()
+                    .written
+                    .insert(content.clone());
+            }
+            return;
+        }
+        if refused == Some("unknown_entity") && self.session(s).last_activity.is_some() {
+            if !matches!(op, ScopedOp::CreateSession { .. }) {
+                self.violation(
+                    replied,
+                    format!(
+                        "{name}: the session is unknown, though nobody deletes anything in {HOME}"
+                    ),
+                );
+            }
+            return;
+        }
+        let ok = refused.is_none();
+        if let ScopedOp::CreateSession { .. } = op {
+            if ok && self.session(s).last_activity.is_none() {
+                self.session_mut(s).last_activity = Some(sent);
+            }
+            return;
+        }
+        if self.session(s).last_activity.is_none() {
+            // Never confirmed to exist: nothing to promise.
+            return;
+        }
+        // A sweep may have taken the session's files since its last confirmed activity, before
+        // this operation arrived (whether it succeeded or not).
+        if self.session(s).expirable(replied) {
+            for m in self.session_mut(s).paths.values_mut() {
+                m.allowed.insert(None);
+            }
+        }
+        match op {
+            ScopedOp::AddWait { .. } if ok => {
+                let expirable = self.session(s).expirable(replied);
+                let m = self.session_mut(s);
+                m.wait_confirmed = true;
+                m.protected = !expirable;
+            }
+            ScopedOp::Write { path, content, .. } => {
+                self.check_write(s, &name, path, content, replied, out)
+            }
+            ScopedOp::Read { path, .. } | ScopedOp::ReadText { path, .. } => {
+                self.check_read(s, &name, path, replied, out)
+            }
+            ScopedOp::Delete { path, .. } => {
+                if let Some(m) = self.path_model(s, path) {
+                    match refused {
+                        None => m.set(None),
+                        Some("not_found") => {
+                            if !m.accepts(&None) {
+                                let w = format!(
+                                    "{name}: deleting {path} found nothing, but it holds {:?}",
+                                    m.allowed
+                                );
+                                self.violation(replied, w);
+                            } else if !m.haunted {
+                                m.set(None);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            ScopedOp::List { prefix: None, .. } => self.check_listing(s, &name, replied, out),
+            _ => {}
+        }
+        if ok && touches(op) {
+            let m = self.session_mut(s);
+            m.last_activity = Some(sent);
+            if m.wait_confirmed {
+                m.protected = true;
+            }
+        }
+    }
+
+    fn check_write(
+        &mut self,
+        s: Sess,
+        name: &str,
+        path: &str,
+        content: &str,
+        at: i64,
+        out: &ScopedOutcome,
+    ) {
+        let refused = match out {
+            ScopedOutcome::Refused { reason, .. } => Some(reason.clone()),
+            _ => None,
+        };
+        let may_write =
+            path.starts_with("session/") || (path.starts_with("agent/") && s != Sess::Shut);
+        if !may_write {
+            // Workspace scope is read-only by default (SC-3.2), and the shut agent has none.
+            if !refused
+                .as_deref()
+                .is_some_and(|r| r == "permission_denied" || is_infra(r))
+            {
+                self.violation(
+                    at,
+                    format!(
+                        "{name}: writing {path} without write access was answered {} (SC-3.3)",
+                        summary(out)
+                    ),
+                );
+            }
+            return;
+        }
+        let Some(m) = self.path_model(s, path) else {
+            return;
+        };
+        match refused.as_deref() {
+            None => {
+                if m.haunted {
+                    m.written.insert(content.to_string());
+                } else {
+                    m.set(Some(content.to_string()));
+                }
+            }
+            Some(r) if is_infra(r) => {}
+            Some(r) => {
+                let w = format!(
+                    "{name}: writing {path} was refused {r}, though the guest may write it"
+                );
+                self.violation(at, w);
+            }
+        }
+    }
+
+    fn check_read(&mut self, s: Sess, name: &str, path: &str, at: i64, out: &ScopedOutcome) {
+        let answer: Result<Option<String>, &str> = match out {
+            ScopedOutcome::Content { content } => Ok(Some(content.clone())),
+            ScopedOutcome::Text { text: Some(t) } => Ok(Some(t.clone())),
+            ScopedOutcome::Text { text: None } => Ok(Some("<no text>".into())),
+            ScopedOutcome::Refused { reason, .. } if reason == "not_found" => Ok(None),
+            ScopedOutcome::Refused { reason, .. } => Err(reason.as_str()),
+            _ => Err("an unexpected outcome"),
+        };
+        let shut_scope =
+            s == Sess::Shut && (path.starts_with("agent/") || path.starts_with("workspace/"));
+        if shut_scope {
+            // The agent's access to this scope is none: refused, never answered (SC-3.3).
+            if !matches!(answer, Err(r) if r == "permission_denied" || is_infra(r)) {
+                self.violation(
+                    at,
+                    format!(
+                        "{name}: reading {path} with access none was answered {}",
+                        summary(out)
+                    ),
+                );
+            }
+            return;
+        }
+        let answer = match answer {
+            Ok(a) => a,
+            Err(r) if is_infra(r) => return,
+            Err(r) => {
+                self.violation(at, format!("{name}: reading {path} was refused {r}"));
+                return;
+            }
+        };
+        if path == SKILL_PATH {
+            if self.skill_published && answer.as_deref() != Some(SKILL_CONTENT) {
+                self.violation(at, format!("{name}: the skill published at setup reads {answer:?} (skills are never swept, SC-6.2)"));
+            }
+            return;
+        }
+        if path == REF_PATH {
+            if self.reference.is_some() && answer != self.reference {
+                let w = format!("{name}: {path} reads {answer:?}, not what setup wrote (a refused write had an effect, or workspace files went)");
+                self.violation(at, w);
+            }
+            return;
+        }
+        let kept = s == Sess::Kept && self.session(s).protected;
+        let Some(m) = self.path_model(s, path) else {
+            return;
+        };
+        if !m.accepts(&answer) {
+            let why = if answer.is_none() && kept {
+                "its session holds a wait, so it is never swept (SC-5.2)"
+            } else if answer.is_none() {
+                "its session is live and nobody deleted it"
+            } else {
+                "the latest content the guest wrote is another (a refused or deleted write shows, or extracted text outlived its file)"
+            };
+            let w = format!(
+                "{name}: {path} reads {answer:?}, expected one of {:?}: {why}",
+                m.allowed
+            );
+            self.violation(at, w);
+            return;
+        }
+        if !m.haunted {
+            m.set(answer);
+        }
+    }
+
+    fn check_listing(&mut self, s: Sess, name: &str, at: i64, out: &ScopedOutcome) {
+        let ScopedOutcome::Listing { paths } = out else {
+            return;
+        };
+        let listed: BTreeSet<&str> = paths.iter().map(String::as_str).collect();
+        let mut known: BTreeMap<String, PathModel> = self.session(s).paths.clone();
+        let mut problems = Vec::new();
+        if let Some(w) = paths
+            .windows(2)
+            .find(|w| w[0].as_bytes() >= w[1].as_bytes())
+        {
+            problems.push(format!(
+                "lists {} before {}: a listing is in ascending byte order of its guest paths (SC-4.4)",
+                w[0], w[1]
+            ));
+        }
+        if s == Sess::Shut {
+            if let Some(p) = paths.iter().find(|p| !p.starts_with("session/")) {
+                problems.push(format!("lists {p} from a scope with access none (SC-3.4)"));
+            }
+        } else {
+            known.extend(self.agent_paths.clone());
+            if self.reference.is_some() {
+                known.insert(REF_PATH.to_string(), {
+                    let mut m = PathModel::default();
+                    m.set(self.reference.clone());
+                    m
+                });
+            }
+        }
+        for (p, m) in &known {
+            if m.must_exist() && !listed.contains(p.as_str()) {
+                problems.push(format!(
+                    "does not list {p} (a listing with no prefix shows all three scopes, SC-3.4)"
+                ));
+            }
+            if m.must_not_exist() && listed.contains(p.as_str()) {
+                problems.push(format!("lists {p}, which is gone"));
+            }
+        }
+        for p in &listed {
+            // The shut session's stray scopes are reported above.
+            if !known.contains_key(*p) && (s != Sess::Shut || p.starts_with("session/")) {
+                problems.push(format!("lists {p}, which nobody wrote"));
+            }
+        }
+        if let Some(p) = problems.into_iter().next() {
+            self.violation(at, format!("{name}: the listing {p}"));
+        }
+    }
+}
+
+/// After heal and one sweep: every obligation done, recorded and emptied (unless its entity
+/// lives again), nothing expired without a wait keeps a file, nothing left locked.
+pub(super) fn liveness(
+    meta: &MemoryMetadata,
+    objects: &MemoryHandle,
+    log: &[(i64, String)],
+    heal_at: i64,
+) -> Result<(), String> {
+    let after: Vec<(i64, &String)> = log
+        .iter()
+        .filter_map(|(_, l)| sweep_started(l).filter(|s| *s >= heal_at).map(|s| (s, l)))
+        .collect();
+    let Some((swept_at, _)) = after.first() else {
+        return Err("no sweep started after the heal".into());
+    };
+    let swept_at = *swept_at;
+    if let Some((_, l)) = after.iter().find(|(_, l)| l.contains("refused")) {
+        return Err(format!("a sweep after the heal failed: {l}"));
+    }
+    if meta.locked_rows() != 0 {
+        return Err(format!(
+            "{} rows are still locked once every host is gone",
+            meta.locked_rows()
+        ));
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let (obligations, records) = rt.block_on(async {
+        (
+            meta.obligations().await.unwrap_or_default(),
+            meta.records().await.unwrap_or_default(),
+        )
+    });
+    let sessions: BTreeMap<SessionKey, (i64, Option<i64>)> = meta
+        .sessions()
+        .into_iter()
+        .map(|(k, last, swept)| (k, (last, swept)))
+        .collect();
+    let recorded: std::collections::BTreeSet<i64> = records.iter().map(|r| r.deletion_id).collect();
+    for o in &obligations {
+        if o.done_at_ms.is_none() {
+            return Err(format!(
+                "obligation {} ({}) is still pending",
+                o.id, o.prefix
+            ));
+        }
+        if !recorded.contains(&o.id) {
+            return Err(format!(
+                "obligation {} ({}) is done without a record",
+                o.id, o.prefix
+            ));
+        }
+        let lives_again = match o.entity_kind.as_str() {
+            "session" => sessions.keys().any(|k| o.prefix == k.prefix()),
+            "agent" => {
+                let mut parts = o.prefix.split('/').skip(1);
+                match (parts.next(), parts.next()) {
+                    (Some(ws), Some(a)) => meta.agent_row_exists(ws, a),
+                    _ => false,
+                }
+            }
+            _ => meta.workspace_row_exists(&o.entity_id),
+        };
+        let left = objects.keys(BUCKET, &o.prefix);
+        if !lives_again && !left.is_empty() {
+            return Err(format!(
+                "obligation {} ({}) is recorded done but {} objects remain: {:?}",
+                o.id,
+                o.prefix,
+                left.len(),
+                &left[..left.len().min(3)]
+            ));
+        }
+    }
+    let cutoff = EPOCH.as_millis() + swept_at - i64::from(TTL_DAYS) * DAY_MS;
+    for (k, (last, _)) in &sessions {
+        if *last <= cutoff && !meta.has_wait(k) {
+            let left = objects.keys(BUCKET, &k.prefix());
+            if !left.is_empty() {
+                return Err(format!(
+                    "session {} expired (last activity {}) but keeps {:?}",
+                    k.prefix(),
+                    last - EPOCH.as_millis(),
+                    left
+                ));
+            }
+        }
+    }
+    // Every object belongs to a live row: what a deleted row (or its cascade) owned must have
+    // been recorded as an obligation and swept.
+    for key in objects.keys(BUCKET, "") {
+        let parts: Vec<&str> = key.split('/').collect();
+        let live = match parts.as_slice() {
+            ["sessions", ws, a, s, ..] => sessions.contains_key(&SessionKey::new(ws, a, s)),
+            ["agents", ws, a, ..] => meta.agent_row_exists(ws, a),
+            ["workspaces", ws, ..] | ["skills", ws, ..] => meta.workspace_row_exists(ws),
+            _ => false,
+        };
+        if !live {
+            return Err(format!(
+                "{key} outlives its row, and no obligation removed it"
+            ));
+        }
+    }
+    Ok(())
+}
