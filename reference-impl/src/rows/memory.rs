@@ -16,7 +16,7 @@
 //! Each operation's in-memory half lives beside its SQL in the rule's file (`replies.rs`,
 //! `expiring.rs`, `catalog.rs`, `mod.rs`), as each sweep does (SR-7); this file only holds the
 //! tables they share. The two backends earn their interchangeability by a differential check
-//! (`conformance/tests/rows_tiers.rs`: every rows scenario, and every mutant, on both).
+//! (`conformance/tests/suites/rows_tiers.rs`: every rows scenario, and every mutant, on both).
 
 use std::collections::{BTreeMap, BTreeSet};
 

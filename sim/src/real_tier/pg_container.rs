@@ -20,7 +20,7 @@
 //! Caveat (issue 12): testcontainers 0.28's client, bollard 0.21, is built for Docker API 1.53,
 //! while Debian's dockerd 20.10 accepts at most 1.41. It works because that bollard leaves the
 //! version out of request paths. `Cargo.lock` pins both; the test
-//! `sim/tests/real_tier_container.rs` starts a container through them and fails the day that
+//! `sim/tests/integration/real_tier_container.rs` starts a container through them and fails the day that
 //! stops working.
 
 use std::collections::HashMap;

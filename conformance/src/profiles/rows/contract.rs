@@ -308,7 +308,7 @@ impl RowsEndpoint for ReferenceRows {
 }
 
 /// An [`Observation`] of the in-memory backend, which has no SQL to run: the store's counts,
-/// which `conformance/tests/rows_tiers.rs` holds equal to the database's.
+/// which `conformance/tests/suites/rows_tiers.rs` holds equal to the database's.
 pub async fn observe_in_memory(store: &RowsStore, what: &Observation) -> Result<i64, String> {
     match what {
         Observation::Table { table } => store.count(table).await,

@@ -6,7 +6,7 @@
 //!
 //! A failing seed is shrunk by deleting chunks of its operations (its batch size stays as the
 //! seed fixed it), printed with its trace tail, and saved under `fixtures/explore/rows/`
-//! ([`super::fixture`]), where `cargo test --test rows_fixtures` replays it for ever. `--hunt`,
+//! ([`super::fixture`]), where `cargo test --test suites rows_fixture` replays it for ever. `--hunt`,
 //! `--check-determinism` and `--differential` (each seed on both tiers, read as counts) are the
 //! engine's.
 

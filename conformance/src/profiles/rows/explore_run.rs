@@ -99,7 +99,7 @@ pub enum Tier<'a> {
     /// The reference on a real PostgreSQL, a reused database of its own per sequence.
     Postgres(&'a Databases<'a>),
     /// The reference's in-memory backend (`RowsStore::in_memory`), a fresh store per sequence:
-    /// no PostgreSQL, trusted because `explore --differential` and `tests/rows_tiers.rs` find
+    /// no PostgreSQL, trusted because `explore --differential` and `tests/suites/rows_tiers.rs` find
     /// it giving PostgreSQL's answers.
     Memory,
 }

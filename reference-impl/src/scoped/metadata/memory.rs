@@ -20,7 +20,7 @@
 //! No threads, no clock: it runs inside a turmoil world as well as on a Tokio runtime.
 //!
 //! Why one file of this length: it mirrors `postgres.rs` statement by statement, so the two
-//! are reviewed side by side (`sim/tests/metadata_differential.rs` holds them equal).
+//! are reviewed side by side (`sim/tests/integration/metadata_differential.rs` holds them equal).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};

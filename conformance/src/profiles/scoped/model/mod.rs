@@ -10,7 +10,7 @@
 //! obligation met, met once, recorded once, and nothing left under a recorded prefix.
 //! S3 is the in-memory store over HTTP (fast, deterministic LastModified); PostgreSQL is real.
 //!
-//! Used by `conformance/tests/real_tier_scoped_model.rs` and by `tidemark explore --profile scoped`.
+//! Used by `conformance/tests/integration/real_tier_scoped_model.rs` and by `tidemark explore --profile scoped`.
 //!
 //! Why one file of this length: running a sequence and checking it after every sweep (the
 //! bucket, the ledger) share the run's state; the operations are in `ops.rs`, the model's

@@ -10,20 +10,15 @@
 //! to check a kill is for the reason the scenario states.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
+
+use super::shared::{root, rows_scripts, Shared};
 use tidemark_conformance::profiles::rows::model::Model;
 use tidemark_conformance::profiles::rows::runner;
 use tidemark_conformance::profiles::rows::script::{Action, Script};
 use tidemark_reference::rows::RowsMutant;
-use tidemark_sim::real_tier::PgProvider;
 use tidemark_sim::trace::Trace;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// The SR rule ids SPEC.md defines.
 fn sr_rules() -> BTreeSet<String> {
@@ -167,43 +162,10 @@ fn cli() -> Result<(), Failed> {
     Ok(())
 }
 
-fn main() {
-    let args = Arguments::from_args();
-    let scripts = match tidemark_conformance::profiles::rows::load_with(
-        &root().join("scenarios/rows"),
-        &[],
-        &tidemark_sim::spec_rules::rule_ids(
-            &std::fs::read_to_string(root().join("SPEC.md")).expect("SPEC.md"),
-        ),
-    ) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("the rows scenarios do not load: {e}");
-            std::process::exit(101);
-        }
-    };
-    let rt = Arc::new(
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime"),
-    );
-    // One PostgreSQL for the run, started only if some test needs it.
-    let pg: Arc<OnceLock<Result<Arc<PgProvider>, String>>> = Arc::new(OnceLock::new());
-    let get_pg = {
-        let rt = rt.clone();
-        let pg = pg.clone();
-        move || -> Result<Arc<PgProvider>, Failed> {
-            pg.get_or_init(|| {
-                rt.block_on(PgProvider::from_environment())
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string())
-            })
-            .clone()
-            .map_err(Failed::from)
-        }
-    };
+pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
+    let scripts = rows_scripts()?;
+    let rt = shared.rt.clone();
+    let get_pg = shared.postgres();
 
     let mut trials = Vec::new();
     for s in scripts.clone() {
@@ -351,9 +313,5 @@ fn main() {
         "cli::run_explore_replay_and_the_world_take_the_rows_profile_on_both_tiers",
         cli,
     ));
-    let conclusion = libtest_mimic::run(&args, trials);
-    // Stop the PostgreSQL cluster before exiting (exit skips destructors).
-    drop(pg);
-    drop(get_pg);
-    conclusion.exit();
+    Ok(trials)
 }

@@ -35,7 +35,7 @@ fn the_python_example_agrees_with_the_oracle_on_random_sequences() {
     explore(0..4);
 }
 
-/// More seeds, on demand: `cargo test -p tidemark-conformance --test process_explore -- --ignored`.
+/// More seeds, on demand: `cargo test -p tidemark-conformance --test integration process_explore:: -- --ignored`.
 #[test]
 #[ignore = "slow: a hundred seeds through a Python process"]
 fn the_python_example_agrees_with_the_oracle_on_a_hundred_seeds() {

@@ -65,7 +65,7 @@ async fn under_random_store_faults_nothing_half_done_is_reported_done_and_a_heal
         )
         .await
         {
-            panic!("{e}\nreplay: cargo test -p tidemark-conformance --test real_tier_scoped_model under_random");
+            panic!("{e}\nreplay: cargo test -p tidemark-conformance --test integration real_tier_scoped_model::under_random");
         }
     }
 }

@@ -10,10 +10,9 @@
 //!   on both tiers side by side: every answer equal, and after every step every table's count,
 //!   every reply's events, the snapshots and every transcript equal.
 
-use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use libtest_mimic::{Failed, Trial};
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use super::shared::{rows_scripts, Shared};
 use rand::Rng;
 use tidemark_conformance::profiles::rows::runner::{self, Outcome, Tier};
 use tidemark_conformance::profiles::rows::script::Script;
@@ -25,10 +24,6 @@ use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::PgProvider;
 use tidemark_sim::seed::MasterSeed;
 use tidemark_sim::trace::Trace;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn described(s: &Script, what: String) -> Failed {
     Failed::from(format!("{}: {}\n{what}", s.file.display(), s.name))
@@ -266,43 +261,10 @@ mod random {
     }
 }
 
-fn main() {
-    let args = Arguments::from_args();
-    let scripts = match tidemark_conformance::profiles::rows::load_with(
-        &root().join("scenarios/rows"),
-        &[],
-        &tidemark_sim::spec_rules::rule_ids(
-            &std::fs::read_to_string(root().join("SPEC.md")).expect("SPEC.md"),
-        ),
-    ) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("the rows scenarios do not load: {e}");
-            std::process::exit(101);
-        }
-    };
-    let rt = Arc::new(
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime"),
-    );
-    // One PostgreSQL for the run, started only if some test needs it.
-    let pg: Arc<OnceLock<Result<Arc<PgProvider>, String>>> = Arc::new(OnceLock::new());
-    let get_pg = {
-        let rt = rt.clone();
-        let pg = pg.clone();
-        move || -> Result<Arc<PgProvider>, Failed> {
-            pg.get_or_init(|| {
-                rt.block_on(PgProvider::from_environment())
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string())
-            })
-            .clone()
-            .map_err(Failed::from)
-        }
-    };
+pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
+    let scripts = rows_scripts()?;
+    let rt = shared.rt.clone();
+    let get_pg = shared.postgres();
 
     let mut trials = Vec::new();
     for s in scripts.clone() {
@@ -416,9 +378,5 @@ fn main() {
                 .map_err(Failed::from)
         }));
     }
-    let conclusion = libtest_mimic::run(&args, trials);
-    // Stop the PostgreSQL cluster before exiting (exit skips destructors).
-    drop(pg);
-    drop(get_pg);
-    conclusion.exit();
+    Ok(trials)
 }

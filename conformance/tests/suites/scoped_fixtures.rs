@@ -3,35 +3,17 @@
 //! hash, and the reference must pass the same operations. Needs PostgreSQL like every real-tier
 //! test (DATABASE_URL or an ephemeral cluster); one is started for the whole file.
 
-use libtest_mimic::{Arguments, Failed, Trial};
-use std::sync::Arc;
+use libtest_mimic::Trial;
 use tidemark_conformance::profiles::scoped::fixture::{self as scoped_fixture, default_dir};
 use tidemark_conformance::profiles::scoped::model::Tier;
-use tidemark_sim::real_tier::PgProvider;
 
-fn main() {
-    let args = Arguments::from_args();
-    let fixtures = match scoped_fixture::load_all(&default_dir()) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("a saved scoped fixture does not load: {e}");
-            std::process::exit(101);
-        }
-    };
-    // The runtime that started the cluster lives as long as the tests.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let pg: Result<Arc<PgProvider>, String> = if fixtures.is_empty() {
-        Err("no fixtures".into())
-    } else {
-        rt.block_on(PgProvider::from_environment())
-            .map(Arc::new)
-            .map_err(|e| e.to_string())
-    };
-    let handle = rt.handle().clone();
+use super::shared::Shared;
+
+pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
+    let fixtures = scoped_fixture::load_all(&default_dir())
+        .map_err(|e| format!("a saved scoped fixture does not load: {e}"))?;
+    let get_pg = shared.postgres();
+    let handle = shared.rt.clone();
     let trials = fixtures
         .into_iter()
         .map(|(path, f)| {
@@ -39,10 +21,10 @@ fn main() {
                 .file_stem()
                 .map(|s| s.to_string_lossy().replace('-', "_"))
                 .unwrap_or_default();
-            let pg = pg.clone();
+            let get_pg = get_pg.clone();
             let handle = handle.clone();
             Trial::test(format!("scoped_fixture::{name}"), move || {
-                let pg = pg.map_err(Failed::from)?;
+                let pg = get_pg()?;
                 // Every fixture replays on both tiers: the in-memory metadata store must
                 // reproduce what PostgreSQL does, and the other way round.
                 let mut r = None;
@@ -83,8 +65,5 @@ fn main() {
             })
         })
         .collect();
-    let conclusion = libtest_mimic::run(&args, trials);
-    drop(pg);
-    drop(rt);
-    conclusion.exit();
+    Ok(trials)
 }

@@ -99,7 +99,7 @@ fn a_mutant_behind_the_protocol_fails_the_same_scenarios_with_the_same_outcomes_
 }
 
 /// Not a check but a measurement, run on demand:
-/// `cargo test -p tidemark-conformance --test process_reference -- --ignored --nocapture`.
+/// `cargo test -p tidemark-conformance --test integration process_reference:: -- --ignored --nocapture`.
 /// Wall time of the whole suite in-process and through the reference adapter, after a warm-up,
 /// median of several rounds (wall-clock reads here measure; they decide nothing).
 #[test]

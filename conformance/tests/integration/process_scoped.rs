@@ -218,7 +218,7 @@ fn an_only_name_of_a_profile_that_profile_leaves_out_is_an_error() {
 }
 
 /// Not a check but a measurement, run on demand:
-/// `cargo test -p tidemark-conformance --test process_scoped -- --ignored --nocapture`.
+/// `cargo test -p tidemark-conformance --test integration process_scoped:: -- --ignored --nocapture`.
 /// Wall time of the scoped suite in process and through the reference adapter on one
 /// PostgreSQL (its start-up excluded), after a warm-up, median of several rounds (wall-clock
 /// reads here measure; they decide nothing).

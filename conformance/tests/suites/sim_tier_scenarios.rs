@@ -8,12 +8,9 @@
 
 use std::sync::Arc;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 
-mod support {
-    pub mod scoped_suite;
-}
-use support::scoped_suite::ScopedSuite;
+use super::shared::{scoped_scripts, Shared};
 use tidemark_conformance::profiles::scoped::play;
 use tidemark_conformance::profiles::scoped::play::{Backend, Recorded};
 use tidemark_conformance::profiles::scoped::script::Script;
@@ -63,12 +60,10 @@ fn first_difference(sim: &Recorded, real: &Recorded) -> Option<String> {
     None
 }
 
-fn main() {
-    let args = Arguments::from_args();
-    let suite = ScopedSuite::load();
-    let scripts = suite.scripts.clone();
-    let rt = suite.rt.clone();
-    let get_pg = suite.postgres();
+pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
+    let scripts = scoped_scripts()?;
+    let rt = shared.rt.clone();
+    let get_pg = shared.postgres();
 
     let mut trials = Vec::new();
     for s in scripts.clone() {
@@ -140,6 +135,5 @@ fn main() {
             },
         ));
     }
-    drop(get_pg);
-    suite.run(&args, trials)
+    Ok(trials)
 }

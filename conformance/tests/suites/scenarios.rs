@@ -3,7 +3,7 @@
 //! (`mutant::<profile>::<id>`),
 //! and each saved exploration failure under fixtures/explore/scratchpad as a replay (`fixture::<file>`).
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use tidemark_conformance::profiles::scratchpad::explore::fixture;
 use tidemark_conformance::profiles::scratchpad::mutants::run_scratchpad_mutants;
 use tidemark_conformance::profiles::scratchpad::runner::run_scenario;
@@ -20,15 +20,9 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .block_on(f)
 }
 
-fn main() {
-    let args = Arguments::from_args();
-    let scenarios = match suite::load(&default_scenarios_dir(), &default_spec_path()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("the scenario suite does not load: {e}");
-            std::process::exit(101);
-        }
-    };
+pub fn trials(_: &super::shared::Shared) -> Result<Vec<Trial>, String> {
+    let scenarios = suite::load(&default_scenarios_dir(), &default_spec_path())
+        .map_err(|e| format!("the scenario suite does not load: {e}"))?;
     let mut trials = Vec::new();
     for s in scenarios.clone() {
         trials.push(Trial::test(s.test_name(), move || {
@@ -86,13 +80,8 @@ fn main() {
         ));
     }
     let fixtures_dir = tidemark_conformance::profiles::scratchpad::explore::fixture::default_dir();
-    let fixtures = match fixture::load_all(&fixtures_dir) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("a saved fixture does not load: {e}");
-            std::process::exit(101);
-        }
-    };
+    let fixtures = fixture::load_all(&fixtures_dir)
+        .map_err(|e| format!("a saved fixture does not load: {e}"))?;
     for (path, f) in fixtures {
         let name = path
             .file_stem()
@@ -121,5 +110,5 @@ fn main() {
             }
         }));
     }
-    libtest_mimic::run(&args, trials).exit();
+    Ok(trials)
 }

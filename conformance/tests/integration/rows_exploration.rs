@@ -90,7 +90,7 @@ fn random_search_finds_a_representative_set_of_mutants_within_four_seeds() {
 }
 
 /// The whole catalogue takes about 120 seeds (17 to 25 s in a debug build on a loaded machine): run it with
-/// `cargo test --test rows_exploration -- --ignored`, or `tidemark explore --profile rows --hunt`.
+/// `cargo test --test integration rows_exploration:: -- --ignored`, or `tidemark explore --profile rows --hunt`.
 #[test]
 #[ignore = "about 20 s; the representative set above runs on every build"]
 fn random_search_finds_every_rows_mutant_within_sixty_seeds() {

@@ -8,12 +8,9 @@
 
 use std::path::PathBuf;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 
-mod support {
-    pub mod scoped_suite;
-}
-use support::scoped_suite::ScopedSuite;
+use super::shared::{scoped_scripts, Shared};
 use tidemark_conformance::profiles::scoped::play;
 use tidemark_conformance::profiles::scoped::script::Script;
 use tidemark_reference::scoped::ScopedMutant;
@@ -30,12 +27,10 @@ fn sc_rules() -> Result<std::collections::BTreeSet<String>, Failed> {
         .collect())
 }
 
-fn main() {
-    let args = Arguments::from_args();
-    let suite = ScopedSuite::load();
-    let scripts = suite.scripts.clone();
-    let rt = suite.rt.clone();
-    let get_tier = suite.postgres();
+pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
+    let scripts = scoped_scripts()?;
+    let rt = shared.rt.clone();
+    let get_tier = shared.postgres();
 
     let mut trials = Vec::new();
     for s in scripts.clone() {
@@ -125,6 +120,5 @@ fn main() {
             },
         ));
     }
-    drop(get_tier);
-    suite.run(&args, trials)
+    Ok(trials)
 }

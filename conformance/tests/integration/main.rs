@@ -1,0 +1,31 @@
+//! The conformance crate's integration tests, one module per subject, in one test binary: each
+//! test binary links aws-sdk-s3, sqlx, s3s and turmoil again, about 9 s of build CPU apiece on
+//! this project's 2-core machines, so the files are modules here rather than binaries of their
+//! own (`cargo test --test integration <module>::` runs one file's tests). The suites whose
+//! every scenario, mutant and saved failure is its own named test are in `tests/suites/`.
+
+mod container_runs;
+mod exploration;
+mod interrupted_runs;
+mod malformed_scenarios;
+mod parser_fuzz;
+mod process_explore;
+mod process_gate;
+mod process_misbehaving;
+mod process_names;
+mod process_protocol_schema;
+mod process_python;
+mod process_reference;
+mod process_rows;
+mod process_scoped;
+mod real_tier_cleanup;
+mod real_tier_driver;
+mod real_tier_scoped;
+mod real_tier_scoped_model;
+mod rows_exploration;
+mod rows_world;
+mod run_in_process;
+mod scoped_uuid_ids;
+mod scoped_world;
+mod strict_harness;
+mod world;

@@ -1,0 +1,69 @@
+//! What the suites set up once for all of them: one runtime, and one PostgreSQL for the run,
+//! started only when a test first needs it and stopped before the binary exits
+//! (libtest-mimic's exit skips destructors).
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use libtest_mimic::Failed;
+use tidemark_conformance::profiles::scoped::script::{self, Script};
+use tidemark_sim::real_tier::PgProvider;
+
+pub struct Shared {
+    pub rt: Arc<tokio::runtime::Runtime>,
+    pg: Arc<OnceLock<Result<Arc<PgProvider>, String>>>,
+}
+
+impl Shared {
+    pub fn new() -> Shared {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        Shared {
+            rt: Arc::new(rt),
+            pg: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The run's PostgreSQL, for a trial to call: each test makes its own databases on it (and
+    /// each scoped scenario its own S3 server), so one test's faults never reach another.
+    pub fn postgres(
+        &self,
+    ) -> impl Fn() -> Result<Arc<PgProvider>, Failed> + Clone + Send + 'static {
+        let (rt, pg) = (self.rt.clone(), self.pg.clone());
+        move || {
+            pg.get_or_init(|| {
+                rt.block_on(PgProvider::from_environment())
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(Failed::from)
+        }
+    }
+}
+
+/// The repository's root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The scoped scenarios, or why they do not load (file and line).
+pub fn scoped_scripts() -> Result<Vec<Script>, String> {
+    script::load_dir(&root().join("scenarios/scoped"))
+        .map_err(|e| format!("the scoped scenarios do not load: {e}"))
+}
+
+/// The rows scenarios, their rule citations checked against SPEC.md, or why they do not load.
+pub fn rows_scripts() -> Result<Vec<tidemark_conformance::profiles::rows::script::Script>, String> {
+    let spec = std::fs::read_to_string(root().join("SPEC.md"))
+        .map_err(|e| format!("cannot read SPEC.md: {e}"))?;
+    tidemark_conformance::profiles::rows::load_with(
+        &root().join("scenarios/rows"),
+        &[],
+        &tidemark_sim::spec_rules::rule_ids(&spec),
+    )
+    .map_err(|e| format!("the rows scenarios do not load: {e}"))
+}
