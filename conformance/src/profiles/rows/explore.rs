@@ -10,7 +10,6 @@
 //! `--check-determinism` and `--differential` (each seed on both tiers, read as counts) are the
 //! engine's.
 
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -21,8 +20,9 @@ use super::explore_ops::{generate, ExploreOp, DEFAULT_STEPS};
 use super::explore_run::{run_ops_at, Databases, Divergence, RunError, RunOk, Tier};
 use super::explore_state::Detail;
 use super::fixture::{self, mutant_arg, new_fixture};
-use crate::explore::engine::{self, Explorer, Failed, Failure, Outcome, Seeds};
+use crate::explore::engine::{self, Explorer, Failure, Outcome, Seeds};
 use crate::explore::shrink::{Beside, OpsTree};
+use crate::explore::text::{tier_option, DivergenceText, TextStyle};
 use crate::explore::Shard;
 
 /// What `tidemark explore --profile rows` was asked for.
@@ -44,19 +44,6 @@ pub struct RowsExploreArgs {
     /// Run each seed on both tiers (the state read as counts on both) and compare trace hashes.
     pub differential: bool,
     pub jobs: std::num::NonZeroUsize,
-}
-
-/// The command that runs one seed again on the tier it ran on (`postgres`, the default, is
-/// left out).
-pub fn replay_command(seed: u64, mutant: Option<RowsMutant>, tier: &str) -> String {
-    let mut s = format!("tidemark explore --profile rows --first-seed {seed} --seeds 1");
-    if let Some(m) = mutant {
-        s.push_str(&format!(" --mutant {}", m.id()));
-    }
-    if tier != "postgres" {
-        s.push_str(&format!(" --tier {tier}"));
-    }
-    s
 }
 
 /// A seed's workload: the batch size its reaps use, and its operations.
@@ -172,17 +159,30 @@ impl Explorer for RowsExplorer<'_> {
         self.tier.name().into()
     }
 
-    fn replay_command(&self, seed: u64, mutant: Option<RowsMutant>) -> String {
-        replay_command(seed, mutant, self.tier.name())
+    const TEXT: TextStyle = TextStyle {
+        profile_in_heading: true,
+        ..TextStyle::NUMBERED
+    };
+
+    fn setting_options(&self) -> String {
+        tier_option(self.tier.name())
     }
 
-    fn describe(
-        &self,
-        failure: &RowsFailure,
-        mutant: Option<RowsMutant>,
-        saved: Option<&Path>,
-    ) -> String {
-        describe(failure, mutant, saved, self.tier.name())
+    fn heading_detail(&self, (batch, _): &RowsWorkload) -> String {
+        format!(" (reaps in batches of {batch})")
+    }
+
+    fn op_lines(&self, (_, ops): &RowsWorkload) -> Vec<String> {
+        ops.iter().map(ToString::to_string).collect()
+    }
+
+    fn divergence_text<'d>(&self, d: &'d Divergence) -> DivergenceText<'d> {
+        DivergenceText {
+            trace: d.trace.lines(),
+            at: format!("operation {} ({})", d.step, d.op),
+            expected: &d.expected,
+            actual: &d.actual,
+        }
     }
 
     fn save(
@@ -226,59 +226,6 @@ pub async fn run_seed_at(
     let (batch, ops) = generate(seed, DEFAULT_STEPS);
     let r = run_ops_at(tier, detail, batch, &ops, mutant).await;
     (batch, ops, r)
-}
-
-/// A failure the way a person needs it: seed, shrunk operations, the trace tail, expected
-/// beside actual, and the command that replays it.
-pub fn describe(
-    f: &RowsFailure,
-    mutant: Option<RowsMutant>,
-    saved: Option<&Path>,
-    tier: &str,
-) -> String {
-    let mut s = String::new();
-    let (batch, ops) = &f.workload;
-    let against = mutant
-        .map(|m| format!("mutant {}", m.id()))
-        .unwrap_or_else(|| "reference".into());
-    let _ = writeln!(
-        s,
-        "FAIL  seed {} against the rows {against} (reaps in batches of {batch})",
-        f.seed
-    );
-    match &f.error {
-        Failed::Diverged(d) => {
-            let _ = writeln!(
-                s,
-                "  operations ({} of the seed's {}, shrunk):",
-                ops.len(),
-                f.original_len
-            );
-            for (i, op) in ops.iter().enumerate() {
-                let _ = writeln!(s, "    {i:>3}  {op}");
-            }
-            let _ = writeln!(s, "  trace tail:");
-            for line in d.trace.tail(12) {
-                let _ = writeln!(s, "    {line}");
-            }
-            let _ = writeln!(s, "  diverged at operation {} ({}):", d.step, d.op);
-            let _ = writeln!(s, "    expected {}", d.expected);
-            let _ = writeln!(s, "    actual   {}", d.actual);
-        }
-        Failed::Setup(e) => {
-            let _ = writeln!(s, "  could not set up: {e}");
-        }
-    }
-    match saved {
-        Some(p) => {
-            let _ = writeln!(s, "  saved:  {}", p.display());
-            let _ = writeln!(s, "  replay: tidemark replay {}", p.display());
-        }
-        None => {
-            let _ = writeln!(s, "  replay: {}", replay_command(f.seed, mutant, tier));
-        }
-    }
-    s
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {

@@ -7,12 +7,12 @@
 //! `shrink.rs`, over the seed's fixed operations), printed with its trace, and saved under
 //! `fixtures/explore/scoped/`, where `cargo test` replays it for ever.
 
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use super::fixture::{self, divergence_hash, ScopedFixture};
-use crate::explore::engine::{self, Explorer, Failed, Failure, Outcome, Seeds};
+use crate::explore::engine::{self, Explorer, Failure, Outcome, Seeds};
 use crate::explore::shrink::OpsTree;
+use crate::explore::text::{tier_option, DivergenceText};
 use crate::explore::Shard;
 use crate::profiles::scoped::model::Tier;
 use crate::profiles::scoped::model::{
@@ -56,19 +56,6 @@ pub fn mutant_arg(id: Option<&str>) -> Result<Option<ScopedMutant>, String> {
             )
         }),
     }
-}
-
-/// The exact command that replays one seed on the tier it ran on (`postgres` is the default
-/// and is left out).
-pub fn replay_command(seed: u64, mutant: Option<ScopedMutant>, tier: &str) -> String {
-    let mut s = format!("tidemark explore --profile scoped --first-seed {seed} --seeds 1");
-    if let Some(m) = mutant {
-        s.push_str(&format!(" --mutant {}", m.id()));
-    }
-    if tier != "postgres" {
-        s.push_str(&format!(" --tier {tier}"));
-    }
-    s
 }
 
 /// A scoped failure as the engine reports it: the operations (shrunk when it diverged).
@@ -164,17 +151,21 @@ impl Explorer for ScopedExplorer<'_> {
         self.tier.name().into()
     }
 
-    fn replay_command(&self, seed: u64, mutant: Option<ScopedMutant>) -> String {
-        replay_command(seed, mutant, self.tier.name())
+    fn setting_options(&self) -> String {
+        tier_option(self.tier.name())
     }
 
-    fn describe(
-        &self,
-        failure: &ScopedFailure,
-        mutant: Option<ScopedMutant>,
-        saved: Option<&Path>,
-    ) -> String {
-        describe(failure, mutant, saved, self.tier.name())
+    fn op_lines(&self, ops: &Vec<ModelOp>) -> Vec<String> {
+        ops.iter().map(ToString::to_string).collect()
+    }
+
+    fn divergence_text<'d>(&self, d: &'d Divergence) -> DivergenceText<'d> {
+        DivergenceText {
+            trace: &d.ops,
+            at: format!("operation {}, the last one", d.step),
+            expected: &d.expected,
+            actual: &d.actual,
+        }
     }
 
     fn save(
@@ -222,55 +213,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "the generator never puts a lifecycle configuration on the bucket",
     ),
 ];
-
-/// A failure the way a person needs it: seed, shrunk operations, the trace tail, expected
-/// beside actual, and the commands that replay it.
-pub fn describe(
-    f: &ScopedFailure,
-    mutant: Option<ScopedMutant>,
-    saved: Option<&Path>,
-    tier: &str,
-) -> String {
-    let mut s = String::new();
-    let against = mutant
-        .map(|m| format!("mutant {}", m.id()))
-        .unwrap_or_else(|| "reference".into());
-    let _ = writeln!(s, "FAIL  seed {} against the {against}", f.seed);
-    match &f.error {
-        Failed::Diverged(d) => {
-            let _ = writeln!(
-                s,
-                "  operations ({} of the seed's {}, shrunk):",
-                f.workload.len(),
-                f.original_len
-            );
-            for (i, op) in f.workload.iter().enumerate() {
-                let _ = writeln!(s, "    {i:>3}  {op}");
-            }
-            let tail = d.ops.len().saturating_sub(12);
-            let _ = writeln!(s, "  trace tail:");
-            for line in &d.ops[tail..] {
-                let _ = writeln!(s, "    {line}");
-            }
-            let _ = writeln!(s, "  diverged at operation {}, the last one:", d.step);
-            let _ = writeln!(s, "    expected {}", d.expected);
-            let _ = writeln!(s, "    actual   {}", d.actual);
-        }
-        Failed::Setup(e) => {
-            let _ = writeln!(s, "  could not set up: {e}");
-        }
-    }
-    match saved {
-        Some(p) => {
-            let _ = writeln!(s, "  saved:  {}", p.display());
-            let _ = writeln!(s, "  replay: tidemark replay {}", p.display());
-        }
-        None => {
-            let _ = writeln!(s, "  replay: {}", replay_command(f.seed, mutant, tier));
-        }
-    }
-    s
-}
 
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's
 /// loop, print, and say whether everything passed.

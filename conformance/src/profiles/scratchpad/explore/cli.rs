@@ -1,8 +1,8 @@
-//! `tidemark explore|replay --profile scratchpad`: the options, a failure's text, and replay;
+//! `tidemark explore|replay --profile scratchpad`: the options and replay;
 //! the loop, the hunt and the determinism check are the engine's (`crate::explore::engine`).
 
 use super::fixture::{self, Fixture};
-use super::{run_seed, Found, ScratchpadExplorer};
+use super::{run_seed, ScratchpadExplorer};
 use crate::explore::cli::ReplayOutcome;
 use crate::explore::engine::{self, Seeds};
 use crate::explore::Shard;
@@ -36,56 +36,6 @@ fn mutant_arg(id: &Option<String>) -> Result<Option<ScratchpadMutant>, String> {
             )
         }),
     }
-}
-
-/// Prints a found failure the way a person needs it: seed, shrunk operations, trace tail, and
-/// the exact command that replays it.
-pub fn describe(found: &Found, mutant: Option<ScratchpadMutant>, saved: Option<&Path>) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let against = mutant
-        .map(|m| format!("mutant {}", m.id()))
-        .unwrap_or_else(|| "reference".into());
-    let _ = writeln!(
-        s,
-        "FAIL  seed {} against the {against}{}",
-        found.seed,
-        if found.unmounted {
-            " (unmounted root)"
-        } else {
-            ""
-        }
-    );
-    if let Some(d) = &found.run.divergence {
-        let _ = writeln!(s, "  diverged at: {}", d.op);
-        let _ = writeln!(s, "  expected:    {}", d.expected);
-        let _ = writeln!(s, "  actual:      {}", d.actual);
-    }
-    let _ = writeln!(
-        s,
-        "  shrunk from {} to {} operations:",
-        found.original_len,
-        found.ops.len()
-    );
-    for op in &found.ops {
-        let _ = writeln!(s, "    {op}");
-    }
-    let _ = writeln!(s, "  trace tail:");
-    for l in found.run.trace.tail(10) {
-        let _ = writeln!(s, "    {l}");
-    }
-    match saved {
-        Some(p) => {
-            let _ = writeln!(s, "  replay: tidemark replay {}", p.display());
-        }
-        None => {
-            let m = mutant
-                .map(|m| format!(" --mutant {}", m.id()))
-                .unwrap_or_default();
-            let _ = writeln!(s, "  replay: tidemark replay --seed {}{m}", found.seed);
-        }
-    }
-    s
 }
 
 pub fn explore(args: &ExploreArgs) -> Result<bool, String> {
