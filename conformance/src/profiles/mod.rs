@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 
 use crate::explore::cli::ReplayOutcome;
+use crate::explore::engine::{self, Explorer, Seeds};
 use crate::explore::Shard;
 use crate::process::ProcessFactory;
 use crate::report::CaseReport;
@@ -120,6 +121,44 @@ pub struct ExploreRequest {
     pub tier: Option<String>,
     pub differential: bool,
     pub jobs: NonZeroUsize,
+}
+
+impl ExploreRequest {
+    /// The seeds asked for, as the engine runs them.
+    pub fn seeds(&self) -> Seeds {
+        Seeds {
+            first_seed: self.first_seed,
+            seeds: self.seeds,
+            shard: self.shard,
+            jobs: self.jobs.get(),
+        }
+    }
+
+    /// `--hunt`, `--check-determinism`, or the exploration itself on `explorer`, its failures
+    /// saved where `--save-dir`/`--no-save` say (`default_dir`: the profile's folder).
+    pub async fn run_on<E: Explorer + ?Sized>(
+        &self,
+        explorer: &E,
+        mutant: Option<E::Mutant>,
+        default_dir: impl FnOnce() -> PathBuf,
+    ) -> Result<bool, String> {
+        let seeds = self.seeds();
+        if self.hunt {
+            return engine::hunt_command(explorer, &seeds, mutant, self.hunt_trials).await;
+        }
+        if self.check_determinism {
+            return engine::compare(explorer, explorer, &seeds, mutant).await;
+        }
+        let save_dir = self.save.dir(default_dir);
+        engine::explore(
+            explorer,
+            &seeds,
+            mutant,
+            self.max_shrink_iters,
+            save_dir.as_deref(),
+        )
+        .await
+    }
 }
 
 /// `tidemark world`'s options.

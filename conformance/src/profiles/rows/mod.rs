@@ -287,20 +287,7 @@ impl super::Profile for RowsProfile {
                     .into(),
             );
         }
-        explore::command(&explore::RowsExploreArgs {
-            seeds: request.seeds,
-            first_seed: request.first_seed,
-            shard: request.shard,
-            mutant: request.mutant.clone(),
-            hunt: request.hunt,
-            hunt_trials: request.hunt_trials,
-            check_determinism: request.check_determinism,
-            save_dir: request.save.dir(fixture::default_dir),
-            max_shrink_iters: request.max_shrink_iters,
-            tier: request.tier.clone().unwrap_or_else(|| "postgres".into()),
-            differential: request.differential,
-            jobs: request.jobs,
-        })
+        explore::command(request)
     }
 
     fn owns_fixture(&self, path: &Path) -> bool {

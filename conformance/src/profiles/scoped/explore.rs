@@ -10,40 +10,16 @@
 use std::path::{Path, PathBuf};
 
 use super::fixture::{self, divergence_hash, ScopedFixture};
-use crate::explore::engine::{self, Explorer, Failure, Outcome, Seeds};
+use crate::explore::engine::{self, Explorer, Failure, Outcome};
 use crate::explore::shrink::OpsTree;
 use crate::explore::text::{tier_option, DivergenceText};
-use crate::explore::Shard;
 use crate::profiles::scoped::model::Tier;
 use crate::profiles::scoped::model::{
     generate, run_ops, Divergence, ModelOp, SequenceError, SequenceRun, DEFAULT_STEPS,
 };
+use crate::profiles::ExploreRequest;
 use proptest::strategy::ValueTree;
 use tidemark_reference::scoped::ScopedMutant;
-
-/// What `tidemark explore --profile scoped` was asked for.
-#[derive(Clone, Debug)]
-pub struct ScopedExploreArgs {
-    pub seeds: u64,
-    pub first_seed: u64,
-    pub shard: Shard,
-    pub mutant: Option<String>,
-    pub hunt: bool,
-    /// Searches per mutant when hunting; `None`: one.
-    pub hunt_trials: Option<u64>,
-    /// Run each seed twice and compare trace hashes.
-    pub check_determinism: bool,
-    /// Where failures are saved; `None`: not saved.
-    pub save_dir: Option<PathBuf>,
-    /// Candidate runs the shrinker may spend on one failure.
-    pub max_shrink_iters: u32,
-    /// `postgres` (the real tier) or `memory` (the in-memory metadata store).
-    pub tier: String,
-    /// Run each seed on both tiers and compare trace hashes.
-    pub differential: bool,
-    /// Seeds in flight at once.
-    pub jobs: std::num::NonZeroUsize,
-}
 
 /// The mutant an id names, or an error listing every scoped id.
 pub fn mutant_arg(id: Option<&str>) -> Result<Option<ScopedMutant>, String> {
@@ -215,21 +191,17 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
 ];
 
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's
-/// loop, print, and say whether everything passed.
-pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
-    let mutant = mutant_arg(args.mutant.as_deref())?;
+/// loop, print, and say whether everything passed. The tier is `postgres` unless `memory` is
+/// asked.
+pub fn command(request: &ExploreRequest) -> Result<bool, String> {
+    let mutant = mutant_arg(request.mutant.as_deref())?;
+    let memory = request.tier.as_deref() == Some("memory");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("a tokio runtime: {e}"))?;
-    let seeds = Seeds {
-        first_seed: args.first_seed,
-        seeds: args.seeds,
-        shard: args.shard,
-        jobs: args.jobs.get(),
-    };
     rt.block_on(async {
-        let pg = if args.tier == "memory" && !args.differential {
+        let pg = if memory && !request.differential {
             println!(
                 "scoped explore: metadata in memory (the simulation tier), S3 in memory over HTTP"
             );
@@ -240,11 +212,10 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
             Some(pg)
         };
         let tier = match &pg {
-            Some(pg) if args.tier != "memory" => Tier::Postgres(pg),
+            Some(pg) if !memory => Tier::Postgres(pg),
             _ => Tier::Memory,
         };
-        let explorer = ScopedExplorer { tier };
-        if args.differential {
+        if request.differential {
             let pg = pg
                 .as_deref()
                 .expect("the differential check has PostgreSQL");
@@ -252,22 +223,11 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
             let postgres = ScopedExplorer {
                 tier: Tier::Postgres(pg),
             };
-            return engine::compare(&memory, &postgres, &seeds, mutant).await;
+            return engine::compare(&memory, &postgres, &request.seeds(), mutant).await;
         }
-        if args.hunt {
-            return engine::hunt_command(&explorer, &seeds, mutant, args.hunt_trials).await;
-        }
-        if args.check_determinism {
-            return engine::compare(&explorer, &explorer, &seeds, mutant).await;
-        }
-        engine::explore(
-            &explorer,
-            &seeds,
-            mutant,
-            args.max_shrink_iters,
-            args.save_dir.as_deref(),
-        )
-        .await
+        request
+            .run_on(&ScopedExplorer { tier }, mutant, fixture::default_dir)
+            .await
     })
 }
 
@@ -307,6 +267,8 @@ pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explore::engine::Seeds;
+    use crate::explore::Shard;
 
     /// Needs PostgreSQL like every real-tier test (DATABASE_URL or an ephemeral cluster).
     #[test]

@@ -258,20 +258,7 @@ impl super::Profile for ScopedProfile {
                     .into(),
             );
         }
-        explore::command(&explore::ScopedExploreArgs {
-            seeds: request.seeds,
-            first_seed: request.first_seed,
-            shard: request.shard,
-            mutant: request.mutant.clone(),
-            hunt: request.hunt,
-            hunt_trials: request.hunt_trials,
-            check_determinism: request.check_determinism,
-            save_dir: request.save.dir(fixture::default_dir),
-            max_shrink_iters: request.max_shrink_iters,
-            tier: request.tier.clone().unwrap_or_else(|| "postgres".into()),
-            differential: request.differential,
-            jobs: request.jobs,
-        })
+        explore::command(request)
     }
 
     fn owns_fixture(&self, path: &Path) -> bool {
