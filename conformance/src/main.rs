@@ -420,6 +420,7 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
                 .map_err(|e| e.to_string())?;
             let options = process::ProcessOptions {
                 reply_timeout: std::time::Duration::from_millis(gate_args.timeout_ms),
+                claims_check: profiles::check_claims,
             };
             match process::ProcessFactory::probe(command.clone(), options).await {
                 Ok(factory) => Some(factory),

@@ -17,6 +17,7 @@ use crate::explore::cli::ReplayOutcome;
 use crate::explore::engine::{self, Explorer, Seeds};
 use crate::explore::Shard;
 use crate::process::ProcessFactory;
+use crate::protocol::InitOk;
 use crate::report::CaseReport;
 use crate::scenario::header::HeaderVocabulary;
 
@@ -214,6 +215,18 @@ pub trait Profile: Sync {
 
     /// The turmoil world: the reference as a host, concurrent guests, faults from the seed.
     fn world(&self, request: &WorldRequest) -> Result<bool, String>;
+
+    /// Reads what this profile's part of the protocol adds to a program's `init_ok` (declared
+    /// queries), as it will be read: an error says what is malformed.
+    fn check_claims(&self, _claims: &InitOk) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Every profile's [`Profile::check_claims`], in registry order: a program's `init_ok` whose
+/// part for some profile is malformed is refused whichever profile it is run for.
+pub fn check_claims(claims: &InitOk) -> Result<(), String> {
+    PROFILES.iter().try_for_each(|p| p.check_claims(claims))
 }
 
 /// Checks `--tier` against a profile's tiers: `Ok` when none was given or the profile has it.

@@ -309,4 +309,8 @@ impl super::Profile for RowsProfile {
     fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
         world::WORLD.command(request)
     }
+
+    fn check_claims(&self, claims: &crate::protocol::InitOk) -> Result<(), String> {
+        queries::RowsQueries::declared(claims).map(|_| ())
+    }
 }

@@ -282,4 +282,8 @@ impl super::Profile for ScopedProfile {
     fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
         world::WORLD.command(request)
     }
+
+    fn check_claims(&self, claims: &crate::protocol::InitOk) -> Result<(), String> {
+        ledger::LedgerQueries::declared(claims).map(|_| ())
+    }
 }

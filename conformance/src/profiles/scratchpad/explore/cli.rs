@@ -44,7 +44,13 @@ pub fn explore(request: &ExploreRequest) -> Result<bool, String> {
             use crate::process::{launch_dir, AdapterCommand, ProcessFactory, ProcessOptions};
             let command = AdapterCommand::parse(cmd, &launch_dir()).map_err(|e| e.to_string())?;
             program = rt
-                .block_on(ProcessFactory::probe(command, ProcessOptions::default()))
+                .block_on(ProcessFactory::probe(
+                    command,
+                    ProcessOptions {
+                        claims_check: crate::profiles::check_claims,
+                        ..ProcessOptions::default()
+                    },
+                ))
                 .map_err(|e| e.to_string())?;
             &program
         }
