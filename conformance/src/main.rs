@@ -287,18 +287,22 @@ fn main() -> ExitCode {
             rows,
             jobs,
         } => {
-            print!("{}", tidemark_conformance::bench::run(*seeds));
-            let figures = tidemark_conformance::bench::scoped(*scoped_seeds, *jobs).and_then(|s| {
-                print!("{s}");
-                match *rows {
-                    0 => Ok(true),
-                    n => tidemark_conformance::bench::rows(n).map(|r| {
-                        print!("{r}");
-                        true
-                    }),
-                }
-            });
-            Some(figures)
+            let request = profiles::BenchRequest {
+                seeds: *seeds,
+                scoped_seeds: *scoped_seeds,
+                rows: *rows,
+                jobs: *jobs,
+            };
+            // Each profile's figures as soon as they are measured; the first error ends the run.
+            Some(
+                profiles::PROFILES
+                    .iter()
+                    .try_for_each(|p| {
+                        print!("{}", p.bench(&request)?);
+                        Ok(())
+                    })
+                    .map(|()| true),
+            )
         }
         _ => None,
     };

@@ -162,6 +162,18 @@ impl ExploreRequest {
     }
 }
 
+/// `tidemark bench`'s options; each profile measures with those it takes.
+#[derive(Clone, Debug)]
+pub struct BenchRequest {
+    /// Seeds for the scratchpad's exploration throughput.
+    pub seeds: u64,
+    /// Seeds for the scoped figures (the same seeds on both tiers).
+    pub scoped_seeds: u64,
+    /// Streamed events for the rows reap figure; 0 skips it.
+    pub rows: i64,
+    pub jobs: NonZeroUsize,
+}
+
 /// `tidemark world`'s options.
 #[derive(Clone, Debug)]
 pub struct WorldRequest {
@@ -215,6 +227,12 @@ pub trait Profile: Sync {
 
     /// The turmoil world: the reference as a host, concurrent guests, faults from the seed.
     fn world(&self, request: &WorldRequest) -> Result<bool, String>;
+
+    /// `tidemark bench`'s figures for this profile, measured on this machine; empty when it has
+    /// none.
+    fn bench(&self, _request: &BenchRequest) -> Result<String, String> {
+        Ok(String::new())
+    }
 
     /// Reads what this profile's part of the protocol adds to a program's `init_ok` (declared
     /// queries), as it will be read: an error says what is malformed.

@@ -21,6 +21,7 @@
 //! This module is the command line's entry point: one PostgreSQL for a run (or none in
 //! memory), the suite and the mutant catalogue, exploration, replay and the world.
 
+pub mod bench;
 pub mod contract;
 pub mod explore;
 pub mod explore_ops;
@@ -308,6 +309,13 @@ impl super::Profile for RowsProfile {
 
     fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
         world::WORLD.command(request)
+    }
+
+    fn bench(&self, request: &super::BenchRequest) -> Result<String, String> {
+        match request.rows {
+            0 => Ok(String::new()),
+            n => bench::rows(n),
+        }
     }
 
     fn check_claims(&self, claims: &crate::protocol::InitOk) -> Result<(), String> {

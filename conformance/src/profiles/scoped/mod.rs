@@ -19,6 +19,7 @@
 //! scenario gets its own database and its own S3 server, so its faults stay its own), the
 //! suite and the mutant catalogue.
 
+pub mod bench;
 pub mod driver;
 pub mod explore;
 pub mod fixture;
@@ -281,6 +282,10 @@ impl super::Profile for ScopedProfile {
 
     fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
         world::WORLD.command(request)
+    }
+
+    fn bench(&self, request: &super::BenchRequest) -> Result<String, String> {
+        bench::scoped(request.scoped_seeds, request.jobs)
     }
 
     fn check_claims(&self, claims: &crate::protocol::InitOk) -> Result<(), String> {

@@ -1,6 +1,7 @@
 //! The reference scratchpad, driven in-process. Time reaches it through a clock the driver sets
 //! from each request's timestamp, exactly as an out-of-process implementation receives it.
 
+pub mod bench;
 pub mod contract;
 pub mod driver;
 pub mod explore;
@@ -292,5 +293,9 @@ impl super::Profile for ScratchpadProfile {
 
     fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
         world::WORLD.command(request)
+    }
+
+    fn bench(&self, request: &super::BenchRequest) -> Result<String, String> {
+        Ok(bench::run(request.seeds))
     }
 }
