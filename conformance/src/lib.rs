@@ -4,7 +4,6 @@
 //! vocabulary, runner, model, exploration, mutants and world). The `tidemark` binary
 //! (src/main.rs) is a thin command line over this library.
 
-pub mod bench;
 pub mod declared_sql;
 pub mod driver;
 pub mod explore;

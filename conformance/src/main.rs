@@ -287,18 +287,22 @@ fn main() -> ExitCode {
             rows,
             jobs,
         } => {
-            print!("{}", tidemark_conformance::bench::run(*seeds));
-            let figures = tidemark_conformance::bench::scoped(*scoped_seeds, *jobs).and_then(|s| {
-                print!("{s}");
-                match *rows {
-                    0 => Ok(true),
-                    n => tidemark_conformance::bench::rows(n).map(|r| {
-                        print!("{r}");
-                        true
-                    }),
-                }
-            });
-            Some(figures)
+            let request = profiles::BenchRequest {
+                seeds: *seeds,
+                scoped_seeds: *scoped_seeds,
+                rows: *rows,
+                jobs: *jobs,
+            };
+            // Each profile's figures as soon as they are measured; the first error ends the run.
+            Some(
+                profiles::PROFILES
+                    .iter()
+                    .try_for_each(|p| {
+                        print!("{}", p.bench(&request)?);
+                        Ok(())
+                    })
+                    .map(|()| true),
+            )
         }
         _ => None,
     };
@@ -420,6 +424,7 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
                 .map_err(|e| e.to_string())?;
             let options = process::ProcessOptions {
                 reply_timeout: std::time::Duration::from_millis(gate_args.timeout_ms),
+                claims_check: profiles::check_claims,
             };
             match process::ProcessFactory::probe(command.clone(), options).await {
                 Ok(factory) => Some(factory),

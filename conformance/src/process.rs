@@ -73,7 +73,13 @@ pub const MIN_STARTUP_TIMEOUT_MS: u64 = 30_000;
 pub struct ProcessOptions {
     /// Bounds every wait for an answer to a request (the `--timeout-ms` knob).
     pub reply_timeout: Duration,
+    /// Reads the profiles' parts of an `init_ok` (`profiles::check_claims`): one that is
+    /// malformed makes the line no protocol message, as a malformed envelope does.
+    pub claims_check: ClaimsCheck,
 }
+
+/// Checks what the profiles declare in an `init_ok`; the error says what is malformed.
+pub type ClaimsCheck = fn(&InitOk) -> Result<(), String>;
 
 impl ProcessOptions {
     /// Bounds the wait from spawning the program to its init_ok.
@@ -87,6 +93,7 @@ impl Default for ProcessOptions {
     fn default() -> Self {
         ProcessOptions {
             reply_timeout: Duration::from_millis(DEFAULT_REPLY_TIMEOUT_MS),
+            claims_check: |_| Ok(()),
         }
     }
 }
@@ -366,6 +373,7 @@ struct Adapter {
     stderr: StderrTail,
     reply_timeout: Duration,
     startup_timeout: Duration,
+    claims_check: ClaimsCheck,
     /// Set once the process has been waited for, so it is never signalled after its pid may
     /// have been reused.
     reaped: bool,
@@ -431,6 +439,7 @@ impl Adapter {
             stderr: StderrTail::capture(stderr),
             reply_timeout: options.reply_timeout,
             startup_timeout: options.startup_timeout(),
+            claims_check: options.claims_check,
             reaped: false,
             run_env,
         })
@@ -597,7 +606,13 @@ impl Adapter {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let message: FromImplementation<O> = match serde_json::from_slice(&line) {
+            let parsed = serde_json::from_slice(&line)
+                .map_err(|e| e.to_string())
+                .and_then(|m: FromImplementation<O>| match &m {
+                    FromImplementation::InitOk(ok) => (self.claims_check)(ok).map(|()| m),
+                    _ => Ok(m),
+                });
+            let message = match parsed {
                 Ok(m) => m,
                 Err(e) => {
                     return Err(self

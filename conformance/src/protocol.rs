@@ -8,8 +8,7 @@
 //! `profiles/scratchpad/contract.rs`, the scoped profile's `ScopedOp` and `ScopedOutcome`), so a
 //! scenario means the same thing in every language.
 
-pub use crate::profiles::rows::queries::RowsQueries;
-pub use crate::profiles::scoped::ledger::LedgerQueries;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -121,15 +120,22 @@ pub struct InitOk {
     /// Optional behaviours beyond a profile's required rules.
     #[serde(default)]
     pub capabilities: Vec<String>,
-    /// Scoped profile: the read-only queries the harness reads the deletion ledger with, when
-    /// the implementation keeps it in tables of its own naming (SC-6.6). Absent: SC-6.6's tables.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ledger: Option<LedgerQueries>,
-    /// Rows profile: the read-only queries the harness counts what remains with, when the
-    /// implementation keeps its rows in tables of its own naming (SR-1.4). Absent: the
-    /// reference's `tidemark_rows` schema.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rows: Option<RowsQueries>,
+    /// Every other field, by name: what a profile's part of the protocol adds (the scoped
+    /// profile's `ledger` queries, the rows profile's `rows`), read by that profile with
+    /// [`InitOk::declared`]; a field no profile reads is kept but unused.
+    #[serde(flatten)]
+    pub declared: BTreeMap<String, serde_json::Value>,
+}
+
+impl InitOk {
+    /// The field `name` a profile declares, read as `T`: `None` when absent or null, an error
+    /// (serde's words) when malformed.
+    pub fn declared<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, String> {
+        match self.declared.get(name) {
+            None => Ok(None),
+            Some(v) => serde_json::from_value::<Option<T>>(v.clone()).map_err(|e| e.to_string()),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -150,8 +150,7 @@ async fn serve(mutants: Mutants) -> Result<(), String> {
                             capabilities: CAPABILITIES.iter().map(|c| c.to_string()).collect(),
                             // SC-6.6's own tables and the rows reference's own schema: the
                             // defaults need no declaration.
-                            ledger: None,
-                            rows: None,
+                            declared: Default::default(),
                         })
                     }
                     Err(message) => FromImplementation::Error(ErrorReply {

@@ -1,11 +1,12 @@
 //! The one exploration loop, for every profile. A profile implements [`Explorer`]: what a seed
 //! generates (as a proptest value tree, so shrinking is the engine's), how one sequence runs
-//! against its reference or a mutant beside its model, its mutants, and how a failure is
-//! described and saved. Everything else is here, once: the seed loop (shards, `--jobs` where the
-//! profile allows it, the progress bar), shrinking, saving, the determinism and differential
-//! checks (two runs of each seed, traces compared), the hunt (per mutant, seeds to the first
-//! divergence over several searches, the median; out-of-reach mutants listed with their reason),
-//! and the summary lines every profile prints.
+//! against its reference or a mutant beside its model, its mutants, the pieces of a failure's
+//! text (laid out in `text.rs`) and how a failure is saved. Everything else is here, once: the
+//! seed loop (shards, `--jobs` where the profile allows it, the progress bar), shrinking,
+//! saving, the determinism and differential checks (two runs of each seed, traces compared), the
+//! hunt (per mutant, seeds to the first divergence over several searches, the median;
+//! out-of-reach mutants listed with their reason), and the summary lines every profile prints.
+//! Its tests, on a profile in miniature, are in `engine_tests.rs`.
 //!
 //! The runs are async (the scoped profile's wait on PostgreSQL); a profile whose runs are
 //! synchronous implements [`Explorer::run`] without awaiting and caps [`Explorer::jobs`] at one.
@@ -19,6 +20,7 @@ use futures::StreamExt;
 use proptest::strategy::ValueTree;
 
 use super::cli::progress;
+use super::text::{self, DivergenceText, FailureText, TextStyle};
 use super::Shard;
 
 /// What one run of a sequence showed.
@@ -119,8 +121,59 @@ pub trait Explorer {
     /// determinism and differential lines.
     fn setting(&self) -> String;
 
+    /// How this profile's failures read and its seeds replay.
+    const TEXT: TextStyle = TextStyle::NUMBERED;
+
+    /// The program explored (`--impl`), if not the reference: named in a failure's heading
+    /// and run by its replay command.
+    fn program(&self) -> Option<&str> {
+        None
+    }
+
+    /// The replay command's options after the seed and mutant that select this setting, each
+    /// with its leading space (` --tier memory`); empty for the defaults.
+    fn setting_options(&self) -> String {
+        String::new()
+    }
+
+    /// What a failure's heading adds after who ran (` (reaps in batches of 3)`).
+    fn heading_detail(&self, _workload: &Self::Workload) -> String {
+        String::new()
+    }
+
+    /// The workload's operations, one line each, as a failure lists them.
+    fn op_lines(&self, workload: &Self::Workload) -> Vec<String>;
+
+    /// A divergence's trace, where it diverged, expected and actual.
+    fn divergence_text<'d>(&self, divergence: &'d Self::Divergence) -> DivergenceText<'d>;
+
     /// The command that runs one seed again here.
-    fn replay_command(&self, seed: u64, mutant: Option<Self::Mutant>) -> String;
+    fn replay_command(&self, seed: u64, mutant: Option<Self::Mutant>) -> String {
+        text::replay_command(
+            Self::TEXT.rerun,
+            self.profile(),
+            self.program(),
+            seed,
+            mutant.map(|m| self.mutant_id(m)),
+            &self.setting_options(),
+        )
+    }
+
+    /// Who ran, as a failure's heading says it: `the reference`, `the mutant x` (`the rows
+    /// mutant x` where the style names the profile), or the program's command.
+    fn against(&self, mutant: Option<Self::Mutant>) -> String {
+        if let Some(cmd) = self.program() {
+            return cmd.to_string();
+        }
+        let who = mutant
+            .map(|m| format!("mutant {}", self.mutant_id(m)))
+            .unwrap_or_else(|| "reference".into());
+        if Self::TEXT.profile_in_heading {
+            format!("the {} {who}", self.profile())
+        } else {
+            format!("the {who}")
+        }
+    }
 
     /// A failure the way a person needs it: seed, operations, trace tail, expected beside
     /// actual, and the command that replays it (`saved`: the file it was saved to).
@@ -129,7 +182,23 @@ pub trait Explorer {
         failure: &Failure<Self::Workload, Self::Divergence>,
         mutant: Option<Self::Mutant>,
         saved: Option<&Path>,
-    ) -> String;
+    ) -> String {
+        FailureText {
+            layout: Self::TEXT.layout,
+            seed: failure.seed,
+            against: self.against(mutant),
+            detail: self.heading_detail(&failure.workload),
+            ops: self.op_lines(&failure.workload),
+            original_len: failure.original_len,
+            error: match &failure.error {
+                Failed::Diverged(d) => Ok(self.divergence_text(d)),
+                Failed::Setup(why) => Err(why),
+            },
+            saved,
+            replay: self.replay_command(failure.seed, mutant),
+        }
+        .render()
+    }
 
     /// Saves a diverged failure under `dir` as the profile's `SavedFailure`; `None` when this
     /// exploration does not save (a program's failures are printed only).
@@ -607,167 +676,5 @@ pub async fn hunt_command<E: Explorer + ?Sized>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::explore::shrink::OpsTree;
-    use std::cell::Cell;
-
-    /// A profile in miniature: a seed's workload is ten digits; mutant `sevens` diverges on
-    /// any 7, `never` never does, `unreachable` is out of reach, `broken` cannot be set up.
-    #[derive(Default)]
-    struct Digits {
-        /// Added to every pass hash and bumped per run: a nondeterministic implementation.
-        drift: Option<Cell<u64>>,
-    }
-
-    const MUTANTS: [&str; 4] = ["sevens", "never", "unreachable", "broken"];
-
-    #[async_trait(?Send)]
-    impl Explorer for Digits {
-        type Workload = Vec<u8>;
-        type Passed = String;
-        type Divergence = u8;
-        type Mutant = &'static str;
-        type Tally = ();
-
-        fn profile(&self) -> &'static str {
-            "digits"
-        }
-        fn tree(&self, seed: u64) -> Box<dyn ValueTree<Value = Vec<u8>>> {
-            Box::new(OpsTree::of_values(
-                (0..10u64)
-                    .map(|i| ((seed * 31 + i * 7) % 10) as u8)
-                    .collect(),
-            ))
-        }
-        fn len(&self, w: &Vec<u8>) -> usize {
-            w.len()
-        }
-        async fn run(&self, _: u64, w: &Vec<u8>, m: Option<&'static str>) -> Outcome<String, u8> {
-            match m {
-                Some("sevens") if w.contains(&7) => Outcome::Diverged(7),
-                Some("broken") => Outcome::Setup("no server".into()),
-                _ => {
-                    let drift = self.drift.as_ref().map_or(0, |d| {
-                        d.set(d.get() + 1);
-                        d.get()
-                    });
-                    Outcome::Passed(format!("{w:?}{drift}"))
-                }
-            }
-        }
-        fn pass_hash(&self, p: &String) -> String {
-            p.clone()
-        }
-        fn divergence_hash(&self, d: &u8) -> String {
-            d.to_string()
-        }
-        fn simulated_ms(&self, _: &String) -> i64 {
-            1
-        }
-        fn mutants(&self) -> Vec<&'static str> {
-            MUTANTS.to_vec()
-        }
-        fn mutant_id(&self, m: &'static str) -> &'static str {
-            m
-        }
-        fn out_of_reach(&self, m: &'static str) -> Option<&'static str> {
-            (m == "unreachable").then_some("the digits never reach it")
-        }
-        fn setting(&self) -> String {
-            "memory".into()
-        }
-        fn replay_command(&self, seed: u64, _: Option<&'static str>) -> String {
-            format!("replay {seed}")
-        }
-        fn describe(&self, _: &Failure<Vec<u8>, u8>, _: Option<&str>, _: Option<&Path>) -> String {
-            String::new()
-        }
-        fn save(
-            &self,
-            _: &Failure<Vec<u8>, u8>,
-            _: &u8,
-            _: Option<&str>,
-            _: &Path,
-        ) -> Result<Option<PathBuf>, String> {
-            Ok(None)
-        }
-    }
-
-    fn block_on<F: std::future::Future>(f: F) -> F::Output {
-        futures::executor::block_on(f)
-    }
-
-    fn seeds(n: u64) -> Seeds {
-        Seeds {
-            first_seed: 0,
-            seeds: n,
-            shard: Shard::ALL,
-            jobs: 1,
-        }
-    }
-
-    #[test]
-    fn a_divergence_shrinks_to_the_one_step_that_fails_and_a_pass_is_not_a_failure() {
-        let e = Digits::default();
-        assert!(e.generate(0).contains(&7), "{:?}", e.generate(0));
-        let f = block_on(explore_seed(&e, 0, Some("sevens"), 100)).expect("seed 0 has a 7");
-        assert_eq!((f.workload, f.original_len), (vec![7], 10));
-        assert!(block_on(explore_seed(&e, 0, Some("never"), 100)).is_none());
-        let run = block_on(explore_seeds(&e, 0..5, Some("broken"), 100, 1, &|| {}));
-        assert_eq!((run.passed, run.failures.len()), (0, 5));
-        assert!(matches!(run.failures[0].error, Failed::Setup(_)));
-    }
-
-    #[test]
-    fn the_hunt_takes_the_median_and_lists_unreachable_and_broken_mutants_apart() {
-        let e = Digits::default();
-        let lines = block_on(hunt(&e, &seeds(20), None, 3));
-        let by = |id: &str| lines.iter().find(|l| l.mutant == id).unwrap();
-        assert_eq!(by("sevens").searches.len(), 3);
-        assert!(by("sevens").median().is_some());
-        assert_eq!((by("never").median(), by("never").tried), (None, 60));
-        assert_eq!(
-            (by("unreachable").tried, by("unreachable").median()),
-            (0, None)
-        );
-        assert!(by("broken").setup_error.is_some() && by("broken").median().is_none());
-        let report = hunt_report(&e, &lines, 20);
-        assert!(
-            report.contains("SKIPPED    unreachable  the digits never reach it"),
-            "{report}"
-        );
-        assert!(
-            report.contains("ERROR      broken       seed 0: no server"),
-            "{report}"
-        );
-        assert!(
-            report.contains("NOT FOUND  never        in 60 seed(s)"),
-            "{report}"
-        );
-        assert!(
-            report.ends_with("1 passed, 2 failed, 1 skipped\n"),
-            "{report}"
-        );
-    }
-
-    #[test]
-    fn the_determinism_check_fails_an_implementation_whose_trace_drifts() {
-        let steady = Digits::default();
-        assert_eq!(
-            block_on(compare(&steady, &steady, &seeds(4), None)),
-            Ok(true)
-        );
-        let drifting = Digits {
-            drift: Some(Cell::new(0)),
-        };
-        assert_eq!(
-            block_on(compare(&drifting, &drifting, &seeds(4), None)),
-            Ok(false)
-        );
-        assert!(
-            block_on(compare(&steady, &steady, &seeds(2), Some("broken")))
-                .is_err_and(|e| e.contains("seed 0: no server"))
-        );
-    }
-}
+#[path = "engine_tests.rs"]
+mod tests;

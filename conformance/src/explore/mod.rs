@@ -1,7 +1,8 @@
 //! Exploration's engine, written once for every profile: a seed's generator, shards of seeds,
 //! the loop (`engine.rs`: seeds, the determinism and differential checks, the hunt, the summary
-//! lines), shrinking (`shrink.rs`), the saved-failure format (`saved.rs`) and what the `explore`
-//! and `replay` commands print for any profile (`cli.rs`). A profile supplies its operations,
+//! lines), shrinking (`shrink.rs`), the saved-failure format (`saved.rs`), a failure's text and
+//! replay command (`text.rs`) and what the `explore` and `replay` commands print for any
+//! profile (`cli.rs`). A profile supplies its operations,
 //! its model and how one sequence runs, as an `engine::Explorer`.
 //!
 //! One seed is one proptest case whose generator is seeded from that seed alone, so
@@ -12,6 +13,7 @@ pub mod cli;
 pub mod engine;
 pub mod saved;
 pub mod shrink;
+pub mod text;
 
 use proptest::test_runner::{RngAlgorithm, TestRng};
 use sha2::{Digest, Sha256};

@@ -14,8 +14,10 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 
 use crate::explore::cli::ReplayOutcome;
+use crate::explore::engine::{self, Explorer, Seeds};
 use crate::explore::Shard;
 use crate::process::ProcessFactory;
+use crate::protocol::InitOk;
 use crate::report::CaseReport;
 use crate::scenario::header::HeaderVocabulary;
 
@@ -122,6 +124,56 @@ pub struct ExploreRequest {
     pub jobs: NonZeroUsize,
 }
 
+impl ExploreRequest {
+    /// The seeds asked for, as the engine runs them.
+    pub fn seeds(&self) -> Seeds {
+        Seeds {
+            first_seed: self.first_seed,
+            seeds: self.seeds,
+            shard: self.shard,
+            jobs: self.jobs.get(),
+        }
+    }
+
+    /// `--hunt`, `--check-determinism`, or the exploration itself on `explorer`, its failures
+    /// saved where `--save-dir`/`--no-save` say (`default_dir`: the profile's folder).
+    pub async fn run_on<E: Explorer + ?Sized>(
+        &self,
+        explorer: &E,
+        mutant: Option<E::Mutant>,
+        default_dir: impl FnOnce() -> PathBuf,
+    ) -> Result<bool, String> {
+        let seeds = self.seeds();
+        if self.hunt {
+            return engine::hunt_command(explorer, &seeds, mutant, self.hunt_trials).await;
+        }
+        if self.check_determinism {
+            return engine::compare(explorer, explorer, &seeds, mutant).await;
+        }
+        let save_dir = self.save.dir(default_dir);
+        engine::explore(
+            explorer,
+            &seeds,
+            mutant,
+            self.max_shrink_iters,
+            save_dir.as_deref(),
+        )
+        .await
+    }
+}
+
+/// `tidemark bench`'s options; each profile measures with those it takes.
+#[derive(Clone, Debug)]
+pub struct BenchRequest {
+    /// Seeds for the scratchpad's exploration throughput.
+    pub seeds: u64,
+    /// Seeds for the scoped figures (the same seeds on both tiers).
+    pub scoped_seeds: u64,
+    /// Streamed events for the rows reap figure; 0 skips it.
+    pub rows: i64,
+    pub jobs: NonZeroUsize,
+}
+
 /// `tidemark world`'s options.
 #[derive(Clone, Debug)]
 pub struct WorldRequest {
@@ -175,6 +227,24 @@ pub trait Profile: Sync {
 
     /// The turmoil world: the reference as a host, concurrent guests, faults from the seed.
     fn world(&self, request: &WorldRequest) -> Result<bool, String>;
+
+    /// `tidemark bench`'s figures for this profile, measured on this machine; empty when it has
+    /// none.
+    fn bench(&self, _request: &BenchRequest) -> Result<String, String> {
+        Ok(String::new())
+    }
+
+    /// Reads what this profile's part of the protocol adds to a program's `init_ok` (declared
+    /// queries), as it will be read: an error says what is malformed.
+    fn check_claims(&self, _claims: &InitOk) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Every profile's [`Profile::check_claims`], in registry order: a program's `init_ok` whose
+/// part for some profile is malformed is refused whichever profile it is run for.
+pub fn check_claims(claims: &InitOk) -> Result<(), String> {
+    PROFILES.iter().try_for_each(|p| p.check_claims(claims))
 }
 
 /// Checks `--tier` against a profile's tiers: `Ok` when none was given or the profile has it.

@@ -26,12 +26,7 @@ fn the_reference_survives_a_bounded_random_search() {
     let reference = ReferenceScratchpad::default();
     for seed in Shard::ALL.seeds(1_000, 60) {
         if let Some(found) = explore_seed(seed, &reference, 2_000) {
-            panic!(
-                "{}",
-                tidemark_conformance::profiles::scratchpad::explore::cli::describe(
-                    &found, None, None
-                )
-            );
+            panic!("{}", found.describe(None));
         }
     }
 }

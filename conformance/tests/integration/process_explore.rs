@@ -3,7 +3,6 @@
 //! bug in the example or a place where the spec let two readers go different ways.
 
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
-use tidemark_conformance::profiles::scratchpad::explore::cli::describe;
 use tidemark_conformance::profiles::scratchpad::explore::explore_seed;
 use tidemark_conformance::spec::repo_root;
 
@@ -25,7 +24,7 @@ fn explore(seeds: std::ops::Range<u64>) {
     let factory = python_example();
     for seed in seeds {
         if let Some(found) = explore_seed(seed, &factory, 256) {
-            panic!("{}", describe(&found, None, None));
+            panic!("{}", found.describe(None));
         }
     }
 }

@@ -35,9 +35,15 @@ async fn factory(fixture: &str, reply_timeout: Duration) -> ProcessFactory {
         &repo_root(),
     )
     .expect("a command");
-    ProcessFactory::probe(command, ProcessOptions { reply_timeout })
-        .await
-        .expect("the fixture completes init")
+    ProcessFactory::probe(
+        command,
+        ProcessOptions {
+            reply_timeout,
+            ..ProcessOptions::default()
+        },
+    )
+    .await
+    .expect("the fixture completes init")
 }
 
 /// Runs the two scenarios against a fixture adapter.

@@ -345,10 +345,17 @@ fn harness_side_steps_are_not_scoped_requests_in_the_schema() {
 }
 
 /// An `init_ok` declaring its ledger queries is valid, and the harness reads what the schema
-/// says; one declaring only half of them is refused by both.
+/// says; one declaring only half of them is refused by both (the scoped profile reads its part).
 #[test]
 fn an_init_ok_declaring_its_ledger_queries_is_valid_and_needs_both() {
-    use tidemark_conformance::protocol::FromImplementation;
+    use tidemark_conformance::profiles::scoped::ledger::LedgerQueries;
+    use tidemark_conformance::protocol::{FromImplementation, InitOk};
+    let init_ok = |v: serde_json::Value| -> InitOk {
+        match serde_json::from_value::<FromImplementation<serde_json::Value>>(v).unwrap() {
+            FromImplementation::InitOk(ok) => ok,
+            _ => panic!("an init_ok"),
+        }
+    };
     let schema = schema();
     let from = resolve(&schema, "#/$defs/from_implementation");
     let declared = serde_json::json!({"type": "init_ok", "in_reply_to": 0, "protocol": "tidemark/1",
@@ -356,16 +363,20 @@ fn an_init_ok_declaring_its_ledger_queries_is_valid_and_needs_both() {
             "obligations": "SELECT key_prefix AS prefix, finished_at IS NULL AS pending FROM purge_jobs",
             "records": "SELECT key_prefix AS prefix FROM purge_receipts"}});
     check(&schema, from, &declared, "$").unwrap();
-    let parsed: FromImplementation<serde_json::Value> = serde_json::from_value(declared).unwrap();
-    let FromImplementation::InitOk(ok) = parsed else {
-        panic!("an init_ok")
-    };
     assert_eq!(
-        ok.ledger.unwrap().records,
+        LedgerQueries::declared(&init_ok(declared))
+            .unwrap()
+            .unwrap()
+            .records,
         "SELECT key_prefix AS prefix FROM purge_receipts"
     );
     let half = serde_json::json!({"type": "init_ok", "in_reply_to": 0, "protocol": "tidemark/1",
         "profiles": ["scoped"], "ledger": {"obligations": "SELECT 1"}});
     assert!(check(&schema, from, &half, "$").is_err());
-    assert!(serde_json::from_value::<FromImplementation<serde_json::Value>>(half).is_err());
+    let half = init_ok(half);
+    assert_eq!(
+        LedgerQueries::declared(&half).unwrap_err(),
+        "missing field `records`"
+    );
+    assert!(tidemark_conformance::profiles::check_claims(&half).is_err());
 }

@@ -2,9 +2,10 @@
 //! trace, the reference survives a bounded random search (faults included), and random search
 //! finds the rows mutants unaided. Needs PostgreSQL like every real-tier test.
 
+use tidemark_conformance::explore::engine::Explorer;
 use tidemark_conformance::explore::engine::{explore_seeds, hunt, hunt_report, Failed, Seeds};
 use tidemark_conformance::explore::Shard;
-use tidemark_conformance::profiles::rows::explore::{describe, run_seed, RowsExplorer};
+use tidemark_conformance::profiles::rows::explore::{run_seed, RowsExplorer};
 use tidemark_conformance::profiles::rows::explore_run::{Databases, RunError, Tier};
 use tidemark_reference::rows::RowsMutant;
 use tidemark_sim::real_tier::PgProvider;
@@ -53,7 +54,7 @@ fn the_reference_survives_a_bounded_random_search_with_crashes_and_clock_jumps()
         let failures: String = run
             .failures
             .iter()
-            .map(|f| describe(f, None, None, "postgres"))
+            .map(|f| RowsExplorer::on(tier).describe(f, None, None))
             .collect();
         assert!(run.failures.is_empty(), "{failures}");
         assert_eq!(run.passed, 12);
@@ -125,7 +126,7 @@ fn a_shrunk_failure_keeps_only_the_operations_that_matter() {
         assert!(
             f.workload.1.len() <= 8,
             "{}",
-            describe(f, Some(RowsMutant::NewestByTimestamp), None, "postgres")
+            RowsExplorer::on(tier).describe(f, Some(RowsMutant::NewestByTimestamp), None)
         );
         assert!(f.original_len > f.workload.1.len());
     });

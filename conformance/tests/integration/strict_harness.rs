@@ -125,9 +125,15 @@ async fn adapter(fixture: &str, reply_timeout: Duration) -> ProcessFactory {
         &repo_root(),
     )
     .expect("a command");
-    ProcessFactory::probe(command, ProcessOptions { reply_timeout })
-        .await
-        .expect("the fixture completes init")
+    ProcessFactory::probe(
+        command,
+        ProcessOptions {
+            reply_timeout,
+            ..ProcessOptions::default()
+        },
+    )
+    .await
+    .expect("the fixture completes init")
 }
 
 fn run_one_against(fixture: &str, reply_timeout: Duration) -> RunReport {

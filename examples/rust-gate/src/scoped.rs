@@ -12,11 +12,12 @@
 
 use futures::future::BoxFuture;
 use tidemark_conformance::profiles::scoped::gate::{ScopedImplementation, ScopedInstance};
+use tidemark_conformance::profiles::scoped::ledger::LedgerQueries;
 use tidemark_conformance::profiles::scoped::remote::{
     S3Access, ScopedService, CRASH_POINTS, WRITE_DURING_SWEEP,
 };
 use tidemark_conformance::profiles::scoped::{ScopedOp, ScopedOutcome};
-use tidemark_conformance::protocol::{Init, LedgerQueries};
+use tidemark_conformance::protocol::Init;
 use tidemark_reference::clock::Timestamp;
 
 /// Declares what the implementation has, and starts instances.

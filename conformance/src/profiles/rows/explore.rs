@@ -10,7 +10,6 @@
 //! `--check-determinism` and `--differential` (each seed on both tiers, read as counts) are the
 //! engine's.
 
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -21,43 +20,10 @@ use super::explore_ops::{generate, ExploreOp, DEFAULT_STEPS};
 use super::explore_run::{run_ops_at, Databases, Divergence, RunError, RunOk, Tier};
 use super::explore_state::Detail;
 use super::fixture::{self, mutant_arg, new_fixture};
-use crate::explore::engine::{self, Explorer, Failed, Failure, Outcome, Seeds};
+use crate::explore::engine::{self, Explorer, Failure, Outcome};
 use crate::explore::shrink::{Beside, OpsTree};
-use crate::explore::Shard;
-
-/// What `tidemark explore --profile rows` was asked for.
-#[derive(Clone, Debug)]
-pub struct RowsExploreArgs {
-    pub seeds: u64,
-    pub first_seed: u64,
-    pub shard: Shard,
-    pub mutant: Option<String>,
-    pub hunt: bool,
-    /// Searches per mutant when hunting; `None`: one.
-    pub hunt_trials: Option<u64>,
-    pub check_determinism: bool,
-    /// Where failures are saved; `None`: not saved.
-    pub save_dir: Option<PathBuf>,
-    pub max_shrink_iters: u32,
-    /// `postgres` (the reference on PostgreSQL) or `memory` (its in-memory backend).
-    pub tier: String,
-    /// Run each seed on both tiers (the state read as counts on both) and compare trace hashes.
-    pub differential: bool,
-    pub jobs: std::num::NonZeroUsize,
-}
-
-/// The command that runs one seed again on the tier it ran on (`postgres`, the default, is
-/// left out).
-pub fn replay_command(seed: u64, mutant: Option<RowsMutant>, tier: &str) -> String {
-    let mut s = format!("tidemark explore --profile rows --first-seed {seed} --seeds 1");
-    if let Some(m) = mutant {
-        s.push_str(&format!(" --mutant {}", m.id()));
-    }
-    if tier != "postgres" {
-        s.push_str(&format!(" --tier {tier}"));
-    }
-    s
-}
+use crate::explore::text::{tier_option, DivergenceText, TextStyle};
+use crate::profiles::ExploreRequest;
 
 /// A seed's workload: the batch size its reaps use, and its operations.
 pub type RowsWorkload = (i64, Vec<ExploreOp>);
@@ -172,17 +138,30 @@ impl Explorer for RowsExplorer<'_> {
         self.tier.name().into()
     }
 
-    fn replay_command(&self, seed: u64, mutant: Option<RowsMutant>) -> String {
-        replay_command(seed, mutant, self.tier.name())
+    const TEXT: TextStyle = TextStyle {
+        profile_in_heading: true,
+        ..TextStyle::NUMBERED
+    };
+
+    fn setting_options(&self) -> String {
+        tier_option(self.tier.name())
     }
 
-    fn describe(
-        &self,
-        failure: &RowsFailure,
-        mutant: Option<RowsMutant>,
-        saved: Option<&Path>,
-    ) -> String {
-        describe(failure, mutant, saved, self.tier.name())
+    fn heading_detail(&self, (batch, _): &RowsWorkload) -> String {
+        format!(" (reaps in batches of {batch})")
+    }
+
+    fn op_lines(&self, (_, ops): &RowsWorkload) -> Vec<String> {
+        ops.iter().map(ToString::to_string).collect()
+    }
+
+    fn divergence_text<'d>(&self, d: &'d Divergence) -> DivergenceText<'d> {
+        DivergenceText {
+            trace: d.trace.lines(),
+            at: format!("operation {} ({})", d.step, d.op),
+            expected: &d.expected,
+            actual: &d.actual,
+        }
     }
 
     fn save(
@@ -228,59 +207,6 @@ pub async fn run_seed_at(
     (batch, ops, r)
 }
 
-/// A failure the way a person needs it: seed, shrunk operations, the trace tail, expected
-/// beside actual, and the command that replays it.
-pub fn describe(
-    f: &RowsFailure,
-    mutant: Option<RowsMutant>,
-    saved: Option<&Path>,
-    tier: &str,
-) -> String {
-    let mut s = String::new();
-    let (batch, ops) = &f.workload;
-    let against = mutant
-        .map(|m| format!("mutant {}", m.id()))
-        .unwrap_or_else(|| "reference".into());
-    let _ = writeln!(
-        s,
-        "FAIL  seed {} against the rows {against} (reaps in batches of {batch})",
-        f.seed
-    );
-    match &f.error {
-        Failed::Diverged(d) => {
-            let _ = writeln!(
-                s,
-                "  operations ({} of the seed's {}, shrunk):",
-                ops.len(),
-                f.original_len
-            );
-            for (i, op) in ops.iter().enumerate() {
-                let _ = writeln!(s, "    {i:>3}  {op}");
-            }
-            let _ = writeln!(s, "  trace tail:");
-            for line in d.trace.tail(12) {
-                let _ = writeln!(s, "    {line}");
-            }
-            let _ = writeln!(s, "  diverged at operation {} ({}):", d.step, d.op);
-            let _ = writeln!(s, "    expected {}", d.expected);
-            let _ = writeln!(s, "    actual   {}", d.actual);
-        }
-        Failed::Setup(e) => {
-            let _ = writeln!(s, "  could not set up: {e}");
-        }
-    }
-    match saved {
-        Some(p) => {
-            let _ = writeln!(s, "  saved:  {}", p.display());
-            let _ = writeln!(s, "  replay: tidemark replay {}", p.display());
-        }
-        None => {
-            let _ = writeln!(s, "  replay: {}", replay_command(f.seed, mutant, tier));
-        }
-    }
-    s
-}
-
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -289,27 +215,33 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 }
 
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's
-/// loop, print, and say whether all passed.
-pub fn command(args: &RowsExploreArgs) -> Result<bool, String> {
-    let mutant = mutant_arg(args.mutant.as_deref())?;
-    if !super::runner::TIERS.contains(&args.tier.as_str()) {
+/// loop, print, and say whether all passed. The tier is `postgres` unless asked.
+pub fn command(request: &ExploreRequest) -> Result<bool, String> {
+    let mutant = mutant_arg(request.mutant.as_deref())?;
+    let tier = request.tier.as_deref().unwrap_or("postgres");
+    if !super::runner::TIERS.contains(&tier) {
         return Err(format!(
-            "unknown rows tier {:?}; expected {}",
-            args.tier,
+            "unknown rows tier {tier:?}; expected {}",
             super::runner::TIERS.join(" or ")
         ));
     }
     let rt = runtime()?;
     rt.block_on(async {
-        if args.tier == "memory" && !args.differential {
+        if tier == "memory" && !request.differential {
             println!("rows explore: the reference's in-memory backend, no PostgreSQL");
-            return explore_on(RowsExplorer::on(Tier::Memory), args, mutant).await;
+            return request
+                .run_on(
+                    &RowsExplorer::on(Tier::Memory),
+                    mutant,
+                    fixture::default_dir,
+                )
+                .await;
         }
         let ready = Instant::now();
         let pg = super::postgres().await?;
         println!("rows explore: PostgreSQL ready in {:.2?}", ready.elapsed());
         let dbs = Databases::new(&pg);
-        let result = if args.differential {
+        let result = if request.differential {
             let on = |tier| RowsExplorer {
                 tier,
                 detail: Detail::Counts,
@@ -317,12 +249,18 @@ pub fn command(args: &RowsExploreArgs) -> Result<bool, String> {
             engine::compare(
                 &on(Tier::Memory),
                 &on(Tier::Postgres(&dbs)),
-                &seeds(args),
+                &request.seeds(),
                 mutant,
             )
             .await
         } else {
-            explore_on(RowsExplorer::on(Tier::Postgres(&dbs)), args, mutant).await
+            request
+                .run_on(
+                    &RowsExplorer::on(Tier::Postgres(&dbs)),
+                    mutant,
+                    fixture::default_dir,
+                )
+                .await
         };
         let closed = dbs.close().await;
         let ok = result?;
@@ -331,36 +269,6 @@ pub fn command(args: &RowsExploreArgs) -> Result<bool, String> {
     })
 }
 
-fn seeds(args: &RowsExploreArgs) -> Seeds {
-    Seeds {
-        first_seed: args.first_seed,
-        seeds: args.seeds,
-        shard: args.shard,
-        jobs: args.jobs.get(),
-    }
-}
-
-async fn explore_on(
-    explorer: RowsExplorer<'_>,
-    args: &RowsExploreArgs,
-    mutant: Option<RowsMutant>,
-) -> Result<bool, String> {
-    let seeds = seeds(args);
-    if args.hunt {
-        return engine::hunt_command(&explorer, &seeds, mutant, args.hunt_trials).await;
-    }
-    if args.check_determinism {
-        return engine::compare(&explorer, &explorer, &seeds, mutant).await;
-    }
-    engine::explore(
-        &explorer,
-        &seeds,
-        mutant,
-        args.max_shrink_iters,
-        args.save_dir.as_deref(),
-    )
-    .await
-}
 /// `tidemark replay` of a rows fixture: prints what happened and whether it recurred.
 pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome, String> {
     let f = fixture::load(path)?;

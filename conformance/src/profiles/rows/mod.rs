@@ -21,6 +21,7 @@
 //! This module is the command line's entry point: one PostgreSQL for a run (or none in
 //! memory), the suite and the mutant catalogue, exploration, replay and the world.
 
+pub mod bench;
 pub mod contract;
 pub mod explore;
 pub mod explore_ops;
@@ -287,20 +288,7 @@ impl super::Profile for RowsProfile {
                     .into(),
             );
         }
-        explore::command(&explore::RowsExploreArgs {
-            seeds: request.seeds,
-            first_seed: request.first_seed,
-            shard: request.shard,
-            mutant: request.mutant.clone(),
-            hunt: request.hunt,
-            hunt_trials: request.hunt_trials,
-            check_determinism: request.check_determinism,
-            save_dir: request.save.dir(fixture::default_dir),
-            max_shrink_iters: request.max_shrink_iters,
-            tier: request.tier.clone().unwrap_or_else(|| "postgres".into()),
-            differential: request.differential,
-            jobs: request.jobs,
-        })
+        explore::command(request)
     }
 
     fn owns_fixture(&self, path: &Path) -> bool {
@@ -321,5 +309,16 @@ impl super::Profile for RowsProfile {
 
     fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
         world::WORLD.command(request)
+    }
+
+    fn bench(&self, request: &super::BenchRequest) -> Result<String, String> {
+        match request.rows {
+            0 => Ok(String::new()),
+            n => bench::rows(n),
+        }
+    }
+
+    fn check_claims(&self, claims: &crate::protocol::InitOk) -> Result<(), String> {
+        queries::RowsQueries::declared(claims).map(|_| ())
     }
 }

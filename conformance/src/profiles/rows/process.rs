@@ -46,7 +46,14 @@ impl RowsEndpoint for Program {
     async fn observe(&mut self, what: &Observation) -> Result<i64, String> {
         // The queries the running program declared, else the reference's schema; the failure
         // says whose they were, since a declared query's error is the program's.
-        let (queries, whose) = match self.session.claims().and_then(|c| c.rows.clone()) {
+        let declared = self
+            .session
+            .claims()
+            .map(RowsQueries::declared)
+            .transpose()
+            .map_err(|e| format!("the rows queries declared in init_ok are malformed: {e}"))?
+            .flatten();
+        let (queries, whose) = match declared {
             Some(declared) => (declared, "the rows queries declared in init_ok"),
             None => (
                 RowsQueries::default(),

@@ -15,6 +15,7 @@ use tidemark_reference::rows::TABLES;
 
 use super::contract::Observation;
 use crate::declared_sql::{self, Kind, Label};
+use crate::protocol::InitOk;
 
 /// The read-only queries an implementation declares for the rows profile (`rows` in `init_ok`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,6 +27,14 @@ pub struct RowsQueries {
     pub streamed_events_of: String,
     /// A session's events, streamed or not, `$1` its name (text).
     pub events_in: String,
+}
+
+impl RowsQueries {
+    /// The queries a program declares as `rows` in its `init_ok`: `None` when it declares none
+    /// (the reference's schema), an error when they are malformed.
+    pub fn declared(claims: &InitOk) -> Result<Option<RowsQueries>, String> {
+        claims.declared("rows")
+    }
 }
 
 impl Default for RowsQueries {

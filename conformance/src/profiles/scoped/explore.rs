@@ -7,43 +7,19 @@
 //! `shrink.rs`, over the seed's fixed operations), printed with its trace, and saved under
 //! `fixtures/explore/scoped/`, where `cargo test` replays it for ever.
 
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use super::fixture::{self, divergence_hash, ScopedFixture};
-use crate::explore::engine::{self, Explorer, Failed, Failure, Outcome, Seeds};
+use crate::explore::engine::{self, Explorer, Failure, Outcome};
 use crate::explore::shrink::OpsTree;
-use crate::explore::Shard;
+use crate::explore::text::{tier_option, DivergenceText};
 use crate::profiles::scoped::model::Tier;
 use crate::profiles::scoped::model::{
     generate, run_ops, Divergence, ModelOp, SequenceError, SequenceRun, DEFAULT_STEPS,
 };
+use crate::profiles::ExploreRequest;
 use proptest::strategy::ValueTree;
 use tidemark_reference::scoped::ScopedMutant;
-
-/// What `tidemark explore --profile scoped` was asked for.
-#[derive(Clone, Debug)]
-pub struct ScopedExploreArgs {
-    pub seeds: u64,
-    pub first_seed: u64,
-    pub shard: Shard,
-    pub mutant: Option<String>,
-    pub hunt: bool,
-    /// Searches per mutant when hunting; `None`: one.
-    pub hunt_trials: Option<u64>,
-    /// Run each seed twice and compare trace hashes.
-    pub check_determinism: bool,
-    /// Where failures are saved; `None`: not saved.
-    pub save_dir: Option<PathBuf>,
-    /// Candidate runs the shrinker may spend on one failure.
-    pub max_shrink_iters: u32,
-    /// `postgres` (the real tier) or `memory` (the in-memory metadata store).
-    pub tier: String,
-    /// Run each seed on both tiers and compare trace hashes.
-    pub differential: bool,
-    /// Seeds in flight at once.
-    pub jobs: std::num::NonZeroUsize,
-}
 
 /// The mutant an id names, or an error listing every scoped id.
 pub fn mutant_arg(id: Option<&str>) -> Result<Option<ScopedMutant>, String> {
@@ -56,19 +32,6 @@ pub fn mutant_arg(id: Option<&str>) -> Result<Option<ScopedMutant>, String> {
             )
         }),
     }
-}
-
-/// The exact command that replays one seed on the tier it ran on (`postgres` is the default
-/// and is left out).
-pub fn replay_command(seed: u64, mutant: Option<ScopedMutant>, tier: &str) -> String {
-    let mut s = format!("tidemark explore --profile scoped --first-seed {seed} --seeds 1");
-    if let Some(m) = mutant {
-        s.push_str(&format!(" --mutant {}", m.id()));
-    }
-    if tier != "postgres" {
-        s.push_str(&format!(" --tier {tier}"));
-    }
-    s
 }
 
 /// A scoped failure as the engine reports it: the operations (shrunk when it diverged).
@@ -164,17 +127,21 @@ impl Explorer for ScopedExplorer<'_> {
         self.tier.name().into()
     }
 
-    fn replay_command(&self, seed: u64, mutant: Option<ScopedMutant>) -> String {
-        replay_command(seed, mutant, self.tier.name())
+    fn setting_options(&self) -> String {
+        tier_option(self.tier.name())
     }
 
-    fn describe(
-        &self,
-        failure: &ScopedFailure,
-        mutant: Option<ScopedMutant>,
-        saved: Option<&Path>,
-    ) -> String {
-        describe(failure, mutant, saved, self.tier.name())
+    fn op_lines(&self, ops: &Vec<ModelOp>) -> Vec<String> {
+        ops.iter().map(ToString::to_string).collect()
+    }
+
+    fn divergence_text<'d>(&self, d: &'d Divergence) -> DivergenceText<'d> {
+        DivergenceText {
+            trace: &d.ops,
+            at: format!("operation {}, the last one", d.step),
+            expected: &d.expected,
+            actual: &d.actual,
+        }
     }
 
     fn save(
@@ -223,71 +190,18 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     ),
 ];
 
-/// A failure the way a person needs it: seed, shrunk operations, the trace tail, expected
-/// beside actual, and the commands that replay it.
-pub fn describe(
-    f: &ScopedFailure,
-    mutant: Option<ScopedMutant>,
-    saved: Option<&Path>,
-    tier: &str,
-) -> String {
-    let mut s = String::new();
-    let against = mutant
-        .map(|m| format!("mutant {}", m.id()))
-        .unwrap_or_else(|| "reference".into());
-    let _ = writeln!(s, "FAIL  seed {} against the {against}", f.seed);
-    match &f.error {
-        Failed::Diverged(d) => {
-            let _ = writeln!(
-                s,
-                "  operations ({} of the seed's {}, shrunk):",
-                f.workload.len(),
-                f.original_len
-            );
-            for (i, op) in f.workload.iter().enumerate() {
-                let _ = writeln!(s, "    {i:>3}  {op}");
-            }
-            let tail = d.ops.len().saturating_sub(12);
-            let _ = writeln!(s, "  trace tail:");
-            for line in &d.ops[tail..] {
-                let _ = writeln!(s, "    {line}");
-            }
-            let _ = writeln!(s, "  diverged at operation {}, the last one:", d.step);
-            let _ = writeln!(s, "    expected {}", d.expected);
-            let _ = writeln!(s, "    actual   {}", d.actual);
-        }
-        Failed::Setup(e) => {
-            let _ = writeln!(s, "  could not set up: {e}");
-        }
-    }
-    match saved {
-        Some(p) => {
-            let _ = writeln!(s, "  saved:  {}", p.display());
-            let _ = writeln!(s, "  replay: tidemark replay {}", p.display());
-        }
-        None => {
-            let _ = writeln!(s, "  replay: {}", replay_command(f.seed, mutant, tier));
-        }
-    }
-    s
-}
-
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's
-/// loop, print, and say whether everything passed.
-pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
-    let mutant = mutant_arg(args.mutant.as_deref())?;
+/// loop, print, and say whether everything passed. The tier is `postgres` unless `memory` is
+/// asked.
+pub fn command(request: &ExploreRequest) -> Result<bool, String> {
+    let mutant = mutant_arg(request.mutant.as_deref())?;
+    let memory = request.tier.as_deref() == Some("memory");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("a tokio runtime: {e}"))?;
-    let seeds = Seeds {
-        first_seed: args.first_seed,
-        seeds: args.seeds,
-        shard: args.shard,
-        jobs: args.jobs.get(),
-    };
     rt.block_on(async {
-        let pg = if args.tier == "memory" && !args.differential {
+        let pg = if memory && !request.differential {
             println!(
                 "scoped explore: metadata in memory (the simulation tier), S3 in memory over HTTP"
             );
@@ -298,11 +212,10 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
             Some(pg)
         };
         let tier = match &pg {
-            Some(pg) if args.tier != "memory" => Tier::Postgres(pg),
+            Some(pg) if !memory => Tier::Postgres(pg),
             _ => Tier::Memory,
         };
-        let explorer = ScopedExplorer { tier };
-        if args.differential {
+        if request.differential {
             let pg = pg
                 .as_deref()
                 .expect("the differential check has PostgreSQL");
@@ -310,22 +223,11 @@ pub fn command(args: &ScopedExploreArgs) -> Result<bool, String> {
             let postgres = ScopedExplorer {
                 tier: Tier::Postgres(pg),
             };
-            return engine::compare(&memory, &postgres, &seeds, mutant).await;
+            return engine::compare(&memory, &postgres, &request.seeds(), mutant).await;
         }
-        if args.hunt {
-            return engine::hunt_command(&explorer, &seeds, mutant, args.hunt_trials).await;
-        }
-        if args.check_determinism {
-            return engine::compare(&explorer, &explorer, &seeds, mutant).await;
-        }
-        engine::explore(
-            &explorer,
-            &seeds,
-            mutant,
-            args.max_shrink_iters,
-            args.save_dir.as_deref(),
-        )
-        .await
+        request
+            .run_on(&ScopedExplorer { tier }, mutant, fixture::default_dir)
+            .await
     })
 }
 
@@ -365,6 +267,8 @@ pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explore::engine::Seeds;
+    use crate::explore::Shard;
 
     /// Needs PostgreSQL like every real-tier test (DATABASE_URL or an ephemeral cluster).
     #[test]

@@ -31,9 +31,10 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use tidemark_sim::real_tier::PgProvider;
 use tidemark_sim::trace::Trace;
 
+use super::ledger::LedgerQueries;
 use super::process::{self, Endpoint};
 use crate::driver::DriverError;
-use crate::protocol::{Init, LedgerQueries};
+use crate::protocol::Init;
 
 /// A scoped implementation, as a Rust value.
 pub trait ScopedImplementation: Send + Sync + 'static {
@@ -112,8 +113,8 @@ impl Endpoint for InProcess<'_> {
         Ok(())
     }
 
-    fn ledger(&self) -> Option<LedgerQueries> {
-        self.instance.as_ref().and_then(|i| i.ledger())
+    fn ledger(&self) -> Result<Option<LedgerQueries>, String> {
+        Ok(self.instance.as_ref().and_then(|i| i.ledger()))
     }
 
     async fn stop(&mut self) {

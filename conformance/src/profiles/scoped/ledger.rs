@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::{PgPool, Row};
 
 use crate::declared_sql::{self, Kind, Label};
+use crate::protocol::InitOk;
 
 /// The two queries that read a ledger.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,6 +25,14 @@ pub struct LedgerQueries {
     pub obligations: String,
     /// Rows of `prefix` (text): every deletion record.
     pub records: String,
+}
+
+impl LedgerQueries {
+    /// The queries a program declares as `ledger` in its `init_ok`: `None` when it declares
+    /// none (SC-6.6's tables), an error when they are malformed.
+    pub fn declared(claims: &InitOk) -> Result<Option<LedgerQueries>, String> {
+        claims.declared("ledger")
+    }
 }
 
 impl Default for LedgerQueries {

@@ -19,6 +19,7 @@
 //! scenario gets its own database and its own S3 server, so its faults stay its own), the
 //! suite and the mutant catalogue.
 
+pub mod bench;
 pub mod driver;
 pub mod explore;
 pub mod fixture;
@@ -258,20 +259,7 @@ impl super::Profile for ScopedProfile {
                     .into(),
             );
         }
-        explore::command(&explore::ScopedExploreArgs {
-            seeds: request.seeds,
-            first_seed: request.first_seed,
-            shard: request.shard,
-            mutant: request.mutant.clone(),
-            hunt: request.hunt,
-            hunt_trials: request.hunt_trials,
-            check_determinism: request.check_determinism,
-            save_dir: request.save.dir(fixture::default_dir),
-            max_shrink_iters: request.max_shrink_iters,
-            tier: request.tier.clone().unwrap_or_else(|| "postgres".into()),
-            differential: request.differential,
-            jobs: request.jobs,
-        })
+        explore::command(request)
     }
 
     fn owns_fixture(&self, path: &Path) -> bool {
@@ -294,5 +282,13 @@ impl super::Profile for ScopedProfile {
 
     fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
         world::WORLD.command(request)
+    }
+
+    fn bench(&self, request: &super::BenchRequest) -> Result<String, String> {
+        bench::scoped(request.scoped_seeds, request.jobs)
+    }
+
+    fn check_claims(&self, claims: &crate::protocol::InitOk) -> Result<(), String> {
+        ledger::LedgerQueries::declared(claims).map(|_| ())
     }
 }

@@ -29,10 +29,11 @@ use tidemark_sim::real_tier::server::{ACCESS_KEY, REGION, SECRET_KEY};
 use tidemark_sim::real_tier::{PgProvider, RealTier, TestDatabase};
 use tidemark_sim::trace::Trace;
 
+use super::ledger::LedgerQueries;
 use crate::driver::DriverError;
 use crate::play::Failure;
 use crate::process::{ProcessFactory, ProcessSession};
-use crate::protocol::{Init, LedgerQueries, S3Endpoint, INIT_ID, PROTOCOL};
+use crate::protocol::{Init, S3Endpoint, INIT_ID, PROTOCOL};
 use crate::report::{CaseReport, Verdict};
 
 /// The profile's name in `init` and `init_ok`.
@@ -261,7 +262,7 @@ pub trait Endpoint {
     /// A crash: everything not persisted is lost; a new instance starts with the same init.
     async fn restart(&mut self) -> Result<(), DriverError>;
     /// The ledger queries the running instance declared, if any.
-    fn ledger(&self) -> Option<LedgerQueries>;
+    fn ledger(&self) -> Result<Option<LedgerQueries>, String>;
     /// The end of the scenario.
     async fn stop(&mut self);
 }
@@ -275,8 +276,12 @@ impl Endpoint for ProcessSession {
         ProcessSession::restart(self).await
     }
 
-    fn ledger(&self) -> Option<LedgerQueries> {
-        self.claims().and_then(|c| c.ledger.clone())
+    fn ledger(&self) -> Result<Option<LedgerQueries>, String> {
+        Ok(self
+            .claims()
+            .map(LedgerQueries::declared)
+            .transpose()?
+            .flatten())
     }
 
     async fn stop(&mut self) {
@@ -377,7 +382,7 @@ async fn harness_step(
                 .map_err(harness)?,
         },
         ScopedOp::PendingDeletions => {
-            let (queries, whose) = ledger_queries(session);
+            let (queries, whose) = ledger_queries(session)?;
             ScopedOutcome::Prefixes {
                 prefixes: queries
                     .pending_prefixes(&provided.db.pool)
@@ -386,7 +391,7 @@ async fn harness_step(
             }
         }
         ScopedOp::DeletionRecords => {
-            let (queries, whose) = ledger_queries(session);
+            let (queries, whose) = ledger_queries(session)?;
             ScopedOutcome::Prefixes {
                 prefixes: queries
                     .record_prefixes(&provided.db.pool)
@@ -416,14 +421,17 @@ async fn harness_step(
 /// The queries the running program declared for its ledger, else SC-6.6's tables, and whose
 /// they are (for a failure's message: a declared query's error is the program's, not the
 /// harness's).
-fn ledger_queries(session: &impl Endpoint) -> (LedgerQueries, &'static str) {
-    match session.ledger() {
+fn ledger_queries(session: &impl Endpoint) -> Result<(LedgerQueries, &'static str), DriverError> {
+    let declared = session
+        .ledger()
+        .map_err(|e| DriverError(format!("the ledger declared in init_ok is malformed: {e}")))?;
+    Ok(match declared {
         Some(declared) => (declared, "the ledger declared in init_ok"),
         None => (
             LedgerQueries::default(),
             "the ledger in SC-6.6's tables (declare `ledger` in init_ok if yours are named otherwise)",
         ),
-    }
+    })
 }
 
 fn list_text(items: &[String]) -> String {

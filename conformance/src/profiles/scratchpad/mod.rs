@@ -1,6 +1,7 @@
 //! The reference scratchpad, driven in-process. Time reaches it through a clock the driver sets
 //! from each request's timestamp, exactly as an out-of-process implementation receives it.
 
+pub mod bench;
 pub mod contract;
 pub mod driver;
 pub mod explore;
@@ -270,22 +271,7 @@ impl super::Profile for ScratchpadProfile {
         if request.differential {
             return Err(super::unsupported(self.name(), "--differential"));
         }
-        crate::profiles::scratchpad::explore::cli::explore(
-            &crate::profiles::scratchpad::explore::cli::ExploreArgs {
-                seeds: request.seeds,
-                first_seed: request.first_seed,
-                shard: request.shard,
-                mutant: request.mutant.clone(),
-                check_determinism: request.check_determinism,
-                hunt: request.hunt,
-                hunt_trials: request.hunt_trials,
-                save_dir: request
-                    .save
-                    .dir(crate::profiles::scratchpad::explore::fixture::default_dir),
-                max_shrink_iters: request.max_shrink_iters,
-                implementation: request.implementation.clone(),
-            },
-        )
+        crate::profiles::scratchpad::explore::cli::explore(request)
     }
 
     fn owns_fixture(&self, path: &std::path::Path) -> bool {
@@ -307,5 +293,9 @@ impl super::Profile for ScratchpadProfile {
 
     fn world(&self, request: &super::WorldRequest) -> Result<bool, String> {
         world::WORLD.command(request)
+    }
+
+    fn bench(&self, request: &super::BenchRequest) -> Result<String, String> {
+        Ok(bench::run(request.seeds))
     }
 }

@@ -1,30 +1,13 @@
-//! `tidemark explore|replay --profile scratchpad`: the options, a failure's text, and replay;
+//! `tidemark explore|replay --profile scratchpad`: the options and replay;
 //! the loop, the hunt and the determinism check are the engine's (`crate::explore::engine`).
 
 use super::fixture::{self, Fixture};
-use super::{run_seed, Found, ScratchpadExplorer};
+use super::{run_seed, ScratchpadExplorer};
 use crate::explore::cli::ReplayOutcome;
-use crate::explore::engine::{self, Seeds};
-use crate::explore::Shard;
 use crate::profiles::scratchpad::ReferenceScratchpad;
-use std::path::{Path, PathBuf};
+use crate::profiles::ExploreRequest;
+use std::path::Path;
 use tidemark_reference::scratchpad::ScratchpadMutant;
-
-#[derive(Clone, Debug)]
-pub struct ExploreArgs {
-    pub seeds: u64,
-    pub first_seed: u64,
-    pub shard: Shard,
-    pub mutant: Option<String>,
-    pub check_determinism: bool,
-    pub hunt: bool,
-    /// Searches per mutant; `None`: the engine's default.
-    pub hunt_trials: Option<u64>,
-    pub save_dir: Option<PathBuf>,
-    pub max_shrink_iters: u32,
-    /// Explore a program speaking the protocol instead of the reference.
-    pub implementation: Option<String>,
-}
 
 fn mutant_arg(id: &Option<String>) -> Result<Option<ScratchpadMutant>, String> {
     match id {
@@ -38,59 +21,10 @@ fn mutant_arg(id: &Option<String>) -> Result<Option<ScratchpadMutant>, String> {
     }
 }
 
-/// Prints a found failure the way a person needs it: seed, shrunk operations, trace tail, and
-/// the exact command that replays it.
-pub fn describe(found: &Found, mutant: Option<ScratchpadMutant>, saved: Option<&Path>) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let against = mutant
-        .map(|m| format!("mutant {}", m.id()))
-        .unwrap_or_else(|| "reference".into());
-    let _ = writeln!(
-        s,
-        "FAIL  seed {} against the {against}{}",
-        found.seed,
-        if found.unmounted {
-            " (unmounted root)"
-        } else {
-            ""
-        }
-    );
-    if let Some(d) = &found.run.divergence {
-        let _ = writeln!(s, "  diverged at: {}", d.op);
-        let _ = writeln!(s, "  expected:    {}", d.expected);
-        let _ = writeln!(s, "  actual:      {}", d.actual);
-    }
-    let _ = writeln!(
-        s,
-        "  shrunk from {} to {} operations:",
-        found.original_len,
-        found.ops.len()
-    );
-    for op in &found.ops {
-        let _ = writeln!(s, "    {op}");
-    }
-    let _ = writeln!(s, "  trace tail:");
-    for l in found.run.trace.tail(10) {
-        let _ = writeln!(s, "    {l}");
-    }
-    match saved {
-        Some(p) => {
-            let _ = writeln!(s, "  replay: tidemark replay {}", p.display());
-        }
-        None => {
-            let m = mutant
-                .map(|m| format!(" --mutant {}", m.id()))
-                .unwrap_or_default();
-            let _ = writeln!(s, "  replay: tidemark replay --seed {}{m}", found.seed);
-        }
-    }
-    s
-}
-
-pub fn explore(args: &ExploreArgs) -> Result<bool, String> {
-    let mutant = mutant_arg(&args.mutant)?;
-    if args.implementation.is_some() && (mutant.is_some() || args.hunt) {
+/// `tidemark explore --profile scratchpad`, against the reference or a program (`--impl`).
+pub fn explore(request: &ExploreRequest) -> Result<bool, String> {
+    let mutant = mutant_arg(&request.mutant)?;
+    if request.implementation.is_some() && (mutant.is_some() || request.hunt) {
         return Err(
             "--mutant and --hunt switch the reference's mutants; they cannot apply to --impl"
                 .into(),
@@ -102,7 +36,7 @@ pub fn explore(args: &ExploreArgs) -> Result<bool, String> {
         .map_err(|e| e.to_string())?;
     let reference = ReferenceScratchpad::default();
     let program;
-    let factory: &dyn crate::profiles::scratchpad::driver::DriverFactory = match &args
+    let factory: &dyn crate::profiles::scratchpad::driver::DriverFactory = match &request
         .implementation
     {
         None => &reference,
@@ -110,38 +44,23 @@ pub fn explore(args: &ExploreArgs) -> Result<bool, String> {
             use crate::process::{launch_dir, AdapterCommand, ProcessFactory, ProcessOptions};
             let command = AdapterCommand::parse(cmd, &launch_dir()).map_err(|e| e.to_string())?;
             program = rt
-                .block_on(ProcessFactory::probe(command, ProcessOptions::default()))
+                .block_on(ProcessFactory::probe(
+                    command,
+                    ProcessOptions {
+                        claims_check: crate::profiles::check_claims,
+                        ..ProcessOptions::default()
+                    },
+                ))
                 .map_err(|e| e.to_string())?;
             &program
         }
     };
     let explorer = ScratchpadExplorer {
         factory,
-        implementation: args.implementation.as_deref(),
-        max_shrink_iters: args.max_shrink_iters,
+        implementation: request.implementation.as_deref(),
+        max_shrink_iters: request.max_shrink_iters,
     };
-    let seeds = Seeds {
-        first_seed: args.first_seed,
-        seeds: args.seeds,
-        shard: args.shard,
-        jobs: 1,
-    };
-    rt.block_on(async {
-        if args.hunt {
-            engine::hunt_command(&explorer, &seeds, mutant, args.hunt_trials).await
-        } else if args.check_determinism {
-            engine::compare(&explorer, &explorer, &seeds, mutant).await
-        } else {
-            engine::explore(
-                &explorer,
-                &seeds,
-                mutant,
-                args.max_shrink_iters,
-                args.save_dir.as_deref(),
-            )
-            .await
-        }
-    })
+    rt.block_on(request.run_on(&explorer, mutant, fixture::default_dir))
 }
 
 pub fn replay(

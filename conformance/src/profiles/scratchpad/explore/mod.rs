@@ -15,6 +15,7 @@ use super::driver::DriverFactory;
 use super::ReferenceScratchpad;
 use crate::explore::engine::{self, Explorer, Failed, Failure, Outcome};
 use crate::explore::rng_for;
+use crate::explore::text::{DivergenceText, Layout, Rerun, TextStyle};
 use ops::{workload, SimOp};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, TestRunner};
@@ -50,6 +51,22 @@ pub struct Found {
 }
 
 impl Found {
+    /// Its text as `tidemark explore` prints it against the reference, or `mutant`.
+    pub fn describe(&self, mutant: Option<ScratchpadMutant>) -> String {
+        let explorer = ScratchpadExplorer {
+            factory: &ReferenceScratchpad::default(),
+            implementation: None,
+            max_shrink_iters: 0,
+        };
+        let failure = Failure {
+            seed: self.seed,
+            workload: (self.unmounted, self.ops.clone()),
+            original_len: self.original_len,
+            error: Failed::Diverged(self.run.clone()),
+        };
+        explorer.describe(&failure, mutant, None)
+    }
+
     fn of(f: Failure<(bool, Vec<SimOp>), RunResult>) -> Found {
         let run = match f.error {
             Failed::Diverged(run) => run,
@@ -197,46 +214,46 @@ impl Explorer for ScratchpadExplorer<'_> {
         }
     }
 
-    fn replay_command(&self, seed: u64, mutant: Option<ScratchpadMutant>) -> String {
+    const TEXT: TextStyle = TextStyle {
+        layout: Layout::Compact,
+        rerun: Rerun::ReplaySeed,
+        profile_in_heading: false,
+    };
+
+    fn program(&self) -> Option<&str> {
+        self.implementation
+    }
+
+    /// A program's seed runs again through `explore --impl`, shrunk as far as it was.
+    fn setting_options(&self) -> String {
         match self.implementation {
-            Some(cmd) => format!(
-                "tidemark explore --impl {} --first-seed {seed} --seeds 1 --max-shrink-iters {}",
-                shlex::try_quote(cmd).unwrap_or_else(|_| cmd.into()),
-                self.max_shrink_iters
-            ),
-            None => format!(
-                "tidemark replay --seed {seed}{}",
-                mutant
-                    .map(|m| format!(" --mutant {}", m.id()))
-                    .unwrap_or_default()
-            ),
+            Some(_) => format!(" --max-shrink-iters {}", self.max_shrink_iters),
+            None => String::new(),
         }
     }
 
-    fn describe(
-        &self,
-        failure: &Failure<Self::Workload, RunResult>,
-        mutant: Option<ScratchpadMutant>,
-        saved: Option<&Path>,
-    ) -> String {
-        let found = Found::of(Failure {
-            seed: failure.seed,
-            workload: failure.workload.clone(),
-            original_len: failure.original_len,
-            error: match &failure.error {
-                Failed::Diverged(r) => Failed::Diverged(r.clone()),
-                Failed::Setup(why) => Failed::Setup(why.clone()),
-            },
-        });
-        let text = cli::describe(&found, mutant, saved);
-        match self.implementation {
-            None => text,
-            Some(cmd) => text
-                .replacen("against the reference", &format!("against {cmd}"), 1)
-                .replace(
-                    &format!("tidemark replay --seed {}", failure.seed),
-                    &self.replay_command(failure.seed, None),
-                ),
+    fn heading_detail(&self, (unmounted, _): &Self::Workload) -> String {
+        if *unmounted {
+            " (unmounted root)".into()
+        } else {
+            String::new()
+        }
+    }
+
+    fn op_lines(&self, (_, ops): &Self::Workload) -> Vec<String> {
+        ops.iter().map(ToString::to_string).collect()
+    }
+
+    fn divergence_text<'d>(&self, run: &'d RunResult) -> DivergenceText<'d> {
+        let d = run
+            .divergence
+            .as_ref()
+            .expect("a diverged scratchpad run names its divergence");
+        DivergenceText {
+            trace: run.trace.lines(),
+            at: d.op.clone(),
+            expected: &d.expected,
+            actual: &d.actual,
         }
     }
 
