@@ -6,26 +6,12 @@
 //! (`differential::memory::<file stem>`): the in-memory store earns its place in the
 //! simulation tier by giving the same observable outcomes.
 
-use std::path::PathBuf;
-
 use libtest_mimic::{Failed, Trial};
 
-use super::shared::{scoped_scripts, Shared};
+use super::shared::{every_rule_cited, scoped_scripts, Shared};
 use tidemark_conformance::profiles::scoped::play;
 use tidemark_conformance::profiles::scoped::script::Script;
 use tidemark_reference::scoped::ScopedMutant;
-
-/// The SC rule ids SPEC.md defines.
-fn sc_rules() -> Result<std::collections::BTreeSet<String>, Failed> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let text = std::fs::read_to_string(root.join("SPEC.md"))
-        .map_err(|e| Failed::from(format!("cannot read SPEC.md: {e}")))?;
-    Ok(text
-        .split("**")
-        .filter(|w| w.starts_with("SC-") && w[3..].chars().all(|c| c.is_ascii_digit() || c == '.'))
-        .map(str::to_string)
-        .collect())
-}
 
 pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
     let scripts = scoped_scripts()?;
@@ -93,32 +79,13 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
             },
         ));
     }
-    {
-        let scripts = scripts.clone();
-        trials.push(Trial::test(
-            "rules::every_sc_rule_is_cited_and_every_citation_exists",
-            move || {
-                let defined = sc_rules()?;
-                let mut cited = std::collections::BTreeSet::new();
-                for s in &scripts {
-                    for r in &s.rules {
-                        if !defined.contains(r) {
-                            return Err(Failed::from(format!(
-                                "{} cites {r}, which SPEC does not define",
-                                s.file.display()
-                            )));
-                        }
-                        cited.insert(r.clone());
-                    }
-                }
-                let uncited: Vec<_> = defined.difference(&cited).collect();
-                if uncited.is_empty() {
-                    Ok(())
-                } else {
-                    Err(Failed::from(format!("no scenario cites {uncited:?}")))
-                }
-            },
-        ));
-    }
+    trials.push(every_rule_cited(
+        "SC",
+        scripts
+            .iter()
+            .map(|s| (s.file.clone(), s.rules.clone()))
+            .collect(),
+        &[],
+    ));
     Ok(trials)
 }

@@ -9,25 +9,14 @@
 //! `TIDEMARK_SHOW_KILLS=1` prints where each mutant was killed (the step, expected and actual),
 //! to check a kill is for the reason the scenario states.
 
-use std::collections::BTreeSet;
-
 use libtest_mimic::{Failed, Trial};
 
-use super::shared::{root, rows_scripts, Shared};
+use super::shared::{every_rule_cited, root, rows_scripts, Shared};
 use tidemark_conformance::profiles::rows::model::Model;
 use tidemark_conformance::profiles::rows::runner;
 use tidemark_conformance::profiles::rows::script::{Action, Script};
 use tidemark_reference::rows::RowsMutant;
 use tidemark_sim::trace::Trace;
-
-/// The SR rule ids SPEC.md defines.
-fn sr_rules() -> BTreeSet<String> {
-    let text = std::fs::read_to_string(root().join("SPEC.md")).expect("SPEC.md");
-    tidemark_sim::spec_rules::rule_ids(&text)
-        .into_iter()
-        .filter(|r| r.starts_with("SR-"))
-        .collect()
-}
 
 /// `tidemark <args>` from the repository root: exit code, stdout and stderr.
 fn tidemark(args: &[&str]) -> (i32, String, String) {
@@ -276,39 +265,14 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
             },
         ));
     }
-    {
-        let scripts = scripts.clone();
-        trials.push(Trial::test(
-            "rules::every_sr_rule_is_cited_and_every_citation_exists",
-            move || {
-                let defined = sr_rules();
-                if defined.len() < 33 {
-                    return Err(Failed::from(format!(
-                        "SPEC.md defines only {} SR rules",
-                        defined.len()
-                    )));
-                }
-                let mut cited = BTreeSet::new();
-                for s in &scripts {
-                    for r in &s.rules {
-                        if !defined.contains(r) {
-                            return Err(Failed::from(format!(
-                                "{} cites {r}, which SPEC does not define",
-                                s.file.display()
-                            )));
-                        }
-                        cited.insert(r.clone());
-                    }
-                }
-                let uncited: Vec<_> = defined.difference(&cited).collect();
-                if uncited.is_empty() {
-                    Ok(())
-                } else {
-                    Err(Failed::from(format!("no scenario cites {uncited:?}")))
-                }
-            },
-        ));
-    }
+    trials.push(every_rule_cited(
+        "SR",
+        scripts
+            .iter()
+            .map(|s| (s.file.clone(), s.rules.clone()))
+            .collect(),
+        &[],
+    ));
     trials.push(Trial::test(
         "cli::run_explore_replay_and_the_world_take_the_rows_profile_on_both_tiers",
         cli,

@@ -2,10 +2,11 @@
 //! started only when a test first needs it and stopped before the binary exits
 //! (libtest-mimic's exit skips destructors).
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use libtest_mimic::Failed;
+use libtest_mimic::{Failed, Trial};
 use tidemark_conformance::profiles::scoped::script::{self, Script};
 use tidemark_sim::real_tier::PgProvider;
 
@@ -66,4 +67,58 @@ pub fn rows_scripts() -> Result<Vec<tidemark_conformance::profiles::rows::script
         &tidemark_sim::spec_rules::rule_ids(&spec),
     )
     .map_err(|e| format!("the rows scenarios do not load: {e}"))
+}
+
+/// A trial: every rule of SPEC.md's `part` (`SP`, `SC`, `SR`) is cited by some scenario, and
+/// every citation names a rule SPEC.md defines. The rules are counted first: a SPEC.md the
+/// reader found no rules in would otherwise pass with nothing checked. `not_staged` lists the
+/// rules SPEC itself says no scenario stages, each with why; each must still be defined.
+pub fn every_rule_cited(
+    part: &'static str,
+    citations: Vec<(PathBuf, Vec<String>)>,
+    not_staged: &'static [(&'static str, &'static str)],
+) -> Trial {
+    let name = format!(
+        "rules::every_{}_rule_is_cited_and_every_citation_exists",
+        part.to_lowercase()
+    );
+    Trial::test(name, move || {
+        let spec = std::fs::read_to_string(root().join("SPEC.md"))
+            .map_err(|e| Failed::from(format!("cannot read SPEC.md: {e}")))?;
+        let prefix = format!("{part}-");
+        let defined: BTreeSet<String> = tidemark_sim::spec_rules::rule_ids(&spec)
+            .into_iter()
+            .filter(|r| r.starts_with(&prefix))
+            .collect();
+        if defined.len() < 10 {
+            return Err(format!("SPEC.md defines only {} {part} rules", defined.len()).into());
+        }
+        let mut cited = BTreeSet::new();
+        for (file, rules) in &citations {
+            for r in rules {
+                if !defined.contains(r) {
+                    return Err(format!(
+                        "{} cites {r}, which SPEC does not define",
+                        file.display()
+                    )
+                    .into());
+                }
+                cited.insert(r.clone());
+            }
+        }
+        for (rule, _why) in not_staged {
+            if !defined.contains(*rule) {
+                return Err(
+                    format!("{rule} is listed as not staged, but SPEC does not define it").into(),
+                );
+            }
+            cited.insert(rule.to_string());
+        }
+        let uncited: Vec<_> = defined.difference(&cited).collect();
+        if uncited.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("no scenario cites {uncited:?}").into())
+        }
+    })
 }
