@@ -20,6 +20,23 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .block_on(f)
 }
 
+/// The SP rules SPEC itself says no scenario stages, and why.
+const SP_NOT_STAGED: &[(&str, &str)] = &[
+    (
+        "SP-7.4",
+        "the harness sends `start` before any other request: a promise of the harness, not of an implementation",
+    ),
+    (
+        "SP-7.5",
+        "files placed in a session directory or a foreign directory belong to no requester; no scenario places one",
+    ),
+    ("SP-7.6", "an I/O failure is not staged by the suite"),
+    (
+        "SP-7.7",
+        "a file no guest path could create (a name that is not UTF-8) is placed by no scenario",
+    ),
+];
+
 pub fn trials(_: &super::shared::Shared) -> Result<Vec<Trial>, String> {
     let scenarios = suite::load(&default_scenarios_dir(), &default_spec_path())
         .map_err(|e| format!("the scenario suite does not load: {e}"))?;
@@ -79,6 +96,14 @@ pub fn trials(_: &super::shared::Shared) -> Result<Vec<Trial>, String> {
             },
         ));
     }
+    trials.push(super::shared::every_rule_cited(
+        "SP",
+        scenarios
+            .iter()
+            .map(|s| (s.file.clone(), s.rules.clone()))
+            .collect(),
+        SP_NOT_STAGED,
+    ));
     let fixtures_dir = tidemark_conformance::profiles::scratchpad::explore::fixture::default_dir();
     let fixtures = fixture::load_all(&fixtures_dir)
         .map_err(|e| format!("a saved fixture does not load: {e}"))?;
