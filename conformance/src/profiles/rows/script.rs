@@ -33,6 +33,7 @@ use tidemark_sim::clip::{clip, clip_field, MAX_SCENARIO_SPAN_MS};
 pub use crate::scenario::header::utf8_text;
 use crate::scenario::header::{self, HeaderVocabulary, StepLine};
 use crate::scenario::lex::{tokenize, Token};
+use crate::scenario::load::{self, ScenarioFileError};
 
 use super::grammar::{action, expect, Names};
 
@@ -84,12 +85,7 @@ pub struct Script {
 impl Script {
     /// `rows::<file stem>`, `-` read as `_`.
     pub fn test_name(&self) -> String {
-        let stem = self
-            .file
-            .file_stem()
-            .map(|s| s.to_string_lossy().replace('-', "_"))
-            .unwrap_or_default();
-        format!("rows::{stem}")
+        load::test_name(VOCABULARY.profile, &self.file)
     }
 }
 
@@ -272,48 +268,17 @@ pub fn transcript_text(entries: &[Entry]) -> String {
     )
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}:{line}: {message}", file.display())]
-pub struct ScriptError {
-    pub file: PathBuf,
-    pub line: usize,
-    pub message: String,
-}
-
 /// Every rows `*.tdm` under `dir`, in path order, each once, citations checked against `rules`.
-pub fn load_dir_with(dir: &Path, rules: &BTreeSet<String>) -> Result<Vec<Script>, ScriptError> {
-    let files = tidemark_sim::scenario_files::find(dir, "tdm").map_err(|e| ScriptError {
-        file: dir.to_path_buf(),
-        line: 0,
-        message: format!("cannot read the scenario directory: {e}"),
-    })?;
-    let scripts = files
-        .iter()
-        .filter(|f| !header::belongs_elsewhere(f, VOCABULARY.profile))
-        .map(|f| {
-            let text = header::read_text(f).map_err(|(line, message)| ScriptError {
-                file: f.clone(),
-                line,
-                message,
-            })?;
-            parse_with(f, &text, rules)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    if let Some((name, first, second)) =
-        tidemark_sim::scenario_files::duplicate_name(&scripts, Script::test_name, |s| {
-            s.file.as_path()
-        })
-    {
-        return Err(ScriptError {
-            file: second.to_path_buf(),
-            line: 1,
-            message: format!(
-                "the test name {name} is taken by {} already; rename one of the files",
-                first.display()
-            ),
-        });
-    }
-    Ok(scripts)
+pub fn load_dir_with(
+    dir: &Path,
+    rules: &BTreeSet<String>,
+) -> Result<Vec<Script>, ScenarioFileError> {
+    load::load_dir(
+        dir,
+        VOCABULARY.profile,
+        |f, text| parse_with(f, text, rules),
+        |s| &s.file,
+    )
 }
 
 /// Parses a scenario whose `rules:` must be among `known_rules`.
@@ -321,12 +286,9 @@ pub fn parse_with(
     file: &Path,
     text: &str,
     known_rules: &BTreeSet<String>,
-) -> Result<Script, ScriptError> {
-    let err = |line: usize, message: String| ScriptError {
-        file: file.to_path_buf(),
-        line,
-        message: clip_field(&message).into_owned(),
-    };
+) -> Result<Script, ScenarioFileError> {
+    let err =
+        |line: usize, message: String| ScenarioFileError::new(file, line, clip_field(&message));
     let (header, lines) = header::split(text, &VOCABULARY, &|id| known_rules.contains(id))
         .map_err(|(line, m)| err(line, m))?;
     if let Some(k) = header.knobs.first() {

@@ -51,6 +51,7 @@ use tidemark_reference::scoped::Access;
 pub use crate::scenario::header::utf8_text;
 use crate::scenario::header::{self, HeaderVocabulary, StepLine};
 use crate::scenario::lex::{tokenize, Token};
+use crate::scenario::load::{self, ScenarioFileError};
 
 use super::driver::{CrashPointName, ScopedOp, ScopedOutcome, Turn, WaitKindName};
 
@@ -68,12 +69,7 @@ pub struct Script {
 impl Script {
     /// `scoped::<file stem>`, so `cargo test cascade` filters by file name.
     pub fn test_name(&self) -> String {
-        let stem = self
-            .file
-            .file_stem()
-            .map(|s| s.to_string_lossy().replace('-', "_"))
-            .unwrap_or_default();
-        format!("scoped::{stem}")
+        load::test_name(VOCABULARY.profile, &self.file)
     }
 
     /// The seed of the scenario's S3 fault generator, from its file name, so every runner
@@ -156,68 +152,33 @@ impl Expect {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}:{line}: {message}", file.display())]
-pub struct ScriptError {
-    pub file: PathBuf,
-    pub line: usize,
-    pub message: String,
-}
-
 /// Every `*.tdm` under `dir`, in path order, each once (directory symlinks are not followed),
 /// citations checked against this repository's SPEC.md, short identifiers replaced by UUIDs
 /// ([`Script::with_uuid_ids`]).
-pub fn load_dir(dir: &Path) -> Result<Vec<Script>, ScriptError> {
+pub fn load_dir(dir: &Path) -> Result<Vec<Script>, ScenarioFileError> {
     load_dir_with(dir, repo_rules().map_err(|e| e.at(dir))?)
 }
 
 /// [`load_dir`] with the rule ids of another SPEC.md (`tidemark run --spec`).
-pub fn load_dir_with(dir: &Path, rules: &BTreeSet<String>) -> Result<Vec<Script>, ScriptError> {
-    let files = tidemark_sim::scenario_files::find(dir, "tdm").map_err(|e| ScriptError {
-        file: dir.to_path_buf(),
-        line: 0,
-        message: format!("cannot read the scenario directory: {e}"),
-    })?;
-    let scripts = files
-        .iter()
-        .filter(|f| !header::belongs_elsewhere(f, VOCABULARY.profile))
-        .map(|f| {
-            let text = header::read_text(f).map_err(|(line, message)| ScriptError {
-                file: f.clone(),
-                line,
-                message,
-            })?;
-            // Every runner plays the scenario with UUID identifiers (see `uuid_ids`).
-            parse_with(f, &text, rules).map(Script::with_uuid_ids)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    if let Some((name, first, second)) =
-        tidemark_sim::scenario_files::duplicate_name(&scripts, Script::test_name, |s| {
-            s.file.as_path()
-        })
-    {
-        return Err(ScriptError {
-            file: second.to_path_buf(),
-            line: 1,
-            message: format!(
-                "the test name {name} is taken by {} already; rename one of the files",
-                first.display()
-            ),
-        });
-    }
-    Ok(scripts)
+pub fn load_dir_with(
+    dir: &Path,
+    rules: &BTreeSet<String>,
+) -> Result<Vec<Script>, ScenarioFileError> {
+    load::load_dir(
+        dir,
+        VOCABULARY.profile,
+        // Every runner plays the scenario with UUID identifiers (see `uuid_ids`).
+        |f, text| parse_with(f, text, rules).map(Script::with_uuid_ids),
+        |s| &s.file,
+    )
 }
 
 /// A SPEC.md that could not be read, before it is placed at a file.
 struct SpecUnreadable(String);
 
 impl SpecUnreadable {
-    fn at(self, file: &Path) -> ScriptError {
-        ScriptError {
-            file: file.to_path_buf(),
-            line: 0,
-            message: self.0,
-        }
+    fn at(self, file: &Path) -> ScenarioFileError {
+        ScenarioFileError::new(file, 0, self.0)
     }
 }
 
@@ -677,7 +638,7 @@ fn expect(w: &[String]) -> Result<Expect, String> {
 }
 
 /// Parses a scenario, checking its citations against this repository's SPEC.md.
-pub fn parse(file: &Path, text: &str) -> Result<Script, ScriptError> {
+pub fn parse(file: &Path, text: &str) -> Result<Script, ScenarioFileError> {
     parse_with(file, text, repo_rules().map_err(|e| e.at(file))?)
 }
 
@@ -699,13 +660,10 @@ pub fn parse_with(
     file: &Path,
     text: &str,
     known_rules: &BTreeSet<String>,
-) -> Result<Script, ScriptError> {
+) -> Result<Script, ScenarioFileError> {
     // Quoted input is clipped where it is quoted; this bounds the whole message as well.
-    let err = |line: usize, message: String| ScriptError {
-        file: file.to_path_buf(),
-        line,
-        message: clip_field(&message).into_owned(),
-    };
+    let err =
+        |line: usize, message: String| ScenarioFileError::new(file, line, clip_field(&message));
     let (header, lines) = header::split(text, &VOCABULARY, &|id| known_rules.contains(id))
         .map_err(|(line, m)| err(line, m))?;
     let mut knobs = BTreeMap::new();

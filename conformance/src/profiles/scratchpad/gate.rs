@@ -27,8 +27,9 @@ use super::runner::ScenarioResult;
 use super::suite;
 use crate::profiles::scratchpad::driver::DriverFactory;
 use crate::profiles::scratchpad::runner::run_scenario;
-use crate::profiles::scratchpad::scenario::{Profile, Scenario, ScenarioError};
+use crate::profiles::scratchpad::scenario::{Profile, Scenario};
 use crate::report::{display_path, CaseReport, RunReport, Verdict, TRACE_TAIL_LINES};
+use crate::scenario::ScenarioFileError;
 use crate::{default_scenarios_dir, default_spec_path};
 use futures::StreamExt;
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -155,7 +156,7 @@ impl Gate {
         self
     }
 
-    pub fn trials(&self) -> Result<Vec<Trial>, ScenarioError> {
+    pub fn trials(&self) -> Result<Vec<Trial>, ScenarioFileError> {
         let scenarios = suite::load(&self.scenarios_dir, &self.spec_path)?;
         Ok(scenarios.into_iter().map(|s| self.trial(s)).collect())
     }

@@ -2,17 +2,15 @@
 
 use crate::profiles::scratchpad::driver::DriverFactory;
 use crate::profiles::scratchpad::runner::{run_scenario, ScenarioResult};
-use crate::profiles::scratchpad::scenario::{load_dir, Profile, Scenario, ScenarioError};
+use crate::profiles::scratchpad::scenario::{load_dir, Profile, Scenario};
+use crate::scenario::ScenarioFileError;
 use crate::spec::RuleIndex;
 use std::path::Path;
 
 /// Loads every scenario under `scenarios_dir`, checking rule citations against `spec_path`.
-pub fn load(scenarios_dir: &Path, spec_path: &Path) -> Result<Vec<Scenario>, ScenarioError> {
-    let rules = RuleIndex::load(spec_path).map_err(|e| ScenarioError {
-        file: spec_path.to_path_buf(),
-        line: 0,
-        message: format!("cannot read SPEC.md: {e}"),
-    })?;
+pub fn load(scenarios_dir: &Path, spec_path: &Path) -> Result<Vec<Scenario>, ScenarioFileError> {
+    let rules = RuleIndex::load(spec_path)
+        .map_err(|e| ScenarioFileError::new(spec_path, 0, format!("cannot read SPEC.md: {e}")))?;
     load_dir(scenarios_dir, &rules)
 }
 

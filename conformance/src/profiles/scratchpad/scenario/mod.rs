@@ -23,7 +23,7 @@ pub use names::{Component, NameSource, PathTemplate, SessionKey};
 pub use parse::{parse_file, parse_str};
 
 use crate::profiles::scratchpad::contract::{Bytes, Caller, Request};
-use crate::scenario::header;
+use crate::scenario::load::{self, ScenarioFileError};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -74,12 +74,7 @@ pub struct Scenario {
 impl Scenario {
     /// The test name: `<profile>::<file stem>`, so `cargo test eviction` filters by file name.
     pub fn test_name(&self) -> String {
-        let stem = self
-            .file
-            .file_stem()
-            .map(|s| s.to_string_lossy().replace('-', "_"))
-            .unwrap_or_default();
-        format!("{}::{}", self.profile.name(), stem)
+        load::test_name(self.profile.name(), &self.file)
     }
 }
 
@@ -354,54 +349,19 @@ impl Step {
     }
 }
 
-/// A malformed scenario file: its path, line, and what was expected.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScenarioError {
-    pub file: PathBuf,
-    pub line: usize,
-    pub message: String,
-}
-
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)
-    }
-}
-
-impl std::error::Error for ScenarioError {}
-
 /// Loads every scratchpad `*.tdm` file below `dir` (files of another profile are that
 /// profile's to load), sorted by path, each once (directory symlinks are not
 /// followed); two files with one test name are an error at the second.
 pub fn load_dir(
     dir: &Path,
     rules: &crate::spec::RuleIndex,
-) -> Result<Vec<Scenario>, ScenarioError> {
-    let files = tidemark_sim::scenario_files::find(dir, "tdm").map_err(|e| ScenarioError {
-        file: dir.to_path_buf(),
-        line: 0,
-        message: format!("cannot read the scenario directory: {e}"),
-    })?;
-    let scenarios = files
-        .iter()
-        .filter(|f| !header::belongs_elsewhere(f, Profile::Scratchpad.name()))
-        .map(|f| parse_file(f, rules))
-        .collect::<Result<Vec<_>, _>>()?;
-    if let Some((name, first, second)) =
-        tidemark_sim::scenario_files::duplicate_name(&scenarios, Scenario::test_name, |s| {
-            s.file.as_path()
-        })
-    {
-        return Err(ScenarioError {
-            file: second.to_path_buf(),
-            line: 1,
-            message: format!(
-                "the test name {name} is taken by {} already; rename one of the files",
-                first.display()
-            ),
-        });
-    }
-    Ok(scenarios)
+) -> Result<Vec<Scenario>, ScenarioFileError> {
+    load::load_dir(
+        dir,
+        Profile::Scratchpad.name(),
+        |f, text| parse_str(f, text, rules),
+        |s| &s.file,
+    )
 }
 
 #[cfg(test)]

@@ -22,12 +22,13 @@
 //! collects (`=> swept [<alice@#general/T1>]`). An absence check must be anchored (`anchor.rs`).
 
 use super::{
-    Action, Call, DiskAction, Expect, KnobUnit, Knobs, PathTemplate, Profile, Scenario,
-    ScenarioError, Step, SCRATCHPAD_KNOBS,
+    Action, Call, DiskAction, Expect, KnobUnit, Knobs, PathTemplate, Profile, Scenario, Step,
+    SCRATCHPAD_KNOBS,
 };
 use crate::profiles::scratchpad::contract::{Caller, SCRATCHPAD_REASONS};
 use crate::scenario::header::{self, HeaderVocabulary, StepLine};
 use crate::scenario::lex::{tokenize, Token};
+use crate::scenario::ScenarioFileError;
 use crate::spec::RuleIndex;
 use std::path::{Path, PathBuf};
 use tidemark_reference::scratchpad::{CallContext, ScratchpadMutant};
@@ -46,12 +47,9 @@ pub const MAX_CONTENT_BYTES: u64 = 16 << 20;
 /// holds exactly (2^53 - 1).
 pub const MAX_KNOB_VALUE: i64 = (1 << 53) - 1;
 
-pub fn parse_file(path: &Path, rules: &RuleIndex) -> Result<Scenario, ScenarioError> {
-    let text = header::read_text(path).map_err(|(line, message)| ScenarioError {
-        file: path.to_path_buf(),
-        line,
-        message,
-    })?;
+pub fn parse_file(path: &Path, rules: &RuleIndex) -> Result<Scenario, ScenarioFileError> {
+    let text = header::read_text(path)
+        .map_err(|(line, message)| ScenarioFileError::new(path, line, message))?;
     parse_str(path, &text, rules)
 }
 
@@ -63,13 +61,14 @@ pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
     capabilities: SCRATCHPAD_CAPABILITIES,
 };
 
-pub fn parse_str(file: &Path, text: &str, rules: &RuleIndex) -> Result<Scenario, ScenarioError> {
+pub fn parse_str(
+    file: &Path,
+    text: &str,
+    rules: &RuleIndex,
+) -> Result<Scenario, ScenarioFileError> {
     // Quoted input is clipped where it is quoted; this bounds the whole message as well.
-    let err = |line: usize, message: String| ScenarioError {
-        file: file.to_path_buf(),
-        line,
-        message: clip_field(&message).into_owned(),
-    };
+    let err =
+        |line: usize, message: String| ScenarioFileError::new(file, line, clip_field(&message));
     let (header, lines) = header::split(text, &VOCABULARY, &|id| rules.contains(id))
         .map_err(|(line, m)| err(line, m))?;
     let mut knobs = Knobs::default();
