@@ -65,14 +65,30 @@ impl<Op: Serialize + DeserializeOwned, Setting: Serialize + DeserializeOwned>
         )
     }
 
+    /// Saves under `dir` as [`Self::file_name`], never over a different saved failure: the same
+    /// mutant and seed found in another setting (the other tier) or shrunk differently gets
+    /// `-2`, `-3`, ... before `.json`; the same failure saved again is the same file.
     pub fn save(&self, dir: &Path) -> std::io::Result<PathBuf> {
         std::fs::create_dir_all(dir)?;
-        let path = dir.join(self.file_name());
-        std::fs::write(
-            &path,
-            serde_json::to_string_pretty(self).expect("a saved failure serialises") + "\n",
-        )?;
-        Ok(path)
+        let text = serde_json::to_string_pretty(self).expect("a saved failure serialises") + "\n";
+        let name = self.file_name();
+        let stem = name.trim_end_matches(".json");
+        for n in 1u32.. {
+            let path = match n {
+                1 => dir.join(&name),
+                n => dir.join(format!("{stem}-{n}.json")),
+            };
+            match std::fs::read_to_string(&path) {
+                Ok(existing) if existing == text => return Ok(path),
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    std::fs::write(&path, text)?;
+                    return Ok(path);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        unreachable!("some numbered name is free")
     }
 
     /// Reads a saved failure of `profile`; another profile's, or another format version, is an
@@ -116,5 +132,45 @@ impl<Op: Serialize + DeserializeOwned, Setting: Serialize + DeserializeOwned>
             .into_iter()
             .map(|p| load(&p).map(|f| (p, f)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(tier: &str) -> SavedFailure<u8, serde_json::Value> {
+        SavedFailure {
+            version: FORMAT_VERSION,
+            profile: "rows".into(),
+            seed: 7,
+            generator: 1,
+            mutant: Some("seal-all-kinds".into()),
+            setting: serde_json::json!({ "tier": tier }),
+            ops: vec![1, 2],
+            divergence: "at 1".into(),
+            trace_hash: "abc".into(),
+        }
+    }
+
+    #[test]
+    fn the_same_failure_found_on_two_tiers_is_saved_twice_and_the_same_one_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let postgres = failure("postgres").save(dir.path()).unwrap();
+        let memory = failure("memory").save(dir.path()).unwrap();
+        let again = failure("postgres").save(dir.path()).unwrap();
+        assert_eq!(
+            postgres.file_name().unwrap(),
+            "rows-seal-all-kinds-seed-7.json"
+        );
+        assert_eq!(
+            memory.file_name().unwrap(),
+            "rows-seal-all-kinds-seed-7-2.json"
+        );
+        assert_eq!(again, postgres);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        let read = |p: &Path| SavedFailure::<u8, serde_json::Value>::load_as(p, "rows").unwrap();
+        assert_eq!(read(&postgres), failure("postgres"));
+        assert_eq!(read(&memory), failure("memory"));
     }
 }
