@@ -12,6 +12,8 @@ use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::{default_scenarios_dir, default_spec_path};
 use tidemark_reference::scratchpad::ScratchpadMutant;
 
+use super::shared::{saved_failure_verdict, Replayed};
+
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -114,25 +116,15 @@ pub fn trials(_: &super::shared::Shared) -> Result<Vec<Trial>, String> {
             .unwrap_or_default();
         trials.push(Trial::test(format!("fixture::{name}"), move || {
             let r = block_on(fixture::replay(&f)).map_err(Failed::from)?;
-            let shown = path.display();
-            if f.mutant.is_some() {
-                // A failure found against a mutant must recur exactly, and the reference must
-                // pass the same steps: the model and the reference still agree.
-                if !r.reproduced {
-                    return Err(Failed::from(format!(
-                        "{shown}: the saved failure no longer reproduces identically (trace {} vs saved {}; divergence {:?})",
-                        r.trace_hash, f.trace_hash, r.divergence
-                    )));
-                }
-                if !r.reference_passes {
-                    return Err(Failed::from(format!("{shown}: the reference fails these steps too")));
-                }
-                Ok(())
-            } else if let Some(d) = r.divergence {
-                Err(Failed::from(format!("{shown}: the reference still fails: {d}")))
-            } else {
-                Ok(())
-            }
+            saved_failure_verdict(Replayed {
+                path: &path,
+                against_mutant: f.mutant.is_some(),
+                reproduced: r.reproduced,
+                reference_passes: r.reference_passes,
+                trace_hash: &r.trace_hash,
+                saved_hash: &f.trace_hash,
+                divergence: r.divergence.map(|d| d.to_string()),
+            })
         }));
     }
     Ok(trials)

@@ -7,7 +7,7 @@ use libtest_mimic::Trial;
 use tidemark_conformance::profiles::scoped::fixture::{self as scoped_fixture, default_dir};
 use tidemark_conformance::profiles::scoped::model::Tier;
 
-use super::shared::Shared;
+use super::shared::{saved_failure_verdict, Replayed, Shared};
 
 pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
     let fixtures = scoped_fixture::load_all(&default_dir())
@@ -44,24 +44,15 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
                     r = Some(got);
                 }
                 let r = r.expect("two tiers ran");
-                let shown = path.display();
-                if f.mutant.is_none() {
-                    return match r.divergence {
-                        Some(d) => Err(format!("{shown}: the reference still fails: {d}").into()),
-                        None => Ok(()),
-                    };
-                }
-                if !r.reproduced {
-                    return Err(format!(
-                        "{shown}: the saved failure no longer reproduces identically (trace {:?} vs saved {}; divergence {:?})",
-                        r.trace_hash, f.trace_hash, r.divergence
-                    )
-                    .into());
-                }
-                if !r.reference_passes {
-                    return Err(format!("{shown}: the reference fails these operations too").into());
-                }
-                Ok(())
+                saved_failure_verdict(Replayed {
+                    path: &path,
+                    against_mutant: f.mutant.is_some(),
+                    reproduced: r.reproduced,
+                    reference_passes: r.reference_passes,
+                    trace_hash: &r.trace_hash,
+                    saved_hash: &f.trace_hash,
+                    divergence: r.divergence.map(|d| d.to_string()),
+                })
             })
         })
         .collect();

@@ -122,3 +122,43 @@ pub fn every_rule_cited(
         }
     })
 }
+
+/// What replaying a saved failure found, whatever the profile.
+pub struct Replayed<'a> {
+    /// Its file, for the message.
+    pub path: &'a std::path::Path,
+    /// Whether it was found against a mutant (else against the reference).
+    pub against_mutant: bool,
+    /// The replay's trace hash equals the saved one.
+    pub reproduced: bool,
+    /// The reference passes the same operations (asked only of a mutant's failure).
+    pub reference_passes: bool,
+    pub trace_hash: &'a dyn std::fmt::Debug,
+    pub saved_hash: &'a str,
+    /// Where the replay diverged, if it did.
+    pub divergence: Option<String>,
+}
+
+/// The verdict on a replayed saved failure: one found against a mutant must recur with its
+/// trace hash while the reference passes the same operations (the model and the reference
+/// still agree); one found against the reference must no longer happen.
+pub fn saved_failure_verdict(r: Replayed<'_>) -> Result<(), Failed> {
+    let shown = r.path.display();
+    if !r.against_mutant {
+        return match r.divergence {
+            Some(d) => Err(format!("{shown}: the reference still fails: {d}").into()),
+            None => Ok(()),
+        };
+    }
+    if !r.reproduced {
+        return Err(format!(
+            "{shown}: the saved failure no longer reproduces identically (trace {:?} vs saved {}; divergence {:?})",
+            r.trace_hash, r.saved_hash, r.divergence
+        )
+        .into());
+    }
+    if !r.reference_passes {
+        return Err(format!("{shown}: the reference fails these operations too").into());
+    }
+    Ok(())
+}
