@@ -41,6 +41,21 @@ pub enum PgSourceKind {
     },
 }
 
+/// Where it came from, as a run's report says it.
+impl std::fmt::Display for PgSourceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PgSourceKind::DatabaseUrl => write!(f, "DATABASE_URL"),
+            PgSourceKind::EphemeralCluster { bin_dir } => {
+                write!(f, "ephemeral cluster from {}", bin_dir.display())
+            }
+            PgSourceKind::Container { image } => {
+                write!(f, "container of {image} (testcontainers)")
+            }
+        }
+    }
+}
+
 /// A source of fresh databases.
 pub struct PgProvider {
     admin: PgConnectOptions,

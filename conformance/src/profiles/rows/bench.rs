@@ -12,7 +12,8 @@ pub fn rows(rows: i64) -> Result<String, String> {
         .build()
         .map_err(|e| format!("a tokio runtime: {e}"))?;
     rt.block_on(async {
-        let (pg, source, _) = crate::profiles::scoped::postgres().await?;
+        let pg = super::postgres().await?;
+        let source = pg.kind();
         let mut s = String::new();
         let _ = writeln!(s, "rows: the reap of {rows} streamed events, half expired, beside a writer (PostgreSQL from {source})");
         for batch in [1_000, rows] {

@@ -40,7 +40,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tidemark_reference::scoped::ScopedMutant;
-use tidemark_sim::real_tier::{PgProvider, PgSourceKind};
+use tidemark_sim::real_tier::PgProvider;
 
 /// `scenarios/scoped` under the repository root.
 pub fn scenarios_dir() -> PathBuf {
@@ -53,13 +53,7 @@ pub async fn postgres() -> Result<(Arc<PgProvider>, String, Duration), String> {
     let pg = PgProvider::from_environment()
         .await
         .map_err(|e| e.to_string())?;
-    let source = match pg.kind() {
-        PgSourceKind::DatabaseUrl => "DATABASE_URL".to_string(),
-        PgSourceKind::EphemeralCluster { bin_dir } => {
-            format!("ephemeral cluster from {}", bin_dir.display())
-        }
-        PgSourceKind::Container { image } => format!("container of {image} (testcontainers)"),
-    };
+    let source = pg.kind().to_string();
     Ok((Arc::new(pg), source, t.elapsed()))
 }
 
