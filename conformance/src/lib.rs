@@ -15,6 +15,7 @@ pub mod protocol;
 pub mod report;
 pub mod scenario;
 pub mod spec;
+pub mod variants;
 pub mod world;
 
 use std::path::PathBuf;

@@ -58,6 +58,11 @@ struct GateArgs {
     /// order does not change. Defaults to the number of cores.
     #[arg(long, default_value_t = default_jobs())]
     jobs: std::num::NonZeroUsize,
+    /// The in-process reference takes this SPEC.md variant's other choice, and the scenarios
+    /// follow it (repeatable), e.g. --variant read_through_a_file=not_a_directory. A program
+    /// declares its own in init_ok instead.
+    #[arg(long = "variant", value_name = "NAME=CHOICE")]
+    variants: Vec<String>,
 }
 
 /// The cores this process may use: scenarios share nothing, so that many run side by side.
@@ -145,6 +150,10 @@ enum Command {
         /// Explore a program speaking conformance/PROTOCOL.md instead of the reference.
         #[arg(long = "impl", value_name = "COMMAND")]
         implementation: Option<String>,
+        /// The reference takes this SPEC.md variant's other choice, and the model follows it
+        /// (repeatable). A program declares its own in init_ok instead.
+        #[arg(long = "variant", value_name = "NAME=CHOICE")]
+        variants: Vec<String>,
     },
     /// Seeds through the turmoil world: the scratchpad as a networked host with its sweeper on a
     /// timer, three concurrent clients, partitions, crashes, restarts and clock jumps.
@@ -227,8 +236,13 @@ fn main() -> ExitCode {
             tier,
             differential,
             jobs,
+            variants,
         } => Some(profiles::named(profile).and_then(|p| {
+            if implementation.is_some() && !variants.is_empty() {
+                return Err("--variant sets the reference's variants; a program declares its own in init_ok".into());
+            }
             p.explore(&profiles::ExploreRequest {
+                variants: tidemark_conformance::variants::from_options(variants)?,
                 seeds: *seeds,
                 first_seed: *first_seed,
                 shard: *shard,
@@ -392,6 +406,12 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
     for p in &selected {
         profiles::check_tier(*p, args.tier.as_deref())?;
     }
+    if gate_args.implementation.is_some() && !gate_args.variants.is_empty() {
+        return Err(
+            "--variant sets the reference's variants; a program declares its own in init_ok".into(),
+        );
+    }
+    let variants = tidemark_conformance::variants::from_options(&gate_args.variants)?;
     // `--only` names are `<profile>::<file stem>`: each goes to its profile.
     let mut only: Vec<(&'static dyn Profile, Vec<String>)> =
         selected.iter().map(|p| (*p, Vec::new())).collect();
@@ -458,6 +478,7 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
             jobs: gate_args.jobs,
             replay_prefix: &replay,
             tier: args.tier.as_deref(),
+            variants: &variants,
         };
         report
             .cases
@@ -502,9 +523,12 @@ fn replay_prefix(
     if !same(&args.spec, default_spec_path()) {
         replay.push_str(&format!(" --spec {}", quote(&absolute(&args.spec))?));
     }
-    // The tier changes where the reference runs, so a replay keeps it.
+    // The tier changes where the reference runs, so a replay keeps it; so do its variants.
     if let Some(tier) = &args.tier {
         replay.push_str(&format!(" --tier {tier}"));
+    }
+    for v in &gate_args.variants {
+        replay.push_str(&format!(" --variant {}", quote(v)?));
     }
     // The replay waits as long as this run did, or a slow scenario would time out differently.
     if gate_args.timeout_ms != process::DEFAULT_REPLY_TIMEOUT_MS {

@@ -456,7 +456,12 @@ impl Adapter {
             .receive::<serde::de::IgnoredAny>(INIT_ID, "init", bound)
             .await?
         {
-            FromImplementation::InitOk(ok) if ok.protocol == PROTOCOL => Ok(ok),
+            FromImplementation::InitOk(ok) if ok.protocol == PROTOCOL => {
+                match crate::variants::Declared::read(&ok.variants) {
+                    Ok(_) => Ok(ok),
+                    Err(e) => Err(self.failure(format!("the init_ok's variants: {e}")).await),
+                }
+            }
             FromImplementation::InitOk(ok) => Err(self
                 .failure(format!(
                     "the implementation speaks {:?}, but the harness speaks {PROTOCOL:?}",

@@ -120,6 +120,11 @@ pub struct InitOk {
     /// Optional behaviours beyond a profile's required rules.
     #[serde(default)]
     pub capabilities: Vec<String>,
+    /// The SPEC.md variants the program takes, by name (`"read_through_a_file":
+    /// "not_a_directory"`); every variant it does not name takes its default. Checked at the
+    /// handshake ([`crate::variants::Declared::read`]).
+    #[serde(default)]
+    pub variants: BTreeMap<String, String>,
     /// Every other field, by name: what a profile's part of the protocol adds (the scoped
     /// profile's `ledger` queries, the rows profile's `rows`), read by that profile with
     /// [`InitOk::declared`]; a field no profile reads is kept but unused.
@@ -128,6 +133,13 @@ pub struct InitOk {
 }
 
 impl InitOk {
+    /// The variants the program declared. A declaration the handshake refused never reaches a
+    /// scenario, so this reads only checked ones.
+    pub fn declared_variants(&self) -> crate::variants::Declared {
+        crate::variants::Declared::read(&self.variants)
+            .expect("the handshake checks the declared variants")
+    }
+
     /// The field `name` a profile declares, read as `T`: `None` when absent or null, an error
     /// (serde's words) when malformed.
     pub fn declared<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, String> {

@@ -9,7 +9,8 @@
 //! `init`, in the reference's own `tidemark_rows` schema (so it declares no queries), each
 //! request answered as the in-process runner's endpoint answers it (`contract::answer`).
 //! `--mutant <id>` switches on one mutant of any catalogue, so the process path can be shown to
-//! catch a real bug too.
+//! catch a real bug too; `--variant <name>=<choice>` takes a SPEC.md variant's other choice and
+//! declares it in `init_ok`, so the process path can be shown to follow a declaration.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -23,6 +24,7 @@ use tidemark_conformance::protocol::{
     ErrorReply, FromImplementation, Init, InitOk, Reply, RequestEnvelope, ToImplementation,
     PROTOCOL,
 };
+use tidemark_conformance::variants::Declared;
 use tidemark_reference::clock::Timestamp;
 use tidemark_reference::rows::{RowsConfig, RowsMutant, RowsStore};
 use tidemark_reference::scoped::ScopedMutant;
@@ -31,14 +33,9 @@ use tidemark_reference::scratchpad::ScratchpadMutant;
 /// The scoped and rows profiles' names, and the optional behaviours this adapter has.
 const SCOPED: &str = "scoped";
 const ROWS: &str = "rows";
-/// Scoped: the crash points and the raced write. Scratchpad: SP-1.2's recommended digest and
-/// binary content (the in-process reference claims the same).
-const CAPABILITIES: [&str; 4] = [
-    remote::CRASH_POINTS,
-    remote::WRITE_DURING_SWEEP,
-    "sp12_digest",
-    "binary_content",
-];
+/// Scoped: the crash points and the raced write. The scratchpad's (SP-1.2's recommended digest
+/// unless a thread is named by its id alone, binary content) are the in-process reference's.
+const SCOPED_CAPABILITIES: [&str; 2] = [remote::CRASH_POINTS, remote::WRITE_DURING_SWEEP];
 
 /// A mutant of one of the three catalogues.
 #[derive(Clone, Copy, Default)]
@@ -58,8 +55,8 @@ enum Serving {
 }
 
 fn main() -> ExitCode {
-    let mutants = match parse_args() {
-        Ok(m) => m,
+    let args = match parse_args() {
+        Ok(a) => a,
         Err(e) => {
             eprintln!("tidemark-reference-adapter: {e}");
             return ExitCode::from(2);
@@ -69,7 +66,7 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    match rt.block_on(serve(mutants)) {
+    match rt.block_on(serve(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tidemark-reference-adapter: {e}");
@@ -78,49 +75,79 @@ fn main() -> ExitCode {
     }
 }
 
-fn parse_args() -> Result<Mutants, String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.as_slice() {
-        [] => Ok(Mutants::default()),
-        [flag, id] if flag == "--mutant" => {
-            if let Some(m) = ScratchpadMutant::from_id(id) {
-                return Ok(Mutants {
-                    scratchpad: Some(m),
-                    ..Mutants::default()
-                });
+/// The adapter's arguments: at most one mutant, and the variants it takes.
+struct Args {
+    mutants: Mutants,
+    variants: Declared,
+}
+
+const USAGE: &str =
+    "usage: tidemark-reference-adapter [--mutant <id>] [--variant <name>=<choice>]...";
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        mutants: Mutants::default(),
+        variants: Declared::defaults(),
+    };
+    let mut raw = std::env::args().skip(1);
+    while let Some(flag) = raw.next() {
+        let value = raw.next().ok_or_else(|| USAGE.to_string())?;
+        match flag.as_str() {
+            "--mutant" => args.mutants = mutant_named(&value)?,
+            "--variant" => {
+                let (name, choice) = value
+                    .split_once('=')
+                    .ok_or_else(|| format!("--variant takes <name>=<choice>, not {value:?}"))?;
+                let mut one = std::collections::BTreeMap::new();
+                one.insert(name.to_string(), choice.to_string());
+                Declared::read(&one)?;
+                let variant = tidemark_conformance::variants::named(name).expect("just read");
+                args.variants = args.variants.with(variant, choice);
             }
-            if let Some(m) = ScopedMutant::from_id(id) {
-                return Ok(Mutants {
-                    scoped: Some(m),
-                    ..Mutants::default()
-                });
-            }
-            if let Some(m) = RowsMutant::from_id(id) {
-                return Ok(Mutants {
-                    rows: Some(m),
-                    ..Mutants::default()
-                });
-            }
-            let ids: Vec<_> = ScratchpadMutant::ALL
-                .iter()
-                .map(|m| m.id())
-                .chain(ScopedMutant::ALL.iter().map(|m| m.id()))
-                .chain(RowsMutant::ALL.iter().map(|m| m.id()))
-                .collect();
-            Err(format!(
-                "no mutant {id:?}; the catalogues have {}",
-                ids.join(", ")
-            ))
+            _ => return Err(USAGE.into()),
         }
-        _ => Err("usage: tidemark-reference-adapter [--mutant <id>]".into()),
     }
+    Ok(args)
+}
+
+fn mutant_named(id: &str) -> Result<Mutants, String> {
+    if let Some(m) = ScratchpadMutant::from_id(id) {
+        return Ok(Mutants {
+            scratchpad: Some(m),
+            ..Mutants::default()
+        });
+    }
+    if let Some(m) = ScopedMutant::from_id(id) {
+        return Ok(Mutants {
+            scoped: Some(m),
+            ..Mutants::default()
+        });
+    }
+    if let Some(m) = RowsMutant::from_id(id) {
+        return Ok(Mutants {
+            rows: Some(m),
+            ..Mutants::default()
+        });
+    }
+    let ids: Vec<_> = ScratchpadMutant::ALL
+        .iter()
+        .map(|m| m.id())
+        .chain(ScopedMutant::ALL.iter().map(|m| m.id()))
+        .chain(RowsMutant::ALL.iter().map(|m| m.id()))
+        .collect();
+    Err(format!(
+        "no mutant {id:?}; the catalogues have {}",
+        ids.join(", ")
+    ))
 }
 
 /// Answers lines from stdin until it closes. A line it cannot understand is a harness bug: it
 /// says so on stderr and exits, which the harness reports.
-async fn serve(mutants: Mutants) -> Result<(), String> {
+async fn serve(args: Args) -> Result<(), String> {
+    let mutants = args.mutants;
     let factory = ReferenceScratchpad {
         mutant: mutants.scratchpad,
+        variants: args.variants.clone(),
     };
     let stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
@@ -147,7 +174,12 @@ async fn serve(mutants: Mutants) -> Result<(), String> {
                                 SCOPED.into(),
                                 ROWS.into(),
                             ],
-                            capabilities: CAPABILITIES.iter().map(|c| c.to_string()).collect(),
+                            capabilities: SCOPED_CAPABILITIES
+                                .iter()
+                                .map(|c| c.to_string())
+                                .chain(factory.capabilities())
+                                .collect(),
+                            variants: args.variants.to_map(),
                             // SC-6.6's own tables and the rows reference's own schema: the
                             // defaults need no declaration.
                             declared: Default::default(),

@@ -20,6 +20,7 @@ use crate::process::ProcessFactory;
 use crate::protocol::InitOk;
 use crate::report::CaseReport;
 use crate::scenario::header::HeaderVocabulary;
+use crate::variants::Declared;
 
 /// Every profile, in the order `tidemark run` plays and reports them.
 pub static PROFILES: &[&dyn Profile] = &[
@@ -60,6 +61,9 @@ pub struct RunRequest<'a> {
     /// `--tier`: where the reference keeps its state, one of [`Profile::tiers`]; `None` for
     /// the profile's default.
     pub tier: Option<&'a str>,
+    /// `--variant`: the SPEC.md variants the in-process reference takes (a program declares
+    /// its own in `init_ok`).
+    pub variants: &'a Declared,
 }
 
 /// What `tidemark mutants` asks of one profile.
@@ -122,6 +126,8 @@ pub struct ExploreRequest {
     pub tier: Option<String>,
     pub differential: bool,
     pub jobs: NonZeroUsize,
+    /// `--variant`: the SPEC.md variants the reference takes, and the model follows.
+    pub variants: Declared,
 }
 
 impl ExploreRequest {

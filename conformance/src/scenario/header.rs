@@ -10,8 +10,12 @@
 //!                                              of this profile's part
 //! kills: <mutant id>, ...                      optional, once: mutants this scenario must kill
 //! needs: <capability>, ...                     optional, once: capabilities it needs
+//! variant: <variant>=<choice>, ...             optional, once: the scenario is about these
+//!                                              choices (SPEC.md's variants)
 //! knob <name> <value>                          optional, any number, each name once
-//! <step>                                       one per line, in the profile's vocabulary
+//! [when <variant>=<choice>[|<choice>]:] <step> one per line, in the profile's vocabulary;
+//!                                              a guarded step is played only for an
+//!                                              implementation taking one of the choices
 //! ```
 //!
 //! A line whose first non-blank character is `#` is a comment. Every header line comes before
@@ -19,7 +23,10 @@
 
 use tidemark_sim::clip::clip;
 
-/// What a profile's header may name: its rule ids' prefix, its mutants and its capabilities.
+use crate::variants::{self, Guards, Variant, When};
+
+/// What a profile's header may name: its rule ids' prefix, its mutants, its capabilities and
+/// its variants.
 /// The knobs' names and values are the profile's to check (their units differ), but each
 /// name may be set once whatever the profile.
 pub struct HeaderVocabulary {
@@ -28,6 +35,8 @@ pub struct HeaderVocabulary {
     pub rule_prefix: &'static str,
     pub mutants: fn() -> Vec<&'static str>,
     pub capabilities: &'static [&'static str],
+    /// The decisions SPEC.md leaves to an implementation in this profile's part.
+    pub variants: &'static [Variant],
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -40,6 +49,8 @@ pub struct Header {
     /// The `needs:` line, for a skip reason (0 when there is none).
     pub needs_line: usize,
     pub knobs: Vec<KnobLine>,
+    /// The `variant:` line and the steps' `when` guards.
+    pub guards: Guards,
 }
 
 /// `knob <name> <value>`, the value as written.
@@ -126,6 +137,7 @@ pub fn split<'a>(
     let mut rules: Option<Vec<String>> = None;
     let mut kills: Option<Vec<String>> = None;
     let mut needs: Option<(usize, Vec<String>)> = None;
+    let mut guards = Guards::default();
     let mut knobs: Vec<KnobLine> = Vec::new();
     let mut steps: Vec<StepLine<'a>> = Vec::new();
 
@@ -135,10 +147,17 @@ pub fn split<'a>(
         if l.is_empty() || l.starts_with('#') {
             continue;
         }
-        let header_word = ["scenario:", "profile:", "rules:", "kills:", "needs:"]
-            .into_iter()
-            .find(|w| l.starts_with(w))
-            .or_else(|| (l == "knob" || l.starts_with("knob ")).then_some("knob"));
+        let header_word = [
+            "scenario:",
+            "profile:",
+            "rules:",
+            "kills:",
+            "needs:",
+            "variant:",
+        ]
+        .into_iter()
+        .find(|w| l.starts_with(w))
+        .or_else(|| (l == "knob" || l.starts_with("knob ")).then_some("knob"));
         let Some(word) = header_word else {
             if name.is_none() {
                 return Err((
@@ -155,7 +174,12 @@ pub fn split<'a>(
             if rules.is_none() {
                 return Err((line, "expected 'rules:' before the first step".into()));
             }
-            steps.push(StepLine { line, text: l });
+            let (when, text) =
+                variants::split_guard(l, vocabulary.variants).map_err(|m| (line, m))?;
+            if let Some(when) = when {
+                guards.steps.insert(line, when);
+            }
+            steps.push(StepLine { line, text });
             continue;
         };
         if !steps.is_empty() {
@@ -186,6 +210,14 @@ pub fn split<'a>(
                     return Err((
                         line,
                         "expected a sentence after 'scenario:' stating the decision proved".into(),
+                    ));
+                }
+                if value.contains("=>") {
+                    return Err((
+                        line,
+                        "the sentence after 'scenario:' contains '=>', which would become part of \
+                         its name; an expectation belongs on a step line"
+                            .into(),
                     ));
                 }
                 name = Some(value.to_string());
@@ -244,6 +276,29 @@ pub fn split<'a>(
                 .map_err(|m| (line, m))?;
                 needs = Some((line, names));
             }
+            "variant:" => {
+                if guards.scenario.is_some() {
+                    return Err((
+                        line,
+                        "a second 'variant:' line; name every choice on one".into(),
+                    ));
+                }
+                let mut whens: Vec<When> = Vec::new();
+                for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                    let w = When::parse(item, vocabulary.variants).map_err(|m| (line, m))?;
+                    if whens.iter().any(|o| o.variant == w.variant) {
+                        return Err((line, format!("variant {} is named twice", w.variant)));
+                    }
+                    whens.push(w);
+                }
+                if whens.is_empty() {
+                    return Err((
+                        line,
+                        "expected '<variant>=<choice>' after 'variant:'".into(),
+                    ));
+                }
+                guards.scenario = Some((line, whens));
+            }
             _ => {
                 let mut parts = value.split_whitespace();
                 let (Some(k), Some(v), None) = (parts.next(), parts.next(), parts.next()) else {
@@ -282,6 +337,7 @@ pub fn split<'a>(
             needs,
             needs_line,
             knobs,
+            guards,
         },
         steps,
     ))
@@ -346,6 +402,7 @@ mod tests {
         rule_prefix: "SP-",
         mutants: || vec!["eager-sweep"],
         capabilities: &["binary_content"],
+        variants: &[],
     };
 
     fn defined(id: &str) -> bool {
@@ -366,6 +423,66 @@ mod tests {
                 text: "advance 1d"
             }]
         );
+    }
+
+    const VARIANTS: &[Variant] = &[Variant {
+        name: "ties",
+        rule: "SP-1.1",
+        choices: &["by_path", "any"],
+    }];
+
+    const WITH_VARIANTS: HeaderVocabulary = HeaderVocabulary {
+        profile: "demo",
+        rule_prefix: "SP-",
+        mutants: || vec![],
+        capabilities: &[],
+        variants: VARIANTS,
+    };
+
+    #[test]
+    fn a_guard_is_peeled_from_its_step_and_kept_by_line() {
+        let text = "scenario: s\nprofile: demo\nrules: SP-1.1\nvariant: ties=by_path\nadvance 1d\nwhen ties=any: advance 2d\n";
+        let (h, steps) = split(text, &WITH_VARIANTS, &defined).unwrap();
+        assert_eq!(
+            steps,
+            [
+                StepLine {
+                    line: 5,
+                    text: "advance 1d"
+                },
+                StepLine {
+                    line: 6,
+                    text: "advance 2d"
+                }
+            ]
+        );
+        assert_eq!(h.guards.steps[&6].to_string(), "ties=any");
+        let (line, whens) = h.guards.scenario.as_ref().unwrap();
+        assert_eq!((*line, whens[0].to_string()), (4, "ties=by_path".into()));
+    }
+
+    #[test]
+    fn a_guard_naming_an_unknown_variant_or_choice_or_every_choice_is_an_error_at_its_line() {
+        for (guard, says) in [
+            ("when nope=any: advance 1d", "unknown variant \"nope\"; expected one of ties"),
+            ("when ties=some: advance 1d", "has no choice \"some\""),
+            ("when ties=any|by_path: advance 1d", "holds for every implementation"),
+            ("when ties=any advance 1d", "a colon after the guard"),
+            ("when ties=any:", "expected a step after"),
+        ] {
+            let text = format!("scenario: s\nprofile: demo\nrules: SP-1.1\n{guard}\n");
+            let (line, m) = split(&text, &WITH_VARIANTS, &defined).unwrap_err();
+            assert_eq!(line, 4, "{guard}");
+            assert!(m.contains(says), "{guard}: {m}");
+        }
+    }
+
+    #[test]
+    fn an_expectation_in_the_scenario_sentence_is_an_error() {
+        let text = "scenario: the kind survives => swept []\nprofile: demo\nrules: SP-1.1\nadvance 1d\n";
+        let (line, m) = split(text, &V, &defined).unwrap_err();
+        assert_eq!(line, 1);
+        assert!(m.contains("'=>'"), "{m}");
     }
 
     #[test]

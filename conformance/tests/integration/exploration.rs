@@ -35,6 +35,7 @@ fn the_reference_survives_a_bounded_random_search() {
 fn random_search_finds_the_directory_mtime_mutant_and_shrinks_it() {
     let mutant = ReferenceScratchpad {
         mutant: Some(ScratchpadMutant::DirMtimeCounted),
+        ..Default::default()
     };
     let found = (0..50)
         .find_map(|seed| explore_seed(seed, &mutant, 2_000))

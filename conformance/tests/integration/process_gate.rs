@@ -56,6 +56,7 @@ fn the_reference_passes_every_scenario_as_its_own_test() {
 fn a_broken_implementation_fails_the_tests_of_the_scenarios_that_catch_it() {
     let mutant = ReferenceScratchpad {
         mutant: Some(ScratchpadMutant::ALL[0]),
+        ..Default::default()
     };
     let inner = run(Gate::new(mutant), None);
     assert!(

@@ -43,7 +43,10 @@ fn in_process(scenarios: &[Scenario], mutant: Option<ScratchpadMutant>) -> RunRe
     let selected: Vec<&Scenario> = scenarios.iter().collect();
     block_on(gate::check(
         &selected,
-        &ReferenceScratchpad { mutant },
+        &ReferenceScratchpad {
+            mutant,
+            ..Default::default()
+        },
         "tidemark run".into(),
     ))
 }

@@ -62,6 +62,7 @@ fn every_mutant_out_of_the_worlds_reach_is_a_real_one_killed_by_a_scenario() {
             .unwrap_or_else(|| panic!("{id} is not a scratchpad mutant"));
         let factory = tidemark_conformance::profiles::scratchpad::ReferenceScratchpad {
             mutant: Some(mutant),
+            ..Default::default()
         };
         let report = tokio::runtime::Runtime::new().unwrap().block_on(
             tidemark_conformance::profiles::scratchpad::gate::check(

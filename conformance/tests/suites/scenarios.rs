@@ -1,18 +1,65 @@
 //! `cargo test` runs each scenario as its own named test (`scratchpad::<file stem>`), each
 //! mutant as a test that passes only when every scenario naming it in `kills:` fails under it
 //! (`mutant::<profile>::<id>`),
-//! and each saved exploration failure under fixtures/explore/scratchpad as a replay (`fixture::<file>`).
+//! each saved exploration failure under fixtures/explore/scratchpad as a replay (`fixture::<file>`),
+//! and each SPEC.md variant's other choice twice (`variant::scratchpad::<name>_<choice>::…`): the
+//! reference taking and declaring it passes every scenario, and taking it while declaring the
+//! default fails one, so the guarded steps tell the two choices apart.
 
 use libtest_mimic::{Failed, Trial};
+use tidemark_conformance::driver::DriverError;
+use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
 use tidemark_conformance::profiles::scratchpad::explore::fixture;
+use tidemark_conformance::profiles::scratchpad::gate::skip_reason;
 use tidemark_conformance::profiles::scratchpad::mutants::run_scratchpad_mutants;
 use tidemark_conformance::profiles::scratchpad::runner::run_scenario;
+use tidemark_conformance::profiles::scratchpad::scenario::{Profile, Scenario};
 use tidemark_conformance::profiles::scratchpad::suite;
+use tidemark_conformance::profiles::scratchpad::variants;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::{default_scenarios_dir, default_spec_path};
 use tidemark_reference::scratchpad::ScratchpadMutant;
 
 use super::shared::{saved_failure_verdict, Replayed};
+
+/// The reference taking other variants than it declares: what an implementation whose
+/// declaration is wrong looks like to the suite.
+struct Undeclared(ReferenceScratchpad);
+
+impl DriverFactory for Undeclared {
+    fn name(&self) -> String {
+        format!("{} (declaring the defaults)", self.0.name())
+    }
+    fn supports(&self, profile: Profile) -> bool {
+        self.0.supports(profile)
+    }
+    fn capabilities(&self) -> Vec<String> {
+        self.0.capabilities()
+    }
+    fn create(&self, profile: Profile, env: &Environment) -> Result<Box<dyn Driver>, DriverError> {
+        self.0.create(profile, env)
+    }
+}
+
+/// The scenarios `factory` fails (skipped ones are not failures), as `file:line: step`.
+fn failures(scenarios: &[Scenario], factory: &dyn DriverFactory) -> Vec<String> {
+    scenarios
+        .iter()
+        .filter(|s| skip_reason(factory, s).is_none())
+        .filter_map(|s| {
+            block_on(run_scenario(s, factory)).failure.map(|f| {
+                format!(
+                    "  {}:{}: {} (expected {}, got {})",
+                    s.file.display(),
+                    f.line,
+                    f.step,
+                    f.expected,
+                    f.actual
+                )
+            })
+        })
+        .collect()
+}
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
@@ -94,6 +141,50 @@ pub fn trials(_: &super::shared::Shared) -> Result<Vec<Trial>, String> {
                         m.description(),
                         survived.join(", ")
                     )))
+                }
+            },
+        ));
+    }
+    for declared in variants::each_alternative() {
+        let label = declared.non_defaults().join(",");
+        let name = label.replace(['=', ','], "_");
+        let all = scenarios.clone();
+        trials.push(Trial::test(
+            format!("variant::scratchpad::{name}::every_scenario_follows_it"),
+            {
+                let declared = declared.clone();
+                let label = label.clone();
+                move || {
+                    let factory = ReferenceScratchpad {
+                        mutant: None,
+                        variants: declared,
+                    };
+                    let failed = failures(&all, &factory);
+                    if failed.is_empty() {
+                        Ok(())
+                    } else {
+                        Err(Failed::from(format!(
+                            "the reference taking {label}, and declaring it, fails:\n{}",
+                            failed.join("\n")
+                        )))
+                    }
+                }
+            },
+        ));
+        let all = scenarios.clone();
+        trials.push(Trial::test(
+            format!("variant::scratchpad::{name}::an_undeclared_one_fails_a_scenario"),
+            move || {
+                let factory = Undeclared(ReferenceScratchpad {
+                    mutant: None,
+                    variants: declared,
+                });
+                if failures(&all, &factory).is_empty() {
+                    Err(Failed::from(format!(
+                        "the reference taking {label} but declaring the default passes every scenario: no scenario tells the two choices apart"
+                    )))
+                } else {
+                    Ok(())
                 }
             },
         ));

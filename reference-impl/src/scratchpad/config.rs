@@ -1,7 +1,9 @@
 //! Every number the scratchpad uses, as a knob with the source document's default.
 
+use super::alternatives::Alternative;
 use super::mutants::ScratchpadMutant;
 use crate::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 pub const MIB: u64 = 1024 * 1024;
@@ -32,6 +34,8 @@ pub struct ScratchpadConfig {
     /// Longest guest path in bytes (SP-2.6).
     pub max_path_bytes: usize,
     pub mutant: Option<ScratchpadMutant>,
+    /// The variants this scratchpad takes the other way (SPEC.md's table); empty: the defaults.
+    pub alternatives: BTreeSet<Alternative>,
 }
 
 impl ScratchpadConfig {
@@ -48,10 +52,16 @@ impl ScratchpadConfig {
             max_depth: 16,
             max_path_bytes: 1024,
             mutant: None,
+            alternatives: BTreeSet::new(),
         }
     }
 
     pub(crate) fn is(&self, m: ScratchpadMutant) -> bool {
         self.mutant == Some(m)
+    }
+
+    /// Whether this scratchpad takes `a` rather than the variant's default.
+    pub fn takes(&self, a: Alternative) -> bool {
+        self.alternatives.contains(&a)
     }
 }

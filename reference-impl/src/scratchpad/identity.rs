@@ -64,6 +64,15 @@ impl CallContext {
         }
     }
 
+    /// The session directory name when a thread id names one session whatever its channel
+    /// (SPEC.md's variant `thread_identity=global`): a pairing is named as always.
+    pub fn global_thread_session_dir(&self) -> String {
+        match &self.thread {
+            Some(t) => format!("t-{}", digest("thread", &[t])),
+            None => self.session_dir(),
+        }
+    }
+
     /// The requester directory name inside a session.
     pub fn requester_dir(&self) -> String {
         requester_dir(&self.requester)

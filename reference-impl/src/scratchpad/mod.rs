@@ -7,6 +7,7 @@
 //! on an interval. Time comes from the handed-in [`Clock`]; file and directory times are set
 //! from it, so the disk tells the sweeper the truth in simulated time too.
 
+mod alternatives;
 mod config;
 mod disk;
 mod error;
@@ -17,6 +18,7 @@ mod paths;
 mod retention;
 mod usage;
 
+pub use alternatives::Alternative;
 pub use config::{ScratchpadConfig, MIB};
 pub use error::{Refusal, ScratchError};
 pub use identity::{digest, parse_session_dir, requester_dir, CallContext, SessionKind};
@@ -116,10 +118,61 @@ impl Scratchpad {
     }
 
     fn limits(&self) -> Limits {
+        let unlimited = self.cfg.takes(Alternative::NoPathLimits);
         Limits {
-            max_depth: self.cfg.max_depth,
-            max_path_bytes: self.cfg.max_path_bytes,
+            max_depth: if unlimited {
+                usize::MAX
+            } else {
+                self.cfg.max_depth
+            },
+            max_path_bytes: if unlimited {
+                usize::MAX
+            } else {
+                self.cfg.max_path_bytes
+            },
             normalise_dotdot: self.cfg.is(ScratchpadMutant::DotDotNormalised),
+            tidy: self.cfg.takes(Alternative::PathsTidied),
+        }
+    }
+
+    /// The variant `caller_directories=on_every_operation` (SP-3.6): every file operation first
+    /// makes the caller's session and requester directories, as a scratchpad that prepares the
+    /// caller's subtree on every turn does. Best effort: whatever stands in the way (a link, a
+    /// file) is left for the operation's own checks to refuse.
+    fn prepare_caller_dirs(&self, root: &Path, ctx: &CallContext) {
+        if !self.cfg.takes(Alternative::DirectoriesOnEveryOperation) {
+            return;
+        }
+        let rel = [self.session_dir(ctx), self.requester_dir(ctx)];
+        if disk::first_symlink(root, &rel).is_none() {
+            let _ = disk::create_dirs(root, &rel, self.now());
+        }
+    }
+
+    /// SP-3.2's variant `read_through_a_file`: a candidate whose parent path crosses a regular
+    /// file is `not_found` by default, `not_a_directory` for the alternative.
+    fn crosses_a_file(&self, root: &Path, rel: &[String]) -> bool {
+        let mut p = root.to_path_buf();
+        for c in &rel[..rel.len().saturating_sub(1)] {
+            p.push(c);
+            match fs::symlink_metadata(&p) {
+                Ok(m) if m.is_dir() => continue,
+                Ok(m) => return m.is_file(),
+                Err(_) => return false,
+            }
+        }
+        false
+    }
+
+    /// The refusal for a path that is neither a file nor a directory under any candidate.
+    fn nothing_at(&self, crossed_a_file: bool, message: String) -> ScratchError {
+        if crossed_a_file && self.cfg.takes(Alternative::ReadThroughFileNotADirectory) {
+            ScratchError::new(
+                Refusal::NotADirectory,
+                format!("{message} (a file stands where a directory would be)"),
+            )
+        } else {
+            ScratchError::new(Refusal::NotFound, message)
         }
     }
 
@@ -133,7 +186,7 @@ impl Scratchpad {
         if self.cfg.is(ScratchpadMutant::PairingSharedByChannel) && ctx.thread.is_none() {
             return format!("c-{}", digest("pairing", &[&ctx.channel]));
         }
-        ctx.session_dir()
+        names_for(&self.cfg, ctx).0
     }
 
     fn requester_dir(&self, ctx: &CallContext) -> String {
@@ -168,6 +221,7 @@ impl Scratchpad {
         data: &[u8],
     ) -> Result<WriteOutcome, ScratchError> {
         let root = self.root()?;
+        self.prepare_caller_dirs(&root, ctx);
         let gp = GuestPath::parse(path, &self.limits())?;
         let len = data.len() as u64;
         let session = self.session_dir(ctx);
@@ -341,7 +395,9 @@ impl Scratchpad {
             if need == 0 {
                 return Ok(Vec::new());
             }
-            let chosen = if self.cfg.is(ScratchpadMutant::EqualTimesByWriteOrder) {
+            let chosen = if self.cfg.is(ScratchpadMutant::EqualTimesByWriteOrder)
+                || self.cfg.takes(Alternative::EvictionTiesByWriteOrder)
+            {
                 self.order.oldest_by_write_order(session, keep, need)
             } else if self.cfg.is(ScratchpadMutant::OverwriteEvictsItself) {
                 self.order.oldest(session, None, need)
@@ -508,6 +564,7 @@ impl Scratchpad {
     /// otherwise the path is taken as the session listing shows it, `<requester-hash>/<path>`.
     pub fn read(&self, ctx: &CallContext, path: &[u8]) -> Result<Vec<u8>, ScratchError> {
         let root = self.root()?;
+        self.prepare_caller_dirs(&root, ctx);
         let gp = GuestPath::parse(path, &self.limits())?;
         let session = self.session_dir(ctx);
         let own: Vec<String> = [session.clone(), self.requester_dir(ctx)]
@@ -523,15 +580,29 @@ impl Scratchpad {
             [own, shared]
         };
         let mut saw_dir = false;
+        let mut crossed_a_file = false;
         for rel in order {
             self.refuse_symlinks(&root, &rel)?;
             let p = rel.iter().fold(root.clone(), |p, c| p.join(c));
             match fs::metadata(&p) {
                 Ok(m) if m.is_file() => {
-                    return fs::read(&p).map_err(|e| ScratchError::io("reading the file", e))
+                    if self.cfg.takes(Alternative::LargeReadsRefused)
+                        && m.len() > self.cfg.max_file_bytes
+                    {
+                        return Err(ScratchError::new(
+                            Refusal::TooLarge,
+                            format!(
+                                "{} is {} bytes; files over {} are not read",
+                                gp.as_string(),
+                                m.len(),
+                                self.cfg.max_file_bytes
+                            ),
+                        ));
+                    }
+                    return fs::read(&p).map_err(|e| ScratchError::io("reading the file", e));
                 }
                 Ok(m) if m.is_dir() => saw_dir = true,
-                _ => {}
+                _ => crossed_a_file |= self.crosses_a_file(&root, &rel),
             }
         }
         if saw_dir {
@@ -540,8 +611,8 @@ impl Scratchpad {
                 format!("{} is a directory; list it instead", gp.as_string()),
             ));
         }
-        Err(ScratchError::new(
-            Refusal::NotFound,
+        Err(self.nothing_at(
+            crossed_a_file,
             format!(
                 "no file {} in this session; list the root to see every member's files",
                 gp.as_string()
@@ -557,6 +628,7 @@ impl Scratchpad {
         path: Option<&[u8]>,
     ) -> Result<Vec<ListEntry>, ScratchError> {
         let root = self.root()?;
+        self.prepare_caller_dirs(&root, ctx);
         // The path's shape is checked before the disk is looked at (SP-6.2).
         let gp = path
             .map(|raw| GuestPath::parse(raw, &self.limits()))
@@ -585,6 +657,7 @@ impl Scratchpad {
                     .chain(gp.components().iter().cloned())
                     .collect();
                 let mut found = None;
+                let mut crossed_a_file = false;
                 for rel in [own, shared] {
                     self.refuse_symlinks(&root, &rel)?;
                     let p = rel.iter().fold(root.clone(), |p, c| p.join(c));
@@ -592,10 +665,11 @@ impl Scratchpad {
                         found = Some(p);
                         break;
                     }
+                    crossed_a_file |= self.crosses_a_file(&root, &rel);
                 }
                 found.ok_or_else(|| {
-                    ScratchError::new(
-                        Refusal::NotFound,
+                    self.nothing_at(
+                        crossed_a_file,
                         format!("nothing at {} in this session", gp.as_string()),
                     )
                 })?
@@ -631,6 +705,7 @@ impl Scratchpad {
     /// Removes one of the caller's own files (SP-3.4). Another member's files are theirs.
     pub fn remove(&mut self, ctx: &CallContext, path: &[u8]) -> Result<(), ScratchError> {
         let root = self.root()?;
+        self.prepare_caller_dirs(&root, ctx);
         let gp = GuestPath::parse(path, &self.limits())?;
         let session = self.session_dir(ctx);
         let requester = self.requester_dir(ctx);
@@ -639,6 +714,7 @@ impl Scratchpad {
             .chain(gp.components().iter().cloned())
             .collect();
         self.refuse_symlinks(&root, &rel)?;
+        let crossed_a_file = self.crosses_a_file(&root, &rel);
         let target = rel.iter().fold(root, |p, c| p.join(c));
         match fs::symlink_metadata(&target) {
             Ok(m) if m.is_file() => {
@@ -655,8 +731,8 @@ impl Scratchpad {
                 Refusal::IsADirectory,
                 format!("{} is a directory", gp.as_string()),
             )),
-            Err(_) => Err(ScratchError::new(
-                Refusal::NotFound,
+            Err(_) => Err(self.nothing_at(
+                crossed_a_file,
                 format!("you have no file {}", gp.as_string()),
             )),
         }
@@ -679,14 +755,18 @@ impl Scratchpad {
         match self.next_sweep_at {
             Some(due) if now >= due => {
                 let interval = self.cfg.sweep_interval_ms;
-                self.next_sweep_at = Some(if self.cfg.is(ScratchpadMutant::SweepOnFixedPeriod) {
-                    // A ticker from startup: the next multiple of the interval, missed ones dropped.
-                    due.plus_ms(
-                        ((now.as_millis() - due.as_millis()) / interval.max(1) + 1) * interval,
-                    )
-                } else {
-                    now.plus_ms(interval)
-                });
+                self.next_sweep_at = Some(
+                    if self.cfg.is(ScratchpadMutant::SweepOnFixedPeriod)
+                        || self.cfg.takes(Alternative::SweepOnFixedPeriod)
+                    {
+                        // A ticker from startup: the next multiple of the interval, missed ones dropped.
+                        due.plus_ms(
+                            ((now.as_millis() - due.as_millis()) / interval.max(1) + 1) * interval,
+                        )
+                    } else {
+                        now.plus_ms(interval)
+                    },
+                );
                 self.sweep().map(Some)
             }
             Some(_) => Ok(None),
@@ -707,6 +787,18 @@ impl Scratchpad {
         }
         Ok(report)
     }
+}
+
+/// A scratchpad's directory names for a caller (SP-1.2): its session directory and its requester
+/// directory, as the `names` request answers them. The recommended digest, with a thread named
+/// by its id alone under `thread_identity=global`.
+pub fn names_for(cfg: &ScratchpadConfig, ctx: &CallContext) -> (String, String) {
+    let session = if cfg.takes(Alternative::ThreadsGlobal) {
+        ctx.global_thread_session_dir()
+    } else {
+        ctx.session_dir()
+    };
+    (session, ctx.requester_dir())
 }
 
 fn list_dir_names(root: &Path) -> Vec<String> {

@@ -15,6 +15,9 @@ pub struct Limits {
     pub max_path_bytes: usize,
     /// Mutant switch: normalise `..` instead of refusing it.
     pub normalise_dotdot: bool,
+    /// SPEC.md's variant `non_canonical_paths=tidy`: drop empty and `.` components rather than
+    /// refuse them (depth is then counted on what remains).
+    pub tidy: bool,
 }
 
 impl GuestPath {
@@ -86,6 +89,7 @@ impl GuestPath {
                         ),
                     ))
                 }
+                "" | "." if limits.tidy => {}
                 "" | "." => {
                     return Err(ScratchError::new(
                         Refusal::NonCanonical,
@@ -124,6 +128,7 @@ mod tests {
         max_depth: 16,
         max_path_bytes: 1024,
         normalise_dotdot: false,
+        tidy: false,
     };
 
     fn refusal(p: &[u8]) -> Option<Refusal> {

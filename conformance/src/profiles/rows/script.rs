@@ -43,6 +43,7 @@ pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
     rule_prefix: "SR-",
     mutants: || RowsMutant::ALL.iter().map(|m| m.id()).collect(),
     capabilities: &[],
+    variants: &[],
 };
 
 /// The reason codes of SPEC SR-9.1.

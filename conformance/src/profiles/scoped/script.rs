@@ -653,6 +653,7 @@ pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
             .collect()
     },
     capabilities: &[],
+    variants: &[],
 };
 
 /// Parses a scenario whose `rules:` must be among `rules` (the ids of a SPEC.md).

@@ -37,5 +37,10 @@ pub trait DriverFactory: Send + Sync {
     fn capabilities(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The SPEC.md variants the implementation takes (PROTOCOL.md: `init_ok`'s `variants`);
+    /// scenarios and the model follow them. Default: every variant at its default.
+    fn variants(&self) -> crate::variants::Declared {
+        crate::variants::Declared::defaults()
+    }
     fn create(&self, profile: Profile, env: &Environment) -> Result<Box<dyn Driver>, DriverError>;
 }

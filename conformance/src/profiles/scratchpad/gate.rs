@@ -83,6 +83,7 @@ pub fn skip_reason(factory: &dyn DriverFactory, scenario: &Scenario) -> Option<S
                 scenario.needs_line
             )
         })
+        .or_else(|| scenario.guards.skip_reason(&factory.variants()))
 }
 
 /// Runs the selected scenarios in suite order against `factory`, one after another; a scenario

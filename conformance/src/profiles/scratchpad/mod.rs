@@ -13,6 +13,7 @@ pub mod process;
 pub mod runner;
 pub mod scenario;
 pub mod suite;
+pub mod variants;
 pub mod world;
 
 use crate::driver::DriverError;
@@ -20,35 +21,52 @@ use crate::profiles::scratchpad::contract::{Bytes, Entry, Outcome, Request};
 use crate::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
 use crate::profiles::scratchpad::scenario::parse::context_of;
 use crate::profiles::scratchpad::scenario::Profile;
+use crate::variants::Declared;
 use async_trait::async_trait;
 use std::sync::Arc;
 use tidemark_reference::clock::{ManualClock, Timestamp};
 use tidemark_reference::scratchpad::{
-    ScratchError, Scratchpad, ScratchpadConfig, ScratchpadMutant,
+    names_for, Alternative, ScratchError, Scratchpad, ScratchpadConfig, ScratchpadMutant,
 };
 
-/// Makes reference scratchpads, optionally with one mutant switched on.
+/// Makes reference scratchpads, optionally with one mutant switched on, taking the variants
+/// `variants` declares (the defaults unless set: `tidemark run --variant`).
 #[derive(Clone, Debug, Default)]
 pub struct ReferenceScratchpad {
     pub mutant: Option<ScratchpadMutant>,
+    pub variants: Declared,
 }
 
 impl DriverFactory for ReferenceScratchpad {
     fn name(&self) -> String {
-        match self.mutant {
+        let mut name = match self.mutant {
             Some(m) => format!("reference (mutant {})", m.id()),
             None => "reference".into(),
+        };
+        if self.variants != Declared::defaults() {
+            name.push_str(&format!(" taking {}", self.variants));
         }
+        name
+    }
+    fn variants(&self) -> Declared {
+        self.variants.clone()
     }
     fn supports(&self, profile: Profile) -> bool {
         profile == Profile::Scratchpad
     }
     fn capabilities(&self) -> Vec<String> {
-        vec!["sp12_digest".into(), "binary_content".into()]
+        // A thread named by its id alone is not SP-1.2's recommended digest.
+        if variants::alternatives(&self.variants).contains(&Alternative::ThreadsGlobal) {
+            vec!["binary_content".into()]
+        } else {
+            vec!["sp12_digest".into(), "binary_content".into()]
+        }
     }
     fn create(&self, _profile: Profile, env: &Environment) -> Result<Box<dyn Driver>, DriverError> {
+        let mut cfg = config_for(env, self.mutant)?;
+        cfg.alternatives = variants::alternatives(&self.variants);
         Ok(Box::new(ScratchpadDriver {
-            cfg: config_for(env, self.mutant)?,
+            cfg,
             clock: ManualClock::default(),
             pad: None,
         }))
@@ -131,20 +149,21 @@ pub fn apply_call(pad: &mut Scratchpad, request: &Request) -> Outcome {
             Ok(()) => Outcome::Removed,
             Err(e) => refused(e),
         },
-        Request::Names { caller } => names_of(caller),
+        Request::Names { caller } => names_of(pad.config(), caller),
         Request::Start | Request::Tick => {
             panic!("apply_call takes caller requests; start and tick drive the sweeper")
         }
     }
 }
 
-/// The reference's directory names for a caller: SP-1.2's recommended digest.
-fn names_of(caller: &crate::profiles::scratchpad::contract::Caller) -> Outcome {
-    let ctx = context_of(caller);
-    Outcome::Names {
-        session: ctx.session_dir(),
-        requester: ctx.requester_dir(),
-    }
+/// The reference's directory names for a caller: SP-1.2's recommended digest (a thread by its id
+/// alone when it takes `thread_identity=global`).
+fn names_of(
+    cfg: &ScratchpadConfig,
+    caller: &crate::profiles::scratchpad::contract::Caller,
+) -> Outcome {
+    let (session, requester) = names_for(cfg, &context_of(caller));
+    Outcome::Names { session, requester }
 }
 
 fn refused(e: ScratchError) -> Outcome {
@@ -159,7 +178,7 @@ impl Driver for ScratchpadDriver {
     async fn call(&mut self, now: Timestamp, request: &Request) -> Result<Outcome, DriverError> {
         self.clock.set(now);
         if let Request::Names { caller } = request {
-            return Ok(names_of(caller));
+            return Ok(names_of(&self.cfg, caller));
         }
         if let Request::Start = request {
             let mut pad = Scratchpad::open(self.cfg.clone(), Arc::new(self.clock.clone()))
@@ -234,7 +253,10 @@ impl super::Profile for ScratchpadProfile {
             None => {
                 crate::profiles::scratchpad::gate::check_concurrently(
                     &selected,
-                    &ReferenceScratchpad::default(),
+                    &ReferenceScratchpad {
+                        mutant: None,
+                        variants: request.variants.clone(),
+                    },
                     replay,
                     request.jobs,
                 )

@@ -33,7 +33,10 @@ pub async fn run_scratchpad_mutants(
         if only.is_some_and(|o| o != m.id()) {
             continue;
         }
-        let factory = ReferenceScratchpad { mutant: Some(m) };
+        let factory = ReferenceScratchpad {
+            mutant: Some(m),
+            ..Default::default()
+        };
         let mut killed_by = Vec::new();
         for s in scenarios
             .iter()

@@ -11,6 +11,8 @@
 use crate::profiles::scratchpad::contract::{Caller, Outcome, Request};
 use crate::profiles::scratchpad::driver::Driver;
 use crate::profiles::scratchpad::scenario::{Action, Component, NameSource, Scenario, SessionKey};
+use crate::profiles::scratchpad::variants;
+use crate::variants::Declared;
 use std::collections::{BTreeMap, BTreeSet};
 use tidemark_reference::clock::Timestamp;
 use tidemark_sim::clock::EPOCH;
@@ -31,12 +33,14 @@ pub struct NameBook {
     /// The first answer ever given for each, to hold later processes to it.
     first_sessions: BTreeMap<SessionKey, String>,
     first_requesters: BTreeMap<String, String>,
+    /// A thread id names one session in every channel (`thread_identity=global`, SP-1.1).
+    global_threads: bool,
 }
 
 impl NameBook {
     /// A book for `scenario`: its callers, plus a caller for each `@name` and `<caller>` it
     /// spells (a requester who never calls is asked about in the scenario's first channel).
-    pub fn for_scenario(scenario: &Scenario) -> NameBook {
+    pub fn for_scenario(scenario: &Scenario, declared: &Declared) -> NameBook {
         let mut callers = BTreeSet::new();
         let mut requesters = BTreeSet::new();
         let mut first_channel = None;
@@ -72,6 +76,7 @@ impl NameBook {
         }
         NameBook {
             callers,
+            global_threads: declared.takes(variants::variant("thread_identity"), "global"),
             ..NameBook::default()
         }
     }
@@ -162,7 +167,7 @@ impl NameBook {
                 }
             }
         }
-        let key = SessionKey::of(caller);
+        let key = SessionKey::of_with(caller, self.global_threads);
         check_one_name(
             &mut self.first_sessions,
             key.clone(),
@@ -181,7 +186,8 @@ impl NameBook {
             if earlier != &session {
                 return Err(format!(
                     "one session has two names: {} got {earlier:?} and {} got {session:?} \
-                     (SP-1.1: everyone in a thread shares its session)",
+                     (SP-1.1: everyone in a thread shares its session; a thread is one session in \
+                     its channel, or in every channel under thread_identity=global)",
                     asked_as.display(),
                     caller.display()
                 ));
@@ -239,7 +245,7 @@ impl NameSource for NameBook {
     }
 
     fn session(&self, caller: &Caller) -> String {
-        let key = SessionKey::of(caller);
+        let key = SessionKey::of_with(caller, self.global_threads);
         self.sessions
             .get(&key)
             .map(|(n, _)| n.clone())

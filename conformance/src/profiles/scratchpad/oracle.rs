@@ -3,7 +3,7 @@
 
 use crate::profiles::scratchpad::contract::{Bytes, Caller, Entry, Outcome, Request};
 use std::collections::{BTreeMap, BTreeSet};
-use tidemark_reference::scratchpad::{digest, requester_dir};
+use tidemark_reference::scratchpad::{digest, requester_dir, Alternative};
 
 /// The knobs of SP-5.6, in the model's own terms.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,6 +17,15 @@ pub struct ModelKnobs {
     pub sweep_interval_ms: i64,
     pub max_depth: usize,
     pub max_path_bytes: usize,
+    /// The SPEC.md variants the implementation takes the other way (its declaration, read by
+    /// `variants::alternatives`): the model follows each.
+    pub alternatives: BTreeSet<Alternative>,
+}
+
+impl ModelKnobs {
+    fn takes(&self, a: Alternative) -> bool {
+        self.alternatives.contains(&a)
+    }
 }
 
 impl Default for ModelKnobs {
@@ -31,6 +40,7 @@ impl Default for ModelKnobs {
             sweep_interval_ms: 300_000,
             max_depth: 16,
             max_path_bytes: 1024,
+            alternatives: BTreeSet::new(),
         }
     }
 }
@@ -68,6 +78,9 @@ pub struct ScratchpadModel {
     /// holds the names): empty for the reference's own names.
     renamed_sessions: BTreeMap<String, String>,
     renamed_requesters: BTreeMap<String, String>,
+    /// Under `eviction_ties=any`, the eviction the implementation answered for the write being
+    /// judged ([`ScratchpadModel::apply_seen`]): taken when SP-4.2 allows it.
+    seen_eviction: Option<Vec<String>>,
 }
 
 fn refused(reason: &str) -> Outcome {
@@ -88,7 +101,8 @@ fn parse_path(raw: &[u8], k: &ModelKnobs) -> Result<Vec<String>, Outcome> {
     let Ok(s) = std::str::from_utf8(raw) else {
         return Err(refused("not_utf8"));
     };
-    if raw.len() > k.max_path_bytes {
+    let limited = !k.takes(Alternative::NoPathLimits);
+    if limited && raw.len() > k.max_path_bytes {
         return Err(refused("path_too_long"));
     }
     if s.starts_with('/') {
@@ -101,24 +115,65 @@ fn parse_path(raw: &[u8], k: &ModelKnobs) -> Result<Vec<String>, Outcome> {
     for c in s.split('/') {
         match c {
             ".." => return Err(refused("traversal")),
+            "" | "." if k.takes(Alternative::PathsTidied) => {}
             "" | "." => return Err(refused("non_canonical")),
             c => out.push(c.to_string()),
         }
     }
-    if out.len() > k.max_depth {
+    if out.is_empty() {
+        // Only a tidied path can lose every component (`./`): it names no file.
+        return Err(refused("empty_path"));
+    }
+    if limited && out.len() > k.max_depth {
         return Err(refused("too_deep"));
     }
     Ok(out)
 }
 
-fn session_of(c: &Caller) -> (String, bool) {
+/// SP-1.2's recommended session name for `c`: a thread by its channel and id, or (the variant
+/// `thread_identity=global`) by its id alone.
+fn session_of(c: &Caller, global_threads: bool) -> (String, bool) {
     match &c.thread {
+        Some(t) if global_threads => (format!("t-{}", digest("thread", &[t])), true),
         Some(t) => (format!("t-{}", digest("thread", &[&c.channel, t])), true),
         None => (
             format!("c-{}", digest("pairing", &[&c.channel, &c.requester])),
             false,
         ),
     }
+}
+
+/// An eviction candidate: its time, listing path, member, path in the member's subtree, size.
+type Candidate = (i64, String, String, Vec<String>, u64);
+
+/// `eviction_ties=any` (SP-4.2): whether `seen` is an eviction SP-4.2 allows from `candidates`
+/// (sorted oldest first) to free `need` bytes: files in non-decreasing time, every file older
+/// than the last one taken, and no file after the need was met. If so, the candidates in the
+/// order to evict them: `seen`, then the rest.
+fn tie_order(candidates: &[Candidate], need: u64, seen: &[String]) -> Option<Vec<Candidate>> {
+    let mut taken: Vec<Candidate> = Vec::new();
+    for l in seen {
+        let c = candidates.iter().find(|c| &c.1 == l)?;
+        if taken.iter().any(|t| t.1 == c.1) || taken.last().is_some_and(|t| t.0 > c.0) {
+            return None;
+        }
+        taken.push(c.clone());
+    }
+    let last = taken.last()?;
+    let older_all_taken = candidates
+        .iter()
+        .filter(|c| c.0 < last.0)
+        .all(|c| taken.iter().any(|t| t.1 == c.1));
+    let before_last: u64 = taken[..taken.len() - 1].iter().map(|t| t.4).sum();
+    let all: u64 = before_last + last.4;
+    if !older_all_taken || before_last >= need || all < need {
+        return None;
+    }
+    let rest = candidates
+        .iter()
+        .filter(|c| !taken.iter().any(|t| t.1 == c.1))
+        .cloned();
+    Some(taken.iter().cloned().chain(rest).collect())
 }
 
 impl Subtree {
@@ -143,12 +198,16 @@ impl ScratchpadModel {
             next_sweep_at: None,
             renamed_sessions: BTreeMap::new(),
             renamed_requesters: BTreeMap::new(),
+            seen_eviction: None,
         }
     }
 
     /// SP-1.2's recommended names for `caller`: its session directory and requester directory.
-    pub fn recommended_names(caller: &Caller) -> (String, String) {
-        (session_of(caller).0, requester_dir(&caller.requester))
+    pub fn recommended_names(&self, caller: &Caller) -> (String, String) {
+        (
+            session_of(caller, self.knobs.takes(Alternative::ThreadsGlobal)).0,
+            requester_dir(&caller.requester),
+        )
     }
 
     /// From now on, names directories as an implementation does: each map takes a recommended
@@ -164,7 +223,7 @@ impl ScratchpadModel {
     }
 
     fn session_of(&self, c: &Caller) -> (String, bool) {
-        let (name, thread) = session_of(c);
+        let (name, thread) = session_of(c, self.knobs.takes(Alternative::ThreadsGlobal));
         let name = self.renamed_sessions.get(&name).cloned().unwrap_or(name);
         (name, thread)
     }
@@ -218,6 +277,24 @@ impl ScratchpadModel {
         self.next_sweep_at = None;
     }
 
+    /// Predicts the outcome of `req` at `now` as [`ScratchpadModel::apply`] does, where the
+    /// implementation's answer `seen` settles what its variants leave open: under
+    /// `eviction_ties=any`, which of equally old files a write evicts. An answer SP-4.2 does not
+    /// allow settles nothing, and the prediction is the default's.
+    pub fn apply_seen(&mut self, now: i64, req: &Request, seen: &Outcome) -> Outcome {
+        self.seen_eviction = match seen {
+            Outcome::Written { evicted, .. }
+                if self.knobs.takes(Alternative::EvictionTiesByWriteOrder) =>
+            {
+                Some(evicted.clone())
+            }
+            _ => None,
+        };
+        let out = self.apply(now, req);
+        self.seen_eviction = None;
+        out
+    }
+
     /// Predicts the outcome of `req` at `now`.
     pub fn apply(&mut self, now: i64, req: &Request) -> Outcome {
         match req {
@@ -230,7 +307,14 @@ impl ScratchpadModel {
             }
             Request::Tick => match self.next_sweep_at {
                 Some(due) if now >= due => {
-                    self.next_sweep_at = Some(now + self.knobs.sweep_interval_ms);
+                    let interval = self.knobs.sweep_interval_ms;
+                    self.next_sweep_at =
+                        Some(if self.knobs.takes(Alternative::SweepOnFixedPeriod) {
+                            // The next instant of the period after now; missed ones are dropped.
+                            due + ((now - due) / interval.max(1) + 1) * interval
+                        } else {
+                            now + interval
+                        });
                     Outcome::Swept {
                         swept: self.sweep(now),
                     }
@@ -243,6 +327,16 @@ impl ScratchpadModel {
                 requester: self.requester_of(&caller.requester),
             },
             _ if !self.knobs.mounted => refused("unmounted"),
+            Request::Write { caller, .. }
+            | Request::Read { caller, .. }
+            | Request::List { caller, .. }
+            | Request::Remove { caller, .. }
+                if self.knobs.takes(Alternative::DirectoriesOnEveryOperation)
+                    && !self.has_caller_dirs(caller) =>
+            {
+                self.make_caller_dirs(now, caller);
+                self.apply(now, req)
+            }
             Request::Write {
                 caller,
                 path,
@@ -255,6 +349,42 @@ impl ScratchpadModel {
                 path: Some(p),
             } => self.list_path(caller, &p.0),
             Request::Remove { caller, path } => self.remove(now, caller, &path.0),
+        }
+    }
+
+    /// Whether `caller`'s session and requester directories exist.
+    fn has_caller_dirs(&self, caller: &Caller) -> bool {
+        let (sid, _) = self.session_of(caller);
+        let me = self.requester_of(&caller.requester);
+        self.sessions
+            .get(&sid)
+            .is_some_and(|s| s.members.contains_key(&me))
+    }
+
+    /// `caller_directories=on_every_operation` (SP-3.6): the operation first makes the caller's
+    /// session and requester directories, stamped now, as a write would.
+    fn make_caller_dirs(&mut self, now: i64, caller: &Caller) {
+        let (sid, thread) = self.session_of(caller);
+        let me = self.requester_of(&caller.requester);
+        let session = self.sessions.entry(sid).or_insert(Session {
+            thread,
+            dir_mtime: now,
+            members: BTreeMap::new(),
+        });
+        if !session.members.contains_key(&me) {
+            session.dir_mtime = now;
+            session.members.insert(me, Subtree::default());
+        }
+    }
+
+    /// The refusal for a path that is no file or directory under any candidate: `not_found`,
+    /// or (`read_through_a_file=not_a_directory`) `not_a_directory` when a candidate's parent
+    /// path crosses a file.
+    fn nothing_at(&self, crossed_a_file: bool) -> Outcome {
+        if crossed_a_file && self.knobs.takes(Alternative::ReadThroughFileNotADirectory) {
+            refused("not_a_directory")
+        } else {
+            refused("not_found")
         }
     }
 
@@ -313,7 +443,7 @@ impl ScratchpadModel {
                 .sessions
                 .get_mut(&sid)
                 .expect("a session over its cap exists");
-            let mut candidates: Vec<(i64, String, String, Vec<String>, u64)> = Vec::new();
+            let mut candidates: Vec<Candidate> = Vec::new();
             for (member, s) in &session.members {
                 for (p, f) in &s.files {
                     let l = format!("{member}/{}", p.join("/"));
@@ -329,6 +459,11 @@ impl ScratchpadModel {
                 }
             }
             candidates.sort();
+            if let Some(seen) = self.seen_eviction.as_deref() {
+                if let Some(order) = tie_order(&candidates, need, seen) {
+                    candidates = order;
+                }
+            }
             let mut freed = 0;
             for (_, l, member, p, size) in candidates {
                 if freed >= need {
@@ -380,6 +515,7 @@ impl ScratchpadModel {
         };
         let me = self.requester_of(&caller.requester);
         let mut saw_dir = false;
+        let mut crossed_a_file = false;
         // Own path first (SP-3.2), then the path as the listing shows it.
         let own = session.members.get(&me).map(|s| (s, path.as_slice()));
         let shared = session.members.get(&path[0]).map(|s| (s, &path[1..]));
@@ -392,6 +528,11 @@ impl ScratchpadModel {
                 return refused("symlink_escape");
             }
             if let Some(f) = sub.files.get(rel) {
+                if self.knobs.takes(Alternative::LargeReadsRefused)
+                    && f.content.len() as u64 > self.knobs.max_file_bytes
+                {
+                    return refused("too_large");
+                }
                 return Outcome::Content {
                     content: Bytes(f.content.clone()),
                 };
@@ -399,11 +540,12 @@ impl ScratchpadModel {
             if sub.dirs.contains(rel) {
                 saw_dir = true;
             }
+            crossed_a_file |= sub.file_on_parents(rel);
         }
         if saw_dir {
             refused("is_a_directory")
         } else {
-            refused("not_found")
+            self.nothing_at(crossed_a_file)
         }
     }
 
@@ -445,10 +587,12 @@ impl ScratchpadModel {
             .members
             .get_key_value(&path[0])
             .map(|(m, s)| (m.as_str(), s, &path[1..]));
+        let mut crossed_a_file = false;
         for (member, sub, rel) in [own, shared].into_iter().flatten() {
             if sub.link_on(rel) {
                 return refused("symlink_escape");
             }
+            crossed_a_file |= sub.file_on_parents(rel);
             let listed = |p: &Vec<String>, f: &File| Entry {
                 path: format!("{member}/{}", p.join("/")),
                 size: f.content.len() as u64,
@@ -469,7 +613,7 @@ impl ScratchpadModel {
                 return Outcome::Listing { entries };
             }
         }
-        refused("not_found")
+        self.nothing_at(crossed_a_file)
     }
 
     fn remove(&mut self, _now: i64, caller: &Caller, raw: &[u8]) -> Outcome {
@@ -494,7 +638,8 @@ impl ScratchpadModel {
         } else if sub.dirs.contains(&path) {
             refused("is_a_directory")
         } else {
-            refused("not_found")
+            let crossed_a_file = sub.file_on_parents(&path);
+            self.nothing_at(crossed_a_file)
         }
     }
 

@@ -26,6 +26,10 @@ impl DriverFactory for ProcessFactory {
         self.claims().capabilities.clone()
     }
 
+    fn variants(&self) -> crate::variants::Declared {
+        self.claims().declared_variants()
+    }
+
     fn create(&self, profile: Profile, env: &Environment) -> Result<Box<dyn Driver>, DriverError> {
         Ok(Box::new(ProcessDriver {
             factory: self.clone(),

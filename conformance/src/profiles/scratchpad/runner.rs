@@ -36,6 +36,8 @@ impl ScenarioResult {
 /// Runs `scenario` against a fresh implementation from `factory`, in its own temporary
 /// directory (removed afterwards).
 pub async fn run_scenario(scenario: &Scenario, factory: &dyn DriverFactory) -> ScenarioResult {
+    // The steps this implementation's variants keep (SPEC.md's variants).
+    let scenario = &scenario.as_played_by(&factory.variants());
     let mut trace = Trace::new();
     let failure = match tidemark_sim::owner::tempdir("tidemark-") {
         Ok(tmp) => run_in(scenario, factory, tmp.path(), &mut trace)
@@ -99,7 +101,7 @@ async fn run_in(
         driver,
         now: EPOCH,
         running: false,
-        names: NameBook::for_scenario(scenario),
+        names: NameBook::for_scenario(scenario, &factory.variants()),
         trace,
         root: &root,
         workdir: &workdir,

@@ -34,7 +34,10 @@ pub fn explore(request: &ExploreRequest) -> Result<bool, String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let reference = ReferenceScratchpad::default();
+    let reference = ReferenceScratchpad {
+        mutant: None,
+        variants: request.variants.clone(),
+    };
     let program;
     let factory: &dyn crate::profiles::scratchpad::driver::DriverFactory = match &request
         .implementation
@@ -94,7 +97,10 @@ pub fn replay(
     }
     let seed = seed.ok_or("replay needs a fixture path or --seed")?;
     let m = mutant_arg(mutant)?;
-    let factory = ReferenceScratchpad { mutant: m };
+    let factory = ReferenceScratchpad {
+        mutant: m,
+        ..Default::default()
+    };
     let run = run_seed(seed, &factory);
     for l in run.trace.lines() {
         println!("{l}");

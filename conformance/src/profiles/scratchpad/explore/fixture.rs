@@ -15,6 +15,9 @@ use tidemark_reference::scratchpad::ScratchpadMutant;
 pub struct ScratchpadSetting {
     /// The root was handed over unmounted (`knob root unmounted`).
     pub unmounted: bool,
+    /// The SPEC.md variants the reference took (`--variant`), by name; empty: the defaults.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub variants: std::collections::BTreeMap<String, String>,
 }
 
 /// A saved scratchpad failure, in the one saved-failure format ([`SavedFailure`]).
@@ -49,12 +52,18 @@ pub struct Replay {
 }
 
 pub async fn replay(f: &Fixture) -> Result<Replay, String> {
+    let variants = crate::variants::Declared::read(&f.setting.variants)?;
     let factory = ReferenceScratchpad {
         mutant: f.mutant()?,
+        variants: variants.clone(),
     };
     let run = run_ops(&f.ops, f.setting.unmounted, &factory).await;
+    let reference_of_its_variants = ReferenceScratchpad {
+        mutant: None,
+        variants,
+    };
     let reference = if f.mutant.is_some() {
-        run_ops(&f.ops, f.setting.unmounted, &ReferenceScratchpad::default())
+        run_ops(&f.ops, f.setting.unmounted, &reference_of_its_variants)
             .await
             .divergence
             .is_none()

@@ -163,7 +163,13 @@ impl Explorer for ScratchpadExplorer<'_> {
         mutant: Option<ScratchpadMutant>,
     ) -> Outcome<RunResult, RunResult> {
         let r = match mutant {
-            Some(m) => run_ops(ops, *unmounted, &ReferenceScratchpad { mutant: Some(m) }).await,
+            Some(m) => {
+                let mutant = ReferenceScratchpad {
+                    mutant: Some(m),
+                    variants: self.factory.variants(),
+                };
+                run_ops(ops, *unmounted, &mutant).await
+            }
             None => run_ops(ops, *unmounted, self.factory).await,
         };
         if r.divergence.is_some() {
@@ -224,11 +230,18 @@ impl Explorer for ScratchpadExplorer<'_> {
         self.implementation
     }
 
-    /// A program's seed runs again through `explore --impl`, shrunk as far as it was.
+    /// A program's seed runs again through `explore --impl`, shrunk as far as it was; the
+    /// reference's, with the variants it took.
     fn setting_options(&self) -> String {
         match self.implementation {
             Some(_) => format!(" --max-shrink-iters {}", self.max_shrink_iters),
-            None => String::new(),
+            None => self
+                .factory
+                .variants()
+                .non_defaults()
+                .iter()
+                .map(|v| format!(" --variant {v}"))
+                .collect(),
         }
     }
 
@@ -276,6 +289,7 @@ impl Explorer for ScratchpadExplorer<'_> {
             mutant: mutant.map(|m| m.id().to_string()),
             setting: fixture::ScratchpadSetting {
                 unmounted: failure.workload.0,
+                variants: self.factory.variants().to_map(),
             },
             ops: failure.workload.1.clone(),
             divergence: divergence

@@ -41,7 +41,7 @@ impl NameMap {
         for who in 0..WHO.len() as u8 {
             for place in 0..PLACES.len() as u8 {
                 let c = caller(who, place);
-                let (s0, r0) = ScratchpadModel::recommended_names(&c);
+                let (s0, r0) = model.recommended_names(&c);
                 let theirs = driver
                     .call(now, &Request::Names { caller: c.clone() })
                     .await

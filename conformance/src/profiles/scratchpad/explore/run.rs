@@ -81,18 +81,20 @@ impl World<'_> {
         req: &Request,
     ) -> Result<(), Divergence> {
         let req = &self.names.request(req);
-        let expected = self.model.apply(self.now.as_millis(), req);
         let actual = match self.driver.call(self.now, req).await {
             Ok(o) => o,
             Err(e) => {
+                let expected = self.model.apply(self.now.as_millis(), req);
                 return Err(Divergence {
                     step,
                     op: label.into(),
                     expected: expected.summary(),
                     actual: format!("implementation error: {e}"),
-                })
+                });
             }
         };
+        // The answer settles what the implementation's variants leave open (eviction ties).
+        let expected = self.model.apply_seen(self.now.as_millis(), req, &actual);
         let rel = self.rel();
         self.trace
             .record(rel, format!("{label} -> {}", actual.summary()));
@@ -166,8 +168,7 @@ impl World<'_> {
                 if self.root.as_os_str().is_empty() || !self.model.can_plant_link(&c, &rel_path) {
                     return Ok(());
                 }
-                let ctx = crate::profiles::scratchpad::scenario::parse::context_of(&c);
-                let (session, requester) = (ctx.session_dir(), ctx.requester_dir());
+                let (session, requester) = self.model.recommended_names(&c);
                 plant_link_on_disk(
                     self.root,
                     self.outside,
@@ -254,7 +255,10 @@ pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory
     fs::write(outside.join("secret.txt"), "outside the root").expect("the outside file");
     plant_foreign(&root);
 
-    let (knobs, model_knobs) = knobs(unmounted);
+    let (knobs, mut model_knobs) = knobs(unmounted);
+    // The model follows the variants the implementation takes (SPEC.md's variants).
+    model_knobs.alternatives =
+        crate::profiles::scratchpad::variants::alternatives(&factory.variants());
     let env = Environment {
         root: if unmounted {
             Default::default()

@@ -24,6 +24,7 @@ pub use parse::{parse_file, parse_str};
 
 use crate::profiles::scratchpad::contract::{Bytes, Caller, Request};
 use crate::scenario::load::{self, ScenarioFileError};
+use crate::variants::{Declared, Guards};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -69,9 +70,25 @@ pub struct Scenario {
     pub needs_line: usize,
     pub knobs: Knobs,
     pub steps: Vec<Step>,
+    /// The `variant:` line and the guarded steps (SPEC.md's variants).
+    pub guards: Guards,
 }
 
 impl Scenario {
+    /// The scenario as an implementation taking `declared` plays it: only the steps whose guard
+    /// holds for it. (Whether the scenario applies at all is [`Guards::skip_reason`].)
+    pub fn as_played_by(&self, declared: &Declared) -> Scenario {
+        Scenario {
+            steps: self
+                .steps
+                .iter()
+                .filter(|s| self.guards.keeps(s.line, declared))
+                .cloned()
+                .collect(),
+            ..self.clone()
+        }
+    }
+
     /// The test name: `<profile>::<file stem>`, so `cargo test eviction` filters by file name.
     pub fn test_name(&self) -> String {
         load::test_name(self.profile.name(), &self.file)

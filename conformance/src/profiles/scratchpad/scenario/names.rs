@@ -27,7 +27,17 @@ pub enum SessionKey {
 
 impl SessionKey {
     pub fn of(caller: &Caller) -> SessionKey {
+        SessionKey::of_with(caller, false)
+    }
+
+    /// The key when a thread id names one session in every channel (SPEC.md's variant
+    /// `thread_identity=global`), or in its own channel only.
+    pub fn of_with(caller: &Caller, global_threads: bool) -> SessionKey {
         match &caller.thread {
+            Some(t) if global_threads => SessionKey::Thread {
+                channel: String::new(),
+                thread: t.clone(),
+            },
             Some(t) => SessionKey::Thread {
                 channel: caller.channel.clone(),
                 thread: t.clone(),

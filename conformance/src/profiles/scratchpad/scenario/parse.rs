@@ -59,6 +59,7 @@ pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
     rule_prefix: "SP-",
     mutants: || ScratchpadMutant::ALL.iter().map(|m| m.id()).collect(),
     capabilities: SCRATCHPAD_CAPABILITIES,
+    variants: crate::profiles::scratchpad::variants::VARIANTS,
 };
 
 pub fn parse_str(
@@ -144,7 +145,24 @@ pub fn parse_str(
         });
     }
 
-    super::anchor::check(&steps).map_err(|(line, m)| err(line, m))?;
+    // Every implementation plays the steps its variants keep, so each of them must be anchored.
+    for declared in header.guards.assignments() {
+        let played: Vec<Step> = steps
+            .iter()
+            .filter(|s| header.guards.keeps(s.line, &declared))
+            .cloned()
+            .collect();
+        super::anchor::check(&played).map_err(|(line, m)| {
+            if declared == crate::variants::Declared::defaults() {
+                err(line, m)
+            } else {
+                err(
+                    line,
+                    format!("{m} (for an implementation taking {declared})"),
+                )
+            }
+        })?;
+    }
     Ok(Scenario {
         file: PathBuf::from(file),
         name: header.name,
@@ -155,6 +173,7 @@ pub fn parse_str(
         needs_line: header.needs_line,
         knobs,
         steps,
+        guards: header.guards,
     })
 }
 
