@@ -280,6 +280,9 @@ pub struct ProcessSession {
     adapter: Option<Adapter>,
     /// What the running program claimed in its latest `init_ok`.
     claims: Option<InitOk>,
+    /// The variants the program declared when it was probed: the scenario's steps were chosen
+    /// by them, so every start of the scenario must declare the same.
+    variants: crate::variants::Declared,
     next_id: u64,
 }
 
@@ -302,6 +305,7 @@ impl ProcessSession {
             profile,
             adapter: None,
             claims: None,
+            variants: factory.claims().declared_variants(),
             next_id: INIT_ID + 1,
         };
         session.restart().await?;
@@ -312,7 +316,7 @@ impl ProcessSession {
     /// starts a new one with the same init.
     pub async fn restart(&mut self) -> Result<(), DriverError> {
         self.stop().await;
-        let (adapter, claims) = start_checked(
+        let (mut adapter, claims) = start_checked(
             &self.command,
             &self.options,
             &self.workdir,
@@ -320,6 +324,19 @@ impl ProcessSession {
             &self.profile,
         )
         .await?;
+        let declared = claims.declared_variants();
+        if declared != self.variants {
+            let e = adapter
+                .failure(format!(
+                    "the implementation declared the variants ({}) when probed, and ({declared}) \
+                     when started for this scenario; the scenario's steps follow one \
+                     declaration, so every start must make the same",
+                    self.variants
+                ))
+                .await;
+            adapter.kill().await;
+            return Err(e);
+        }
         self.adapter = Some(adapter);
         self.claims = Some(claims);
         Ok(())

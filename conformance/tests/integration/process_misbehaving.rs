@@ -255,6 +255,37 @@ fn an_adapter_started_for_a_profile_its_init_ok_does_not_claim_fails_at_start() 
     }
 }
 
+#[test]
+fn a_program_declaring_a_variant_spec_does_not_have_fails_the_init_exchange_naming_it() {
+    let command = AdapterCommand::parse(
+        "python3 fixtures/adapters/declares-an-unknown-variant.py",
+        &repo_root(),
+    )
+    .unwrap();
+    let err = block_on(ProcessFactory::probe(command, ProcessOptions::default())).unwrap_err();
+    assert!(
+        err.0.contains("init_ok's variants")
+            && err.0.contains("unknown variant \"read_through_file\"")
+            && err.0.contains("read_through_a_file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_program_whose_variants_change_after_the_probe_fails_every_scenario_at_start() {
+    let report = run_two("changes-its-variants.py");
+    assert_eq!(report.counts().failed, 2);
+    for f in failures(&report) {
+        assert_eq!(f.step, "(start)");
+        assert!(
+            f.actual.contains("every variant at its default")
+                && f.actual.contains("(eviction_ties=any) when started"),
+            "{}",
+            f.actual
+        );
+    }
+}
+
 /// What a person reads for each kind of misbehaviour, as the CLI prints it.
 #[test]
 fn each_misbehaviour_reads_clearly_in_the_table() {

@@ -380,3 +380,39 @@ fn an_init_ok_declaring_its_ledger_queries_is_valid_and_needs_both() {
     );
     assert!(tidemark_conformance::profiles::check_claims(&half).is_err());
 }
+
+/// The schema lists every variant SPEC.md has, with its choices in SPEC.md's order, and no
+/// other: a declaration the schema accepts is one the handshake accepts.
+#[test]
+fn the_schema_lists_every_variant_with_its_choices() {
+    let schema = schema();
+    let listed = schema
+        .pointer("/$defs/init_ok/properties/variants/properties")
+        .and_then(Value::as_object)
+        .expect("init_ok lists its variants");
+    let in_schema: Vec<(String, Vec<String>)> = listed
+        .iter()
+        .map(|(name, s)| {
+            let choices = s["enum"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_str().unwrap().to_string())
+                .collect();
+            (name.clone(), choices)
+        })
+        .collect();
+    let mut registered: Vec<(String, Vec<String>)> = tidemark_conformance::variants::all()
+        .into_iter()
+        .map(|v| {
+            (
+                v.name.to_string(),
+                v.choices.iter().map(|c| c.to_string()).collect(),
+            )
+        })
+        .collect();
+    registered.sort();
+    let mut in_schema = in_schema;
+    in_schema.sort();
+    assert_eq!(in_schema, registered);
+}

@@ -101,6 +101,28 @@ fn a_mutant_behind_the_protocol_fails_the_same_scenarios_with_the_same_outcomes_
     }
 }
 
+#[test]
+fn the_reference_declaring_a_variant_behind_the_protocol_is_judged_by_it_as_in_process() {
+    use tidemark_conformance::profiles::scratchpad::variants;
+    let scenarios = scenarios();
+    let declared = variants::each_alternative()
+        .into_iter()
+        .find(|d| d.non_defaults() == ["read_through_a_file=not_a_directory"])
+        .unwrap();
+    let process = through_the_adapter(&scenarios, "--variant read_through_a_file=not_a_directory");
+    let selected: Vec<&Scenario> = scenarios.iter().collect();
+    let in_process = block_on(gate::check(
+        &selected,
+        &ReferenceScratchpad {
+            mutant: None,
+            variants: declared,
+        },
+        "tidemark run".into(),
+    ));
+    assert_eq!(verdicts(&process), verdicts(&in_process));
+    assert!(process.passed(), "{:?}", verdicts(&process));
+}
+
 /// Not a check but a measurement, run on demand:
 /// `cargo test -p tidemark-conformance --test integration process_reference:: -- --ignored --nocapture`.
 /// Wall time of the whole suite in-process and through the reference adapter, after a warm-up,
