@@ -257,7 +257,9 @@ fn check_relative(
         });
     }
     if rel.starts_with('/') {
-        return Err(PathError::Absolute {
+        // The path itself starts with its scope (`session//b.md`): what follows the scope's
+        // separator is an empty segment, not an absolute path (SC-2.3).
+        return Err(PathError::EmptySegment {
             path: full.to_string(),
         });
     }
@@ -646,7 +648,7 @@ mod tests {
         ));
         assert!(matches!(
             file("session//x"),
-            Err(PathError::Absolute { .. })
+            Err(PathError::EmptySegment { .. })
         ));
         assert!(matches!(
             file("session/a//x"),

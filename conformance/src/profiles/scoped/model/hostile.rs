@@ -157,6 +157,12 @@ pub const SPELLINGS: &[Spelling] = &[
         build: |_| "session/dir//notes.md".into(),
     },
     Spelling {
+        what: "an empty segment right after the scope",
+        rule: "SC-2.3",
+        verdict: Verdict::Refused("empty_segment"),
+        build: |_| "session//notes.md".into(),
+    },
+    Spelling {
         what: "a key one byte over the limit once its text key is counted",
         rule: "SC-2.3",
         verdict: Verdict::Refused("key_too_long"),
