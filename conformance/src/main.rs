@@ -174,6 +174,10 @@ enum Command {
         /// Hunt every mutant through the world.
         #[arg(long)]
         hunt: bool,
+        /// The world's reference takes this SPEC.md variant's other choice, and its oracle
+        /// follows it (repeatable).
+        #[arg(long = "variant", value_name = "NAME=CHOICE")]
+        variants: Vec<String>,
     },
     /// Print the measured figures: scratchpad write cost by session size, exploration speed,
     /// the scoped suite and tiers, and the rows reap at scale.
@@ -286,8 +290,10 @@ fn main() -> ExitCode {
             mutant,
             check_determinism,
             hunt,
+            variants,
         } => Some(profiles::named(profile).and_then(|p| {
             p.world(&profiles::WorldRequest {
+                variants: tidemark_conformance::variants::from_options(variants)?,
                 seeds: *seeds,
                 first_seed: *first_seed,
                 mutant: mutant.clone(),

@@ -188,6 +188,8 @@ pub struct WorldRequest {
     pub mutant: Option<String>,
     pub check_determinism: bool,
     pub hunt: bool,
+    /// `--variant`: the SPEC.md variants the world's reference takes and its oracle follows.
+    pub variants: Declared,
 }
 
 /// What each profile supplies to the command line. The engine around it (argument parsing,

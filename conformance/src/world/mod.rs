@@ -9,6 +9,7 @@
 pub mod clock;
 pub mod net;
 
+use crate::variants::Declared;
 use std::ops::ControlFlow;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -141,7 +142,9 @@ pub struct WorldProfile<M: 'static> {
     /// Mutants the world's workload cannot reach by construction, each with the reason; the
     /// hunt reports them as skipped rather than searching in vain.
     pub out_of_reach: &'static [(&'static str, &'static str)],
-    pub run: fn(u64, Option<M>) -> WorldRun,
+    /// Plays one seed against the reference (or a mutant of it) taking the variants given, the
+    /// world's oracle following them.
+    pub run: fn(u64, Option<M>, &Declared) -> WorldRun,
 }
 
 impl<M: Copy + 'static> WorldProfile<M> {
@@ -154,23 +157,33 @@ impl<M: Copy + 'static> WorldProfile<M> {
                     "--hunt tries every {name} mutant; it takes no --mutant"
                 ));
             }
-            return Ok(self.hunt(request.seeds, request.first_seed));
+            return Ok(self.hunt(request.seeds, request.first_seed, &request.variants));
         }
         let mutant = match request.mutant.as_deref() {
             None => None,
             Some(id) => Some((self.from_id)(id).ok_or(format!("unknown {name} mutant {id:?}"))?),
         };
         let run = self.run;
+        let replay: String = std::iter::once(self.replay.to_string())
+            .chain(
+                request
+                    .variants
+                    .non_defaults()
+                    .iter()
+                    .map(|v| format!("--variant {v}")),
+            )
+            .collect::<Vec<_>>()
+            .join(" ");
         Ok(play(
             request.seeds,
             request.first_seed,
             &WorldSeeds {
                 label: self.label,
-                replay: self.replay,
+                replay: &replay,
                 mutant: mutant.map(self.id),
                 check_determinism: request.check_determinism,
             },
-            |seed| run(seed, mutant),
+            |seed| run(seed, mutant, &request.variants),
         ))
     }
 
@@ -178,7 +191,7 @@ impl<M: Copy + 'static> WorldProfile<M> {
     /// `seeds`). Prints SKIPPED / FOUND / NOT FOUND per mutant, the runs' throughput and
     /// `N passed, M failed, K skipped` (found, not found, out of reach). Returns whether every
     /// mutant in reach was found.
-    pub fn hunt(&self, seeds: u64, first_seed: u64) -> bool {
+    pub fn hunt(&self, seeds: u64, first_seed: u64, variants: &Declared) -> bool {
         let started = std::time::Instant::now();
         let (mut found, mut skipped, mut runs) = (0, 0, 0u64);
         for &m in self.mutants {
@@ -191,7 +204,7 @@ impl<M: Copy + 'static> WorldProfile<M> {
             let mut hit = None;
             for s in first_seed..first_seed + seeds {
                 runs += 1;
-                if let Some(f) = (self.run)(s, Some(m)).failure {
+                if let Some(f) = (self.run)(s, Some(m), variants).failure {
                     hit = Some((s, f));
                     break;
                 }

@@ -12,6 +12,7 @@
 use crate::profiles::scratchpad::contract::{Caller, Outcome, Request};
 use crate::profiles::scratchpad::explore::ops::{caller, SimOp, PATHS, PLACES, SIZES, WHO};
 use crate::profiles::scratchpad::oracle::{ModelKnobs, ScratchpadModel};
+use crate::variants::Declared;
 use crate::world::clock::WorldClock;
 use crate::world::lock;
 use crate::world::net::{call, serve_lines, Envelope};
@@ -221,6 +222,16 @@ fn knobs(unmounted: bool) -> ModelKnobs {
 
 /// Runs one seed's world against the reference (or a mutant) and checks it with the oracle.
 pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
+    run_world_taking(seed, mutant, &Declared::defaults())
+}
+
+/// As [`run_world`], the reference taking `variants` and the oracle following them.
+pub fn run_world_taking(
+    seed: u64,
+    mutant: Option<ScratchpadMutant>,
+    variants: &Declared,
+) -> WorldResult {
+    let alternatives = crate::profiles::scratchpad::variants::alternatives(variants);
     let master = MasterSeed(seed);
     let tmp = tidemark_sim::owner::tempdir_in(&scratch_base(), "tidemark-world-")
         .expect("a temporary directory");
@@ -245,6 +256,7 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
     cfg.requester_ceiling_bytes = mk.requester_ceiling_bytes;
     cfg.max_file_bytes = mk.max_file_bytes;
     cfg.mutant = mutant;
+    cfg.alternatives = alternatives.clone();
 
     let clock = WorldClock::default();
     let log: Log = Arc::default();
@@ -375,7 +387,7 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
     let simulated_ms = clock.rel_outside(&sim);
     drop(sim);
     if failure.is_none() {
-        failure = check(&log, &seen, &mut trace, unmounted).err();
+        failure = check(&log, &seen, &mut trace, unmounted, &alternatives).err();
     }
     if failure.is_none() {
         failure = crate::profiles::scratchpad::explore::run::check_disk(&root, &workdir)
@@ -392,9 +404,18 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
 
 /// Replays the server's log through the oracle; checks what clients saw against it; checks
 /// liveness at the end.
-fn check(log: &Log, seen: &Seen, trace: &mut Trace, unmounted: bool) -> Result<(), String> {
+fn check(
+    log: &Log,
+    seen: &Seen,
+    trace: &mut Trace,
+    unmounted: bool,
+    alternatives: &std::collections::BTreeSet<tidemark_reference::scratchpad::Alternative>,
+) -> Result<(), String> {
     let log = lock(log).clone();
-    let mut model = ScratchpadModel::new(knobs(unmounted));
+    let mut model = ScratchpadModel::new(ModelKnobs {
+        alternatives: alternatives.clone(),
+        ..knobs(unmounted)
+    });
     let mut last_at = 0;
     for entry in &log {
         match entry {
@@ -445,7 +466,8 @@ fn check(log: &Log, seen: &Seen, trace: &mut Trace, unmounted: bool) -> Result<(
                 request,
                 outcome,
             } => {
-                let expected = model.apply(EPOCH.as_millis() + at_ms, request);
+                // The answer settles what the variants leave open (eviction ties).
+                let expected = model.apply_seen(EPOCH.as_millis() + at_ms, request, outcome);
                 let same = match (&expected, outcome) {
                     (Outcome::Refused { reason: a, .. }, Outcome::Refused { reason: b, .. }) => {
                         a == b
@@ -554,5 +576,5 @@ pub const WORLD: crate::world::WorldProfile<ScratchpadMutant> = crate::world::Wo
     id: ScratchpadMutant::id,
     from_id: ScratchpadMutant::from_id,
     out_of_reach: OUT_OF_REACH,
-    run: run_world,
+    run: run_world_taking,
 };

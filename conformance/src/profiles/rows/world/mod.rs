@@ -554,5 +554,6 @@ pub const WORLD: crate::world::WorldProfile<RowsMutant> = crate::world::WorldPro
     id: RowsMutant::id,
     from_id: RowsMutant::from_id,
     out_of_reach: OUT_OF_REACH,
-    run: run_rows_world,
+    // The rows world's reference takes the defaults; it models no variant yet.
+    run: |seed, mutant, _variants| run_rows_world(seed, mutant),
 };

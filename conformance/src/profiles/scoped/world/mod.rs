@@ -639,5 +639,6 @@ pub const WORLD: crate::world::WorldProfile<ScopedMutant> = crate::world::WorldP
     id: ScopedMutant::id,
     from_id: ScopedMutant::from_id,
     out_of_reach: OUT_OF_REACH,
-    run: run_scoped_world,
+    // The scoped world's reference takes the defaults; it models no variant yet.
+    run: |seed, mutant, _variants| run_scoped_world(seed, mutant),
 };
