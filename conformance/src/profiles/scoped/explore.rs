@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use super::fixture::{self, divergence_hash, ScopedFixture};
 use crate::explore::engine::{self, Explorer, Failure, Outcome};
 use crate::explore::shrink::OpsTree;
+use crate::explore::signature::{shape, Signature};
 use crate::explore::text::{tier_option, DivergenceText};
 use crate::profiles::scoped::model::Tier;
 use crate::profiles::scoped::model::{
@@ -135,6 +136,10 @@ impl Explorer for ScopedExplorer<'_> {
         ops.iter().map(ToString::to_string).collect()
     }
 
+    fn signature(&self, ops: &Vec<ModelOp>, d: &Divergence) -> Signature {
+        signature(ops.get(d.step), d)
+    }
+
     fn divergence_text<'d>(&self, d: &'d Divergence) -> DivergenceText<'d> {
         DivergenceText {
             trace: &d.ops,
@@ -162,6 +167,46 @@ impl Explorer for ScopedExplorer<'_> {
         .map(Some)
         .map_err(|e| format!("saving a fixture in {}: {e}", dir.display()))
     }
+}
+
+/// A scoped divergence's signature: the operation's rule (a table), and the model's expectation
+/// beside what the store did, with ids, paths, sets and counts masked ([`shape`]). The model words
+/// its expectations as text, so the kind is their shape rather than a closed list.
+pub fn signature(op: Option<&ModelOp>, d: &Divergence) -> Signature {
+    let (name, rule) = match op {
+        Some(ModelOp::Write { .. }) => ("write", "SC-4.1"),
+        Some(ModelOp::Read { .. }) => ("read", "SC-4.2"),
+        Some(ModelOp::Activity { .. }) => ("activity", "SC-5.1"),
+        Some(ModelOp::Wait { .. }) => ("wait", "SC-5.2"),
+        Some(ModelOp::Advance { .. }) => ("advance", "SC-5.3"),
+        Some(ModelOp::Sweep) => ("sweep", "SC-5.3"),
+        Some(ModelOp::List { .. }) => ("list", "SC-4.4"),
+        Some(ModelOp::Text { .. }) => ("text", "SC-1.4"),
+        Some(ModelOp::Traversal { .. }) => ("traversal", "SC-2.2"),
+        Some(ModelOp::MissingScope { .. }) => ("missing scope", "SC-2.4"),
+        Some(ModelOp::Delete { .. }) => ("delete", "SC-4.2"),
+        Some(ModelOp::WorkspaceWrite { .. }) => ("workspace write", "SC-3.2"),
+        Some(ModelOp::SetAgentAccess { .. }) => ("agent access", "SC-3.1"),
+        Some(ModelOp::ReadSkill { .. }) => ("skill read", "SC-2.6"),
+        Some(ModelOp::FaultySweep { .. }) => ("sweep under key failures", "SC-6.4"),
+        Some(ModelOp::CrashSweep { .. }) => ("crashed sweep", "SC-6.4"),
+        Some(ModelOp::WriteDuringSweep { .. }) => ("write during a sweep", "SC-5.6"),
+        Some(ModelOp::DeleteSession { .. }) => ("delete session", "SC-6.1"),
+        Some(ModelOp::DeleteAgent { .. }) => ("delete agent", "SC-6.1"),
+        Some(ModelOp::StoreFaults { .. }) => ("store faults", "SC-8.3"),
+        Some(ModelOp::Heal) => ("heal", "SC-8.3"),
+        Some(ModelOp::JumpBack { .. }) => ("clock jump back", "SC-5.1"),
+        Some(ModelOp::Hostile { .. }) => ("hostile spelling", "SC-2.2"),
+        None => ("the end", "SC-5.3"),
+    };
+    Signature::new(
+        rule,
+        format!(
+            "{name}: {} where the model says {}",
+            shape(&d.actual),
+            shape(&d.expected)
+        ),
+    )
 }
 
 /// Scoped mutants the exploration generator never reaches, and why; the scenarios kill each
