@@ -119,6 +119,17 @@ pub fn shape(text: &str) -> String {
     }
 }
 
+/// What differed in operation `op`, from a free-text expectation and outcome: both shapes, or
+/// one, when they have the same shape and only what it masks differs.
+pub fn text_difference(op: &str, expected: &str, actual: &str) -> String {
+    let (e, a) = (shape(expected), shape(actual));
+    if e == a {
+        format!("{op}: {a}, other than the model's")
+    } else {
+        format!("{op}: {a} where the model says {e}")
+    }
+}
+
 /// Skips a quoted string's rest, escapes included.
 fn skip_quoted(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
     while let Some(c) = chars.next() {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::fixture::{self, divergence_hash, ScopedFixture};
 use crate::explore::engine::{self, Explorer, Failure, Outcome};
 use crate::explore::shrink::OpsTree;
-use crate::explore::signature::{shape, Signature};
+use crate::explore::signature::{text_difference, Signature};
 use crate::explore::text::{tier_option, DivergenceText};
 use crate::profiles::scoped::model::Tier;
 use crate::profiles::scoped::model::{
@@ -199,14 +199,7 @@ pub fn signature(op: Option<&ModelOp>, d: &Divergence) -> Signature {
         Some(ModelOp::Hostile { .. }) => ("hostile spelling", "SC-2.2"),
         None => ("the end", "SC-5.3"),
     };
-    Signature::new(
-        rule,
-        format!(
-            "{name}: {} where the model says {}",
-            shape(&d.actual),
-            shape(&d.expected)
-        ),
-    )
+    Signature::new(rule, text_difference(name, &d.expected, &d.actual))
 }
 
 /// Scoped mutants the exploration generator never reaches, and why; the scenarios kill each
@@ -311,6 +304,44 @@ pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome,
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_scoped_signature_is_the_operations_rule_and_the_outcomes_shape() {
+        let d = |expected: &str, actual: &str| Divergence {
+            seed: 4,
+            step: 0,
+            ops: vec![],
+            expected: expected.into(),
+            actual: actual.into(),
+        };
+        let sweep = signature(
+            Some(&ModelOp::Sweep),
+            &d(
+                "after the sweep a1/s2 holds {}",
+                "after the sweep a1/s2 holds {\"notes.md\"}",
+            ),
+        );
+        assert_eq!(
+            sweep.to_string(),
+            "SC-5.3 sweep: after the sweep aN/sN holds {…}, other than the model's"
+        );
+        let read = signature(
+            Some(&ModelOp::Traversal {
+                session: 0,
+                path: 1,
+                encoded: false,
+            }),
+            &d(
+                "read: refused as Traversal, never clamped",
+                "read: Err(NotFound { path: \"session/dir/../../agent/x\" })",
+            ),
+        );
+        assert_eq!(
+            read.to_string(),
+            "SC-2.2 traversal: read: Err(NotFound {…}) where the model says read: refused as Traversal, never clamped"
+        );
+    }
+
     use super::*;
     use crate::explore::engine::Seeds;
     use crate::explore::Shard;
