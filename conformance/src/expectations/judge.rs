@@ -65,8 +65,35 @@ pub fn entry_fields(now: &ShownFailure) -> String {
         quoted(&now.at),
         quoted(&now.step),
         quoted(&now.expected),
-        quoted(&now.actual)
+        quoted(stable_actual(&now.actual))
     )
+}
+
+/// What the harness adds to an outcome about the program's process, from where it begins: how
+/// and whether it exited (found within a grace period, so it depends on timing) and the tail of
+/// its stderr (a traceback's paths depend on the machine). None of it is the implementation's
+/// answer, so an entry neither records nor compares it.
+const PROCESS_ACCOUNT: [&str; 3] = [
+    "; the implementation exited (",
+    "; its stderr was empty",
+    " line(s) of its stderr:",
+];
+
+/// `actual` without the harness's account of the process ([`PROCESS_ACCOUNT`]).
+pub fn stable_actual(actual: &str) -> &str {
+    let mut cut = actual.len();
+    for marker in PROCESS_ACCOUNT {
+        if let Some(i) = actual.find(marker) {
+            // The stderr tail's heading starts its own line: `\nlast N line(s) of its stderr:`.
+            let start = if marker.starts_with(' ') {
+                actual[..i].rfind('\n').unwrap_or(i)
+            } else {
+                i
+            };
+            cut = cut.min(start);
+        }
+    }
+    &actual[..cut]
 }
 
 /// Whether `entry` lists exactly `now`.
@@ -74,7 +101,7 @@ fn lists(entry: &KnownFailure, now: &ShownFailure) -> bool {
     entry.at == now.at
         && entry.step == now.step
         && entry.expected == now.expected
-        && entry.actual == now.actual
+        && stable_actual(&entry.actual) == stable_actual(&now.actual)
 }
 
 /// Which of the entry's fields differ from `now`, named: the same step at another line (the
@@ -86,7 +113,8 @@ fn differing(entry: &KnownFailure, now: &ShownFailure) -> Vec<&'static str> {
     } else if entry.at != now.at {
         v.push("line");
     }
-    if entry.expected != now.expected || entry.actual != now.actual {
+    if entry.expected != now.expected || stable_actual(&entry.actual) != stable_actual(&now.actual)
+    {
         v.push("outcome");
     }
     v
@@ -284,6 +312,40 @@ mod tests {
                 "scratchpad::renamed_long_ago"
             ]
         );
+    }
+
+    #[test]
+    fn the_harness_account_of_a_process_is_neither_recorded_nor_compared() {
+        let crashed = "the implementation reported an error for request 12 (tick): boom";
+        assert_eq!(
+            stable_actual(&format!(
+                "{crashed}; the implementation exited (exit status 1)\nlast 2 line(s) of its stderr:\n  | Traceback\n  |   File \"/home/a/x.py\""
+            )),
+            crashed
+        );
+        assert_eq!(
+            stable_actual(&format!("{crashed}\nlast 1 line(s) of its stderr:\n  | x")),
+            crashed
+        );
+        assert_eq!(
+            stable_actual(&format!("{crashed}; its stderr was empty")),
+            crashed
+        );
+        assert_eq!(stable_actual("written a/b"), "written a/b");
+        let mut r = report();
+        r.cases[0].verdict = failed(
+            7,
+            "a directory\nlast 1 line(s) of its stderr:\n  | on this machine",
+        );
+        let j = judge(
+            &r,
+            &file(),
+            &Selection {
+                profiles: &["scratchpad"],
+                only: &["scratchpad::listed_and_the_same".into()],
+            },
+        );
+        assert!(j.out_of_date.is_empty(), "{:?}", j.out_of_date);
     }
 
     #[test]

@@ -28,7 +28,10 @@
 //!
 //! **Decisions** (each tested in `judge.rs` and `tests/integration/expectations.rs`):
 //! - A run passes when its results match the file: every failure is listed with the same step
-//!   (`at` and `step`) and outcome (`expected` and `actual`). A listed scenario that passes now,
+//!   (`at` and `step`) and outcome (`expected` and `actual`; of a program's error, what the
+//!   harness adds about its process, whether it had exited and its stderr's tail, is neither
+//!   written nor compared: it depends on timing and on the machine, not on the implementation's
+//!   answer). A listed scenario that passes now,
 //!   fails at another step or with another outcome, or was skipped (a capability or profile not
 //!   claimed), is *out of date*: reported with exactly what to change, and the run fails until
 //!   the file is updated, so the file only shrinks.

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::judge::Selection;
+use super::judge::{stable_actual, Selection};
 use super::{Expectations, FORMAT, UNTRIAGED};
 use crate::report::{shown_failure, RunReport, Verdict};
 
@@ -63,7 +63,7 @@ pub fn render(report: &RunReport, old: Option<&Expectations>, selection: &Select
                     e.scenario == case.test_name
                         && e.step == now.step
                         && e.expected == now.expected
-                        && e.actual == now.actual
+                        && stable_actual(&e.actual) == stable_actual(&now.actual)
                 })
             })
             .map(|e| e.reason.clone());
@@ -72,7 +72,7 @@ pub fn render(report: &RunReport, old: Option<&Expectations>, selection: &Select
             at: now.at,
             step: now.step,
             expected: now.expected,
-            actual: now.actual,
+            actual: stable_actual(&now.actual).to_string(),
             reason: kept.unwrap_or_else(|| UNTRIAGED.to_string()),
         });
     }
