@@ -216,3 +216,47 @@ fn a_malformed_expectations_file_stops_the_run_before_it_starts_naming_its_line(
         "tidemark: $TMP/expectations.toml:9: the reason is empty: say why this is accepted (every entry needs one)\n"
     );
 }
+
+#[test]
+fn exploration_refuses_a_signature_it_never_prints_and_a_hunt_with_expectations() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("expectations.toml");
+    std::fs::write(
+        &file,
+        "format = \"tidemark-expectations/1\"\n\n[[difference]]\nprofile = \"scratchpad\"\nsignature = \"SP-3.6 disk: a directory the model never hat\"\nreason = \"a typo\"\n",
+    )
+    .unwrap();
+    let explore = |extra: &[&str]| {
+        let out = Command::new(TIDEMARK)
+            .args(["explore", "--seeds", "1", "--no-save", "--expect"])
+            .arg(&file)
+            .args(extra)
+            .current_dir(repo_root())
+            .output()
+            .expect("tidemark runs");
+        (
+            out.status.code().expect("tidemark exits"),
+            portable(&String::from_utf8(out.stderr).unwrap(), dir.path()),
+        )
+    };
+    assert_eq!(
+        explore(&[]),
+        (
+            2,
+            "tidemark: $TMP/expectations.toml:3: \"SP-3.6 disk: a directory the model never hat\" is not a difference the scratchpad's exploration reports; copy the signature `tidemark explore` prints\n".to_string()
+        )
+    );
+    std::fs::write(
+        &file,
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .replace("hat\"", "had\""),
+    )
+    .unwrap();
+    let (status, stderr) = explore(&["--hunt"]);
+    assert_eq!(status, 2, "{stderr}");
+    assert!(
+        stderr.contains("a hunt looks for mutants, not differences"),
+        "{stderr}"
+    );
+}
