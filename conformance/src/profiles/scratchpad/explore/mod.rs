@@ -315,7 +315,8 @@ impl Explorer for ScratchpadExplorer<'_> {
         }
     }
 
-    /// Saved failures replay against the reference; a program's are printed, not saved.
+    /// Saved failures replay against the reference; a program's are printed, not saved, and so
+    /// is a failure found past known differences (a saved failure replays without them).
     fn save(
         &self,
         failure: &Failure<Self::Workload, RunResult>,
@@ -323,7 +324,7 @@ impl Explorer for ScratchpadExplorer<'_> {
         mutant: Option<ScratchpadMutant>,
         dir: &Path,
     ) -> Result<Option<PathBuf>, String> {
-        if self.implementation.is_some() {
+        if self.implementation.is_some() || !self.known.is_empty() {
             return Ok(None);
         }
         let f = fixture::Fixture {
