@@ -6,6 +6,7 @@
 
 pub mod declared_sql;
 pub mod driver;
+pub mod expectations;
 pub mod explore;
 pub mod interrupt;
 pub mod play;

@@ -4,7 +4,9 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tidemark_conformance::profiles::{self, Profile};
-use tidemark_conformance::{default_scenarios_dir, default_spec_path, interrupt, process, report};
+use tidemark_conformance::{
+    default_scenarios_dir, default_spec_path, expectations, interrupt, process, report,
+};
 
 #[derive(Parser)]
 #[command(
@@ -63,6 +65,16 @@ struct GateArgs {
     /// declares its own in init_ok instead.
     #[arg(long = "variant", value_name = "NAME=CHOICE")]
     variants: Vec<String>,
+    /// An expectations file (TOML): the failures this implementation is known to have, each
+    /// with its step, outcome and reason. The run passes when the results match it; a new
+    /// failure, or a listed one that passes now or fails differently, fails it.
+    #[arg(long, value_name = "FILE")]
+    expect: Option<PathBuf>,
+    /// Write this run's failures to FILE as an expectations file, a starting point for
+    /// --expect (reasons UNTRIAGED; with --expect, an entry listing the same failure keeps its
+    /// reason).
+    #[arg(long, value_name = "FILE")]
+    write_expectations: Option<PathBuf>,
 }
 
 /// The cores this process may use: scenarios share nothing, so that many run side by side.
@@ -154,6 +166,11 @@ enum Command {
         /// (repeatable). A program declares its own in init_ok instead.
         #[arg(long = "variant", value_name = "NAME=CHOICE")]
         variants: Vec<String>,
+        /// An expectations file: its [[difference]] entries are differences this exploration
+        /// accepts, by the signature it prints. They do not fail the run, and the scratchpad
+        /// explores on past them.
+        #[arg(long, value_name = "FILE")]
+        expect: Option<PathBuf>,
     },
     /// Seeds through the turmoil world: the scratchpad as a networked host with its sweeper on a
     /// timer, three concurrent clients, partitions, crashes, restarts and clock jumps.
@@ -241,10 +258,15 @@ fn main() -> ExitCode {
             differential,
             jobs,
             variants,
+            expect,
         } => Some(profiles::named(profile).and_then(|p| {
             if implementation.is_some() && !variants.is_empty() {
                 return Err("--variant sets the reference's variants; a program declares its own in init_ok".into());
             }
+            let expect = expect
+                .as_deref()
+                .map(expectations::Expectations::load)
+                .transpose()?;
             p.explore(&profiles::ExploreRequest {
                 variants: tidemark_conformance::variants::from_options(variants)?,
                 seeds: *seeds,
@@ -264,6 +286,7 @@ fn main() -> ExitCode {
                 tier: tier.clone(),
                 differential: *differential,
                 jobs: *jobs,
+                expect,
             })
         })),
         Command::Replay {
@@ -408,6 +431,12 @@ async fn run(cli: Cli) -> Result<bool, String> {
 /// `tidemark run`: every scenario the profiles select, in one report, against the reference
 /// in process or (`--impl`) a program through the protocol.
 async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String> {
+    // A malformed expectations file is a load error before anything runs.
+    let expect = gate_args
+        .expect
+        .as_deref()
+        .map(expectations::Expectations::load)
+        .transpose()?;
     let selected = selected_profiles(&args.profile)?;
     for p in &selected {
         profiles::check_tier(*p, args.tier.as_deref())?;
@@ -475,6 +504,7 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
             .unwrap_or_else(|| "reference".into()),
         replay_prefix: replay.clone(),
         cases: Vec::new(),
+        expectations: None,
     };
     for (profile, names) in &only {
         let request = profiles::RunRequest {
@@ -489,6 +519,32 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
         report
             .cases
             .extend(profile.run(&request, factory.as_ref()).await?);
+    }
+    let played: Vec<&str> = only.iter().map(|(p, _)| p.name()).collect();
+    let selection = expectations::judge::Selection {
+        profiles: &played,
+        only: &gate_args.only,
+    };
+    if let Some(expect) = &expect {
+        report.expectations = Some(expectations::judge::judge(&report, expect, &selection));
+    }
+    if let Some(path) = &gate_args.write_expectations {
+        let text = expectations::write::render(&report, expect.as_ref(), &selection);
+        std::fs::write(path, &text)
+            .map_err(|e| format!("cannot write the expectations file {}: {e}", path.display()))?;
+        let written = expectations::Expectations::parse(&path.display().to_string(), &text)?;
+        let untriaged = written
+            .failures
+            .iter()
+            .filter(|f| expectations::is_untriaged(&f.reason))
+            .count();
+        eprintln!(
+            "tidemark: wrote {} entr{} to {} ({untriaged} UNTRIAGED: say why each is accepted, or fix it); gate on them with --expect {}",
+            written.failures.len(),
+            if written.failures.len() == 1 { "y" } else { "ies" },
+            path.display(),
+            path.display()
+        );
     }
     emit(&report, gate_args)
 }

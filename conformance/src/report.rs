@@ -3,10 +3,16 @@
 //! carries the SPEC.md rules it checks; each failure its step, the expected and actual outcome,
 //! and the command that replays it; each skipped scenario the reason it did not run.
 //!
+//! With an expectations file (`--expect`, `crate::expectations`), a failure it lists is a *known
+//! failure* (`KNOWN` in the table, `known_failure` in JSON, a JUnit `<skipped>` naming it), not a
+//! failed scenario, and an entry that no longer matches is *out of date*, reported with what to
+//! change, and fails the run.
+//!
 //! Nothing here reads a clock: the same run renders byte-identical reports. Every field quoting
 //! input or output is cut (4 KiB a quote, 16 KiB a whole outcome) with the count of bytes left
 //! out (`tidemark_sim::clip`).
 
+use crate::expectations::judge::{CaseJudgement, Judged};
 use crate::play::Failure;
 use quick_xml::events::{BytesDecl, BytesText, Event};
 use quick_xml::Writer;
@@ -53,31 +59,68 @@ pub struct RunReport {
     pub replay_prefix: String,
     /// In suite order, skipped scenarios in their place.
     pub cases: Vec<CaseReport>,
+    /// The expectations file's verdict (`--expect`), if one was given.
+    pub expectations: Option<Judged>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Counts {
     pub passed: usize,
+    /// Failures no expectations entry lists as they happened.
     pub failed: usize,
     pub skipped: usize,
+    /// With `--expect`: failures listed as they happened (not counted in `failed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub known: Option<usize>,
+    /// With `--expect`: entries that no longer match this run's results.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_of_date: Option<usize>,
 }
 
 impl RunReport {
     pub fn counts(&self) -> Counts {
         let count = |f: fn(&Verdict) -> bool| self.cases.iter().filter(|c| f(&c.verdict)).count();
+        let known = self
+            .cases
+            .iter()
+            .filter(|c| self.known(c).is_some())
+            .count();
         Counts {
             passed: count(|v| matches!(v, Verdict::Passed)),
-            failed: count(|v| matches!(v, Verdict::Failed(_))),
+            failed: count(|v| matches!(v, Verdict::Failed(_))) - known,
             skipped: count(|v| matches!(v, Verdict::Skipped { .. })),
+            known: self.expectations.as_ref().map(|_| known),
+            out_of_date: self.expectations.as_ref().map(|j| j.out_of_date.len()),
         }
     }
 
-    /// No scenario failed, and at least one ran. Skipped scenarios do not fail a run (the
-    /// implementation chose its profiles, and the report says which it did not claim), but a run
-    /// that checked nothing is not a pass: a CI gate must not go green on an empty run.
+    /// No scenario failed (known failures aside), no expectations entry is out of date, and at
+    /// least one scenario ran. Skipped scenarios do not fail a run (the implementation chose its
+    /// profiles, and the report says which it did not claim), but a run that checked nothing is
+    /// not a pass: a CI gate must not go green on an empty run.
     pub fn passed(&self) -> bool {
         let counts = self.counts();
-        counts.failed == 0 && counts.passed > 0
+        counts.failed == 0
+            && counts.out_of_date.unwrap_or(0) == 0
+            && counts.passed + counts.known.unwrap_or(0) > 0
+    }
+
+    /// The entry's line and reason when `case` failed exactly as the expectations file lists it.
+    pub fn known(&self, case: &CaseReport) -> Option<(usize, &str)> {
+        match self.expectations.as_ref()?.cases.get(&case.test_name)? {
+            CaseJudgement::Known { line, reason } if matches!(case.verdict, Verdict::Failed(_)) => {
+                Some((*line, reason))
+            }
+            _ => None,
+        }
+    }
+
+    /// The line of `case`'s entry when it failed, but not as that entry lists it.
+    fn differs(&self, case: &CaseReport) -> Option<usize> {
+        match self.expectations.as_ref()?.cases.get(&case.test_name)? {
+            CaseJudgement::Differs { line } => Some(*line),
+            _ => None,
+        }
     }
 
     pub fn replay_command(&self, case: &CaseReport) -> String {
@@ -96,20 +139,35 @@ pub fn render_table(report: &RunReport) -> String {
         .map(|c| c.test_name.len())
         .max()
         .unwrap_or(0);
+    // `KNOWN` is a letter wider than the other statuses: the names line up either way.
+    let any_known = report.cases.iter().any(|c| report.known(c).is_some());
     for case in &report.cases {
-        let status = match case.verdict {
-            Verdict::Passed => "PASS",
-            Verdict::Failed(_) => "FAIL",
-            Verdict::Skipped { .. } => "SKIP",
+        let known = report.known(case);
+        let status = match (&case.verdict, known) {
+            (Verdict::Failed(_), Some(_)) => "KNOWN",
+            (Verdict::Passed, _) => "PASS",
+            (Verdict::Failed(_), None) => "FAIL",
+            (Verdict::Skipped { .. }, _) => "SKIP",
         };
+        let status_width = if any_known { 5 } else { 4 };
         let _ = writeln!(
             s,
-            "{status}  {:<width$}  {}",
+            "{status:<status_width$}  {:<width$}  {}",
             case.test_name,
             case.rules.join(", ")
         );
         match &case.verdict {
             Verdict::Passed => {}
+            Verdict::Failed(f) if known.is_some() => {
+                let (line, reason) = known.expect("a known failure");
+                let file = &report.expectations.as_ref().expect("judged").file;
+                let _ = writeln!(s, "      {}: {}", location(&case.file, f.line), f.step);
+                let _ = writeln!(
+                    s,
+                    "      known:    {file}:{line}: {}",
+                    indent_continuation(reason, 16)
+                );
+            }
             Verdict::Failed(f) => {
                 let _ = writeln!(s, "      {}: {}", location(&case.file, f.line), f.step);
                 let _ = writeln!(
@@ -119,24 +177,110 @@ pub fn render_table(report: &RunReport) -> String {
                 );
                 let _ = writeln!(s, "      actual:   {}", indent_continuation(&f.actual, 16));
                 let _ = writeln!(s, "      replay:   {}", report.replay_command(case));
+                if let Some(line) = report.differs(case) {
+                    let file = &report.expectations.as_ref().expect("judged").file;
+                    let _ = writeln!(
+                        s,
+                        "      listed:   {file}:{line} lists another failure of this scenario (see below)"
+                    );
+                }
             }
             Verdict::Skipped { reason } => {
                 let _ = writeln!(s, "      skipped: {reason}");
             }
         }
     }
+    if let Some(judged) = &report.expectations {
+        s.push_str(&expectations_summary(judged));
+    }
     let counts = report.counts();
     if counts.skipped > 0 {
         let _ = writeln!(s, "{} skipped (not run, not failed)", counts.skipped);
     }
-    if counts.passed + counts.failed == 0 {
+    if counts.passed + counts.failed + counts.known.unwrap_or(0) == 0 {
         let _ = writeln!(
             s,
             "no scenario ran: the run checks nothing, so it does not pass"
         );
     }
-    let _ = writeln!(s, "{} passed, {} failed", counts.passed, counts.failed);
+    let _ = write!(s, "{} passed, {} failed", counts.passed, counts.failed);
+    if let (Some(known), Some(stale)) = (counts.known, counts.out_of_date) {
+        let _ = write!(s, ", {known} known, {stale} out of date");
+    }
+    s.push('\n');
     s
+}
+
+/// What the expectations file's verdict adds to the table before the counts: every entry out of
+/// date with what to change, and the counts of known failures and of entries not checked.
+pub fn expectations_summary(judged: &Judged) -> String {
+    let mut s = String::new();
+    let file = &judged.file;
+    if !judged.out_of_date.is_empty() {
+        let n = judged.out_of_date.len();
+        let _ = writeln!(
+            s,
+            "{n} entr{} of {file} out of date: the run fails until {} updated (the file only shrinks)",
+            if n == 1 { "y" } else { "ies" },
+            if n == 1 { "it is" } else { "they are" }
+        );
+        for o in &judged.out_of_date {
+            let _ = writeln!(s, "OUT OF DATE  {file}:{}  {}", o.line, o.scenario);
+            let _ = writeln!(s, "      now:  {}", indent_continuation(&o.problem, 6));
+            let _ = writeln!(s, "      fix:  {}", indent_continuation(&o.fix, 12));
+        }
+    }
+    let known = judged
+        .cases
+        .values()
+        .filter(|c| matches!(c, CaseJudgement::Known { .. }))
+        .count();
+    if known > 0 {
+        let untriaged = if judged.untriaged > 0 {
+            format!(
+                " ({} still UNTRIAGED: say why each is accepted, or fix it)",
+                judged.untriaged
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "{known} known failure{} listed in {file}, not counted as failed{untriaged}",
+            if known == 1 { "" } else { "s" }
+        );
+    }
+    if judged.not_checked > 0 {
+        let _ = writeln!(
+            s,
+            "{} entr{} of {file} not checked: this run did not select {} scenario{} (--profile, --only)",
+            judged.not_checked,
+            if judged.not_checked == 1 { "y" } else { "ies" },
+            if judged.not_checked == 1 { "its" } else { "their" },
+            if judged.not_checked == 1 { "" } else { "s" }
+        );
+    }
+    s
+}
+
+/// A failure's fields as the report shows them (each cut by the shared rule): the step's
+/// `file:line`, its text, the expected and the actual outcome. An expectations entry lists
+/// exactly these.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShownFailure {
+    pub at: String,
+    pub step: String,
+    pub expected: String,
+    pub actual: String,
+}
+
+pub fn shown_failure(case: &CaseReport, f: &Failure) -> ShownFailure {
+    ShownFailure {
+        at: location(&clip(&case.file), f.line),
+        step: clip(&f.step).into_owned(),
+        expected: clip_field(&f.expected).into_owned(),
+        actual: clip_field(&f.actual).into_owned(),
+    }
 }
 
 /// The report with every field that quotes input or an implementation's output cut by the
@@ -175,6 +319,7 @@ fn bounded(report: &RunReport) -> RunReport {
                 trace_tail: c.trace_tail.iter().map(|t| quote(t)).collect(),
             })
             .collect(),
+        expectations: report.expectations.clone(),
     }
 }
 
@@ -196,6 +341,37 @@ struct JsonReport<'a> {
     implementation: &'a str,
     counts: Counts,
     scenarios: Vec<JsonCase<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expectations: Option<JsonExpectations<'a>>,
+}
+
+/// The expectations file's verdict: the entries out of date, with what to change.
+#[derive(Serialize)]
+struct JsonExpectations<'a> {
+    file: &'a str,
+    out_of_date: Vec<JsonOutOfDate<'a>>,
+    not_checked: usize,
+    untriaged: usize,
+}
+
+#[derive(Serialize)]
+struct JsonOutOfDate<'a> {
+    entry: String,
+    scenario: &'a str,
+    problem: &'a str,
+    fix: &'a str,
+}
+
+/// How a failed scenario stands with its expectations entry.
+#[derive(Serialize)]
+struct JsonExpectation<'a> {
+    /// `file:line` of the entry.
+    entry: String,
+    /// The entry's reason, for a known failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    /// `known` (listed as it happened) or `differs` (the entry is out of date).
+    status: &'static str,
 }
 
 #[derive(Serialize)]
@@ -210,6 +386,8 @@ struct JsonCase<'a> {
     failure: Option<JsonFailure<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     skip_reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expectation: Option<JsonExpectation<'a>>,
 }
 
 #[derive(Serialize)]
@@ -237,10 +415,11 @@ pub fn render_json(report: &RunReport) -> String {
                 profile: &c.profile,
                 file: &c.file,
                 rules: &c.rules,
-                status: match c.verdict {
-                    Verdict::Passed => "passed",
-                    Verdict::Failed(_) => "failed",
-                    Verdict::Skipped { .. } => "skipped",
+                status: match (&c.verdict, report.known(c)) {
+                    (Verdict::Passed, _) => "passed",
+                    (Verdict::Failed(_), Some(_)) => "known_failure",
+                    (Verdict::Failed(_), None) => "failed",
+                    (Verdict::Skipped { .. }, _) => "skipped",
                 },
                 failure: match &c.verdict {
                     Verdict::Failed(f) => Some(JsonFailure {
@@ -257,8 +436,37 @@ pub fn render_json(report: &RunReport) -> String {
                     Verdict::Skipped { reason } => Some(reason),
                     _ => None,
                 },
+                expectation: report.expectations.as_ref().and_then(|j| {
+                    match j.cases.get(&c.test_name)? {
+                        CaseJudgement::Known { line, reason } => Some(JsonExpectation {
+                            entry: format!("{}:{line}", j.file),
+                            reason: Some(reason),
+                            status: "known",
+                        }),
+                        CaseJudgement::Differs { line } => Some(JsonExpectation {
+                            entry: format!("{}:{line}", j.file),
+                            reason: None,
+                            status: "differs",
+                        }),
+                    }
+                }),
             })
             .collect(),
+        expectations: report.expectations.as_ref().map(|j| JsonExpectations {
+            file: &j.file,
+            out_of_date: j
+                .out_of_date
+                .iter()
+                .map(|o| JsonOutOfDate {
+                    entry: format!("{}:{}", j.file, o.line),
+                    scenario: &o.scenario,
+                    problem: &o.problem,
+                    fix: &o.fix,
+                })
+                .collect(),
+            not_checked: j.not_checked,
+            untriaged: j.untriaged,
+        }),
     };
     let mut s = serde_json::to_string_pretty(&doc).expect("a report always serialises");
     s.push('\n');
@@ -280,6 +488,11 @@ pub fn render_junit(report: &RunReport) -> String {
 fn write_junit(w: &mut Writer<Vec<u8>>, report: &RunReport) -> std::io::Result<()> {
     w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
     let all = report.counts();
+    let out_of_date = report
+        .expectations
+        .as_ref()
+        .map(|j| j.out_of_date.as_slice())
+        .unwrap_or_default();
     // Profiles in order of first appearance, so the document follows the suite's order.
     let mut profiles: Vec<&str> = Vec::new();
     for c in &report.cases {
@@ -287,12 +500,17 @@ fn write_junit(w: &mut Writer<Vec<u8>>, report: &RunReport) -> std::io::Result<(
             profiles.push(&c.profile);
         }
     }
+    // A known failure is a `<skipped>` (see `write_case`); an entry out of date is a failing
+    // test case of its own, in the `tidemark.expectations` suite.
+    let tests = report.cases.len() + out_of_date.len();
+    let failures = all.failed + out_of_date.len();
+    let skipped = all.skipped + all.known.unwrap_or(0);
     w.create_element("testsuites")
         .with_attribute(("name", "tidemark"))
-        .with_attribute(("tests", report.cases.len().to_string().as_str()))
-        .with_attribute(("failures", all.failed.to_string().as_str()))
+        .with_attribute(("tests", tests.to_string().as_str()))
+        .with_attribute(("failures", failures.to_string().as_str()))
         .with_attribute(("errors", "0"))
-        .with_attribute(("skipped", all.skipped.to_string().as_str()))
+        .with_attribute(("skipped", skipped.to_string().as_str()))
         .write_inner_content(|w| {
             for profile in &profiles {
                 let cases: Vec<&CaseReport> = report
@@ -300,14 +518,17 @@ fn write_junit(w: &mut Writer<Vec<u8>>, report: &RunReport) -> std::io::Result<(
                     .iter()
                     .filter(|c| c.profile == *profile)
                     .collect();
+                let known = cases.iter().filter(|c| report.known(c).is_some()).count();
                 let failed = cases
                     .iter()
                     .filter(|c| matches!(c.verdict, Verdict::Failed(_)))
-                    .count();
+                    .count()
+                    - known;
                 let skipped = cases
                     .iter()
                     .filter(|c| matches!(c.verdict, Verdict::Skipped { .. }))
-                    .count();
+                    .count()
+                    + known;
                 w.create_element("testsuite")
                     .with_attribute(("name", format!("tidemark.{profile}").as_str()))
                     .with_attribute(("tests", cases.len().to_string().as_str()))
@@ -322,6 +543,53 @@ fn write_junit(w: &mut Writer<Vec<u8>>, report: &RunReport) -> std::io::Result<(
                         for case in cases {
                             write_case(w, report, case)?;
                         }
+                        Ok(())
+                    })?;
+            }
+            if let Some(judged) = report
+                .expectations
+                .as_ref()
+                .filter(|j| !j.out_of_date.is_empty())
+            {
+                write_out_of_date(w, judged)?;
+            }
+            Ok(())
+        })?;
+    Ok(())
+}
+
+/// The entries of the expectations file that no longer match, one failing test case each, so a
+/// CI report names the entry to change and how.
+fn write_out_of_date(w: &mut Writer<Vec<u8>>, judged: &Judged) -> std::io::Result<()> {
+    let n = judged.out_of_date.len().to_string();
+    w.create_element("testsuite")
+        .with_attribute(("name", "tidemark.expectations"))
+        .with_attribute(("tests", n.as_str()))
+        .with_attribute(("failures", n.as_str()))
+        .with_attribute(("errors", "0"))
+        .with_attribute(("skipped", "0"))
+        .write_inner_content(|w| {
+            w.create_element("properties")
+                .write_inner_content(|w| property(w, "expectations", &judged.file))?;
+            for o in &judged.out_of_date {
+                let entry = format!("{}:{}", judged.file, o.line);
+                w.create_element("testcase")
+                    .with_attribute(("classname", "tidemark.expectations"))
+                    .with_attribute((
+                        "name",
+                        xml_safe(&format!("{} ({entry})", o.scenario)).as_str(),
+                    ))
+                    .with_attribute(("file", xml_safe(&judged.file).as_str()))
+                    .write_inner_content(|w| {
+                        let message = format!("{entry} is out of date: {}", first_line(&o.problem));
+                        let body = format!(
+                            "{entry}: {}\nnow: {}\nfix: {}\n",
+                            o.scenario, o.problem, o.fix
+                        );
+                        w.create_element("failure")
+                            .with_attribute(("message", xml_safe(&message).as_str()))
+                            .with_attribute(("type", "out of date"))
+                            .write_text_content(BytesText::new(&xml_safe(&body)))?;
                         Ok(())
                     })?;
             }
@@ -400,6 +668,26 @@ fn write_case(
             })?;
             match &case.verdict {
                 Verdict::Passed => {}
+                // A known failure is `<skipped>`: JUnit has no "expected failure", and every CI
+                // report renders a skip as neither passed nor failed, with its message (pytest
+                // reports its xfail the same way). The message says it is a known failure and
+                // why; the body has the step and outcome the entry lists.
+                Verdict::Failed(f) if report.known(case).is_some() => {
+                    let (line, reason) = report.known(case).expect("a known failure");
+                    let file = &report.expectations.as_ref().expect("judged").file;
+                    let message = format!("known failure ({file}:{line}): {}", first_line(reason));
+                    let body = format!(
+                        "{}: {}\nexpected: {}\nactual:   {}\nreason:   {}\n",
+                        location(&case.file, f.line),
+                        f.step,
+                        f.expected,
+                        indent_continuation(&f.actual, 10),
+                        indent_continuation(reason, 10),
+                    );
+                    w.create_element("skipped")
+                        .with_attribute(("message", xml_safe(&message).as_str()))
+                        .write_text_content(BytesText::new(&xml_safe(&body)))?;
+                }
                 Verdict::Failed(f) => {
                     let message = format!(
                         "{}: expected {}",

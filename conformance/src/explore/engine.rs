@@ -20,6 +20,7 @@ use futures::StreamExt;
 use proptest::strategy::ValueTree;
 
 use super::cli::progress;
+use super::signature::{self, Groups, KnownDifferences, Signature};
 use super::text::{self, DivergenceText, FailureText, TextStyle};
 use super::Shard;
 
@@ -147,6 +148,29 @@ pub trait Explorer {
     /// A divergence's trace, where it diverged, expected and actual.
     fn divergence_text<'d>(&self, divergence: &'d Self::Divergence) -> DivergenceText<'d>;
 
+    /// The kind of difference `divergence` is: the SPEC rule it is about and what differed, the
+    /// same for every seed that fails for one reason (`signature.rs`). Failures are grouped by
+    /// it, one seed of each group is shrunk (to a sequence with the same signature), and an
+    /// expectations file names known differences by it.
+    fn signature(&self, workload: &Self::Workload, divergence: &Self::Divergence) -> Signature;
+
+    /// Whether a run goes on past a known difference (re-deriving its model from what the harness
+    /// can observe) and reports what comes after; `false`: a seed ends at its first difference,
+    /// known or not, and the summary says what was not explored.
+    fn continues_past_known(&self) -> bool {
+        false
+    }
+
+    /// The known differences a passing run went past, in order (profiles that continue).
+    fn known_in_pass(&self, _passed: &Self::Passed) -> Vec<Signature> {
+        Vec::new()
+    }
+
+    /// The known differences a run went past before it diverged, in order.
+    fn known_in_divergence(&self, _divergence: &Self::Divergence) -> Vec<Signature> {
+        Vec::new()
+    }
+
     /// The command that runs one seed again here.
     fn replay_command(&self, seed: u64, mutant: Option<Self::Mutant>) -> String {
         text::replay_command(
@@ -238,9 +262,10 @@ pub async fn run_seed<E: Explorer + ?Sized>(
 }
 
 /// Shrinks a diverging seed: walks its value tree, keeping each simplification that still
-/// diverges (the step proptest's runner takes), at most `max_iters` candidate runs. A pass or a
-/// set-up error (never a verdict) keeps the step. Bounded by runs, not the wall clock, so it is
-/// deterministic.
+/// diverges with the same signature (the step proptest's runner takes), at most `max_iters`
+/// candidate runs. A pass, another difference or a set-up error (never a verdict) keeps the
+/// step, so the shrunk seed shows the difference its group is named for. Bounded by runs, not
+/// the wall clock, so it is deterministic.
 pub async fn shrink<E: Explorer + ?Sized>(
     e: &E,
     seed: u64,
@@ -250,13 +275,14 @@ pub async fn shrink<E: Explorer + ?Sized>(
 ) -> (E::Workload, E::Divergence) {
     let mut tree = e.tree(seed);
     let mut best = (tree.current(), divergence);
+    let target = e.signature(&best.0, &best.1);
     let mut iters = 0;
     let mut more = max_iters > 0 && tree.simplify();
     while more && iters < max_iters {
         iters += 1;
         let candidate = tree.current();
         more = match e.run(seed, &candidate, mutant).await {
-            Outcome::Diverged(d) => {
+            Outcome::Diverged(d) if e.signature(&candidate, &d) == target => {
                 best = (candidate, d);
                 tree.simplify()
             }
@@ -265,7 +291,9 @@ pub async fn shrink<E: Explorer + ?Sized>(
     }
     if let Some(tidy) = e.tidy(&best.0) {
         if let Outcome::Diverged(d) = e.run(seed, &tidy, mutant).await {
-            best = (tidy, d);
+            if e.signature(&tidy, &d) == target {
+                best = (tidy, d);
+            }
         }
     }
     best
@@ -300,6 +328,19 @@ pub async fn explore_seed<E: Explorer + ?Sized>(
     }
 }
 
+/// Every seed run, none shrunk yet: the passes added up and each failing seed as it ran.
+pub struct Ran<E: Explorer + ?Sized> {
+    pub passed: usize,
+    pub tally: E::Tally,
+    /// Simulated time the passing seeds covered.
+    pub simulated_ms: i64,
+    /// The known differences each passing seed went past, for seeds that went past any.
+    pub known_in_passes: Vec<(u64, Vec<Signature>)>,
+    /// Each failing seed with its workload, unshrunk, in seed order.
+    pub failed: Vec<(u64, E::Workload, Failed<E::Divergence>)>,
+    pub elapsed: Duration,
+}
+
 /// A finished exploration.
 pub struct Explored<E: Explorer + ?Sized> {
     pub passed: usize,
@@ -311,22 +352,21 @@ pub struct Explored<E: Explorer + ?Sized> {
 }
 
 /// Runs every seed, up to [`Explorer::jobs`] at once; results come back in seed order (seeds
-/// share nothing, so running them side by side changes no trace). Failures are shrunk after,
-/// one at a time, so a failing seed never holds up the rest.
-pub async fn explore_seeds<E: Explorer + ?Sized>(
+/// share nothing, so running them side by side changes no trace). Nothing is shrunk.
+pub async fn run_seeds<E: Explorer + ?Sized>(
     e: &E,
     seeds: impl Iterator<Item = u64>,
     mutant: Option<E::Mutant>,
-    max_shrink_iters: u32,
     jobs: usize,
     on_seed: &dyn Fn(),
-) -> Explored<E> {
+) -> Ran<E> {
     let start = Instant::now();
-    let mut out = Explored::<E> {
+    let mut out = Ran::<E> {
         passed: 0,
-        failures: Vec::new(),
         tally: E::Tally::default(),
         simulated_ms: 0,
+        known_in_passes: Vec::new(),
+        failed: Vec::new(),
         elapsed: Duration::ZERO,
     };
     let mut runs = futures::stream::iter(seeds)
@@ -336,37 +376,74 @@ pub async fn explore_seeds<E: Explorer + ?Sized>(
             (seed, workload, outcome)
         })
         .buffered(e.jobs(jobs).max(1));
-    let mut failed = Vec::new();
     while let Some((seed, workload, outcome)) = runs.next().await {
         match outcome {
             Outcome::Passed(p) => {
                 out.passed += 1;
                 out.simulated_ms += e.simulated_ms(&p);
                 e.tally(&mut out.tally, &p);
+                let known = e.known_in_pass(&p);
+                if !known.is_empty() {
+                    out.known_in_passes.push((seed, known));
+                }
             }
-            Outcome::Diverged(d) => failed.push((seed, workload, Failed::Diverged(d))),
-            Outcome::Setup(why) => failed.push((seed, workload, Failed::Setup(why))),
+            Outcome::Diverged(d) => out.failed.push((seed, workload, Failed::Diverged(d))),
+            Outcome::Setup(why) => out.failed.push((seed, workload, Failed::Setup(why))),
         }
     }
     drop(runs);
-    for (seed, workload, error) in failed {
-        let original_len = e.len(&workload);
-        let (workload, error) = match error {
-            Failed::Diverged(d) => {
-                let (w, d) = shrink(e, seed, mutant, d, max_shrink_iters).await;
-                (w, Failed::Diverged(d))
-            }
-            setup => (workload, setup),
-        };
-        out.failures.push(Failure {
-            seed,
-            workload,
-            original_len,
-            error,
-        });
-    }
     out.elapsed = start.elapsed();
     out
+}
+
+/// Runs every seed ([`run_seeds`]) and shrinks every failure, one at a time, so a failing seed
+/// never holds up the rest.
+pub async fn explore_seeds<E: Explorer + ?Sized>(
+    e: &E,
+    seeds: impl Iterator<Item = u64>,
+    mutant: Option<E::Mutant>,
+    max_shrink_iters: u32,
+    jobs: usize,
+    on_seed: &dyn Fn(),
+) -> Explored<E> {
+    let start = Instant::now();
+    let ran = run_seeds(e, seeds, mutant, jobs, on_seed).await;
+    let mut failures = Vec::new();
+    for (seed, workload, error) in ran.failed {
+        failures.push(shrunk(e, seed, workload, error, mutant, max_shrink_iters).await);
+    }
+    Explored {
+        passed: ran.passed,
+        failures,
+        tally: ran.tally,
+        simulated_ms: ran.simulated_ms,
+        elapsed: start.elapsed(),
+    }
+}
+
+/// A failing seed as reported: shrunk when it diverged, as it ran when it could not be set up.
+async fn shrunk<E: Explorer + ?Sized>(
+    e: &E,
+    seed: u64,
+    workload: E::Workload,
+    error: Failed<E::Divergence>,
+    mutant: Option<E::Mutant>,
+    max_shrink_iters: u32,
+) -> Failure<E::Workload, E::Divergence> {
+    let original_len = e.len(&workload);
+    let (workload, error) = match error {
+        Failed::Diverged(d) => {
+            let (w, d) = shrink(e, seed, mutant, d, max_shrink_iters).await;
+            (w, Failed::Diverged(d))
+        }
+        setup => (workload, setup),
+    };
+    Failure {
+        seed,
+        workload,
+        original_len,
+        error,
+    }
 }
 
 /// What `tidemark explore` was asked for, for any profile.
@@ -407,45 +484,306 @@ fn throughput(seeds: u64, runs: u64, elapsed: Duration, simulated_ms: Option<i64
     s
 }
 
-/// `tidemark explore`: every seed, each failure shrunk, saved under `save_dir` (when given)
-/// and described; then the summary. True if every seed passed.
+/// One distinct difference of an exploration: its signature, the seeds that showed it first, and
+/// the first of them shrunk.
+pub struct Difference<W, D> {
+    pub signature: Signature,
+    pub seeds: Vec<u64>,
+    pub shrunk: Failure<W, D>,
+    /// Where the shrunk failure was saved.
+    pub saved: Option<PathBuf>,
+}
+
+/// What an exploration found, grouped: the distinct differences, the seeds that ended at a known
+/// one (profiles that cannot go on past it), the known differences runs went past, and the
+/// seeds that could not be set up.
+pub struct Findings<W, D> {
+    pub differences: Vec<Difference<W, D>>,
+    /// Seeds whose first difference is a known one, by signature (their seeds ended there).
+    pub ended_at_known: Vec<(Signature, Vec<u64>)>,
+    /// Known differences runs went past: by signature, how often and in which seeds.
+    pub went_past_known: Vec<(Signature, usize, Vec<u64>)>,
+    pub setup: Vec<Failure<W, D>>,
+}
+
+/// Groups `ran`'s failures by signature, shrinks the first seed of each group (saving it under
+/// `save_dir`), and sets apart the seeds whose first difference is `known`.
+pub async fn findings<E: Explorer + ?Sized>(
+    e: &E,
+    failed: Vec<(u64, E::Workload, Failed<E::Divergence>)>,
+    known_in_passes: Vec<(u64, Vec<Signature>)>,
+    mutant: Option<E::Mutant>,
+    max_shrink_iters: u32,
+    save_dir: Option<&Path>,
+    known: &KnownDifferences,
+) -> Result<Findings<E::Workload, E::Divergence>, String> {
+    let mut past: Vec<(u64, Vec<Signature>)> = known_in_passes;
+    let mut diverged = Vec::new();
+    let mut ended = Vec::new();
+    let mut setup = Vec::new();
+    for (seed, workload, error) in failed {
+        match error {
+            Failed::Diverged(d) => {
+                past.push((seed, e.known_in_divergence(&d)));
+                let sig = e.signature(&workload, &d);
+                if known.contains(&sig) {
+                    ended.push((sig, seed));
+                } else {
+                    diverged.push((sig, (seed, workload, d)));
+                }
+            }
+            setup_error => setup.push(Failure {
+                seed,
+                original_len: e.len(&workload),
+                workload,
+                error: setup_error,
+            }),
+        }
+    }
+    let mut differences = Vec::new();
+    for (signature, members) in Groups::of(diverged).groups {
+        let seeds: Vec<u64> = members.iter().map(|m| m.0).collect();
+        let (seed, workload, d) = members
+            .into_iter()
+            .next()
+            .expect("a group has a first seed");
+        let shrunk = shrunk(
+            e,
+            seed,
+            workload,
+            Failed::Diverged(d),
+            mutant,
+            max_shrink_iters,
+        )
+        .await;
+        let saved = match (&shrunk.error, save_dir) {
+            (Failed::Diverged(d), Some(dir)) => e.save(&shrunk, d, mutant, dir)?,
+            _ => None,
+        };
+        differences.push(Difference {
+            signature,
+            seeds,
+            shrunk,
+            saved,
+        });
+    }
+    past.sort_by_key(|p| p.0);
+    let mut went_past: Vec<(Signature, usize, Vec<u64>)> = Vec::new();
+    for (seed, sigs) in past {
+        for sig in sigs {
+            match went_past.iter_mut().find(|w| w.0 == sig) {
+                Some(w) => {
+                    w.1 += 1;
+                    if w.2.last() != Some(&seed) {
+                        w.2.push(seed);
+                    }
+                }
+                None => went_past.push((sig, 1, vec![seed])),
+            }
+        }
+    }
+    Ok(Findings {
+        differences,
+        ended_at_known: Groups::of(ended).groups,
+        went_past_known: went_past,
+        setup,
+    })
+}
+
+/// The summary of `findings` a person reads, before the throughput line: each distinct
+/// difference with its count and the command that replays its shrunk seed, then the known
+/// differences (went past, or where seeds ended because this profile cannot go on past one).
+pub fn findings_summary<E: Explorer + ?Sized>(
+    e: &E,
+    f: &Findings<E::Workload, E::Divergence>,
+    mutant: Option<E::Mutant>,
+    known: &KnownDifferences,
+) -> String {
+    let mut s = String::new();
+    let failed: usize = f.differences.iter().map(|d| d.seeds.len()).sum();
+    if !f.differences.is_empty() {
+        let _ = writeln!(
+            s,
+            "{} in {failed} failed seed{}:",
+            signature::distinct(f.differences.len()),
+            plural(failed)
+        );
+        let width = f
+            .differences
+            .iter()
+            .map(|d| d.seeds.len().to_string().len())
+            .max()
+            .unwrap_or(1);
+        for d in &f.differences {
+            let n = d.seeds.len();
+            let _ = writeln!(s, "  {n:>width$} seed{}  {}", plural_pad(n), d.signature);
+            let _ = writeln!(
+                s,
+                "  {:width$}        seeds: {}",
+                "",
+                signature::seed_list(&d.seeds)
+            );
+            let replay = match &d.saved {
+                Some(p) => format!("tidemark replay {}", p.display()),
+                None => e.replay_command(d.shrunk.seed, mutant),
+            };
+            let _ = writeln!(
+                s,
+                "  {:width$}        shrunk: seed {} ({} of {} operations); replay: {replay}",
+                "",
+                d.shrunk.seed,
+                e.len(&d.shrunk.workload),
+                d.shrunk.original_len
+            );
+        }
+    }
+    if !f.setup.is_empty() {
+        let seeds: Vec<u64> = f.setup.iter().map(|x| x.seed).collect();
+        let _ = writeln!(
+            s,
+            "{} seed{} could not be set up (no verdict): {}",
+            seeds.len(),
+            plural(seeds.len()),
+            signature::seed_list(&seeds)
+        );
+    }
+    let listed = |sig: &Signature| {
+        known
+            .get(sig)
+            .map(|k| format!("{}:{}", known.file, k.line))
+            .unwrap_or_default()
+    };
+    if !f.went_past_known.is_empty() {
+        let _ = writeln!(
+            s,
+            "known differences ({}), gone past and explored beyond:",
+            known.file
+        );
+        for (sig, times, seeds) in &f.went_past_known {
+            let _ = writeln!(
+                s,
+                "  {times} time{} in {} seed{}  {sig}  ({})",
+                plural(*times),
+                seeds.len(),
+                plural(seeds.len()),
+                listed(sig)
+            );
+        }
+    }
+    for (sig, seeds) in &f.ended_at_known {
+        let _ = writeln!(
+            s,
+            "{} seed{} ended at the known difference {sig} ({}): the {} exploration cannot go on past a known difference yet, so what follows it in those seeds was not explored",
+            seeds.len(),
+            plural(seeds.len()),
+            listed(sig),
+            e.profile()
+        );
+    }
+    let seen = |k: &signature::KnownEntry| {
+        f.went_past_known
+            .iter()
+            .any(|w| w.0.to_string() == k.signature)
+            || f.ended_at_known
+                .iter()
+                .any(|w| w.0.to_string() == k.signature)
+    };
+    for k in known.entries.iter().filter(|k| !seen(k)) {
+        let _ = writeln!(
+            s,
+            "known difference not seen in these seeds: {} ({}:{})",
+            k.signature, known.file, k.line
+        );
+    }
+    s
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// `s`, or a space where there is none, so counts' words line up.
+fn plural_pad(n: usize) -> &'static str {
+    if n == 1 {
+        " "
+    } else {
+        "s"
+    }
+}
+
+/// The closing line: `N passed, M failed`, then the distinct differences among the failures
+/// and the seeds that ended at a known difference.
+pub fn closing_line<W, D>(passed: usize, f: &Findings<W, D>) -> String {
+    let failed: usize = f.differences.iter().map(|d| d.seeds.len()).sum::<usize>() + f.setup.len();
+    let mut s = format!("{passed} passed, {failed} failed");
+    if !f.differences.is_empty() {
+        let _ = write!(s, ": {}", signature::distinct(f.differences.len()));
+    }
+    let ended: usize = f.ended_at_known.iter().map(|e| e.1.len()).sum();
+    if ended > 0 {
+        let _ = write!(s, ", {ended} ended at a known difference");
+    }
+    s
+}
+
+/// `tidemark explore`: every seed; failures grouped by signature, one seed per group shrunk,
+/// saved under `save_dir` (when given) and described; then the summary. Differences `known`
+/// lists do not fail the run. True if no seed failed otherwise.
 pub async fn explore<E: Explorer + ?Sized>(
     e: &E,
     seeds: &Seeds,
     mutant: Option<E::Mutant>,
     max_shrink_iters: u32,
     save_dir: Option<&Path>,
+    known: &KnownDifferences,
 ) -> Result<bool, String> {
+    let start = Instant::now();
     let bar = progress(seeds.count(), e.profile());
-    let run = explore_seeds(
+    let ran = run_seeds(e, seeds.iter(), mutant, seeds.jobs, &|| bar.inc(1)).await;
+    bar.finish_and_clear();
+    let failed_seeds = ran.failed.len();
+    let f = findings(
         e,
-        seeds.iter(),
+        ran.failed,
+        ran.known_in_passes,
         mutant,
         max_shrink_iters,
-        seeds.jobs,
-        &|| bar.inc(1),
+        save_dir,
+        known,
     )
-    .await;
-    bar.finish_and_clear();
-    for f in &run.failures {
-        let saved = match (&f.error, save_dir) {
-            (Failed::Diverged(d), Some(dir)) => e.save(f, d, mutant, dir)?,
-            _ => None,
-        };
-        print!("{}", e.describe(f, mutant, saved.as_deref()));
+    .await?;
+    // Seed runs and shrinking, as the command took them.
+    let elapsed = start.elapsed();
+    let count = f.differences.len();
+    for (i, d) in f.differences.iter().enumerate() {
+        println!("DIFFERENCE {} of {count}  {}", i + 1, d.signature);
+        println!(
+            "  {} seed{}: {}; the first, shrunk:",
+            d.seeds.len(),
+            plural(d.seeds.len()),
+            signature::seed_list(&d.seeds)
+        );
+        print!("{}", e.describe(&d.shrunk, mutant, d.saved.as_deref()));
     }
-    let n = run.passed + run.failures.len();
+    for s in &f.setup {
+        print!("{}", e.describe(s, mutant, None));
+    }
+    print!("{}", findings_summary(e, &f, mutant, known));
+    let n = ran.passed + failed_seeds;
     println!(
         "{}",
-        throughput(n as u64, n as u64, run.elapsed, Some(run.simulated_ms))
+        throughput(n as u64, n as u64, elapsed, Some(ran.simulated_ms))
     );
-    if let Some(line) = e.tally_line(&run.tally) {
+    if let Some(line) = e.tally_line(&ran.tally) {
         println!("{line}");
     }
-    println!("{} passed, {} failed", run.passed, run.failures.len());
-    Ok(run.failures.is_empty())
+    println!("{}", closing_line(ran.passed, &f));
+    Ok(f.differences.is_empty() && f.setup.is_empty())
 }
-
 /// The hash a run is known by: its trace, or its divergence's.
 fn outcome_hash<E: Explorer + ?Sized>(
     e: &E,

@@ -2,17 +2,19 @@
 
 use super::*;
 use crate::explore::shrink::OpsTree;
+use crate::explore::signature::KnownDifferences;
 use std::cell::Cell;
 
 /// A profile in miniature: a seed's workload is ten digits; mutant `sevens` diverges on
-/// any 7, `never` never does, `unreachable` is out of reach, `broken` cannot be set up.
+/// any 7, `odd` on its first odd digit (a difference per digit), `never` never does,
+/// `unreachable` is out of reach, `broken` cannot be set up.
 #[derive(Default)]
 struct Digits {
     /// Added to every pass hash and bumped per run: a nondeterministic implementation.
     drift: Option<Cell<u64>>,
 }
 
-const MUTANTS: [&str; 4] = ["sevens", "never", "unreachable", "broken"];
+const MUTANTS: [&str; 5] = ["sevens", "odd", "never", "unreachable", "broken"];
 
 #[async_trait(?Send)]
 impl Explorer for Digits {
@@ -38,6 +40,9 @@ impl Explorer for Digits {
     async fn run(&self, _: u64, w: &Vec<u8>, m: Option<&'static str>) -> Outcome<String, u8> {
         match m {
             Some("sevens") if w.contains(&7) => Outcome::Diverged(7),
+            Some("odd") if w.iter().any(|d| d % 2 == 1) => {
+                Outcome::Diverged(*w.iter().find(|d| *d % 2 == 1).expect("an odd digit"))
+            }
             Some("broken") => Outcome::Setup("no server".into()),
             _ => {
                 let drift = self.drift.as_ref().map_or(0, |d| {
@@ -71,6 +76,9 @@ impl Explorer for Digits {
     }
     fn op_lines(&self, w: &Vec<u8>) -> Vec<String> {
         w.iter().map(u8::to_string).collect()
+    }
+    fn signature(&self, _: &Vec<u8>, d: &u8) -> Signature {
+        Signature::new("D-1", format!("digit {d}"))
     }
     fn divergence_text<'d>(&self, d: &'d u8) -> DivergenceText<'d> {
         DivergenceText {
@@ -143,7 +151,7 @@ fn the_hunt_takes_the_median_and_lists_unreachable_and_broken_mutants_apart() {
         "{report}"
     );
     assert!(
-        report.ends_with("1 passed, 2 failed, 1 skipped\n"),
+        report.ends_with("2 passed, 2 failed, 1 skipped\n"),
         "{report}"
     );
 }
@@ -166,4 +174,90 @@ fn the_determinism_check_fails_an_implementation_whose_trace_drifts() {
         block_on(compare(&steady, &steady, &seeds(2), Some("broken")))
             .is_err_and(|e| e.contains("seed 0: no server"))
     );
+}
+
+#[test]
+fn failures_group_by_signature_and_one_seed_of_each_is_shrunk_to_its_own_difference() {
+    let e = Digits::default();
+    let ran = block_on(run_seeds(&e, 0..10, Some("odd"), 1, &|| {}));
+    assert_eq!(ran.failed.len(), 10, "every seed has an odd digit");
+    let f = block_on(findings(
+        &e,
+        ran.failed,
+        ran.known_in_passes,
+        Some("odd"),
+        1000,
+        None,
+        &KnownDifferences::default(),
+    ))
+    .unwrap();
+    let groups: Vec<(String, Vec<u64>, Vec<u8>)> = f
+        .differences
+        .iter()
+        .map(|d| {
+            (
+                d.signature.to_string(),
+                d.seeds.clone(),
+                d.shrunk.workload.clone(),
+            )
+        })
+        .collect();
+    // Seed s's digits are (31s + 7i) % 10, so its first odd digit is seed 0's 7, seed 1's 1, ...
+    // Each group is shrunk to the one digit it is named for: a shrink that would show another
+    // odd digit first is not taken.
+    let digit = |d: u8, seeds: [u64; 2]| (format!("D-1 digit {d}"), seeds.to_vec(), vec![d]);
+    assert_eq!(
+        groups,
+        vec![
+            digit(7, [0, 7]),
+            digit(1, [1, 4]),
+            digit(9, [2, 9]),
+            digit(3, [3, 6]),
+            digit(5, [5, 8]),
+        ]
+    );
+    assert_eq!(
+        closing_line(0, &f),
+        "0 passed, 10 failed: 5 distinct differences"
+    );
+    let summary = findings_summary(&e, &f, Some("odd"), &KnownDifferences::default());
+    insta::assert_snapshot!("distinct_differences_summary", summary);
+}
+
+#[test]
+fn a_known_difference_fails_no_seed_and_the_summary_says_the_seeds_ended_there() {
+    let e = Digits::default();
+    let known = KnownDifferences {
+        file: "e.toml".into(),
+        entries: vec![
+            crate::explore::signature::KnownEntry {
+                signature: "D-1 digit 7".into(),
+                line: 3,
+                reason: "sevens are ours".into(),
+            },
+            crate::explore::signature::KnownEntry {
+                signature: "D-1 digit 8".into(),
+                line: 8,
+                reason: "never seen".into(),
+            },
+        ],
+    };
+    let ran = block_on(run_seeds(&e, 0..10, Some("odd"), 1, &|| {}));
+    let f = block_on(findings(
+        &e,
+        ran.failed,
+        vec![],
+        Some("odd"),
+        0,
+        None,
+        &known,
+    ))
+    .unwrap();
+    assert_eq!(f.differences.len(), 4);
+    assert_eq!(
+        closing_line(0, &f),
+        "0 passed, 8 failed: 4 distinct differences, 2 ended at a known difference"
+    );
+    let summary = findings_summary(&e, &f, Some("odd"), &known);
+    insta::assert_snapshot!("known_differences_summary", summary);
 }

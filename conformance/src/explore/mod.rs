@@ -13,6 +13,7 @@ pub mod cli;
 pub mod engine;
 pub mod saved;
 pub mod shrink;
+pub mod signature;
 pub mod text;
 
 use proptest::test_runner::{RngAlgorithm, TestRng};

@@ -15,6 +15,7 @@ use async_trait::async_trait;
 
 use crate::explore::cli::ReplayOutcome;
 use crate::explore::engine::{self, Explorer, Seeds};
+use crate::explore::signature::KnownDifferences;
 use crate::explore::Shard;
 use crate::process::ProcessFactory;
 use crate::protocol::InitOk;
@@ -128,9 +129,19 @@ pub struct ExploreRequest {
     pub jobs: NonZeroUsize,
     /// `--variant`: the SPEC.md variants the reference takes, and the model follows.
     pub variants: Declared,
+    /// `--expect`: an expectations file whose differences this exploration accepts.
+    pub expect: Option<crate::expectations::Expectations>,
 }
 
 impl ExploreRequest {
+    /// The differences `--expect` lists for `profile` (none without `--expect`).
+    pub fn known(&self, profile: &str) -> KnownDifferences {
+        self.expect
+            .as_ref()
+            .map(|e| e.known_differences(profile))
+            .unwrap_or_default()
+    }
+
     /// The seeds asked for, as the engine runs them.
     pub fn seeds(&self) -> Seeds {
         Seeds {
@@ -150,6 +161,12 @@ impl ExploreRequest {
         default_dir: impl FnOnce() -> PathBuf,
     ) -> Result<bool, String> {
         let seeds = self.seeds();
+        if self.hunt && self.expect.is_some() {
+            return Err(
+                "--expect lists differences exploration accepts; a hunt looks for mutants, not differences: leave one out"
+                    .into(),
+            );
+        }
         if self.hunt {
             return engine::hunt_command(explorer, &seeds, mutant, self.hunt_trials).await;
         }
@@ -163,6 +180,7 @@ impl ExploreRequest {
             mutant,
             self.max_shrink_iters,
             save_dir.as_deref(),
+            &self.known(explorer.profile()),
         )
         .await
     }

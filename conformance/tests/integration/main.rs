@@ -5,7 +5,9 @@
 //! every scenario, mutant and saved failure is its own named test are in `tests/suites/`.
 
 mod container_runs;
+mod expectations;
 mod exploration;
+mod explore_known;
 mod interrupted_runs;
 mod malformed_scenarios;
 mod parser_fuzz;

@@ -36,6 +36,7 @@ fn run_text(text: &str) -> RunReport {
         implementation: "reference".into(),
         replay_prefix: "tidemark run".into(),
         cases: vec![CaseReport::from_result(&result, "scratchpad")],
+        expectations: None,
     }
 }
 

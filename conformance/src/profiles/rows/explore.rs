@@ -22,6 +22,7 @@ use super::explore_state::Detail;
 use super::fixture::{self, mutant_arg, new_fixture};
 use crate::explore::engine::{self, Explorer, Failure, Outcome};
 use crate::explore::shrink::{Beside, OpsTree};
+use crate::explore::signature::{text_difference, Signature};
 use crate::explore::text::{tier_option, DivergenceText, TextStyle};
 use crate::profiles::ExploreRequest;
 
@@ -153,6 +154,10 @@ impl Explorer for RowsExplorer<'_> {
 
     fn op_lines(&self, (_, ops): &RowsWorkload) -> Vec<String> {
         ops.iter().map(ToString::to_string).collect()
+    }
+
+    fn signature(&self, (_, ops): &RowsWorkload, d: &Divergence) -> Signature {
+        signature(ops.get(d.step), d)
     }
 
     fn divergence_text<'d>(&self, d: &'d Divergence) -> DivergenceText<'d> {
@@ -302,4 +307,123 @@ pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome,
             reference_passes: f.mutant.as_ref().map(|_| r.reference_passes),
         },
     ))
+}
+
+/// A rows divergence's signature. A table that differs after a step names its rule (the table's,
+/// SR-2 to SR-6) and which way it differs; an outcome that differs names the operation's rule and
+/// the two outcomes' shapes ([`shape`]: ids, payloads and counts masked).
+pub fn signature(op: Option<&ExploreOp>, d: &Divergence) -> Signature {
+    use super::script::Action;
+    if let Some(rest) = d.expected.strip_prefix("after ") {
+        if let Some((when, table_part)) = rest.split_once(", ") {
+            let table = table_part.split(':').next().unwrap_or("").to_string();
+            let rule = match table.as_str() {
+                "events" | "replies" => "SR-2.8",
+                "tool_invocations" => "SR-3.1",
+                "trigger_firings" => "SR-3.2",
+                "live_sessions" | "refresh_tokens" | "webhook_deliveries" | "breaker_sightings" => {
+                    "SR-4.1"
+                }
+                "catalog_snapshots" => "SR-5.1",
+                "action_items" | "held_requests" | "session_prompts" => "SR-6.4",
+                _ => "SR-7.2",
+            };
+            // Rows read whole name what is missing and extra; read as counts (a backend with no
+            // schema to read), only the counts differ.
+            let count = |text: &str| {
+                text.split(": ")
+                    .nth(1)
+                    .and_then(|c| c.split(' ').next())
+                    .and_then(|n| n.parse::<u64>().ok())
+            };
+            let (e, a) = (count(rest), d.actual.strip_prefix("after ").and_then(count));
+            let missing = !d.expected.ends_with("missing from the reference: []")
+                || matches!((e, a), (Some(e), Some(a)) if a < e);
+            let extra = !d.actual.ends_with("not in the model: []")
+                || matches!((e, a), (Some(e), Some(a)) if a > e);
+            let which = match (missing, extra) {
+                (true, false) => "rows the model has are missing",
+                (false, true) => "rows the model does not have",
+                _ => "other rows than the model's",
+            };
+            return Signature::new(rule, format!("state after {when}: {table}: {which}"));
+        }
+    }
+    let (name, rule) = match op {
+        Some(ExploreOp::CrashedReap { .. }) => ("crashed reap", "SR-7.4"),
+        Some(ExploreOp::Step(a)) => match a {
+            Action::Reap => ("reap", "SR-7.5"),
+            Action::Advance(_) => ("advance", "SR-1.3"),
+            Action::Workspace(_) | Action::Session { .. } => ("create", "SR-1.5"),
+            Action::DeleteSession(_) | Action::DeleteWorkspace(_) => ("delete", "SR-6.3"),
+            Action::StartReply { .. }
+            | Action::Stream { .. }
+            | Action::Finish { .. }
+            | Action::Interrupt(_)
+            | Action::Seal(_)
+            | Action::DeleteReply(_)
+            | Action::Event { .. }
+            | Action::Transcript(_) => ("reply", "SR-2.2"),
+            Action::Prompt { .. } => ("prompt", "SR-6.3"),
+            Action::Invoke { .. } => ("invoke", "SR-3.1"),
+            Action::Fire { .. } => ("fire", "SR-3.2"),
+            Action::Snapshot(_)
+            | Action::NameSnapshot { .. }
+            | Action::DropModel(_)
+            | Action::Snapshots => ("snapshot", "SR-5.1"),
+            Action::Item { .. } | Action::Settle(_) | Action::Hold { .. } => ("keep", "SR-6.1"),
+            Action::Keep { .. } => ("store", "SR-4.2"),
+            Action::Count(_) => ("count", "SR-7.5"),
+        },
+        None => ("the end", "SR-7.2"),
+    };
+    Signature::new(rule, text_difference(name, &d.expected, &d.actual))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tidemark_sim::trace::Trace;
+
+    fn diverged(expected: &str, actual: &str) -> Divergence {
+        Divergence {
+            step: 7,
+            op: "reap".into(),
+            expected: expected.into(),
+            actual: actual.into(),
+            trace: Trace::new(),
+        }
+    }
+
+    #[test]
+    fn a_table_that_differs_names_its_rule_and_which_way_whether_read_whole_or_counted() {
+        let reap = ExploreOp::Step(super::super::script::Action::Reap);
+        let whole = diverged(
+            "after the tick, action_items: 1 rows; missing from the reference: [\"i1 w1\"]",
+            "after the tick, action_items: 0 rows; not in the model: []",
+        );
+        let counted = diverged(
+            "after the tick, action_items: 2 rows; missing from the reference: []",
+            "after the tick, action_items: 1 rows; not in the model: []",
+        );
+        for d in [whole, counted] {
+            assert_eq!(
+                signature(Some(&reap), &d).to_string(),
+                "SR-6.4 state after the tick: action_items: rows the model has are missing"
+            );
+        }
+        let extra = diverged(
+            "after the tick, events: 0 rows; missing from the reference: []",
+            "after the tick, events: 3 rows; not in the model: [\"e1\", \"e2\", \"e3\"]",
+        );
+        assert_eq!(
+            signature(Some(&reap), &extra).to_string(),
+            "SR-2.8 state after the tick: events: rows the model does not have"
+        );
+        let outcome = diverged("reaped 3 4 0 0 0 0 0 0", "reaped 3 5 0 0 0 0 0 0");
+        assert_eq!(
+            signature(Some(&reap), &outcome).to_string(),
+            "SR-7.5 reap: reaped N N N N N N N N, other than the model's"
+        );
+    }
 }

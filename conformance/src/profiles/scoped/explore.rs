@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use super::fixture::{self, divergence_hash, ScopedFixture};
 use crate::explore::engine::{self, Explorer, Failure, Outcome};
 use crate::explore::shrink::OpsTree;
+use crate::explore::signature::{text_difference, Signature};
 use crate::explore::text::{tier_option, DivergenceText};
 use crate::profiles::scoped::model::Tier;
 use crate::profiles::scoped::model::{
@@ -135,6 +136,10 @@ impl Explorer for ScopedExplorer<'_> {
         ops.iter().map(ToString::to_string).collect()
     }
 
+    fn signature(&self, ops: &Vec<ModelOp>, d: &Divergence) -> Signature {
+        signature(ops.get(d.step), d)
+    }
+
     fn divergence_text<'d>(&self, d: &'d Divergence) -> DivergenceText<'d> {
         DivergenceText {
             trace: &d.ops,
@@ -162,6 +167,39 @@ impl Explorer for ScopedExplorer<'_> {
         .map(Some)
         .map_err(|e| format!("saving a fixture in {}: {e}", dir.display()))
     }
+}
+
+/// A scoped divergence's signature: the operation's rule (a table), and the model's expectation
+/// beside what the store did, with ids, paths, sets and counts masked ([`shape`]). The model words
+/// its expectations as text, so the kind is their shape rather than a closed list.
+pub fn signature(op: Option<&ModelOp>, d: &Divergence) -> Signature {
+    let (name, rule) = match op {
+        Some(ModelOp::Write { .. }) => ("write", "SC-4.1"),
+        Some(ModelOp::Read { .. }) => ("read", "SC-4.2"),
+        Some(ModelOp::Activity { .. }) => ("activity", "SC-5.1"),
+        Some(ModelOp::Wait { .. }) => ("wait", "SC-5.2"),
+        Some(ModelOp::Advance { .. }) => ("advance", "SC-5.3"),
+        Some(ModelOp::Sweep) => ("sweep", "SC-5.3"),
+        Some(ModelOp::List { .. }) => ("list", "SC-4.4"),
+        Some(ModelOp::Text { .. }) => ("text", "SC-1.4"),
+        Some(ModelOp::Traversal { .. }) => ("traversal", "SC-2.2"),
+        Some(ModelOp::MissingScope { .. }) => ("missing scope", "SC-2.4"),
+        Some(ModelOp::Delete { .. }) => ("delete", "SC-4.2"),
+        Some(ModelOp::WorkspaceWrite { .. }) => ("workspace write", "SC-3.2"),
+        Some(ModelOp::SetAgentAccess { .. }) => ("agent access", "SC-3.1"),
+        Some(ModelOp::ReadSkill { .. }) => ("skill read", "SC-2.6"),
+        Some(ModelOp::FaultySweep { .. }) => ("sweep under key failures", "SC-6.4"),
+        Some(ModelOp::CrashSweep { .. }) => ("crashed sweep", "SC-6.4"),
+        Some(ModelOp::WriteDuringSweep { .. }) => ("write during a sweep", "SC-5.6"),
+        Some(ModelOp::DeleteSession { .. }) => ("delete session", "SC-6.1"),
+        Some(ModelOp::DeleteAgent { .. }) => ("delete agent", "SC-6.1"),
+        Some(ModelOp::StoreFaults { .. }) => ("store faults", "SC-8.3"),
+        Some(ModelOp::Heal) => ("heal", "SC-8.3"),
+        Some(ModelOp::JumpBack { .. }) => ("clock jump back", "SC-5.1"),
+        Some(ModelOp::Hostile { .. }) => ("hostile spelling", "SC-2.2"),
+        None => ("the end", "SC-5.3"),
+    };
+    Signature::new(rule, text_difference(name, &d.expected, &d.actual))
 }
 
 /// Scoped mutants the exploration generator never reaches, and why; the scenarios kill each
@@ -266,6 +304,44 @@ pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome,
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_scoped_signature_is_the_operations_rule_and_the_outcomes_shape() {
+        let d = |expected: &str, actual: &str| Divergence {
+            seed: 4,
+            step: 0,
+            ops: vec![],
+            expected: expected.into(),
+            actual: actual.into(),
+        };
+        let sweep = signature(
+            Some(&ModelOp::Sweep),
+            &d(
+                "after the sweep a1/s2 holds {}",
+                "after the sweep a1/s2 holds {\"notes.md\"}",
+            ),
+        );
+        assert_eq!(
+            sweep.to_string(),
+            "SC-5.3 sweep: after the sweep aN/sN holds {…}, other than the model's"
+        );
+        let read = signature(
+            Some(&ModelOp::Traversal {
+                session: 0,
+                path: 1,
+                encoded: false,
+            }),
+            &d(
+                "read: refused as Traversal, never clamped",
+                "read: Err(NotFound { path: \"session/dir/../../agent/x\" })",
+            ),
+        );
+        assert_eq!(
+            read.to_string(),
+            "SC-2.2 traversal: read: Err(NotFound {…}) where the model says read: refused as Traversal, never clamped"
+        );
+    }
+
     use super::*;
     use crate::explore::engine::Seeds;
     use crate::explore::Shard;

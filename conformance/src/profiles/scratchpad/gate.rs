@@ -123,6 +123,7 @@ pub async fn check_concurrently(
         implementation: factory.name(),
         replay_prefix,
         cases,
+        expectations: None,
     }
 }
 

@@ -678,4 +678,71 @@ impl ScratchpadModel {
             .map(|(id, _)| id.clone())
             .collect()
     }
+
+    /// The sessions the model holds, by directory name.
+    pub fn session_names(&self) -> std::collections::BTreeSet<String> {
+        self.sessions.keys().cloned().collect()
+    }
+
+    /// Whether the model holds the session directory `session` and, given `member`, that member
+    /// directory in it (SP-3.6: only a write creates them).
+    pub fn holds_dir(&self, session: &str, member: Option<&str>) -> bool {
+        match (self.sessions.get(session), member) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(s), Some(m)) => s.members.contains_key(m),
+        }
+    }
+
+    /// Takes what is on disk as the model's state (its knobs, names, running state and sweep
+    /// schedule stay): after a known difference, exploration goes on from what the harness can
+    /// observe, the implementation's own disk. A session's kind is its name's prefix (SP-1.4).
+    pub fn adopt_disk(&mut self, observed: Vec<ObservedSession>) {
+        self.sessions = observed
+            .into_iter()
+            .map(|s| {
+                let members = s
+                    .members
+                    .into_iter()
+                    .map(|m| {
+                        let sub = Subtree {
+                            files: m
+                                .files
+                                .into_iter()
+                                .map(|(p, content, mtime)| (p, File { content, mtime }))
+                                .collect(),
+                            dirs: m.dirs.into_iter().collect(),
+                            links: m.links.into_iter().collect(),
+                        };
+                        (m.name, sub)
+                    })
+                    .collect();
+                let session = Session {
+                    thread: s.name.starts_with("t-"),
+                    dir_mtime: s.dir_mtime,
+                    members,
+                };
+                (s.name, session)
+            })
+            .collect();
+    }
+}
+
+/// A session directory as the harness finds it on disk, for [`ScratchpadModel::adopt_disk`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObservedSession {
+    pub name: String,
+    /// Its own modification time, in milliseconds (SP-7.2).
+    pub dir_mtime: i64,
+    pub members: Vec<ObservedMember>,
+}
+
+/// A member directory: its regular files (path, content, time in milliseconds), its
+/// directories and its symbolic links, by path below it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObservedMember {
+    pub name: String,
+    pub files: Vec<(Vec<String>, Vec<u8>, i64)>,
+    pub dirs: Vec<Vec<String>>,
+    pub links: Vec<Vec<String>>,
 }

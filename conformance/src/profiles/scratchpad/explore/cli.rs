@@ -58,10 +58,20 @@ pub fn explore(request: &ExploreRequest) -> Result<bool, String> {
             &program
         }
     };
+    let known = request.known(super::fixture::PROFILE);
+    for k in &known.entries {
+        if !super::signature::is_known(&k.signature) {
+            return Err(format!(
+                "{}:{}: {:?} is not a difference the scratchpad's exploration reports; copy the signature `tidemark explore` prints",
+                known.file, k.line, k.signature
+            ));
+        }
+    }
     let explorer = ScratchpadExplorer {
         factory,
         implementation: request.implementation.as_deref(),
         max_shrink_iters: request.max_shrink_iters,
+        known,
     };
     rt.block_on(request.run_on(&explorer, mutant, fixture::default_dir))
 }

@@ -2,24 +2,28 @@
 //! the oracle (`run.rs`, with the implementation's names learnt in `names.rs`), shrunk by
 //! proptest when they fail, saved under `fixtures/explore/scratchpad/` (`fixture.rs`) so
 //! `cargo test` replays them for ever; `cli.rs` is `tidemark explore|replay --profile
-//! scratchpad`. The seed's generator, shards and the loop itself ([`ScratchpadExplorer`] on
-//! `crate::explore::engine`) are the engine's.
+//! scratchpad`. A divergence's signature is `signature.rs`'s table; past a known difference the
+//! model is re-derived from the disk (`observe.rs`). The seed's generator, shards and the loop
+//! itself ([`ScratchpadExplorer`] on `crate::explore::engine`) are the engine's.
 
 pub mod cli;
 pub mod fixture;
 pub mod names;
+pub mod observe;
 pub mod ops;
 pub mod run;
+pub mod signature;
 
 use super::driver::DriverFactory;
 use super::ReferenceScratchpad;
 use crate::explore::engine::{self, Explorer, Failed, Failure, Outcome};
 use crate::explore::rng_for;
+use crate::explore::signature::{KnownDifferences, Signature};
 use crate::explore::text::{DivergenceText, Layout, Rerun, TextStyle};
 use ops::{workload, SimOp};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, TestRunner};
-use run::{run_ops, RunResult};
+use run::{run_ops, run_ops_past, RunResult};
 use std::path::{Path, PathBuf};
 use tidemark_reference::scratchpad::ScratchpadMutant;
 
@@ -57,6 +61,7 @@ impl Found {
             factory: &ReferenceScratchpad::default(),
             implementation: None,
             max_shrink_iters: 0,
+            known: KnownDifferences::default(),
         };
         let failure = Failure {
             seed: self.seed,
@@ -109,6 +114,7 @@ pub fn explore_seed(
         factory,
         implementation: None,
         max_shrink_iters,
+        known: KnownDifferences::default(),
     };
     block_on(engine::explore_seed(
         &explorer,
@@ -129,6 +135,8 @@ pub struct ScratchpadExplorer<'a> {
     pub implementation: Option<&'a str>,
     /// For the command that replays a program's failure.
     pub max_shrink_iters: u32,
+    /// Differences a run goes on past (`--expect`).
+    pub known: KnownDifferences,
 }
 
 #[async_trait::async_trait(?Send)]
@@ -164,13 +172,13 @@ impl Explorer for ScratchpadExplorer<'_> {
     ) -> Outcome<RunResult, RunResult> {
         let r = match mutant {
             Some(m) => {
-                let mutant = ReferenceScratchpad {
+                let mutated = ReferenceScratchpad {
                     mutant: Some(m),
                     variants: self.factory.variants(),
                 };
-                run_ops(ops, *unmounted, &mutant).await
+                run_ops_past(ops, *unmounted, &mutated, &self.known).await
             }
-            None => run_ops(ops, *unmounted, self.factory).await,
+            None => run_ops_past(ops, *unmounted, self.factory, &self.known).await,
         };
         if r.divergence.is_some() {
             Outcome::Diverged(r)
@@ -231,9 +239,9 @@ impl Explorer for ScratchpadExplorer<'_> {
     }
 
     /// A program's seed runs again through `explore --impl`, shrunk as far as it was; the
-    /// reference's, with the variants it took.
+    /// reference's with the variants it took; both past the same known differences.
     fn setting_options(&self) -> String {
-        match self.implementation {
+        let mut options = match self.implementation {
             Some(_) => format!(" --max-shrink-iters {}", self.max_shrink_iters),
             None => self
                 .factory
@@ -242,7 +250,32 @@ impl Explorer for ScratchpadExplorer<'_> {
                 .iter()
                 .map(|v| format!(" --variant {v}"))
                 .collect(),
+        };
+        if !self.known.is_empty() {
+            let file = shlex::try_quote(&self.known.file)
+                .map(|q| q.into_owned())
+                .unwrap_or_else(|_| self.known.file.clone());
+            options.push_str(&format!(" --expect {file}"));
         }
+        options
+    }
+
+    /// `tidemark replay --seed` stops at the first difference: past known ones, a seed of the
+    /// reference runs again through `explore --expect`.
+    fn replay_command(&self, seed: u64, mutant: Option<ScratchpadMutant>) -> String {
+        let rerun = if self.known.is_empty() {
+            Self::TEXT.rerun
+        } else {
+            crate::explore::text::Rerun::Explore
+        };
+        crate::explore::text::replay_command(
+            rerun,
+            self.profile(),
+            self.program(),
+            seed,
+            mutant.map(|m| m.id()),
+            &self.setting_options(),
+        )
     }
 
     fn heading_detail(&self, (unmounted, _): &Self::Workload) -> String {
@@ -255,6 +288,27 @@ impl Explorer for ScratchpadExplorer<'_> {
 
     fn op_lines(&self, (_, ops): &Self::Workload) -> Vec<String> {
         ops.iter().map(ToString::to_string).collect()
+    }
+
+    fn signature(&self, _workload: &Self::Workload, run: &RunResult) -> Signature {
+        run.divergence
+            .as_ref()
+            .expect("a diverged scratchpad run names its divergence")
+            .signature
+            .as_ref()
+            .clone()
+    }
+
+    fn continues_past_known(&self) -> bool {
+        true
+    }
+
+    fn known_in_pass(&self, run: &RunResult) -> Vec<Signature> {
+        run.known.iter().map(|d| *d.signature.clone()).collect()
+    }
+
+    fn known_in_divergence(&self, run: &RunResult) -> Vec<Signature> {
+        self.known_in_pass(run)
     }
 
     fn divergence_text<'d>(&self, run: &'d RunResult) -> DivergenceText<'d> {
@@ -270,7 +324,8 @@ impl Explorer for ScratchpadExplorer<'_> {
         }
     }
 
-    /// Saved failures replay against the reference; a program's are printed, not saved.
+    /// Saved failures replay against the reference; a program's are printed, not saved, and so
+    /// is a failure found past known differences (a saved failure replays without them).
     fn save(
         &self,
         failure: &Failure<Self::Workload, RunResult>,
@@ -278,7 +333,7 @@ impl Explorer for ScratchpadExplorer<'_> {
         mutant: Option<ScratchpadMutant>,
         dir: &Path,
     ) -> Result<Option<PathBuf>, String> {
-        if self.implementation.is_some() {
+        if self.implementation.is_some() || !self.known.is_empty() {
             return Ok(None);
         }
         let f = fixture::Fixture {

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use super::ops::{caller, PLACES, WHO};
+use super::signature::NamesProblem;
 use crate::profiles::scratchpad::contract::{Bytes, Caller, Outcome, Request};
 use crate::profiles::scratchpad::driver::Driver;
 use crate::profiles::scratchpad::oracle::ScratchpadModel;
@@ -30,13 +31,13 @@ impl NameMap {
     /// Asks the running implementation for the names of every caller. The first time, the
     /// model is renamed to match; after that the answers must not change. An answer that is not
     /// a `names` outcome, two callers sharing a name, or a changed name is an error:
-    /// (expected, actual).
+    /// (expected, actual, what is wrong).
     pub async fn learn(
         &mut self,
         model: &mut ScratchpadModel,
         driver: &mut dyn Driver,
         now: Timestamp,
-    ) -> Result<(), (String, String)> {
+    ) -> Result<(), (String, String, NamesProblem)> {
         let mut map = NameMap::default();
         for who in 0..WHO.len() as u8 {
             for place in 0..PLACES.len() as u8 {
@@ -45,7 +46,13 @@ impl NameMap {
                 let theirs = driver
                     .call(now, &Request::Names { caller: c.clone() })
                     .await
-                    .map_err(|e| (format!("names of {}", c.display()), e.to_string()))?;
+                    .map_err(|e| {
+                        (
+                            format!("names of {}", c.display()),
+                            e.to_string(),
+                            NamesProblem::NotAnswered,
+                        )
+                    })?;
                 match theirs {
                     Outcome::Names {
                         session: s1,
@@ -58,6 +65,7 @@ impl NameMap {
                         return Err((
                             format!("names of {}: a names outcome (PROTOCOL.md)", c.display()),
                             other.summary(),
+                            NamesProblem::NotAnswered,
                         ))
                     }
                 }
@@ -74,6 +82,7 @@ impl NameMap {
                         self.sessions.values().collect::<Vec<_>>(),
                         self.requesters.values().collect::<Vec<_>>()
                     ),
+                    NamesProblem::Changed,
                 ));
             }
             return Ok(());
@@ -92,7 +101,7 @@ impl NameMap {
         ours: String,
         theirs: String,
         session: bool,
-    ) -> Result<(), (String, String)> {
+    ) -> Result<(), (String, String, NamesProblem)> {
         let (kind, table) = if session {
             ("session", &mut self.sessions)
         } else {
@@ -105,6 +114,7 @@ impl NameMap {
                     c.display()
                 ),
                 format!("both named {theirs}"),
+                NamesProblem::Shared,
             ));
         }
         if let Some(before) = table.get(&ours).filter(|before| **before != theirs) {
@@ -114,6 +124,7 @@ impl NameMap {
                     c.display()
                 ),
                 format!("named {before}, then {theirs}"),
+                NamesProblem::Changed,
             ));
         }
         table.insert(ours, theirs);
@@ -268,10 +279,11 @@ mod tests {
             tag: "y",
             same: false,
         };
-        let (expected, actual) = names
+        let (expected, actual, problem) = names
             .learn(&mut model, &mut renamer, now())
             .await
             .unwrap_err();
+        assert_eq!(problem, NamesProblem::Changed);
         assert_eq!(expected, "the same names after a restart (SP-1.2)");
         assert!(
             actual.contains("t-yt1") && actual.contains("t-xt1"),
@@ -286,10 +298,11 @@ mod tests {
             tag: "z",
             same: true,
         };
-        let (expected, actual) = NameMap::default()
+        let (expected, actual, problem) = NameMap::default()
             .learn(&mut model, &mut namer, now())
             .await
             .unwrap_err();
+        assert_eq!(problem, NamesProblem::Shared);
         assert!(
             expected.starts_with("distinct requester names (SP-1.2)"),
             "{expected}"

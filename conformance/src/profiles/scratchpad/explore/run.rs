@@ -1,9 +1,21 @@
 //! Plays one sequence of operations against an implementation and the oracle side by side,
-//! comparing every outcome, then heals the world and checks liveness.
+//! comparing every outcome and, after every call, the caller's directories on disk (only a write
+//! creates them, SP-3.6), then heals the world and checks liveness.
+//!
+//! A difference the expectations file lists as known (by its signature, `signature.rs`) does not
+//! end the run: it is recorded, the model is re-derived from the root on disk as the harness
+//! observes it (`observe.rs`: files with their contents and times, directories, links), and every
+//! later step is checked against that. A disk difference no outcome had shown before a known
+//! difference is adopted with it: the model follows the implementation's disk from there.
+
+use std::collections::BTreeSet;
 
 use super::names::{self, NameMap};
+use super::observe;
 use super::ops::{caller, SimOp, LINK_PATHS, PLACES, WHO};
-use crate::profiles::scratchpad::contract::Request;
+use super::signature::{self as sig, SweepContext};
+use crate::explore::signature::{KnownDifferences, Signature};
+use crate::profiles::scratchpad::contract::{Outcome, Request};
 use crate::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
 use crate::profiles::scratchpad::oracle::{ModelKnobs, ScratchpadModel};
 use crate::profiles::scratchpad::scenario::{Knobs, Profile};
@@ -45,6 +57,9 @@ pub struct Divergence {
     pub op: String,
     pub expected: String,
     pub actual: String,
+    /// The kind of difference (`signature.rs`), boxed: a divergence is an `Err` passed along
+    /// every step.
+    pub signature: Box<Signature>,
 }
 
 #[derive(Clone, Debug)]
@@ -53,6 +68,8 @@ pub struct RunResult {
     pub divergence: Option<Divergence>,
     /// Simulated milliseconds from the first to the last step, healing included.
     pub simulated_ms: i64,
+    /// The known differences the run went past, in order.
+    pub known: Vec<Divergence>,
 }
 
 /// A foreign directory planted before the run; it must survive every sweep (SP-5.4).
@@ -67,11 +84,71 @@ struct World<'a> {
     outside: &'a Path,
     /// The oracle's directory names in the implementation's, learned at each start.
     names: NameMap,
+    /// Differences the run goes on past.
+    known: &'a KnownDifferences,
+    /// Those it went past.
+    hits: Vec<Divergence>,
+    /// Each caller's directory names in the implementation's names (`caller_dir_names`), worked
+    /// out at the first check: names never change (SP-1.2; a change ends the run at `names`).
+    dirs: Vec<(String, String)>,
 }
 
 impl World<'_> {
     fn rel(&self) -> i64 {
         self.now.as_millis() - EPOCH.as_millis()
+    }
+
+    /// `r`, unless it is a known difference: then it is recorded, the model takes the disk as it
+    /// is, and the run goes on.
+    fn go_on(&mut self, r: Result<(), Divergence>) -> Result<(), Divergence> {
+        let d = match r {
+            Ok(()) => return Ok(()),
+            Err(d) if self.known.contains(&d.signature) => d,
+            Err(d) => return Err(d),
+        };
+        let rel = self.rel();
+        self.trace.record(
+            rel,
+            format!(
+                "known difference {} at {}: expected {}, got {}",
+                d.signature, d.op, d.expected, d.actual
+            ),
+        );
+        if !self.root.as_os_str().is_empty() {
+            let observed = observe::observe(self.root, &self.session_names());
+            self.model.adopt_disk(observed);
+        }
+        self.hits.push(d);
+        Ok(())
+    }
+
+    /// Each caller's session and member directory names, in the implementation's names, by
+    /// `who * PLACES.len() + place`.
+    fn caller_dir_names(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for who in 0..WHO.len() as u8 {
+            for place in 0..PLACES.len() as u8 {
+                let (s, r) = self.model.recommended_names(&caller(who, place));
+                out.push((
+                    self.names.session(&s).to_string(),
+                    self.names.requester(&r).to_string(),
+                ));
+            }
+        }
+        out
+    }
+
+    /// Every session directory name of the exploration's callers, in the implementation's
+    /// names.
+    fn session_names(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for who in 0..WHO.len() as u8 {
+            for place in 0..PLACES.len() as u8 {
+                let (s, _) = self.model.recommended_names(&caller(who, place));
+                out.insert(self.names.session(&s).to_string());
+            }
+        }
+        out
     }
 
     async fn both(
@@ -80,7 +157,18 @@ impl World<'_> {
         label: &str,
         req: &Request,
     ) -> Result<(), Divergence> {
+        let r = self.compare(step, label, req).await;
+        self.go_on(r)
+    }
+
+    async fn compare(
+        &mut self,
+        step: Option<usize>,
+        label: &str,
+        req: &Request,
+    ) -> Result<(), Divergence> {
         let req = &self.names.request(req);
+        let now = self.now.as_millis();
         let actual = match self.driver.call(self.now, req).await {
             Ok(o) => o,
             Err(e) => {
@@ -90,40 +178,109 @@ impl World<'_> {
                     op: label.into(),
                     expected: expected.summary(),
                     actual: format!("implementation error: {e}"),
+                    signature: Box::new(sig::of_error(req, &expected)),
                 });
             }
         };
         // The answer settles what the implementation's variants leave open (eviction ties).
-        let expected = self.model.apply_seen(self.now.as_millis(), req, &actual);
+        let expected = self.model.apply_seen(now, req, &actual);
         let rel = self.rel();
         self.trace
             .record(rel, format!("{label} -> {}", actual.summary()));
         if names::same(&expected, &actual) {
-            Ok(())
-        } else {
-            Err(Divergence {
-                step,
-                op: label.into(),
-                expected: expected.summary(),
-                actual: actual.summary(),
-            })
+            return Ok(());
         }
+        let sweep = self.before_sweep(now, &expected);
+        Err(Divergence {
+            step,
+            op: label.into(),
+            expected: expected.summary(),
+            actual: actual.summary(),
+            signature: Box::new(sig::of_outcomes(req, &expected, &actual, sweep.as_ref())),
+        })
+    }
+
+    /// What the model held just before the sweep that answered `expected` (a start or tick),
+    /// from the model after it: the sessions it swept were held and expired; one it did not sweep
+    /// was not due, so its state is as before. Worked out only when a sweep diverges.
+    fn before_sweep(&self, now: i64, expected: &Outcome) -> Option<SweepContext> {
+        let Outcome::Swept { swept } = expected else {
+            return None;
+        };
+        let mut held = self.model.session_names();
+        held.extend(swept.iter().cloned());
+        let mut expired: BTreeSet<String> = self.model.expired(now).into_iter().collect();
+        expired.extend(swept.iter().cloned());
+        Some(SweepContext {
+            held,
+            expired,
+            sessions: self.session_names(),
+        })
+    }
+
+    /// After a call by the caller `who` in `place`: its session and member directories exist on
+    /// disk exactly when the model holds them (SP-3.6: only a write creates them; a removal
+    /// leaves them in place).
+    fn check_caller_dirs(
+        &mut self,
+        step: usize,
+        label: &str,
+        (who, place): (u8, u8),
+        write: bool,
+    ) -> Result<(), Divergence> {
+        if self.root.as_os_str().is_empty() {
+            return Ok(());
+        }
+        let index = (who as usize % WHO.len()) * PLACES.len() + place as usize % PLACES.len();
+        if self.dirs.is_empty() {
+            self.dirs = self.caller_dir_names();
+        }
+        let (session, member) = self.dirs[index].clone();
+        let (session, member) = (session.as_str(), member.as_str());
+        let disk = observe::caller_dirs(self.root, session, member);
+        let model = (
+            self.model.holds_dir(session, None),
+            self.model.holds_dir(session, Some(member)),
+        );
+        if disk == model {
+            return Ok(());
+        }
+        let say = |(s, m): (bool, bool)| match (s, m) {
+            (false, _) => format!("no session directory {session}"),
+            (true, false) => format!("{session} without a member directory {member}"),
+            (true, true) => format!("{session}/{member}"),
+        };
+        let new = (disk.0 && !model.0) || (disk.1 && !model.1);
+        let r = Err(Divergence {
+            step: Some(step),
+            op: format!("{label}: disk"),
+            expected: say(model),
+            actual: say(disk),
+            signature: Box::new(match (new, write) {
+                (true, _) => sig::disk_new_directory(),
+                (false, true) => sig::disk_write_elsewhere(),
+                (false, false) => sig::disk_directory_gone(),
+            }),
+        });
+        self.go_on(r)
     }
 
     /// A start, then the names of every caller from both sides (SP-1.2: each implementation
     /// names its own directories).
     async fn start(&mut self, step: Option<usize>, label: &str) -> Result<(), Divergence> {
         self.both(step, label, &Request::Start).await?;
-        self.names
+        let learnt = self
+            .names
             .learn(&mut self.model, &mut *self.driver, self.now)
             .await
-            .map_err(|(expected, actual)| Divergence {
+            .map_err(|(expected, actual, problem)| Divergence {
                 step,
                 op: format!("{label}: names"),
                 expected,
                 actual,
-            })?;
-        Ok(())
+                signature: Box::new(sig::names(problem)),
+            });
+        self.go_on(learnt)
     }
 
     async fn step(&mut self, i: usize, op: &SimOp) -> Result<(), Divergence> {
@@ -141,12 +298,16 @@ impl World<'_> {
             }
             SimOp::Crash => {
                 if self.model.is_running() {
-                    self.driver.stop().await.map_err(|e| Divergence {
+                    let stopped = self.driver.stop().await.map_err(|e| Divergence {
                         step: Some(i),
                         op: label.clone(),
                         expected: "a clean stop".into(),
                         actual: e.to_string(),
-                    })?;
+                        signature: Box::new(sig::protocol(
+                            "the implementation did not stop when told to",
+                        )),
+                    });
+                    self.go_on(stopped)?;
                     self.model.stop();
                     let rel = self.rel();
                     self.trace.record(rel, &label);
@@ -191,7 +352,17 @@ impl World<'_> {
                     return Ok(());
                 }
                 let req = call.request(i).expect("a call operation");
-                self.both(Some(i), &label, &req).await
+                self.both(Some(i), &label, &req).await?;
+                let who_place = match *call {
+                    SimOp::Write { who, place, .. }
+                    | SimOp::Read { who, place, .. }
+                    | SimOp::List { who, place }
+                    | SimOp::ListPath { who, place, .. }
+                    | SimOp::Remove { who, place, .. } => (who, place),
+                    _ => unreachable!("a call operation has a caller"),
+                };
+                let write = matches!(call, SimOp::Write { .. });
+                self.check_caller_dirs(i, &label, who_place, write)
             }
         }
     }
@@ -240,8 +411,19 @@ pub fn plant_link_on_disk(
     }
 }
 
-/// Plays `ops` against a fresh implementation from `factory` and the model.
+/// Plays `ops` against a fresh implementation from `factory` and the model; the first
+/// difference ends the run.
 pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory) -> RunResult {
+    run_ops_past(ops, unmounted, factory, &KnownDifferences::default()).await
+}
+
+/// [`run_ops`], going on past the differences `known` lists.
+pub async fn run_ops_past(
+    ops: &[SimOp],
+    unmounted: bool,
+    factory: &dyn DriverFactory,
+    known: &KnownDifferences,
+) -> RunResult {
     let mut trace = Trace::new();
     let tmp =
         tidemark_sim::owner::tempdir_in(&tidemark_sim::owner::scratch_base(), "tidemark-explore-")
@@ -278,8 +460,10 @@ pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory
                     op: "create".into(),
                     expected: "an implementation".into(),
                     actual: e.to_string(),
+                    signature: Box::new(sig::protocol("the implementation did not start")),
                 }),
                 simulated_ms: 0,
+                known: Vec::new(),
             }
         }
     };
@@ -296,6 +480,9 @@ pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory
         root: model_root,
         outside: &outside,
         names: NameMap::default(),
+        known,
+        hits: Vec::new(),
+        dirs: Vec::new(),
     };
     let result = async {
         w.start(None, "start").await?;
@@ -303,18 +490,21 @@ pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory
             w.step(i, op).await?;
         }
         heal(&mut w, &model_knobs).await?;
-        check_disk(&root, &workdir)
+        let disk = check_disk(&root, &workdir);
+        w.go_on(disk)
     }
     .await;
     let simulated_ms = w.now.as_millis() - EPOCH.as_millis();
     if w.model.is_running() {
         let _ = w.driver.stop().await;
     }
+    let known = std::mem::take(&mut w.hits);
     drop(w);
     RunResult {
         trace,
         divergence: result.err(),
         simulated_ms,
+        known,
     }
 }
 
@@ -368,6 +558,7 @@ pub fn check_disk(root: &Path, workdir: &Path) -> Result<(), Divergence> {
             op: "heal: disk".into(),
             expected: format!("{FOREIGN} to survive"),
             actual: "it was removed".into(),
+            signature: Box::new(sig::foreign_removed()),
         });
     }
     let stray: Vec<String> = fs::read_dir(workdir)
@@ -383,6 +574,7 @@ pub fn check_disk(root: &Path, workdir: &Path) -> Result<(), Divergence> {
             op: "heal: disk".into(),
             expected: "the working directory to stay empty".into(),
             actual: format!("it holds {}", stray.join(", ")),
+            signature: Box::new(sig::workdir_written()),
         });
     }
     Ok(())
