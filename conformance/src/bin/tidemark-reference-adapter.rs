@@ -9,8 +9,8 @@
 //! `init`, in the reference's own `tidemark_rows` schema (so it declares no queries), each
 //! request answered as the in-process runner's endpoint answers it (`contract::answer`).
 //! `--mutant <id>` switches on one mutant of any catalogue, so the process path can be shown to
-//! catch a real bug too; `--variant <name>=<choice>` takes a SPEC.md variant's other choice and
-//! declares it in `init_ok`, so the process path can be shown to follow a declaration.
+//! catch a real bug too; `--variant <name>=<choice>` takes a SPEC.md variant's other choice (of
+//! any profile) and declares it in `init_ok`, so the process path can be shown to follow a declaration.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -264,7 +264,14 @@ async fn start(
             return Err("the scoped profile needs `s3` and `postgres_url` in init".into());
         };
         let access = S3Access::from(s3);
-        let service = ScopedService::open(&access, url, &init.knobs, mutants.scoped).await?;
+        let service = ScopedService::open_taking(
+            &access,
+            url,
+            &init.knobs,
+            mutants.scoped,
+            &factory.variants,
+        )
+        .await?;
         return Ok(Serving::Scoped(Box::new(service)));
     }
     if name == ROWS {
@@ -276,14 +283,13 @@ async fn start(
             .connect(url)
             .await
             .map_err(|e| format!("cannot reach the database handed over in init: {e}"))?;
-        let store = RowsStore::open_with(
-            pool,
-            RowsConfig {
-                mutant: mutants.rows,
-            },
-        )
-        .await
-        .map_err(|e| format!("cannot bring up the rows schema: {e}"))?;
+        let config = tidemark_conformance::profiles::rows::variants::configured(
+            RowsConfig::with_mutant(mutants.rows),
+            &factory.variants,
+        );
+        let store = RowsStore::open_with(pool, config)
+            .await
+            .map_err(|e| format!("cannot bring up the rows schema: {e}"))?;
         return Ok(Serving::Rows(Box::new(ReferenceRows::new(store))));
     }
     let profile = Profile::from_name(name)

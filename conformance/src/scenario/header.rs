@@ -464,9 +464,15 @@ mod tests {
     #[test]
     fn a_guard_naming_an_unknown_variant_or_choice_or_every_choice_is_an_error_at_its_line() {
         for (guard, says) in [
-            ("when nope=any: advance 1d", "unknown variant \"nope\"; expected one of ties"),
+            (
+                "when nope=any: advance 1d",
+                "unknown variant \"nope\"; expected one of ties",
+            ),
             ("when ties=some: advance 1d", "has no choice \"some\""),
-            ("when ties=any|by_path: advance 1d", "holds for every implementation"),
+            (
+                "when ties=any|by_path: advance 1d",
+                "holds for every implementation",
+            ),
             ("when ties=any advance 1d", "a colon after the guard"),
             ("when ties=any:", "expected a step after"),
         ] {
@@ -479,7 +485,8 @@ mod tests {
 
     #[test]
     fn an_expectation_in_the_scenario_sentence_is_an_error() {
-        let text = "scenario: the kind survives => swept []\nprofile: demo\nrules: SP-1.1\nadvance 1d\n";
+        let text =
+            "scenario: the kind survives => swept []\nprofile: demo\nrules: SP-1.1\nadvance 1d\n";
         let (line, m) = split(text, &V, &defined).unwrap_err();
         assert_eq!(line, 1);
         assert!(m.contains("'=>'"), "{m}");

@@ -30,6 +30,10 @@ pub struct FaultPlan {
     /// Exact failures: `(operation, n)` fails the n-th request (1-based) of that operation
     /// (`"PutObject"`, `"DeleteObjects"`, …) counted from when this plan was set.
     pub fail_requests: Vec<(String, u64)>,
+    /// Lasting failures: `(operation, n)` fails the n-th request of that operation and every
+    /// one after it, until the plan changes, so however often a client retries a 500 the
+    /// operation fails.
+    pub fail_from: Vec<(String, u64)>,
     /// Every request fails with 404 NoSuchBucket, as if the bucket had been deleted.
     pub no_such_bucket: bool,
     /// Every request fails with 403 AccessDenied, as if the credentials had lost their grant.
@@ -162,6 +166,7 @@ impl FaultHandle {
             .fail_requests
             .iter()
             .any(|(o, n)| o == op && *n == nth)
+            || s.plan.fail_from.iter().any(|(o, n)| o == op && nth >= *n)
         {
             s.injected += 1;
             return (

@@ -43,7 +43,7 @@ pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
     rule_prefix: "SR-",
     mutants: || RowsMutant::ALL.iter().map(|m| m.id()).collect(),
     capabilities: &[],
-    variants: &[],
+    variants: super::variants::VARIANTS,
 };
 
 /// The reason codes of SPEC SR-9.1.
@@ -54,6 +54,8 @@ pub const REASONS: &[&str] = &[
     "unknown_snapshot",
     "unknown_item",
     "unknown_kind",
+    // Only under SR-5.1's variant `unknown_model_drops=refused`.
+    "unknown_model",
     "reply_state",
     "already_exists",
     "database_unavailable",
@@ -81,9 +83,30 @@ pub struct Script {
     pub rules: Vec<String>,
     pub kills: Vec<String>,
     pub steps: Vec<Step>,
+    /// The `variant:` line and the guarded steps (SPEC.md's variants).
+    pub guards: crate::variants::Guards,
 }
 
 impl Script {
+    /// The scenario as an implementation taking `declared` plays it: only the steps whose
+    /// guard holds for it.
+    pub fn as_played_by(&self, declared: &crate::variants::Declared) -> Script {
+        Script {
+            steps: self
+                .steps
+                .iter()
+                .filter(|s| self.guards.keeps(s.line, declared))
+                .cloned()
+                .collect(),
+            ..self.clone()
+        }
+    }
+
+    /// Why the scenario does not apply to an implementation taking `declared`.
+    pub fn skip_reason(&self, declared: &crate::variants::Declared) -> Option<String> {
+        self.guards.skip_reason(declared)
+    }
+
     /// `rows::<file stem>`, `-` read as `_`.
     pub fn test_name(&self) -> String {
         load::test_name(VOCABULARY.profile, &self.file)
@@ -399,6 +422,7 @@ pub fn parse_with(
         rules: header.rules,
         kills: header.kills,
         steps,
+        guards: header.guards,
     })
 }
 

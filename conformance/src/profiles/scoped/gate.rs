@@ -47,6 +47,12 @@ pub trait ScopedImplementation: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The SPEC.md variants it takes (PROTOCOL.md: `init_ok`'s `variants`); the scenarios
+    /// follow them. Default: every variant at its default.
+    fn variants(&self) -> crate::variants::Declared {
+        crate::variants::Declared::defaults()
+    }
+
     /// Starts an instance over what `init` hands over (its `s3` and `postgres_url`, its knobs),
     /// at the start of a scenario and again after each crash.
     fn start<'a>(
@@ -189,8 +195,9 @@ pub async fn play(
 }
 
 /// The scoped suite as libtest-mimic trials for `implementation`: one test per scenario, named
-/// by its test name (`scoped::files_live_under_scope_first_keys`); a scenario needing a
-/// capability the implementation lacks is an ignored test.
+/// by its test name (`scoped::files_live_under_scope_first_keys`), played with the steps its
+/// declared variants keep; a scenario needing a capability the implementation lacks, or about a
+/// variant's choice it does not take, is an ignored test.
 pub fn trials(implementation: impl ScopedImplementation) -> Result<Vec<Trial>, String> {
     let scripts = process::load(
         &crate::default_scenarios_dir().join(process::PROFILE),
@@ -199,10 +206,13 @@ pub fn trials(implementation: impl ScopedImplementation) -> Result<Vec<Trial>, S
     )?;
     let implementation: Arc<dyn ScopedImplementation> = Arc::new(implementation);
     let capabilities = implementation.capabilities();
+    let declared = implementation.variants();
     Ok(scripts
         .into_iter()
         .map(|script| {
-            let ignored = process::missing_capability(&capabilities, &script).is_some();
+            let ignored = script.skip_reason(&declared).is_some();
+            let script = script.as_played_by(&declared);
+            let ignored = ignored || process::missing_capability(&capabilities, &script).is_some();
             let implementation = implementation.clone();
             Trial::test(script.test_name(), move || {
                 let shared = shared();

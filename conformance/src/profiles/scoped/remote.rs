@@ -150,6 +150,18 @@ pub fn config_for(
     Ok(config)
 }
 
+/// [`config_for`], the reference taking the SPEC.md variants `variants` declares.
+pub fn config_taking(
+    bucket: &str,
+    knobs: &BTreeMap<String, i64>,
+    mutant: Option<ScopedMutant>,
+    variants: &crate::variants::Declared,
+) -> Result<ScopedConfig, String> {
+    let mut config = config_for(bucket, knobs, mutant)?;
+    config.alternatives = super::variants::alternatives(variants);
+    Ok(config)
+}
+
 /// The reference implementation's side of the scoped profile: a [`ScopedStore`] over a bucket
 /// and a metadata store, its clock set from each request's time. The reference adapter runs one
 /// over what `init` handed it; the in-process driver runs one over its own stores.
@@ -170,7 +182,26 @@ impl ScopedService {
         knobs: &BTreeMap<String, i64>,
         mutant: Option<ScopedMutant>,
     ) -> Result<ScopedService, String> {
-        let config = config_for(&s3.bucket, knobs, mutant)?;
+        ScopedService::open_taking(
+            s3,
+            postgres_url,
+            knobs,
+            mutant,
+            &crate::variants::Declared::defaults(),
+        )
+        .await
+    }
+
+    /// [`ScopedService::open`], the reference taking the SPEC.md variants `variants` declares
+    /// (the reference adapter's `--variant`).
+    pub async fn open_taking(
+        s3: &S3Access,
+        postgres_url: &str,
+        knobs: &BTreeMap<String, i64>,
+        mutant: Option<ScopedMutant>,
+        variants: &crate::variants::Declared,
+    ) -> Result<ScopedService, String> {
+        let config = config_taking(&s3.bucket, knobs, mutant, variants)?;
         let pool = connect(postgres_url).await?;
         let meta: Arc<dyn Metadata> = Arc::new(PostgresMetadata::new(pool));
         ScopedService::over(s3_client_for(s3), meta, config, ManualClock::default()).await
@@ -704,6 +735,7 @@ pub fn fault_plan(op: &ScopedOp) -> Option<FaultPlan> {
             error_rate,
             delete_key_failure_rate,
             fail_requests,
+            fail_from,
             no_such_bucket,
             access_denied,
             throttle,
@@ -713,6 +745,7 @@ pub fn fault_plan(op: &ScopedOp) -> Option<FaultPlan> {
             delete_key_failure_rate: *delete_key_failure_rate,
             latency: Duration::ZERO,
             fail_requests: fail_requests.clone(),
+            fail_from: fail_from.clone(),
             no_such_bucket: *no_such_bucket,
             access_denied: *access_denied,
             throttle: *throttle,
