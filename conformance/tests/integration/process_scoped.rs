@@ -84,6 +84,40 @@ fn the_reference_adapter_passes_every_scoped_scenario_through_the_protocol_as_in
     });
 }
 
+/// SC-1.4's text area spelled otherwise (one byte longer than the reference's, so the key-limit
+/// scenario's filler must shrink too): declared in `init_ok`, every scenario that spells the text
+/// area passes; taken but not declared, some fail, so the scenarios do look at the text area and
+/// the harness reads them with the declared spelling.
+#[test]
+fn a_text_area_spelled_otherwise_passes_when_declared_and_fails_when_not() {
+    let spelled: Vec<Script> = scripts()
+        .into_iter()
+        .filter(|s| {
+            std::fs::read_to_string(&s.file)
+                .expect("a scenario reads")
+                .contains(".tidemark-text")
+        })
+        .collect();
+    assert!(spelled.len() >= 8, "{} scenarios", spelled.len());
+    block_on(async {
+        let pg = Arc::new(PgProvider::from_environment().await.expect("PostgreSQL"));
+        let declared =
+            through_the_adapter(pg.clone(), &spelled, "--text-segment .extracted-text").await;
+        let not_passed: Vec<_> = verdicts(&declared)
+            .into_iter()
+            .filter(|(_, v)| v != "passed")
+            .collect();
+        assert!(not_passed.is_empty(), "{not_passed:#?}");
+        let undeclared =
+            through_the_adapter(pg, &spelled, "--text-segment-undeclared .extracted-text").await;
+        let failed = undeclared
+            .iter()
+            .filter(|c| matches!(c.verdict, Verdict::Failed(_)))
+            .count();
+        assert!(failed >= 5, "{:#?}", verdicts(&undeclared));
+    });
+}
+
 /// The scenarios naming a mutant in `kills:` (as `tidemark mutants` runs them: the in-process
 /// write-during-sweep race waits for a rendezvous some mutants' sweeps never reach).
 #[test]

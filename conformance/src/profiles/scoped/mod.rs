@@ -30,6 +30,7 @@ pub mod play;
 pub mod process;
 pub mod remote;
 pub mod script;
+pub mod text_segment;
 pub mod uuid_ids;
 pub mod variants;
 pub mod world;
@@ -292,6 +293,7 @@ impl super::Profile for ScopedProfile {
     }
 
     fn check_claims(&self, claims: &crate::protocol::InitOk) -> Result<(), String> {
-        ledger::LedgerQueries::declared(claims).map(|_| ())
+        ledger::LedgerQueries::declared(claims)?;
+        text_segment::declared(claims).map(|_| ())
     }
 }

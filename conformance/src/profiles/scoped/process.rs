@@ -81,10 +81,8 @@ pub fn skip_reason(factory: &ProcessFactory, script: &Script) -> Option<String> 
 /// The first step of `script` needing a capability not in `capabilities`, as a skip reason.
 pub fn missing_capability(capabilities: &[String], script: &Script) -> Option<String> {
     script.steps.iter().find_map(|step| match &step.action {
-        Action::Op(op) => match remote::side(op) {
-            Side::ImplementationWith(capability)
-                if !capabilities.iter().any(|c| c == capability) =>
-            {
+        Action::Op(op) => match remote::capability_needed(op) {
+            Some(capability) if !capabilities.iter().any(|c| c == capability) => {
                 Some(format!(
                     "line {}: `{}` needs the capability {capability}, which the implementation does not claim",
                     step.line, step.text
@@ -119,8 +117,16 @@ pub async fn check(
                 (Some(reason), _) => case(script, Verdict::Skipped { reason }, &Trace::new()),
                 (None, Some(pg)) => {
                     let mut trace = Trace::new();
-                    // The steps the program's declared variants keep (SPEC.md's variants).
-                    let played = script.as_played_by(&factory.claims().declared_variants());
+                    // The steps the program's declared variants keep (SPEC.md's variants), its
+                    // text area as it spells it (SC-1.4).
+                    let claims = factory.claims();
+                    let segment = super::text_segment::declared(claims)
+                        .ok()
+                        .flatten()
+                        .unwrap_or_else(|| super::text_segment::DEFAULT.into());
+                    let played = script
+                        .as_played_by(&claims.declared_variants())
+                        .with_text_segment(&segment);
                     let verdict = match play(factory, pg.clone(), &played, &mut trace).await {
                         Ok(()) => Verdict::Passed,
                         Err(f) => Verdict::Failed(f),

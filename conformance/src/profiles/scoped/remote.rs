@@ -43,6 +43,21 @@ pub enum Side {
 pub const CRASH_POINTS: &str = "crash_points";
 /// The capability a program claims to be sent `write_during_sweep` (and race it itself).
 pub const WRITE_DURING_SWEEP: &str = "write_during_sweep";
+/// The capability a program claims when every object it puts carries the user metadata
+/// `tidemark-written-at-ms` (SC-7.4), so the harness can run an age-only lifecycle rule on the
+/// scenario's clock.
+pub const WRITTEN_AT_STAMP: &str = "written_at_stamp";
+
+/// The capability a step needs of the implementation, if any: one sent only to a program
+/// claiming it, or a harness step that reads what only such a program writes (an age-only rule
+/// reads the write stamps, SC-7.4).
+pub fn capability_needed(op: &ScopedOp) -> Option<&'static str> {
+    match (op, side(op)) {
+        (_, Side::ImplementationWith(c)) => Some(c),
+        (ScopedOp::RunAgeRule { .. }, _) => Some(WRITTEN_AT_STAMP),
+        _ => None,
+    }
+}
 
 /// Where each operation is performed (PROTOCOL.md lists the same split).
 pub fn side(op: &ScopedOp) -> Side {
@@ -188,20 +203,26 @@ impl ScopedService {
             knobs,
             mutant,
             &crate::variants::Declared::defaults(),
+            None,
         )
         .await
     }
 
     /// [`ScopedService::open`], the reference taking the SPEC.md variants `variants` declares
-    /// (the reference adapter's `--variant`).
+    /// (the reference adapter's `--variant`) and, when given, spelling its text area
+    /// `text_segment` (SC-1.4; the adapter's `--text-segment`).
     pub async fn open_taking(
         s3: &S3Access,
         postgres_url: &str,
         knobs: &BTreeMap<String, i64>,
         mutant: Option<ScopedMutant>,
         variants: &crate::variants::Declared,
+        text_segment: Option<&str>,
     ) -> Result<ScopedService, String> {
-        let config = config_taking(&s3.bucket, knobs, mutant, variants)?;
+        let mut config = config_taking(&s3.bucket, knobs, mutant, variants)?;
+        if let Some(segment) = text_segment {
+            config.text_segment = segment.to_string();
+        }
         let pool = connect(postgres_url).await?;
         let meta: Arc<dyn Metadata> = Arc::new(PostgresMetadata::new(pool));
         ScopedService::over(s3_client_for(s3), meta, config, ManualClock::default()).await

@@ -436,7 +436,11 @@ impl<'a> Runner<'a> {
                 match self.store.read(&self.turns[session(s)], &spelled).await {
                     Err(e) if e.kind() == want => Ok(()),
                     r => diverged(
-                        format!("read: refused {want}, never clamped"),
+                        // The default's words are a saved failure's trace: kept as they were.
+                        match want {
+                            "traversal" => "read: refused as Traversal, never clamped".to_string(),
+                            other => format!("read: refused {other}, never clamped"),
+                        },
                         format!("read: {r:?}"),
                     ),
                 }
@@ -834,15 +838,34 @@ impl<'a> Runner<'a> {
         content: String,
         now: i64,
     ) -> Step {
+        let scope = if agent_scope { "agent" } else { "session" };
+        self.write_spelled(
+            i,
+            &format!("{scope}/{name}"),
+            name,
+            agent_scope,
+            content,
+            now,
+        )
+        .await
+    }
+
+    /// [`Self::write`] of the file `name`, sent as the guest path `guest` (a spelling SPEC
+    /// reads as that file: SC-2.3's variant tidies `session/dir//notes.md` into `dir/notes.md`).
+    async fn write_spelled(
+        &mut self,
+        i: usize,
+        guest: &str,
+        name: &str,
+        agent_scope: bool,
+        content: String,
+        now: i64,
+    ) -> Step {
         let (a, _) = SESSIONS[i];
         let scope = if agent_scope { "agent" } else { "session" };
         let r = self
             .store
-            .write(
-                &self.turns[i],
-                &format!("{scope}/{name}"),
-                content.clone().into_bytes(),
-            )
+            .write(&self.turns[i], guest, content.clone().into_bytes())
             .await;
         let deleted = self.model.sessions[i].deleted;
         let allowed = !agent_scope || self.model.access(a).can_write();
@@ -894,10 +917,14 @@ impl<'a> Runner<'a> {
         let guest = spelling.guest_path(&fit);
         let tidy = self.takes("empty_and_dot_segments", "tidied");
         match spelling.judged(&fit, tidy) {
+            // Sent as spelled: a name that only looks hostile, or one SC-2.3's variant tidies.
             (hostile::Verdict::Name, Some(name)) if write => {
-                self.write(i, &name, false, format!("v{step}"), now).await
+                self.write_spelled(i, &guest, &name, false, format!("v{step}"), now)
+                    .await
             }
-            (hostile::Verdict::Name, Some(name)) => self.read(i, &name, false, now).await,
+            (hostile::Verdict::Name, Some(name)) => {
+                self.read_spelled(i, &guest, &name, false, now).await
+            }
             (verdict, _) => {
                 let r = if write {
                     self.store
@@ -926,12 +953,23 @@ impl<'a> Runner<'a> {
     }
 
     async fn read(&mut self, i: usize, name: &str, agent_scope: bool, now: i64) -> Step {
+        let scope = if agent_scope { "agent" } else { "session" };
+        self.read_spelled(i, &format!("{scope}/{name}"), name, agent_scope, now)
+            .await
+    }
+
+    /// [`Self::read`] of the file `name`, sent as the guest path `guest`.
+    async fn read_spelled(
+        &mut self,
+        i: usize,
+        guest: &str,
+        name: &str,
+        agent_scope: bool,
+        now: i64,
+    ) -> Step {
         let (a, _) = SESSIONS[i];
         let scope = if agent_scope { "agent" } else { "session" };
-        let r = self
-            .store
-            .read(&self.turns[i], &format!("{scope}/{name}"))
-            .await;
+        let r = self.store.read(&self.turns[i], guest).await;
         let deleted = self.model.sessions[i].deleted;
         let readable = !agent_scope || self.model.access(a).can_read();
         let want = if agent_scope {
