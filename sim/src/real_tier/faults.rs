@@ -489,3 +489,33 @@ fn injected_key_error(key: String) -> Error {
         version_id: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fails(h: &FaultHandle, op: &'static str) -> bool {
+        h.admit(op).0.is_some()
+    }
+
+    #[test]
+    fn an_exact_failure_fails_one_request_and_a_lasting_one_every_request_from_its_number() {
+        let h = FaultHandle::new(1);
+        h.set_plan(FaultPlan {
+            fail_requests: vec![("PutObject".into(), 2)],
+            ..FaultPlan::default()
+        });
+        let exact: Vec<bool> = (0..4).map(|_| fails(&h, "PutObject")).collect();
+        assert_eq!(exact, [false, true, false, false]);
+        h.set_plan(FaultPlan {
+            fail_from: vec![("PutObject".into(), 2)],
+            ..FaultPlan::default()
+        });
+        let lasting: Vec<bool> = (0..4).map(|_| fails(&h, "PutObject")).collect();
+        assert_eq!(lasting, [false, true, true, true]);
+        // Other operations are not counted against it, and heal ends it.
+        assert!(!fails(&h, "GetObject"));
+        h.heal();
+        assert!(!fails(&h, "PutObject"));
+    }
+}
