@@ -66,6 +66,48 @@ pub fn takes(declared: &Declared, variant_name: &str, choice: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profiles::rows::explore_ops::ExploreOp;
+    use crate::profiles::rows::explore_run::{run_ops_taking, RunError, Tier};
+    use crate::profiles::rows::script::Action;
+
+    /// Exploration runs the reference taking the declared choice and the model following it:
+    /// a second drop of one model is `ok` by default and `unknown_model` under `refused`, and
+    /// each run passes only if the reference answers as the model predicts for its choice.
+    #[test]
+    fn exploration_takes_the_declared_choice_in_the_reference_and_the_model() {
+        let ops: Vec<ExploreOp> = [
+            Action::Snapshot("s1".into()),
+            Action::NameSnapshot {
+                snapshot: "s1".into(),
+                model: "m".into(),
+            },
+            Action::DropModel("m".into()),
+            Action::DropModel("m".into()),
+        ]
+        .into_iter()
+        .map(ExploreOp::Step)
+        .collect();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let refused = Declared::defaults().with(variant("unknown_model_drops"), "refused");
+        for declared in [Declared::defaults(), refused] {
+            let run = rt.block_on(run_ops_taking(
+                Tier::Memory,
+                Tier::Memory.detail(),
+                2,
+                &ops,
+                None,
+                &declared,
+            ));
+            match run {
+                Ok(_) => {}
+                Err(RunError::Diverged(d)) => panic!("taking {declared}: {}", d.line()),
+                Err(RunError::Setup(e)) => panic!("taking {declared}: {e}"),
+            }
+        }
+    }
 
     #[test]
     fn every_alternative_names_a_non_default_choice_of_a_rows_variant() {

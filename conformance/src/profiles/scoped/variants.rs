@@ -130,6 +130,48 @@ pub fn takes(declared: &Declared, variant_name: &str, choice: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profiles::scoped::model::{run_ops_taking, IdStyle, ModelOp, SequenceError, Tier};
+
+    /// Exploration runs the reference taking the declared choice and the model following it: a
+    /// malformed path in a deleted session is `unknown_entity` under `session_first` and
+    /// `traversal` by default, and each run passes only if the reference answers as the model
+    /// predicts for its choice.
+    #[test]
+    fn exploration_takes_the_declared_choice_in_the_reference_and_the_model() {
+        let ops = [
+            ModelOp::DeleteSession { session: 0 },
+            ModelOp::Traversal {
+                session: 0,
+                path: 0,
+                encoded: false,
+            },
+        ];
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let run = |declared: &Declared| {
+            rt.block_on(run_ops_taking(
+                Tier::Memory,
+                7,
+                &ops,
+                None,
+                None,
+                IdStyle::Uuid,
+                declared,
+            ))
+        };
+        let session_first = Declared::defaults().with(variant("path_check_order"), "session_first");
+        for declared in [Declared::defaults(), session_first] {
+            if let Err(e) = run(&declared) {
+                let what = match e {
+                    SequenceError::Diverged(d) => format!("{}: {}", d.expected, d.actual),
+                    SequenceError::Setup(e) => e,
+                };
+                panic!("taking {declared}: {what}");
+            }
+        }
+    }
 
     #[test]
     fn every_alternative_names_a_non_default_choice_of_a_scoped_variant() {
