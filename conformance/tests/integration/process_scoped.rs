@@ -84,6 +84,40 @@ fn the_reference_adapter_passes_every_scoped_scenario_through_the_protocol_as_in
     });
 }
 
+/// A variant declared in `init_ok` is followed through the protocol: the adapter taking another
+/// choice, and declaring it, passes the scenarios about it (played with the steps its choice
+/// keeps; with the default's, they would fail).
+#[test]
+fn a_declared_variant_is_followed_through_the_protocol() {
+    let all = scripts();
+    let by_name = |n: &str| all.iter().find(|s| s.test_name() == n).unwrap().clone();
+    block_on(async {
+        let pg = Arc::new(PgProvider::from_environment().await.expect("PostgreSQL"));
+        for (variant, scenario) in [
+            (
+                "listing_order=any",
+                "scoped::a_listing_is_one_list_in_the_byte_order_of_its_guest_paths",
+            ),
+            (
+                "throttles=reported",
+                "scoped::a_throttle_within_the_retries_is_not_seen_and_a_lasting_one_is_storage_unavailable",
+            ),
+        ] {
+            let cases = through_the_adapter(
+                pg.clone(),
+                &[by_name(scenario)],
+                &format!("--variant {variant}"),
+            )
+            .await;
+            assert_eq!(
+                verdicts(&cases),
+                [(scenario.to_string(), "passed".to_string())],
+                "{variant}"
+            );
+        }
+    });
+}
+
 /// SC-1.4's text area spelled otherwise (one byte longer than the reference's, so the key-limit
 /// scenario's filler must shrink too): declared in `init_ok`, every scenario that spells the text
 /// area passes; taken but not declared, some fail, so the scenarios do look at the text area and
