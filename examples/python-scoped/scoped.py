@@ -653,7 +653,7 @@ def main():
                 continue
             send({"type": "init_ok", "in_reply_to": msg["id"], "protocol": PROTOCOL,
                   "implementation": "python-scoped example 1.0", "profiles": ["scoped"],
-                  "capabilities": ["crash_points", "write_during_sweep"], "ledger": schema.LEDGER})
+                  "capabilities": ["crash_points", "write_during_sweep", "written_at_stamp"], "ledger": schema.LEDGER})
             continue
         if msg["type"] != "request":
             log(f"ignoring a message of type {msg['type']!r}")

@@ -4,18 +4,22 @@
 //! passing through `tidemark run --impl target/debug/tidemark-reference-adapter` proves the
 //! process path adds nothing and loses nothing. Scoped: a `ScopedStore` on the bucket and
 //! database the harness hands over in `init`, its clock set from each request's `now_ms`; it
-//! claims the `crash_points` and `write_during_sweep` capabilities (and, for the scratchpad,
-//! `sp12_digest` and `binary_content`). Rows: a `RowsStore` on the database handed over in
+//! claims the `crash_points`, `write_during_sweep` and `written_at_stamp` capabilities (and, for
+//! the scratchpad, `sp12_digest` and `binary_content`). Rows: a `RowsStore` on the database handed over in
 //! `init`, in the reference's own `tidemark_rows` schema (so it declares no queries), each
 //! request answered as the in-process runner's endpoint answers it (`contract::answer`).
 //! `--mutant <id>` switches on one mutant of any catalogue, so the process path can be shown to
-//! catch a real bug too; `--variant <name>=<choice>` takes a SPEC.md variant's other choice and
-//! declares it in `init_ok`, so the process path can be shown to follow a declaration.
+//! catch a real bug too; `--variant <name>=<choice>` takes a SPEC.md variant's other choice (of
+//! any profile) and declares it in `init_ok`, so the process path can be shown to follow a
+//! declaration; `--text-segment <segment>` spells the scoped text area otherwise (SC-1.4) and
+//! declares it, and `--text-segment-undeclared <segment>` takes it without a word, to show the
+//! harness needs the word.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use tidemark_conformance::profiles::rows::contract::{ReferenceRows, RowsOp};
 use tidemark_conformance::profiles::scoped::remote::{self, S3Access, ScopedService};
+use tidemark_conformance::profiles::scoped::text_segment;
 use tidemark_conformance::profiles::scoped::ScopedOp;
 use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
 use tidemark_conformance::profiles::scratchpad::scenario::{Knobs, Profile};
@@ -33,9 +37,13 @@ use tidemark_reference::scratchpad::ScratchpadMutant;
 /// The scoped and rows profiles' names, and the optional behaviours this adapter has.
 const SCOPED: &str = "scoped";
 const ROWS: &str = "rows";
-/// Scoped: the crash points and the raced write. The scratchpad's (SP-1.2's recommended digest
+/// Scoped: the crash points, the raced write and the write stamps an age-only rule reads. The scratchpad's (SP-1.2's recommended digest
 /// unless a thread is named by its id alone, binary content) are the in-process reference's.
-const SCOPED_CAPABILITIES: [&str; 2] = [remote::CRASH_POINTS, remote::WRITE_DURING_SWEEP];
+const SCOPED_CAPABILITIES: [&str; 3] = [
+    remote::CRASH_POINTS,
+    remote::WRITE_DURING_SWEEP,
+    remote::WRITTEN_AT_STAMP,
+];
 
 /// A mutant of one of the three catalogues.
 #[derive(Clone, Copy, Default)]
@@ -75,19 +83,23 @@ fn main() -> ExitCode {
     }
 }
 
-/// The adapter's arguments: at most one mutant, and the variants it takes.
+/// The adapter's arguments: at most one mutant, the variants it takes, and how it spells the
+/// scoped text area (declared, or, to show the harness needs the declaration, not).
 struct Args {
     mutants: Mutants,
     variants: Declared,
+    text_segment: Option<String>,
+    declares_text_segment: bool,
 }
 
-const USAGE: &str =
-    "usage: tidemark-reference-adapter [--mutant <id>] [--variant <name>=<choice>]...";
+const USAGE: &str = "usage: tidemark-reference-adapter [--mutant <id>] [--variant <name>=<choice>]... [--text-segment <segment> | --text-segment-undeclared <segment>]";
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         mutants: Mutants::default(),
         variants: Declared::defaults(),
+        text_segment: None,
+        declares_text_segment: false,
     };
     let mut raw = std::env::args().skip(1);
     while let Some(flag) = raw.next() {
@@ -103,6 +115,11 @@ fn parse_args() -> Result<Args, String> {
                 Declared::read(&one)?;
                 let variant = tidemark_conformance::variants::named(name).expect("just read");
                 args.variants = args.variants.with(variant, choice);
+            }
+            "--text-segment" | "--text-segment-undeclared" => {
+                text_segment::check(&value).map_err(|why| format!("{flag} {value:?} {why}"))?;
+                args.declares_text_segment = flag == "--text-segment";
+                args.text_segment = Some(value);
             }
             _ => return Err(USAGE.into()),
         }
@@ -162,34 +179,42 @@ async fn serve(args: Args) -> Result<(), String> {
             .map_err(|e| format!("not a {PROTOCOL} message ({e}): {line}"))?;
         let mut out = match message {
             ToImplementation::Init(init) => {
-                line_of(&match start(&factory, mutants, &init).await {
-                    Ok(s) => {
-                        serving = s;
-                        FromImplementation::<()>::InitOk(InitOk {
+                line_of(
+                    &match start(&factory, mutants, args.text_segment.as_deref(), &init).await {
+                        Ok(s) => {
+                            serving = s;
+                            FromImplementation::<()>::InitOk(InitOk {
+                                in_reply_to: init.id,
+                                protocol: PROTOCOL.into(),
+                                implementation: factory.name(),
+                                profiles: vec![
+                                    Profile::Scratchpad.name().into(),
+                                    SCOPED.into(),
+                                    ROWS.into(),
+                                ],
+                                capabilities: SCOPED_CAPABILITIES
+                                    .iter()
+                                    .map(|c| c.to_string())
+                                    .chain(factory.capabilities())
+                                    .collect(),
+                                variants: args.variants.to_map(),
+                                // SC-6.6's own tables and the rows reference's own schema: the
+                                // defaults need no declaration. A text area spelled otherwise is
+                                // declared (SC-1.4), unless asked not to.
+                                declared: args
+                                    .text_segment
+                                    .iter()
+                                    .filter(|_| args.declares_text_segment)
+                                    .map(|s| ("text_segment".to_string(), s.clone().into()))
+                                    .collect(),
+                            })
+                        }
+                        Err(message) => FromImplementation::Error(ErrorReply {
                             in_reply_to: init.id,
-                            protocol: PROTOCOL.into(),
-                            implementation: factory.name(),
-                            profiles: vec![
-                                Profile::Scratchpad.name().into(),
-                                SCOPED.into(),
-                                ROWS.into(),
-                            ],
-                            capabilities: SCOPED_CAPABILITIES
-                                .iter()
-                                .map(|c| c.to_string())
-                                .chain(factory.capabilities())
-                                .collect(),
-                            variants: args.variants.to_map(),
-                            // SC-6.6's own tables and the rows reference's own schema: the
-                            // defaults need no declaration.
-                            declared: Default::default(),
-                        })
-                    }
-                    Err(message) => FromImplementation::Error(ErrorReply {
-                        in_reply_to: init.id,
-                        message,
-                    }),
-                })
+                            message,
+                        }),
+                    },
+                )
             }
             ToImplementation::Request(r) => answer(&mut serving, r).await,
         };
@@ -248,6 +273,7 @@ async fn answer(serving: &mut Serving, r: RequestEnvelope<serde_json::Value>) ->
 async fn start(
     factory: &ReferenceScratchpad,
     mutants: Mutants,
+    text_segment: Option<&str>,
     init: &Init,
 ) -> Result<Serving, String> {
     if init.protocol != PROTOCOL {
@@ -264,7 +290,15 @@ async fn start(
             return Err("the scoped profile needs `s3` and `postgres_url` in init".into());
         };
         let access = S3Access::from(s3);
-        let service = ScopedService::open(&access, url, &init.knobs, mutants.scoped).await?;
+        let service = ScopedService::open_taking(
+            &access,
+            url,
+            &init.knobs,
+            mutants.scoped,
+            &factory.variants,
+            text_segment,
+        )
+        .await?;
         return Ok(Serving::Scoped(Box::new(service)));
     }
     if name == ROWS {
@@ -276,14 +310,13 @@ async fn start(
             .connect(url)
             .await
             .map_err(|e| format!("cannot reach the database handed over in init: {e}"))?;
-        let store = RowsStore::open_with(
-            pool,
-            RowsConfig {
-                mutant: mutants.rows,
-            },
-        )
-        .await
-        .map_err(|e| format!("cannot bring up the rows schema: {e}"))?;
+        let config = tidemark_conformance::profiles::rows::variants::configured(
+            RowsConfig::with_mutant(mutants.rows),
+            &factory.variants,
+        );
+        let store = RowsStore::open_with(pool, config)
+            .await
+            .map_err(|e| format!("cannot bring up the rows schema: {e}"))?;
         return Ok(Serving::Rows(Box::new(ReferenceRows::new(store))));
     }
     let profile = Profile::from_name(name)

@@ -65,6 +65,32 @@ fn verdicts(cases: &[CaseReport]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A variant declared in `init_ok` is followed through the protocol: the adapter taking each
+/// other choice, and declaring it, passes the scenarios about it (played with the steps its
+/// choice keeps; with the default's, they would fail).
+#[test]
+fn a_declared_variant_is_followed_through_the_protocol() {
+    let about: Vec<Script> = scripts()
+        .into_iter()
+        .filter(|s| !s.guards.steps.is_empty())
+        .collect();
+    assert!(about.len() >= 2, "the scenarios about the rows variants");
+    block_on(async {
+        let pg = PgProvider::from_environment().await.expect("PostgreSQL");
+        for variant in [
+            "kind_check_order=target_first",
+            "unknown_model_drops=refused",
+        ] {
+            let cases = through(&format!("{ADAPTER} --variant {variant}"), &pg, &about).await;
+            let not_passed: Vec<_> = verdicts(&cases)
+                .into_iter()
+                .filter(|(_, v)| v != "passed")
+                .collect();
+            assert!(not_passed.is_empty(), "{variant}: {not_passed:#?}");
+        }
+    });
+}
+
 #[test]
 fn the_reference_adapter_passes_every_rows_scenario_through_the_protocol_as_in_process() {
     let scripts = scripts();

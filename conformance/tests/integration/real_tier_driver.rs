@@ -19,9 +19,15 @@ async fn run(
     mutant: Option<ScopedMutant>,
     steps: &[(i64, Value, Value)],
 ) -> Result<(), String> {
-    let mut d = ScopedDriver::start(tier.clone(), name, mutant, &BTreeMap::new())
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut d = ScopedDriver::start(
+        tier.clone(),
+        name,
+        mutant,
+        &tidemark_conformance::variants::Declared::defaults(),
+        &BTreeMap::new(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     for (i, (day, op, expected)) in steps.iter().enumerate() {
         let op: ScopedOp =
             serde_json::from_value(op.clone()).map_err(|e| format!("step {i}: {e}"))?;

@@ -10,6 +10,7 @@
 //! to check a kill is for the reason the scenario states.
 
 use libtest_mimic::{Failed, Trial};
+use tidemark_conformance::variants::Declared;
 
 use super::shared::{every_rule_cited, root, rows_scripts, Shared};
 use tidemark_conformance::profiles::rows::model::Model;
@@ -151,12 +152,121 @@ fn cli() -> Result<(), Failed> {
     Ok(())
 }
 
+/// The scenarios the reference fails in memory while taking `takes` and declaring `declares`
+/// (a scenario about another choice than the declared one is skipped, not failed).
+fn failures(
+    rt: &tokio::runtime::Runtime,
+    scripts: &[Script],
+    takes: &Declared,
+    declares: &Declared,
+) -> Vec<String> {
+    scripts
+        .iter()
+        .filter(|s| s.skip_reason(declares).is_none())
+        .filter_map(|s| {
+            rt.block_on(runner::run_on_declaring(
+                runner::Tier::Memory,
+                s,
+                None,
+                takes,
+                declares,
+                &mut Trace::new(),
+                &mut Vec::new(),
+            ))
+            .err()
+            .map(|f| {
+                format!(
+                    "  {}:{}: {} (expected {}, got {})",
+                    s.file.display(),
+                    f.line,
+                    f.step,
+                    f.expected,
+                    f.actual
+                )
+            })
+        })
+        .collect()
+}
+
+/// `variant::rows::<name>_<choice>::…` for each non-default choice: declared, the reference
+/// taking it passes every scenario (in memory, and on PostgreSQL); undeclared, some scenario
+/// fails, so the guarded steps tell the two choices apart.
+fn variant_trials(
+    rt: &std::sync::Arc<tokio::runtime::Runtime>,
+    scripts: &[Script],
+    get_pg: &(impl Fn() -> Result<std::sync::Arc<tidemark_sim::real_tier::PgProvider>, Failed>
+          + Clone
+          + Send
+          + 'static),
+) -> Vec<Trial> {
+    let mut trials = Vec::new();
+    for declared in tidemark_conformance::profiles::rows::variants::each_alternative() {
+        let label = declared.non_defaults().join(",");
+        let name = label.replace(['=', ','], "_");
+        let (rt1, all, takes, label1, get_pg) = (
+            rt.clone(),
+            scripts.to_vec(),
+            declared.clone(),
+            label.clone(),
+            get_pg.clone(),
+        );
+        trials.push(Trial::test(
+            format!("variant::rows::{name}::every_scenario_follows_it"),
+            move || {
+                let mut failed = failures(&rt1, &all, &takes, &takes);
+                let pg = get_pg()?;
+                for s in all.iter().filter(|s| s.skip_reason(&takes).is_none()) {
+                    if let Err(f) = rt1.block_on(runner::run_on_taking(
+                        runner::Tier::Postgres(&pg),
+                        s,
+                        None,
+                        &takes,
+                        &mut Trace::new(),
+                        &mut Vec::new(),
+                    )) {
+                        failed.push(format!(
+                            "  {}:{}: {} on PostgreSQL (expected {}, got {})",
+                            s.file.display(),
+                            f.line,
+                            f.step,
+                            f.expected,
+                            f.actual
+                        ));
+                    }
+                }
+                if failed.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Failed::from(format!(
+                        "the reference taking {label1}, and declaring it, fails:\n{}",
+                        failed.join("\n")
+                    )))
+                }
+            },
+        ));
+        let (rt2, all) = (rt.clone(), scripts.to_vec());
+        trials.push(Trial::test(
+            format!("variant::rows::{name}::an_undeclared_one_fails_a_scenario"),
+            move || {
+                if failures(&rt2, &all, &declared, &Declared::defaults()).is_empty() {
+                    Err(Failed::from(format!(
+                        "the reference taking {label} but declaring the default passes every scenario: no scenario tells the two choices apart"
+                    )))
+                } else {
+                    Ok(())
+                }
+            },
+        ));
+    }
+    trials
+}
+
 pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
     let scripts = rows_scripts()?;
     let rt = shared.rt.clone();
     let get_pg = shared.postgres();
 
-    let mut trials = Vec::new();
+    let mut trials = variant_trials(&rt, &scripts, &get_pg);
     for s in scripts.clone() {
         let rt = rt.clone();
         let get_pg = get_pg.clone();
@@ -195,7 +305,9 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
             let mut model = Model::default();
             let mut now = 0i64;
             let mut recorded = outcomes.iter();
-            for step in &s.steps {
+            // The steps the reference played: those the default of every variant keeps.
+            let played = s.as_played_by(&Declared::defaults());
+            for step in &played.steps {
                 if let Action::Advance(ms) = step.action {
                     now += ms;
                     continue;

@@ -163,7 +163,7 @@ mod random {
             .fresh_database(&format!("rows_tiers_{seed}"))
             .await
             .map_err(|e| e.to_string())?;
-        let config = RowsConfig { mutant };
+        let config = RowsConfig::with_mutant(mutant);
         let real = RowsStore::open_with(db.pool.clone(), config)
             .await
             .map_err(|e| e.to_string())?;

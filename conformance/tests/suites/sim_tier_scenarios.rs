@@ -4,7 +4,10 @@
 //! store and PostgreSQL) with every step's outcome compared (`differential::sim::<file stem>`): the
 //! scenario's own expectations pass on both and the recorded outcome lists are equal. Each
 //! scoped mutant (`mutant::sim::<id>`) must be killed on the simulation tier by the same
-//! scenario that kills it on the real tier.
+//! scenario that kills it on the real tier. Each SPEC.md variant's other choice is played twice
+//! on the simulation tier (`variant::scoped::<name>_<choice>::…`): the reference taking and
+//! declaring it passes every scenario, and taking it while declaring the default fails one, so
+//! the guarded steps tell the two choices apart.
 
 use std::sync::Arc;
 
@@ -14,7 +17,9 @@ use super::shared::{scoped_scripts, Shared};
 use tidemark_conformance::profiles::scoped::play;
 use tidemark_conformance::profiles::scoped::play::{Backend, Recorded};
 use tidemark_conformance::profiles::scoped::script::Script;
+use tidemark_conformance::profiles::scoped::variants;
 use tidemark_conformance::profiles::scoped::ScopedOutcome;
+use tidemark_conformance::variants::Declared;
 use tidemark_reference::scoped::ScopedMutant;
 use tidemark_sim::real_tier::PgProvider;
 
@@ -60,12 +65,92 @@ fn first_difference(sim: &Recorded, real: &Recorded) -> Option<String> {
     None
 }
 
+/// The scenarios the reference fails on the simulation tier while taking `takes` and declaring
+/// `declares` (a scenario about another choice than the declared one is skipped, not failed),
+/// as `file:line: step (expected, got)`.
+fn failures(
+    rt: &tokio::runtime::Runtime,
+    scripts: &[Script],
+    takes: &Declared,
+    declares: &Declared,
+) -> Vec<String> {
+    scripts
+        .iter()
+        .filter(|s| s.skip_reason(declares).is_none())
+        .filter_map(|s| {
+            rt.block_on(play::run_recorded_declaring(
+                None,
+                s,
+                None,
+                takes,
+                declares,
+                Backend::Sim,
+            ))
+            .result
+            .err()
+            .map(|f| {
+                format!(
+                    "  {}:{}: {} (expected {}, got {})",
+                    s.file.display(),
+                    f.line,
+                    f.step,
+                    f.expected,
+                    f.actual
+                )
+            })
+        })
+        .collect()
+}
+
+/// `variant::scoped::<name>_<choice>::…` for each non-default choice the reference can take.
+fn variant_trials(rt: &Arc<tokio::runtime::Runtime>, scripts: &[Script]) -> Vec<Trial> {
+    let mut trials = Vec::new();
+    for declared in variants::each_alternative() {
+        let label = declared.non_defaults().join(",");
+        let name = label.replace(['=', ','], "_");
+        let (rt1, all, takes, label1) = (
+            rt.clone(),
+            scripts.to_vec(),
+            declared.clone(),
+            label.clone(),
+        );
+        trials.push(Trial::test(
+            format!("variant::scoped::{name}::every_scenario_follows_it"),
+            move || {
+                let failed = failures(&rt1, &all, &takes, &takes);
+                if failed.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Failed::from(format!(
+                        "the reference taking {label1}, and declaring it, fails:\n{}",
+                        failed.join("\n")
+                    )))
+                }
+            },
+        ));
+        let (rt2, all) = (rt.clone(), scripts.to_vec());
+        trials.push(Trial::test(
+            format!("variant::scoped::{name}::an_undeclared_one_fails_a_scenario"),
+            move || {
+                if failures(&rt2, &all, &declared, &Declared::defaults()).is_empty() {
+                    Err(Failed::from(format!(
+                        "the reference taking {label} but declaring the default passes every scenario: no scenario tells the two choices apart"
+                    )))
+                } else {
+                    Ok(())
+                }
+            },
+        ));
+    }
+    trials
+}
+
 pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
     let scripts = scoped_scripts()?;
     let rt = shared.rt.clone();
     let get_pg = shared.postgres();
 
-    let mut trials = Vec::new();
+    let mut trials = variant_trials(&rt, &scripts);
     for s in scripts.clone() {
         let rt = rt.clone();
         let name = s.test_name().replacen("scoped::", "sim::", 1);

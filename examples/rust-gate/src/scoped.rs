@@ -14,7 +14,7 @@ use futures::future::BoxFuture;
 use tidemark_conformance::profiles::scoped::gate::{ScopedImplementation, ScopedInstance};
 use tidemark_conformance::profiles::scoped::ledger::LedgerQueries;
 use tidemark_conformance::profiles::scoped::remote::{
-    S3Access, ScopedService, CRASH_POINTS, WRITE_DURING_SWEEP,
+    S3Access, ScopedService, CRASH_POINTS, WRITE_DURING_SWEEP, WRITTEN_AT_STAMP,
 };
 use tidemark_conformance::profiles::scoped::{ScopedOp, ScopedOutcome};
 use tidemark_conformance::protocol::Init;
@@ -30,7 +30,11 @@ impl ScopedImplementation for MyScoped {
 
     fn capabilities(&self) -> Vec<String> {
         // Claim only what is true: scenarios needing an unclaimed one are ignored tests.
-        vec![CRASH_POINTS.into(), WRITE_DURING_SWEEP.into()]
+        vec![
+            CRASH_POINTS.into(),
+            WRITE_DURING_SWEEP.into(),
+            WRITTEN_AT_STAMP.into(),
+        ]
     }
 
     fn start<'a>(

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use super::alternatives::Alternative;
 use super::memory::{self, delete_batch, Tables};
 use super::reaper::ReapConfig;
 use super::{lock, sqlstate, Backend, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION};
@@ -96,19 +97,31 @@ impl RowsStore {
     }
 
     /// Removes a model; the snapshot it named is then an ordinary old snapshot.
+    /// Dropping a model that does not exist is no error (SR-5.1), unless this store takes
+    /// `unknown_model_drops=refused`: then it is `unknown_model`.
     pub async fn drop_model(&self, model: &str) -> Result<(), RowsError> {
+        let refuse = self.config().takes(Alternative::UnknownModelDropRefused);
+        let unknown = || RowsError::UnknownModel(model.into());
         let pool = match self.backend() {
             Backend::Pg(pool) => pool,
             Backend::Memory(m) => {
-                lock(m).models.remove(model);
-                return Ok(());
+                let dropped = lock(m).models.remove(model).is_some();
+                return if dropped || !refuse {
+                    Ok(())
+                } else {
+                    Err(unknown())
+                };
             }
         };
-        sqlx::query("DELETE FROM tidemark_rows.models WHERE id = $1")
+        let dropped = sqlx::query("DELETE FROM tidemark_rows.models WHERE id = $1")
             .bind(model)
             .execute(pool)
             .await
-            .map_err(RowsError::db("drop model"))?;
+            .map_err(RowsError::db("drop model"))?
+            .rows_affected();
+        if dropped == 0 && refuse {
+            return Err(unknown());
+        }
         Ok(())
     }
 

@@ -15,6 +15,7 @@
 //!
 //! Time is handed in: every operation that records or decides on time takes `now`.
 
+pub mod alternatives;
 pub mod catalog;
 pub mod expiring;
 pub(crate) mod memory;
@@ -30,6 +31,7 @@ use sqlx::PgPool;
 use crate::clock::Timestamp;
 use memory::Tables;
 
+pub use alternatives::Alternative;
 pub use expiring::ExpiringStore;
 pub use mutants::RowsMutant;
 pub use reaper::{ReapConfig, ReapReport};
@@ -49,6 +51,9 @@ pub enum RowsError {
     UnknownSnapshot(i64),
     #[error("unknown action item {0}")]
     UnknownItem(i64),
+    /// Only a store taking `unknown_model_drops=refused` answers it (SR-5.1's variant).
+    #[error("unknown model {0:?}")]
+    UnknownModel(String),
     #[error("unknown event kind {0:?}: {1}")]
     UnknownKind(String, &'static str),
     #[error("reply {id} is {state}; {wanted}")]
@@ -72,6 +77,7 @@ impl RowsError {
             RowsError::UnknownReply(_) => "unknown_reply",
             RowsError::UnknownSnapshot(_) => "unknown_snapshot",
             RowsError::UnknownItem(_) => "unknown_item",
+            RowsError::UnknownModel(_) => "unknown_model",
             RowsError::UnknownKind(..) => "unknown_kind",
             RowsError::ReplyState { .. } => "reply_state",
             RowsError::AlreadyExists { .. } => "already_exists",
@@ -97,10 +103,41 @@ pub(crate) const FOREIGN_KEY_VIOLATION: &str = "23503";
 pub(crate) const UNIQUE_VIOLATION: &str = "23505";
 
 /// How a deployment of the rows reference behaves: the correct design unless a mutant is set
-/// (conformance's mutant runs switch one on at run time).
+/// (conformance's mutant runs switch one on at run time), taking the default of every SPEC.md
+/// variant unless `alternatives` names its other choice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RowsConfig {
     pub mutant: Option<RowsMutant>,
+    /// The variants this store takes the other way; the defaults when both are false.
+    pub target_before_kind: bool,
+    pub unknown_model_drop_refused: bool,
+}
+
+impl RowsConfig {
+    /// The reference with `mutant` switched on (or none), every variant at its default.
+    pub fn with_mutant(mutant: Option<RowsMutant>) -> RowsConfig {
+        RowsConfig {
+            mutant,
+            ..RowsConfig::default()
+        }
+    }
+
+    /// These settings taking `a` too.
+    pub fn taking(mut self, a: Alternative) -> RowsConfig {
+        match a {
+            Alternative::TargetBeforeKind => self.target_before_kind = true,
+            Alternative::UnknownModelDropRefused => self.unknown_model_drop_refused = true,
+        }
+        self
+    }
+
+    /// Whether these settings take `a`.
+    pub fn takes(&self, a: Alternative) -> bool {
+        match a {
+            Alternative::TargetBeforeKind => self.target_before_kind,
+            Alternative::UnknownModelDropRefused => self.unknown_model_drop_refused,
+        }
+    }
 }
 
 /// Where a store's rows live.

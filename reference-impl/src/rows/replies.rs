@@ -7,6 +7,7 @@
 
 use sqlx::Row;
 
+use super::alternatives::Alternative;
 use super::memory::{self, delete_batch, Tables};
 use super::reaper::ReapConfig;
 use super::{lock, sqlstate, Backend, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION};
@@ -131,12 +132,21 @@ impl RowsStore {
         payload: &str,
         now: Timestamp,
     ) -> Result<i64, RowsError> {
-        check_kind(kind)?;
-        if !STREAMED_KINDS.contains(&kind) {
-            return Err(RowsError::UnknownKind(
-                kind.into(),
-                "not a streamed kind; record it as a conversation event",
-            ));
+        let check = || {
+            check_kind(kind)?;
+            if !STREAMED_KINDS.contains(&kind) {
+                return Err(RowsError::UnknownKind(
+                    kind.into(),
+                    "not a streamed kind; record it as a conversation event",
+                ));
+            }
+            Ok(())
+        };
+        // The kind first (SR-2.1), unless this store takes `kind_check_order=target_first`:
+        // then the reply and its state are checked first and the kind after them.
+        let target_first = self.config().takes(Alternative::TargetBeforeKind);
+        if !target_first {
+            check()?;
         }
         // The mutant starts each event's day as it is written, whatever its reply's state.
         let forget_after = self
@@ -151,6 +161,9 @@ impl RowsStore {
                     .get(&reply)
                     .ok_or(RowsError::UnknownReply(reply))?;
                 check_state(reply, r.state, &[ReplyState::Writing], "stream")?;
+                if target_first {
+                    check()?;
+                }
                 let event = memory::Event {
                     session: r.session.clone(),
                     reply: Some(reply),
@@ -177,6 +190,9 @@ impl RowsStore {
         .ok_or(RowsError::UnknownReply(reply))?;
         let state = ReplyState::parse(row.get::<&str, _>("state"));
         check_state(reply, state, &[ReplyState::Writing], "stream")?;
+        if target_first {
+            check()?;
+        }
         let session: String = row.get("session_id");
         let id = sqlx::query_scalar(
             "INSERT INTO tidemark_rows.events
@@ -204,13 +220,34 @@ impl RowsStore {
         payload: &str,
         now: Timestamp,
     ) -> Result<i64, RowsError> {
-        check_kind(kind)?;
-        if STREAMED_KINDS.contains(&kind) {
-            return Err(RowsError::UnknownKind(
-                kind.into(),
-                "a streamed kind names a reply; stream it into one",
-            ));
+        let check = || {
+            check_kind(kind)?;
+            if STREAMED_KINDS.contains(&kind) {
+                return Err(RowsError::UnknownKind(
+                    kind.into(),
+                    "a streamed kind names a reply; stream it into one",
+                ));
+            }
+            Ok(())
+        };
+        // The kind first (SR-2.1); under `kind_check_order=target_first` the session is looked
+        // up first (a lookup, so no id is spent on a refusal either way).
+        if self.config().takes(Alternative::TargetBeforeKind) {
+            let exists = match self.backend() {
+                Backend::Pg(pool) => sqlx::query_scalar::<_, bool>(
+                    "SELECT EXISTS (SELECT 1 FROM tidemark_rows.sessions WHERE id = $1)",
+                )
+                .bind(session)
+                .fetch_one(pool)
+                .await
+                .map_err(RowsError::db("record event"))?,
+                Backend::Memory(m) => lock(m).sessions.contains_key(session),
+            };
+            if !exists {
+                return Err(RowsError::UnknownSession(session.into()));
+            }
         }
+        check()?;
         let pool = match self.backend() {
             Backend::Pg(pool) => pool,
             Backend::Memory(m) => {

@@ -188,15 +188,46 @@ impl Resolved {
 
 /// The key holding the text extracted from `key`, which must be a file key under `prefix`.
 pub fn text_key(prefix: &str, key: &str) -> String {
+    text_key_in(prefix, key, TEXT_DIR)
+}
+
+/// [`text_key`] with the text area spelled `segment`.
+pub fn text_key_in(prefix: &str, key: &str, segment: &str) -> String {
     let relative = key.strip_prefix(prefix).unwrap_or(key);
-    format!("{prefix}{TEXT_DIR}/{relative}")
+    format!("{prefix}{segment}/{relative}")
 }
 
 /// Whether a key (under `prefix`) belongs to the extracted-text area rather than a file.
 pub fn is_text_key(prefix: &str, key: &str) -> bool {
+    is_text_key_in(prefix, key, TEXT_DIR)
+}
+
+/// [`is_text_key`] with the text area spelled `segment`.
+pub fn is_text_key_in(prefix: &str, key: &str, segment: &str) -> bool {
     key.strip_prefix(prefix)
-        .map(|rel| rel.starts_with(&format!("{TEXT_DIR}/")))
+        .map(|rel| rel.starts_with(&format!("{segment}/")))
         .unwrap_or(false)
+}
+
+/// How a store reads guest paths: its mutant (if any), how it spells the extracted-text area
+/// (SC-1.4: the spelling is the implementation's own), and whether it tidies empty and `.`
+/// segments away (SC-2.3's variant `empty_and_dot_segments=tidied`) rather than refusing them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathRules<'a> {
+    pub mutant: Option<ScopedMutant>,
+    pub text_segment: &'a str,
+    pub tidy: bool,
+}
+
+impl PathRules<'static> {
+    /// The reference's own rules, with `mutant` switched on.
+    pub fn with_mutant(mutant: Option<ScopedMutant>) -> PathRules<'static> {
+        PathRules {
+            mutant,
+            text_segment: TEXT_DIR,
+            tidy: false,
+        }
+    }
 }
 
 /// What a path is resolved for: reading/writing a file names a file; listing names a directory
@@ -237,8 +268,9 @@ fn check_relative(
     full: &str,
     relative: &str,
     purpose: Purpose,
-    mutant: Option<ScopedMutant>,
+    rules: &PathRules,
 ) -> Result<Vec<String>, PathError> {
+    let mutant = rules.mutant;
     let mut rel = relative;
     if purpose == Purpose::List {
         // A listing names a directory: `session/` and `session/reports/` are the same as
@@ -325,7 +357,7 @@ fn check_relative(
                 },
             });
         }
-        if out.is_empty() && seg == TEXT_DIR {
+        if out.is_empty() && seg == rules.text_segment {
             return Err(PathError::Reserved {
                 path: full.to_string(),
             });
@@ -348,6 +380,17 @@ pub fn resolve(
     purpose: Purpose,
     mutant: Option<ScopedMutant>,
 ) -> Result<Resolved, PathError> {
+    resolve_with(path, turn, purpose, &PathRules::with_mutant(mutant))
+}
+
+/// [`resolve`] by a store's own [`PathRules`].
+pub fn resolve_with(
+    path: &str,
+    turn: &TurnSpace,
+    purpose: Purpose,
+    rules: &PathRules,
+) -> Result<Resolved, PathError> {
+    let mutant = rules.mutant;
     if path.is_empty() {
         return Err(PathError::Empty {
             path: String::new(),
@@ -374,6 +417,24 @@ pub fn resolve(
             path: path.to_string(),
         });
     }
+    // The variant `empty_and_dot_segments=tidied` (SC-2.3): empty and `.` segments name
+    // nothing, so they are dropped; what is left is read as the guest's path.
+    let tidied;
+    let path = if rules.tidy {
+        tidied = path
+            .split('/')
+            .filter(|s| !s.is_empty() && *s != ".")
+            .collect::<Vec<_>>()
+            .join("/");
+        if tidied.is_empty() {
+            return Err(PathError::Empty {
+                path: path.to_string(),
+            });
+        }
+        tidied.as_str()
+    } else {
+        path
+    };
     let (first, rest) = match path.split_once('/') {
         Some((f, r)) => (f, r),
         None => (path, ""),
@@ -382,9 +443,9 @@ pub fn resolve(
         Some(s) => s,
         None => {
             // Guard the correction itself: offer it only for a path that would be valid.
-            let candidate = check_relative(path, path, Purpose::File, mutant);
+            let candidate = check_relative(path, path, Purpose::File, rules);
             if mutant == Some(ScopedMutant::ScopeGuessed) && candidate.is_ok() {
-                return resolve(&format!("session/{path}"), turn, purpose, mutant);
+                return resolve_with(&format!("session/{path}"), turn, purpose, rules);
             }
             candidate?;
             let corrections = Scope::FILE_SCOPES
@@ -411,9 +472,9 @@ pub fn resolve(
         }
     };
     if scope == Scope::Skill {
-        return resolve_skill(path, rest, turn, purpose, mutant);
+        return resolve_skill(path, rest, turn, purpose, rules);
     }
-    let segments = check_relative(path, rest, purpose, mutant)?;
+    let segments = check_relative(path, rest, purpose, rules)?;
     let relative = segments.join("/");
     let prefix = turn.scope_prefix(scope);
     let key = if purpose == Purpose::List && !relative.is_empty() {
@@ -421,7 +482,7 @@ pub fn resolve(
     } else {
         format!("{prefix}{relative}")
     };
-    finish(path, scope, relative, key, prefix, mutant)
+    finish(path, scope, relative, key, prefix, rules)
 }
 
 fn resolve_skill(
@@ -429,9 +490,9 @@ fn resolve_skill(
     rest: &str,
     turn: &TurnSpace,
     purpose: Purpose,
-    mutant: Option<ScopedMutant>,
+    rules: &PathRules,
 ) -> Result<Resolved, PathError> {
-    let segments = check_relative(path, rest, Purpose::List, mutant)?;
+    let segments = check_relative(path, rest, Purpose::List, rules)?;
     let Some((slug, inner)) = segments.split_first() else {
         return Err(PathError::Empty {
             path: path.to_string(),
@@ -453,7 +514,7 @@ fn resolve_skill(
     {
         return Err(PathError::InvalidId { id: sha.clone() });
     }
-    if inner.first().map(String::as_str) == Some(TEXT_DIR) {
+    if inner.first().map(String::as_str) == Some(rules.text_segment) {
         return Err(PathError::Reserved {
             path: path.to_string(),
         });
@@ -471,7 +532,7 @@ fn resolve_skill(
         format!("{prefix}{inner}")
     };
     let relative = format!("{slug}/{inner}").trim_end_matches('/').to_string();
-    let mut r = finish(path, Scope::Skill, relative, key, prefix, mutant)?;
+    let mut r = finish(path, Scope::Skill, relative, key, prefix, rules)?;
     // The skill view's "prefix" for mapping keys back is the version prefix; relative names
     // carry the slug so a listing shows `skill/<slug>/<path>`.
     r.prefix = skill_version_prefix(&turn.workspace, sha);
@@ -484,14 +545,14 @@ fn finish(
     relative: String,
     key: String,
     prefix: String,
-    mutant: Option<ScopedMutant>,
+    rules: &PathRules,
 ) -> Result<Resolved, PathError> {
     // The longest text key is the file key plus the text directory; refuse up front so a file
     // is never written whose extracted text cannot be.
-    let longest = if mutant == Some(ScopedMutant::TextKeyUncounted) {
+    let longest = if rules.mutant == Some(ScopedMutant::TextKeyUncounted) {
         key.len()
     } else {
-        key.len() + TEXT_DIR.len() + 1
+        key.len() + rules.text_segment.len() + 1
     };
     if longest > MAX_KEY_BYTES {
         return Err(PathError::KeyTooLong {

@@ -10,7 +10,9 @@
 //! - [`schema`]: the PostgreSQL schema and its triggers.
 //! - [`lifecycle`]: the bucket lifecycle configuration and its validation.
 //! - [`mutants`]: deliberately broken variants, switched at run time.
+//! - [`alternatives`]: the other side of SPEC.md's variants, which the store can take.
 
+pub mod alternatives;
 pub mod error;
 pub mod layout;
 pub mod lifecycle;
@@ -20,6 +22,7 @@ pub mod permissions;
 pub mod schema;
 pub mod store;
 
+pub use alternatives::Alternative;
 pub use error::{PathError, ScopedError};
 pub use layout::{Resolved, Scope, TurnSpace};
 pub use mutants::ScopedMutant;

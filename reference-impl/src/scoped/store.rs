@@ -22,7 +22,8 @@ use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
-use super::error::ScopedError;
+use super::alternatives::Alternative;
+use super::error::{PathError, ScopedError};
 use super::layout::{self, Id, Purpose, Resolved, Scope, TurnSpace};
 use super::metadata::{Entity, MetaTx, Metadata, PostgresMetadata, SessionKey};
 use super::mutants::ScopedMutant;
@@ -78,6 +79,11 @@ pub struct ScopedConfig {
     /// Harness hook: the session sweep stops after claiming its candidates and before listing
     /// them, until released, so a test can race a write against it deterministically.
     pub sweep_pause: Option<Arc<SweepPause>>,
+    /// The variants this store takes the other way (SPEC.md's table); empty: the defaults.
+    pub alternatives: std::collections::BTreeSet<super::alternatives::Alternative>,
+    /// The first segment, under a scope's prefix, that holds extracted text (SC-1.4): its
+    /// spelling is the implementation's own, declared to a harness in `init_ok`.
+    pub text_segment: String,
 }
 
 /// A rendezvous inside the session sweep (see [`ScopedConfig::sweep_pause`]).
@@ -101,6 +107,22 @@ impl ScopedConfig {
             mutant: None,
             crash_at: None,
             sweep_pause: None,
+            alternatives: std::collections::BTreeSet::new(),
+            text_segment: layout::TEXT_DIR.to_string(),
+        }
+    }
+
+    /// Whether this store takes `a` rather than the variant's default.
+    pub fn takes(&self, a: super::alternatives::Alternative) -> bool {
+        self.alternatives.contains(&a)
+    }
+
+    /// How this store reads a guest path.
+    pub fn path_rules(&self) -> layout::PathRules<'_> {
+        layout::PathRules {
+            mutant: self.mutant,
+            text_segment: &self.text_segment,
+            tidy: self.takes(super::alternatives::Alternative::SegmentsTidied),
         }
     }
 
@@ -352,6 +374,54 @@ impl ScopedStore {
         self.cfg.mutant == Some(m)
     }
 
+    /// Resolves a guest path by this store's rules. Under `path_check_order=session_first`
+    /// (SC-3.5's variant) a path refused for its shape in a session that does not exist is
+    /// `unknown_entity`, as if the session row had been looked up first.
+    async fn resolve(
+        &self,
+        path: &str,
+        turn: &TurnSpace,
+        purpose: Purpose,
+    ) -> Result<Resolved, ScopedError> {
+        match layout::resolve_with(path, turn, purpose, &self.cfg.path_rules()) {
+            Ok(r) => Ok(r),
+            Err(e)
+                if self.cfg.takes(Alternative::SessionBeforeShape)
+                    && !self.meta.session_exists(&session_key(turn)).await? =>
+            {
+                let _ = e;
+                Err(ScopedError::UnknownEntity {
+                    kind: "session",
+                    id: turn.session.to_string(),
+                })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// [`Self::resolve`] for a write or a delete: under `unknown_skill_writes=read_only`
+    /// (SC-2.6's variant) a slug the table lacks is `read_only`, as any skill path is.
+    async fn resolve_for_change(
+        &self,
+        path: &str,
+        turn: &TurnSpace,
+    ) -> Result<Resolved, ScopedError> {
+        match self.resolve(path, turn, Purpose::File).await {
+            Err(ScopedError::Path(PathError::UnknownSkill { .. }))
+                if self.cfg.takes(Alternative::SkillWritesReadOnly) =>
+            {
+                Err(ScopedError::ReadOnly {
+                    path: path.to_string(),
+                })
+            }
+            r => r,
+        }
+    }
+
+    fn text_key(&self, r: &Resolved) -> String {
+        layout::text_key_in(&r.prefix, &r.key, &self.cfg.text_segment)
+    }
+
     /// Sends one S3 request, made afresh by `request` for each attempt, retrying it while the
     /// store answers 503 (SlowDown or ServiceUnavailable: a throttle), at most
     /// [`S3_ATTEMPTS`] attempts in all with a short backoff between them (SPEC SC-8.4). Any
@@ -361,12 +431,22 @@ impl ScopedStore {
         Fut: std::future::Future<Output = Result<T, SdkError<E>>>,
     {
         let mut attempt = 1;
+        // What is retried: a throttle (503), unless this store reports it at once
+        // (`throttles=reported`); every 5xx when it retries server errors too
+        // (`server_errors=retried`). SPEC SC-8.4 and its two variants.
+        let retried = |status: Option<u16>| match status {
+            Some(503) => {
+                !self.is(ScopedMutant::ThrottleNotRetried)
+                    && !self.cfg.takes(Alternative::ThrottlesReported)
+            }
+            Some(500..=599) => self.cfg.takes(Alternative::ServerErrorsRetried),
+            _ => false,
+        };
         loop {
             match request().await {
                 Err(e)
                     if attempt < S3_ATTEMPTS
-                        && !self.is(ScopedMutant::ThrottleNotRetried)
-                        && e.raw_response().map(|r| r.status().as_u16()) == Some(503) =>
+                        && retried(e.raw_response().map(|r| r.status().as_u16())) =>
                 {
                     // Backoff is not time the scenario sees: every attempt runs at the
                     // request's `now`.
@@ -774,7 +854,7 @@ impl ScopedStore {
         path: &str,
         bytes: Vec<u8>,
     ) -> Result<Resolved, ScopedError> {
-        let r = layout::resolve(path, turn, Purpose::File, self.mutant())?;
+        let r = self.resolve_for_change(path, turn).await?;
         if r.scope == Scope::Skill {
             return Err(ScopedError::ReadOnly {
                 path: path.to_string(),
@@ -783,7 +863,7 @@ impl ScopedStore {
         let written = self
             .in_session(turn, "commit write", async |perms| {
                 self.require(&perms, &r, Access::ReadWrite)?;
-                let text_key = layout::text_key(&r.prefix, &r.key);
+                let text_key = self.text_key(&r);
                 let sha = hex::encode(Sha256::digest(&bytes));
                 match extract_text(&bytes) {
                     Some(text) => {
@@ -808,7 +888,7 @@ impl ScopedStore {
     }
 
     pub async fn read(&self, turn: &TurnSpace, path: &str) -> Result<Vec<u8>, ScopedError> {
-        let r = layout::resolve(path, turn, Purpose::File, self.mutant())?;
+        let r = self.resolve(path, turn, Purpose::File).await?;
         self.in_session(turn, "commit read", async |perms| {
             self.require(&perms, &r, Access::Read)?;
             self.get(&r.key)
@@ -827,7 +907,7 @@ impl ScopedStore {
         turn: &TurnSpace,
         path: &str,
     ) -> Result<Option<String>, ScopedError> {
-        let r = layout::resolve(path, turn, Purpose::File, self.mutant())?;
+        let r = self.resolve(path, turn, Purpose::File).await?;
         self.in_session(turn, "commit read", async |perms| {
             self.require(&perms, &r, Access::Read)?;
             let outlives = self.is(ScopedMutant::TextOutlivesFile);
@@ -838,9 +918,7 @@ impl ScopedStore {
             if file.is_none() && !outlives {
                 return Err(not_found());
             }
-            let text = self
-                .get_stamped(&layout::text_key(&r.prefix, &r.key))
-                .await?;
+            let text = self.get_stamped(&self.text_key(&r)).await?;
             let lossy = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
             match (file, text) {
                 // Only the mutant gets here: text served for a file that is gone.
@@ -863,7 +941,7 @@ impl ScopedStore {
     /// Deletes a file and its text (text first: a crash in between leaves a file without text,
     /// never text without a file).
     pub async fn delete(&self, turn: &TurnSpace, path: &str) -> Result<(), ScopedError> {
-        let r = layout::resolve(path, turn, Purpose::File, self.mutant())?;
+        let r = self.resolve_for_change(path, turn).await?;
         if r.scope == Scope::Skill {
             return Err(ScopedError::ReadOnly {
                 path: path.to_string(),
@@ -877,8 +955,7 @@ impl ScopedStore {
                 });
             }
             if !self.is(ScopedMutant::TextOutlivesFile) {
-                self.delete_one(&layout::text_key(&r.prefix, &r.key))
-                    .await?;
+                self.delete_one(&self.text_key(&r)).await?;
             }
             self.delete_one(&r.key).await
         })
@@ -892,12 +969,18 @@ impl ScopedStore {
         turn: &TurnSpace,
         prefix: Option<&str>,
     ) -> Result<Vec<ListedFile>, ScopedError> {
+        // A prefix is resolved before the session row is looked up (SC-3.5).
+        let named = match prefix.filter(|p| !p.is_empty()) {
+            Some(p) => Some(self.resolve_listing(p, turn).await?),
+            None => None,
+        };
         self.in_session(turn, "commit list", async |perms| {
-            let targets: Vec<Resolved> = match prefix.filter(|p| !p.is_empty()) {
-                Some(p) => {
-                    let r = layout::resolve(p, turn, Purpose::List, self.mutant())?;
-                    self.require(&perms, &r, Access::Read)?;
-                    vec![r]
+            let targets: Vec<Resolved> = match named {
+                Some(named) => {
+                    for r in &named {
+                        self.require(&perms, r, Access::Read)?;
+                    }
+                    named
                 }
                 None => {
                     let scopes: &[Scope] = if self.is(ScopedMutant::ListingOwnScopeOnly) {
@@ -920,33 +1003,88 @@ impl ScopedStore {
                     v
                 }
             };
+            let guest = |r: &Resolved, rel: &str| {
+                if r.scope == Scope::Skill {
+                    let slug = r.relative.split('/').next().unwrap_or_default();
+                    format!("skill/{slug}/{rel}")
+                } else {
+                    format!("{}/{rel}", r.scope)
+                }
+            };
             let mut files = Vec::new();
             for r in targets {
+                let under = r.relative.split_once('/').map_or("", |(_, inner)| inner);
+                let names_something = if r.scope == Scope::Skill {
+                    !under.is_empty()
+                } else {
+                    !r.relative.is_empty()
+                };
+                if names_something && self.cfg.takes(Alternative::FilePrefixListsTheFile) {
+                    // `file_prefix_listings=the_file` (SC-2.7's variant): a prefix that names
+                    // a file lists that file.
+                    let file_key = r.key.trim_end_matches('/');
+                    for (key, size) in self.list_keys(file_key).await? {
+                        if key == file_key {
+                            let rel = &key[r.prefix.len()..];
+                            files.push(ListedFile {
+                                path: guest(&r, rel),
+                                size,
+                            });
+                        }
+                    }
+                }
                 for (key, size) in self.list_keys(&r.key).await? {
                     // Directory markers (keys ending in `/`) made by other tools are not files.
-                    if layout::is_text_key(&r.prefix, &key) || key.ends_with('/') {
+                    if layout::is_text_key_in(&r.prefix, &key, &self.cfg.text_segment)
+                        || key.ends_with('/')
+                    {
                         continue;
                     }
                     let Some(rel) = key.strip_prefix(&r.prefix) else {
                         continue;
                     };
-                    let path = if r.scope == Scope::Skill {
-                        let slug = r.relative.split('/').next().unwrap_or_default();
-                        format!("skill/{slug}/{rel}")
-                    } else {
-                        format!("{}/{rel}", r.scope)
-                    };
-                    files.push(ListedFile { path, size });
+                    files.push(ListedFile {
+                        path: guest(&r, rel),
+                        size,
+                    });
                 }
             }
             // One listing in the order of its guest paths' bytes (SPEC SC-4.4), however many
-            // scopes it spans; the mutant leaves each scope's files where its listing put them.
-            if !self.is(ScopedMutant::ListingByScope) {
+            // scopes it spans; the mutant, and a store taking `listing_order=any`, leave each
+            // scope's files where its listing put them.
+            if !self.is(ScopedMutant::ListingByScope)
+                && !self.cfg.takes(Alternative::ListingsByScope)
+            {
                 files.sort_by(|a, b| a.path.cmp(&b.path));
             }
             Ok(files)
         })
         .await
+    }
+
+    /// What a listing's prefix names: one folder, or under `bare_skill_listings=every_skill`
+    /// (SC-2.7's variant) a bare `skill` names every skill of the turn's table.
+    async fn resolve_listing(
+        &self,
+        prefix: &str,
+        turn: &TurnSpace,
+    ) -> Result<Vec<Resolved>, ScopedError> {
+        match self.resolve(prefix, turn, Purpose::List).await {
+            Err(ScopedError::Path(PathError::Empty { .. }))
+                if self.cfg.takes(Alternative::BareSkillListsEverySkill)
+                    && prefix.split('/').filter(|s| !s.is_empty()).eq(["skill"]) =>
+            {
+                let mut all = Vec::new();
+                for slug in turn.skills.keys() {
+                    all.push(
+                        self.resolve(&format!("skill/{slug}"), turn, Purpose::List)
+                            .await?,
+                    );
+                }
+                Ok(all)
+            }
+            r => r.map(|r| vec![r]),
+        }
     }
 
     // ----- lifecycle ------------------------------------------------------------------------
@@ -1050,8 +1188,9 @@ impl ScopedStore {
                 id: ws.to_string(),
             });
         }
-        // A version with no files names nothing a turn could read (SPEC SC-2.6).
-        if files.is_empty() {
+        // A version with no files names nothing a turn could read (SPEC SC-2.6), unless this
+        // store publishes it anyway (`empty_skill_versions=published`).
+        if files.is_empty() && !self.cfg.takes(Alternative::EmptySkillVersionsPublished) {
             return Err(ScopedError::Path(super::error::PathError::Empty {
                 path: "skill/<slug>/".to_string(),
             }));
@@ -1073,7 +1212,12 @@ impl ScopedStore {
         // Validate every path before writing anything, so a bad path writes nothing.
         let mut keys = Vec::new();
         for path in files.keys() {
-            let r = layout::resolve(&format!("skill/v/{path}"), &probe, Purpose::File, None)?;
+            let rules = layout::PathRules {
+                mutant: None,
+                ..self.cfg.path_rules()
+            };
+            let r =
+                layout::resolve_with(&format!("skill/v/{path}"), &probe, Purpose::File, &rules)?;
             keys.push(r.key);
         }
         for (key, bytes) in keys.iter().zip(files.values()) {

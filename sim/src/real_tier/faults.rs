@@ -30,6 +30,10 @@ pub struct FaultPlan {
     /// Exact failures: `(operation, n)` fails the n-th request (1-based) of that operation
     /// (`"PutObject"`, `"DeleteObjects"`, …) counted from when this plan was set.
     pub fail_requests: Vec<(String, u64)>,
+    /// Lasting failures: `(operation, n)` fails the n-th request of that operation and every
+    /// one after it, until the plan changes, so however often a client retries a 500 the
+    /// operation fails.
+    pub fail_from: Vec<(String, u64)>,
     /// Every request fails with 404 NoSuchBucket, as if the bucket had been deleted.
     pub no_such_bucket: bool,
     /// Every request fails with 403 AccessDenied, as if the credentials had lost their grant.
@@ -162,6 +166,7 @@ impl FaultHandle {
             .fail_requests
             .iter()
             .any(|(o, n)| o == op && *n == nth)
+            || s.plan.fail_from.iter().any(|(o, n)| o == op && nth >= *n)
         {
             s.injected += 1;
             return (
@@ -482,5 +487,35 @@ fn injected_key_error(key: String) -> Error {
         key: Some(key),
         message: Some("injected: this key was not deleted".to_string()),
         version_id: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fails(h: &FaultHandle, op: &'static str) -> bool {
+        h.admit(op).0.is_some()
+    }
+
+    #[test]
+    fn an_exact_failure_fails_one_request_and_a_lasting_one_every_request_from_its_number() {
+        let h = FaultHandle::new(1);
+        h.set_plan(FaultPlan {
+            fail_requests: vec![("PutObject".into(), 2)],
+            ..FaultPlan::default()
+        });
+        let exact: Vec<bool> = (0..4).map(|_| fails(&h, "PutObject")).collect();
+        assert_eq!(exact, [false, true, false, false]);
+        h.set_plan(FaultPlan {
+            fail_from: vec![("PutObject".into(), 2)],
+            ..FaultPlan::default()
+        });
+        let lasting: Vec<bool> = (0..4).map(|_| fails(&h, "PutObject")).collect();
+        assert_eq!(lasting, [false, true, true, true]);
+        // Other operations are not counted against it, and heal ends it.
+        assert!(!fails(&h, "GetObject"));
+        h.heal();
+        assert!(!fails(&h, "PutObject"));
     }
 }

@@ -17,7 +17,9 @@ use proptest::strategy::ValueTree;
 use tidemark_reference::rows::RowsMutant;
 
 use super::explore_ops::{generate, ExploreOp, DEFAULT_STEPS};
-use super::explore_run::{run_ops_at, Databases, Divergence, RunError, RunOk, Tier};
+use super::explore_run::{
+    run_ops_at, run_ops_taking, Databases, Divergence, RunError, RunOk, Tier,
+};
 use super::explore_state::Detail;
 use super::fixture::{self, mutant_arg, new_fixture};
 use crate::explore::engine::{self, Explorer, Failure, Outcome};
@@ -25,6 +27,7 @@ use crate::explore::shrink::{Beside, OpsTree};
 use crate::explore::signature::{text_difference, Signature};
 use crate::explore::text::{tier_option, DivergenceText, TextStyle};
 use crate::profiles::ExploreRequest;
+use crate::variants::Declared;
 
 /// A seed's workload: the batch size its reaps use, and its operations.
 pub type RowsWorkload = (i64, Vec<ExploreOp>);
@@ -42,18 +45,29 @@ pub struct RowsTally {
 
 /// The rows profile on the engine's loop: a seed's sequence on `tier`, its state read at
 /// `detail` (PostgreSQL's rows, or counts where a backend has no schema to read).
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct RowsExplorer<'a> {
     pub tier: Tier<'a>,
     pub detail: Detail,
+    /// The SPEC.md variants the reference takes and the model follows (`--variant`).
+    pub variants: Declared,
 }
 
 impl<'a> RowsExplorer<'a> {
-    /// The tier read at its own detail.
+    /// The tier read at its own detail, every variant at its default.
     pub fn on(tier: Tier<'a>) -> Self {
         RowsExplorer {
             tier,
             detail: tier.detail(),
+            variants: Declared::defaults(),
+        }
+    }
+
+    /// This explorer with the reference taking `variants`, and the model following them.
+    pub fn taking(self, variants: &Declared) -> Self {
+        RowsExplorer {
+            variants: variants.clone(),
+            ..self
         }
     }
 }
@@ -95,7 +109,7 @@ impl Explorer for RowsExplorer<'_> {
         (batch, ops): &RowsWorkload,
         mutant: Option<RowsMutant>,
     ) -> Outcome<RunOk, Divergence> {
-        match run_ops_at(self.tier, self.detail, *batch, ops, mutant).await {
+        match run_ops_taking(self.tier, self.detail, *batch, ops, mutant, &self.variants).await {
             Ok(r) => Outcome::Passed(r),
             Err(RunError::Diverged(d)) => Outcome::Diverged(d),
             Err(RunError::Setup(e)) => Outcome::Setup(e),
@@ -145,7 +159,13 @@ impl Explorer for RowsExplorer<'_> {
     };
 
     fn setting_options(&self) -> String {
-        tier_option(self.tier.name())
+        let variants: String = self
+            .variants
+            .non_defaults()
+            .iter()
+            .map(|v| format!(" --variant {v}"))
+            .collect();
+        format!("{}{variants}", tier_option(self.tier.name()))
     }
 
     fn heading_detail(&self, (batch, _): &RowsWorkload) -> String {
@@ -181,6 +201,7 @@ impl Explorer for RowsExplorer<'_> {
             failure.seed,
             mutant,
             self.tier.name(),
+            &self.variants,
             *batch,
             ops.clone(),
             divergence,
@@ -236,7 +257,7 @@ pub fn command(request: &ExploreRequest) -> Result<bool, String> {
             println!("rows explore: the reference's in-memory backend, no PostgreSQL");
             return request
                 .run_on(
-                    &RowsExplorer::on(Tier::Memory),
+                    &RowsExplorer::on(Tier::Memory).taking(&request.variants),
                     mutant,
                     fixture::default_dir,
                 )
@@ -250,6 +271,7 @@ pub fn command(request: &ExploreRequest) -> Result<bool, String> {
             let on = |tier| RowsExplorer {
                 tier,
                 detail: Detail::Counts,
+                variants: request.variants.clone(),
             };
             engine::compare(
                 &on(Tier::Memory),
@@ -261,7 +283,7 @@ pub fn command(request: &ExploreRequest) -> Result<bool, String> {
         } else {
             request
                 .run_on(
-                    &RowsExplorer::on(Tier::Postgres(&dbs)),
+                    &RowsExplorer::on(Tier::Postgres(&dbs)).taking(&request.variants),
                     mutant,
                     fixture::default_dir,
                 )

@@ -24,6 +24,7 @@ use super::explore_state::{self, check_crashed, first_difference, Detail};
 use super::model::Model;
 use super::runner::{perform, same, Learnt, Outcome};
 use super::script::Action;
+use crate::variants::Declared;
 
 /// Databases for explored sequences, reused: a seed's store starts from an emptied schema
 /// (`TRUNCATE ... RESTART IDENTITY`, every sequence restarting at 1), which costs PostgreSQL far
@@ -121,16 +122,18 @@ impl Tier<'_> {
         }
     }
 
-    /// A store with no rows, `mutant` switched on, and what hands its database back.
-    async fn open(&self, mutant: Option<RowsMutant>) -> Result<Opened<'_>, String> {
+    /// A store with no rows, configured by `config` (a mutant switched on, the variants it
+    /// takes), and what hands its database back.
+    async fn open(&self, config: RowsConfig) -> Result<Opened<'_>, String> {
+        let mutant = config.mutant;
         match self {
             Tier::Memory => Ok(Opened {
-                endpoint: ReferenceRows::new(RowsStore::in_memory(RowsConfig { mutant })),
+                endpoint: ReferenceRows::new(RowsStore::in_memory(config)),
                 db: None,
             }),
             Tier::Postgres(dbs) => {
                 let db = dbs.take(mutant).await?;
-                match RowsStore::open_with(db.pool.clone(), RowsConfig { mutant }).await {
+                match RowsStore::open_with(db.pool.clone(), config).await {
                     Ok(store) => Ok(Opened {
                         endpoint: ReferenceRows::new(store),
                         db: Some((dbs, db, mutant)),
@@ -293,12 +296,26 @@ pub async fn run_ops_at(
     ops: &[ExploreOp],
     mutant: Option<RowsMutant>,
 ) -> Result<RunOk, RunError> {
-    let mut opened = tier.open(mutant).await.map_err(RunError::Setup)?;
+    run_ops_taking(tier, detail, batch, ops, mutant, &Declared::defaults()).await
+}
+
+/// [`run_ops_at`], the reference taking the SPEC.md variants `variants` declares and the model
+/// following them (`tidemark explore --profile rows --variant`).
+pub async fn run_ops_taking(
+    tier: Tier<'_>,
+    detail: Detail,
+    batch: i64,
+    ops: &[ExploreOp],
+    mutant: Option<RowsMutant>,
+    variants: &Declared,
+) -> Result<RunOk, RunError> {
+    let config = super::variants::configured(RowsConfig::with_mutant(mutant), variants);
+    let mut opened = tier.open(config).await.map_err(RunError::Setup)?;
     let result = Run {
         endpoint: &mut opened.endpoint,
         detail,
         batch,
-        model: Model::default(),
+        model: Model::taking(variants),
         learnt: Learnt::default(),
         now: EPOCH,
         ok: RunOk::default(),

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use tidemark_reference::rows::RowsMutant;
 
 use super::explore_ops::{ExploreOp, GENERATOR_VERSION};
-use super::explore_run::{run_ops, Divergence, RunError, Tier};
+use super::explore_run::{run_ops_taking, Divergence, RunError, Tier};
 use crate::explore::saved::SavedFailure;
+use crate::variants::Declared;
 
 pub const PROFILE: &str = "rows";
 
@@ -22,6 +23,9 @@ pub struct RowsSetting {
     pub tier: String,
     /// Rows per delete batch in every reap.
     pub batch: i64,
+    /// The SPEC.md variants the reference took (`--variant`), by name; empty: the defaults.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub variants: std::collections::BTreeMap<String, String>,
 }
 
 pub type RowsFixture = SavedFailure<ExploreOp, RowsSetting>;
@@ -43,6 +47,7 @@ pub fn new_fixture(
     seed: u64,
     mutant: Option<RowsMutant>,
     tier: &str,
+    variants: &Declared,
     batch: i64,
     ops: Vec<ExploreOp>,
     d: &Divergence,
@@ -56,6 +61,7 @@ pub fn new_fixture(
         setting: RowsSetting {
             tier: tier.into(),
             batch,
+            variants: variants.to_map(),
         },
         ops,
         divergence: d.line(),
@@ -68,6 +74,7 @@ pub fn new_fixture(
 pub fn load(path: &Path) -> Result<RowsFixture, String> {
     let f: RowsFixture = SavedFailure::load_as(path, PROFILE)?;
     mutant_arg(f.mutant.as_deref()).map_err(|e| format!("{}: {e}", path.display()))?;
+    Declared::read(&f.setting.variants).map_err(|e| format!("{}: {e}", path.display()))?;
     if f.setting.batch < 1 {
         return Err(format!(
             "{}: batch {} is not a batch size (expected 1 or more)",
@@ -113,14 +120,16 @@ pub struct RowsReplay {
 /// Replays `f` on `tier`, and (for a mutant's failure) the same operations on the reference.
 pub async fn replay(tier: Tier<'_>, f: &RowsFixture) -> Result<RowsReplay, String> {
     let mutant = mutant_arg(f.mutant.as_deref())?;
-    let run = run_ops(tier, f.setting.batch, &f.ops, mutant).await;
+    let variants = Declared::read(&f.setting.variants)?;
+    let detail = tier.detail();
+    let run = run_ops_taking(tier, detail, f.setting.batch, &f.ops, mutant, &variants).await;
     let (hash, divergence) = match &run {
         Err(RunError::Diverged(d)) => (Some(d.hash()), Some(d.line())),
         Err(RunError::Setup(e)) => return Err(format!("could not set up: {e}")),
         Ok(_) => (None, None),
     };
     let reference_passes = if mutant.is_some() {
-        match run_ops(tier, f.setting.batch, &f.ops, None).await {
+        match run_ops_taking(tier, detail, f.setting.batch, &f.ops, None, &variants).await {
             Ok(_) => true,
             Err(RunError::Diverged(_)) => false,
             Err(RunError::Setup(e)) => return Err(format!("could not set up: {e}")),

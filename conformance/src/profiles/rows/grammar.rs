@@ -81,7 +81,8 @@ fn text(t: &Token, what: &str) -> Result<String, String> {
 const STEPS: &str = "workspace, session, delete session|workspace|reply, start reply, stream, finish reply, interrupt reply, seal reply, event, prompt, invoke tool, fire trigger, snapshot, name snapshot, drop model, snapshots, item, settle item, hold request, keep, reap, transcript, count, advance";
 
 /// Reads one step's action; `refusal` says whether the step expects a refusal (a kind that
-/// is no kind may then be written, to show it refused).
+/// is no kind may then be written, to show it refused: as `unknown_kind`, or for the reply or
+/// session checked before it under SR-2.1's variant `kind_check_order=target_first`).
 pub(super) fn action(
     t: &[Token],
     names: &mut Names,
@@ -141,7 +142,7 @@ pub(super) fn action(
         known(&names.items, "item", &i, &format!("item {i} in WORKSPACE"))?;
         Ok(i)
     };
-    let unknown_kind_ok = refusal == Some("unknown_kind");
+    let unknown_kind_ok = refusal.is_some();
     match words.as_slice() {
         ["advance", ..] => {
             arity(2, "advance DURATION")?;

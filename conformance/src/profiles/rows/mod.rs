@@ -35,6 +35,7 @@ pub mod queries;
 pub mod runner;
 pub mod scale;
 pub mod script;
+pub mod variants;
 pub mod world;
 
 use std::collections::BTreeSet;
@@ -113,14 +114,22 @@ pub async fn check_in_process(
     scripts: &[Script],
     jobs: NonZeroUsize,
     mutant: Option<RowsMutant>,
+    variants: &crate::variants::Declared,
 ) -> Vec<CaseReport> {
     futures::stream::iter(scripts)
         .map(|s| async move {
             let mut trace = Trace::new();
-            let verdict = match runner::run_on(tier, s, mutant, &mut trace, &mut Vec::new()).await {
-                Ok(()) => Verdict::Passed,
-                Err(f) => Verdict::Failed(f),
-            };
+            // A scenario about another choice of a variant does not apply (SPEC.md's variants).
+            if let Some(reason) = s.skip_reason(variants) {
+                return case(s, Verdict::Skipped { reason }, &trace);
+            }
+            let verdict =
+                match runner::run_on_taking(tier, s, mutant, variants, &mut trace, &mut Vec::new())
+                    .await
+                {
+                    Ok(()) => Verdict::Passed,
+                    Err(f) => Verdict::Failed(f),
+                };
             case(s, verdict, &trace)
         })
         .buffered(jobs.get())
@@ -246,10 +255,24 @@ impl super::Profile for RowsProfile {
             return Ok(Vec::new());
         }
         if request.tier == Some("memory") {
-            return Ok(check_in_process(Tier::Memory, &scripts, request.jobs, None).await);
+            return Ok(check_in_process(
+                Tier::Memory,
+                &scripts,
+                request.jobs,
+                None,
+                request.variants,
+            )
+            .await);
         }
         let pg = postgres().await?;
-        Ok(check_in_process(Tier::Postgres(&pg), &scripts, request.jobs, None).await)
+        Ok(check_in_process(
+            Tier::Postgres(&pg),
+            &scripts,
+            request.jobs,
+            None,
+            request.variants,
+        )
+        .await)
     }
 
     async fn mutants(

@@ -17,6 +17,7 @@ use tidemark_sim::trace::Trace;
 use super::contract::{Observation, ReferenceRows, RowsEndpoint, RowsOp, RowsOutcome, UNMADE};
 use super::script::{transcript_text, Action, Counted, Entry, Expect, Ids, Script, Step, SWEEPS};
 use crate::play::{Failure, Located, Mismatch, StepPlayer};
+use crate::variants::Declared;
 
 /// What a step answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -198,7 +199,37 @@ pub async fn run_on(
     trace: &mut Trace,
     outcomes: &mut Vec<(usize, Outcome)>,
 ) -> Result<(), Failure> {
-    let config = RowsConfig { mutant };
+    run_on_taking(tier, script, mutant, &Declared::defaults(), trace, outcomes).await
+}
+
+/// [`run_on`] with the reference taking the SPEC.md variants `variants` declares, the scenario
+/// played as an implementation declaring them plays it (its guarded steps kept or dropped). A
+/// scenario whose `variant:` line does not hold is the caller's to skip.
+pub async fn run_on_taking(
+    tier: Tier<'_>,
+    script: &Script,
+    mutant: Option<RowsMutant>,
+    variants: &Declared,
+    trace: &mut Trace,
+    outcomes: &mut Vec<(usize, Outcome)>,
+) -> Result<(), Failure> {
+    run_on_declaring(tier, script, mutant, variants, variants, trace, outcomes).await
+}
+
+/// [`run_on_taking`] with the reference taking `takes` while the scenario is played as for an
+/// implementation declaring `declares`: what an implementation whose declaration is wrong
+/// looks like to the suite.
+pub async fn run_on_declaring(
+    tier: Tier<'_>,
+    script: &Script,
+    mutant: Option<RowsMutant>,
+    takes: &Declared,
+    declares: &Declared,
+    trace: &mut Trace,
+    outcomes: &mut Vec<(usize, Outcome)>,
+) -> Result<(), Failure> {
+    let config = super::variants::configured(RowsConfig::with_mutant(mutant), takes);
+    let script = &script.as_played_by(declares);
     let pg = match tier {
         Tier::Memory => {
             let mut reference = ReferenceRows::new(RowsStore::in_memory(config));

@@ -43,7 +43,7 @@ pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
     rule_prefix: "SR-",
     mutants: || RowsMutant::ALL.iter().map(|m| m.id()).collect(),
     capabilities: &[],
-    variants: &[],
+    variants: super::variants::VARIANTS,
 };
 
 /// The reason codes of SPEC SR-9.1.
@@ -54,6 +54,8 @@ pub const REASONS: &[&str] = &[
     "unknown_snapshot",
     "unknown_item",
     "unknown_kind",
+    // Only under SR-5.1's variant `unknown_model_drops=refused`.
+    "unknown_model",
     "reply_state",
     "already_exists",
     "database_unavailable",
@@ -81,9 +83,30 @@ pub struct Script {
     pub rules: Vec<String>,
     pub kills: Vec<String>,
     pub steps: Vec<Step>,
+    /// The `variant:` line and the guarded steps (SPEC.md's variants).
+    pub guards: crate::variants::Guards,
 }
 
 impl Script {
+    /// The scenario as an implementation taking `declared` plays it: only the steps whose
+    /// guard holds for it.
+    pub fn as_played_by(&self, declared: &crate::variants::Declared) -> Script {
+        Script {
+            steps: self
+                .steps
+                .iter()
+                .filter(|s| self.guards.keeps(s.line, declared))
+                .cloned()
+                .collect(),
+            ..self.clone()
+        }
+    }
+
+    /// Why the scenario does not apply to an implementation taking `declared`.
+    pub fn skip_reason(&self, declared: &crate::variants::Declared) -> Option<String> {
+        self.guards.skip_reason(declared)
+    }
+
     /// `rows::<file stem>`, `-` read as `_`.
     pub fn test_name(&self) -> String {
         load::test_name(VOCABULARY.profile, &self.file)
@@ -393,12 +416,37 @@ pub fn parse_with(
             expect,
         });
     }
+    // No hollow checks for any implementation: the rows a count finds gone must have been shown
+    // by a step every implementation taking those choices plays, not only by a guarded one.
+    for declared in header.guards.assignments() {
+        let mut shown: BTreeSet<&Counted> = BTreeSet::new();
+        for step in steps
+            .iter()
+            .filter(|s| header.guards.keeps(s.line, &declared))
+        {
+            match (&step.action, &step.expect) {
+                (Action::Count(c), Expect::Count(0)) if !shown.contains(c) => {
+                    return Err(err(
+                        step.line,
+                        format!(
+                            "a hollow check for an implementation taking {declared}: the count above 0 that shows these rows is a step it does not play"
+                        ),
+                    ))
+                }
+                (Action::Count(c), Expect::Count(_)) => {
+                    shown.insert(c);
+                }
+                _ => {}
+            }
+        }
+    }
     Ok(Script {
         file: file.to_path_buf(),
         name: header.name,
         rules: header.rules,
         kills: header.kills,
         steps,
+        guards: header.guards,
     })
 }
 
@@ -441,6 +489,28 @@ mod tests {
                 total: None,
                 sweeps: vec![("streamed_events".into(), 1), ("trigger_firings".into(), 2)]
             }
+        );
+    }
+
+    #[test]
+    fn a_count_of_zero_shown_only_by_another_choices_step_is_a_hollow_check() {
+        let text = "workspace w\nsession c in w\nevent c turn.started \"x\"\n\
+                    when kind_check_order=target_first: count events in c => 1\n\
+                    delete session c\ncount events in c => 0\n";
+        let e = parse_with(
+            Path::new("x.tdm"),
+            &format!("{HEAD}{text}"),
+            &["SR-2.3".to_string(), "SR-2.1".to_string()]
+                .into_iter()
+                .collect(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with(
+                "x.tdm:9: a hollow check for an implementation taking every variant at its default"
+            ),
+            "{e}"
         );
     }
 

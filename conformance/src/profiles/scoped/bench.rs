@@ -23,7 +23,13 @@ pub fn scoped(seeds: u64, jobs: std::num::NonZeroUsize) -> Result<String, String
         )
         .map_err(|e| e.to_string())?;
         let started = Instant::now();
-        let cases = crate::profiles::scoped::check_in_process(&scripts, jobs, None).await?;
+        let cases = crate::profiles::scoped::check_in_process(
+            &scripts,
+            jobs,
+            None,
+            &crate::variants::Declared::defaults(),
+        )
+        .await?;
         let suite = started.elapsed();
         let failed = cases
             .iter()
@@ -35,7 +41,10 @@ pub fn scoped(seeds: u64, jobs: std::num::NonZeroUsize) -> Result<String, String
         let (pg, source, ready) = crate::profiles::scoped::postgres().await?;
         let mut per_second = Vec::new();
         for tier in [Tier::Memory, Tier::Postgres(&pg)] {
-            let explorer = ScopedExplorer { tier };
+            let explorer = ScopedExplorer {
+                tier,
+                variants: crate::variants::Declared::defaults(),
+            };
             let run = explore_seeds(&explorer, 0..seeds, None, 0, jobs.get(), &|| {}).await;
             if !run.failures.is_empty() {
                 return Err(format!(

@@ -141,6 +141,9 @@ pub enum ScopedOp {
         /// `(operation, n)`: the n-th request of that operation from now fails.
         #[serde(default)]
         fail_requests: Vec<(String, u64)>,
+        /// `(operation, n)`: the n-th request of that operation and every later one fail.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        fail_from: Vec<(String, u64)>,
         /// Every request answers 404 NoSuchBucket.
         #[serde(default)]
         no_such_bucket: bool,
@@ -263,14 +266,16 @@ impl DriverTier {
     }
 }
 
-/// The store's configuration for a scenario: `mutant` switched on, `knobs` applied (only
-/// `session_file_ttl_days` exists).
+/// The store's configuration for a scenario: `mutant` switched on, the variants `variants`
+/// declares taken, `knobs` applied (only `session_file_ttl_days` exists).
 fn config_from(
     mutant: Option<ScopedMutant>,
+    variants: &crate::variants::Declared,
     knobs: &BTreeMap<String, i64>,
 ) -> Result<ScopedConfig, RealTierError> {
     let mut config = ScopedConfig::new("unset");
     config.mutant = mutant;
+    config.alternatives = super::variants::alternatives(variants);
     for (k, v) in knobs {
         match k.as_str() {
             "session_file_ttl_days" => {
@@ -297,10 +302,11 @@ impl ScopedDriver {
         tier: Arc<RealTier>,
         name: &str,
         mutant: Option<ScopedMutant>,
+        variants: &crate::variants::Declared,
         knobs: &BTreeMap<String, i64>,
     ) -> Result<ScopedDriver, RealTierError> {
         let clock = ManualClock::default();
-        let config = config_from(mutant, knobs)?;
+        let config = config_from(mutant, variants, knobs)?;
         let (store, db) = tier
             .scoped_store(name, config, Arc::new(clock.clone()))
             .await?;
@@ -326,10 +332,11 @@ impl ScopedDriver {
     /// store. No PostgreSQL is needed.
     pub async fn start_sim(
         mutant: Option<ScopedMutant>,
+        variants: &crate::variants::Declared,
         knobs: &BTreeMap<String, i64>,
         seed: u64,
     ) -> Result<ScopedDriver, RealTierError> {
-        let mut config = config_from(mutant, knobs)?;
+        let mut config = config_from(mutant, variants, knobs)?;
         // LastModified of the in-memory store comes from this clock; the scoped reference
         // stamps its own write times, so a fixed instant is enough (as on the memory backend).
         let s3_clock = Arc::new(ManualClock::starting_at(tidemark_sim::clock::EPOCH));

@@ -16,9 +16,11 @@ use crate::explore::signature::{text_difference, Signature};
 use crate::explore::text::{tier_option, DivergenceText};
 use crate::profiles::scoped::model::Tier;
 use crate::profiles::scoped::model::{
-    generate, run_ops, Divergence, ModelOp, SequenceError, SequenceRun, DEFAULT_STEPS,
+    generate, run_ops_taking, Divergence, IdStyle, ModelOp, SequenceError, SequenceRun,
+    DEFAULT_STEPS,
 };
 use crate::profiles::ExploreRequest;
+use crate::variants::Declared;
 use proptest::strategy::ValueTree;
 use tidemark_reference::scoped::ScopedMutant;
 
@@ -41,9 +43,11 @@ pub type ScopedFailure = Failure<Vec<ModelOp>, Divergence>;
 /// The scoped profile on the engine's exploration loop: each seed's [`generate`]d operations
 /// on its own metadata on `tier` and its own in-memory S3 (whose faults the seed also draws),
 /// shrunk by deleting chunks of operations.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct ScopedExplorer<'a> {
     pub tier: Tier<'a>,
+    /// The SPEC.md variants the reference takes and the model follows (`--variant`).
+    pub variants: Declared,
 }
 
 #[async_trait::async_trait(?Send)]
@@ -80,7 +84,17 @@ impl Explorer for ScopedExplorer<'_> {
         ops: &Vec<ModelOp>,
         mutant: Option<ScopedMutant>,
     ) -> Outcome<SequenceRun, Divergence> {
-        match run_ops(self.tier, seed, ops, mutant, None).await {
+        match run_ops_taking(
+            self.tier,
+            seed,
+            ops,
+            mutant,
+            None,
+            IdStyle::Uuid,
+            &self.variants,
+        )
+        .await
+        {
             Ok(r) => Outcome::Passed(r),
             Err(SequenceError::Diverged(d)) => Outcome::Diverged(d),
             Err(SequenceError::Setup(e)) => Outcome::Setup(e),
@@ -129,7 +143,13 @@ impl Explorer for ScopedExplorer<'_> {
     }
 
     fn setting_options(&self) -> String {
-        tier_option(self.tier.name())
+        let variants: String = self
+            .variants
+            .non_defaults()
+            .iter()
+            .map(|v| format!(" --variant {v}"))
+            .collect();
+        format!("{}{variants}", tier_option(self.tier.name()))
     }
 
     fn op_lines(&self, ops: &Vec<ModelOp>) -> Vec<String> {
@@ -160,6 +180,7 @@ impl Explorer for ScopedExplorer<'_> {
             failure.seed,
             mutant,
             self.tier,
+            &self.variants,
             failure.workload.clone(),
             divergence,
         )
@@ -257,14 +278,25 @@ pub fn command(request: &ExploreRequest) -> Result<bool, String> {
             let pg = pg
                 .as_deref()
                 .expect("the differential check has PostgreSQL");
-            let memory = ScopedExplorer { tier: Tier::Memory };
+            let memory = ScopedExplorer {
+                tier: Tier::Memory,
+                variants: request.variants.clone(),
+            };
             let postgres = ScopedExplorer {
                 tier: Tier::Postgres(pg),
+                variants: request.variants.clone(),
             };
             return engine::compare(&memory, &postgres, &request.seeds(), mutant).await;
         }
         request
-            .run_on(&ScopedExplorer { tier }, mutant, fixture::default_dir)
+            .run_on(
+                &ScopedExplorer {
+                    tier,
+                    variants: request.variants.clone(),
+                },
+                mutant,
+                fixture::default_dir,
+            )
             .await
     })
 }
@@ -357,6 +389,7 @@ mod tests {
             let (pg, _, _) = crate::profiles::scoped::postgres().await.unwrap();
             let explorer = ScopedExplorer {
                 tier: Tier::Postgres(&pg),
+                variants: Declared::defaults(),
             };
             let run = engine::explore_seeds(&explorer, 0..3, None, 0, 2, &|| {}).await;
             assert!(
@@ -388,7 +421,10 @@ mod tests {
     /// hunt, never searched and never counted as found.
     #[test]
     fn out_of_reach_mutants_are_skipped_with_their_reason_never_found() {
-        let explorer = ScopedExplorer { tier: Tier::Memory };
+        let explorer = ScopedExplorer {
+            tier: Tier::Memory,
+            variants: Declared::defaults(),
+        };
         let seeds = Seeds {
             first_seed: 0,
             seeds: 3,

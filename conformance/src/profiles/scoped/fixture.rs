@@ -5,8 +5,9 @@
 
 use crate::explore::saved::SavedFailure;
 use crate::profiles::scoped::model::{
-    run_ops_with, trace_hash, Divergence, IdStyle, ModelOp, SequenceError, Tier,
+    run_ops_taking, trace_hash, Divergence, IdStyle, ModelOp, SequenceError, Tier,
 };
+use crate::variants::Declared;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tidemark_reference::scoped::ScopedMutant;
@@ -17,6 +18,9 @@ pub struct ScopedSetting {
     /// `postgres` or `memory`.
     #[serde(default = "postgres")]
     pub tier: String,
+    /// The SPEC.md variants the reference took (`--variant`), by name; empty: the defaults.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub variants: std::collections::BTreeMap<String, String>,
 }
 
 /// A saved scoped failure, in the one saved-failure format ([`SavedFailure`]). Its seed also
@@ -52,6 +56,7 @@ impl ScopedFixture {
         seed: u64,
         mutant: Option<ScopedMutant>,
         tier: Tier<'_>,
+        variants: &Declared,
         ops: Vec<ModelOp>,
         d: &Divergence,
     ) -> ScopedFixture {
@@ -63,6 +68,7 @@ impl ScopedFixture {
             mutant: mutant.map(|m| m.id().to_string()),
             setting: ScopedSetting {
                 tier: tier.name().to_string(),
+                variants: variants.to_map(),
             },
             ops,
             divergence: divergence_line(d),
@@ -90,6 +96,11 @@ impl ScopedFixture {
     pub fn mutant(&self) -> Result<Option<ScopedMutant>, String> {
         super::explore::mutant_arg(self.mutant.as_deref())
     }
+
+    /// The SPEC.md variants the reference took when this failure was found.
+    pub fn variants(&self) -> Result<Declared, String> {
+        Declared::read(&self.setting.variants)
+    }
 }
 
 /// Whether a fixture file belongs to the scoped profile (its `profile` field), without
@@ -112,14 +123,15 @@ pub struct ScopedReplay {
 /// Replays `f` on `tier` (a fixture says which tier found it; either must reproduce it).
 pub async fn replay(tier: Tier<'_>, f: &ScopedFixture) -> Result<ScopedReplay, String> {
     let mutant = f.mutant()?;
-    let run = run_ops_with(tier, f.seed, &f.ops, mutant, None, f.ids()).await;
+    let variants = f.variants()?;
+    let run = run_ops_taking(tier, f.seed, &f.ops, mutant, None, f.ids(), &variants).await;
     let (hash, divergence) = match &run {
         Err(SequenceError::Diverged(d)) => (Some(divergence_hash(d)), Some(divergence_line(d))),
         Err(SequenceError::Setup(e)) => return Err(format!("could not set up: {e}")),
         Ok(_) => (None, None),
     };
     let reference_passes = if mutant.is_some() {
-        match run_ops_with(tier, f.seed, &f.ops, None, None, f.ids()).await {
+        match run_ops_taking(tier, f.seed, &f.ops, None, None, f.ids(), &variants).await {
             Ok(_) => true,
             Err(SequenceError::Diverged(_)) => false,
             Err(SequenceError::Setup(e)) => return Err(format!("could not set up: {e}")),
@@ -186,7 +198,14 @@ mod tests {
         let Err(SequenceError::Diverged(d)) = rt.block_on(run) else {
             panic!("the mutant still fails the same operations with UUID ids")
         };
-        let f = ScopedFixture::new(old.seed, mutant, Tier::Memory, old.ops.clone(), &d);
+        let f = ScopedFixture::new(
+            old.seed,
+            mutant,
+            Tier::Memory,
+            &Declared::defaults(),
+            old.ops.clone(),
+            &d,
+        );
         assert_eq!(f.generator, 2);
         let ws = crate::profiles::scoped::model::IdStyle::Uuid.id("w1");
         assert!(

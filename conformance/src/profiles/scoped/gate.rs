@@ -47,6 +47,18 @@ pub trait ScopedImplementation: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The SPEC.md variants it takes (PROTOCOL.md: `init_ok`'s `variants`); the scenarios
+    /// follow them. Default: every variant at its default.
+    fn variants(&self) -> crate::variants::Declared {
+        crate::variants::Declared::defaults()
+    }
+
+    /// How it spells the extracted-text area under a scope's prefix (SC-1.4; PROTOCOL.md:
+    /// `init_ok`'s `text_segment`). Default: the reference's, `.tidemark-text`.
+    fn text_segment(&self) -> String {
+        super::text_segment::DEFAULT.into()
+    }
+
     /// Starts an instance over what `init` hands over (its `s3` and `postgres_url`, its knobs),
     /// at the start of a scenario and again after each crash.
     fn start<'a>(
@@ -163,13 +175,18 @@ fn shutdown() {
     });
 }
 
-/// Plays one scenario against `implementation`; `Err` is the failure as a person reads it.
+/// Plays one scenario against `implementation`, as it declares itself (the steps its variants
+/// keep, its text area's spelling); `Err` is the failure as a person reads it.
 pub async fn play(
     implementation: &dyn ScopedImplementation,
     pg: Arc<PgProvider>,
     script: &Script,
 ) -> Result<(), String> {
     let mut trace = Trace::new();
+    let played = script
+        .as_played_by(&implementation.variants())
+        .with_text_segment(&implementation.text_segment());
+    let script = &played;
     process::play_with(pg, script, &mut trace, async |_: PathBuf, init: Init| {
         InProcess::start(implementation, init).await
     })
@@ -189,8 +206,9 @@ pub async fn play(
 }
 
 /// The scoped suite as libtest-mimic trials for `implementation`: one test per scenario, named
-/// by its test name (`scoped::files_live_under_scope_first_keys`); a scenario needing a
-/// capability the implementation lacks is an ignored test.
+/// by its test name (`scoped::files_live_under_scope_first_keys`), played with the steps its
+/// declared variants keep; a scenario needing a capability the implementation lacks, or about a
+/// variant's choice it does not take, is an ignored test.
 pub fn trials(implementation: impl ScopedImplementation) -> Result<Vec<Trial>, String> {
     let scripts = process::load(
         &crate::default_scenarios_dir().join(process::PROFILE),
@@ -199,10 +217,18 @@ pub fn trials(implementation: impl ScopedImplementation) -> Result<Vec<Trial>, S
     )?;
     let implementation: Arc<dyn ScopedImplementation> = Arc::new(implementation);
     let capabilities = implementation.capabilities();
+    let declared = implementation.variants();
+    let text_segment = implementation.text_segment();
+    if let Err(why) = super::text_segment::check(&text_segment) {
+        return Err(format!("text_segment {text_segment:?} {why}"));
+    }
     Ok(scripts
         .into_iter()
         .map(|script| {
-            let ignored = process::missing_capability(&capabilities, &script).is_some();
+            // `play` reads the scenario as the implementation declares itself.
+            let ignored = script.skip_reason(&declared).is_some()
+                || process::missing_capability(&capabilities, &script.as_played_by(&declared))
+                    .is_some();
             let implementation = implementation.clone();
             Trial::test(script.test_name(), move || {
                 let shared = shared();

@@ -30,7 +30,9 @@ pub mod play;
 pub mod process;
 pub mod remote;
 pub mod script;
+pub mod text_segment;
 pub mod uuid_ids;
+pub mod variants;
 pub mod world;
 
 pub use driver::{ScopedDriver, ScopedOp, ScopedOutcome, Turn};
@@ -122,6 +124,7 @@ pub async fn check_in_process(
     scripts: &[script::Script],
     jobs: std::num::NonZeroUsize,
     mutant: Option<ScopedMutant>,
+    variants: &crate::variants::Declared,
 ) -> Result<Vec<crate::report::CaseReport>, String> {
     use futures::StreamExt;
     if scripts.is_empty() {
@@ -132,10 +135,16 @@ pub async fn check_in_process(
     Ok(futures::stream::iter(scripts)
         .map(|s| async move {
             let mut trace = tidemark_sim::trace::Trace::new();
-            let verdict = match play_in_process(pg.clone(), s, mutant, &mut trace).await {
-                Ok(()) => crate::report::Verdict::Passed,
-                Err(f) => crate::report::Verdict::Failed(f),
-            };
+            // A scenario about another choice of a variant does not apply (SPEC.md's variants).
+            if let Some(reason) = s.skip_reason(variants) {
+                return self::process::case(s, crate::report::Verdict::Skipped { reason }, &trace);
+            }
+            let played = s.as_played_by(variants);
+            let verdict =
+                match play_in_process(pg.clone(), &played, mutant, variants, &mut trace).await {
+                    Ok(()) => crate::report::Verdict::Passed,
+                    Err(f) => crate::report::Verdict::Failed(f),
+                };
             self::process::case(s, verdict, &trace)
         })
         .buffered(jobs.get())
@@ -147,6 +156,7 @@ async fn play_in_process(
     pg: Arc<PgProvider>,
     s: &script::Script,
     mutant: Option<ScopedMutant>,
+    variants: &crate::variants::Declared,
     trace: &mut tidemark_sim::trace::Trace,
 ) -> Result<(), crate::play::Failure> {
     use self::driver::ScopedDriver;
@@ -160,7 +170,7 @@ async fn play_in_process(
     let tier = RealTier::with_postgres(pg, s.fault_seed())
         .await
         .map_err(|e| setup_failure("a running S3 server", e))?;
-    let mut driver = ScopedDriver::start(Arc::new(tier), &name, mutant, &s.knobs)
+    let mut driver = ScopedDriver::start(Arc::new(tier), &name, mutant, variants, &s.knobs)
         .await
         .map_err(|e| setup_failure("a running store", e))?;
     let result = steps_in_process(&mut driver, s, trace).await;
@@ -230,7 +240,7 @@ impl super::Profile for ScopedProfile {
         let scripts = process::load(&dir, request.only, request.spec)?;
         match program {
             Some(factory) => process::check(factory, &scripts, request.jobs, None).await,
-            None => check_in_process(&scripts, request.jobs, None).await,
+            None => check_in_process(&scripts, request.jobs, None, request.variants).await,
         }
     }
 
@@ -283,6 +293,7 @@ impl super::Profile for ScopedProfile {
     }
 
     fn check_claims(&self, claims: &crate::protocol::InitOk) -> Result<(), String> {
-        ledger::LedgerQueries::declared(claims).map(|_| ())
+        ledger::LedgerQueries::declared(claims)?;
+        text_segment::declared(claims).map(|_| ())
     }
 }

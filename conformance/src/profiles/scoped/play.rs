@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use super::driver::{ScopedDriver, ScopedOutcome};
 use super::script::{Action, Script, Step};
 use crate::play::{Failure, Located, Mismatch, StepPlayer};
+use crate::variants::Declared;
 use tidemark_reference::clock::Timestamp;
 
 /// Runs a scenario from the pinned epoch on its own S3 server (so its faults are its own) and
@@ -59,8 +60,36 @@ pub async fn run_recorded(
     mutant: Option<tidemark_reference::scoped::ScopedMutant>,
     backend: Backend,
 ) -> Recorded {
+    run_recorded_taking(pg, script, mutant, &Declared::defaults(), backend).await
+}
+
+/// [`run_recorded`] with the reference taking the SPEC.md variants `variants` declares, and
+/// the scenario played as an implementation declaring them plays it (its guarded steps kept
+/// or dropped). A scenario whose `variant:` line does not hold is the caller's to skip.
+pub async fn run_recorded_taking(
+    pg: Option<std::sync::Arc<tidemark_sim::real_tier::PgProvider>>,
+    script: &Script,
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+    variants: &Declared,
+    backend: Backend,
+) -> Recorded {
+    run_recorded_declaring(pg, script, mutant, variants, variants, backend).await
+}
+
+/// [`run_recorded_taking`] with the reference taking `takes` while the scenario is played as
+/// for an implementation declaring `declares`: what an implementation whose declaration is
+/// wrong looks like to the suite.
+pub async fn run_recorded_declaring(
+    pg: Option<std::sync::Arc<tidemark_sim::real_tier::PgProvider>>,
+    script: &Script,
+    mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+    takes: &Declared,
+    declares: &Declared,
+    backend: Backend,
+) -> Recorded {
     let mut outcomes = Vec::new();
-    let result = run_steps(pg, script, mutant, backend, &mut outcomes).await;
+    let played = script.as_played_by(declares);
+    let result = run_steps(pg, &played, mutant, takes, backend, &mut outcomes).await;
     Recorded { outcomes, result }
 }
 
@@ -68,6 +97,7 @@ async fn run_steps(
     pg: Option<std::sync::Arc<tidemark_sim::real_tier::PgProvider>>,
     script: &Script,
     mutant: Option<tidemark_reference::scoped::ScopedMutant>,
+    variants: &Declared,
     backend: Backend,
     outcomes: &mut Vec<(usize, ScopedOutcome)>,
 ) -> Result<(), Failure> {
@@ -84,7 +114,7 @@ async fn run_steps(
         .unwrap_or_default();
     let seed = script.fault_seed();
     let started = match backend {
-        Backend::Sim => super::ScopedDriver::start_sim(mutant, &script.knobs, seed).await,
+        Backend::Sim => super::ScopedDriver::start_sim(mutant, variants, &script.knobs, seed).await,
         Backend::Disk | Backend::Memory => {
             let Some(pg) = pg else {
                 return Err(fail(
@@ -99,8 +129,14 @@ async fn run_steps(
                 _ => tidemark_sim::real_tier::RealTier::with_postgres_memory(pg, seed).await,
             }
             .map_err(|e| fail(0, "start", "a running S3 server".into(), e.to_string()))?;
-            super::ScopedDriver::start(std::sync::Arc::new(tier), &name, mutant, &script.knobs)
-                .await
+            super::ScopedDriver::start(
+                std::sync::Arc::new(tier),
+                &name,
+                mutant,
+                variants,
+                &script.knobs,
+            )
+            .await
         }
     };
     let mut driver =

@@ -63,7 +63,8 @@ pub fn load(dir: &Path, only: &[String], spec: &Path) -> Result<Vec<Script>, Str
 }
 
 /// Why `script` does not run against the program, if it does not: the profile is not claimed,
-/// or a step needs a capability the program does not claim.
+/// a step it plays needs a capability the program does not claim, or the scenario is about a
+/// variant's choice the program does not take.
 pub fn skip_reason(factory: &ProcessFactory, script: &Script) -> Option<String> {
     let claims = factory.claims();
     if !claims.profiles.iter().any(|p| p == PROFILE) {
@@ -71,16 +72,17 @@ pub fn skip_reason(factory: &ProcessFactory, script: &Script) -> Option<String> 
             "the implementation does not claim the {PROFILE} profile"
         ));
     }
-    missing_capability(&claims.capabilities, script)
+    let declared = claims.declared_variants();
+    script
+        .skip_reason(&declared)
+        .or_else(|| missing_capability(&claims.capabilities, &script.as_played_by(&declared)))
 }
 
 /// The first step of `script` needing a capability not in `capabilities`, as a skip reason.
 pub fn missing_capability(capabilities: &[String], script: &Script) -> Option<String> {
     script.steps.iter().find_map(|step| match &step.action {
-        Action::Op(op) => match remote::side(op) {
-            Side::ImplementationWith(capability)
-                if !capabilities.iter().any(|c| c == capability) =>
-            {
+        Action::Op(op) => match remote::capability_needed(op) {
+            Some(capability) if !capabilities.iter().any(|c| c == capability) => {
                 Some(format!(
                     "line {}: `{}` needs the capability {capability}, which the implementation does not claim",
                     step.line, step.text
@@ -115,7 +117,17 @@ pub async fn check(
                 (Some(reason), _) => case(script, Verdict::Skipped { reason }, &Trace::new()),
                 (None, Some(pg)) => {
                     let mut trace = Trace::new();
-                    let verdict = match play(factory, pg.clone(), script, &mut trace).await {
+                    // The steps the program's declared variants keep (SPEC.md's variants), its
+                    // text area as it spells it (SC-1.4).
+                    let claims = factory.claims();
+                    let segment = super::text_segment::declared(claims)
+                        .ok()
+                        .flatten()
+                        .unwrap_or_else(|| super::text_segment::DEFAULT.into());
+                    let played = script
+                        .as_played_by(&claims.declared_variants())
+                        .with_text_segment(&segment);
+                    let verdict = match play(factory, pg.clone(), &played, &mut trace).await {
                         Ok(()) => Verdict::Passed,
                         Err(f) => Verdict::Failed(f),
                     };

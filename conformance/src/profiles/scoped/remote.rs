@@ -43,6 +43,21 @@ pub enum Side {
 pub const CRASH_POINTS: &str = "crash_points";
 /// The capability a program claims to be sent `write_during_sweep` (and race it itself).
 pub const WRITE_DURING_SWEEP: &str = "write_during_sweep";
+/// The capability a program claims when every object it puts carries the user metadata
+/// `tidemark-written-at-ms` (SC-7.4), so the harness can run an age-only lifecycle rule on the
+/// scenario's clock.
+pub const WRITTEN_AT_STAMP: &str = "written_at_stamp";
+
+/// The capability a step needs of the implementation, if any: one sent only to a program
+/// claiming it, or a harness step that reads what only such a program writes (an age-only rule
+/// reads the write stamps, SC-7.4).
+pub fn capability_needed(op: &ScopedOp) -> Option<&'static str> {
+    match (op, side(op)) {
+        (_, Side::ImplementationWith(c)) => Some(c),
+        (ScopedOp::RunAgeRule { .. }, _) => Some(WRITTEN_AT_STAMP),
+        _ => None,
+    }
+}
 
 /// Where each operation is performed (PROTOCOL.md lists the same split).
 pub fn side(op: &ScopedOp) -> Side {
@@ -150,6 +165,18 @@ pub fn config_for(
     Ok(config)
 }
 
+/// [`config_for`], the reference taking the SPEC.md variants `variants` declares.
+pub fn config_taking(
+    bucket: &str,
+    knobs: &BTreeMap<String, i64>,
+    mutant: Option<ScopedMutant>,
+    variants: &crate::variants::Declared,
+) -> Result<ScopedConfig, String> {
+    let mut config = config_for(bucket, knobs, mutant)?;
+    config.alternatives = super::variants::alternatives(variants);
+    Ok(config)
+}
+
 /// The reference implementation's side of the scoped profile: a [`ScopedStore`] over a bucket
 /// and a metadata store, its clock set from each request's time. The reference adapter runs one
 /// over what `init` handed it; the in-process driver runs one over its own stores.
@@ -170,7 +197,32 @@ impl ScopedService {
         knobs: &BTreeMap<String, i64>,
         mutant: Option<ScopedMutant>,
     ) -> Result<ScopedService, String> {
-        let config = config_for(&s3.bucket, knobs, mutant)?;
+        ScopedService::open_taking(
+            s3,
+            postgres_url,
+            knobs,
+            mutant,
+            &crate::variants::Declared::defaults(),
+            None,
+        )
+        .await
+    }
+
+    /// [`ScopedService::open`], the reference taking the SPEC.md variants `variants` declares
+    /// (the reference adapter's `--variant`) and, when given, spelling its text area
+    /// `text_segment` (SC-1.4; the adapter's `--text-segment`).
+    pub async fn open_taking(
+        s3: &S3Access,
+        postgres_url: &str,
+        knobs: &BTreeMap<String, i64>,
+        mutant: Option<ScopedMutant>,
+        variants: &crate::variants::Declared,
+        text_segment: Option<&str>,
+    ) -> Result<ScopedService, String> {
+        let mut config = config_taking(&s3.bucket, knobs, mutant, variants)?;
+        if let Some(segment) = text_segment {
+            config.text_segment = segment.to_string();
+        }
         let pool = connect(postgres_url).await?;
         let meta: Arc<dyn Metadata> = Arc::new(PostgresMetadata::new(pool));
         ScopedService::over(s3_client_for(s3), meta, config, ManualClock::default()).await
@@ -704,6 +756,7 @@ pub fn fault_plan(op: &ScopedOp) -> Option<FaultPlan> {
             error_rate,
             delete_key_failure_rate,
             fail_requests,
+            fail_from,
             no_such_bucket,
             access_denied,
             throttle,
@@ -713,6 +766,7 @@ pub fn fault_plan(op: &ScopedOp) -> Option<FaultPlan> {
             delete_key_failure_rate: *delete_key_failure_rate,
             latency: Duration::ZERO,
             fail_requests: fail_requests.clone(),
+            fail_from: fail_from.clone(),
             no_such_bucket: *no_such_bucket,
             access_denied: *access_denied,
             throttle: *throttle,

@@ -26,6 +26,7 @@
 //! - `TURN write PATH "CONTENT" during sweep` (a write raced against a sweep)
 //! - `advance 1d2h`, `sweep`, `crash at POINT`, `restart`, `heal`,
 //!   `faults down`, `faults delete-failure RATE`, `faults error RATE`, `faults fail OP N`,
+//!   `faults fail OP from N`,
 //!   `faults no-such-bucket`, `faults access-denied`, `faults throttle`, `faults throttle N`
 //! - `apply lifecycle BACKSTOP_DAYS`, `lifecycle age-only PREFIX DAYS` (runs an age-only rule
 //!   with AWS semantics and answers the keys it deleted)
@@ -64,9 +65,31 @@ pub struct Script {
     pub kills: Vec<String>,
     pub knobs: BTreeMap<String, i64>,
     pub steps: Vec<Step>,
+    /// The `variant:` line and the guarded steps (SPEC.md's variants).
+    pub guards: crate::variants::Guards,
 }
 
 impl Script {
+    /// The scenario as an implementation taking `declared` plays it: only the steps whose
+    /// guard holds for it. (Whether it applies at all is [`Script::skip_reason`].)
+    pub fn as_played_by(&self, declared: &crate::variants::Declared) -> Script {
+        Script {
+            steps: self
+                .steps
+                .iter()
+                .filter(|s| self.guards.keeps(s.line, declared))
+                .cloned()
+                .collect(),
+            ..self.clone()
+        }
+    }
+
+    /// Why the scenario does not apply to an implementation taking `declared`: its
+    /// `variant:` line names another choice.
+    pub fn skip_reason(&self, declared: &crate::variants::Declared) -> Option<String> {
+        self.guards.skip_reason(declared)
+    }
+
     /// `scoped::<file stem>`, so `cargo test cascade` filters by file name.
     pub fn test_name(&self) -> String {
         load::test_name(VOCABULARY.profile, &self.file)
@@ -367,6 +390,7 @@ fn faults(plan: FaultPlan) -> ScopedOp {
         error_rate: plan.error_rate,
         delete_key_failure_rate: plan.delete_key_failure_rate,
         fail_requests: plan.fail_requests,
+        fail_from: plan.fail_from,
         no_such_bucket: plan.no_such_bucket,
         access_denied: plan.access_denied,
         throttle: plan.throttle,
@@ -518,6 +542,10 @@ fn action(w: &[String]) -> Result<Action, String> {
             fail_requests: vec![(fault_op(op)?, request_count(n)?)],
             ..FaultPlan::default()
         }),
+        ["faults", "fail", op, "from", n] => faults(FaultPlan {
+            fail_from: vec![(fault_op(op)?, request_count(n)?)],
+            ..FaultPlan::default()
+        }),
         ["faults", "no-such-bucket"] => faults(FaultPlan {
             no_such_bucket: true,
             ..FaultPlan::default()
@@ -537,7 +565,7 @@ fn action(w: &[String]) -> Result<Action, String> {
         ["faults", ..] => {
             return Err(format!(
                 "no such fault: {}; expected faults down, faults error RATE, faults delete-failure RATE, \
-                 faults fail OP N, faults no-such-bucket, faults access-denied, faults throttle or faults throttle N",
+                 faults fail OP N, faults fail OP from N, faults no-such-bucket, faults access-denied, faults throttle or faults throttle N",
                 clip(&s.join(" "))
             ))
         }
@@ -653,7 +681,7 @@ pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
             .collect()
     },
     capabilities: &[],
-    variants: &[],
+    variants: super::variants::VARIANTS,
 };
 
 /// Parses a scenario whose `rules:` must be among `rules` (the ids of a SPEC.md).
@@ -716,6 +744,7 @@ pub fn parse_with(
         kills: header.kills,
         knobs,
         steps,
+        guards: header.guards,
     })
 }
 

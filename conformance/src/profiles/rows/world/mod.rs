@@ -367,7 +367,7 @@ fn faults(master: MasterSeed) -> Vec<(u64, Fault)> {
 pub fn run_rows_world(seed: u64, mutant: Option<RowsMutant>) -> WorldRun {
     let master = MasterSeed(seed);
     let world = Arc::new(World {
-        store: RowsStore::in_memory(RowsConfig { mutant }),
+        store: RowsStore::in_memory(RowsConfig::with_mutant(mutant)),
         clock: WorldClock::default(),
         model: Mutex::default(),
         replies: Mutex::default(),

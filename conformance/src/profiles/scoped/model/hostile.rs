@@ -39,6 +39,27 @@ impl Spelling {
         (self.build)(fit)
     }
 
+    /// What SPEC makes of this spelling, and its file name when it names one, for an
+    /// implementation that refuses empty and `.` segments (`tidy` false, the default) or drops
+    /// them (SC-2.3's variant `empty_and_dot_segments=tidied`): tidied, an empty segment names
+    /// the file its other segments name.
+    pub fn judged(&self, fit: &Fit, tidy: bool) -> (Verdict, Option<String>) {
+        if tidy && self.verdict == Verdict::Refused("empty_segment") {
+            let tidied = self
+                .guest_path(fit)
+                .split('/')
+                .filter(|s| !s.is_empty() && *s != ".")
+                .collect::<Vec<_>>()
+                .join("/");
+            let name = tidied
+                .strip_prefix("session/")
+                .expect("a tidied spelling names a session file")
+                .to_string();
+            return (Verdict::Name, Some(name));
+        }
+        (self.verdict, self.file_name(fit))
+    }
+
     /// The file name inside the session scope, for a [`Verdict::Name`] spelling.
     pub fn file_name(&self, fit: &Fit) -> Option<String> {
         match self.verdict {

@@ -33,6 +33,7 @@ use tidemark_reference::scoped::{
 };
 
 use crate::profiles::scoped::driver::race_write_against_sweep;
+use crate::variants::Declared;
 use ops::{agent, path, session, traversal, AGENTS, SESSIONS, SKILL_FILES, WAIT_NAMES, WORKSPACE};
 pub use ops::{generate, IdStyle, ModelOp};
 pub use outcome::{trace_hash, Divergence, SequenceError, SequenceRun};
@@ -97,6 +98,20 @@ pub async fn run_ops_with(
     faults: Option<FaultPlan>,
     ids: IdStyle,
 ) -> Result<SequenceRun, SequenceError> {
+    run_ops_taking(tier, seed, ops, mutant, faults, ids, &Declared::defaults()).await
+}
+
+/// [`run_ops_with`], the reference taking the SPEC.md variants `variants` declares and the
+/// model following them (`tidemark explore --profile scoped --variant`).
+pub async fn run_ops_taking(
+    tier: Tier<'_>,
+    seed: u64,
+    ops: &[ModelOp],
+    mutant: Option<ScopedMutant>,
+    faults: Option<FaultPlan>,
+    ids: IdStyle,
+    variants: &Declared,
+) -> Result<SequenceRun, SequenceError> {
     let setup = |e: String| SequenceError::Setup(e);
     let clock = ManualClock::starting_at(EPOCH);
     let (server, mem): (S3Server, MemoryHandle) =
@@ -107,7 +122,8 @@ pub async fn run_ops_with(
         Tier::Postgres(pg) => pg,
         Tier::Memory => {
             let meta: Arc<dyn Metadata> = Arc::new(MemoryMetadata::new());
-            let mut runner = Runner::start(&server, mem, meta, clock, mutant, faults, ids).await?;
+            let mut runner =
+                Runner::start(&server, mem, meta, clock, mutant, faults, ids, variants).await?;
             return runner.run(seed, ops).await;
         }
     };
@@ -117,7 +133,8 @@ pub async fn run_ops_with(
         .map_err(|e| setup(e.to_string()))?;
     let outcome = async {
         let meta: Arc<dyn Metadata> = Arc::new(PostgresMetadata::new(db.pool.clone()));
-        let mut runner = Runner::start(&server, mem, meta, clock, mutant, faults, ids).await?;
+        let mut runner =
+            Runner::start(&server, mem, meta, clock, mutant, faults, ids, variants).await?;
         runner.run(seed, ops).await
     }
     .await;
@@ -159,9 +176,12 @@ struct Runner<'a> {
     log: Vec<String>,
     swept_files: usize,
     ids: IdStyle,
+    /// The SPEC.md variants the reference takes, which the model follows.
+    variants: Declared,
 }
 
 impl<'a> Runner<'a> {
+    #[allow(clippy::too_many_arguments)] // Each is one thing a sequence is run with.
     async fn start(
         server: &'a S3Server,
         mem: MemoryHandle,
@@ -170,6 +190,7 @@ impl<'a> Runner<'a> {
         mutant: Option<ScopedMutant>,
         faults: Option<FaultPlan>,
         ids: IdStyle,
+        variants: &Declared,
     ) -> Result<Runner<'a>, SequenceError> {
         let ws = ids.id(WORKSPACE);
         let setup = |e: String| SequenceError::Setup(e);
@@ -183,6 +204,7 @@ impl<'a> Runner<'a> {
         let mut config = ScopedConfig::new(BUCKET);
         config.session_file_ttl_days = TTL_DAYS as u32;
         config.mutant = mutant;
+        config.alternatives = crate::profiles::scoped::variants::alternatives(variants);
         let store = ScopedStore::with_metadata(
             client.clone(),
             meta.clone(),
@@ -250,6 +272,7 @@ impl<'a> Runner<'a> {
             log: Vec::new(),
             swept_files: 0,
             ids,
+            variants: variants.clone(),
         })
     }
 
@@ -282,6 +305,23 @@ impl<'a> Runner<'a> {
 
     fn faulty(&self) -> bool {
         self.faults.is_some()
+    }
+
+    /// Whether the reference takes `variant=choice` (SPEC.md's variants), which the model
+    /// follows.
+    fn takes(&self, variant: &str, choice: &str) -> bool {
+        crate::profiles::scoped::variants::takes(&self.variants, variant, choice)
+    }
+
+    /// The reason a malformed path in session `i` is refused with: its shape's, unless the
+    /// session is gone and the reference looks the session up first (SC-3.5's variant
+    /// `path_check_order=session_first`).
+    fn malformed_reason(&self, i: usize, shape: &'static str) -> &'static str {
+        if self.model.sessions[i].deleted && self.takes("path_check_order", "session_first") {
+            "unknown_entity"
+        } else {
+            shape
+        }
     }
 
     fn note(&mut self, what: impl Into<String>) {
@@ -392,10 +432,15 @@ impl<'a> Runner<'a> {
                 encoded,
             } => {
                 let spelled = traversal(p, encoded);
+                let want = self.malformed_reason(session(s), "traversal");
                 match self.store.read(&self.turns[session(s)], &spelled).await {
-                    Err(ScopedError::Path(PathError::Traversal { .. })) => Ok(()),
+                    Err(e) if e.kind() == want => Ok(()),
                     r => diverged(
-                        "read: refused as Traversal, never clamped",
+                        // The default's words are a saved failure's trace: kept as they were.
+                        match want {
+                            "traversal" => "read: refused as Traversal, never clamped".to_string(),
+                            other => format!("read: refused {other}, never clamped"),
+                        },
                         format!("read: {r:?}"),
                     ),
                 }
@@ -413,12 +458,25 @@ impl<'a> Runner<'a> {
                 path: p,
             } => match self.store.read(&self.turns[session(s)], path(p)).await {
                 Err(ScopedError::Path(PathError::MissingScope { corrections, .. }))
-                    if corrections.len() == 3 =>
+                    if corrections.len() == 3
+                        && self.malformed_reason(session(s), "missing_scope")
+                            == "missing_scope" =>
+                {
+                    Ok(())
+                }
+                Err(ScopedError::UnknownEntity { .. })
+                    if self.malformed_reason(session(s), "missing_scope") == "unknown_entity" =>
                 {
                     Ok(())
                 }
                 r => diverged(
-                    "read: refused as MissingScope with three corrections",
+                    format!(
+                        "read: refused {}",
+                        match self.malformed_reason(session(s), "missing_scope") {
+                            "missing_scope" => "as MissingScope with three corrections",
+                            other => other,
+                        }
+                    ),
                     format!("read: {r:?}"),
                 ),
             },
@@ -780,15 +838,34 @@ impl<'a> Runner<'a> {
         content: String,
         now: i64,
     ) -> Step {
+        let scope = if agent_scope { "agent" } else { "session" };
+        self.write_spelled(
+            i,
+            &format!("{scope}/{name}"),
+            name,
+            agent_scope,
+            content,
+            now,
+        )
+        .await
+    }
+
+    /// [`Self::write`] of the file `name`, sent as the guest path `guest` (a spelling SPEC
+    /// reads as that file: SC-2.3's variant tidies `session/dir//notes.md` into `dir/notes.md`).
+    async fn write_spelled(
+        &mut self,
+        i: usize,
+        guest: &str,
+        name: &str,
+        agent_scope: bool,
+        content: String,
+        now: i64,
+    ) -> Step {
         let (a, _) = SESSIONS[i];
         let scope = if agent_scope { "agent" } else { "session" };
         let r = self
             .store
-            .write(
-                &self.turns[i],
-                &format!("{scope}/{name}"),
-                content.clone().into_bytes(),
-            )
+            .write(&self.turns[i], guest, content.clone().into_bytes())
             .await;
         let deleted = self.model.sessions[i].deleted;
         let allowed = !agent_scope || self.model.access(a).can_write();
@@ -838,11 +915,16 @@ impl<'a> Runner<'a> {
             prefix_bytes: format!("sessions/{}/{}/{}/", t.workspace, t.agent, t.session).len(),
         };
         let guest = spelling.guest_path(&fit);
-        match (spelling.verdict, spelling.file_name(&fit)) {
+        let tidy = self.takes("empty_and_dot_segments", "tidied");
+        match spelling.judged(&fit, tidy) {
+            // Sent as spelled: a name that only looks hostile, or one SC-2.3's variant tidies.
             (hostile::Verdict::Name, Some(name)) if write => {
-                self.write(i, &name, false, format!("v{step}"), now).await
+                self.write_spelled(i, &guest, &name, false, format!("v{step}"), now)
+                    .await
             }
-            (hostile::Verdict::Name, Some(name)) => self.read(i, &name, false, now).await,
+            (hostile::Verdict::Name, Some(name)) => {
+                self.read_spelled(i, &guest, &name, false, now).await
+            }
             (verdict, _) => {
                 let r = if write {
                     self.store
@@ -855,6 +937,7 @@ impl<'a> Runner<'a> {
                 let hostile::Verdict::Refused(reason) = verdict else {
                     unreachable!("a valid spelling has a file name")
                 };
+                let reason = self.malformed_reason(i, reason);
                 match r {
                     Err(e) if e.kind() == reason => Ok(()),
                     r => diverged(
@@ -870,12 +953,23 @@ impl<'a> Runner<'a> {
     }
 
     async fn read(&mut self, i: usize, name: &str, agent_scope: bool, now: i64) -> Step {
+        let scope = if agent_scope { "agent" } else { "session" };
+        self.read_spelled(i, &format!("{scope}/{name}"), name, agent_scope, now)
+            .await
+    }
+
+    /// [`Self::read`] of the file `name`, sent as the guest path `guest`.
+    async fn read_spelled(
+        &mut self,
+        i: usize,
+        guest: &str,
+        name: &str,
+        agent_scope: bool,
+        now: i64,
+    ) -> Step {
         let (a, _) = SESSIONS[i];
         let scope = if agent_scope { "agent" } else { "session" };
-        let r = self
-            .store
-            .read(&self.turns[i], &format!("{scope}/{name}"))
-            .await;
+        let r = self.store.read(&self.turns[i], guest).await;
         let deleted = self.model.sessions[i].deleted;
         let readable = !agent_scope || self.model.access(a).can_read();
         let want = if agent_scope {
@@ -925,8 +1019,15 @@ impl<'a> Runner<'a> {
                 if got != want {
                     return diverged(format!("list: {want:?}"), format!("list: {got:?}"));
                 }
-                // SC-4.4: one listing in the byte order of its paths (the set's order), each once.
-                if !listed.iter().eq(want.iter()) {
+                // SC-4.4: one listing in the byte order of its paths (the set's order), each
+                // once; any order, each once, under its variant `listing_order=any`.
+                if listed.len() != want.len() {
+                    return diverged(
+                        format!("list, each file once: {want:?}"),
+                        format!("list: {listed:?}"),
+                    );
+                }
+                if !self.takes("listing_order", "any") && !listed.iter().eq(want.iter()) {
                     return diverged(
                         format!("list in order: {:?}", want.iter().collect::<Vec<_>>()),
                         format!("list in order: {listed:?}"),
