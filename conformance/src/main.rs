@@ -355,6 +355,8 @@ async fn run(cli: Cli) -> Result<bool, String> {
             for p in &selected {
                 profiles::check_tier(*p, args.tier.as_deref())?;
             }
+            profiles::load_errors(&selected, &args.scenarios, &args.spec)
+                .map_err(|e| e.to_string())?;
             for p in selected {
                 let found = p
                     .mutants(&profiles::MutantsRequest {
@@ -392,6 +394,8 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
     for p in &selected {
         profiles::check_tier(*p, args.tier.as_deref())?;
     }
+    // Every file that does not load, of every selected profile, before anything runs.
+    profiles::load_errors(&selected, &args.scenarios, &args.spec).map_err(|e| e.to_string())?;
     // `--only` names are `<profile>::<file stem>`: each goes to its profile.
     let mut only: Vec<(&'static dyn Profile, Vec<String>)> =
         selected.iter().map(|p| (*p, Vec::new())).collect();

@@ -23,7 +23,7 @@ pub use names::{Component, NameSource, PathTemplate, SessionKey};
 pub use parse::{parse_file, parse_str};
 
 use crate::profiles::scratchpad::contract::{Bytes, Caller, Request};
-use crate::scenario::load::{self, ScenarioFileError};
+use crate::scenario::load::{self, LoadErrors};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -350,12 +350,9 @@ impl Step {
 }
 
 /// Loads every scratchpad `*.tdm` file below `dir` (files of another profile are that
-/// profile's to load), sorted by path, each once (directory symlinks are not
-/// followed); two files with one test name are an error at the second.
-pub fn load_dir(
-    dir: &Path,
-    rules: &crate::spec::RuleIndex,
-) -> Result<Vec<Scenario>, ScenarioFileError> {
+/// profile's to load), sorted by path, each once, by the rules every profile shares
+/// (`scenario/load.rs`); on any error, all of them.
+pub fn load_dir(dir: &Path, rules: &crate::spec::RuleIndex) -> Result<Vec<Scenario>, LoadErrors> {
     load::load_dir(
         dir,
         Profile::Scratchpad.name(),

@@ -591,53 +591,8 @@ pub fn parse_size(w: &str) -> Result<u64, String> {
         })
 }
 
-/// `7d`, `6d23h59m`, `90s`, `250ms`; at most [`MAX_SCENARIO_SPAN_MS`].
+/// `7d`, `6d23h59m`, `90s`, `250ms`; 0 or more, at most [`MAX_SCENARIO_SPAN_MS`] (the shared
+/// reader, `scenario/units.rs`).
 pub fn parse_duration(w: &str) -> Result<i64, String> {
-    let bad = || {
-        format!(
-            "expected a duration like 7d, 6d23h, 59m59s or 250ms, found {:?}",
-            clip(w)
-        )
-    };
-    let too_long = || {
-        format!(
-            "the duration {:?} is longer than {} days, the most a scenario may span",
-            clip(w),
-            MAX_SCENARIO_SPAN_MS / DAY_MS
-        )
-    };
-    let mut total: i64 = 0;
-    let mut rest = w;
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return Err(bad());
-        }
-        // Digits that do not fit an i64 are a duration too long, not a malformed one.
-        let n: i64 = rest[..digits].parse().map_err(|_| too_long())?;
-        rest = &rest[digits..];
-        let (unit_ms, len) = if rest.starts_with("ms") {
-            (1, 2)
-        } else if rest.starts_with('d') {
-            (86_400_000, 1)
-        } else if rest.starts_with('h') {
-            (3_600_000, 1)
-        } else if rest.starts_with('m') {
-            (60_000, 1)
-        } else if rest.starts_with('s') {
-            (1_000, 1)
-        } else {
-            return Err(bad());
-        };
-        total = n
-            .checked_mul(unit_ms)
-            .and_then(|ms| total.checked_add(ms))
-            .filter(|t| *t <= MAX_SCENARIO_SPAN_MS)
-            .ok_or_else(too_long)?;
-        rest = &rest[len..];
-    }
-    Ok(total)
+    crate::scenario::units::duration_ms(w, crate::scenario::units::Sign::NotNegative)
 }
