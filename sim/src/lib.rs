@@ -3,6 +3,7 @@
 
 pub mod clip;
 pub mod clock;
+pub mod confine;
 pub mod seed;
 pub mod spec_rules;
 pub mod trace;

@@ -7,10 +7,12 @@ use crate::profiles::scratchpad::contract::Request;
 use crate::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
 use crate::profiles::scratchpad::oracle::{ModelKnobs, ScratchpadModel};
 use crate::profiles::scratchpad::scenario::{Knobs, Profile};
+use std::ffi::OsStr;
 use std::fs;
 use std::path::Path;
 use tidemark_reference::clock::Timestamp;
 use tidemark_sim::clock::EPOCH;
+use tidemark_sim::confine::{Dir, Handed, Kind};
 use tidemark_sim::trace::Trace;
 
 /// The exploration knobs: small enough that 200 steps reach the cap, the ceiling and both timers.
@@ -63,7 +65,8 @@ struct World<'a> {
     model: ScratchpadModel,
     trace: &'a mut Trace,
     now: Timestamp,
-    root: &'a Path,
+    /// The root handed to the implementation; `None` when it runs unmounted.
+    root: Option<&'a Handed>,
     outside: &'a Path,
     /// The oracle's directory names in the implementation's, learned at each start.
     names: NameMap,
@@ -163,21 +166,35 @@ impl World<'_> {
                     .split('/')
                     .map(String::from)
                     .collect();
-                if self.root.as_os_str().is_empty() || !self.model.can_plant_link(&c, &rel_path) {
+                let Some(handed) = self.root else {
+                    return Ok(());
+                };
+                if !self.model.can_plant_link(&c, &rel_path) {
                     return Ok(());
                 }
                 let ctx = crate::profiles::scratchpad::scenario::parse::context_of(&c);
                 let (session, requester) = (ctx.session_dir(), ctx.requester_dir());
-                plant_link_on_disk(
-                    self.root,
-                    self.outside,
-                    (
-                        self.names.session(&session),
-                        self.names.requester(&requester),
-                    ),
-                    &rel_path,
-                    self.now,
-                );
+                let planted = handed.open().and_then(|root| {
+                    plant_link_on_disk(
+                        &root,
+                        self.outside,
+                        (
+                            self.names.session(&session),
+                            self.names.requester(&requester),
+                        ),
+                        &rel_path,
+                        self.now,
+                    )
+                    .map_err(|e| format!("the link to be planted: {e}"))
+                });
+                if let Err(e) = planted {
+                    return Err(Divergence {
+                        step: Some(i),
+                        op: label.clone(),
+                        expected: "the harness's link planted under the root it handed over".into(),
+                        actual: e,
+                    });
+                }
                 self.model.plant_link(&c, &rel_path, self.now.as_millis());
                 let rel = self.rel();
                 self.trace.record(rel, &label);
@@ -198,45 +215,49 @@ impl World<'_> {
 
 /// Plants a symbolic link to `outside` at `rel_path` in a member's subtree (its session and
 /// requester directories as the implementation names them), as someone other than the
-/// implementation would, then restamps what the operating system touched in simulated time as
-/// the implementation does (SP-3.5): each created directory, the directory it was created in, and
-/// the link's own directory. The session directory thus moves only when a member directory is
-/// created in it.
+/// implementation would, from a handle on the root (`root`, opened without following a link),
+/// never following a link on the way. What it makes carries the simulated time, as SP-3.5 has
+/// an implementation stamp what it makes: each directory it creates, each directory it creates
+/// an entry in, and the link itself (its own time, `utimensat` with `AT_SYMLINK_NOFOLLOW`, never
+/// its target's). The session directory thus moves only when a member directory is created in
+/// it.
 pub fn plant_link_on_disk(
-    root: &Path,
+    root: &Dir,
     outside: &Path,
     (session_dir, requester_dir): (&str, &str),
     rel_path: &[String],
     now: Timestamp,
-) {
-    let session = root.join(session_dir);
-    let mut dir = session.join(requester_dir);
-    let mut created = Vec::new();
-    for d in [&session, &dir] {
-        if !d.exists() {
-            created.push(d.to_path_buf());
+) -> std::io::Result<()> {
+    let t = now.to_system_time();
+    let Some((last, dirs)) = rel_path.split_last() else {
+        return Ok(());
+    };
+    let mut at = root.open_dir(OsStr::new("."))?;
+    for name in [session_dir, requester_dir]
+        .into_iter()
+        .chain(dirs.iter().map(String::as_str))
+    {
+        let name = OsStr::new(name);
+        match at.kind(name)? {
+            Some(Kind::Dir) => {}
+            None => {
+                at.make_dir(name)?;
+                at.stamp(Some(name), t)?;
+                at.stamp(None, t)?;
+            }
+            Some(_) => {
+                return Err(std::io::Error::other(format!(
+                    "{} is not a directory on the way to the link",
+                    name.to_string_lossy()
+                )))
+            }
         }
+        at = at.open_dir(name)?;
     }
-    for c in &rel_path[..rel_path.len() - 1] {
-        dir.push(c);
-        if !dir.exists() {
-            created.push(dir.clone());
-        }
-    }
-    fs::create_dir_all(&dir).expect("planting a link's directories");
-    std::os::unix::fs::symlink(outside, dir.join(rel_path.last().expect("a name")))
-        .expect("planting a link");
-    let t = filetime::FileTime::from_system_time(now.to_system_time());
-    let mut touched: Vec<std::path::PathBuf> = vec![dir.clone()];
-    for d in &created {
-        touched.push(d.clone());
-        if let Some(parent) = d.parent().filter(|p| p.starts_with(&session)) {
-            touched.push(parent.to_path_buf());
-        }
-    }
-    for d in touched {
-        let _ = filetime::set_file_mtime(d, t);
-    }
+    let last = OsStr::new(last.as_str());
+    at.symlink(outside.as_os_str(), last)?;
+    at.stamp(Some(last), t)?;
+    at.stamp(None, t)
 }
 
 /// Plays `ops` against a fresh implementation from `factory` and the model.
@@ -245,23 +266,22 @@ pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory
     let tmp =
         tidemark_sim::owner::tempdir_in(&tidemark_sim::owner::scratch_base(), "tidemark-explore-")
             .expect("a temporary directory");
-    let root = tmp.path().join("root");
-    let workdir = tmp.path().join("workdir");
+    let root = Handed::make(tmp.path(), "root", "root").expect("a scratch root");
+    let workdir =
+        Handed::make(tmp.path(), "workdir", "working directory").expect("a working directory");
     let outside = tmp.path().join("outside");
-    for d in [&root, &workdir, &outside] {
-        fs::create_dir(d).expect("a scratch directory");
-    }
+    fs::create_dir(&outside).expect("a scratch directory");
     fs::write(outside.join("secret.txt"), "outside the root").expect("the outside file");
-    plant_foreign(&root);
+    plant_foreign(root.path());
 
     let (knobs, model_knobs) = knobs(unmounted);
     let env = Environment {
         root: if unmounted {
             Default::default()
         } else {
-            root.clone()
+            root.path().to_path_buf()
         },
-        workdir: workdir.clone(),
+        workdir: workdir.path().to_path_buf(),
         knobs,
     };
     let driver = match factory.create(Profile::Scratchpad, &env) {
@@ -279,11 +299,7 @@ pub async fn run_ops(ops: &[SimOp], unmounted: bool, factory: &dyn DriverFactory
             }
         }
     };
-    let model_root = if unmounted {
-        Path::new("")
-    } else {
-        root.as_path()
-    };
+    let model_root = (!unmounted).then_some(&root);
     let mut w = World {
         driver,
         model: ScratchpadModel::new(model_knobs.clone()),
@@ -356,20 +372,36 @@ pub fn plant_foreign(root: &Path) {
 }
 
 /// What the model cannot see: the foreign directory survives (SP-5.4) and the working directory
-/// stays empty (SP-1.3).
-pub fn check_disk(root: &Path, workdir: &Path) -> Result<(), Divergence> {
-    if !root.join(FOREIGN).exists() {
-        return Err(Divergence {
-            step: None,
-            op: "heal: disk".into(),
-            expected: format!("{FOREIGN} to survive"),
-            actual: "it was removed".into(),
-        });
+/// stays empty (SP-1.3). Both are looked at through handles that follow no link, and must still
+/// be the directories the harness handed over.
+pub fn check_disk(root: &Handed, workdir: &Handed) -> Result<(), Divergence> {
+    let disk = |expected: &str, actual: String| Divergence {
+        step: None,
+        op: "heal: disk".into(),
+        expected: expected.into(),
+        actual,
+    };
+    let root = root.open().map_err(|e| disk("the root handed over", e))?;
+    let (dir, file) = FOREIGN.split_once('/').expect("a directory and a file");
+    let survived = root
+        .open_dir(OsStr::new(dir))
+        .ok()
+        .and_then(|d| d.kind(OsStr::new(file)).ok().flatten())
+        == Some(Kind::File);
+    if !survived {
+        return Err(disk(
+            &format!("{FOREIGN} to survive"),
+            "it was removed".into(),
+        ));
     }
-    let stray: Vec<String> = fs::read_dir(workdir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().to_string())
+    let workdir = workdir
+        .open()
+        .map_err(|e| disk("the working directory to stay empty", e))?;
+    let stray: Vec<String> = workdir
+        .entries()
+        .map(|es| {
+            es.into_iter()
+                .map(|(name, _)| name.to_string_lossy().into_owned())
                 .collect()
         })
         .unwrap_or_default();

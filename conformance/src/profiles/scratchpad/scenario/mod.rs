@@ -79,11 +79,14 @@ impl Scenario {
 }
 
 /// Knob values handed to the implementation at start: byte sizes in bytes, durations in
-/// milliseconds, counts as counts. `mounted = false` hands it an empty root (SP-1.3).
+/// milliseconds, counts as counts. `mounted = false` hands it an empty root (`knob root
+/// unmounted`); `root_missing` hands it the path of a root that does not exist (`knob root
+/// missing`). Both are unmounted roots (SP-1.3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Knobs {
     pub values: BTreeMap<String, i64>,
     pub mounted: bool,
+    pub root_missing: bool,
 }
 
 impl Default for Knobs {
@@ -91,6 +94,7 @@ impl Default for Knobs {
         Knobs {
             values: BTreeMap::new(),
             mounted: true,
+            root_missing: false,
         }
     }
 }
@@ -317,6 +321,9 @@ pub enum DiskAction {
     NoPathContains(String),
     /// The working directory handed to the implementation is still empty (SP-1.3).
     WorkdirEmpty,
+    /// The root of `knob root missing` still does not exist, and nothing appeared beside it
+    /// (SP-1.3: a missing root is not created).
+    RootAbsent,
 }
 
 impl DiskAction {
@@ -328,7 +335,9 @@ impl DiskAction {
             | DiskAction::Exists(p)
             | DiskAction::Absent(p) => vec![p],
             DiskAction::Symlink { link, .. } => vec![link],
-            DiskAction::NoPathContains(_) | DiskAction::WorkdirEmpty => vec![],
+            DiskAction::NoPathContains(_) | DiskAction::WorkdirEmpty | DiskAction::RootAbsent => {
+                vec![]
+            }
         }
     }
 }
