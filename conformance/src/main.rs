@@ -260,6 +260,8 @@ fn main() -> ExitCode {
                 .and_then(|f| profiles::PROFILES.iter().find(|p| p.owns_fixture(f)))
                 .unwrap_or(&profiles::PROFILES[0]);
             let outcome = owner.replay(fixture.as_deref(), *seed, mutant.as_deref());
+            // Its exit codes are its own, but it cleans up as every command does.
+            interrupt::finish();
             return match outcome {
                 Ok(o) => ExitCode::from(o.exit_code()),
                 Err(e) => exit(Err(e)),

@@ -74,6 +74,13 @@ impl Owner {
         &self.token
     }
 
+    /// The descriptor holding this run's lock, if it holds one: the run's guard keeps it open
+    /// (a forked descriptor shares the lock), so the run stays alive to others until the guard
+    /// has cleaned up after it (`crate::guard`).
+    pub fn lock_fd(&self) -> Option<std::os::unix::io::RawFd> {
+        self.lock.as_ref().map(|f| f.as_raw_fd())
+    }
+
     /// Whether this run holds its lock (so others can tell it is alive).
     pub fn holds_lock(&self) -> bool {
         self.lock.is_some()

@@ -6,6 +6,7 @@
 
 mod container_runs;
 mod exploration;
+mod hostile_inputs;
 mod interrupted_runs;
 mod malformed_scenarios;
 mod parser_fuzz;
@@ -25,6 +26,7 @@ mod real_tier_scoped_model;
 mod rows_exploration;
 mod rows_world;
 mod run_in_process;
+mod sandbox;
 mod scoped_uuid_ids;
 mod scoped_world;
 mod strict_harness;
