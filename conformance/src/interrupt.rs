@@ -105,11 +105,14 @@ pub async fn cancellable<T>(command: impl std::future::Future<Output = T>) -> Op
         out = command => Some(out),
         _ = CANCEL.notified() => None,
     };
-    // The command's future is gone by now: its Drops have run.
-    if out.is_none() {
-        let (lock, cvar) = &DROPPED;
-        *lock.lock().expect("never poisoned") = true;
-        cvar.notify_all();
+    // The command's future is gone by now, finished or cancelled: its Drops have run, so the
+    // signal thread need not wait for them. A signal that arrived while it finished still
+    // stops the run (130/143), not a success.
+    let (lock, cvar) = &DROPPED;
+    *lock.lock().expect("never poisoned") = true;
+    cvar.notify_all();
+    if SIGNALLED.load(Ordering::SeqCst) {
+        return None;
     }
     out
 }

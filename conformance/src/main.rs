@@ -43,7 +43,8 @@ struct GateArgs {
     #[arg(long = "impl", value_name = "COMMAND")]
     implementation: Option<String>,
     /// How long to wait for each answer from an --impl program before failing the scenario.
-    #[arg(long, default_value_t = tidemark_conformance::process::DEFAULT_REPLY_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+    /// At most a day (86400000): a bound that never ends is no bound.
+    #[arg(long, default_value_t = tidemark_conformance::process::DEFAULT_REPLY_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     timeout_ms: u64,
     /// Only the scenario with this test name (repeatable), e.g. --only scratchpad::own_path_wins.
     #[arg(long, value_name = "TEST_NAME")]
@@ -176,7 +177,7 @@ enum Command {
         #[arg(long, default_value_t = 200)]
         scoped_seeds: u64,
         /// Streamed events for the rows reap figure (half of them expired); 0 skips it.
-        #[arg(long, default_value_t = 1_000_000)]
+        #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(i64).range(0..))]
         rows: i64,
         /// Scoped seeds in flight at once, on both tiers. Defaults to the number of cores.
         #[arg(long, default_value_t = default_jobs())]
@@ -227,27 +228,36 @@ fn main() -> ExitCode {
             tier,
             differential,
             jobs,
-        } => Some(profiles::named(profile).and_then(|p| {
-            p.explore(&profiles::ExploreRequest {
-                seeds: *seeds,
-                first_seed: *first_seed,
-                shard: *shard,
-                mutant: mutant.clone(),
-                check_determinism: *check_determinism,
-                hunt: *hunt,
-                hunt_trials: *hunt_trials,
-                save: match (no_save, save_dir) {
-                    (true, _) => profiles::SaveTo::Nowhere,
-                    (false, Some(d)) => profiles::SaveTo::Dir(d.clone()),
-                    (false, None) => profiles::SaveTo::Default,
-                },
-                max_shrink_iters: *max_shrink_iters,
-                implementation: implementation.clone(),
-                tier: tier.clone(),
-                differential: *differential,
-                jobs: *jobs,
-            })
-        })),
+        } => Some(
+            // Each profile's default is at most 5 trials.
+            tidemark_conformance::explore::check_seeds(
+                *first_seed,
+                *seeds,
+                if *hunt { hunt_trials.unwrap_or(5) } else { 1 },
+            )
+            .and_then(|()| profiles::named(profile))
+            .and_then(|p| {
+                p.explore(&profiles::ExploreRequest {
+                    seeds: *seeds,
+                    first_seed: *first_seed,
+                    shard: *shard,
+                    mutant: mutant.clone(),
+                    check_determinism: *check_determinism,
+                    hunt: *hunt,
+                    hunt_trials: *hunt_trials,
+                    save: match (no_save, save_dir) {
+                        (true, _) => profiles::SaveTo::Nowhere,
+                        (false, Some(d)) => profiles::SaveTo::Dir(d.clone()),
+                        (false, None) => profiles::SaveTo::Default,
+                    },
+                    max_shrink_iters: *max_shrink_iters,
+                    implementation: implementation.clone(),
+                    tier: tier.clone(),
+                    differential: *differential,
+                    jobs: *jobs,
+                })
+            }),
+        ),
         Command::Replay {
             fixture,
             seed,
@@ -274,15 +284,19 @@ fn main() -> ExitCode {
             mutant,
             check_determinism,
             hunt,
-        } => Some(profiles::named(profile).and_then(|p| {
-            p.world(&profiles::WorldRequest {
-                seeds: *seeds,
-                first_seed: *first_seed,
-                mutant: mutant.clone(),
-                check_determinism: *check_determinism,
-                hunt: *hunt,
-            })
-        })),
+        } => Some(
+            tidemark_conformance::explore::check_seeds(*first_seed, *seeds, 1)
+                .and_then(|()| profiles::named(profile))
+                .and_then(|p| {
+                    p.world(&profiles::WorldRequest {
+                        seeds: *seeds,
+                        first_seed: *first_seed,
+                        mutant: mutant.clone(),
+                        check_determinism: *check_determinism,
+                        hunt: *hunt,
+                    })
+                }),
+        ),
         Command::Bench {
             seeds,
             scoped_seeds,

@@ -75,6 +75,31 @@ pub fn duration_ms(w: &str, sign: Sign) -> Result<i64, String> {
     Ok(if negative { -total } else { total })
 }
 
+/// Where a scenario's (or a saved failure's) clock stands, from the epoch, checked at every
+/// step: it may jump back where a profile allows, but never before 1970 nor past the span a
+/// scenario may cover. One rule for the loaders and for replays.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Clock {
+    offset_ms: i64,
+}
+
+impl Clock {
+    /// Moves the clock by `ms`; an error (a sentence) when that leaves the span.
+    pub fn advance(&mut self, ms: i64) -> Result<(), String> {
+        self.offset_ms = self
+            .offset_ms
+            .checked_add(ms)
+            .filter(|o| (-tidemark_sim::clock::EPOCH.as_millis()..=MAX_SCENARIO_SPAN_MS).contains(o))
+            .ok_or_else(|| {
+                format!(
+                    "this advance ({ms} ms) takes the clock before 1970 or past {} days after the epoch, the most a scenario may span",
+                    MAX_SCENARIO_SPAN_MS / DAY_MS
+                )
+            })?;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +122,17 @@ mod tests {
             .unwrap_err()
             .contains("longer than"));
         assert!(duration_ms(&format!("{}ms", MAX_SCENARIO_SPAN_MS + 1), Sign::Either).is_err());
+    }
+
+    #[test]
+    fn the_clock_stays_between_1970_and_the_span() {
+        let mut c = Clock::default();
+        assert!(c.advance(-tidemark_sim::clock::EPOCH.as_millis()).is_ok());
+        assert!(c.advance(-1).is_err());
+        let mut c = Clock::default();
+        assert!(c.advance(i64::MIN).is_err());
+        assert!(c.advance(i64::MAX).is_err());
+        assert!(c.advance(MAX_SCENARIO_SPAN_MS).is_ok());
+        assert!(c.advance(1).is_err());
     }
 }

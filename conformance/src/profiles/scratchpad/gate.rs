@@ -111,6 +111,9 @@ pub async fn check_concurrently(
                 Some(reason) => CaseReport::skipped(scenario, reason),
                 None => {
                     let result = run_scenario(scenario, factory).await;
+                    // The reference in process never waits on anything, so without this the
+                    // whole suite would be one poll and a SIGINT could not stop it until the end.
+                    tokio::task::yield_now().await;
                     CaseReport::from_result(&result, scenario.profile.name())
                 }
             }
