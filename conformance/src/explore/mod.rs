@@ -109,7 +109,8 @@ mod tests {
         assert!(check_seeds(u64::MAX, 1, 1).is_ok());
         assert!(check_seeds(u64::MAX, 10, 1).is_err());
         assert!(check_seeds(0, 0, 1).is_err());
-        assert!(check_seeds(u64::MAX - 2_000_000, 10, 3).is_ok());
-        assert!(check_seeds(u64::MAX - 1_000_000, 10, 3).is_err());
+        // Three trials: the last starts two million seeds on, and runs ten.
+        assert!(check_seeds(u64::MAX - 2_000_009, 10, 3).is_ok());
+        assert!(check_seeds(u64::MAX - 2_000_008, 10, 3).is_err());
     }
 }
