@@ -112,7 +112,12 @@ fn check(root: &Value, schema: &Value, value: &Value, at: &str) -> Result<(), St
             }
             "propertyNames" => {
                 for name in value.as_object().into_iter().flatten().map(|(n, _)| n) {
-                    check(root, arg, &Value::String(name.clone()), &format!("{at}.{name}"))?;
+                    check(
+                        root,
+                        arg,
+                        &Value::String(name.clone()),
+                        &format!("{at}.{name}"),
+                    )?;
                 }
             }
             "items" => {

@@ -415,3 +415,36 @@ pub fn check_disk(root: &Handed, workdir: &Handed) -> Result<(), Divergence> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An implementation explored through the protocol may replace its root with a link to a
+    /// directory that looks right (it even holds the foreign file): the harness's disk check
+    /// refuses it by name instead of looking through it, and plants nothing there.
+    #[test]
+    fn a_root_replaced_by_a_link_is_named_not_looked_through() {
+        let tmp = tempfile::tempdir().unwrap();
+        let decoy = tempfile::tempdir().unwrap();
+        plant_foreign(decoy.path());
+        let root = Handed::make(tmp.path(), "root", "root").unwrap();
+        let workdir = Handed::make(tmp.path(), "workdir", "working directory").unwrap();
+        plant_foreign(root.path());
+        assert_eq!(check_disk(&root, &workdir), Ok(()));
+        fs::rename(root.path(), tmp.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(decoy.path(), root.path()).unwrap();
+        let d = check_disk(&root, &workdir).unwrap_err();
+        assert!(
+            d.actual.contains("the root") && d.actual.contains("replaced"),
+            "{d:?}"
+        );
+        assert!(root.open().is_err());
+        let before: Vec<_> = fs::read_dir(decoy.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(before.len(), 1, "only lost+found in the decoy");
+    }
+}
