@@ -737,10 +737,10 @@ impl Adapter {
         let leader = (!self.reaped)
             .then(|| self.group.map(|(pid, _)| pid))
             .flatten();
-        if let Some(cgroup) = self.cgroup.as_mut() {
-            cgroup.kill(leader);
-        }
-        if let Some((pgid, started)) = self.group {
+        // Every member of its process group is in its cgroup (setsid() does not leave one):
+        // once the cgroup is gone, so is the group.
+        let contained = self.cgroup.as_mut().is_some_and(|c| c.kill(leader));
+        if let (false, Some((pgid, started))) = (contained, self.group) {
             tidemark_sim::reap::kill_process_group(pgid, started, leader);
         }
         let value = self.run_env.as_str();
