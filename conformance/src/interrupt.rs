@@ -1,9 +1,11 @@
 //! What the `tidemark` binary does at its start, on SIGINT or SIGTERM, and at its exit, so
 //! nothing it started outlives it.
 //!
-//! - [`start`]: makes the process a child subreaper (orphaned descendants of an implementation
-//!   reparent to it, so they are reaped, not left to init), reaps what killed runs left
-//!   (`tidemark_sim::reap`), and starts the thread that waits for SIGINT and SIGTERM.
+//! - [`start`]: forks the run's guard (`tidemark_sim::guard`: when the harness ends, however it
+//!   ends, SIGKILL included, it kills what the run started and removes its directories), makes
+//!   the process a child subreaper (orphaned descendants of an implementation reparent to it,
+//!   so they are reaped, not left to init), reaps what killed runs left (`tidemark_sim::reap`),
+//!   and starts the thread that waits for SIGINT and SIGTERM.
 //! - On a signal, that thread asks the command to stop ([`cancellable`]: the command's future
 //!   is dropped, so every `Drop` runs: implementations' process groups killed, clusters
 //!   stopped, temporary directories removed) and waits for it at most [`DROP_GRACE_MS`]. Then
@@ -43,8 +45,11 @@ fn extra_bases() -> Vec<PathBuf> {
     bases
 }
 
-/// Call first in `main`: subreaper, reap killed runs, install the signal handlers.
+/// Call first in `main`, while the process has one thread: the run's guard, subreaper, reap
+/// killed runs, install the signal handlers.
 pub fn start() {
+    // Before any thread: the guard is a fork of this process (`tidemark_sim::guard`).
+    tidemark_sim::guard::start(extra_bases());
     #[cfg(target_os = "linux")]
     // SAFETY: prctl with integer arguments; touches no memory.
     unsafe {
@@ -100,11 +105,14 @@ pub async fn cancellable<T>(command: impl std::future::Future<Output = T>) -> Op
         out = command => Some(out),
         _ = CANCEL.notified() => None,
     };
-    // The command's future is gone by now: its Drops have run.
-    if out.is_none() {
-        let (lock, cvar) = &DROPPED;
-        *lock.lock().expect("never poisoned") = true;
-        cvar.notify_all();
+    // The command's future is gone by now, finished or cancelled: its Drops have run, so the
+    // signal thread need not wait for them. A signal that arrived while it finished still
+    // stops the run (130/143), not a success.
+    let (lock, cvar) = &DROPPED;
+    *lock.lock().expect("never poisoned") = true;
+    cvar.notify_all();
+    if SIGNALLED.load(Ordering::SeqCst) {
+        return None;
     }
     out
 }

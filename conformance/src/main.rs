@@ -45,7 +45,8 @@ struct GateArgs {
     #[arg(long = "impl", value_name = "COMMAND")]
     implementation: Option<String>,
     /// How long to wait for each answer from an --impl program before failing the scenario.
-    #[arg(long, default_value_t = tidemark_conformance::process::DEFAULT_REPLY_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+    /// At most a day (86400000): a bound that never ends is no bound.
+    #[arg(long, default_value_t = tidemark_conformance::process::DEFAULT_REPLY_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     timeout_ms: u64,
     /// Only the scenario with this test name (repeatable), e.g. --only scratchpad::own_path_wins.
     #[arg(long, value_name = "TEST_NAME")]
@@ -206,7 +207,7 @@ enum Command {
         #[arg(long, default_value_t = 200)]
         scoped_seeds: u64,
         /// Streamed events for the rows reap figure (half of them expired); 0 skips it.
-        #[arg(long, default_value_t = 1_000_000)]
+        #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(i64).range(0..))]
         rows: i64,
         /// Scoped seeds in flight at once, on both tiers. Defaults to the number of cores.
         #[arg(long, default_value_t = default_jobs())]
@@ -259,36 +260,45 @@ fn main() -> ExitCode {
             jobs,
             variants,
             expect,
-        } => Some(profiles::named(profile).and_then(|p| {
-            if implementation.is_some() && !variants.is_empty() {
-                return Err("--variant sets the reference's variants; a program declares its own in init_ok".into());
-            }
-            let expect = expect
-                .as_deref()
-                .map(expectations::Expectations::load)
-                .transpose()?;
-            p.explore(&profiles::ExploreRequest {
-                variants: tidemark_conformance::variants::from_options(variants)?,
-                seeds: *seeds,
-                first_seed: *first_seed,
-                shard: *shard,
-                mutant: mutant.clone(),
-                check_determinism: *check_determinism,
-                hunt: *hunt,
-                hunt_trials: *hunt_trials,
-                save: match (no_save, save_dir) {
-                    (true, _) => profiles::SaveTo::Nowhere,
-                    (false, Some(d)) => profiles::SaveTo::Dir(d.clone()),
-                    (false, None) => profiles::SaveTo::Default,
-                },
-                max_shrink_iters: *max_shrink_iters,
-                implementation: implementation.clone(),
-                tier: tier.clone(),
-                differential: *differential,
-                jobs: *jobs,
-                expect,
-            })
-        })),
+        } => Some(
+            // Each profile's default is at most 5 trials.
+            tidemark_conformance::explore::check_seeds(
+                *first_seed,
+                *seeds,
+                if *hunt { hunt_trials.unwrap_or(5) } else { 1 },
+            )
+            .and_then(|()| profiles::named(profile))
+            .and_then(|p| {
+                if implementation.is_some() && !variants.is_empty() {
+                    return Err("--variant sets the reference's variants; a program declares its own in init_ok".into());
+                }
+                let expect = expect
+                    .as_deref()
+                    .map(expectations::Expectations::load)
+                    .transpose()?;
+                p.explore(&profiles::ExploreRequest {
+                    variants: tidemark_conformance::variants::from_options(variants)?,
+                    seeds: *seeds,
+                    first_seed: *first_seed,
+                    shard: *shard,
+                    mutant: mutant.clone(),
+                    check_determinism: *check_determinism,
+                    hunt: *hunt,
+                    hunt_trials: *hunt_trials,
+                    save: match (no_save, save_dir) {
+                        (true, _) => profiles::SaveTo::Nowhere,
+                        (false, Some(d)) => profiles::SaveTo::Dir(d.clone()),
+                        (false, None) => profiles::SaveTo::Default,
+                    },
+                    max_shrink_iters: *max_shrink_iters,
+                    implementation: implementation.clone(),
+                    tier: tier.clone(),
+                    differential: *differential,
+                    jobs: *jobs,
+                    expect,
+                })
+            }),
+        ),
         Command::Replay {
             fixture,
             seed,
@@ -301,6 +311,8 @@ fn main() -> ExitCode {
                 .and_then(|f| profiles::PROFILES.iter().find(|p| p.owns_fixture(f)))
                 .unwrap_or(&profiles::PROFILES[0]);
             let outcome = owner.replay(fixture.as_deref(), *seed, mutant.as_deref());
+            // Its exit codes are its own, but it cleans up as every command does.
+            interrupt::finish();
             return match outcome {
                 Ok(o) => ExitCode::from(o.exit_code()),
                 Err(e) => exit(Err(e)),
@@ -314,16 +326,20 @@ fn main() -> ExitCode {
             check_determinism,
             hunt,
             variants,
-        } => Some(profiles::named(profile).and_then(|p| {
-            p.world(&profiles::WorldRequest {
-                variants: tidemark_conformance::variants::from_options(variants)?,
-                seeds: *seeds,
-                first_seed: *first_seed,
-                mutant: mutant.clone(),
-                check_determinism: *check_determinism,
-                hunt: *hunt,
-            })
-        })),
+        } => Some(
+            tidemark_conformance::explore::check_seeds(*first_seed, *seeds, 1)
+                .and_then(|()| profiles::named(profile))
+                .and_then(|p| {
+                    p.world(&profiles::WorldRequest {
+                        variants: tidemark_conformance::variants::from_options(variants)?,
+                        seeds: *seeds,
+                        first_seed: *first_seed,
+                        mutant: mutant.clone(),
+                        check_determinism: *check_determinism,
+                        hunt: *hunt,
+                    })
+                }),
+        ),
         Command::Bench {
             seeds,
             scoped_seeds,
@@ -398,6 +414,8 @@ async fn run(cli: Cli) -> Result<bool, String> {
             for p in &selected {
                 profiles::check_tier(*p, args.tier.as_deref())?;
             }
+            profiles::load_errors(&selected, &args.scenarios, &args.spec)
+                .map_err(|e| e.to_string())?;
             for p in selected {
                 let found = p
                     .mutants(&profiles::MutantsRequest {
@@ -447,6 +465,8 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
         );
     }
     let variants = tidemark_conformance::variants::from_options(&gate_args.variants)?;
+    // Every file that does not load, of every selected profile, before anything runs.
+    profiles::load_errors(&selected, &args.scenarios, &args.spec).map_err(|e| e.to_string())?;
     // `--only` names are `<profile>::<file stem>`: each goes to its profile.
     let mut only: Vec<(&'static dyn Profile, Vec<String>)> =
         selected.iter().map(|p| (*p, Vec::new())).collect();

@@ -6,9 +6,13 @@
 //!
 //! Each scenario gets its own process, started in the scenario's working directory, handed the
 //! scenario's environment in an init exchange, and killed (SIGKILL, no shutdown) when the
-//! scenario stops or restarts it, exactly as the in-process driver drops the reference. Killing reaches its
-//! whole process group and every process carrying its `TIDEMARK_RUN` value (a worker whose
-//! leader exited first, a `setsid()` escapee), and the kernel kills it if the harness dies. Every line the
+//! scenario stops or restarts it, exactly as the in-process driver drops the reference. Killing
+//! reaches every process it started, however it detached: it runs in a cgroup of its own where
+//! the machine allows one (`tidemark_sim::contain`: a `setsid()`, a double fork or a scrubbed
+//! environment does not leave it), and in any case its whole process group (even after the
+//! group's leader exited) and every process carrying its `TIDEMARK_RUN` value. The kernel kills
+//! it if the harness dies, and the run's guard (`tidemark_sim::guard`) kills what it started.
+//! Every line the
 //! harness waits for is bounded by [`ProcessOptions::reply_timeout`]; a program that prints
 //! garbage, answers the wrong request, never answers or exits early becomes a [`DriverError`]
 //! naming what happened and the last lines of its stderr, and is killed and reaped. The runner
@@ -396,6 +400,11 @@ struct Adapter {
     reaped: bool,
     /// Its `TIDEMARK_RUN` value, which its descendants inherit.
     run_env: String,
+    /// Its cgroup, where one could be made: every process it starts stays in it.
+    cgroup: Option<tidemark_sim::contain::Cgroup>,
+    /// Its process group (its own pid) and when it started (clock ticks since boot), so the
+    /// group's members are killed even after the leader is gone, and a reused number never is.
+    group: Option<(i32, u64)>,
 }
 
 impl Adapter {
@@ -417,8 +426,13 @@ impl Adapter {
         cmd.process_group(0);
         // A value no other implementation has: its descendants inherit it, so they are found
         // and killed with it even after leaving its group or session (`kill_descendants`).
-        let run_env = Owner::current().run_env_value(NEXT_RUN.fetch_add(1, Ordering::Relaxed));
+        let n = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
+        let run_env = Owner::current().run_env_value(n);
         cmd.env(RUN_ENV, &run_env);
+        // Its own cgroup, entered between fork and exec, so that everything it starts stays in
+        // it whatever it does to detach (`setsid()`, a double fork, an empty environment).
+        let cgroup = tidemark_sim::contain::Cgroup::new(n);
+        let entrance = cgroup.as_ref().map(|c| c.entrance());
         // The kernel kills the implementation if the harness dies (even by SIGKILL), so a stuck
         // program never outlives it. Its descendants are reaped by the next run (by RUN_ENV).
         #[cfg(target_os = "linux")]
@@ -427,6 +441,9 @@ impl Adapter {
             // SAFETY: prctl and getppid are async-signal-safe and touch no memory of the parent.
             unsafe {
                 cmd.pre_exec(move || {
+                    if let Some(entrance) = &entrance {
+                        entrance.enter()?;
+                    }
                     if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
                         return Err(std::io::Error::last_os_error());
                     }
@@ -449,6 +466,14 @@ impl Adapter {
         else {
             unreachable!("all three pipes were requested");
         };
+        // Its group, remembered while the leader is surely alive (not yet waited for), and told
+        // to the guard, which kills its members if the harness dies.
+        let group = child.id().and_then(|pid| {
+            let pid = pid as i32;
+            let (_, started) = tidemark_sim::reap::stat_fields(pid)?;
+            tidemark_sim::guard::register_group(pid, started);
+            Some((pid, started))
+        });
         Ok(Adapter {
             child,
             stdin: Some(stdin),
@@ -459,6 +484,8 @@ impl Adapter {
             claims_check: options.claims_check,
             reaped: false,
             run_env,
+            cgroup,
+            group,
         })
     }
 
@@ -704,18 +731,40 @@ impl Adapter {
     async fn kill(mut self) {
         self.stdin = None;
         if !self.reaped {
+            // Where there is no cgroup, what is still below the leader is found by its parent
+            // links before the leader dies (after, its orphans belong to the harness).
+            let below = self.below_leader();
             self.kill_group();
             let _ = self.child.start_kill();
             let _ = self.exit_status_within(EXIT_GRACE).await;
+            tidemark_sim::reap::kill_listed(&below);
         }
         self.kill_descendants();
         self.stderr.abort();
     }
 
-    /// SIGKILL to every process carrying this implementation's `TIDEMARK_RUN` value: a worker
-    /// whose leader exited first, a child that called `setsid()`. Runs after the leader is
-    /// reaped, so it never races tokio for the leader's exit status.
-    fn kill_descendants(&self) {
+    /// The live processes below the leader, when there is no cgroup to hold them.
+    fn below_leader(&self) -> Vec<(i32, u64)> {
+        match (&self.cgroup, self.group) {
+            (None, Some((leader, _))) => tidemark_sim::reap::descendants(leader),
+            _ => Vec::new(),
+        }
+    }
+
+    /// SIGKILL to everything this implementation started, however it detached: its cgroup,
+    /// the members of its process group (the leader may be long gone), and every process
+    /// carrying its `TIDEMARK_RUN` value. Runs after the leader is reaped (or given up on), so
+    /// it never races tokio for the leader's exit status.
+    fn kill_descendants(&mut self) {
+        let leader = (!self.reaped)
+            .then(|| self.group.map(|(pid, _)| pid))
+            .flatten();
+        // Every member of its process group is in its cgroup (setsid() does not leave one):
+        // once the cgroup is gone, so is the group.
+        let contained = self.cgroup.as_mut().is_some_and(|c| c.kill(leader));
+        if let (false, Some((pgid, started))) = (contained, self.group) {
+            tidemark_sim::reap::kill_process_group(pgid, started, leader);
+        }
         let value = self.run_env.as_str();
         tidemark_sim::reap::kill_run_processes(|v| v == value);
     }
@@ -737,9 +786,15 @@ impl Drop for Adapter {
     fn drop(&mut self) {
         // Error paths that never reach `kill` still take the program's children with it;
         // `kill_on_drop` covers the program itself and tokio reaps it.
+        let below = if self.reaped {
+            Vec::new()
+        } else {
+            self.below_leader()
+        };
         if !self.reaped {
             self.kill_group();
         }
+        tidemark_sim::reap::kill_listed(&below);
         self.kill_descendants();
         self.stderr.abort();
     }

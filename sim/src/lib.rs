@@ -3,10 +3,13 @@
 
 pub mod clip;
 pub mod clock;
+pub mod confine;
+pub mod contain;
 pub mod seed;
 pub mod spec_rules;
 pub mod trace;
 
+pub mod guard;
 pub mod lifecycle;
 pub mod owner;
 pub mod real_tier;

@@ -74,6 +74,13 @@ impl Owner {
         &self.token
     }
 
+    /// The descriptor holding this run's lock, if it holds one: the run's guard keeps it open
+    /// (a forked descriptor shares the lock), so the run stays alive to others until the guard
+    /// has cleaned up after it (`crate::guard`).
+    pub fn lock_fd(&self) -> Option<std::os::unix::io::RawFd> {
+        self.lock.as_ref().map(|f| f.as_raw_fd())
+    }
+
     /// Whether this run holds its lock (so others can tell it is alive).
     pub fn holds_lock(&self) -> bool {
         self.lock.is_some()
@@ -147,40 +154,19 @@ const REMOVE_RETRY_MS: u64 = 2_000;
 /// a later sweep or the next run's reap finds it. (`remove_dir_all` alone can delete the mark
 /// first and then fail, leaving a directory nobody will ever claim.) A directory already gone
 /// is not an error.
+///
+/// Nothing is followed: an implementation handed a directory inside this one may have replaced
+/// anything in it, or this directory itself, by a link to somewhere else; the removal works from
+/// descriptors opened without following links (`crate::confine::remove_tree`).
 pub fn remove_owned(dir: &Path) -> std::io::Result<()> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(REMOVE_RETRY_MS);
     loop {
-        match remove_all_but_mark(dir) {
-            Ok(()) => break,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !dir.exists() => return Ok(()),
+        match crate::confine::remove_tree(dir, &[OWNER_FILE]) {
+            Ok(()) => return Ok(()),
             Err(e) if std::time::Instant::now() >= deadline => return Err(e),
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
         }
     }
-    match std::fs::remove_file(dir.join(OWNER_FILE)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    match std::fs::remove_dir(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        other => other,
-    }
-}
-
-fn remove_all_but_mark(dir: &Path) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if entry.file_name() == OWNER_FILE {
-            continue;
-        }
-        // The entry's own type, never a symlink's target: a link is removed, not followed.
-        if entry.file_type()?.is_dir() {
-            std::fs::remove_dir_all(entry.path())?;
-        } else {
-            std::fs::remove_file(entry.path())?;
-        }
-    }
-    Ok(())
 }
 
 /// A fresh temporary directory `tidemark-<what>-XXXX` in the temp dir, marked with this run's

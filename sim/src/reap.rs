@@ -6,8 +6,10 @@
 //! - [`sweep_own`], when this run is interrupted: everything carrying this run's own token.
 //!
 //! Ownership comes from [`crate::owner`]: a directory's `.tidemark-owner` file, a process's
-//! `TIDEMARK_RUN=<token>-<n>` environment variable. A process that scrubs its environment, or a
-//! directory whose owner file was removed, is not found. Databases on a shared server are
+//! `TIDEMARK_RUN=<token>-<n>` environment variable, a run's cgroup `tidemark-<token>`
+//! ([`crate::contain`]: every process an implementation started, however it detached). Without
+//! cgroups, a process that scrubs its environment and leaves its process group is not found
+//! here; a directory whose owner file was removed is not found. Databases on a shared server are
 //! reaped by [`crate::real_tier::pg_reap`].
 
 use std::collections::BTreeMap;
@@ -74,11 +76,12 @@ pub fn reap_dead_runs(extra_bases: &[PathBuf]) -> Reaped {
     let dirs = marked_dirs(&bases);
     for run in dead {
         let token = run.token().to_string();
+        // Its cgroup first: every process in it, however it detached (`crate::contain`).
+        let mut all_gone = crate::contain::kill_run(&token);
         let mut r = Reaped {
             processes: kill_run_processes(|v| owner::token_of_run_env(v) == Some(&token)),
             ..Reaped::default()
         };
-        let mut all_gone = true;
         for dir in dirs.get(&token).into_iter().flatten() {
             match remove_marked_dir(dir) {
                 Ok(cluster) => {
@@ -102,6 +105,7 @@ pub fn reap_dead_runs(extra_bases: &[PathBuf]) -> Reaped {
 /// chance; whatever that cleanup already removed is simply not found.
 pub fn sweep_own(extra_bases: &[PathBuf]) -> Reaped {
     let token = owner::Owner::current().token().to_string();
+    crate::contain::kill_run(&token);
     let mut r = Reaped {
         processes: kill_run_processes(|v| owner::token_of_run_env(v) == Some(&token)),
         ..Reaped::default()
@@ -269,6 +273,98 @@ pub fn processes_with_run_env(matches: impl Fn(&str) -> bool) -> Vec<i32> {
     out
 }
 
+/// Kills (SIGKILL) every live process in the process group `pgid` that started at or after
+/// `started` (clock ticks since boot, as `/proc/<pid>/stat` gives): the members of a group the
+/// harness made for an implementation, even after the group's leader is gone, and never a later
+/// group that happens to reuse the number. Those that were this process's children are reaped,
+/// but `not_mine` (a child someone else waits for). Returns how many were killed.
+pub fn kill_process_group(pgid: i32, started: u64, not_mine: Option<i32>) -> usize {
+    let me = std::process::id() as i32;
+    let members = |pgid: i32| -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&pid| pid != me)
+            .filter(|&pid| {
+                stat_fields(pid).is_some_and(|(group, start)| group == pgid && start >= started)
+                    && !is_zombie(pid)
+            })
+            .collect()
+    };
+    let mut killed = std::collections::BTreeSet::new();
+    for _ in 0..KILL_ROUNDS {
+        let found = members(pgid);
+        if found.is_empty() {
+            break;
+        }
+        for &pid in &found {
+            signal(pid, libc::SIGKILL);
+            killed.insert(pid);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for &pid in killed.iter().filter(|p| Some(**p) != not_mine) {
+        reap_if_child(pid);
+    }
+    killed.len()
+}
+
+/// Every live descendant of `pid` (children, their children, ...), each with its start time,
+/// from the parent links in `/proc`: the processes an implementation started that are still
+/// below it, whatever session, group or environment they took.
+pub fn descendants(pid: i32) -> Vec<(i32, u64)> {
+    let mut children: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
+    for p in std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+    {
+        if let Some(parent) = parent_of(p) {
+            children.entry(parent).or_default().push(p);
+        }
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![pid];
+    while let Some(p) = stack.pop() {
+        for &c in children.get(&p).into_iter().flatten() {
+            if let Some((_, started)) = stat_fields(c) {
+                out.push((c, started));
+                stack.push(c);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Kills (SIGKILL) each listed process that is still the one listed (same start time), and
+/// reaps those that were this process's children. Returns how many were killed.
+pub fn kill_listed(processes: &[(i32, u64)]) -> usize {
+    let mut killed = 0;
+    for &(pid, started) in processes {
+        if stat_fields(pid).is_some_and(|(_, s)| s == started) && !is_zombie(pid) {
+            signal(pid, libc::SIGKILL);
+            killed += 1;
+        }
+    }
+    for &(pid, _) in processes {
+        reap_if_child(pid);
+    }
+    killed
+}
+
+/// A process's group and its start time (clock ticks since boot), from `/proc/<pid>/stat`.
+pub fn stat_fields(pid: i32) -> Option<(i32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    // After the command: state (3), ppid (4), pgrp (5), ..., starttime (22).
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some((f.get(2)?.parse().ok()?, f.get(19)?.parse().ok()?))
+}
+
 fn is_zombie(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
@@ -287,7 +383,7 @@ fn parent_of(pid: i32) -> Option<i32> {
 
 /// Waits for `pid` if it is this process's child (bounded: it was just sent SIGKILL or has
 /// exited), so no zombie stays behind. Never waits for anyone else's child.
-fn reap_if_child(pid: i32) {
+pub fn reap_if_child(pid: i32) {
     if parent_of(pid) != Some(std::process::id() as i32) {
         return;
     }

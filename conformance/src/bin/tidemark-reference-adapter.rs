@@ -328,6 +328,8 @@ async fn start(
         knobs: Knobs {
             values: init.knobs.clone(),
             mounted: !init.root.is_empty(),
+            // A root path where nothing exists reaches the reference as it is (SP-1.3).
+            ..Knobs::default()
         },
     };
     factory

@@ -54,6 +54,32 @@ impl std::str::FromStr for Shard {
     }
 }
 
+/// Checks a command line's seeds: at least one, and every seed asked for (a hunt's `trials`
+/// searches each start a million seeds further, `engine::hunt`) below 2^64, so no range wraps
+/// to nothing and reports success having run no seed.
+pub fn check_seeds(first_seed: u64, seeds: u64, trials: u64) -> Result<(), String> {
+    if seeds == 0 {
+        return Err("--seeds 0 asks for no seed: a run that checks nothing does not pass".into());
+    }
+    let last_start = trials
+        .max(1)
+        .checked_sub(1)
+        .and_then(|t| t.checked_mul(1_000_000))
+        .and_then(|o| first_seed.checked_add(o));
+    match last_start.and_then(|s| s.checked_add(seeds - 1)) {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "--first-seed {first_seed} with --seeds {seeds}{} runs past the last seed, {}",
+            if trials > 1 {
+                format!(" and {trials} hunt trials (each a million seeds further)")
+            } else {
+                String::new()
+            },
+            u64::MAX
+        )),
+    }
+}
+
 impl Shard {
     pub const ALL: Shard = Shard { index: 0, count: 1 };
 
@@ -76,5 +102,16 @@ mod tests {
         parts.sort();
         assert_eq!(all, parts);
         assert!("3/3".parse::<Shard>().is_err());
+    }
+
+    #[test]
+    fn seeds_past_the_last_one_or_none_at_all_are_refused() {
+        assert!(check_seeds(0, 100, 1).is_ok());
+        assert!(check_seeds(u64::MAX, 1, 1).is_ok());
+        assert!(check_seeds(u64::MAX, 10, 1).is_err());
+        assert!(check_seeds(0, 0, 1).is_err());
+        // Three trials: the last starts two million seeds on, and runs ten.
+        assert!(check_seeds(u64::MAX - 2_000_009, 10, 3).is_ok());
+        assert!(check_seeds(u64::MAX - 2_000_008, 10, 3).is_err());
     }
 }

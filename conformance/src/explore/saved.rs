@@ -45,9 +45,30 @@ pub fn profile_dir(profile: &str) -> PathBuf {
         .join(profile)
 }
 
+/// The largest saved failure read: a shrunk failure is a few KiB; a larger file is refused
+/// before it is read.
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// A saved failure's text, at most [`MAX_FILE_BYTES`].
+fn read_saved(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "{}: larger than a saved failure may be ({MAX_FILE_BYTES} bytes)",
+            path.display()
+        ));
+    }
+    Ok(text)
+}
+
 /// The profile a saved failure names, without committing to any profile's operations.
 pub fn profile_of(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = read_saved(path).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     v.get("profile")?.as_str().map(str::to_string)
 }
@@ -94,7 +115,7 @@ impl<Op: Serialize + DeserializeOwned, Setting: Serialize + DeserializeOwned>
     /// Reads a saved failure of `profile`; another profile's, or another format version, is an
     /// error naming the file.
     pub fn load_as(path: &Path, profile: &str) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = read_saved(path)?;
         if let Some(other) = profile_of(path).filter(|p| p != profile) {
             return Err(format!(
                 "{}: a saved failure of the {other} profile, not of {profile}",

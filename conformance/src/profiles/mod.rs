@@ -21,6 +21,7 @@ use crate::process::ProcessFactory;
 use crate::protocol::InitOk;
 use crate::report::CaseReport;
 use crate::scenario::header::HeaderVocabulary;
+use crate::scenario::{LoadErrors, ScenarioFileError};
 use crate::variants::Declared;
 
 /// Every profile, in the order `tidemark run` plays and reports them.
@@ -226,6 +227,11 @@ pub trait Profile: Sync {
         &[]
     }
 
+    /// Loads this profile's scenarios from the suite's directory (every profile reads the whole
+    /// tree, `scenario/load.rs`), citations checked against `spec`, to report what does not
+    /// load: empty when every file loads.
+    fn load_errors(&self, scenarios: &Path, spec: &Path) -> Vec<ScenarioFileError>;
+
     /// Plays the selected scenarios against the reference in process, or (`program`) an
     /// implementation through the process protocol, one report case per scenario.
     async fn run(
@@ -271,6 +277,31 @@ pub trait Profile: Sync {
 /// part for some profile is malformed is refused whichever profile it is run for.
 pub fn check_claims(claims: &InitOk) -> Result<(), String> {
     PROFILES.iter().try_for_each(|p| p.check_claims(claims))
+}
+
+/// Every load error of the selected profiles' scenarios, each once (a file no profile's header
+/// claims is every profile's error), in path order: a run reports them all together, and
+/// nothing runs when there is any.
+pub fn load_errors(
+    selected: &[&'static dyn Profile],
+    scenarios: &Path,
+    spec: &Path,
+) -> Result<(), LoadErrors> {
+    let errors: std::collections::BTreeSet<ScenarioFileError> = selected
+        .iter()
+        .flat_map(|p| p.load_errors(scenarios, spec))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(LoadErrors(errors.into_iter().collect()))
+    }
+}
+
+/// The rule ids of the SPEC.md at `spec`, or the load error naming it.
+pub(crate) fn spec_rules(spec: &Path) -> Result<crate::spec::RuleIndex, ScenarioFileError> {
+    crate::spec::RuleIndex::load(spec)
+        .map_err(|e| ScenarioFileError::new(spec, 0, format!("cannot read SPEC.md: {e}")))
 }
 
 /// Checks `--tier` against a profile's tiers: `Ok` when none was given or the profile has it.

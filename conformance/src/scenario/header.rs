@@ -71,10 +71,11 @@ pub struct StepLine<'a> {
 /// A problem at a line (1-based; 0 for the file as a whole).
 pub type LineError = (usize, String);
 
-/// A scenario file's text: read, then checked to be UTF-8. An error is the line it is at (0 for
-/// a file that cannot be read) and what was wrong, for the profile's `file:line:` error.
+/// A scenario file's text: read (bounded, never through a symlink: `load::read_bounded`), then
+/// checked to be UTF-8. An error is the line it is at (0 for a file that cannot be read) and
+/// what was wrong, for the profile's `file:line:` error.
 pub fn read_text(path: &std::path::Path) -> Result<String, LineError> {
-    let bytes = std::fs::read(path).map_err(|e| (0, format!("cannot read the file: {e}")))?;
+    let bytes = super::load::read_bounded(path).map_err(|m| (0, m))?;
     utf8_text(&bytes).map(str::to_owned)
 }
 
@@ -91,19 +92,6 @@ pub fn utf8_text(bytes: &[u8]) -> Result<&str, LineError> {
             ),
         )
     })
-}
-
-/// Whether the file at `path` belongs to another profile than `profile`: its first `profile:`
-/// line names another registered one (`crate::profiles::PROFILES`, the one registry). One file
-/// extension serves every profile; a loader takes the files whose `profile:` line names its
-/// own. A file that cannot be read, or names no profile or an unknown one, belongs to every
-/// loader, so its error is reported rather than skipped.
-pub fn belongs_elsewhere(path: &std::path::Path, profile: &str) -> bool {
-    let Ok(bytes) = std::fs::read(path) else {
-        return false;
-    };
-    profile_named(&String::from_utf8_lossy(&bytes))
-        .is_some_and(|p| p != profile && crate::profiles::names().contains(&p))
 }
 
 /// The error for a file with a header and no step, once its knobs have been checked.

@@ -1,6 +1,6 @@
 //! The scenario language every profile shares: the header (`header.rs`: `scenario`, `profile`,
 //! `rules`, `kills`, `needs`, `knob`, each error as `file:line: what was expected`) and the
-//! lexer of step lines (`lex.rs`), and the loading of a profile's directory of files with its
+//! lexer of step lines (`lex.rs`), durations (`units.rs`), and the loading of a profile's directory of files with its
 //! test names and its one error type (`load.rs`). Each profile reads its own step vocabulary from the step
 //! lines `header::split` hands it (the scratchpad's in `profiles/scratchpad/scenario/`). The
 //! grammar is in scenarios/README.md.
@@ -8,5 +8,6 @@
 pub mod header;
 pub mod lex;
 pub mod load;
+pub mod units;
 
-pub use load::ScenarioFileError;
+pub use load::{LoadErrors, ScenarioFileError};

@@ -8,177 +8,11 @@
 //! is listed there, and every process it starts (PostgreSQL included) inherits
 //! `TMPDIR=<sandbox>`, which is how leftover processes are found.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
-use tidemark_conformance::spec::repo_root;
 
-/// Bounds the wait for a run to reach the point where it is interrupted, and for it to end.
-const RUN_BOUND: Duration = Duration::from_secs(60);
-
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
-
-impl Sandbox {
-    fn new() -> Sandbox {
-        // Not named `tidemark-...`: it is the test's, not a run's.
-        let dir = tempfile::Builder::new()
-            .prefix("leak-sandbox-")
-            .tempdir()
-            .expect("a sandbox");
-        Sandbox { dir }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn tidemark(&self, args: &[&str], database_url: Option<&str>) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tidemark"));
-        cmd.args(args)
-            .current_dir(repo_root())
-            .env("TMPDIR", self.path())
-            .env("TIDEMARK_TMPDIR", self.path())
-            .env_remove("TIDEMARK_RUN")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        match database_url {
-            Some(url) => cmd.env("DATABASE_URL", url),
-            None => cmd.env_remove("DATABASE_URL"),
-        };
-        cmd
-    }
-
-    /// Entries of the sandbox other than the lock directory, sorted.
-    fn directories(&self) -> Vec<String> {
-        let mut out: Vec<String> = std::fs::read_dir(self.path())
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n != "tidemark-locks")
-            .collect();
-        out.sort();
-        out
-    }
-
-    /// Lock files of runs (a clean exit removes its own; a reap removes a dead run's).
-    fn lock_files(&self) -> Vec<String> {
-        let mut out: Vec<String> = std::fs::read_dir(self.path().join("tidemark-locks"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        out.sort();
-        out
-    }
-
-    /// Live processes (not zombies) whose environment has `TMPDIR=<sandbox>`, with their
-    /// command lines.
-    fn processes(&self) -> Vec<String> {
-        let wanted = format!("TMPDIR={}", self.path().display());
-        let mut out = Vec::new();
-        for e in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-                continue;
-            };
-            let has = environ.split(|&b| b == 0).any(|v| v == wanted.as_bytes());
-            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| {
-                    s.rsplit_once(')')
-                        .is_none_or(|(_, r)| r.trim_start().starts_with('Z'))
-                })
-                .unwrap_or(true);
-            if has && !zombie {
-                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                out.push(format!(
-                    "{pid}: {}",
-                    String::from_utf8_lossy(&cmdline).replace('\0', " ")
-                ));
-            }
-        }
-        out
-    }
-
-    /// Asserts nothing of any run is left, waiting a little for processes that are being
-    /// killed to go.
-    fn assert_clean(&self, after: &str) {
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while !self.processes().is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        assert_eq!(
-            self.processes(),
-            Vec::<String>::new(),
-            "processes left {after}"
-        );
-        assert_eq!(
-            self.directories(),
-            Vec::<String>::new(),
-            "directories left {after}"
-        );
-    }
-
-    fn kill_leftovers(&self) {
-        for p in self.processes() {
-            if let Some(pid) = p.split(':').next().and_then(|p| p.parse::<i32>().ok()) {
-                // SAFETY: kill(2) on one pid this test found carrying its sandbox.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        // A failing test must not leave its leftovers running.
-        self.kill_leftovers();
-    }
-}
-
-fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
-    let deadline = Instant::now() + RUN_BOUND;
-    while !ready() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn wait_bounded(child: &mut Child) -> ExitStatus {
-    let deadline = Instant::now() + RUN_BOUND;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("tidemark did not exit within {RUN_BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn signal(child: &Child, sig: i32) {
-    // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
-    unsafe {
-        libc::kill(child.id() as i32, sig);
-    }
-}
-
-fn stderr_of(child: &mut Child) -> String {
-    use std::io::Read;
-    let mut s = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut s);
-    }
-    s
-}
+use super::sandbox::{signal, stderr_of, wait_bounded, wait_until, Sandbox};
 
 /// A scenario of the scoped profile is under way: its S3 directory exists.
 fn scoped_scenario_started(sandbox: &Sandbox) -> bool {
@@ -189,12 +23,29 @@ fn scoped_scenario_started(sandbox: &Sandbox) -> bool {
 }
 
 /// Runs the scoped suite (`impl_args` adds `--impl ...`), interrupts it with `sig` once a
-/// scenario is under way, and returns its exit status and stderr.
+/// scenario is under way, and returns its exit status and stderr. `Kill::HarnessAndGuard`
+/// SIGKILLs the run's guard first, as a kill of everything at once would.
 fn interrupt_scoped(
     sandbox: &Sandbox,
     impl_args: &[&str],
     sig: i32,
     database_url: Option<&str>,
+) -> (ExitStatus, String) {
+    interrupt_scoped_killing(sandbox, impl_args, sig, database_url, Kill::Harness)
+}
+
+#[derive(PartialEq)]
+enum Kill {
+    Harness,
+    HarnessAndGuard,
+}
+
+fn interrupt_scoped_killing(
+    sandbox: &Sandbox,
+    impl_args: &[&str],
+    sig: i32,
+    database_url: Option<&str>,
+    kill: Kill,
 ) -> (ExitStatus, String) {
     let mut args = vec!["run", "--profile", "scoped", "--jobs", "2"];
     args.extend_from_slice(impl_args);
@@ -221,6 +72,10 @@ fn interrupt_scoped(
             procs.iter().any(|p| p.contains("postgres")),
             "a cluster runs: {procs:?}"
         );
+    }
+    if kill == Kill::HarnessAndGuard {
+        assert!(!sandbox.guards().is_empty(), "the run has a guard");
+        sandbox.kill_guards();
     }
     signal(&child, sig);
     let status = wait_bounded(&mut child);
@@ -274,11 +129,13 @@ fn a_scoped_run_stopped_by_sigterm_cleans_up_and_exits_143() {
 }
 
 #[test]
-fn what_a_sigkilled_scoped_run_left_is_removed_by_the_next_run() {
+fn what_a_sigkilled_scoped_run_and_its_guard_left_is_removed_by_the_next_run() {
     let sandbox = Sandbox::new();
-    let (status, _) = interrupt_scoped(&sandbox, &[], libc::SIGKILL, None);
+    let (status, _) =
+        interrupt_scoped_killing(&sandbox, &[], libc::SIGKILL, None, Kill::HarnessAndGuard);
     assert_eq!(status.signal(), Some(libc::SIGKILL));
-    // The evidence: SIGKILL leaves the cluster's and the S3 server's directories.
+    // The evidence: SIGKILL of the harness and its guard leaves the cluster's and the S3
+    // server's directories.
     let left = sandbox.directories();
     assert!(
         left.iter().any(|d| d.starts_with("tidemark-pg-")),
@@ -309,15 +166,14 @@ fn an_impl_scoped_run_stopped_by_sigterm_leaves_nothing() {
 }
 
 #[test]
-fn what_a_sigkilled_impl_scoped_run_left_is_removed_by_the_next_run() {
+fn what_a_sigkilled_impl_scoped_run_left_is_removed_by_its_guard_with_no_next_run() {
     let sandbox = Sandbox::new();
     let adapter = reference_adapter();
     let (status, _) = interrupt_scoped(&sandbox, &["--impl", &adapter], libc::SIGKILL, None);
     assert_eq!(status.signal(), Some(libc::SIGKILL));
-    assert!(
-        !sandbox.directories().is_empty(),
-        "SIGKILL leaves directories"
-    );
+    sandbox.assert_clean("after SIGKILL, by the run's guard");
+    // The run's lock stays for the next run (a DATABASE_URL's databases are its to drop), which
+    // finds nothing else and forgets the run.
     next_run(&sandbox, None);
     sandbox.assert_clean("after SIGKILL and a next run");
     assert_eq!(sandbox.lock_files(), Vec::<String>::new());
@@ -372,13 +228,25 @@ fn a_stuck_implementation_dies_with_a_run_stopped_by_sigint() {
 }
 
 #[test]
-fn a_stuck_implementation_and_its_setsid_helper_die_after_sigkill_and_a_next_run() {
+fn a_stuck_implementation_and_its_setsid_helper_die_after_sigkill_with_no_next_run() {
     let sandbox = Sandbox::new();
     let mut child = stuck_run(&sandbox, "setsid-escapee.py", 2, &[]);
     signal(&child, libc::SIGKILL);
     wait_bounded(&mut child);
     // The kernel killed the implementation with the harness (PR_SET_PDEATHSIG); its helper,
-    // in its own session, is still there until a next run finds it by TIDEMARK_RUN.
+    // in its own session, is the run's guard's to kill (its cgroup, or TIDEMARK_RUN).
+    sandbox.assert_clean("after SIGKILL, by the run's guard");
+}
+
+#[test]
+fn a_stuck_implementations_setsid_helper_dies_after_sigkill_of_harness_and_guard_and_a_next_run() {
+    let sandbox = Sandbox::new();
+    let mut child = stuck_run(&sandbox, "setsid-escapee.py", 2, &[]);
+    assert!(!sandbox.guards().is_empty(), "the run has a guard");
+    sandbox.kill_guards();
+    signal(&child, libc::SIGKILL);
+    wait_bounded(&mut child);
+    // The helper is still there until a next run finds it (its cgroup, or TIDEMARK_RUN).
     // (The kernel's kill and the implementation's exit take a moment on a loaded machine.)
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut left = sandbox.processes();

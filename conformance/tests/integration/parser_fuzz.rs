@@ -14,13 +14,13 @@ fn corpus() -> &'static [(PathBuf, String)] {
     static CORPUS: OnceLock<Vec<(PathBuf, String)>> = OnceLock::new();
     CORPUS.get_or_init(|| {
         let dir = tidemark_conformance::default_scenarios_dir();
-        let mut files = tidemark_sim::scenario_files::find(&dir, "tdm").unwrap();
-        files.extend(tidemark_sim::scenario_files::find(&dir, "tdm").unwrap());
-        files
+        tidemark_sim::scenario_files::find(&dir, &["tdm"])
+            .unwrap()
+            .files
             .into_iter()
             .map(|f| {
-                let text = std::fs::read_to_string(&f).unwrap();
-                (f, text)
+                let text = std::fs::read_to_string(&f.open).unwrap();
+                (f.path, text)
             })
             .collect()
     })

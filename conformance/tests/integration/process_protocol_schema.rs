@@ -94,9 +94,30 @@ fn check(root: &Value, schema: &Value, value: &Value, at: &str) -> Result<(), St
                     }
                 }
             }
+            // The properties `properties` does not name: `false` refuses them.
             "additionalProperties" => {
+                let named = keywords.get("properties").and_then(Value::as_object);
                 for (name, v) in value.as_object().into_iter().flatten() {
-                    check(root, arg, v, &format!("{at}.{name}"))?;
+                    if named.is_some_and(|n| n.contains_key(name)) {
+                        continue;
+                    }
+                    match arg {
+                        Value::Bool(false) => {
+                            return Err(format!("{at}: {name} is not a property it may have"))
+                        }
+                        Value::Bool(true) => {}
+                        _ => check(root, arg, v, &format!("{at}.{name}"))?,
+                    }
+                }
+            }
+            "propertyNames" => {
+                for name in value.as_object().into_iter().flatten().map(|(n, _)| n) {
+                    check(
+                        root,
+                        arg,
+                        &Value::String(name.clone()),
+                        &format!("{at}.{name}"),
+                    )?;
                 }
             }
             "items" => {
@@ -379,6 +400,12 @@ fn an_init_ok_declaring_its_ledger_queries_is_valid_and_needs_both() {
         "missing field `records`"
     );
     assert!(tidemark_conformance::profiles::check_claims(&half).is_err());
+    // A key the harness does not read is refused by both, never ignored.
+    let typo = serde_json::json!({"type": "init_ok", "in_reply_to": 0, "protocol": "tidemark/1",
+        "profiles": ["scoped"], "ledger": {"obligations": "SELECT 1", "records": "SELECT 1",
+        "record": "SELECT 1"}});
+    assert!(check(&schema, from, &typo, "$").is_err());
+    assert!(tidemark_conformance::profiles::check_claims(&init_ok(typo)).is_err());
 }
 
 /// The schema lists every variant SPEC.md has, with its choices in SPEC.md's order, and no

@@ -305,3 +305,155 @@ fn replay_exit_codes_tell_reproduced_different_and_fixed_apart() {
         .unwrap();
     assert_eq!(missing.status.code(), Some(2));
 }
+
+/// Issue 19: what the harness makes on disk carries the scenario's clock (SP-3.5), never the
+/// machine's, months after the simulated epoch: an implementation reading a planted link's time,
+/// or an empty session directory's (SP-5.3), would keep the session alive for the whole run.
+mod simulated_time_on_disk {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use tidemark_conformance::driver::DriverError;
+    use tidemark_conformance::profiles::scratchpad::contract::{Outcome, Request};
+    use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
+    use tidemark_conformance::profiles::scratchpad::scenario::Profile;
+    use tidemark_reference::clock::Timestamp;
+
+    /// The modification time of every path under a root (links not followed), relative to the
+    /// epoch in milliseconds, as the reference saw it at the first tick.
+    type Times = Arc<Mutex<Vec<(String, i64)>>>;
+
+    /// The reference, and at its first tick a look at every time under its root.
+    struct Looking {
+        times: Times,
+    }
+
+    struct LookingDriver {
+        inner: Box<dyn Driver>,
+        root: std::path::PathBuf,
+        times: Times,
+    }
+
+    impl DriverFactory for Looking {
+        fn name(&self) -> String {
+            "reference, looking at times".into()
+        }
+        fn supports(&self, profile: Profile) -> bool {
+            ReferenceScratchpad::default().supports(profile)
+        }
+        fn create(
+            &self,
+            profile: Profile,
+            env: &Environment,
+        ) -> Result<Box<dyn Driver>, DriverError> {
+            Ok(Box::new(LookingDriver {
+                inner: ReferenceScratchpad::default().create(profile, env)?,
+                root: env.root.clone(),
+                times: self.times.clone(),
+            }))
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Driver for LookingDriver {
+        async fn call(
+            &mut self,
+            now: Timestamp,
+            request: &Request,
+        ) -> Result<Outcome, DriverError> {
+            {
+                let mut times = self.times.lock().unwrap();
+                if matches!(request, Request::Tick) && times.is_empty() {
+                    let mut stack = vec![self.root.clone()];
+                    while let Some(d) = stack.pop() {
+                        for e in std::fs::read_dir(&d).unwrap().flatten() {
+                            let meta = std::fs::symlink_metadata(e.path()).unwrap();
+                            let ms = meta
+                                .modified()
+                                .unwrap()
+                                .duration_since(tidemark_sim::clock::EPOCH.to_system_time())
+                                .map(|d| d.as_millis() as i64)
+                                .unwrap_or(-1);
+                            let shown = e
+                                .path()
+                                .strip_prefix(&self.root)
+                                .unwrap()
+                                .display()
+                                .to_string();
+                            times.push((shown, ms));
+                            if meta.is_dir() {
+                                stack.push(e.path());
+                            }
+                        }
+                    }
+                    times.sort();
+                }
+            }
+            self.inner.call(now, request).await
+        }
+        async fn stop(&mut self) -> Result<(), DriverError> {
+            self.inner.stop().await
+        }
+    }
+
+    #[test]
+    fn planted_links_and_every_directory_a_disk_step_makes_carry_the_scenarios_clock() {
+        let rules = RuleIndex::parse("**SP-1.1** x\n");
+        let text = format!(
+            "{HEAD}advance 1h\ndisk mkdir <alice@#g/T1>/@alice/a/b\n\
+             disk write <alice@#g/T2>/@bob/c/d/f.txt \"x\"\n\
+             disk symlink <alice@#g/T1>/@alice/e/link -> $OUTSIDE\nadvance 1ms\n"
+        );
+        let scenario = parse_str(Path::new("example.tdm"), &text, &rules).unwrap();
+        let times = Times::default();
+        let result = block_on(run_scenario(
+            &scenario,
+            &Looking {
+                times: times.clone(),
+            },
+        ));
+        assert!(result.passed(), "{:?}", result.failure);
+        let times = times.lock().unwrap().clone();
+        // Two sessions, each a requester, `a`, `a/b`, `c`, `c/d`, the file, `e` and the link:
+        // every one at one hour.
+        assert_eq!(times.len(), 11, "{times:?}");
+        let hour = 3_600_000;
+        let wrong: Vec<_> = times.iter().filter(|(_, ms)| *ms != hour).collect();
+        assert!(
+            wrong.is_empty(),
+            "not at the scenario's clock (+1h): {wrong:?}"
+        );
+    }
+
+    #[test]
+    fn a_link_planted_by_exploration_carries_the_simulated_time_and_so_does_each_directory_made() {
+        use tidemark_conformance::profiles::scratchpad::explore::run::plant_link_on_disk;
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let now = tidemark_sim::clock::EPOCH.plus_ms(86_400_000);
+        let root = tidemark_sim::confine::Dir::open(tmp.path()).unwrap();
+        plant_link_on_disk(
+            &root,
+            outside.path(),
+            ("t-0123456789abcdef", "fedcba9876543210"),
+            &["dir".to_string(), "link".to_string()],
+            now,
+        )
+        .unwrap();
+        for rel in [
+            "t-0123456789abcdef",
+            "t-0123456789abcdef/fedcba9876543210",
+            "t-0123456789abcdef/fedcba9876543210/dir",
+            "t-0123456789abcdef/fedcba9876543210/dir/link",
+        ] {
+            let meta = std::fs::symlink_metadata(tmp.path().join(rel)).unwrap();
+            assert_eq!(meta.modified().unwrap(), now.to_system_time(), "{rel}");
+        }
+        assert!(std::fs::symlink_metadata(
+            tmp.path()
+                .join("t-0123456789abcdef/fedcba9876543210/dir/link")
+        )
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    }
+}

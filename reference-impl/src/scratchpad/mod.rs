@@ -107,6 +107,13 @@ impl Scratchpad {
         }
         match fs::metadata(&self.cfg.root) {
             Ok(m) if m.is_dir() => Ok(self.cfg.root.clone()),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && self.cfg.is(ScratchpadMutant::MissingRootCreated)
+                    && fs::create_dir_all(&self.cfg.root).is_ok() =>
+            {
+                Ok(self.cfg.root.clone())
+            }
             _ => Err(ScratchError::new(
                 Refusal::Unmounted,
                 format!(

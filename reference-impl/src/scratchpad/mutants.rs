@@ -64,10 +64,12 @@ pub enum ScratchpadMutant {
     SweepOnFixedPeriod,
     /// Equal times in eviction are broken by write order instead of by listing path.
     EqualTimesByWriteOrder,
+    /// A root that does not exist is created at the first write, hiding a missing mount.
+    MissingRootCreated,
 }
 
 impl ScratchpadMutant {
-    pub const ALL: [ScratchpadMutant; 27] = [
+    pub const ALL: [ScratchpadMutant; 28] = [
         Self::DirMtimeCounted,
         Self::EmptyRootIsWorkingDir,
         Self::RootListsOwnOnly,
@@ -95,6 +97,7 @@ impl ScratchpadMutant {
         Self::OverwriteSkipsCap,
         Self::SweepOnFixedPeriod,
         Self::EqualTimesByWriteOrder,
+        Self::MissingRootCreated,
     ];
 
     /// A stable kebab-case name, used on the command line and in reports.
@@ -127,6 +130,7 @@ impl ScratchpadMutant {
             Self::OverwriteSkipsCap => "overwrite-skips-cap",
             Self::SweepOnFixedPeriod => "sweep-on-fixed-period",
             Self::EqualTimesByWriteOrder => "equal-times-by-write-order",
+            Self::MissingRootCreated => "missing-root-created",
         }
     }
 
@@ -171,6 +175,7 @@ impl ScratchpadMutant {
             Self::OverwriteSkipsCap => "an overwrite skips the session cap",
             Self::SweepOnFixedPeriod => "the sweeper ticks on a fixed period from startup",
             Self::EqualTimesByWriteOrder => "equal times in eviction go by write order",
+            Self::MissingRootCreated => "a root that does not exist is created",
         }
     }
 

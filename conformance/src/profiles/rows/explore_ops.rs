@@ -29,8 +29,10 @@ use tidemark_sim::seed::MasterSeed;
 use super::script::{Action, Counted};
 
 /// The generator's version, saved with every failure: a seed names a workload only together
-/// with it. A replay runs the saved operations and never regenerates.
-pub const GENERATOR_VERSION: u32 = 1;
+/// with it. A replay runs the saved operations and never regenerates. Version 2: a revocation
+/// keeps its row for `0ms` (expiring now), never for a negative time, which no scenario may
+/// write (`keep … for -5d` is refused); every other operation of a seed is version 1's.
+pub const GENERATOR_VERSION: u32 = 2;
 
 /// Operations per seed unless a caller says otherwise.
 pub const DEFAULT_STEPS: usize = 70;
@@ -393,8 +395,12 @@ impl Gen {
                     2 => DAY_MS,
                     3 => self.rng.gen_range(1..=40) * HOUR_MS,
                     4 => self.rng.gen_range(1..=40) * DAY_MS,
-                    // Already expired, or expiring now: a revocation.
-                    _ => -self.rng.gen_range(0..=HOUR_MS),
+                    // A revocation: expiring now. (Version 1 drew a time up to an hour back here;
+                    // the draw is kept so every other operation of a seed stays the same.)
+                    _ => {
+                        let _ = self.rng.gen_range(0..=HOUR_MS);
+                        0
+                    }
                 };
                 self.boundaries.push(self.now + for_ms);
                 self.push(Action::Keep { store, id, for_ms });
@@ -508,9 +514,15 @@ impl Gen {
 
 /// A duration as the scenarios write it, with milliseconds when there are some.
 pub fn duration_text(ms: i64) -> String {
-    let (sign, mut left) = if ms < 0 { ("-", -ms) } else { ("", ms) };
+    // Unsigned, so `i64::MIN` (a hostile saved failure's) is written, not negated past i64.
+    let (sign, mut left) = if ms < 0 {
+        ("-", ms.unsigned_abs())
+    } else {
+        ("", ms as u64)
+    };
     let mut s = String::from(sign);
     for (unit, size) in [("d", DAY_MS), ("h", HOUR_MS), ("m", MINUTE_MS), ("s", 1000)] {
+        let size = size as u64;
         if left >= size {
             s.push_str(&format!("{}{unit}", left / size));
             left %= size;

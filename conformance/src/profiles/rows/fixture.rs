@@ -73,6 +73,7 @@ pub fn new_fixture(
 /// naming the file.
 pub fn load(path: &Path) -> Result<RowsFixture, String> {
     let f: RowsFixture = SavedFailure::load_as(path, PROFILE)?;
+    check_ops(&f.ops).map_err(|e| format!("{}: {e}", path.display()))?;
     mutant_arg(f.mutant.as_deref()).map_err(|e| format!("{}: {e}", path.display()))?;
     Declared::read(&f.setting.variants).map_err(|e| format!("{}: {e}", path.display()))?;
     if f.setting.batch < 1 {
@@ -91,6 +92,45 @@ pub fn load(path: &Path) -> Result<RowsFixture, String> {
         ));
     }
     Ok(f)
+}
+
+/// A saved failure's operations, their numbers checked as the scenario loader checks a
+/// scenario's: the clock, moved by every advance, stays between 1970 and the span a scenario may
+/// cover; a row is kept for a length of time from 0 to that span; a count names a table. (Unlike
+/// a scenario's, an exploration's steps may name what was never made: that is how it reaches the
+/// refusals.)
+pub fn check_ops(ops: &[ExploreOp]) -> Result<(), String> {
+    use super::script::{Action, Counted};
+    let mut clock = crate::scenario::units::Clock::default();
+    for (i, op) in ops.iter().enumerate() {
+        let ExploreOp::Step(action) = op else {
+            continue;
+        };
+        let at = |e: String| {
+            format!(
+                "operation {i} ({}): {e}",
+                tidemark_sim::clip::clip(&super::explore_ops::action_text(action))
+            )
+        };
+        match action {
+            Action::Advance(ms) => clock.advance(*ms).map_err(at)?,
+            Action::Keep { for_ms, .. }
+                if !(0..=tidemark_sim::clip::MAX_SCENARIO_SPAN_MS).contains(for_ms) =>
+            {
+                return Err(at(format!(
+                    "a row is kept for 0 to {} ms, not {for_ms}",
+                    tidemark_sim::clip::MAX_SCENARIO_SPAN_MS
+                )))
+            }
+            Action::Count(Counted::Table(t))
+                if !tidemark_reference::rows::TABLES.contains(&t.as_str()) =>
+            {
+                return Err(at(format!("no table {:?}", tidemark_sim::clip::clip(t))))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 pub fn is_rows(path: &Path) -> bool {
@@ -143,4 +183,28 @@ pub async fn replay(tier: Tier<'_>, f: &RowsFixture) -> Result<RowsReplay, Strin
         divergence,
         reference_passes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profiles::rows::explore_ops::{generate, DEFAULT_STEPS};
+    use crate::profiles::rows::script::Action;
+
+    #[test]
+    fn every_generated_sequence_passes_the_loaders_checks_and_a_hostile_one_does_not() {
+        for seed in 0..200 {
+            let (_, ops) = generate(seed, DEFAULT_STEPS);
+            check_ops(&ops).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        }
+        let (_, mut ops) = generate(0, DEFAULT_STEPS);
+        ops.insert(0, ExploreOp::Step(Action::Advance(i64::MIN)));
+        assert!(check_ops(&ops).unwrap_err().contains("before 1970"));
+        let keep = ExploreOp::Step(Action::Keep {
+            store: tidemark_reference::rows::ExpiringStore::ALL[0],
+            id: "t1".into(),
+            for_ms: -5,
+        });
+        assert!(check_ops(&[keep]).unwrap_err().contains("kept for 0"));
+    }
 }

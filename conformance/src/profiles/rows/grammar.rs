@@ -146,9 +146,10 @@ pub(super) fn action(
     match words.as_slice() {
         ["advance", ..] => {
             arity(2, "advance DURATION")?;
-            Ok(Action::Advance(
-                crate::profiles::scoped::script::duration_ms(words[1])?,
-            ))
+            Ok(Action::Advance(crate::scenario::units::duration_ms(
+                words[1],
+                crate::scenario::units::Sign::Either,
+            )?))
         }
         ["workspace", ..] => {
             arity(2, "workspace NAME")?;
@@ -333,7 +334,10 @@ pub(super) fn action(
             Ok(Action::Keep {
                 store,
                 id: name(&t[2], "a row id")?,
-                for_ms: crate::profiles::scoped::script::duration_ms(d)?,
+                for_ms: crate::scenario::units::duration_ms(
+                    d,
+                    crate::scenario::units::Sign::NotNegative,
+                )?,
             })
         }
         ["keep", ..] => Err("expected 'keep STORE ID for DURATION'".into()),
@@ -449,7 +453,15 @@ pub(super) fn expect(t: &[Token], action: &Action) -> Result<Expect, String> {
             if t.len() != 1 {
                 return Err("expected a count of rows".into());
             }
-            Ok(Expect::Count(number(t.first(), "a count of rows")? as i64))
+            // A count of rows is a bigint: what `count(*)` gives.
+            let n = number(t.first(), "a count of rows")?;
+            let n = i64::try_from(n).map_err(|_| {
+                format!(
+                    "{n} rows is more than a table can count (at most {})",
+                    i64::MAX
+                )
+            })?;
+            Ok(Expect::Count(n))
         }
         (Some(Token::Open), Action::Snapshots) => {
             let mut out = Vec::new();

@@ -232,19 +232,33 @@ impl super::Profile for RowsProfile {
         runner::TIERS
     }
 
+    fn load_errors(
+        &self,
+        scenarios: &Path,
+        spec: &Path,
+    ) -> Vec<crate::scenario::ScenarioFileError> {
+        match super::spec_rules(spec) {
+            Err(e) => vec![e],
+            Ok(rules) => script::load_dir_with(scenarios, rules.id_set())
+                .err()
+                .map(|e| e.0)
+                .unwrap_or_default(),
+        }
+    }
+
     async fn run(
         &self,
         request: &super::RunRequest<'_>,
         program: Option<&crate::process::ProcessFactory>,
     ) -> Result<Vec<CaseReport>, String> {
-        let dir = request.scenarios.join(self.name());
-        if !dir.is_dir() && request.only.is_empty() {
-            return Ok(Vec::new());
-        }
-        let scripts = load(&dir, request.only, request.spec)?;
+        // Every profile reads the whole suite, taking the files whose header names it.
+        let scripts = load(request.scenarios, request.only, request.spec)?;
         if let Some(factory) = program {
             if request.tier == Some("memory") {
                 return Err("--tier memory runs the reference in process; a program (--impl) is handed a PostgreSQL database, so leave --tier out".into());
+            }
+            if scripts.is_empty() {
+                return Ok(Vec::new());
             }
             // A program not claiming the profile has its rows scenarios skipped, as any
             // unclaimed profile's are, so a run of every profile through a program still judges
@@ -289,7 +303,7 @@ impl super::Profile for RowsProfile {
                 survived: 0,
             });
         }
-        let scripts = load(&request.scenarios.join(self.name()), &[], request.spec)?;
+        let scripts = load(request.scenarios, &[], request.spec)?;
         let jobs = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
         let pg = match request.tier {
             Some("memory") => None,

@@ -18,7 +18,10 @@ use crate::declared_sql::{self, Kind, Label};
 use crate::protocol::InitOk;
 
 /// The read-only queries an implementation declares for the rows profile (`rows` in `init_ok`).
+/// A key the harness does not read (a misspelt one) is an error, never ignored: the
+/// implementation would believe it declared a query the harness never runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RowsQueries {
     /// For each table as SPEC SR and the reference name it (`events`, `sessions`,
     /// `held_requests`, ...: every name of [`TABLES`]), a query counting its rows.
@@ -33,7 +36,19 @@ impl RowsQueries {
     /// The queries a program declares as `rows` in its `init_ok`: `None` when it declares none
     /// (the reference's schema), an error when they are malformed.
     pub fn declared(claims: &InitOk) -> Result<Option<RowsQueries>, String> {
-        claims.declared("rows")
+        let declared: Option<RowsQueries> = claims
+            .declared("rows")
+            .map_err(|e| format!("the declared rows queries: {e}"))?;
+        if let Some(q) = &declared {
+            if let Some(t) = q.tables.keys().find(|t| !TABLES.contains(&t.as_str())) {
+                return Err(format!(
+                    "the declared rows queries name a table {:?} SPEC SR does not have; `rows.tables` names each of {}",
+                    tidemark_sim::clip::clip(t),
+                    TABLES.join(", ")
+                ));
+            }
+        }
+        Ok(declared)
     }
 }
 

@@ -33,7 +33,7 @@ use tidemark_sim::clip::{clip, clip_field, MAX_SCENARIO_SPAN_MS};
 pub use crate::scenario::header::utf8_text;
 use crate::scenario::header::{self, HeaderVocabulary, StepLine};
 use crate::scenario::lex::{tokenize, Token};
-use crate::scenario::load::{self, ScenarioFileError};
+use crate::scenario::load::{self, LoadErrors, ScenarioFileError};
 
 use super::grammar::{action, expect, Names};
 
@@ -293,10 +293,7 @@ pub fn transcript_text(entries: &[Entry]) -> String {
 }
 
 /// Every rows `*.tdm` under `dir`, in path order, each once, citations checked against `rules`.
-pub fn load_dir_with(
-    dir: &Path,
-    rules: &BTreeSet<String>,
-) -> Result<Vec<Script>, ScenarioFileError> {
+pub fn load_dir_with(dir: &Path, rules: &BTreeSet<String>) -> Result<Vec<Script>, LoadErrors> {
     load::load_dir(
         dir,
         VOCABULARY.profile,

@@ -18,8 +18,10 @@ use sqlx::{PgPool, Row};
 use crate::declared_sql::{self, Kind, Label};
 use crate::protocol::InitOk;
 
-/// The two queries that read a ledger.
+/// The two queries that read a ledger. A key the harness does not read is an error, as for the
+/// rows queries.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LedgerQueries {
     /// Rows of `prefix` (text) and `pending` (boolean): every obligation, pending or done.
     pub obligations: String,

@@ -226,18 +226,30 @@ impl super::Profile for ScopedProfile {
         &script::VOCABULARY
     }
 
+    fn load_errors(
+        &self,
+        scenarios: &Path,
+        spec: &Path,
+    ) -> Vec<crate::scenario::ScenarioFileError> {
+        match super::spec_rules(spec) {
+            Err(e) => vec![e],
+            Ok(rules) => script::load_dir_with(scenarios, rules.id_set())
+                .err()
+                .map(|e| e.0)
+                .unwrap_or_default(),
+        }
+    }
+
     async fn run(
         &self,
         request: &super::RunRequest<'_>,
         program: Option<&crate::process::ProcessFactory>,
     ) -> Result<Vec<crate::report::CaseReport>, String> {
-        let dir = request.scenarios.join(self.name());
-        // A suite without this profile's folder has none of its scenarios, unless `--only`
-        // names one (then the load names what is missing).
-        if !dir.is_dir() && request.only.is_empty() {
+        // Every profile reads the whole suite, taking the files whose header names it.
+        let scripts = process::load(request.scenarios, request.only, request.spec)?;
+        if scripts.is_empty() {
             return Ok(Vec::new());
         }
-        let scripts = process::load(&dir, request.only, request.spec)?;
         match program {
             Some(factory) => process::check(factory, &scripts, request.jobs, None).await,
             None => check_in_process(&scripts, request.jobs, None, request.variants).await,
@@ -248,7 +260,7 @@ impl super::Profile for ScopedProfile {
         &self,
         request: &super::MutantsRequest<'_>,
     ) -> Result<super::MutantRows, String> {
-        let results = mutants(&request.scenarios.join(self.name()), request.only).await?;
+        let results = mutants(request.scenarios, request.only).await?;
         Ok(super::MutantRows {
             rows: mutant_table(&results),
             killed: results.iter().filter(|r| r.killed_by.is_some()).count(),

@@ -446,8 +446,21 @@ fn ledger_queries(session: &impl Endpoint) -> Result<(LedgerQueries, &'static st
     })
 }
 
+/// A list as a scenario spells it: an item that holds a comma, a bracket or a quote, or is
+/// empty or padded, quoted, so two different lists never read alike.
 fn list_text(items: &[String]) -> String {
-    format!("[{}]", items.join(", "))
+    let item = |i: &String| {
+        let plain = !i.is_empty() && i.trim() == i && !i.contains([',', '[', ']', '"']);
+        if plain {
+            i.clone()
+        } else {
+            format!("{i:?}")
+        }
+    };
+    format!(
+        "[{}]",
+        items.iter().map(item).collect::<Vec<_>>().join(", ")
+    )
 }
 
 /// An expectation as a scenario spells it.

@@ -46,13 +46,13 @@ use std::path::{Path, PathBuf};
 use tidemark_sim::clip::{clip, clip_field, MAX_SCENARIO_SPAN_MS};
 use tidemark_sim::real_tier::faults::{FaultPlan, Throttle, S3_OPERATIONS};
 
-use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
+use tidemark_reference::clock::DAY_MS;
 use tidemark_reference::scoped::Access;
 
 pub use crate::scenario::header::utf8_text;
 use crate::scenario::header::{self, HeaderVocabulary, StepLine};
 use crate::scenario::lex::{tokenize, Token};
-use crate::scenario::load::{self, ScenarioFileError};
+use crate::scenario::load::{self, LoadErrors, ScenarioFileError};
 
 use super::driver::{CrashPointName, ScopedOp, ScopedOutcome, Turn, WaitKindName};
 
@@ -175,18 +175,15 @@ impl Expect {
     }
 }
 
-/// Every `*.tdm` under `dir`, in path order, each once (directory symlinks are not followed),
+/// Every scoped `*.tdm` under `dir`, in path order, each once (`scenario/load.rs` says which),
 /// citations checked against this repository's SPEC.md, short identifiers replaced by UUIDs
 /// ([`Script::with_uuid_ids`]).
-pub fn load_dir(dir: &Path) -> Result<Vec<Script>, ScenarioFileError> {
+pub fn load_dir(dir: &Path) -> Result<Vec<Script>, LoadErrors> {
     load_dir_with(dir, repo_rules().map_err(|e| e.at(dir))?)
 }
 
 /// [`load_dir`] with the rule ids of another SPEC.md (`tidemark run --spec`).
-pub fn load_dir_with(
-    dir: &Path,
-    rules: &BTreeSet<String>,
-) -> Result<Vec<Script>, ScenarioFileError> {
+pub fn load_dir_with(dir: &Path, rules: &BTreeSet<String>) -> Result<Vec<Script>, LoadErrors> {
     load::load_dir(
         dir,
         VOCABULARY.profile,
@@ -222,9 +219,9 @@ fn repo_rules() -> Result<&'static BTreeSet<String>, SpecUnreadable> {
 
 /// The shared lexer's tokens as the words this profile's steps match on: a quoted string keeps
 /// its quotes (`"a b"`), `PATH=` followed by a quoted string is one word (`PATH="CONTENT"`), a
-/// list is one word (`[a, b]`, its items bare or quoted), and a comma outside a list is
-/// punctuation (`swept 1 session, 0 deletions`). Scoped content is text: a quoted string must
-/// decode to UTF-8.
+/// list is one word (`[a, b]`, its items bare or quoted, held as a JSON array so an item keeps
+/// its commas: [`list`] reads it back), and a comma outside a list is punctuation (`swept 1
+/// session, 0 deletions`). Scoped content is text: a quoted string must decode to UTF-8.
 fn words(tokens: &[Token]) -> Result<Vec<String>, String> {
     let text = |b: &[u8]| {
         String::from_utf8(b.to_vec()).map_err(|_| {
@@ -261,7 +258,7 @@ fn words(tokens: &[Token]) -> Result<Vec<String>, String> {
                         None => return Err("a list is not closed with ]".into()),
                     }
                 }
-                out.push(format!("[{}]", items.join(", ")));
+                out.push(serde_json::to_string(&items).expect("strings serialise"));
             }
             Token::Close => return Err("a ']' closes no list".into()),
             Token::Arrow => return Err("a second '=>' on one step".into()),
@@ -277,74 +274,15 @@ fn unquote(w: &str) -> Result<String, String> {
         .ok_or_else(|| format!("expected a \"quoted string\", got {w}"))
 }
 
+/// A list word made by [`words`], its items as written.
 fn list(w: &str) -> Result<Vec<String>, String> {
-    let inner = w
-        .strip_prefix('[')
-        .and_then(|w| w.strip_suffix(']'))
-        .ok_or_else(|| format!("expected a [list], got {w}"))?;
-    Ok(inner
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect())
+    serde_json::from_str(w).map_err(|_| format!("expected a [list], got {}", clip(w)))
 }
 
-/// `1d`, `6d23h`, `30m`, `90s`, `-10d` (a backwards clock jump).
+/// `1d`, `6d23h`, `30m`, `90s`, `250ms`, `-10d` (a backwards clock jump): the shared reader
+/// (`scenario/units.rs`).
 pub fn duration_ms(s: &str) -> Result<i64, String> {
-    let (neg, body) = match s.strip_prefix('-') {
-        Some(b) => (true, b),
-        None => (false, s),
-    };
-    let mut total = 0i64;
-    let mut num = String::new();
-    for c in body.chars() {
-        if c.is_ascii_digit() {
-            num.push(c);
-            continue;
-        }
-        if num.is_empty() {
-            return Err(format!(
-                "bad duration {:?}; write it like 6d23h, 30m or 90s",
-                clip(s)
-            ));
-        }
-        // Digits that do not fit an i64 are a duration too long, not a malformed one.
-        let n: i64 = num.parse().map_err(|_| too_long(s))?;
-        num.clear();
-        let unit = match c {
-            'd' => DAY_MS,
-            'h' => HOUR_MS,
-            'm' => MINUTE_MS,
-            's' => 1000,
-            _ => {
-                return Err(format!(
-                    "bad duration unit {c:?} in {:?}; use d, h, m or s",
-                    clip(s)
-                ))
-            }
-        };
-        total = n
-            .checked_mul(unit)
-            .and_then(|ms| total.checked_add(ms))
-            .filter(|t| *t <= MAX_SCENARIO_SPAN_MS)
-            .ok_or_else(|| too_long(s))?;
-    }
-    if !num.is_empty() || body.is_empty() {
-        return Err(format!(
-            "bad duration {:?}; write it like 6d23h, 30m or 90s",
-            clip(s)
-        ));
-    }
-    Ok(if neg { -total } else { total })
-}
-
-fn too_long(s: &str) -> String {
-    format!(
-        "the duration {:?} is longer than {} days, the most a scenario may span",
-        clip(s),
-        MAX_SCENARIO_SPAN_MS / DAY_MS
-    )
+    crate::scenario::units::duration_ms(s, crate::scenario::units::Sign::Either)
 }
 
 /// A fault rate: a probability, from 0 to 1.
@@ -381,6 +319,54 @@ fn request_count(n: &str) -> Result<u64, String> {
             clip(n)
         )
     })
+}
+
+/// The reason codes of SPEC SC-8.1: a `refused` expectation names one.
+pub const REASONS: &[&str] = &[
+    "empty_path",
+    "missing_scope",
+    "unknown_scope",
+    "traversal",
+    "absolute_path",
+    "empty_segment",
+    "directory_path",
+    "control_character",
+    "surrounding_whitespace",
+    "key_too_long",
+    "reserved_path",
+    "unknown_skill",
+    "invalid_id",
+    "permission_denied",
+    "not_found",
+    "read_only",
+    "no_such_bucket",
+    "storage_unavailable",
+    "database_unavailable",
+    "unknown_entity",
+    "config",
+];
+
+/// What `TURN wait KIND ID` may name (SC-5.3).
+pub const WAIT_KINDS: &[&str] = &["queued", "parked", "waiting"];
+
+/// Where `crash at POINT` may stop the store.
+pub const CRASH_POINTS: &[&str] = &[
+    "after_text_written",
+    "after_session_objects_deleted",
+    "after_obligation_objects_deleted",
+];
+
+/// `word` if it is one of `known`, else an error listing them.
+fn one_of(word: &str, what: &str, known: &[&str]) -> Result<String, String> {
+    if known.contains(&word) {
+        Ok(word.to_string())
+    } else {
+        Err(format!(
+            "unknown {what} {:?}; expected one of {}",
+            clip(word),
+            known.join(", ")
+        ))
+    }
 }
 
 /// The `faults` step that sets `plan` (its latency is never set by a scenario).
@@ -524,7 +510,7 @@ fn action(w: &[String]) -> Result<Action, String> {
         ["restart"] => ScopedOp::Restart,
         ["heal"] => ScopedOp::Heal,
         ["crash", "at", p] => ScopedOp::CrashAt {
-            point: CrashPointName(p.into()),
+            point: CrashPointName(one_of(p, "crash point", CRASH_POINTS)?),
         },
         ["faults", "down"] => faults(FaultPlan {
             down: true,
@@ -615,12 +601,12 @@ fn action(w: &[String]) -> Result<Action, String> {
         [t, "activity"] => ScopedOp::Activity { turn: turn(t)? },
         [t, "wait", kind, id] => ScopedOp::AddWait {
             turn: turn(t)?,
-            kind: WaitKindName(kind.into()),
+            kind: WaitKindName(one_of(kind, "wait kind", WAIT_KINDS)?),
             id: id.into(),
         },
         [t, "unwait", kind, id] => ScopedOp::RemoveWait {
             turn: turn(t)?,
-            kind: WaitKindName(kind.into()),
+            kind: WaitKindName(one_of(kind, "wait kind", WAIT_KINDS)?),
             id: id.into(),
         },
         _ => return Err(format!("no such step: {}", clip(&s.join(" ")))),
@@ -651,7 +637,7 @@ fn expect(w: &[String]) -> Result<Expect, String> {
         ["crashed"] => Expect::Crashed,
         ["published"] => Expect::Published,
         ["written", p] => Expect::Written(unquote_or(p)),
-        ["refused", r] => Expect::Refused(r.into()),
+        ["refused", r] => Expect::Refused(one_of(r, "refusal reason", REASONS)?),
         ["no", "text"] => Expect::Text(None),
         ["text", t] => Expect::Text(Some(unquote(t)?)),
         ["swept", n, "sessions" | "session", m, "deletions" | "deletion"] => Expect::Swept {
@@ -751,6 +737,7 @@ pub fn parse_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tidemark_reference::clock::HOUR_MS;
 
     #[test]
     fn a_scenario_parses_into_steps_with_expectations() {

@@ -12,7 +12,8 @@ use tidemark_reference::clock::Timestamp;
 /// What the harness provides to one scenario's implementation.
 #[derive(Clone, Debug)]
 pub struct Environment {
-    /// The scratch root; empty when the scenario runs unmounted (SP-1.3).
+    /// The scratch root: empty when the scenario runs unmounted (`knob root unmounted`), the
+    /// path of a root that does not exist with `knob root missing` (SP-1.3).
     pub root: PathBuf,
     /// The implementation's working directory, which must never be written to.
     pub workdir: PathBuf,

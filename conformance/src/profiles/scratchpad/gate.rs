@@ -29,7 +29,7 @@ use crate::profiles::scratchpad::driver::DriverFactory;
 use crate::profiles::scratchpad::runner::run_scenario;
 use crate::profiles::scratchpad::scenario::{Profile, Scenario};
 use crate::report::{display_path, CaseReport, RunReport, Verdict, TRACE_TAIL_LINES};
-use crate::scenario::ScenarioFileError;
+use crate::scenario::LoadErrors;
 use crate::{default_scenarios_dir, default_spec_path};
 use futures::StreamExt;
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -112,6 +112,9 @@ pub async fn check_concurrently(
                 Some(reason) => CaseReport::skipped(scenario, reason),
                 None => {
                     let result = run_scenario(scenario, factory).await;
+                    // The reference in process never waits on anything, so without this the
+                    // whole suite would be one poll and a SIGINT could not stop it until the end.
+                    tokio::task::yield_now().await;
                     CaseReport::from_result(&result, scenario.profile.name())
                 }
             }
@@ -158,7 +161,7 @@ impl Gate {
         self
     }
 
-    pub fn trials(&self) -> Result<Vec<Trial>, ScenarioFileError> {
+    pub fn trials(&self) -> Result<Vec<Trial>, LoadErrors> {
         let scenarios = suite::load(&self.scenarios_dir, &self.spec_path)?;
         Ok(scenarios.into_iter().map(|s| self.trial(s)).collect())
     }

@@ -227,6 +227,17 @@ impl super::Profile for ScratchpadProfile {
         &crate::profiles::scratchpad::scenario::parse::VOCABULARY
     }
 
+    fn load_errors(
+        &self,
+        scenarios: &std::path::Path,
+        spec: &std::path::Path,
+    ) -> Vec<crate::scenario::ScenarioFileError> {
+        crate::profiles::scratchpad::suite::load(scenarios, spec)
+            .err()
+            .map(|e| e.0)
+            .unwrap_or_default()
+    }
+
     async fn run(
         &self,
         request: &super::RunRequest<'_>,

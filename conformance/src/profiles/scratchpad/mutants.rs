@@ -42,7 +42,10 @@ pub async fn run_scratchpad_mutants(
             .iter()
             .filter(|s| s.profile == Profile::Scratchpad)
         {
-            if !run_scenario(s, &factory).await.passed() {
+            let passed = run_scenario(s, &factory).await.passed();
+            // The reference never waits on anything: let a SIGINT's cancellation in.
+            tokio::task::yield_now().await;
+            if !passed {
                 killed_by.push(s.test_name());
                 if stop_at_first {
                     break;

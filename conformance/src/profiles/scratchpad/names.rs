@@ -15,6 +15,7 @@ use crate::profiles::scratchpad::variants;
 use crate::variants::Declared;
 use std::collections::{BTreeMap, BTreeSet};
 use tidemark_reference::clock::Timestamp;
+use tidemark_sim::clip::clip;
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::trace::Trace;
 
@@ -226,7 +227,21 @@ fn check_one_name<K: Ord + Clone>(
     }
 }
 
-fn one_segment(what: &str, name: &str) -> Result<(), String> {
+/// The longest directory name: a path segment is at most 255 bytes on the filesystems the
+/// scratchpad runs on (`NAME_MAX`).
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// A name that can be one directory: not empty, `.` or `..`, no `/` or NUL, at most
+/// [`MAX_NAME_BYTES`]. Its error quotes the name cut (an answer may be any size).
+pub(crate) fn one_segment(what: &str, name: &str) -> Result<(), String> {
+    if name.len() > MAX_NAME_BYTES {
+        return Err(format!(
+            "the {what} name {:?} is {} bytes; a path segment is at most {MAX_NAME_BYTES} bytes \
+             (SP-1.2)",
+            clip(name),
+            name.len()
+        ));
+    }
     if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
         return Err(format!(
             "the {what} name {name:?} is not one path segment (SP-1.2)"

@@ -8,10 +8,13 @@ use crate::profiles::scratchpad::names::NameBook;
 use crate::profiles::scratchpad::scenario::{
     Action, DiskAction, Expected, NameSource, PathTemplate, Scenario, Step,
 };
+use std::ffi::{OsStr, OsString};
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use tidemark_reference::clock::Timestamp;
 use tidemark_sim::clock::EPOCH;
+use tidemark_sim::confine::{Dir, Handed, Kind};
 use tidemark_sim::trace::Trace;
 
 /// Content of the file the harness places outside the root, for symlink-escape scenarios.
@@ -72,26 +75,20 @@ async fn run_in(
         expected: what.into(),
         actual: e,
     };
-    let root = tmp.join("root");
-    let workdir = tmp.join("workdir");
-    let outside = tmp.join("outside");
-    for d in [&root, &workdir, &outside] {
-        fs::create_dir(d).map_err(|e| setup_failure("a scratch directory", e.to_string()))?;
-    }
-    fs::write(outside.join("secret.txt"), OUTSIDE_SECRET)
-        .map_err(|e| setup_failure("the outside file", e.to_string()))?;
+    let scratch = Scratch::make(tmp, scenario.knobs.root_missing)
+        .map_err(|e| setup_failure("the scratch directories", e))?;
     let env = Environment {
         root: if scenario.knobs.mounted {
-            root.clone()
+            scratch.root_path.clone()
         } else {
             PathBuf::new()
         },
-        workdir: workdir.clone(),
+        workdir: scratch.workdir.path().to_path_buf(),
         // Every knob, the scenario's or SPEC.md's default (SP-5.6): an implementation's own
         // defaults never decide a verdict.
         knobs: crate::profiles::scratchpad::scenario::Knobs {
             values: scenario.knobs.complete(scenario.profile),
-            mounted: scenario.knobs.mounted,
+            ..scenario.knobs.clone()
         },
     };
     let driver: Box<dyn Driver> = factory
@@ -103,9 +100,7 @@ async fn run_in(
         running: false,
         names: NameBook::for_scenario(scenario, &factory.variants()),
         trace,
-        root: &root,
-        workdir: &workdir,
-        outside: &outside,
+        scratch: &scratch,
     };
     // The implementation starts before the first step, as a `start` step at line 0 would.
     let first_start = Step {
@@ -144,9 +139,60 @@ struct ScratchpadPlayer<'a> {
     running: bool,
     names: NameBook,
     trace: &'a mut Trace,
-    root: &'a Path,
-    workdir: &'a Path,
-    outside: &'a Path,
+    scratch: &'a Scratch,
+}
+
+/// A scenario's scratch directory: the root and the working directory handed to the
+/// implementation (re-checked before every harness step touches them: `confine::Handed`), and
+/// beside them the outside directory a planted link points at. The harness holds its own
+/// directory open, so a renamed or replaced path never redirects it.
+struct Scratch {
+    dir: Dir,
+    /// `None` with `knob root missing`: the root's path is handed over, and nothing is there.
+    root: Option<Handed>,
+    root_path: PathBuf,
+    workdir: Handed,
+    outside: PathBuf,
+}
+
+/// What the harness puts in a scenario's scratch directory besides the root.
+const SCRATCH_NAMES: [&str; 3] = ["workdir", "outside", tidemark_sim::owner::OWNER_FILE];
+
+impl Scratch {
+    fn make(tmp: &Path, root_missing: bool) -> Result<Scratch, String> {
+        let io = |what: &str, e: std::io::Error| format!("{what}: {e}");
+        let root = if root_missing {
+            None
+        } else {
+            Some(Handed::make(tmp, "root", "root").map_err(|e| io("the root", e))?)
+        };
+        let workdir = Handed::make(tmp, "workdir", "working directory")
+            .map_err(|e| io("the working directory", e))?;
+        let outside = tmp.join("outside");
+        fs::create_dir(&outside).map_err(|e| io("the outside directory", e))?;
+        fs::write(outside.join("secret.txt"), OUTSIDE_SECRET)
+            .map_err(|e| io("the outside file", e))?;
+        Ok(Scratch {
+            dir: Dir::open(tmp).map_err(|e| io("the scratch directory", e))?,
+            root,
+            root_path: tmp.join("root"),
+            workdir,
+            outside,
+        })
+    }
+
+    /// The root, re-checked: still the directory the harness made.
+    fn root(&self) -> Result<Dir, (String, String)> {
+        let handed = self.root.as_ref().ok_or_else(|| {
+            (
+                "a root to act on".to_string(),
+                "the scenario's root is missing (knob root missing); a scenario bug".to_string(),
+            )
+        })?;
+        handed
+            .open()
+            .map_err(|e| ("the root handed to the implementation".to_string(), e))
+    }
 }
 
 /// What a step observed from the implementation.
@@ -225,15 +271,8 @@ impl StepPlayer for ScratchpadPlayer<'_> {
                 Ok(Some(Observed::Reply(out)))
             }
             Action::Disk(d) => {
-                disk(
-                    d,
-                    &self.names,
-                    self.root,
-                    self.workdir,
-                    self.outside,
-                    self.now,
-                )
-                .map_err(|(expected, actual)| Mismatch { expected, actual })?;
+                disk(d, &self.names, self.scratch, self.now)
+                    .map_err(|(expected, actual)| Mismatch { expected, actual })?;
                 self.trace
                     .record(rel(self.now), format!("{} -> ok", step.text));
                 Ok(None)
@@ -319,76 +358,118 @@ pub fn matches(expect: &Expected, out: &Outcome) -> bool {
 
 /// Performs or checks one disk step. Errors are (expected, actual).
 ///
-/// The parser has refused absolute paths and `..`; here the harness never follows a symlink on
-/// the way to a path it writes or checks (a scenario plants links that point outside the root,
-/// and the harness must not write or look through them). Each component is looked at with
-/// `symlink_metadata`, directories are created one at a time, and a file is opened with
-/// `O_NOFOLLOW`.
+/// The parser has refused absolute paths and `..`. Here the harness works from a handle on the
+/// root, opened afresh without following a link and checked to be the directory it made (an
+/// implementation may have replaced it), and never follows a link on the way to a path it
+/// writes or checks (a scenario plants links that point outside the root): each directory on the
+/// way is opened relative to the one before with `O_NOFOLLOW`, and a file is opened with
+/// `O_NOFOLLOW`. What the harness creates carries the scenario's clock, as SP-3.5 has an
+/// implementation do: each directory and link it makes, each file it writes, and each
+/// directory an entry is made in.
 fn disk(
     d: &DiskAction,
     names: &dyn NameSource,
-    root: &Path,
-    workdir: &Path,
-    outside: &Path,
+    scratch: &Scratch,
     now: Timestamp,
 ) -> Result<(), (String, String)> {
     let io = |what: &str, e: std::io::Error| (what.to_string(), e.to_string());
-    let stamp = |p: &Path| {
-        let t = filetime::FileTime::from_system_time(now.to_system_time());
-        filetime::set_symlink_file_times(p, t, t)
-    };
+    let t = now.to_system_time();
     match d {
         DiskAction::Mkdir(rel) => {
             let shown = &rel.resolve_lossy(names);
-            let p = below(root, &under_root(rel, names), Walk::Create)?
+            let root = scratch.root()?;
+            let (parent, last) = below(&root, &rel.resolve(names), Walk::Create, t)?
                 .ok_or_else(|| unreachable_missing(shown))?;
-            match fs::symlink_metadata(&p) {
-                Ok(m) if m.is_dir() => {}
-                Ok(_) => return Err(not_followed(shown, &p, root)),
-                Err(_) => fs::create_dir(&p).map_err(|e| io("the directory to be created", e))?,
+            match parent
+                .kind(&last)
+                .map_err(|e| io("the path to be readable", e))?
+            {
+                Some(Kind::Dir) => {}
+                Some(_) => return Err(not_followed(shown, &last)),
+                None => {
+                    parent
+                        .make_dir(&last)
+                        .map_err(|e| io("the directory to be created", e))?;
+                    parent
+                        .stamp(None, t)
+                        .map_err(|e| io("the directory to be stamped", e))?;
+                }
             }
-            stamp(&p).map_err(|e| io("the directory to be stamped", e))
+            parent
+                .stamp(Some(&last), t)
+                .map_err(|e| io("the directory to be stamped", e))
         }
         DiskAction::Write(rel, content) => {
-            let p = below(root, &under_root(rel, names), Walk::Create)?
+            let root = scratch.root()?;
+            let (parent, last) = below(&root, &rel.resolve(names), Walk::Create, t)?
                 .ok_or_else(|| unreachable_missing(&rel.resolve_lossy(names)))?;
-            write_no_follow(&p, content).map_err(|e| {
+            let new = parent
+                .kind(&last)
+                .map_err(|e| io("the path to be readable", e))?
+                .is_none();
+            parent.write_file(&last, content).map_err(|e| {
                 (
                     "the file to be written (the harness does not write through a symlink)"
                         .to_string(),
                     e.to_string(),
                 )
             })?;
-            stamp(&p).map_err(|e| io("the file to be stamped", e))
+            if new {
+                parent
+                    .stamp(None, t)
+                    .map_err(|e| io("the directory to be stamped", e))?;
+            }
+            parent
+                .stamp(Some(&last), t)
+                .map_err(|e| io("the file to be stamped", e))
         }
         DiskAction::Symlink { link, target } => {
-            let p = below(root, &under_root(link, names), Walk::Create)?
+            let root = scratch.root()?;
+            let (parent, last) = below(&root, &link.resolve(names), Walk::Create, t)?
                 .ok_or_else(|| unreachable_missing(&link.resolve_lossy(names)))?;
-            let target = target.replace("$OUTSIDE", &outside.to_string_lossy());
-            std::os::unix::fs::symlink(&target, &p).map_err(|e| io("the symlink to be created", e))
+            let target = target.replace("$OUTSIDE", &scratch.outside.to_string_lossy());
+            parent
+                .symlink(OsStr::new(&target), &last)
+                .map_err(|e| io("the symlink to be created", e))?;
+            // The link's own time, never its target's (utimensat with AT_SYMLINK_NOFOLLOW).
+            parent
+                .stamp(Some(&last), t)
+                .map_err(|e| io("the symlink to be stamped", e))?;
+            parent
+                .stamp(None, t)
+                .map_err(|e| io("the directory to be stamped", e))
         }
-        DiskAction::Exists(rel) => match below(root, &under_root(rel, names), Walk::Look)? {
-            Some(p) if fs::symlink_metadata(&p).is_ok() => Ok(()),
-            _ => Err((
-                format!(
-                    "{rel} ({}) to exist under the root",
-                    rel.resolve_lossy(names)
-                ),
-                "it does not".into(),
-            )),
-        },
-        DiskAction::Absent(rel) => match below(root, &under_root(rel, names), Walk::Look)? {
-            Some(p) if fs::symlink_metadata(&p).is_ok() => Err((
-                format!(
-                    "{rel} ({}) to be absent from the root",
-                    rel.resolve_lossy(names)
-                ),
-                "it exists".into(),
-            )),
-            _ => Ok(()),
-        },
+        DiskAction::Exists(rel) => {
+            let root = scratch.root()?;
+            match below(&root, &rel.resolve(names), Walk::Look, t)? {
+                Some((parent, last)) if matches!(parent.kind(&last), Ok(Some(_))) => Ok(()),
+                _ => Err((
+                    format!(
+                        "{rel} ({}) to exist under the root",
+                        rel.resolve_lossy(names)
+                    ),
+                    "it does not".into(),
+                )),
+            }
+        }
+        DiskAction::Absent(rel) => {
+            let root = scratch.root()?;
+            match below(&root, &rel.resolve(names), Walk::Look, t)? {
+                Some((parent, last)) if matches!(parent.kind(&last), Ok(Some(_))) => Err((
+                    format!(
+                        "{rel} ({}) to be absent from the root",
+                        rel.resolve_lossy(names)
+                    ),
+                    "it exists".into(),
+                )),
+                _ => Ok(()),
+            }
+        }
         DiskAction::NoPathContains(text) => {
-            let hits = all_paths(root)
+            let root = scratch.root()?;
+            let hits = root
+                .paths()
+                .map_err(|e| io("the root to be readable", e))?
                 .into_iter()
                 .filter(|p| p.contains(text.as_str()))
                 .collect::<Vec<_>>();
@@ -402,7 +483,13 @@ fn disk(
             }
         }
         DiskAction::WorkdirEmpty => {
-            let found = all_paths(workdir);
+            let workdir = scratch
+                .workdir
+                .open()
+                .map_err(|e| ("the working directory to stay empty".to_string(), e))?;
+            let found = workdir
+                .paths()
+                .map_err(|e| io("the working directory to be readable", e))?;
             if found.is_empty() {
                 Ok(())
             } else {
@@ -410,6 +497,27 @@ fn disk(
                     "the working directory to stay empty".into(),
                     format!("it holds {}", found.join(", ")),
                 ))
+            }
+        }
+        DiskAction::RootAbsent => {
+            let expected = || {
+                format!(
+                    "the missing root {} not to be created, nor anything beside it",
+                    scratch.root_path.display()
+                )
+            };
+            let made: Vec<String> = scratch
+                .dir
+                .entries()
+                .map_err(|e| io("the scratch directory to be readable", e))?
+                .into_iter()
+                .map(|(name, _)| name.to_string_lossy().into_owned())
+                .filter(|n| !SCRATCH_NAMES.contains(&n.as_str()))
+                .collect();
+            if made.is_empty() {
+                Ok(())
+            } else {
+                Err((expected(), format!("it holds {}", made.join(", "))))
             }
         }
     }
@@ -423,11 +531,17 @@ enum Walk {
     Look,
 }
 
-/// `root/rel`, reached one component at a time without following a symlink: every directory on
-/// the way must be a real directory (created if missing and `walk` is `Create`). `None`: a
-/// directory on the way is missing. The last component itself is not looked at.
-fn below(root: &Path, rel: &[u8], walk: Walk) -> Result<Option<PathBuf>, (String, String)> {
-    use std::os::unix::ffi::OsStrExt;
+/// The directory holding `rel` under `root` and `rel`'s last name, reached one component at a
+/// time without following a symlink: every directory on the way must be a real directory
+/// (created, and stamped at `t` with the directory it is made in, if missing and `walk` is
+/// `Create`). `None`: a directory on the way is missing. The last component itself is not
+/// looked at.
+fn below(
+    root: &Dir,
+    rel: &[u8],
+    walk: Walk,
+    t: std::time::SystemTime,
+) -> Result<Option<(Dir, OsString)>, (String, String)> {
     let shown = String::from_utf8_lossy(rel).into_owned();
     let parts: Vec<&[u8]> = rel
         .split(|b| *b == b'/')
@@ -446,32 +560,45 @@ fn below(root: &Path, rel: &[u8], walk: Walk) -> Result<Option<PathBuf>, (String
             format!("{shown:?} leaves the root"),
         ));
     }
-    let mut at = root.to_path_buf();
+    let readable = |e: std::io::Error| ("the path to be readable".to_string(), e.to_string());
+    let mut at = root.open_dir(OsStr::new(".")).map_err(readable)?;
+    let mut walked = PathBuf::new();
     for dir in dirs {
-        at.push(std::ffi::OsStr::from_bytes(dir));
-        match fs::symlink_metadata(&at) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(not_followed(&shown, &at, root)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match walk {
+        let name = OsStr::from_bytes(dir);
+        walked.push(name);
+        match at.kind(name).map_err(readable)? {
+            Some(Kind::Dir) => {}
+            Some(_) => return Err(not_followed(&shown, walked.as_os_str())),
+            None => match walk {
                 Walk::Look => return Ok(None),
-                Walk::Create => fs::create_dir(&at).map_err(|e| {
-                    (
-                        "the parent directory to be created".to_string(),
-                        e.to_string(),
-                    )
-                })?,
+                Walk::Create => {
+                    let created = |e: std::io::Error| {
+                        (
+                            "the parent directory to be created".to_string(),
+                            e.to_string(),
+                        )
+                    };
+                    at.make_dir(name).map_err(created)?;
+                    at.stamp(Some(name), t).map_err(created)?;
+                    at.stamp(None, t).map_err(created)?;
+                }
             },
-            Err(e) => return Err(("the path to be readable".into(), e.to_string())),
         }
+        // Opened with O_NOFOLLOW: a directory swapped for a link since is refused, not entered.
+        at = at
+            .open_dir(name)
+            .map_err(|_| not_followed(&shown, walked.as_os_str()))?;
     }
-    Ok(Some(at.join(std::ffi::OsStr::from_bytes(last))))
+    Ok(Some((at, OsStr::from_bytes(last).to_os_string())))
 }
 
-fn not_followed(rel: &str, at: &Path, root: &Path) -> (String, String) {
-    let shown = at.strip_prefix(root).unwrap_or(at).display().to_string();
+fn not_followed(rel: &str, at: &OsStr) -> (String, String) {
     (
         format!("a path to {rel} made of real directories"),
-        format!("{shown} is a symlink or a file; the harness never follows a symlink"),
+        format!(
+            "{} is a symlink or a file; the harness never follows a symlink",
+            Path::new(at).display()
+        ),
     )
 }
 
@@ -480,45 +607,4 @@ fn unreachable_missing(rel: &str) -> (String, String) {
         format!("the directories on the way to {rel}"),
         "one is missing".into(),
     )
-}
-
-/// Writes `content` to `p`, refusing to open it if it is a symlink.
-fn write_no_follow(p: &Path, content: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(p)?;
-    f.write_all(content)
-}
-
-/// A disk step's path, in the implementation's names, as a relative path (bytes kept exactly).
-fn under_root(rel: &PathTemplate, names: &dyn NameSource) -> Vec<u8> {
-    rel.resolve(names)
-}
-
-/// Every path below `dir`, relative to it, sorted.
-fn all_paths(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            out.push(
-                p.strip_prefix(dir)
-                    .unwrap_or(&p)
-                    .to_string_lossy()
-                    .to_string(),
-            );
-            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                stack.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }

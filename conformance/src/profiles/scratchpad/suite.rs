@@ -3,14 +3,12 @@
 use crate::profiles::scratchpad::driver::DriverFactory;
 use crate::profiles::scratchpad::runner::{run_scenario, ScenarioResult};
 use crate::profiles::scratchpad::scenario::{load_dir, Profile, Scenario};
-use crate::scenario::ScenarioFileError;
-use crate::spec::RuleIndex;
+use crate::scenario::LoadErrors;
 use std::path::Path;
 
 /// Loads every scenario under `scenarios_dir`, checking rule citations against `spec_path`.
-pub fn load(scenarios_dir: &Path, spec_path: &Path) -> Result<Vec<Scenario>, ScenarioFileError> {
-    let rules = RuleIndex::load(spec_path)
-        .map_err(|e| ScenarioFileError::new(spec_path, 0, format!("cannot read SPEC.md: {e}")))?;
+pub fn load(scenarios_dir: &Path, spec_path: &Path) -> Result<Vec<Scenario>, LoadErrors> {
+    let rules = crate::profiles::spec_rules(spec_path)?;
     load_dir(scenarios_dir, &rules)
 }
 

@@ -235,12 +235,17 @@ pub fn run_world_taking(
     let master = MasterSeed(seed);
     let tmp = tidemark_sim::owner::tempdir_in(&scratch_base(), "tidemark-world-")
         .expect("a temporary directory");
-    let root = tmp.path().join("root");
-    let workdir = tmp.path().join("workdir");
+    let handed_root =
+        tidemark_sim::confine::Handed::make(tmp.path(), "root", "root").expect("a scratch root");
+    let handed_workdir =
+        tidemark_sim::confine::Handed::make(tmp.path(), "workdir", "working directory")
+            .expect("a working directory");
+    let (root, workdir) = (
+        handed_root.path().to_path_buf(),
+        handed_workdir.path().to_path_buf(),
+    );
     let outside = tmp.path().join("outside");
-    for d in [&root, &workdir, &outside] {
-        std::fs::create_dir_all(d).expect("a scratch directory");
-    }
+    std::fs::create_dir_all(&outside).expect("a scratch directory");
     std::fs::write(outside.join("secret.txt"), "outside the root").expect("the outside file");
     crate::profiles::scratchpad::explore::run::plant_foreign(&root);
     // One world in ten runs unmounted (SP-1.3).
@@ -349,13 +354,19 @@ pub fn run_world_taking(
                     if !unmounted && can_plant(&root, &c, &rel) {
                         let now = EPOCH.plus_ms(clock.rel_at(elapsed_ms));
                         let ctx = crate::profiles::scratchpad::scenario::parse::context_of(&c);
-                        crate::profiles::scratchpad::explore::run::plant_link_on_disk(
-                            &root,
-                            &outside,
-                            (&ctx.session_dir(), &ctx.requester_dir()),
-                            &rel,
-                            now,
-                        );
+                        // The world's host is the reference in process: its root is the
+                        // harness's own, opened here without following a link all the same.
+                        tidemark_sim::confine::Dir::open(&root)
+                            .and_then(|root| {
+                                crate::profiles::scratchpad::explore::run::plant_link_on_disk(
+                                    &root,
+                                    &outside,
+                                    (&ctx.session_dir(), &ctx.requester_dir()),
+                                    &rel,
+                                    now,
+                                )
+                            })
+                            .expect("planting a link in the world's root");
                         lock(&log).push(Applied::Plant {
                             at_ms: now.as_millis() - EPOCH.as_millis(),
                             caller: c,
@@ -390,9 +401,10 @@ pub fn run_world_taking(
         failure = check(&log, &seen, &mut trace, unmounted, &alternatives).err();
     }
     if failure.is_none() {
-        failure = crate::profiles::scratchpad::explore::run::check_disk(&root, &workdir)
-            .err()
-            .map(|d| format!("{}: expected {}, got {}", d.op, d.expected, d.actual));
+        failure =
+            crate::profiles::scratchpad::explore::run::check_disk(&handed_root, &handed_workdir)
+                .err()
+                .map(|d| format!("{}: expected {}, got {}", d.op, d.expected, d.actual));
     }
     WorldResult {
         trace,
@@ -560,6 +572,10 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "equal-times-by-write-order",
         "world time moves at least a millisecond between two requests, so no two files share a modification time",
+    ),
+    (
+        "missing-root-created",
+        crate::profiles::scratchpad::explore::MISSING_ROOT_OUT_OF_REACH,
     ),
     (
         "sweep-on-fixed-period",

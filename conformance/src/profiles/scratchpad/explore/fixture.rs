@@ -26,8 +26,13 @@ pub type Fixture = SavedFailure<SimOp, ScratchpadSetting>;
 pub const PROFILE: &str = "scratchpad";
 
 impl Fixture {
+    /// Reads a saved failure, its operations checked as strictly as the scenario loader checks
+    /// a scenario's steps ([`check_ops`]) and its mutant named.
     pub fn load(path: &Path) -> Result<Fixture, String> {
-        SavedFailure::load_as(path, PROFILE)
+        let f: Fixture = SavedFailure::load_as(path, PROFILE)?;
+        check_ops(&f.ops).map_err(|e| format!("{}: {e}", path.display()))?;
+        f.mutant().map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(f)
     }
 
     pub fn mutant(&self) -> Result<Option<ScratchpadMutant>, String> {
@@ -38,6 +43,22 @@ impl Fixture {
                 .ok_or_else(|| format!("unknown mutant {id:?}")),
         }
     }
+}
+
+/// A saved failure's operations as a scenario's steps are checked at load: the clock, moved by
+/// every advance, stays between 1970 and the span a scenario may cover
+/// (`scenario::units::Clock`). (The other operations are indices into fixed tables, each
+/// taken modulo its table: any value names one.)
+pub fn check_ops(ops: &[SimOp]) -> Result<(), String> {
+    let mut clock = crate::scenario::units::Clock::default();
+    for (i, op) in ops.iter().enumerate() {
+        if let SimOp::Advance { ms } = op {
+            clock
+                .advance(*ms)
+                .map_err(|e| format!("operation {i} (advance): {e}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// What replaying a fixture showed.
@@ -90,4 +111,24 @@ pub fn default_dir() -> PathBuf {
 /// Every scratchpad fixture under `dir`, sorted by file name.
 pub fn load_all(dir: &Path) -> Result<Vec<(PathBuf, Fixture)>, String> {
     Fixture::load_all_with(dir, Fixture::load)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_generated_sequence_passes_and_an_advance_out_of_the_span_does_not() {
+        for seed in 0..300 {
+            let (_, ops) = super::super::generate(seed);
+            check_ops(&ops).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        }
+        for ms in [
+            i64::MIN,
+            i64::MAX,
+            -tidemark_sim::clock::EPOCH.as_millis() - 1,
+        ] {
+            assert!(check_ops(&[SimOp::Advance { ms }]).is_err(), "{ms}");
+        }
+    }
 }

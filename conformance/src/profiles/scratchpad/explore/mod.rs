@@ -54,6 +54,11 @@ pub struct Found {
     pub original_len: usize,
 }
 
+/// Why exploration and the world never meet `missing-root-created`: they run unmounted with an
+/// empty root, never with the path of a missing one. A scenario (`knob root missing`) kills it.
+pub const MISSING_ROOT_OUT_OF_REACH: &str =
+    "an unmounted run is handed an empty root, never the path of a missing one; the scenario a-missing-root-is-unmounted-and-never-created kills it";
+
 impl Found {
     /// Its text as `tidemark explore` prints it against the reference, or `mutant`.
     pub fn describe(&self, mutant: Option<ScratchpadMutant>) -> String {
@@ -219,6 +224,10 @@ impl Explorer for ScratchpadExplorer<'_> {
 
     fn mutant_id(&self, mutant: ScratchpadMutant) -> &'static str {
         mutant.id()
+    }
+
+    fn out_of_reach(&self, mutant: ScratchpadMutant) -> Option<&'static str> {
+        (mutant == ScratchpadMutant::MissingRootCreated).then_some(MISSING_ROOT_OUT_OF_REACH)
     }
 
     fn setting(&self) -> String {

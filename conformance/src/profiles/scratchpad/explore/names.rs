@@ -107,6 +107,13 @@ impl NameMap {
         } else {
             ("requester", &mut self.requesters)
         };
+        crate::profiles::scratchpad::names::one_segment(kind, &theirs).map_err(|broken| {
+            (
+                format!("names of {} to follow SP-1.2", c.display()),
+                broken,
+                NamesProblem::NotOneSegment,
+            )
+        })?;
         if let Some((other, _)) = table.iter().find(|(o, t)| **t == theirs && **o != ours) {
             return Err((
                 format!(

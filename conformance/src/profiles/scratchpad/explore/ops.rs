@@ -160,8 +160,13 @@ impl SimOp {
 
 fn duration(ms: i64) -> String {
     if ms < 0 {
-        return format!("-{}", duration(-ms));
+        // Through u64, so `i64::MIN` (a hostile saved failure's) is written, not negated.
+        return format!("-{}", unsigned_duration(ms.unsigned_abs()));
     }
+    unsigned_duration(ms as u64)
+}
+
+fn unsigned_duration(ms: u64) -> String {
     let units = [
         (86_400_000, "d"),
         (3_600_000, "h"),

@@ -19,10 +19,12 @@ use crate::profiles::scratchpad::contract::{Outcome, Request};
 use crate::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
 use crate::profiles::scratchpad::oracle::{ModelKnobs, ScratchpadModel};
 use crate::profiles::scratchpad::scenario::{Knobs, Profile};
+use std::ffi::OsStr;
 use std::fs;
 use std::path::Path;
 use tidemark_reference::clock::Timestamp;
 use tidemark_sim::clock::EPOCH;
+use tidemark_sim::confine::{Dir, Handed, Kind};
 use tidemark_sim::trace::Trace;
 
 /// The exploration knobs: small enough that 200 steps reach the cap, the ceiling and both timers.
@@ -80,7 +82,8 @@ struct World<'a> {
     model: ScratchpadModel,
     trace: &'a mut Trace,
     now: Timestamp,
-    root: &'a Path,
+    /// The root handed to the implementation; `None` when it runs unmounted.
+    root: Option<&'a Handed>,
     outside: &'a Path,
     /// The oracle's directory names in the implementation's, learned at each start.
     names: NameMap,
@@ -114,8 +117,10 @@ impl World<'_> {
                 d.signature, d.op, d.expected, d.actual
             ),
         );
-        if !self.root.as_os_str().is_empty() {
-            let observed = observe::observe(self.root, &self.session_names());
+        // Through a handle on the root it handed over, so a root replaced by a link is never
+        // looked through (the next disk check names it).
+        if let Some(root) = self.root.and_then(|h| h.open().ok()) {
+            let observed = observe::observe(&root.proc_path(), &self.session_names());
             self.model.adopt_disk(observed);
         }
         self.hits.push(d);
@@ -228,16 +233,23 @@ impl World<'_> {
         (who, place): (u8, u8),
         write: bool,
     ) -> Result<(), Divergence> {
-        if self.root.as_os_str().is_empty() {
+        let Some(handed) = self.root else {
             return Ok(());
-        }
+        };
         let index = (who as usize % WHO.len()) * PLACES.len() + place as usize % PLACES.len();
         if self.dirs.is_empty() {
             self.dirs = self.caller_dir_names();
         }
         let (session, member) = self.dirs[index].clone();
         let (session, member) = (session.as_str(), member.as_str());
-        let disk = observe::caller_dirs(self.root, session, member);
+        let root = handed.open().map_err(|e| Divergence {
+            step: Some(step),
+            op: format!("{label}: disk"),
+            expected: "the root handed over".into(),
+            actual: e,
+            signature: Box::new(sig::handed_replaced()),
+        })?;
+        let disk = observe::caller_dirs(&root.proc_path(), session, member);
         let model = (
             self.model.holds_dir(session, None),
             self.model.holds_dir(session, Some(member)),
@@ -326,20 +338,35 @@ impl World<'_> {
                     .split('/')
                     .map(String::from)
                     .collect();
-                if self.root.as_os_str().is_empty() || !self.model.can_plant_link(&c, &rel_path) {
+                let Some(handed) = self.root else {
+                    return Ok(());
+                };
+                if !self.model.can_plant_link(&c, &rel_path) {
                     return Ok(());
                 }
                 let (session, requester) = self.model.recommended_names(&c);
-                plant_link_on_disk(
-                    self.root,
-                    self.outside,
-                    (
-                        self.names.session(&session),
-                        self.names.requester(&requester),
-                    ),
-                    &rel_path,
-                    self.now,
-                );
+                let planted = handed.open().and_then(|root| {
+                    plant_link_on_disk(
+                        &root,
+                        self.outside,
+                        (
+                            self.names.session(&session),
+                            self.names.requester(&requester),
+                        ),
+                        &rel_path,
+                        self.now,
+                    )
+                    .map_err(|e| format!("the link to be planted: {e}"))
+                });
+                if let Err(e) = planted {
+                    return Err(Divergence {
+                        step: Some(i),
+                        op: label.clone(),
+                        expected: "the harness's link planted under the root it handed over".into(),
+                        actual: e,
+                        signature: Box::new(sig::handed_replaced()),
+                    });
+                }
                 self.model.plant_link(&c, &rel_path, self.now.as_millis());
                 let rel = self.rel();
                 self.trace.record(rel, &label);
@@ -370,45 +397,49 @@ impl World<'_> {
 
 /// Plants a symbolic link to `outside` at `rel_path` in a member's subtree (its session and
 /// requester directories as the implementation names them), as someone other than the
-/// implementation would, then restamps what the operating system touched in simulated time as
-/// the implementation does (SP-3.5): each created directory, the directory it was created in, and
-/// the link's own directory. The session directory thus moves only when a member directory is
-/// created in it.
+/// implementation would, from a handle on the root (`root`, opened without following a link),
+/// never following a link on the way. What it makes carries the simulated time, as SP-3.5 has
+/// an implementation stamp what it makes: each directory it creates, each directory it creates
+/// an entry in, and the link itself (its own time, `utimensat` with `AT_SYMLINK_NOFOLLOW`, never
+/// its target's). The session directory thus moves only when a member directory is created in
+/// it.
 pub fn plant_link_on_disk(
-    root: &Path,
+    root: &Dir,
     outside: &Path,
     (session_dir, requester_dir): (&str, &str),
     rel_path: &[String],
     now: Timestamp,
-) {
-    let session = root.join(session_dir);
-    let mut dir = session.join(requester_dir);
-    let mut created = Vec::new();
-    for d in [&session, &dir] {
-        if !d.exists() {
-            created.push(d.to_path_buf());
+) -> std::io::Result<()> {
+    let t = now.to_system_time();
+    let Some((last, dirs)) = rel_path.split_last() else {
+        return Ok(());
+    };
+    let mut at = root.open_dir(OsStr::new("."))?;
+    for name in [session_dir, requester_dir]
+        .into_iter()
+        .chain(dirs.iter().map(String::as_str))
+    {
+        let name = OsStr::new(name);
+        match at.kind(name)? {
+            Some(Kind::Dir) => {}
+            None => {
+                at.make_dir(name)?;
+                at.stamp(Some(name), t)?;
+                at.stamp(None, t)?;
+            }
+            Some(_) => {
+                return Err(std::io::Error::other(format!(
+                    "{} is not a directory on the way to the link",
+                    name.to_string_lossy()
+                )))
+            }
         }
+        at = at.open_dir(name)?;
     }
-    for c in &rel_path[..rel_path.len() - 1] {
-        dir.push(c);
-        if !dir.exists() {
-            created.push(dir.clone());
-        }
-    }
-    fs::create_dir_all(&dir).expect("planting a link's directories");
-    std::os::unix::fs::symlink(outside, dir.join(rel_path.last().expect("a name")))
-        .expect("planting a link");
-    let t = filetime::FileTime::from_system_time(now.to_system_time());
-    let mut touched: Vec<std::path::PathBuf> = vec![dir.clone()];
-    for d in &created {
-        touched.push(d.clone());
-        if let Some(parent) = d.parent().filter(|p| p.starts_with(&session)) {
-            touched.push(parent.to_path_buf());
-        }
-    }
-    for d in touched {
-        let _ = filetime::set_file_mtime(d, t);
-    }
+    let last = OsStr::new(last.as_str());
+    at.symlink(outside.as_os_str(), last)?;
+    at.stamp(Some(last), t)?;
+    at.stamp(None, t)
 }
 
 /// Plays `ops` against a fresh implementation from `factory` and the model; the first
@@ -428,14 +459,13 @@ pub async fn run_ops_past(
     let tmp =
         tidemark_sim::owner::tempdir_in(&tidemark_sim::owner::scratch_base(), "tidemark-explore-")
             .expect("a temporary directory");
-    let root = tmp.path().join("root");
-    let workdir = tmp.path().join("workdir");
+    let root = Handed::make(tmp.path(), "root", "root").expect("a scratch root");
+    let workdir =
+        Handed::make(tmp.path(), "workdir", "working directory").expect("a working directory");
     let outside = tmp.path().join("outside");
-    for d in [&root, &workdir, &outside] {
-        fs::create_dir(d).expect("a scratch directory");
-    }
+    fs::create_dir(&outside).expect("a scratch directory");
     fs::write(outside.join("secret.txt"), "outside the root").expect("the outside file");
-    plant_foreign(&root);
+    plant_foreign(root.path());
 
     let (knobs, mut model_knobs) = knobs(unmounted);
     // The model follows the variants the implementation takes (SPEC.md's variants).
@@ -445,9 +475,9 @@ pub async fn run_ops_past(
         root: if unmounted {
             Default::default()
         } else {
-            root.clone()
+            root.path().to_path_buf()
         },
-        workdir: workdir.clone(),
+        workdir: workdir.path().to_path_buf(),
         knobs,
     };
     let driver = match factory.create(Profile::Scratchpad, &env) {
@@ -467,11 +497,7 @@ pub async fn run_ops_past(
             }
         }
     };
-    let model_root = if unmounted {
-        Path::new("")
-    } else {
-        root.as_path()
-    };
+    let model_root = (!unmounted).then_some(&root);
     let mut w = World {
         driver,
         model: ScratchpadModel::new(model_knobs.clone()),
@@ -550,21 +576,37 @@ pub fn plant_foreign(root: &Path) {
 }
 
 /// What the model cannot see: the foreign directory survives (SP-5.4) and the working directory
-/// stays empty (SP-1.3).
-pub fn check_disk(root: &Path, workdir: &Path) -> Result<(), Divergence> {
-    if !root.join(FOREIGN).exists() {
+/// stays empty (SP-1.3). Both are looked at through handles that follow no link, and must still
+/// be the directories the harness handed over.
+pub fn check_disk(root: &Handed, workdir: &Handed) -> Result<(), Divergence> {
+    let disk = |expected: &str, actual: String| Divergence {
+        step: None,
+        op: "heal: disk".into(),
+        expected: expected.into(),
+        actual,
+        signature: Box::new(sig::handed_replaced()),
+    };
+    let root = root.open().map_err(|e| disk("the root handed over", e))?;
+    let (dir, file) = FOREIGN.split_once('/').expect("a directory and a file");
+    let survived = root
+        .open_dir(OsStr::new(dir))
+        .ok()
+        .and_then(|d| d.kind(OsStr::new(file)).ok().flatten())
+        == Some(Kind::File);
+    if !survived {
         return Err(Divergence {
-            step: None,
-            op: "heal: disk".into(),
-            expected: format!("{FOREIGN} to survive"),
-            actual: "it was removed".into(),
             signature: Box::new(sig::foreign_removed()),
+            ..disk(&format!("{FOREIGN} to survive"), "it was removed".into())
         });
     }
-    let stray: Vec<String> = fs::read_dir(workdir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().to_string())
+    let workdir = workdir
+        .open()
+        .map_err(|e| disk("the working directory to stay empty", e))?;
+    let stray: Vec<String> = workdir
+        .entries()
+        .map(|es| {
+            es.into_iter()
+                .map(|(name, _)| name.to_string_lossy().into_owned())
                 .collect()
         })
         .unwrap_or_default();
@@ -578,4 +620,37 @@ pub fn check_disk(root: &Path, workdir: &Path) -> Result<(), Divergence> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An implementation explored through the protocol may replace its root with a link to a
+    /// directory that looks right (it even holds the foreign file): the harness's disk check
+    /// refuses it by name instead of looking through it, and plants nothing there.
+    #[test]
+    fn a_root_replaced_by_a_link_is_named_not_looked_through() {
+        let tmp = tempfile::tempdir().unwrap();
+        let decoy = tempfile::tempdir().unwrap();
+        plant_foreign(decoy.path());
+        let root = Handed::make(tmp.path(), "root", "root").unwrap();
+        let workdir = Handed::make(tmp.path(), "workdir", "working directory").unwrap();
+        plant_foreign(root.path());
+        assert_eq!(check_disk(&root, &workdir), Ok(()));
+        fs::rename(root.path(), tmp.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(decoy.path(), root.path()).unwrap();
+        let d = check_disk(&root, &workdir).unwrap_err();
+        assert!(
+            d.actual.contains("the root") && d.actual.contains("replaced"),
+            "{d:?}"
+        );
+        assert!(root.open().is_err());
+        let before: Vec<_> = fs::read_dir(decoy.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(before.len(), 1, "only lost+found in the decoy");
+    }
 }

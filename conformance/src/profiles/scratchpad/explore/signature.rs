@@ -234,6 +234,7 @@ pub fn names(what: NamesProblem) -> Signature {
             NamesProblem::NotAnswered => "names: no names answer",
             NamesProblem::Shared => "names: two callers share a name",
             NamesProblem::Changed => "names: other names than before",
+            NamesProblem::NotOneSegment => "names: a name that is not one path segment",
         },
     )
 }
@@ -247,6 +248,18 @@ pub enum NamesProblem {
     Shared,
     /// A name is not the one answered before (a restart, or another caller of the session).
     Changed,
+    /// A name that is not one path segment of at most 255 bytes.
+    NotOneSegment,
+}
+
+/// A directory the harness handed over (the root, the working directory) is no longer the one
+/// it made: replaced by a link or another directory (PROTOCOL.md: the harness trusts nothing an
+/// implementation can change).
+pub fn handed_replaced() -> Signature {
+    Signature::new(
+        "PROTOCOL.md",
+        "disk: a directory the harness handed over was replaced",
+    )
 }
 
 /// The program could not be started, or did not stop when told to.
@@ -302,6 +315,7 @@ pub fn is_known(printed: &str) -> bool {
 
 /// The signatures whose words do not come from outcomes.
 const FIXED: &[&str] = &[
+    "disk: a directory the harness handed over was replaced",
     "write: written at another listing path",
     "read: content other than the model's",
     "list: files of other sizes than the model's",
@@ -311,6 +325,7 @@ const FIXED: &[&str] = &[
     "names: other names than before",
     "names: no names answer",
     "names: two callers share a name",
+    "names: a name that is not one path segment",
     "write: evicted the same files in another order",
     "write: evicted nothing where the model evicts",
     "write: evicted where the model evicts nothing",

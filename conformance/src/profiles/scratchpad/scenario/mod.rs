@@ -23,7 +23,7 @@ pub use names::{Component, NameSource, PathTemplate, SessionKey};
 pub use parse::{parse_file, parse_str};
 
 use crate::profiles::scratchpad::contract::{Bytes, Caller, Request};
-use crate::scenario::load::{self, ScenarioFileError};
+use crate::scenario::load::{self, LoadErrors};
 use crate::variants::{Declared, Guards};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -96,11 +96,14 @@ impl Scenario {
 }
 
 /// Knob values handed to the implementation at start: byte sizes in bytes, durations in
-/// milliseconds, counts as counts. `mounted = false` hands it an empty root (SP-1.3).
+/// milliseconds, counts as counts. `mounted = false` hands it an empty root (`knob root
+/// unmounted`); `root_missing` hands it the path of a root that does not exist (`knob root
+/// missing`). Both are unmounted roots (SP-1.3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Knobs {
     pub values: BTreeMap<String, i64>,
     pub mounted: bool,
+    pub root_missing: bool,
 }
 
 impl Default for Knobs {
@@ -108,6 +111,7 @@ impl Default for Knobs {
         Knobs {
             values: BTreeMap::new(),
             mounted: true,
+            root_missing: false,
         }
     }
 }
@@ -334,6 +338,9 @@ pub enum DiskAction {
     NoPathContains(String),
     /// The working directory handed to the implementation is still empty (SP-1.3).
     WorkdirEmpty,
+    /// The root of `knob root missing` still does not exist, and nothing appeared beside it
+    /// (SP-1.3: a missing root is not created).
+    RootAbsent,
 }
 
 impl DiskAction {
@@ -345,7 +352,9 @@ impl DiskAction {
             | DiskAction::Exists(p)
             | DiskAction::Absent(p) => vec![p],
             DiskAction::Symlink { link, .. } => vec![link],
-            DiskAction::NoPathContains(_) | DiskAction::WorkdirEmpty => vec![],
+            DiskAction::NoPathContains(_) | DiskAction::WorkdirEmpty | DiskAction::RootAbsent => {
+                vec![]
+            }
         }
     }
 }
@@ -367,12 +376,9 @@ impl Step {
 }
 
 /// Loads every scratchpad `*.tdm` file below `dir` (files of another profile are that
-/// profile's to load), sorted by path, each once (directory symlinks are not
-/// followed); two files with one test name are an error at the second.
-pub fn load_dir(
-    dir: &Path,
-    rules: &crate::spec::RuleIndex,
-) -> Result<Vec<Scenario>, ScenarioFileError> {
+/// profile's to load), sorted by path, each once, by the rules every profile shares
+/// (`scenario/load.rs`); on any error, all of them.
+pub fn load_dir(dir: &Path, rules: &crate::spec::RuleIndex) -> Result<Vec<Scenario>, LoadErrors> {
     load::load_dir(
         dir,
         Profile::Scratchpad.name(),

@@ -5,7 +5,7 @@
 //! scenario: <sentence>                 required, first
 //! profile: scratchpad                  required
 //! rules: SP-1.2, SP-3.1                required, ids defined in SPEC.md
-//! knob <name> <value>                  e.g. knob session_cap_bytes 1KiB; knob root unmounted
+//! knob <name> <value>                  e.g. knob session_cap_bytes 1KiB; knob root unmounted|missing
 //! advance <duration>                   e.g. advance 6d23h59m
 //! stop | start
 //! <caller> write <path> <content> => <expect>
@@ -14,6 +14,7 @@
 //! <caller> remove <path> => <expect>
 //! disk mkdir|write|symlink|exists|absent|no-path-contains ...
 //! workdir empty
+//! root absent                          with knob root missing: the root was not created
 //! ```
 //! A caller is `name@#channel/thread` (a thread) or `name@#channel` (a channel pairing). In a
 //! path, a component `@name` is that requester's directory, and `<caller>` is that caller's
@@ -125,6 +126,28 @@ pub fn parse_str(
                 }
                 Action::Disk(DiskAction::WorkdirEmpty)
             }
+            "root" => {
+                let w = p.word().map_err(|m| err(line, m))?;
+                if w != "absent" {
+                    return Err(err(
+                        line,
+                        format!("expected 'root absent', found 'root {}'", clip(&w)),
+                    ));
+                }
+                if !knobs.root_missing {
+                    return Err(err(
+                        line,
+                        "'root absent' checks the root of 'knob root missing'; this scenario's root exists".into(),
+                    ));
+                }
+                Action::Disk(DiskAction::RootAbsent)
+            }
+            "disk" if knobs.root_missing => {
+                return Err(err(
+                    line,
+                    "a disk step acts on the root, and with 'knob root missing' there is none: the harness never creates it".into(),
+                ))
+            }
             "disk" => Action::Disk(parse_disk(&mut p).map_err(|m| err(line, m))?),
             w if w.contains('@') => {
                 let caller = parse_caller(w).map_err(|m| err(line, m))?;
@@ -133,7 +156,7 @@ pub fn parse_str(
             other => {
                 return Err(err(
                     line,
-                    format!("unknown step {:?}; expected a caller (name@#channel[/thread]), advance, stop, start, disk or workdir", clip(other)),
+                    format!("unknown step {:?}; expected a caller (name@#channel[/thread]), advance, stop, start, disk, workdir or root", clip(other)),
                 ))
             }
         };
@@ -425,12 +448,21 @@ fn parse_expect(p: &mut LineParser, req: &Call) -> Result<Expect, String> {
 
 fn parse_knob(name: &str, value: &str, knobs: &mut Knobs) -> Result<(), String> {
     if name == "root" {
-        if value != "unmounted" {
-            return Err(format!(
-                "expected 'knob root unmounted', found 'knob root {value}'"
-            ));
+        if !knobs.mounted || knobs.root_missing {
+            return Err("knob root is set twice".into());
         }
-        knobs.mounted = false;
+        match value {
+            // An empty root path (SP-1.3).
+            "unmounted" => knobs.mounted = false,
+            // The path of a root that does not exist (SP-1.3, decided: not created).
+            "missing" => knobs.root_missing = true,
+            _ => {
+                return Err(format!(
+                    "expected 'knob root unmounted' or 'knob root missing', found 'knob root {}'",
+                    clip(value)
+                ))
+            }
+        }
         return Ok(());
     }
     let table = SCRATCHPAD_KNOBS;
@@ -610,53 +642,8 @@ pub fn parse_size(w: &str) -> Result<u64, String> {
         })
 }
 
-/// `7d`, `6d23h59m`, `90s`, `250ms`; at most [`MAX_SCENARIO_SPAN_MS`].
+/// `7d`, `6d23h59m`, `90s`, `250ms`; 0 or more, at most [`MAX_SCENARIO_SPAN_MS`] (the shared
+/// reader, `scenario/units.rs`).
 pub fn parse_duration(w: &str) -> Result<i64, String> {
-    let bad = || {
-        format!(
-            "expected a duration like 7d, 6d23h, 59m59s or 250ms, found {:?}",
-            clip(w)
-        )
-    };
-    let too_long = || {
-        format!(
-            "the duration {:?} is longer than {} days, the most a scenario may span",
-            clip(w),
-            MAX_SCENARIO_SPAN_MS / DAY_MS
-        )
-    };
-    let mut total: i64 = 0;
-    let mut rest = w;
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return Err(bad());
-        }
-        // Digits that do not fit an i64 are a duration too long, not a malformed one.
-        let n: i64 = rest[..digits].parse().map_err(|_| too_long())?;
-        rest = &rest[digits..];
-        let (unit_ms, len) = if rest.starts_with("ms") {
-            (1, 2)
-        } else if rest.starts_with('d') {
-            (86_400_000, 1)
-        } else if rest.starts_with('h') {
-            (3_600_000, 1)
-        } else if rest.starts_with('m') {
-            (60_000, 1)
-        } else if rest.starts_with('s') {
-            (1_000, 1)
-        } else {
-            return Err(bad());
-        };
-        total = n
-            .checked_mul(unit_ms)
-            .and_then(|ms| total.checked_add(ms))
-            .filter(|t| *t <= MAX_SCENARIO_SPAN_MS)
-            .ok_or_else(too_long)?;
-        rest = &rest[len..];
-    }
-    Ok(total)
+    crate::scenario::units::duration_ms(w, crate::scenario::units::Sign::NotNegative)
 }
