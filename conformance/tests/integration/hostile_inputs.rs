@@ -1034,7 +1034,9 @@ fn in_process_run_stops_on(sig: i32, after: Duration, code: i32) {
     let status = wait_bounded(&mut child);
     let took = t.elapsed();
     assert_eq!(status.code(), Some(code), "{}", stderr_of(&mut child));
-    assert!(took < Duration::from_secs(2), "it took {took:?} to stop");
+    // The bug took 12 s (a whole suite finished first); 0.1 s is usual. The bound leaves room
+    // for a CI machine busy with the tests beside this one (2.3 s was seen under a load of 7).
+    assert!(took < Duration::from_secs(6), "it took {took:?} to stop");
     sandbox.assert_clean("an interrupted in-process run");
 }
 
