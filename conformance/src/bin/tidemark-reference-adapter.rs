@@ -32,12 +32,14 @@ use tidemark_reference::scratchpad::ScratchpadMutant;
 const SCOPED: &str = "scoped";
 const ROWS: &str = "rows";
 /// Scoped: the crash points and the raced write. Scratchpad: SP-1.2's recommended digest and
-/// binary content (the in-process reference claims the same).
-const CAPABILITIES: [&str; 4] = [
+/// binary content (the in-process reference claims the same). Rows: a reap's batch size and
+/// crash fault.
+const CAPABILITIES: [&str; 5] = [
     remote::CRASH_POINTS,
     remote::WRITE_DURING_SWEEP,
     "sp12_digest",
     "binary_content",
+    tidemark_conformance::profiles::rows::contract::REAP_BATCHES,
 ];
 
 /// A mutant of one of the three catalogues.

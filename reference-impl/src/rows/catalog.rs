@@ -35,6 +35,17 @@ const MUTANT_NEWEST_TWO_SQL: &str =
        AND NOT EXISTS (SELECT 1 FROM tidemark_rows.models m WHERE m.snapshot_id = s.id)
      ORDER BY s.id LIMIT $2 FOR UPDATE SKIP LOCKED))";
 
+/// [`RowsMutant::NewestThreeUnnamed`]'s batch: the newest three counted among unnamed snapshots.
+const MUTANT_NEWEST_UNNAMED_SQL: &str =
+    "DELETE FROM tidemark_rows.catalog_snapshots WHERE id = ANY (ARRAY (
+    SELECT s.id FROM tidemark_rows.catalog_snapshots s
+     WHERE $1::bigint IS NOT NULL
+       AND s.id < (SELECT min(n.id) FROM (SELECT c.id FROM tidemark_rows.catalog_snapshots c
+                    WHERE NOT EXISTS (SELECT 1 FROM tidemark_rows.models m WHERE m.snapshot_id = c.id)
+                    ORDER BY c.id DESC LIMIT 3) n)
+       AND NOT EXISTS (SELECT 1 FROM tidemark_rows.models m WHERE m.snapshot_id = s.id)
+     ORDER BY s.id LIMIT $2 FOR UPDATE SKIP LOCKED))";
+
 /// [`RowsMutant::NewestByTimestamp`]'s batch: newest by `taken_at_ms`.
 const MUTANT_BY_TIMESTAMP_SQL: &str =
     "DELETE FROM tidemark_rows.catalog_snapshots WHERE id = ANY (ARRAY (
@@ -97,6 +108,9 @@ impl RowsStore {
 
     /// Removes a model; the snapshot it named is then an ordinary old snapshot.
     pub async fn drop_model(&self, model: &str) -> Result<(), RowsError> {
+        if self.mutant(RowsMutant::DroppedModelStillNames) {
+            return Ok(());
+        }
         let pool = match self.backend() {
             Backend::Pg(pool) => pool,
             Backend::Memory(m) => {
@@ -134,6 +148,7 @@ impl RowsStore {
         let sql = match mutant {
             Some(RowsMutant::NewestTwoSnapshots) => MUTANT_NEWEST_TWO_SQL,
             Some(RowsMutant::NewestByTimestamp) => MUTANT_BY_TIMESTAMP_SQL,
+            Some(RowsMutant::NewestThreeUnnamed) => MUTANT_NEWEST_UNNAMED_SQL,
             _ => FORGET_SNAPSHOTS_SQL,
         };
         // The rule has no clock; the batch helper's `$1` is bound to a constant.
@@ -143,6 +158,7 @@ impl RowsStore {
                 let kept = match mutant {
                     Some(RowsMutant::NewestTwoSnapshots) => newest_by_id(t, 2),
                     Some(RowsMutant::NewestByTimestamp) => newest_by_taken_at(t),
+                    Some(RowsMutant::NewestThreeUnnamed) => newest_unnamed(t),
                     _ => newest_by_id(t, KEEP_NEWEST as usize),
                 };
                 let named: BTreeSet<i64> = t.models.values().copied().collect();
@@ -186,6 +202,30 @@ fn newest_by_id(t: &Tables, n: usize) -> Vec<i64> {
     let mut ids: Vec<i64> = t.snapshots.keys().rev().take(n).copied().collect();
     ids.reverse();
     ids
+}
+
+/// [`RowsMutant::NewestThreeUnnamed`]'s newest three: among the snapshots no model names.
+/// What it returns is the oldest kept and above, as the SQL's `s.id <` the third newest unnamed.
+fn newest_unnamed(t: &Tables) -> Vec<i64> {
+    let named: BTreeSet<i64> = t.models.values().copied().collect();
+    let third = t
+        .snapshots
+        .keys()
+        .rev()
+        .filter(|id| !named.contains(id))
+        .take(3)
+        .last()
+        .copied();
+    match third {
+        Some(oldest_kept) => t
+            .snapshots
+            .keys()
+            .copied()
+            .filter(|id| *id >= oldest_kept)
+            .collect(),
+        // Fewer than one unnamed snapshot: min() of nothing is NULL, and `s.id < NULL` keeps all.
+        None => t.snapshots.keys().copied().collect(),
+    }
 }
 
 /// [`RowsMutant::NewestByTimestamp`]'s newest three: by `taken_at_ms`, then id.

@@ -124,6 +124,17 @@ impl RowsStore {
                 return Ok(id);
             }
         };
+        if self.mutant(RowsMutant::InvocationsOutliveTheirSession)
+            && !self.session_exists(pool, session).await?
+        {
+            // The key is gone; the mutant checks the session as the key did, after the
+            // sequence spent an id.
+            sqlx::query("SELECT nextval('tidemark_rows.tool_invocations_id_seq')")
+                .execute(pool)
+                .await
+                .map_err(RowsError::db("record invocation"))?;
+            return Err(RowsError::UnknownSession(session.into()));
+        }
         sqlx::query_scalar(
             "INSERT INTO tidemark_rows.tool_invocations (session_id, created_at_ms, expires_at_ms)
              VALUES ($1, $2, $3) RETURNING id",
@@ -180,7 +191,14 @@ impl RowsStore {
         store: ExpiringStore,
         id: &str,
         expires_at: Timestamp,
+        now: Timestamp,
     ) -> Result<(), RowsError> {
+        // The mutant reads an expiry that has already come as "no expiry".
+        let expires_at = if self.mutant(RowsMutant::ZeroExpiryMeansNever) && expires_at <= now {
+            Timestamp::from_millis(i64::MAX)
+        } else {
+            expires_at
+        };
         let pool = match self.backend() {
             Backend::Pg(pool) => pool,
             Backend::Memory(m) => {
@@ -292,6 +310,9 @@ impl RowsStore {
         } else {
             store.sweep_sql()
         };
+        if self.mutant(RowsMutant::ExpiredIdLeavesEveryStore) {
+            self.take_expired_ids_from_other_stores(store, now).await?;
+        }
         self.delete_batches(
             sql,
             |t, now, n| {
@@ -304,6 +325,55 @@ impl RowsStore {
             "forget expired",
         )
         .await
+    }
+}
+
+impl RowsStore {
+    /// [`RowsMutant::ExpiredIdLeavesEveryStore`]'s first step: the ids expired in `store` are
+    /// deleted from the three other stores, whatever their own expiry.
+    async fn take_expired_ids_from_other_stores(
+        &self,
+        store: ExpiringStore,
+        now: Timestamp,
+    ) -> Result<(), RowsError> {
+        let now_ms = now.as_millis();
+        let others = ExpiringStore::ALL.into_iter().filter(|s| *s != store);
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let expired: Vec<String> = t
+                    .expiring
+                    .get(&store)
+                    .map(|rows| {
+                        rows.iter()
+                            .filter(|(_, at)| **at <= now_ms)
+                            .map(|(id, _)| id.clone())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for other in others {
+                    if let Some(rows) = t.expiring.get_mut(&other) {
+                        rows.retain(|id, _| !expired.contains(id));
+                    }
+                }
+                return Ok(());
+            }
+        };
+        for other in others {
+            let sql = format!(
+                "DELETE FROM tidemark_rows.{} WHERE id IN
+                   (SELECT id FROM tidemark_rows.{} WHERE expires_at_ms <= $1)",
+                other.table(),
+                store.table()
+            );
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(now_ms)
+                .execute(pool)
+                .await
+                .map_err(RowsError::db("forget expired"))?;
+        }
+        Ok(())
     }
 }
 

@@ -23,6 +23,9 @@ pub const STREAMED_KINDS: &[&str] = &[
     "chat.steer",
 ];
 
+/// The state streaming, finishing and interrupting apply to (SR-2.2).
+const WRITING: &[ReplyState] = &[ReplyState::Writing];
+
 /// The kind whose payloads, in order, are a reply's text (SR-2.5).
 pub const TEXT_KIND: &str = "chat.delta";
 
@@ -88,6 +91,24 @@ pub fn check_kind(kind: &str) -> Result<(), RowsError> {
 }
 
 impl RowsStore {
+    /// Whether `kind` streams into a reply (SR-2.1): one of [`STREAMED_KINDS`], exactly; the
+    /// mutant takes every `chat.` kind for one.
+    fn is_streamed(&self, kind: &str) -> bool {
+        if self.mutant(RowsMutant::ChatPrefixIsStreamed) {
+            return kind.starts_with("chat.");
+        }
+        STREAMED_KINDS.contains(&kind)
+    }
+
+    /// The states `op` applies to (SR-2.2); the mutant refuses only a finished reply.
+    fn states_for(&self, from: &'static [ReplyState]) -> &'static [ReplyState] {
+        if self.mutant(RowsMutant::StoppedReplyStillWriting) {
+            &[ReplyState::Writing, ReplyState::Stopped]
+        } else {
+            from
+        }
+    }
+
     pub async fn start_reply(&self, session: &str, now: Timestamp) -> Result<i64, RowsError> {
         let pool = match self.backend() {
             Backend::Pg(pool) => pool,
@@ -132,7 +153,7 @@ impl RowsStore {
         now: Timestamp,
     ) -> Result<i64, RowsError> {
         check_kind(kind)?;
-        if !STREAMED_KINDS.contains(&kind) {
+        if !self.is_streamed(kind) {
             return Err(RowsError::UnknownKind(
                 kind.into(),
                 "not a streamed kind; record it as a conversation event",
@@ -150,7 +171,7 @@ impl RowsStore {
                     .replies
                     .get(&reply)
                     .ok_or(RowsError::UnknownReply(reply))?;
-                check_state(reply, r.state, &[ReplyState::Writing], "stream")?;
+                check_state(reply, r.state, self.states_for(WRITING), "stream")?;
                 let event = memory::Event {
                     session: r.session.clone(),
                     reply: Some(reply),
@@ -176,7 +197,7 @@ impl RowsStore {
         .map_err(RowsError::db("stream"))?
         .ok_or(RowsError::UnknownReply(reply))?;
         let state = ReplyState::parse(row.get::<&str, _>("state"));
-        check_state(reply, state, &[ReplyState::Writing], "stream")?;
+        check_state(reply, state, self.states_for(WRITING), "stream")?;
         let session: String = row.get("session_id");
         let id = sqlx::query_scalar(
             "INSERT INTO tidemark_rows.events
@@ -205,7 +226,7 @@ impl RowsStore {
         now: Timestamp,
     ) -> Result<i64, RowsError> {
         check_kind(kind)?;
-        if STREAMED_KINDS.contains(&kind) {
+        if self.is_streamed(kind) {
             return Err(RowsError::UnknownKind(
                 kind.into(),
                 "a streamed kind names a reply; stream it into one",
@@ -254,8 +275,14 @@ impl RowsStore {
         content: &str,
         now: Timestamp,
     ) -> Result<(), RowsError> {
-        self.end(reply, Some(content), now, &[ReplyState::Writing], "finish")
-            .await
+        self.end(
+            reply,
+            Some(content),
+            now,
+            self.states_for(WRITING),
+            "finish",
+        )
+        .await
     }
 
     /// Interrupts a reply being written. It keeps its events, however long, until sealed.
@@ -268,7 +295,7 @@ impl RowsStore {
                     .replies
                     .get_mut(&reply)
                     .ok_or(RowsError::UnknownReply(reply))?;
-                check_state(reply, r.state, &[ReplyState::Writing], "interrupt")?;
+                check_state(reply, r.state, self.states_for(WRITING), "interrupt")?;
                 r.state = ReplyState::Stopped;
                 if self.mutant(RowsMutant::InterruptStartsTheDay) {
                     for e in t.events.values_mut().filter(|e| e.reply == Some(reply)) {
@@ -279,7 +306,7 @@ impl RowsStore {
             }
         };
         let mut tx = pool.begin().await.map_err(RowsError::db("interrupt"))?;
-        lock_state(&mut tx, reply, &[ReplyState::Writing], "interrupt").await?;
+        lock_state(&mut tx, reply, self.states_for(WRITING), "interrupt").await?;
         sqlx::query("UPDATE tidemark_rows.replies SET state = 'stopped' WHERE id = $1")
             .bind(reply)
             .execute(&mut *tx)
@@ -326,7 +353,8 @@ impl RowsStore {
                 if self.mutant(RowsMutant::DeletedReplyTakesEvents) {
                     t.events.retain(|_, e| e.reply != Some(reply));
                 } else {
-                    stamp_in_memory(&mut t, reply, now, true);
+                    let keep_earlier = !self.mutant(RowsMutant::DeletionRestartsTheDay);
+                    stamp_in_memory(&mut t, reply, now, keep_earlier);
                 }
                 return Ok(());
             }
@@ -347,7 +375,8 @@ impl RowsStore {
                 .await
                 .map_err(RowsError::db("delete reply"))?;
         } else {
-            stamp_events(&mut tx, reply, now, true).await?;
+            let keep_earlier = !self.mutant(RowsMutant::DeletionRestartsTheDay);
+            stamp_events(&mut tx, reply, now, keep_earlier).await?;
         }
         tx.commit().await.map_err(RowsError::db("delete reply"))
     }
@@ -381,7 +410,17 @@ impl RowsStore {
                 r.content = Some(text);
                 r.finished_at_ms = Some(now.as_millis());
                 r.sealed = content.is_none();
-                if content.is_none() && self.mutant(RowsMutant::SealDayFromEvents) {
+                let started = r.started_at_ms;
+                if content.is_some() && self.mutant(RowsMutant::FinishDayFromStart) {
+                    let at = started.saturating_add(STREAMED_GRACE_MS);
+                    for e in t.events.values_mut().filter(|e| e.reply == Some(reply)) {
+                        e.forget_after_ms = Some(at);
+                    }
+                } else if content.is_some() && self.mutant(RowsMutant::FinishDayFromEachEvent) {
+                    for e in t.events.values_mut().filter(|e| e.reply == Some(reply)) {
+                        e.forget_after_ms = Some(e.created_at_ms.saturating_add(STREAMED_GRACE_MS));
+                    }
+                } else if content.is_none() && self.mutant(RowsMutant::SealDayFromEvents) {
                     let last = t
                         .events
                         .values()
@@ -423,7 +462,30 @@ impl RowsStore {
         .execute(&mut *tx)
         .await
         .map_err(RowsError::db(op))?;
-        if content.is_none() && self.mutant(RowsMutant::SealDayFromEvents) {
+        if content.is_some() && self.mutant(RowsMutant::FinishDayFromStart) {
+            // The mutant dates the day from the reply's start.
+            sqlx::query(
+                "UPDATE tidemark_rows.events SET forget_after_ms =
+                        (SELECT started_at_ms FROM tidemark_rows.replies WHERE id = $1) + $2
+                  WHERE reply_id = $1",
+            )
+            .bind(reply)
+            .bind(STREAMED_GRACE_MS)
+            .execute(&mut *tx)
+            .await
+            .map_err(RowsError::db(op))?;
+        } else if content.is_some() && self.mutant(RowsMutant::FinishDayFromEachEvent) {
+            // The mutant dates each event's day from its own writing.
+            sqlx::query(
+                "UPDATE tidemark_rows.events SET forget_after_ms = created_at_ms + $2
+                  WHERE reply_id = $1",
+            )
+            .bind(reply)
+            .bind(STREAMED_GRACE_MS)
+            .execute(&mut *tx)
+            .await
+            .map_err(RowsError::db(op))?;
+        } else if content.is_none() && self.mutant(RowsMutant::SealDayFromEvents) {
             // The mutant dates the day from the last event written, not from the seal.
             sqlx::query(
                 "UPDATE tidemark_rows.events SET forget_after_ms =
@@ -459,10 +521,14 @@ impl RowsStore {
                         id: *id,
                         state: r.state,
                         sealed: r.sealed,
-                        text: r
-                            .content
-                            .clone()
-                            .unwrap_or_else(|| replay_in_memory(&t, *id, Some(TEXT_KIND))),
+                        text: match &r.content {
+                            Some(c)
+                                if !self.mutant(RowsMutant::TranscriptReplaysFinishedReplies) =>
+                            {
+                                c.clone()
+                            }
+                            _ => replay_in_memory(&t, *id, Some(TEXT_KIND)),
+                        },
                     })
                     .collect());
             }
@@ -490,8 +556,8 @@ impl RowsStore {
             let id: i64 = row.get("id");
             let state = ReplyState::parse(row.get::<&str, _>("state"));
             let text = match row.get::<Option<String>, _>("content") {
-                Some(text) => text,
-                None => replay(pool, id).await?,
+                Some(text) if !self.mutant(RowsMutant::TranscriptReplaysFinishedReplies) => text,
+                _ => replay(pool, id).await?,
             };
             out.push(TranscriptReply {
                 id,
@@ -559,6 +625,27 @@ impl RowsStore {
                 )
                 .await;
         }
+        if self.mutant(RowsMutant::ChatEventsSweptWithReplies) {
+            return self
+                .delete_batches(
+                    MUTANT_CHAT_EVENTS_SQL,
+                    |t, now, n| {
+                        let expired = |e: &memory::Event| match e.forget_after_ms {
+                            Some(f) => f <= now,
+                            None => {
+                                e.reply.is_none()
+                                    && e.kind.starts_with("chat.")
+                                    && e.created_at_ms.saturating_add(DAY_MS) <= now
+                            }
+                        };
+                        delete_batch(&mut t.events, n, |_, e| expired(e), |id, _| *id)
+                    },
+                    now,
+                    cfg,
+                    "forget streamed",
+                )
+                .await;
+        }
         self.delete_batches(
             FORGET_STREAMED_SQL,
             forget_streamed_batch,
@@ -594,6 +681,14 @@ pub const FORGET_STREAMED_SQL: &str = "DELETE FROM tidemark_rows.events WHERE id
 const MUTANT_STREAMED_BY_AGE_SQL: &str = "DELETE FROM tidemark_rows.events WHERE id = ANY (ARRAY (
     SELECT id FROM tidemark_rows.events
      WHERE reply_id IS NOT NULL AND created_at_ms + 86400000 <= $1
+     ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED))";
+
+/// [`RowsMutant::ChatEventsSweptWithReplies`]'s batch: stamped events whose day is over, and
+/// conversation events of a `chat.` kind a day after they were written.
+const MUTANT_CHAT_EVENTS_SQL: &str = "DELETE FROM tidemark_rows.events WHERE id = ANY (ARRAY (
+    SELECT id FROM tidemark_rows.events
+     WHERE forget_after_ms <= $1
+        OR (reply_id IS NULL AND kind LIKE 'chat.%' AND created_at_ms + 86400000 <= $1)
      ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED))";
 
 async fn lock_state(

@@ -161,6 +161,36 @@ impl ScopedMutant {
         }
     }
 
+    /// The rules of SPEC part SC this mutant breaks: each is cited by a scenario that kills it
+    /// (`conformance/tests/suites/real_tier_scenarios.rs` checks both).
+    pub fn rules(self) -> &'static [&'static str] {
+        match self {
+            ScopedMutant::AgeOnlyExpiry => &["SC-5.3"],
+            ScopedMutant::ClampingResolution => &["SC-2.1", "SC-2.2"],
+            ScopedMutant::WorkspaceWritableByDefault => &["SC-3.2"],
+            ScopedMutant::AppRecordedDeletions => &["SC-6.1"],
+            ScopedMutant::TextOutlivesFile => &["SC-1.4", "SC-4.2"],
+            ScopedMutant::DeletionBeforeRecord => &["SC-6.3"],
+            ScopedMutant::SkillsSwept => &["SC-6.2"],
+            ScopedMutant::ListingOwnScopeOnly => &["SC-3.4"],
+            ScopedMutant::WaitsIgnored => &["SC-5.2"],
+            ScopedMutant::ScopeGuessed => &["SC-2.4"],
+            ScopedMutant::NoneStillReadable => &["SC-3.1", "SC-3.4"],
+            ScopedMutant::PartialBatchMarkedDone => &["SC-5.5", "SC-6.4"],
+            ScopedMutant::EncodedTraversalAccepted => &["SC-2.2"],
+            ScopedMutant::SweepUnlocked => &["SC-5.6"],
+            ScopedMutant::BackslashAccepted => &["SC-2.2"],
+            ScopedMutant::LookalikeDotsAccepted => &["SC-2.2"],
+            ScopedMutant::TextKeyUncounted => &["SC-2.3"],
+            ScopedMutant::MissingBucketUnavailable => &["SC-8.1", "SC-8.3"],
+            ScopedMutant::StoreDeniedAsPermission => &["SC-8.3"],
+            ScopedMutant::ThrottleNotRetried => &["SC-8.4"],
+            ScopedMutant::LifecycleMerged => &["SC-7.5"],
+            ScopedMutant::KeptClassesExpire => &["SC-7.1"],
+            ScopedMutant::ListingByScope => &["SC-4.4"],
+        }
+    }
+
     pub fn from_id(id: &str) -> Option<ScopedMutant> {
         ScopedMutant::ALL.iter().copied().find(|m| m.id() == id)
     }

@@ -174,6 +174,40 @@ impl ScratchpadMutant {
         }
     }
 
+    /// The rules of SPEC part SP this mutant breaks: each is cited by a scenario that kills it
+    /// (`conformance/tests/suites/scenarios.rs` checks both).
+    pub fn rules(self) -> &'static [&'static str] {
+        match self {
+            Self::DirMtimeCounted => &["SP-5.1"],
+            Self::EmptyRootIsWorkingDir => &["SP-1.3"],
+            Self::RootListsOwnOnly => &["SP-3.3"],
+            Self::QuotaPerSession => &["SP-4.1"],
+            Self::EvictNewestFirst => &["SP-4.2"],
+            Self::EvictByName => &["SP-4.2"],
+            Self::EvictAcrossSessions => &["SP-4.2"],
+            Self::CeilingEvicts => &["SP-4.1"],
+            Self::NoStartupSweep => &["SP-5.5"],
+            Self::OneTimerForBothKinds => &["SP-5.2"],
+            Self::RawIdentifiersInPaths => &["SP-1.2"],
+            Self::OverwriteDoubleCounted => &["SP-4.4"],
+            Self::DotDotNormalised => &["SP-2.5"],
+            Self::PairingSharedByChannel => &["SP-1.1"],
+            Self::EvictionNotNamed => &["SP-4.3"],
+            Self::SymlinksFollowed => &["SP-2.7"],
+            Self::ForeignDirectorySwept => &["SP-5.4"],
+            Self::SessionPathBeforeOwn => &["SP-3.2"],
+            Self::EmptySessionKeptForever => &["SP-5.3"],
+            Self::OverwriteEvictsItself => &["SP-4.2"],
+            Self::LateRefusalEvicts => &["SP-6.2"],
+            Self::ListOfAFileIsEmpty => &["SP-3.3"],
+            Self::OverwriteSkipsSizeLimit => &["SP-2.8"],
+            Self::OverwriteSkipsCeiling => &["SP-4.1"],
+            Self::OverwriteSkipsCap => &["SP-4.2"],
+            Self::SweepOnFixedPeriod => &["SP-5.5"],
+            Self::EqualTimesByWriteOrder => &["SP-4.2"],
+        }
+    }
+
     pub fn from_id(id: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|m| m.id() == id)
     }

@@ -30,7 +30,9 @@ use super::script::{Action, Counted};
 
 /// The generator's version, saved with every failure: a seed names a workload only together
 /// with it. A replay runs the saved operations and never regenerates.
-pub const GENERATOR_VERSION: u32 = 1;
+/// Version 2 draws conversation kinds that look like streamed ones (`chat.title`,
+/// `chat.deltas`, ...).
+pub const GENERATOR_VERSION: u32 = 2;
 
 /// Operations per seed unless a caller says otherwise.
 pub const DEFAULT_STEPS: usize = 70;
@@ -69,13 +71,22 @@ const STREAMED: [&str; 6] = [
     "chat.steer",
 ];
 
-/// Conversation kinds, and kinds of the wrong shape (refused `unknown_kind` wherever they go).
-const CONVERSATION: [&str; 5] = [
+/// Conversation kinds: every other well-formed kind (SR-2.1), half of them looking like streamed
+/// ones (a `chat.` prefix, a streamed kind with more after it, or the same words otherwise
+/// joined), which the streamed rule must never touch (SR-2.7).
+const CONVERSATION: [&str; 12] = [
     "turn.started",
     "user.message",
     "tool.approval_requested",
     "agent.handoff_v2",
     "billing.usage.tokens",
+    "chat.title",
+    "chat.deltas",
+    "chat.delta.final",
+    "chat.tool_result_v2",
+    "chat.steering",
+    "xchat.delta",
+    "chat_delta.x",
 ];
 const MALFORMED: [&str; 6] = [
     "chat",
@@ -586,6 +597,10 @@ pub fn action_text(a: &Action) -> String {
             format!("keep {} {id} for {}", store.table(), duration_text(*for_ms))
         }
         Action::Reap => "reap".into(),
+        Action::ReapBatched { batch, crash_after } => match crash_after {
+            Some(k) => format!("reap batch {batch} crash after {k} batches"),
+            None => format!("reap batch {batch}"),
+        },
         Action::Transcript(s) => format!("transcript {s}"),
         Action::Snapshots => "snapshots".into(),
         Action::Count(Counted::Table(t)) => format!("count {t}"),

@@ -16,10 +16,10 @@ use futures::StreamExt;
 use tidemark_sim::real_tier::PgProvider;
 use tidemark_sim::trace::Trace;
 
-use super::contract::{Observation, RowsEndpoint, RowsOp, RowsOutcome};
+use super::contract::{Observation, RowsEndpoint, RowsOp, RowsOutcome, REAP_BATCHES};
 use super::queries::RowsQueries;
 use super::runner::{self, setup_failure};
-use super::script::Script;
+use super::script::{Action, Script};
 use crate::play::Failure;
 use crate::process::{ProcessFactory, ProcessSession};
 use crate::protocol::{Init, INIT_ID, PROTOCOL};
@@ -101,15 +101,36 @@ pub async fn check(
     Ok(futures::stream::iter(scripts)
         .map(|script| async move {
             let mut trace = Trace::new();
-            let verdict = match play(factory, pg, script, &mut trace).await {
-                Ok(()) => Verdict::Passed,
-                Err(f) => Verdict::Failed(f),
+            let verdict = match missing_capability(&factory.claims().capabilities, script) {
+                Some(reason) => Verdict::Skipped { reason },
+                None => match play(factory, pg, script, &mut trace).await {
+                    Ok(()) => Verdict::Passed,
+                    Err(f) => Verdict::Failed(f),
+                },
             };
             super::case(script, verdict, &trace)
         })
         .buffered(jobs.get())
         .collect()
         .await)
+}
+
+/// The first step of `script` needing a capability not in `capabilities`, as a skip reason: a
+/// reap with a batch size or a crash needs [`REAP_BATCHES`].
+pub fn missing_capability(capabilities: &[String], script: &Script) -> Option<String> {
+    if capabilities.iter().any(|c| c == REAP_BATCHES) {
+        return None;
+    }
+    script
+        .steps
+        .iter()
+        .find(|s| matches!(s.action, Action::ReapBatched { .. }))
+        .map(|s| {
+            format!(
+                "line {}: `{}` needs the capability {REAP_BATCHES}, which the implementation does not claim",
+                s.line, s.text
+            )
+        })
 }
 
 /// Plays `script` against a fresh process of `factory` on a fresh database of `pg`.

@@ -183,7 +183,7 @@ fn action_of(op: &RowsOp, made: Option<&str>) -> Option<Action> {
             session,
             item,
         },
-        RowsOp::Reap | RowsOp::Transcript { .. } | RowsOp::Snapshots => return None,
+        RowsOp::Reap { .. } | RowsOp::Transcript { .. } | RowsOp::Snapshots => return None,
     })
 }
 
@@ -208,7 +208,7 @@ async fn serve(world: Arc<World>) -> turmoil::Result {
 }
 
 async fn apply(world: &World, env: &Envelope<RowsOp>) -> RowsOutcome {
-    if matches!(env.op, RowsOp::Reap) {
+    if matches!(env.op, RowsOp::Reap { .. }) {
         return RowsOutcome::Refused {
             reason: "unknown_kind".into(),
             message: "the world's reaper is its own host".into(),
