@@ -35,6 +35,30 @@ pub struct ReapConfig {
     /// Batches that removed a row so far in this tick (the crash fault's count), shared by its
     /// sweeps; the tick resets it.
     pub batches_run: BatchCount,
+    /// Where each distinct statement a sweep runs on PostgreSQL is written down, once, in the
+    /// order first run, when set: so a test explains the statements a tick really runs rather
+    /// than constants that might not be them (the SR-8.1 guard). `None` in production.
+    pub statements: Option<StatementLog>,
+}
+
+/// The distinct SQL statements the sweeps of the ticks run with a [`ReapConfig`] ran, shared by
+/// its clones.
+#[derive(Clone, Debug, Default)]
+pub struct StatementLog(Arc<std::sync::Mutex<Vec<&'static str>>>);
+
+impl StatementLog {
+    /// The statements recorded so far, each once, in the order first run.
+    pub fn statements(&self) -> Vec<&'static str> {
+        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+
+    fn record(&self, sql: &'static str) {
+        if let Ok(mut v) = self.0.lock() {
+            if !v.contains(&sql) {
+                v.push(sql);
+            }
+        }
+    }
 }
 
 /// A count of committed delete batches, shared by clones of one [`ReapConfig`].
@@ -48,6 +72,7 @@ impl Default for ReapConfig {
             pause_between_batches: Duration::ZERO,
             crash_after_batches: None,
             batches_run: BatchCount::default(),
+            statements: None,
         }
     }
 }
@@ -332,6 +357,9 @@ async fn delete_batches_sql(
     shape: BatchShape,
     op: &'static str,
 ) -> Result<u64, RowsError> {
+    if let Some(log) = &cfg.statements {
+        log.record(sql);
+    }
     if shape.one_transaction {
         return delete_batches_in_one_transaction(pool, sql, now, cfg, shape, op).await;
     }
