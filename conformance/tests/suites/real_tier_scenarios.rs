@@ -28,6 +28,10 @@ const SC_WITHOUT_MUTANT: &[(&str, &str)] = &[
         "cost: the index an obligation sweep reads and how it chunks change how long it takes, never what it deletes or records",
     ),
     (
+        "SC-6.6",
+        "it says how a harness reads the ledger (declared read-only queries, the implementation's own tables); what the ledger must hold is SC-6.1 to SC-6.4's, whose mutants are killed through it",
+    ),
+    (
         "SC-7.3",
         "it states S3's own lifecycle semantics, which the harness's executor carries out (sim/tests/integration/lifecycle_aws.rs holds it to AWS's documented behaviour); an implementation's rules are judged by SC-7.1, SC-7.2 and SC-7.4",
     ),

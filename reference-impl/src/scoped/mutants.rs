@@ -28,10 +28,24 @@ pub enum ScopedMutant {
     LifecycleMerged,
     KeptClassesExpire,
     ListingByScope,
+    SessionsUnderTheirAgent,
+    DottedIdsAccepted,
+    TrailingSlashTrimmed,
+    SkillsWritable,
+    ListingStringPrefix,
+    DeleteNeedsOnlyRead,
+    PermissionBeforeShape,
+    FileBeforeText,
+    RefusalIsActivity,
+    RepeatedCreateIsActivity,
+    FailedWriteKeepsTheMark,
+    BackstopCheckedAgainstDefaultTtl,
+    NoWrittenAtStamp,
+    FailedWriteReportedWritten,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 23] = [
+    pub const ALL: [ScopedMutant; 37] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -55,6 +69,20 @@ impl ScopedMutant {
         ScopedMutant::LifecycleMerged,
         ScopedMutant::KeptClassesExpire,
         ScopedMutant::ListingByScope,
+        ScopedMutant::SessionsUnderTheirAgent,
+        ScopedMutant::DottedIdsAccepted,
+        ScopedMutant::TrailingSlashTrimmed,
+        ScopedMutant::SkillsWritable,
+        ScopedMutant::ListingStringPrefix,
+        ScopedMutant::DeleteNeedsOnlyRead,
+        ScopedMutant::PermissionBeforeShape,
+        ScopedMutant::FileBeforeText,
+        ScopedMutant::RefusalIsActivity,
+        ScopedMutant::RepeatedCreateIsActivity,
+        ScopedMutant::FailedWriteKeepsTheMark,
+        ScopedMutant::BackstopCheckedAgainstDefaultTtl,
+        ScopedMutant::NoWrittenAtStamp,
+        ScopedMutant::FailedWriteReportedWritten,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -83,6 +111,22 @@ impl ScopedMutant {
             ScopedMutant::LifecycleMerged => "lifecycle-merged",
             ScopedMutant::KeptClassesExpire => "kept-classes-expire",
             ScopedMutant::ListingByScope => "listing-by-scope",
+            ScopedMutant::SessionsUnderTheirAgent => "sessions-under-their-agent",
+            ScopedMutant::DottedIdsAccepted => "dotted-ids-accepted",
+            ScopedMutant::TrailingSlashTrimmed => "trailing-slash-trimmed",
+            ScopedMutant::SkillsWritable => "skills-writable",
+            ScopedMutant::ListingStringPrefix => "listing-string-prefix",
+            ScopedMutant::DeleteNeedsOnlyRead => "delete-needs-only-read",
+            ScopedMutant::PermissionBeforeShape => "permission-before-shape",
+            ScopedMutant::FileBeforeText => "file-before-text",
+            ScopedMutant::RefusalIsActivity => "refusal-is-activity",
+            ScopedMutant::RepeatedCreateIsActivity => "repeated-create-is-activity",
+            ScopedMutant::FailedWriteKeepsTheMark => "failed-write-keeps-the-mark",
+            ScopedMutant::BackstopCheckedAgainstDefaultTtl => {
+                "backstop-checked-against-default-ttl"
+            }
+            ScopedMutant::NoWrittenAtStamp => "no-written-at-stamp",
+            ScopedMutant::FailedWriteReportedWritten => "failed-write-reported-written",
         }
     }
 
@@ -158,6 +202,48 @@ impl ScopedMutant {
             ScopedMutant::ListingByScope => {
                 "a listing with no prefix is each scope's listing one after another, not one listing in path order"
             }
+            ScopedMutant::SessionsUnderTheirAgent => {
+                "session files are kept under their agent's prefix (agents/<ws>/<agent>/sessions/<session>/), so no class prefix holds only sessions and no lifecycle rule can tell them apart"
+            }
+            ScopedMutant::DottedIdsAccepted => {
+                "identifiers may contain dots, so a session named `..` or `s.1` reaches a key"
+            }
+            ScopedMutant::TrailingSlashTrimmed => {
+                "a path ending in `/` is written as the name without it instead of refused as a directory"
+            }
+            ScopedMutant::SkillsWritable => {
+                "skill paths are written like any scope's, so a turn overwrites a published, immutable version"
+            }
+            ScopedMutant::ListingStringPrefix => {
+                "a listing passes its prefix to S3 as a string, so `session/reports` also lists `session/reports-old.csv`"
+            }
+            ScopedMutant::DeleteNeedsOnlyRead => {
+                "a deletion is checked against read access, so a read-only scope's files can be deleted"
+            }
+            ScopedMutant::PermissionBeforeShape => {
+                "permission is checked on a path's first segment before its shape, so `workspace/../session/x` is answered permission_denied"
+            }
+            ScopedMutant::FileBeforeText => {
+                "a write stores the file before its extracted text, so a crash between them leaves a file without its text listed"
+            }
+            ScopedMutant::RefusalIsActivity => {
+                "a refused operation still counts as the session's activity, so a guest probing missing files keeps an idle session alive"
+            }
+            ScopedMutant::RepeatedCreateIsActivity => {
+                "creating a session that exists counts as activity, so a host repeating its create keeps an idle session alive"
+            }
+            ScopedMutant::FailedWriteKeepsTheMark => {
+                "a write that fails after storing its text leaves the session marked swept, so its orphaned text is never swept"
+            }
+            ScopedMutant::BackstopCheckedAgainstDefaultTtl => {
+                "the session backstop is checked against the default 30-day TTL, not the deployment's, so a valid configuration is refused"
+            }
+            ScopedMutant::NoWrittenAtStamp => {
+                "objects carry no written-at stamp, so an age-only rule ages them by the store's clock, not the deployment's"
+            }
+            ScopedMutant::FailedWriteReportedWritten => {
+                "a write whose file PUT failed after its text was stored is answered written"
+            }
         }
     }
 
@@ -188,6 +274,20 @@ impl ScopedMutant {
             ScopedMutant::LifecycleMerged => &["SC-7.5"],
             ScopedMutant::KeptClassesExpire => &["SC-7.1"],
             ScopedMutant::ListingByScope => &["SC-4.4"],
+            ScopedMutant::SessionsUnderTheirAgent => &["SC-1.1"],
+            ScopedMutant::DottedIdsAccepted => &["SC-1.3"],
+            ScopedMutant::TrailingSlashTrimmed => &["SC-2.5"],
+            ScopedMutant::SkillsWritable => &["SC-2.6"],
+            ScopedMutant::ListingStringPrefix => &["SC-2.7"],
+            ScopedMutant::DeleteNeedsOnlyRead => &["SC-3.3"],
+            ScopedMutant::PermissionBeforeShape => &["SC-3.5"],
+            ScopedMutant::FileBeforeText => &["SC-4.1"],
+            ScopedMutant::RefusalIsActivity => &["SC-4.3"],
+            ScopedMutant::RepeatedCreateIsActivity => &["SC-5.1"],
+            ScopedMutant::FailedWriteKeepsTheMark => &["SC-5.4"],
+            ScopedMutant::BackstopCheckedAgainstDefaultTtl => &["SC-7.2"],
+            ScopedMutant::NoWrittenAtStamp => &["SC-7.4"],
+            ScopedMutant::FailedWriteReportedWritten => &["SC-8.2"],
         }
     }
 

@@ -559,11 +559,7 @@ async fn every_sweep_reads_its_expired_rows_in_order_from_an_index_without_a_sca
         statements: Some(log.clone()),
         ..ReapConfig::default()
     };
-    empty
-        .store
-        .reap_tick(at(0, 0), &recording)
-        .await
-        .unwrap();
+    empty.store.reap_tick(at(0, 0), &recording).await.unwrap();
     let statements = log.statements();
     assert_eq!(
         statements.len(),
