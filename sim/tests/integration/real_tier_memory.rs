@@ -150,7 +150,15 @@ const KEYS: [&str; 12] = [
     "sp ace/f",
     "marker/",
 ];
-const PREFIXES: [&str; 7] = ["", "a", "a/", "sessions/w/a/s1", "sessions/", "notes", "zzz"];
+const PREFIXES: [&str; 7] = [
+    "",
+    "a",
+    "a/",
+    "sessions/w/a/s1",
+    "sessions/",
+    "notes",
+    "zzz",
+];
 
 /// A seeded workload's answers from one store: puts and overwrites (with metadata), gets
 /// (body and metadata), heads, single and batch deletes (of missing keys too), and paged
@@ -177,14 +185,23 @@ async fn random_transcript(c: &aws_sdk_s3::Client, seed: u64) -> Vec<String> {
                     .await;
                 t.push(format!(
                     "put {key:?}: {}",
-                    code(out.err().and_then(|e| e.into_service_error().meta().code().map(String::from)))
+                    code(
+                        out.err().and_then(|e| e
+                            .into_service_error()
+                            .meta()
+                            .code()
+                            .map(String::from))
+                    )
                 ));
             }
             3 => match c.get_object().bucket("rand").key(key).send().await {
                 Ok(o) => {
                     let meta = o.metadata().cloned().unwrap_or_default();
                     let body = o.body.collect().await.unwrap().into_bytes();
-                    t.push(format!("get {key:?}: {:?} {meta:?}", String::from_utf8_lossy(&body)));
+                    t.push(format!(
+                        "get {key:?}: {:?} {meta:?}",
+                        String::from_utf8_lossy(&body)
+                    ));
                 }
                 Err(e) => t.push(format!(
                     "get {key:?}: {:?}",
@@ -216,7 +233,13 @@ async fn random_transcript(c: &aws_sdk_s3::Client, seed: u64) -> Vec<String> {
                     .quiet(quiet)
                     .build()
                     .unwrap();
-                let out = c.delete_objects().bucket("rand").delete(del).send().await.unwrap();
+                let out = c
+                    .delete_objects()
+                    .bucket("rand")
+                    .delete(del)
+                    .send()
+                    .await
+                    .unwrap();
                 let mut deleted: Vec<&str> = out.deleted().iter().filter_map(|d| d.key()).collect();
                 deleted.sort();
                 t.push(format!(
@@ -227,7 +250,9 @@ async fn random_transcript(c: &aws_sdk_s3::Client, seed: u64) -> Vec<String> {
             _ => {
                 let prefix = PREFIXES[rng.gen_range(0..PREFIXES.len())];
                 let delimiter = rng.gen_bool(0.5).then_some("/");
-                let after = rng.gen_bool(0.3).then(|| KEYS[rng.gen_range(0..KEYS.len())]);
+                let after = rng
+                    .gen_bool(0.3)
+                    .then(|| KEYS[rng.gen_range(0..KEYS.len())]);
                 let max_keys = rng.gen_range(1..5);
                 let mut token = None;
                 let mut pages = Vec::new();
@@ -248,13 +273,14 @@ async fn random_transcript(c: &aws_sdk_s3::Client, seed: u64) -> Vec<String> {
                         .iter()
                         .map(|o| format!("{}:{}", o.key().unwrap(), o.size().unwrap()))
                         .collect();
-                    let cps: Vec<&str> =
-                        page.common_prefixes().iter().filter_map(|p| p.prefix()).collect();
+                    let cps: Vec<&str> = page
+                        .common_prefixes()
+                        .iter()
+                        .filter_map(|p| p.prefix())
+                        .collect();
                     pages.push(format!("{objs:?} {cps:?} {:?}", page.key_count()));
                     match page.next_continuation_token() {
-                        Some(n) if page.is_truncated() == Some(true) => {
-                            token = Some(n.to_string())
-                        }
+                        Some(n) if page.is_truncated() == Some(true) => token = Some(n.to_string()),
                         _ => break,
                     }
                 }
@@ -279,7 +305,8 @@ async fn the_in_memory_store_answers_a_seeded_random_workload_exactly_as_the_dis
         let a = random_transcript(&fs.client(), seed).await;
         let b = random_transcript(&mem.client(), seed).await;
         assert!(
-            a.iter().any(|l| l.starts_with("get") && !l.contains("NoSuchKey")),
+            a.iter()
+                .any(|l| l.starts_with("get") && !l.contains("NoSuchKey")),
             "seed {seed} read back nothing it wrote: a hollow comparison"
         );
         for (i, (x, y)) in a.iter().zip(&b).enumerate() {
