@@ -42,10 +42,11 @@ pub enum ScopedMutant {
     BackstopCheckedAgainstDefaultTtl,
     NoWrittenAtStamp,
     FailedWriteReportedWritten,
+    WorkspaceDeletionSparesSkills,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 37] = [
+    pub const ALL: [ScopedMutant; 38] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -83,6 +84,7 @@ impl ScopedMutant {
         ScopedMutant::BackstopCheckedAgainstDefaultTtl,
         ScopedMutant::NoWrittenAtStamp,
         ScopedMutant::FailedWriteReportedWritten,
+        ScopedMutant::WorkspaceDeletionSparesSkills,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -127,6 +129,7 @@ impl ScopedMutant {
             }
             ScopedMutant::NoWrittenAtStamp => "no-written-at-stamp",
             ScopedMutant::FailedWriteReportedWritten => "failed-write-reported-written",
+            ScopedMutant::WorkspaceDeletionSparesSkills => "workspace-deletion-spares-skills",
         }
     }
 
@@ -244,6 +247,9 @@ impl ScopedMutant {
             ScopedMutant::FailedWriteReportedWritten => {
                 "a write whose file PUT failed after its text was stored is answered written"
             }
+            ScopedMutant::WorkspaceDeletionSparesSkills => {
+                "a deleted workspace's skill versions are left in place (immutable read as immortal), though the obligation is recorded met"
+            }
         }
     }
 
@@ -288,6 +294,7 @@ impl ScopedMutant {
             ScopedMutant::BackstopCheckedAgainstDefaultTtl => &["SC-7.2"],
             ScopedMutant::NoWrittenAtStamp => &["SC-7.4"],
             ScopedMutant::FailedWriteReportedWritten => &["SC-8.2"],
+            ScopedMutant::WorkspaceDeletionSparesSkills => &["SC-6.2"],
         }
     }
 

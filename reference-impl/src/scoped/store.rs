@@ -1422,12 +1422,19 @@ impl ScopedStore {
                 let claimed = rows.len() as i64;
                 let mut obligations: Vec<(i64, String, Vec<String>)> = Vec::new();
                 for (id, prefix) in rows {
-                    let keys = self
-                        .list_keys(&prefix)
-                        .await?
-                        .into_iter()
-                        .map(|(k, _)| k)
-                        .collect();
+                    let keys = if prefix.starts_with(layout::SKILLS_CLASS_PREFIX)
+                        && self.is(ScopedMutant::WorkspaceDeletionSparesSkills)
+                    {
+                        // The mutant reads "never swept" as "never deleted": the obligation is
+                        // recorded met with the skill versions left in place.
+                        Vec::new()
+                    } else {
+                        self.list_keys(&prefix)
+                            .await?
+                            .into_iter()
+                            .map(|(k, _)| k)
+                            .collect()
+                    };
                     obligations.push((id, prefix, keys));
                 }
                 // One DeleteObjects per 1,000 keys across the chunk; a key under two recorded

@@ -31,7 +31,9 @@ use super::script::{Action, Counted};
 /// The generator's version, saved with every failure: a seed names a workload only together
 /// with it. A replay runs the saved operations and never regenerates.
 /// Version 2 draws conversation kinds that look like streamed ones (`chat.title`,
-/// `chat.deltas`, ...).
+/// `chat.deltas`, ...), aims advances a day after a reply's start and after each streamed event
+/// (where a rule measured from the wrong instant strikes), and deletes sessions three times as
+/// often.
 pub const GENERATOR_VERSION: u32 = 2;
 
 /// Operations per seed unless a caller says otherwise.
@@ -136,6 +138,8 @@ struct Gen {
     requests: usize,
     store_ids: Vec<String>,
     boundaries: Vec<i64>,
+    /// When each ended reply (finished or sealed) ended, by name.
+    ended_at: std::collections::BTreeMap<String, i64>,
 }
 
 impl Gen {
@@ -152,6 +156,7 @@ impl Gen {
             requests: 0,
             store_ids: Vec::new(),
             boundaries: Vec::new(),
+            ended_at: Default::default(),
         };
         g.workspaces = (0..2).map(|_| g.uuid("ws")).collect();
         let sessions: Vec<String> = (0..4).map(|_| g.uuid("sess")).collect();
@@ -243,7 +248,7 @@ impl Gen {
     }
 
     fn one(&mut self) {
-        match self.rng.gen_range(0..152u32) {
+        match self.rng.gen_range(0..154u32) {
             0..=3 => {
                 let w = self.workspace();
                 self.push(Action::Workspace(w));
@@ -257,6 +262,8 @@ impl Gen {
                 let reply = format!("r{}", self.replies.len() + 1);
                 let session = self.session();
                 self.replies.push((reply.clone(), true));
+                // A day from the start: where a rule measured from it, not from the end, strikes.
+                self.boundaries.push(self.now + DAY_MS);
                 self.push(Action::StartReply { reply, session });
             }
             21..=44 => {
@@ -270,6 +277,8 @@ impl Gen {
                     _ => STREAMED[self.rng.gen_range(1..STREAMED.len())],
                 };
                 let payload = self.payload();
+                // A day from the event: where a rule measured from the events' ages strikes.
+                self.boundaries.push(self.now + DAY_MS);
                 self.push(Action::Stream {
                     reply,
                     kind: kind.into(),
@@ -283,6 +292,7 @@ impl Gen {
                 self.end_reply(&reply);
                 let text = self.payload();
                 self.boundaries.push(self.now + DAY_MS);
+                self.ended_at.entry(reply.clone()).or_insert(self.now);
                 self.push(Action::Finish { reply, text });
             }
             51..=56 => {
@@ -299,16 +309,38 @@ impl Gen {
                 };
                 self.end_reply(&reply);
                 self.boundaries.push(self.now + DAY_MS);
+                self.ended_at.entry(reply.clone()).or_insert(self.now);
                 self.push(Action::Seal(reply));
             }
             63..=66 => {
+                // Mostly a reply that ended earlier and is within its day, when there is one:
+                // its deletion must not restart the day (SR-2.4).
+                let recent: Vec<String> = self
+                    .ended_at
+                    .iter()
+                    .filter(|(_, e)| **e < self.now && **e + DAY_MS > self.now)
+                    .map(|(r, _)| r.clone())
+                    .collect();
                 let writing = self.rng.gen_bool(0.5);
-                let Some(reply) = self.reply(writing) else {
+                let reply = match self.pick(&recent) {
+                    Some(r) if self.rng.gen_bool(0.6) => Some(r),
+                    _ => self.reply(writing),
+                };
+                let Some(reply) = reply else {
                     return;
                 };
                 self.end_reply(&reply);
                 self.boundaries.push(self.now + DAY_MS);
+                let ended = self.ended_at.remove(&reply);
                 self.push(Action::DeleteReply(reply));
+                // A reply deleted after it ended keeps the day from its end (SR-2.4): half the
+                // time, the clock goes straight to that day's end and the reaper ticks.
+                if let Some(end) = ended.filter(|e| e + DAY_MS > self.now) {
+                    if self.rng.gen_bool(0.5) {
+                        self.push(Action::Advance(end + DAY_MS - self.now));
+                        self.push(Action::Reap);
+                    }
+                }
             }
             67..=71 => {
                 let session = self.session();
@@ -433,7 +465,7 @@ impl Gen {
                 };
                 self.push(Action::Count(c));
             }
-            150 => {
+            150..=152 => {
                 let s = self.session();
                 self.push(Action::DeleteSession(s));
             }

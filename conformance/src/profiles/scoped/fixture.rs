@@ -74,7 +74,7 @@ impl ScopedFixture {
         let f = SavedFailure::load_as(path, PROFILE)?;
         if IdStyle::of_version(f.generator).is_none() {
             return Err(format!(
-                "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs)",
+                "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs; 3, UUIDs and a workspace deleted beside published skills)",
                 path.display(),
                 f.generator
             ));

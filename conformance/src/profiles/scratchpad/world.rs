@@ -337,13 +337,20 @@ pub fn run_world(seed: u64, mutant: Option<ScratchpadMutant>) -> WorldResult {
                     if !unmounted && can_plant(&root, &c, &rel) {
                         let now = EPOCH.plus_ms(clock.rel_at(elapsed_ms));
                         let ctx = crate::profiles::scratchpad::scenario::parse::context_of(&c);
-                        crate::profiles::scratchpad::explore::run::plant_link_on_disk(
-                            &root,
-                            &outside,
-                            (&ctx.session_dir(), &ctx.requester_dir()),
-                            &rel,
-                            now,
-                        );
+                        // What stands in the way is the implementation's divergence, which
+                        // the oracle sees at the next read; the link is then not planted.
+                        if let Err(e) =
+                            crate::profiles::scratchpad::explore::run::plant_link_on_disk(
+                                &root,
+                                &outside,
+                                (&ctx.session_dir(), &ctx.requester_dir()),
+                                &rel,
+                                now,
+                            )
+                        {
+                            trace.record(clock.rel_at(elapsed_ms), format!("no link planted: {e}"));
+                            continue;
+                        }
                         lock(&log).push(Applied::Plant {
                             at_ms: now.as_millis() - EPOCH.as_millis(),
                             caller: c,

@@ -55,8 +55,16 @@ pub struct RunResult {
     pub simulated_ms: i64,
 }
 
-/// A foreign directory planted before the run; it must survive every sweep (SP-5.4).
-pub const FOREIGN: &str = "lost+found/keep.txt";
+/// Foreign directories planted before the run, each holding a file; every one must survive
+/// every sweep (SP-5.4). Besides a name no scheme writes, names that start like a session's
+/// but have another shape: a character outside `[a-z0-9]` after the prefix, too short a name,
+/// uppercase hex. A sweeper that recognises sessions by their prefix alone takes them.
+pub const FOREIGN: [&str; 4] = [
+    "lost+found/keep.txt",
+    "t-not-a-session/keep.txt",
+    "c-x/keep.txt",
+    "t-0123456789ABCDEF/keep.txt",
+];
 
 struct World<'a> {
     driver: Box<dyn Driver>,
@@ -177,7 +185,13 @@ impl World<'_> {
                     ),
                     &rel_path,
                     self.now,
-                );
+                )
+                .map_err(|actual| Divergence {
+                    step: Some(i),
+                    op: label.clone(),
+                    expected: "nothing where the link goes, as the model says".into(),
+                    actual,
+                })?;
                 self.model.plant_link(&c, &rel_path, self.now.as_millis());
                 let rel = self.rel();
                 self.trace.record(rel, &label);
@@ -202,13 +216,17 @@ impl World<'_> {
 /// the implementation does (SP-3.5): each created directory, the directory it was created in, and
 /// the link's own directory. The session directory thus moves only when a member directory is
 /// created in it.
+///
+/// An error, and nothing planted, when something already stands where the link goes (or a
+/// file where one of its directories goes): the implementation left the disk otherwise than the
+/// model says, which is the run's divergence, not the harness's failure.
 pub fn plant_link_on_disk(
     root: &Path,
     outside: &Path,
     (session_dir, requester_dir): (&str, &str),
     rel_path: &[String],
     now: Timestamp,
-) {
+) -> Result<(), String> {
     let session = root.join(session_dir);
     let mut dir = session.join(requester_dir);
     let mut created = Vec::new();
@@ -223,9 +241,17 @@ pub fn plant_link_on_disk(
             created.push(dir.clone());
         }
     }
-    fs::create_dir_all(&dir).expect("planting a link's directories");
-    std::os::unix::fs::symlink(outside, dir.join(rel_path.last().expect("a name")))
-        .expect("planting a link");
+    let link = dir.join(rel_path.last().expect("a name"));
+    if fs::symlink_metadata(&link).is_ok() {
+        return Err(format!(
+            "{} already exists where the model has nothing",
+            link.strip_prefix(root).unwrap_or(&link).display()
+        ));
+    }
+    fs::create_dir_all(&dir)
+        .map_err(|e| format!("making the link's directories {}: {e}", dir.display()))?;
+    std::os::unix::fs::symlink(outside, &link)
+        .map_err(|e| format!("planting a link at {}: {e}", link.display()))?;
     let t = filetime::FileTime::from_system_time(now.to_system_time());
     let mut touched: Vec<std::path::PathBuf> = vec![dir.clone()];
     for d in &created {
@@ -237,6 +263,7 @@ pub fn plant_link_on_disk(
     for d in touched {
         let _ = filetime::set_file_mtime(d, t);
     }
+    Ok(())
 }
 
 /// Plays `ops` against a fresh implementation from `factory` and the model.
@@ -345,24 +372,27 @@ async fn heal(w: &mut World<'_>, k: &ModelKnobs) -> Result<(), Divergence> {
 /// Plants a directory the scheme did not write, old in simulated time, so a sweeper that wrongly
 /// considered it would collect it at once (SP-5.4).
 pub fn plant_foreign(root: &Path) {
-    let foreign = root.join(FOREIGN);
-    fs::create_dir_all(foreign.parent().expect("parent")).expect("a foreign directory");
-    fs::write(&foreign, "not the scratchpad's").expect("a foreign file");
     let long_ago =
         filetime::FileTime::from_system_time(EPOCH.plus_ms(-30 * 86_400_000).to_system_time());
-    for p in [&foreign, &root.join("lost+found")] {
-        let _ = filetime::set_file_mtime(p, long_ago);
+    for f in FOREIGN {
+        let foreign = root.join(f);
+        let dir = foreign.parent().expect("parent");
+        fs::create_dir_all(dir).expect("a foreign directory");
+        fs::write(&foreign, "not the scratchpad's").expect("a foreign file");
+        for p in [foreign.as_path(), dir] {
+            let _ = filetime::set_file_mtime(p, long_ago);
+        }
     }
 }
 
 /// What the model cannot see: the foreign directory survives (SP-5.4) and the working directory
 /// stays empty (SP-1.3).
 pub fn check_disk(root: &Path, workdir: &Path) -> Result<(), Divergence> {
-    if !root.join(FOREIGN).exists() {
+    if let Some(gone) = FOREIGN.iter().find(|f| !root.join(f).exists()) {
         return Err(Divergence {
             step: None,
             op: "heal: disk".into(),
-            expected: format!("{FOREIGN} to survive"),
+            expected: format!("{gone} to survive"),
             actual: "it was removed".into(),
         });
     }
