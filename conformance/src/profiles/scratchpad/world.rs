@@ -534,10 +534,47 @@ fn can_plant(root: &std::path::Path, c: &Caller, rel: &[String]) -> bool {
     false
 }
 
-/// Mutants the world's workload cannot reach by construction, each with the reason. The hunt
-/// reports them as skipped rather than searching in vain; each is killed by a named scenario and
-/// found by `tidemark explore --hunt`, whose generator aims at it (test: `world.rs`).
+/// Mutants the world's workload cannot reach by construction (or seldom does), each with the
+/// reason. The hunt reports them as skipped rather than searching in vain; each is killed by a
+/// named scenario (test: `world.rs`), and those exploration reaches are found by `tidemark
+/// explore --hunt`.
 pub const OUT_OF_REACH: &[(&str, &str)] = &[
+    (
+        "empty-path-names-the-root",
+        "the world's clients name files from a fixed table of well-formed paths",
+    ),
+    (
+        "absolute-path-made-relative",
+        "the world's clients name files from a fixed table of well-formed paths",
+    ),
+    (
+        "nul-truncates-the-path",
+        "the world's clients name files from a fixed table of well-formed paths",
+    ),
+    (
+        "non-utf8-replaced",
+        "the world's clients name files from a fixed table of well-formed paths",
+    ),
+    (
+        "limits-exclusive",
+        "the world's paths are far inside the depth and length limits",
+    ),
+    (
+        "max-depth-knob-ignored",
+        "the world runs with the default depth limit, where the mutant's constant is the knob's value",
+    ),
+    (
+        "content-as-text",
+        "the world's clients write ASCII",
+    ),
+    (
+        "refused-write-leaves-its-directories",
+        "seldom in the world's reach: only a write the ceiling refuses into directories that do not exist yet shows it, and the world's writes seldom meet the ceiling; exploration, whose ceiling is small, finds it",
+    ),
+    (
+        "write-restamps-its-directories",
+        "seldom in the world's reach: it moves only an emptied session's time, after an overwrite in it; exploration finds it",
+    ),
     (
         "list-of-a-file-is-empty",
         "the world's clients list whole sessions, never one path",
