@@ -362,7 +362,7 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
             RowsMutant::ALL
                 .iter()
                 .enumerate()
-                .map(|(i, m)| (100 + i as u64, Some(*m))),
+                .map(|(i, m)| (200 + i as u64, Some(*m))),
         )
         .collect();
     for (seed, mutant) in seeds {

@@ -41,22 +41,58 @@ pub struct ReapConfig {
     pub statements: Option<StatementLog>,
 }
 
-/// The distinct SQL statements the sweeps of the ticks run with a [`ReapConfig`] ran, shared by
-/// its clones.
+/// The distinct SQL statements the sweeps of the ticks run with a [`ReapConfig`] ran, each with
+/// the parameters of its first run, shared by its clones.
 #[derive(Clone, Debug, Default)]
-pub struct StatementLog(Arc<std::sync::Mutex<Vec<&'static str>>>);
+pub struct StatementLog(Arc<std::sync::Mutex<Vec<RunStatement>>>);
+
+/// A batch statement as a sweep ran it: `$1` now (ms), `$2` the batch size and, for a keyset
+/// statement ([`BatchSql::Keyset`]), `$3`/`$4` the key it read on from (`bigint`, `text`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunStatement {
+    pub sql: &'static str,
+    pub now_ms: i64,
+    pub limit: i64,
+    pub after: Option<(i64, String)>,
+}
 
 impl StatementLog {
-    /// The statements recorded so far, each once, in the order first run.
-    pub fn statements(&self) -> Vec<&'static str> {
+    /// The statements recorded so far, each once (with its first run's parameters), in the
+    /// order first run.
+    pub fn statements(&self) -> Vec<RunStatement> {
         self.0.lock().map(|v| v.clone()).unwrap_or_default()
     }
 
-    fn record(&self, sql: &'static str) {
+    fn record(&self, run: RunStatement) {
         if let Ok(mut v) = self.0.lock() {
-            if !v.contains(&sql) {
-                v.push(sql);
+            if !v.iter().any(|r| r.sql == run.sql) {
+                v.push(run);
             }
+        }
+    }
+}
+
+/// One batch of a sweep on PostgreSQL.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum BatchSql {
+    /// `$1` now, `$2` the batch size; deletes at most `$2` rows and counts them (the mutants'
+    /// statements, whose cost no one measures).
+    Plain(&'static str),
+    /// The reference's: `$1` now, `$2` the batch size, and `$3`, `$4` the key (expiry, id as
+    /// text) of the last row the previous batch removed, which this batch reads on from, so
+    /// no batch walks again the index entries of the rows the batches before it removed (a
+    /// reap costs what expired, SR-8.1). `first_id` is the id below every id, for the first
+    /// batch. Answers one row: the rows removed, and the last one's expiry and id.
+    Keyset {
+        sql: &'static str,
+        first_id: &'static str,
+    },
+}
+
+impl BatchSql {
+    fn sql(self) -> &'static str {
+        match self {
+            BatchSql::Plain(sql) | BatchSql::Keyset { sql, .. } => sql,
         }
     }
 }
@@ -288,7 +324,7 @@ impl RowsStore {
     /// fault once it has committed, on either backend.
     pub(crate) async fn delete_batches(
         &self,
-        sql: &'static str,
+        sql: BatchSql,
         in_memory: impl Fn(&mut Tables, i64, usize) -> u64,
         now: Timestamp,
         cfg: &ReapConfig,
@@ -347,38 +383,84 @@ impl BatchShape {
     }
 }
 
-/// Runs one sweep's batch statement until a batch comes back short. The statement takes `$1`
-/// (now, in milliseconds) and `$2` (the batch size) and deletes at most `$2` rows.
+/// Runs one sweep's batch statement until a batch comes back short (see [`BatchSql`]).
 async fn delete_batches_sql(
     pool: &PgPool,
-    sql: &'static str,
+    sql: BatchSql,
     now: Timestamp,
     cfg: &ReapConfig,
     shape: BatchShape,
     op: &'static str,
 ) -> Result<u64, RowsError> {
-    if let Some(log) = &cfg.statements {
-        log.record(sql);
-    }
     if shape.one_transaction {
         return delete_batches_in_one_transaction(pool, sql, now, cfg, shape, op).await;
     }
     let mut total = 0u64;
+    let mut after = first_key(sql);
     loop {
-        let done = sqlx::query(sql)
-            .bind(now.as_millis())
-            .bind(shape.limit)
-            .execute(pool)
-            .await
-            .map_err(RowsError::db(op))?;
-        total += done.rows_affected();
-        cfg.batch_committed(done.rows_affected())?;
+        let mut conn = pool.acquire().await.map_err(RowsError::db(op))?;
+        let (removed, last) = run_batch(&mut conn, sql, now, shape.limit, &after, cfg, op).await?;
+        drop(conn);
+        total += removed;
+        cfg.batch_committed(removed)?;
         // Short: nothing more expired, or the rest is held by writers; the next tick gets it.
-        if done.rows_affected() < shape.limit as u64 || shape.one_batch {
+        if removed < shape.limit as u64 || shape.one_batch {
             return Ok(total);
         }
+        after = last.or(after);
         if !cfg.pause_between_batches.is_zero() {
             tokio::time::sleep(cfg.pause_between_batches).await;
+        }
+    }
+}
+
+/// The key a keyset sweep's first batch reads on from.
+fn first_key(sql: BatchSql) -> Option<(i64, String)> {
+    match sql {
+        BatchSql::Plain(_) => None,
+        BatchSql::Keyset { first_id, .. } => Some((i64::MIN, first_id.to_string())),
+    }
+}
+
+/// One batch: how many rows it removed, and (a keyset statement's) the key of the last.
+async fn run_batch(
+    conn: &mut sqlx::PgConnection,
+    sql: BatchSql,
+    now: Timestamp,
+    limit: i64,
+    after: &Option<(i64, String)>,
+    cfg: &ReapConfig,
+    op: &'static str,
+) -> Result<(u64, Option<(i64, String)>), RowsError> {
+    if let Some(log) = &cfg.statements {
+        log.record(RunStatement {
+            sql: sql.sql(),
+            now_ms: now.as_millis(),
+            limit,
+            after: after.clone(),
+        });
+    }
+    match (sql, after) {
+        (BatchSql::Keyset { sql, .. }, Some((at, id))) => {
+            let row: (i64, Option<i64>, Option<String>) = sqlx::query_as(sql)
+                .bind(now.as_millis())
+                .bind(limit)
+                .bind(*at)
+                .bind(id)
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(RowsError::db(op))?;
+            let last = row.1.zip(row.2);
+            Ok((row.0.max(0) as u64, last))
+        }
+        (sql, _) => {
+            let done = sqlx::query(sql.sql())
+                .bind(now.as_millis())
+                .bind(limit)
+                .execute(&mut *conn)
+                .await
+                .map_err(RowsError::db(op))?;
+            Ok((done.rows_affected(), None))
         }
     }
 }
@@ -387,7 +469,7 @@ async fn delete_batches_sql(
 /// crash (the fault's error) rolls back every batch the sweep had removed.
 async fn delete_batches_in_one_transaction(
     pool: &PgPool,
-    sql: &'static str,
+    sql: BatchSql,
     now: Timestamp,
     cfg: &ReapConfig,
     shape: BatchShape,
@@ -395,19 +477,16 @@ async fn delete_batches_in_one_transaction(
 ) -> Result<u64, RowsError> {
     let mut tx = pool.begin().await.map_err(RowsError::db(op))?;
     let mut total = 0u64;
+    let mut after = first_key(sql);
     loop {
-        let done = sqlx::query(sql)
-            .bind(now.as_millis())
-            .bind(shape.limit)
-            .execute(&mut *tx)
-            .await
-            .map_err(RowsError::db(op))?;
-        total += done.rows_affected();
+        let (removed, last) = run_batch(&mut tx, sql, now, shape.limit, &after, cfg, op).await?;
+        total += removed;
         // Dropping the transaction on the fault's error rolls it back.
-        cfg.batch_committed(done.rows_affected())?;
-        if done.rows_affected() < shape.limit as u64 {
+        cfg.batch_committed(removed)?;
+        if removed < shape.limit as u64 {
             tx.commit().await.map_err(RowsError::db(op))?;
             return Ok(total);
         }
+        after = last.or(after);
     }
 }

@@ -8,7 +8,7 @@
 use sqlx::Row;
 
 use super::memory::{self, delete_batch, Tables};
-use super::reaper::ReapConfig;
+use super::reaper::{BatchSql, ReapConfig};
 use super::{lock, sqlstate, Backend, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION};
 use crate::clock::{Timestamp, DAY_MS};
 
@@ -612,7 +612,7 @@ impl RowsStore {
         if self.mutant(RowsMutant::StreamedSweptByAge) {
             return self
                 .delete_batches(
-                    MUTANT_STREAMED_BY_AGE_SQL,
+                    BatchSql::Plain(MUTANT_STREAMED_BY_AGE_SQL),
                     |t, now, n| {
                         let expired = |e: &memory::Event| {
                             e.reply.is_some() && e.created_at_ms.saturating_add(DAY_MS) <= now
@@ -628,7 +628,7 @@ impl RowsStore {
         if self.mutant(RowsMutant::ChatEventsSweptWithReplies) {
             return self
                 .delete_batches(
-                    MUTANT_CHAT_EVENTS_SQL,
+                    BatchSql::Plain(MUTANT_CHAT_EVENTS_SQL),
                     |t, now, n| {
                         let expired = |e: &memory::Event| match e.forget_after_ms {
                             Some(f) => f <= now,
@@ -647,7 +647,10 @@ impl RowsStore {
                 .await;
         }
         self.delete_batches(
-            FORGET_STREAMED_SQL,
+            BatchSql::Keyset {
+                sql: FORGET_STREAMED_SQL,
+                first_id: "-9223372036854775808",
+            },
             forget_streamed_batch,
             now,
             cfg,
@@ -667,15 +670,23 @@ fn forget_streamed_batch(t: &mut Tables, now: i64, limit: usize) -> u64 {
     )
 }
 
-/// One batch of [`RowsStore::forget_streamed`]: `$1` is now, `$2` the batch size. Only stamped
-/// events are in the partial index, so unfinished replies' events cost nothing to pass over.
-/// `SKIP LOCKED`: a row a writer holds is left for the next batch rather than waited on.
-/// Ties are broken by id so a tick that dies between batches removed the same rows on every
-/// run (and on the in-memory backend).
-pub const FORGET_STREAMED_SQL: &str = "DELETE FROM tidemark_rows.events WHERE id = ANY (ARRAY (
+/// One batch of [`RowsStore::forget_streamed`] (a keyset batch, `reaper::BatchSql::Keyset`):
+/// `$1` is now, `$2` the batch size, `$3`/`$4` the key of the last event the previous batch
+/// removed. Only stamped events are in the partial index `(forget_after_ms, id)`, read in its
+/// own order from where the last batch stopped, so unfinished replies' events and removed rows
+/// cost nothing to pass over and no batch sorts. `SKIP LOCKED`: a row a writer holds is left
+/// for a later tick rather than waited on. Ties are broken by id so a tick that dies between
+/// batches removed the same rows on every run (and on the in-memory backend).
+pub const FORGET_STREAMED_SQL: &str = "WITH gone AS (
+  DELETE FROM tidemark_rows.events WHERE id = ANY (ARRAY (
     SELECT id FROM tidemark_rows.events
      WHERE forget_after_ms IS NOT NULL AND forget_after_ms <= $1
-     ORDER BY forget_after_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED))";
+       AND (forget_after_ms, id) > ($3, $4::bigint)
+     ORDER BY forget_after_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED))
+  RETURNING forget_after_ms AS at, id),
+last AS (SELECT max(at) AS at FROM gone)
+SELECT (SELECT count(*) FROM gone), (SELECT at FROM last),
+       (SELECT max(id) FROM gone WHERE at = (SELECT at FROM last))::text";
 
 /// [`RowsMutant::StreamedSweptByAge`]'s batch: streamed events a day after they were written.
 const MUTANT_STREAMED_BY_AGE_SQL: &str = "DELETE FROM tidemark_rows.events WHERE id = ANY (ARRAY (
