@@ -711,6 +711,34 @@ mod tests {
     }
 
     #[test]
+    fn the_generator_streams_every_streamed_kind_and_records_every_conversation_kind() {
+        let mut streamed = std::collections::BTreeSet::new();
+        let mut recorded = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            for op in generate(seed, DEFAULT_STEPS).1 {
+                match op {
+                    ExploreOp::Step(Action::Stream { kind, .. }) => {
+                        streamed.insert(kind);
+                    }
+                    ExploreOp::Step(Action::Event { kind, .. }) => {
+                        recorded.insert(kind);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for k in STREAMED {
+            assert!(streamed.contains(k), "{k} is never streamed");
+        }
+        for k in CONVERSATION {
+            assert!(
+                recorded.contains(k),
+                "{k} is never recorded as a conversation event"
+            );
+        }
+    }
+
+    #[test]
     fn durations_and_quoted_payloads_read_as_the_scenarios_write_them() {
         assert_eq!(duration_text(DAY_MS - 1), "23h59m59s999ms");
         assert_eq!(duration_text(-30 * DAY_MS), "-30d");

@@ -189,3 +189,41 @@ fn init(root: &Path, workdir: &Path, postgres_url: &str) -> Init {
         postgres_url: Some(postgres_url.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scenario_with_a_batched_reap_is_skipped_for_a_program_not_claiming_reap_batches() {
+        let root = crate::spec::repo_root();
+        let rules = crate::spec::RuleIndex::load(&root.join("SPEC.md")).unwrap();
+        let scripts =
+            super::super::script::load_dir_with(&root.join("scenarios/rows"), rules.id_set())
+                .unwrap();
+        let crash = scripts
+            .iter()
+            .find(|s| {
+                s.steps
+                    .iter()
+                    .any(|st| matches!(st.action, Action::ReapBatched { .. }))
+            })
+            .expect("a rows scenario stages a batched reap");
+        let why = missing_capability(&[], crash).expect("skipped without the capability");
+        assert!(
+            why.contains("needs the capability reap_batches") && why.starts_with("line "),
+            "{why}"
+        );
+        assert_eq!(missing_capability(&[REAP_BATCHES.to_string()], crash), None);
+        // A scenario with plain reaps only runs against any program of the profile.
+        let plain = scripts
+            .iter()
+            .find(|s| {
+                !s.steps
+                    .iter()
+                    .any(|st| matches!(st.action, Action::ReapBatched { .. }))
+            })
+            .expect("a rows scenario without a batched reap");
+        assert_eq!(missing_capability(&[], plain), None);
+    }
+}
