@@ -187,7 +187,8 @@ mod tests {
             panic!("the mutant still fails the same operations with UUID ids")
         };
         let f = ScopedFixture::new(old.seed, mutant, Tier::Memory, old.ops.clone(), &d);
-        assert_eq!(f.generator, 2);
+        // Version 3: UUIDs, and a workspace deleted beside published skills in the mix.
+        assert_eq!(f.generator, 3);
         let ws = crate::profiles::scoped::model::IdStyle::Uuid.id("w1");
         assert!(
             f.divergence.contains(&format!("workspaces/{ws}/")),
