@@ -32,8 +32,9 @@ use super::script::{Action, Counted};
 /// with it. A replay runs the saved operations and never regenerates.
 /// Version 2 draws conversation kinds that look like streamed ones (`chat.title`,
 /// `chat.deltas`, ...), aims advances a day after a reply's start and after each streamed event
-/// (where a rule measured from the wrong instant strikes), and deletes sessions three times as
-/// often.
+/// (where a rule measured from the wrong instant strikes), deletes sessions three times as
+/// often, and now and then stages an end's day at once: a finished reply withdrawn within its
+/// day and the tick at its end (SR-2.4), a sealed reply's tick at its last event's day (SR-2.5).
 pub const GENERATOR_VERSION: u32 = 2;
 
 /// Operations per seed unless a caller says otherwise.
@@ -140,6 +141,8 @@ struct Gen {
     boundaries: Vec<i64>,
     /// When each ended reply (finished or sealed) ended, by name.
     ended_at: std::collections::BTreeMap<String, i64>,
+    /// When each reply's latest event was streamed, by name.
+    last_event_at: std::collections::BTreeMap<String, i64>,
 }
 
 impl Gen {
@@ -157,6 +160,7 @@ impl Gen {
             store_ids: Vec::new(),
             boundaries: Vec::new(),
             ended_at: Default::default(),
+            last_event_at: Default::default(),
         };
         g.workspaces = (0..2).map(|_| g.uuid("ws")).collect();
         let sessions: Vec<String> = (0..4).map(|_| g.uuid("sess")).collect();
@@ -279,6 +283,7 @@ impl Gen {
                 let payload = self.payload();
                 // A day from the event: where a rule measured from the events' ages strikes.
                 self.boundaries.push(self.now + DAY_MS);
+                self.last_event_at.insert(reply.clone(), self.now);
                 self.push(Action::Stream {
                     reply,
                     kind: kind.into(),
@@ -293,7 +298,21 @@ impl Gen {
                 let text = self.payload();
                 self.boundaries.push(self.now + DAY_MS);
                 self.ended_at.entry(reply.clone()).or_insert(self.now);
-                self.push(Action::Finish { reply, text });
+                let end = self.now;
+                self.push(Action::Finish {
+                    reply: reply.clone(),
+                    text,
+                });
+                // Now and then the reply is withdrawn within its day, and the reaper ticks at
+                // the day's end: the deletion must not restart the day (SR-2.4).
+                if self.rng.gen_bool(0.2) {
+                    let within = self.rng.gen_range(1..=20) * HOUR_MS;
+                    self.push(Action::Advance(within));
+                    self.ended_at.remove(&reply);
+                    self.push(Action::DeleteReply(reply));
+                    self.push(Action::Advance(end + DAY_MS - self.now));
+                    self.push(Action::Reap);
+                }
             }
             51..=56 => {
                 let Some(reply) = self.reply(true) else {
@@ -310,7 +329,16 @@ impl Gen {
                 self.end_reply(&reply);
                 self.boundaries.push(self.now + DAY_MS);
                 self.ended_at.entry(reply.clone()).or_insert(self.now);
+                let last = self.last_event_at.get(&reply).copied();
                 self.push(Action::Seal(reply));
+                // A sealed reply's day runs from the seal, not from its last event (SR-2.5):
+                // half the time the reaper ticks at that event's day, or at once if it passed.
+                if let Some(last) = last.filter(|l| *l < self.now && self.rng.gen_bool(0.5)) {
+                    if last + DAY_MS > self.now {
+                        self.push(Action::Advance(last + DAY_MS - self.now));
+                    }
+                    self.push(Action::Reap);
+                }
             }
             63..=66 => {
                 // Mostly a reply that ended earlier and is within its day, when there is one:
