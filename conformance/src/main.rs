@@ -200,6 +200,10 @@ enum Command {
     /// Print the measured figures: scratchpad write cost by session size, exploration speed,
     /// the scoped suite and tiers, and the rows reap at scale.
     Bench {
+        /// Only this profile's figures (`scratchpad`, `scoped`, `rows`); every profile's when
+        /// not given.
+        #[arg(long)]
+        profile: Option<String>,
         /// Seeds for the exploration throughput figure.
         #[arg(long, default_value_t = 500)]
         seeds: u64,
@@ -341,6 +345,7 @@ fn main() -> ExitCode {
                 }),
         ),
         Command::Bench {
+            profile,
             seeds,
             scoped_seeds,
             rows,
@@ -353,15 +358,15 @@ fn main() -> ExitCode {
                 jobs: *jobs,
             };
             // Each profile's figures as soon as they are measured; the first error ends the run.
-            Some(
-                profiles::PROFILES
+            Some(selected_profiles(profile).and_then(|selected| {
+                selected
                     .iter()
                     .try_for_each(|p| {
                         print!("{}", p.bench(&request)?);
                         Ok(())
                     })
-                    .map(|()| true),
-            )
+                    .map(|()| true)
+            }))
         }
         _ => None,
     };

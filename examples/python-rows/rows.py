@@ -33,6 +33,10 @@ def log(*parts):
     print("rows.py:", *parts, file=sys.stderr, flush=True)
 
 
+class Crashed(Exception):
+    """The harness's crash fault: the tick dies as if its process did (PROTOCOL.md, `reap`)."""
+
+
 class Refused(Exception):
     def __init__(self, reason, message):
         super().__init__(message)
@@ -65,6 +69,9 @@ class Rows:
         self.conn = psycopg.connect(url, autocommit=True, options="-c lock_timeout=5000")
         schema.install(self.conn)
         self.now = 0
+        # The current tick's batch size and crash budget (SR-7.3; PROTOCOL.md, `reap`).
+        self.batch = BATCH
+        self.crash_left = None
 
     def q(self, sql, params=()):
         return self.conn.execute(sql, params)
@@ -279,28 +286,51 @@ class Rows:
 
     # --- The reaper (SR-7) ----------------------------------------------------------------------
 
+    def committed(self, n):
+        """One batch committed: the crash fault strikes once its budget of batches that removed
+        a row is spent."""
+        if n > 0 and self.crash_left is not None:
+            self.crash_left -= 1
+            if self.crash_left <= 0:
+                raise Crashed()
+
     def batches(self, select_sql, params, table):
-        """Deletes what `select_sql` picks, at most BATCH rows a statement, each statement its own
-        transaction, until one comes back short; rows a writer holds are skipped (SR-7.3)."""
+        """Deletes what `select_sql` picks, at most self.batch rows a statement, each statement
+        its own transaction, until one comes back short; rows a writer holds are skipped (SR-7.3)."""
         removed = 0
         while True:
-            n = self.q(f"DELETE FROM {table} WHERE seq = ANY (ARRAY ({select_sql} LIMIT {BATCH} FOR UPDATE SKIP LOCKED))",
+            n = self.q(f"DELETE FROM {table} WHERE seq = ANY (ARRAY ({select_sql} LIMIT {self.batch} FOR UPDATE SKIP LOCKED))",
                        params).rowcount
             removed += n
-            if n < BATCH:
+            self.committed(n)
+            if n < self.batch:
                 return removed
 
     def expired(self, table, key="seq"):
         removed = 0
         while True:
             n = self.q(f"DELETE FROM {table} WHERE {key} = ANY (ARRAY (SELECT {key} FROM {table}"
-                       f" WHERE gone_at_ms <= %s ORDER BY gone_at_ms LIMIT {BATCH} FOR UPDATE SKIP LOCKED))",
+                       f" WHERE gone_at_ms <= %s ORDER BY gone_at_ms LIMIT {self.batch} FOR UPDATE SKIP LOCKED))",
                        (self.now,)).rowcount
             removed += n
-            if n < BATCH:
+            self.committed(n)
+            if n < self.batch:
                 return removed
 
-    def reap(self):
+    def reap(self, batch=None, crash_after_batches=None):
+        self.batch = int(batch) if batch is not None else BATCH
+        self.crash_left = crash_after_batches
+        try:
+            return self.tick()
+        except Crashed:
+            return {"outcome": "refused", "reason": "database_unavailable",
+                    "message": "the reaper crashed (the harness's fault)"}
+        finally:
+            self.batch, self.crash_left = BATCH, None
+
+    def tick(self):
+        if self.crash_left == 0:
+            raise Crashed()
         # One now for the whole tick, the sweeps in SR-7.2's order.
         swept = {
             # SR-2.8: streamed events whose reply ended (finished, sealed or deleted) a day ago.
@@ -364,7 +394,8 @@ def main():
                 send({"type": "error", "in_reply_to": msg["id"], "message": f"init failed: {e!r}"})
                 continue
             send({"type": "init_ok", "in_reply_to": msg["id"], "protocol": PROTOCOL,
-                  "implementation": "python-rows example 1.0", "profiles": ["rows"], "rows": schema.QUERIES})
+                  "implementation": "python-rows example 1.0", "profiles": ["rows"],
+                  "capabilities": ["reap_batches"], "rows": schema.QUERIES})
             continue
         if msg["type"] != "request":
             log(f"ignoring a message of type {msg['type']!r}")

@@ -37,12 +37,14 @@ use tidemark_reference::scratchpad::ScratchpadMutant;
 /// The scoped and rows profiles' names, and the optional behaviours this adapter has.
 const SCOPED: &str = "scoped";
 const ROWS: &str = "rows";
-/// Scoped: the crash points, the raced write and the write stamps an age-only rule reads. The scratchpad's (SP-1.2's recommended digest
-/// unless a thread is named by its id alone, binary content) are the in-process reference's.
-const SCOPED_CAPABILITIES: [&str; 3] = [
+/// Scoped: the crash points, the raced write and the write stamps an age-only rule reads. Rows:
+/// a reap's batch size and crash fault. The scratchpad's (SP-1.2's recommended digest unless a
+/// thread is named by its id alone, binary content) are the in-process reference's.
+const OTHER_CAPABILITIES: [&str; 4] = [
     remote::CRASH_POINTS,
     remote::WRITE_DURING_SWEEP,
     remote::WRITTEN_AT_STAMP,
+    tidemark_conformance::profiles::rows::contract::REAP_BATCHES,
 ];
 
 /// A mutant of one of the three catalogues.
@@ -192,7 +194,7 @@ async fn serve(args: Args) -> Result<(), String> {
                                     SCOPED.into(),
                                     ROWS.into(),
                                 ],
-                                capabilities: SCOPED_CAPABILITIES
+                                capabilities: OTHER_CAPABILITIES
                                     .iter()
                                     .map(|c| c.to_string())
                                     .chain(factory.capabilities())

@@ -129,6 +129,10 @@ fn check(root: &Value, schema: &Value, value: &Value, at: &str) -> Result<(), St
                 return Err(format!("{at}: {value} < {arg}"))
             }
             "minimum" => {}
+            "maximum" if value.as_i64().is_some_and(|v| v > arg.as_i64().unwrap()) => {
+                return Err(format!("{at}: {value} > {arg}"))
+            }
+            "maximum" => {}
             "pattern" => {
                 let s = value.as_str().unwrap_or_default();
                 let ok = match arg.as_str().unwrap() {

@@ -145,7 +145,7 @@ macro_rules! scenario {
 
 scenario!(
     files_round_trip_through_every_scope_and_the_bare_listing_shows_all_three,
-    kills = [ListingOwnScopeOnly],
+    kills = [ListingOwnScopeOnly, SessionsUnderTheirAgent],
     |w| {
         let t = w.standard().await;
         w.store
@@ -407,7 +407,7 @@ scenario!(
 
 scenario!(
     bad_input_is_refused_with_typed_errors_and_nothing_is_written,
-    kills = [],
+    kills = [TrailingSlashTrimmed],
     |w| {
         let t = w.standard().await;
         let cases: [(&str, &str); 6] = [
@@ -586,7 +586,7 @@ scenario!(
 
 scenario!(
     skill_versions_are_read_only_through_the_skill_table_and_never_swept,
-    kills = [SkillsSwept],
+    kills = [SkillsSwept, SkillsWritable],
     |w| {
         let t = w.standard().await;
         let files = BTreeMap::from([("README.md".to_string(), b"how to price".to_vec())]);
@@ -617,7 +617,7 @@ scenario!(
 
 scenario!(
     deleting_a_workspace_records_every_prefix_by_trigger_and_the_sweep_empties_them,
-    kills = [AppRecordedDeletions],
+    kills = [AppRecordedDeletions, WorkspaceDeletionSparesSkills],
     |w| {
         w.store
             .create_workspace(
@@ -821,7 +821,7 @@ scenario!(
 
 scenario!(
     a_write_that_crashes_after_storing_its_text_leaves_nothing_readable,
-    kills = [TextOutlivesFile],
+    kills = [TextOutlivesFile, FileBeforeText],
     |w| {
         let t = w.standard().await;
         let mut crashing = w.config.clone();
@@ -914,7 +914,7 @@ scenario!(
 
 scenario!(
     an_overwrite_that_fails_between_its_two_puts_never_serves_the_other_versions_text,
-    kills = [],
+    kills = [FailedWriteReportedWritten],
     |w| {
         let t = w.standard().await;
         ok(
@@ -1278,6 +1278,200 @@ async fn a_database_that_is_down_is_a_typed_error() {
     assert_eq!(e.kind(), "database_unavailable", "{e}");
     assert!(w.raw_keys("").await.is_empty());
 }
+
+scenario!(
+    an_identifier_with_a_dot_is_refused_never_used,
+    kills = [DottedIdsAccepted],
+    |w| {
+        w.standard().await;
+        for bad in ["s.1", "..", "a/b"] {
+            let r = w.store.turn_space("w1", "a1", bad);
+            ensure!(
+                r.as_ref().err().map(|e| e.kind()) == Some("invalid_id"),
+                "session id {bad:?}: {:?}",
+                r.map(|t| t.session)
+            );
+        }
+        Ok(())
+    }
+);
+
+scenario!(
+    a_listing_prefix_names_a_folder_not_a_string_prefix,
+    kills = [ListingStringPrefix],
+    |w| {
+        let t = w.standard().await;
+        for p in ["session/reports/q1.csv", "session/reports-old.csv"] {
+            ok(w.store.write(&t, p, b"x".to_vec()).await, "write")?;
+        }
+        let listed = w.paths(&t, Some("session/reports")).await?;
+        ensure!(
+            listed == vec!["session/reports/q1.csv".to_string()],
+            "session/reports lists {listed:?}"
+        );
+        Ok(())
+    }
+);
+
+scenario!(
+    a_read_only_scope_refuses_a_deletion_and_keeps_the_file,
+    kills = [DeleteNeedsOnlyRead],
+    |w| {
+        let t = w.standard().await;
+        let admin_layer = ScopeSettings {
+            workspace: Some(Access::ReadWrite),
+            ..ScopeSettings::default()
+        };
+        ok(
+            w.store.create_agent("w1", "admin", admin_layer).await,
+            "agent",
+        )?;
+        let admin = TurnSpace::new("w1", "admin", "s0").unwrap();
+        ok(w.store.create_session(&admin).await, "session")?;
+        ok(
+            w.store
+                .write(&admin, "workspace/pricing.csv", b"v1".to_vec())
+                .await,
+            "admin write",
+        )?;
+        let r = w.store.delete(&t, "workspace/pricing.csv").await;
+        ensure!(
+            r.as_ref().err().map(|e| e.kind()) == Some("permission_denied"),
+            "a read-only scope's deletion: {r:?}"
+        );
+        let kept = ok(w.store.read(&t, "workspace/pricing.csv").await, "read")?;
+        ensure!(kept == b"v1", "the file changed");
+        Ok(())
+    }
+);
+
+scenario!(
+    a_malformed_path_is_refused_for_its_shape_whatever_its_scopes_permission,
+    kills = [PermissionBeforeShape],
+    |w| {
+        let t = w.standard().await;
+        // Workspace scope is read-only by default: the write's shape answers, not its scope.
+        let r = w
+            .store
+            .write(&t, "workspace/../session/x.md", b"x".to_vec())
+            .await;
+        ensure!(
+            r.as_ref().err().map(|e| e.kind()) == Some("traversal"),
+            "answered {:?}",
+            r.map(|r| r.key)
+        );
+        Ok(())
+    }
+);
+
+scenario!(
+    a_refused_operation_and_a_repeated_create_are_not_activity,
+    kills = [RefusalIsActivity, RepeatedCreateIsActivity],
+    |w| {
+        let t = w.standard().await;
+        ok(
+            w.store.write(&t, "session/a.txt", b"a".to_vec()).await,
+            "write",
+        )?;
+        w.days(29);
+        let r = w.store.read(&t, "session/missing.txt").await;
+        ensure!(
+            r.as_ref().err().map(|e| e.kind()) == Some("not_found"),
+            "{r:?}"
+        );
+        ok(w.store.create_session(&t).await, "create the session again")?;
+        // Idle since the write: thirty days later it is swept, the refused read and the
+        // repeated create counting for nothing.
+        w.days(1);
+        let swept = ok(w.store.sweep().await, "sweep")?;
+        ensure!(swept.sessions_swept == 1, "sweep report {swept:?}");
+        Ok(())
+    }
+);
+
+scenario!(
+    a_write_that_fails_after_its_text_in_a_swept_session_leaves_nothing_past_retention,
+    kills = [FailedWriteKeepsTheMark],
+    |w| {
+        let t = w.standard().await;
+        ok(
+            w.store.write(&t, "session/old.txt", b"old".to_vec()).await,
+            "write",
+        )?;
+        w.days(31);
+        ok(w.store.sweep().await, "sweep")?;
+        w.tier.s3.faults().set_plan(FaultPlan {
+            fail_requests: vec![("PutObject".into(), 2)],
+            ..Default::default()
+        });
+        let r = w.store.write(&t, "session/new.txt", b"new".to_vec()).await;
+        w.tier.s3.faults().heal();
+        ensure!(r.is_err(), "the failed write reported success");
+        w.days(31);
+        ok(w.store.sweep().await, "sweep")?;
+        let left = w.raw_keys("sessions/w1/a1/s1/").await;
+        ensure!(left.is_empty(), "left past retention: {left:?}");
+        Ok(())
+    }
+);
+
+scenario!(
+    the_session_backstop_is_checked_against_the_deployments_ttl,
+    kills = [BackstopCheckedAgainstDefaultTtl],
+    |w| {
+        let mut config = w.config.clone();
+        config.session_file_ttl_days = 7;
+        w.restart(config).await;
+        let refused = w
+            .store
+            .apply_lifecycle(&LifecycleConfiguration::for_profile(7, 7))
+            .await;
+        ensure!(
+            refused.is_err(),
+            "a 7-day backstop over a 7-day TTL was accepted"
+        );
+        ok(
+            w.store
+                .apply_lifecycle(&LifecycleConfiguration::for_profile(8, 7))
+                .await,
+            "an 8-day backstop over a 7-day TTL",
+        )?;
+        Ok(())
+    }
+);
+
+scenario!(
+    an_age_only_rule_ages_an_object_by_its_written_at_stamp,
+    kills = [NoWrittenAtStamp],
+    |w| {
+        let t = w.standard().await;
+        ok(
+            w.store
+                .write(&t, "session/upload.pdf", b"contract".to_vec())
+                .await,
+            "upload",
+        )?;
+        w.days(31);
+        let rule = tidemark_sim::lifecycle::LifecycleExecutor::new(LifecycleConfiguration {
+            rules: vec![tidemark_sim::lifecycle::Rule {
+                id: "age".into(),
+                enabled: true,
+                filter: Some(tidemark_sim::lifecycle::Filter::Prefix("sessions/".into())),
+                expiration_days: Some(30),
+                abort_incomplete_multipart_days: None,
+            }],
+        })
+        .map_err(|e| e.to_string())?;
+        let deleted = rule
+            .run_on_bucket(&w.tier.s3.client(), &w.config.bucket, w.clock.now())
+            .await?;
+        ensure!(
+            deleted.contains(&"sessions/w1/a1/s1/upload.pdf".to_string()),
+            "aged by the deployment's clock, 31 days on, the upload is due: deleted {deleted:?}"
+        );
+        Ok(())
+    }
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_mutant_is_named_in_a_killing_scenario_in_this_file() {

@@ -12,7 +12,7 @@
 use libtest_mimic::{Failed, Trial};
 use tidemark_conformance::variants::Declared;
 
-use super::shared::{every_rule_cited, root, rows_scripts, Shared};
+use super::shared::{every_rule_bites, every_rule_cited, root, rows_scripts, Claims, Shared};
 use tidemark_conformance::profiles::rows::model::Model;
 use tidemark_conformance::profiles::rows::runner;
 use tidemark_conformance::profiles::rows::script::{Action, Script};
@@ -260,6 +260,29 @@ fn variant_trials(
     }
     trials
 }
+/// The SR rules no mutant breaks, and why none can be killed by a scenario.
+const SR_WITHOUT_MUTANT: &[(&str, &str)] = &[
+    (
+        "SR-1.4",
+        "it says what a harness may judge (behaviour through the transcript and declared queries, never table or function names); an implementation has nothing here to get wrong that a scenario could see",
+    ),
+    (
+        "SR-7.1",
+        "where each sweep function lives is the shape of the code, and the one `now` of a tick is the request's: an implementation has no other clock, so no outcome differs",
+    ),
+    (
+        "SR-7.2",
+        "the sweeps' order changes nothing that remains (its own Decided) and the report on the wire has no order; only a crash between two sweeps could show it, and no user is hurt by either order (a candidate variant, not a rule)",
+    ),
+    (
+        "SR-8.1",
+        "cost: the rows a sweep reads are no outcome; sim/tests/integration/real_tier_rows.rs EXPLAINs the statements the sweeps run on tables shaped for it and fails on a scan or a sort",
+    ),
+    (
+        "SR-8.2",
+        "cost: an index on a cascade's key changes how long a deletion takes, never what it removes",
+    ),
+];
 
 pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
     let scripts = rows_scripts()?;
@@ -384,6 +407,22 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
             .map(|s| (s.file.clone(), s.rules.clone()))
             .collect(),
         &[],
+    ));
+    trials.push(every_rule_bites(
+        "SR",
+        scripts
+            .iter()
+            .map(|s| Claims {
+                file: s.file.clone(),
+                rules: s.rules.clone(),
+                kills: s.kills.clone(),
+            })
+            .collect(),
+        RowsMutant::ALL
+            .iter()
+            .map(|m| (m.id(), m.rules()))
+            .collect(),
+        SR_WITHOUT_MUTANT,
     ));
     trials.push(Trial::test(
         "cli::run_explore_replay_and_the_world_take_the_rows_profile_on_both_tiers",

@@ -140,7 +140,7 @@ mod random {
                 let store = ExpiringStore::ALL[rng.gen_range(0..4)];
                 let id = ["a", "b", "c"][rng.gen_range(0..3)];
                 let at = now.plus_ms(rng.gen_range(-DAY_MS..3 * DAY_MS));
-                answer(s.put_expiring(store, id, at).await)
+                answer(s.put_expiring(store, id, at, now).await)
             }
             25..=29 => answer(s.reap_tick(now, reap).await),
             _ => unreachable!("op {op} is not drawn"),
@@ -362,7 +362,7 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
             RowsMutant::ALL
                 .iter()
                 .enumerate()
-                .map(|(i, m)| (100 + i as u64, Some(*m))),
+                .map(|(i, m)| (200 + i as u64, Some(*m))),
         )
         .collect();
     for (seed, mutant) in seeds {

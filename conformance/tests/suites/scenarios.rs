@@ -20,7 +20,7 @@ use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::{default_scenarios_dir, default_spec_path};
 use tidemark_reference::scratchpad::ScratchpadMutant;
 
-use super::shared::{saved_failure_verdict, Replayed};
+use super::shared::{every_rule_bites, saved_failure_verdict, Claims, Replayed};
 
 /// The reference taking other variants than it declares: what an implementation whose
 /// declaration is wrong looks like to the suite.
@@ -83,6 +83,24 @@ const SP_NOT_STAGED: &[(&str, &str)] = &[
     (
         "SP-7.7",
         "a file no guest path could create (a name that is not UTF-8) is placed by no scenario",
+    ),
+];
+
+/// The SP rules no mutant breaks, and why none can be killed by a scenario (the four SPEC says
+/// no scenario stages among them).
+const SP_WITHOUT_MUTANT: &[(&str, &str)] = &[
+    (
+        "SP-7.4",
+        "a promise of the harness (`start` first), not of an implementation",
+    ),
+    (
+        "SP-7.5",
+        "no scenario places a file that belongs to no requester, and counting one is the implementation's choice",
+    ),
+    ("SP-7.6", "an I/O failure is not staged by the suite"),
+    (
+        "SP-7.7",
+        "no scenario places a file no guest path could create, and skipping or replacing its name is the implementation's choice",
     ),
 ];
 
@@ -196,6 +214,22 @@ pub fn trials(_: &super::shared::Shared) -> Result<Vec<Trial>, String> {
             .map(|s| (s.file.clone(), s.rules.clone()))
             .collect(),
         SP_NOT_STAGED,
+    ));
+    trials.push(every_rule_bites(
+        "SP",
+        scenarios
+            .iter()
+            .map(|s| Claims {
+                file: s.file.clone(),
+                rules: s.rules.clone(),
+                kills: s.kills.clone(),
+            })
+            .collect(),
+        ScratchpadMutant::ALL
+            .iter()
+            .map(|m| (m.id(), m.rules()))
+            .collect(),
+        SP_WITHOUT_MUTANT,
     ));
     let fixtures_dir = tidemark_conformance::profiles::scratchpad::explore::fixture::default_dir();
     let fixtures = fixture::load_all(&fixtures_dir)

@@ -123,6 +123,115 @@ pub fn every_rule_cited(
     })
 }
 
+/// One scenario as the bite check reads it: its file, the rules it cites, the mutants it kills.
+pub struct Claims {
+    pub file: PathBuf,
+    pub rules: Vec<String>,
+    pub kills: Vec<String>,
+}
+
+/// A trial: every rule of SPEC.md's `part` bites. Each mutant of the part's catalogue names the
+/// rules it breaks (`mutants`: id and rules), and each of those rules is cited by a scenario
+/// naming the mutant in `kills:` (the `mutant::` trials hold that every such scenario fails
+/// under it); every rule of the part is broken by some mutant, or is listed in `without` with
+/// the reason no mutant of it can be killed by a scenario. A listed rule that has a mutant is
+/// an error too, so the list stays the list of rules without one.
+/// `TIDEMARK_SHOW_BITES=1` prints each rule's mutants.
+pub fn every_rule_bites(
+    part: &'static str,
+    scenarios: Vec<Claims>,
+    mutants: Vec<(&'static str, &'static [&'static str])>,
+    without: &'static [(&'static str, &'static str)],
+) -> Trial {
+    let name = format!(
+        "rules::every_{}_rule_has_a_mutant_killed_by_a_scenario_citing_it",
+        part.to_lowercase()
+    );
+    Trial::test(name, move || {
+        let spec = std::fs::read_to_string(root().join("SPEC.md"))
+            .map_err(|e| Failed::from(format!("cannot read SPEC.md: {e}")))?;
+        let prefix = format!("{part}-");
+        let defined: BTreeSet<String> = tidemark_sim::spec_rules::rule_ids(&spec)
+            .into_iter()
+            .filter(|r| r.starts_with(&prefix))
+            .collect();
+        if defined.len() < 10 {
+            return Err(format!("SPEC.md defines only {} {part} rules", defined.len()).into());
+        }
+        let mut problems = Vec::new();
+        let mut bitten: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for (id, rules) in &mutants {
+            if rules.is_empty() {
+                problems.push(format!("mutant {id} names no rule it breaks"));
+            }
+            for rule in *rules {
+                if !defined.contains(*rule) {
+                    problems.push(format!(
+                        "mutant {id} breaks {rule}, which SPEC does not define in part {part}"
+                    ));
+                    continue;
+                }
+                let cited_by_a_killer = scenarios
+                    .iter()
+                    .any(|s| s.kills.iter().any(|k| k == id) && s.rules.iter().any(|r| r == rule));
+                if cited_by_a_killer {
+                    bitten.entry(rule).or_default().push(id);
+                } else {
+                    let killers: Vec<String> = scenarios
+                        .iter()
+                        .filter(|s| s.kills.iter().any(|k| k == id))
+                        .filter_map(|s| {
+                            s.file.file_name().map(|f| f.to_string_lossy().into_owned())
+                        })
+                        .collect();
+                    problems.push(format!(
+                        "mutant {id} breaks {rule}, but no scenario naming it in `kills:` cites {rule} (they are: {})",
+                        if killers.is_empty() { "none".to_string() } else { killers.join(", ") }
+                    ));
+                }
+            }
+        }
+        for (rule, why) in without {
+            if !defined.contains(*rule) {
+                problems.push(format!(
+                    "{rule} is listed as having no mutant, but SPEC does not define it"
+                ));
+            } else if let Some(ms) = bitten.get(rule) {
+                problems.push(format!(
+                    "{rule} is listed as having no mutant ({why}), but {} breaks it",
+                    ms.join(", ")
+                ));
+            }
+        }
+        let unexplained: Vec<&String> = defined
+            .iter()
+            .filter(|r| !bitten.contains_key(r.as_str()) && !without.iter().any(|(w, _)| w == r))
+            .collect();
+        if !unexplained.is_empty() {
+            problems.push(format!(
+                "no mutant breaks {unexplained:?}, and no reason says why none can"
+            ));
+        }
+        if std::env::var_os("TIDEMARK_SHOW_BITES").is_some() {
+            for rule in &defined {
+                match (
+                    bitten.get(rule.as_str()),
+                    without.iter().find(|(w, _)| w == rule),
+                ) {
+                    (Some(ms), _) => eprintln!("{rule}\t{}\t{}", ms.len(), ms.join(", ")),
+                    (None, Some((_, why))) => eprintln!("{rule}\t0\t(none: {why})"),
+                    (None, None) => eprintln!("{rule}\t0\t(none, no reason)"),
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("\n").into())
+        }
+    })
+}
+
 /// What replaying a saved failure found, whatever the profile.
 pub struct Replayed<'a> {
     /// Its file, for the message.

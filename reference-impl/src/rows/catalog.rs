@@ -5,26 +5,29 @@ use std::collections::BTreeSet;
 
 use super::alternatives::Alternative;
 use super::memory::{self, delete_batch, Tables};
-use super::reaper::ReapConfig;
+use super::reaper::{BatchSql, ReapConfig};
 use super::{lock, sqlstate, Backend, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION};
 use crate::clock::Timestamp;
 
 /// How many of the newest snapshots are kept whether named or not.
 pub const KEEP_NEWEST: i64 = 3;
 
-/// One batch of [`RowsStore::forget_old_snapshots`]. Newest is by id, the order snapshots were
-/// taken, never by `taken_at_ms`: a clock that jumps back must not make the latest snapshot look
-/// old (SR-5.2). `$1` (now) is unused; the rule has no clock. Only snapshots older than the
-/// newest three are read, and those left after a sweep are all named, so a sweep reads what it
-/// removes plus the named ones.
-pub const FORGET_SNAPSHOTS_SQL: &str =
-    "DELETE FROM tidemark_rows.catalog_snapshots WHERE id = ANY (ARRAY (
+/// One batch of [`RowsStore::forget_old_snapshots`] (a keyset batch,
+/// `reaper::BatchSql::Keyset`, reading on after the id `$4` the previous batch stopped at).
+/// Newest is by id, the order snapshots were taken, never by `taken_at_ms`: a clock that jumps
+/// back must not make the latest snapshot look old (SR-5.2). `$1` (now) and `$3` are unused;
+/// the rule has no clock. Only snapshots older than the newest three are read, and those left
+/// after a sweep are all named, so a sweep reads what it removes plus the named ones.
+pub const FORGET_SNAPSHOTS_SQL: &str = "WITH gone AS (
+  DELETE FROM tidemark_rows.catalog_snapshots WHERE id = ANY (ARRAY (
     SELECT s.id FROM tidemark_rows.catalog_snapshots s
-     WHERE $1::bigint IS NOT NULL
+     WHERE $1::bigint IS NOT NULL AND $3::bigint IS NOT NULL AND s.id > $4::bigint
        AND s.id < (SELECT min(n.id) FROM (SELECT id FROM tidemark_rows.catalog_snapshots
                                             ORDER BY id DESC LIMIT 3) n)
        AND NOT EXISTS (SELECT 1 FROM tidemark_rows.models m WHERE m.snapshot_id = s.id)
-     ORDER BY s.id LIMIT $2 FOR UPDATE SKIP LOCKED))";
+     ORDER BY s.id LIMIT $2 FOR UPDATE SKIP LOCKED))
+  RETURNING id)
+SELECT (SELECT count(*) FROM gone), 0::bigint, (SELECT max(id) FROM gone)::text";
 
 /// [`RowsMutant::NewestTwoSnapshots`]'s batch: the newest two kept, not three.
 const MUTANT_NEWEST_TWO_SQL: &str =
@@ -33,6 +36,17 @@ const MUTANT_NEWEST_TWO_SQL: &str =
      WHERE $1::bigint IS NOT NULL
        AND s.id < (SELECT min(n.id) FROM (SELECT id FROM tidemark_rows.catalog_snapshots
                                             ORDER BY id DESC LIMIT 2) n)
+       AND NOT EXISTS (SELECT 1 FROM tidemark_rows.models m WHERE m.snapshot_id = s.id)
+     ORDER BY s.id LIMIT $2 FOR UPDATE SKIP LOCKED))";
+
+/// [`RowsMutant::NewestThreeUnnamed`]'s batch: the newest three counted among unnamed snapshots.
+const MUTANT_NEWEST_UNNAMED_SQL: &str =
+    "DELETE FROM tidemark_rows.catalog_snapshots WHERE id = ANY (ARRAY (
+    SELECT s.id FROM tidemark_rows.catalog_snapshots s
+     WHERE $1::bigint IS NOT NULL
+       AND s.id < (SELECT min(n.id) FROM (SELECT c.id FROM tidemark_rows.catalog_snapshots c
+                    WHERE NOT EXISTS (SELECT 1 FROM tidemark_rows.models m WHERE m.snapshot_id = c.id)
+                    ORDER BY c.id DESC LIMIT 3) n)
        AND NOT EXISTS (SELECT 1 FROM tidemark_rows.models m WHERE m.snapshot_id = s.id)
      ORDER BY s.id LIMIT $2 FOR UPDATE SKIP LOCKED))";
 
@@ -102,6 +116,9 @@ impl RowsStore {
     pub async fn drop_model(&self, model: &str) -> Result<(), RowsError> {
         let refuse = self.config().takes(Alternative::UnknownModelDropRefused);
         let unknown = || RowsError::UnknownModel(model.into());
+        if self.mutant(RowsMutant::DroppedModelStillNames) {
+            return Ok(());
+        }
         let pool = match self.backend() {
             Backend::Pg(pool) => pool,
             Backend::Memory(m) => {
@@ -145,9 +162,13 @@ impl RowsStore {
         }
         let mutant = self.config().mutant;
         let sql = match mutant {
-            Some(RowsMutant::NewestTwoSnapshots) => MUTANT_NEWEST_TWO_SQL,
-            Some(RowsMutant::NewestByTimestamp) => MUTANT_BY_TIMESTAMP_SQL,
-            _ => FORGET_SNAPSHOTS_SQL,
+            Some(RowsMutant::NewestTwoSnapshots) => BatchSql::Plain(MUTANT_NEWEST_TWO_SQL),
+            Some(RowsMutant::NewestByTimestamp) => BatchSql::Plain(MUTANT_BY_TIMESTAMP_SQL),
+            Some(RowsMutant::NewestThreeUnnamed) => BatchSql::Plain(MUTANT_NEWEST_UNNAMED_SQL),
+            _ => BatchSql::Keyset {
+                sql: FORGET_SNAPSHOTS_SQL,
+                first_id: "0",
+            },
         };
         // The rule has no clock; the batch helper's `$1` is bound to a constant.
         self.delete_batches(
@@ -156,6 +177,7 @@ impl RowsStore {
                 let kept = match mutant {
                     Some(RowsMutant::NewestTwoSnapshots) => newest_by_id(t, 2),
                     Some(RowsMutant::NewestByTimestamp) => newest_by_taken_at(t),
+                    Some(RowsMutant::NewestThreeUnnamed) => newest_unnamed(t),
                     _ => newest_by_id(t, KEEP_NEWEST as usize),
                 };
                 let named: BTreeSet<i64> = t.models.values().copied().collect();
@@ -199,6 +221,30 @@ fn newest_by_id(t: &Tables, n: usize) -> Vec<i64> {
     let mut ids: Vec<i64> = t.snapshots.keys().rev().take(n).copied().collect();
     ids.reverse();
     ids
+}
+
+/// [`RowsMutant::NewestThreeUnnamed`]'s newest three: among the snapshots no model names.
+/// What it returns is the oldest kept and above, as the SQL's `s.id <` the third newest unnamed.
+fn newest_unnamed(t: &Tables) -> Vec<i64> {
+    let named: BTreeSet<i64> = t.models.values().copied().collect();
+    let third = t
+        .snapshots
+        .keys()
+        .rev()
+        .filter(|id| !named.contains(id))
+        .take(3)
+        .last()
+        .copied();
+    match third {
+        Some(oldest_kept) => t
+            .snapshots
+            .keys()
+            .copied()
+            .filter(|id| *id >= oldest_kept)
+            .collect(),
+        // Fewer than one unnamed snapshot: min() of nothing is NULL, and `s.id < NULL` keeps all.
+        None => t.snapshots.keys().copied().collect(),
+    }
 }
 
 /// [`RowsMutant::NewestByTimestamp`]'s newest three: by `taken_at_ms`, then id.

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::memory::{self, delete_batch};
-use super::reaper::ReapConfig;
+use super::reaper::{BatchSql, ReapConfig};
 use super::{
     lock, sqlstate, Backend, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION,
     UNIQUE_VIOLATION,
@@ -18,19 +18,28 @@ pub const INVOCATION_TTL_MS: i64 = DAY_MS;
 /// How long a trigger firing is kept, from firing (SR-3.2).
 pub const FIRING_TTL_MS: i64 = 30 * DAY_MS;
 
-/// The batch statement of an `expires_at_ms` rule: expired means `expires_at_ms <= now`
-/// (SR-1.3), read through the table's `expires_at_ms` index.
+/// The batch statement of an `expires_at_ms` rule (a keyset batch, `reaper::BatchSql::Keyset`):
+/// expired means `expires_at_ms <= now` (SR-1.3), read through the table's `(expires_at_ms, id)`
+/// index in its own order from the key (`$3`, `$4`) of the last row the previous batch removed,
+/// so no batch sorts or walks again what earlier ones removed (SR-8.1). `$id` is how `$4` (text)
+/// compares with the table's id.
 /// Ties are broken by id, so a tick that dies between batches (the crash fault) has removed
 /// the same rows on every run, and the in-memory backend removes the same ones (its text ids
 /// compare bytewise, as the harness's clusters' C collation does).
 macro_rules! expired_sql {
-    ($table:literal) => {
+    ($table:literal, $id:literal) => {
         concat!(
-            "DELETE FROM tidemark_rows.",
+            "WITH gone AS (DELETE FROM tidemark_rows.",
             $table,
             " WHERE id = ANY (ARRAY (SELECT id FROM tidemark_rows.",
             $table,
-            " WHERE expires_at_ms <= $1 ORDER BY expires_at_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED))"
+            " WHERE expires_at_ms <= $1 AND (expires_at_ms, id) > ($3, ",
+            $id,
+            ") ORDER BY expires_at_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED)) \
+             RETURNING expires_at_ms AS at, id), \
+             last AS (SELECT max(at) AS at FROM gone) \
+             SELECT (SELECT count(*) FROM gone), (SELECT at FROM last), \
+             (SELECT max(id) FROM gone WHERE at = (SELECT at FROM last))::text"
         )
     };
 }
@@ -74,13 +83,14 @@ impl ExpiringStore {
         }
     }
 
-    /// One batch of this store's sweep (`$1` now, `$2` batch size).
+    /// One batch of this store's sweep (`$1` now, `$2` batch size, `$3`/`$4` where the last
+    /// batch stopped).
     pub fn sweep_sql(self) -> &'static str {
         match self {
-            ExpiringStore::LiveSessions => expired_sql!("live_sessions"),
-            ExpiringStore::RefreshTokens => expired_sql!("refresh_tokens"),
-            ExpiringStore::WebhookDeliveries => expired_sql!("webhook_deliveries"),
-            ExpiringStore::BreakerSightings => expired_sql!("breaker_sightings"),
+            ExpiringStore::LiveSessions => expired_sql!("live_sessions", "$4"),
+            ExpiringStore::RefreshTokens => expired_sql!("refresh_tokens", "$4"),
+            ExpiringStore::WebhookDeliveries => expired_sql!("webhook_deliveries", "$4"),
+            ExpiringStore::BreakerSightings => expired_sql!("breaker_sightings", "$4"),
         }
     }
 
@@ -94,8 +104,13 @@ impl ExpiringStore {
     }
 }
 
-pub const FORGET_INVOCATIONS_SQL: &str = expired_sql!("tool_invocations");
-pub const FORGET_FIRINGS_SQL: &str = expired_sql!("trigger_firings");
+pub const FORGET_INVOCATIONS_SQL: &str = expired_sql!("tool_invocations", "$4::bigint");
+pub const FORGET_FIRINGS_SQL: &str = expired_sql!("trigger_firings", "$4::bigint");
+
+/// The id below every id of a table keyed by a `bigserial` (as text, `$4`), and of one keyed by
+/// text: where a keyset sweep's first batch reads on from.
+const BELOW_EVERY_NUMBER: &str = "-9223372036854775808";
+const BELOW_EVERY_TEXT: &str = "";
 const STRICT_INVOCATIONS_SQL: &str = strict_sql!("tool_invocations");
 const STRICT_FIRINGS_SQL: &str = strict_sql!("trigger_firings");
 
@@ -124,6 +139,17 @@ impl RowsStore {
                 return Ok(id);
             }
         };
+        if self.mutant(RowsMutant::InvocationsOutliveTheirSession)
+            && !self.session_exists(pool, session).await?
+        {
+            // The key is gone; the mutant checks the session as the key did, after the
+            // sequence spent an id.
+            sqlx::query("SELECT nextval('tidemark_rows.tool_invocations_id_seq')")
+                .execute(pool)
+                .await
+                .map_err(RowsError::db("record invocation"))?;
+            return Err(RowsError::UnknownSession(session.into()));
+        }
         sqlx::query_scalar(
             "INSERT INTO tidemark_rows.tool_invocations (session_id, created_at_ms, expires_at_ms)
              VALUES ($1, $2, $3) RETURNING id",
@@ -180,7 +206,14 @@ impl RowsStore {
         store: ExpiringStore,
         id: &str,
         expires_at: Timestamp,
+        now: Timestamp,
     ) -> Result<(), RowsError> {
+        // The mutant reads an expiry that has already come as "no expiry".
+        let expires_at = if self.mutant(RowsMutant::ZeroExpiryMeansNever) && expires_at <= now {
+            Timestamp::from_millis(i64::MAX)
+        } else {
+            expires_at
+        };
         let pool = match self.backend() {
             Backend::Pg(pool) => pool,
             Backend::Memory(m) => {
@@ -229,9 +262,12 @@ impl RowsStore {
         let strict = self.mutant(RowsMutant::ExpiryBoundaryStrict);
         self.delete_batches(
             if strict {
-                STRICT_INVOCATIONS_SQL
+                BatchSql::Plain(STRICT_INVOCATIONS_SQL)
             } else {
-                FORGET_INVOCATIONS_SQL
+                BatchSql::Keyset {
+                    sql: FORGET_INVOCATIONS_SQL,
+                    first_id: BELOW_EVERY_NUMBER,
+                }
             },
             |t, now, n| {
                 let expired = |i: &memory::Invocation| is_expired(i.expires_at_ms, now, strict);
@@ -257,9 +293,12 @@ impl RowsStore {
     ) -> Result<u64, RowsError> {
         let strict = self.mutant(RowsMutant::ExpiryBoundaryStrict);
         let sql = if strict {
-            STRICT_FIRINGS_SQL
+            BatchSql::Plain(STRICT_FIRINGS_SQL)
         } else {
-            FORGET_FIRINGS_SQL
+            BatchSql::Keyset {
+                sql: FORGET_FIRINGS_SQL,
+                first_id: BELOW_EVERY_NUMBER,
+            }
         };
         self.delete_batches(
             sql,
@@ -288,10 +327,16 @@ impl RowsStore {
     ) -> Result<u64, RowsError> {
         let strict = self.mutant(RowsMutant::ExpiryBoundaryStrict);
         let sql = if strict {
-            store.strict_sql()
+            BatchSql::Plain(store.strict_sql())
         } else {
-            store.sweep_sql()
+            BatchSql::Keyset {
+                sql: store.sweep_sql(),
+                first_id: BELOW_EVERY_TEXT,
+            }
         };
+        if self.mutant(RowsMutant::ExpiredIdLeavesEveryStore) {
+            self.take_expired_ids_from_other_stores(store, now).await?;
+        }
         self.delete_batches(
             sql,
             |t, now, n| {
@@ -304,6 +349,55 @@ impl RowsStore {
             "forget expired",
         )
         .await
+    }
+}
+
+impl RowsStore {
+    /// [`RowsMutant::ExpiredIdLeavesEveryStore`]'s first step: the ids expired in `store` are
+    /// deleted from the three other stores, whatever their own expiry.
+    async fn take_expired_ids_from_other_stores(
+        &self,
+        store: ExpiringStore,
+        now: Timestamp,
+    ) -> Result<(), RowsError> {
+        let now_ms = now.as_millis();
+        let others = ExpiringStore::ALL.into_iter().filter(|s| *s != store);
+        let pool = match self.backend() {
+            Backend::Pg(pool) => pool,
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let expired: Vec<String> = t
+                    .expiring
+                    .get(&store)
+                    .map(|rows| {
+                        rows.iter()
+                            .filter(|(_, at)| **at <= now_ms)
+                            .map(|(id, _)| id.clone())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for other in others {
+                    if let Some(rows) = t.expiring.get_mut(&other) {
+                        rows.retain(|id, _| !expired.contains(id));
+                    }
+                }
+                return Ok(());
+            }
+        };
+        for other in others {
+            let sql = format!(
+                "DELETE FROM tidemark_rows.{} WHERE id IN
+                   (SELECT id FROM tidemark_rows.{} WHERE expires_at_ms <= $1)",
+                other.table(),
+                store.table()
+            );
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(now_ms)
+                .execute(pool)
+                .await
+                .map_err(RowsError::db("forget expired"))?;
+        }
+        Ok(())
     }
 }
 

@@ -121,27 +121,51 @@ pub(crate) struct Tables {
     pub held: BTreeMap<i64, Held>,
 }
 
+/// The schema's cascades that a mutant's schema may lack (its foreign key dropped): all `true`
+/// in the reference.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cascades {
+    /// Session prompts from their session.
+    pub prompts: bool,
+    /// Tool invocations from their session.
+    pub invocations: bool,
+    /// Action items from their workspace.
+    pub items: bool,
+}
+
+impl Cascades {
+    /// Every cascade the schema declares.
+    #[cfg(test)]
+    pub const ALL: Cascades = Cascades {
+        prompts: true,
+        invocations: true,
+        items: true,
+    };
+}
+
 impl Tables {
-    /// `DELETE FROM sessions WHERE id = $1` with the schema's cascades: its prompts (unless the
-    /// mutant's schema lost that foreign key), replies, events, tool invocations and held
-    /// requests. False if there was no such session.
-    pub fn delete_session(&mut self, id: &str, prompts_cascade: bool) -> bool {
+    /// `DELETE FROM sessions WHERE id = $1` with the schema's cascades: its prompts, replies,
+    /// events, tool invocations and held requests (less what a mutant's schema lost). False if
+    /// there was no such session.
+    pub fn delete_session(&mut self, id: &str, cascade: &Cascades) -> bool {
         if self.sessions.remove(id).is_none() {
             return false;
         }
-        if prompts_cascade {
+        if cascade.prompts {
             self.prompts.retain(|_, p| p.session != id);
         }
         self.replies.retain(|_, r| r.session != id);
         self.events.retain(|_, e| e.session != id);
-        self.invocations.retain(|_, i| i.session != id);
+        if cascade.invocations {
+            self.invocations.retain(|_, i| i.session != id);
+        }
         self.held.retain(|_, h| h.session != id);
         true
     }
 
     /// `DELETE FROM workspaces WHERE id = $1` with its cascades: its sessions (and theirs) and
     /// its action items, whose held requests go with them.
-    pub fn delete_workspace(&mut self, id: &str, prompts_cascade: bool) -> bool {
+    pub fn delete_workspace(&mut self, id: &str, cascade: &Cascades) -> bool {
         if !self.workspaces.remove(id) {
             return false;
         }
@@ -152,7 +176,10 @@ impl Tables {
             .map(|(k, _)| k.clone())
             .collect();
         for s in sessions {
-            self.delete_session(&s, prompts_cascade);
+            self.delete_session(&s, cascade);
+        }
+        if !cascade.items {
+            return true;
         }
         let items: Vec<i64> = self
             .items
@@ -269,9 +296,10 @@ mod tests {
             s.fire_trigger(&format!("t{i}"), T0).await.unwrap();
         }
         let later = T0.plus_ms(31 * DAY_MS);
-        // The streamed events' and the invocations' sweeps each commit one (empty) batch
-        // first; then the firings' sweep commits two batches of two, and the tick dies.
-        let crash = ReapConfig::crashing_after(4).with_batch(2);
+        // The streamed events' and the invocations' sweeps each commit one empty batch first,
+        // which the fault does not count; then the firings' sweep commits two batches of two,
+        // and the tick dies.
+        let crash = ReapConfig::crashing_after(2).with_batch(2);
         let err = s.reap_tick(later, &crash).await.unwrap_err();
         assert_eq!(err.code(), "database_unavailable");
         assert_eq!(s.count("trigger_firings").await, Ok(1));
@@ -351,8 +379,8 @@ mod tests {
             },
         );
         assert_eq!((t.count("sessions"), t.count("session_prompts")), (2, 2));
-        assert!(t.delete_workspace("w", true));
-        assert!(!t.delete_workspace("w", true));
+        assert!(t.delete_workspace("w", &Cascades::ALL));
+        assert!(!t.delete_workspace("w", &Cascades::ALL));
         assert_eq!(t.sessions.keys().collect::<Vec<_>>(), vec!["keep"]);
         assert_eq!(t.count("session_prompts"), 1);
         assert_eq!(t.count("action_items"), 0);
@@ -376,7 +404,11 @@ mod tests {
                 body: "b".into(),
             },
         );
-        assert!(t.delete_session("s", false));
+        let no_prompts = Cascades {
+            prompts: false,
+            ..Cascades::ALL
+        };
+        assert!(t.delete_session("s", &no_prompts));
         assert_eq!(t.count("session_prompts"), 1);
         assert_eq!(t.count("sessions"), 0);
     }

@@ -154,6 +154,9 @@ pub(crate) enum Backend {
 pub struct RowsStore {
     backend: Backend,
     config: RowsConfig,
+    /// The latest `now` a tick was given: read only by [`RowsMutant::ReaperClockNeverGoesBack`],
+    /// which sweeps at it rather than at an earlier `now` (the reaper process's memory).
+    reaper_clock: Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl RowsStore {
@@ -165,19 +168,30 @@ impl RowsStore {
     /// [`open`](Self::open) with a configuration (a mutant, for conformance's mutant runs).
     pub async fn open_with(pool: PgPool, config: RowsConfig) -> Result<RowsStore, RowsError> {
         schema::migrate(&pool).await?;
-        if config.mutant == Some(RowsMutant::CascadeMissesPrompts) {
-            // The mutant's schema forgot the prompts' foreign key, and with it the cascade.
-            sqlx::query(
-                "ALTER TABLE tidemark_rows.session_prompts
-                 DROP CONSTRAINT IF EXISTS session_prompts_session_id_fkey",
-            )
-            .execute(&pool)
-            .await
-            .map_err(RowsError::db("migrate"))?;
+        // The mutants whose schema forgot a foreign key, and with it the cascade (their code
+        // checks the parent exists on insert instead, as the key did, so only the cascade is lost).
+        let forgotten = match config.mutant {
+            Some(RowsMutant::CascadeMissesPrompts) => {
+                Some("ALTER TABLE tidemark_rows.session_prompts DROP CONSTRAINT IF EXISTS session_prompts_session_id_fkey")
+            }
+            Some(RowsMutant::InvocationsOutliveTheirSession) => {
+                Some("ALTER TABLE tidemark_rows.tool_invocations DROP CONSTRAINT IF EXISTS tool_invocations_session_id_fkey")
+            }
+            Some(RowsMutant::ItemsOutliveTheirWorkspace) => {
+                Some("ALTER TABLE tidemark_rows.action_items DROP CONSTRAINT IF EXISTS action_items_workspace_id_fkey")
+            }
+            _ => None,
+        };
+        if let Some(sql) = forgotten {
+            sqlx::query(sql)
+                .execute(&pool)
+                .await
+                .map_err(RowsError::db("migrate"))?;
         }
         Ok(RowsStore {
             backend: Backend::Pg(pool),
             config,
+            reaper_clock: Arc::default(),
         })
     }
 
@@ -187,6 +201,7 @@ impl RowsStore {
         RowsStore {
             backend: Backend::Memory(Arc::default()),
             config,
+            reaper_clock: Arc::default(),
         }
     }
 
@@ -235,24 +250,53 @@ impl RowsStore {
         !self.mutant(RowsMutant::CascadeMissesPrompts)
     }
 
+    /// Which of the schema's cascades this deployment has (a mutant's schema lost one).
+    pub(crate) fn cascade(&self) -> memory::Cascades {
+        memory::Cascades {
+            prompts: self.prompts_have_their_key(),
+            invocations: !self.mutant(RowsMutant::InvocationsOutliveTheirSession),
+            items: !self.mutant(RowsMutant::ItemsOutliveTheirWorkspace),
+        }
+    }
+
+    /// The latest `now` a tick was given, for [`RowsMutant::ReaperClockNeverGoesBack`].
+    pub(crate) fn reaper_clock(&self) -> &std::sync::atomic::AtomicI64 {
+        &self.reaper_clock
+    }
+
+    /// Whether `session` exists: the check a mutant whose schema lost a foreign key to it makes
+    /// on insert in place of the key.
+    async fn session_exists(&self, pool: &PgPool, session: &str) -> Result<bool, RowsError> {
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM tidemark_rows.sessions WHERE id = $1)")
+            .bind(session)
+            .fetch_one(pool)
+            .await
+            .map_err(RowsError::db("check session"))
+    }
+
     pub async fn create_workspace(&self, id: &str) -> Result<(), RowsError> {
         let pool = match &self.backend {
             Backend::Pg(pool) => pool,
             Backend::Memory(m) => {
                 return match lock(m).workspaces.insert(id.into()) {
-                    true => Ok(()),
-                    false => Err(RowsError::AlreadyExists { id: id.into() }),
+                    false if !self.mutant(RowsMutant::CreateIsIdempotent) => {
+                        Err(RowsError::AlreadyExists { id: id.into() })
+                    }
+                    _ => Ok(()),
                 }
             }
         };
-        sqlx::query("INSERT INTO tidemark_rows.workspaces (id) VALUES ($1)")
-            .bind(id)
-            .execute(pool)
-            .await
-            .map_err(|e| match sqlstate(&e).as_deref() {
+        let sql = if self.mutant(RowsMutant::CreateIsIdempotent) {
+            "INSERT INTO tidemark_rows.workspaces (id) VALUES ($1) ON CONFLICT (id) DO NOTHING"
+        } else {
+            "INSERT INTO tidemark_rows.workspaces (id) VALUES ($1)"
+        };
+        sqlx::query(sql).bind(id).execute(pool).await.map_err(|e| {
+            match sqlstate(&e).as_deref() {
                 Some(UNIQUE_VIOLATION) => RowsError::AlreadyExists { id: id.into() },
                 _ => RowsError::db("create workspace")(e),
-            })?;
+            }
+        })?;
         Ok(())
     }
 
@@ -264,6 +308,9 @@ impl RowsStore {
                 let mut t = lock(m);
                 // The primary key is checked as the row goes in, the foreign key after.
                 if t.sessions.contains_key(id) {
+                    if self.mutant(RowsMutant::CreateIsIdempotent) {
+                        return Ok(());
+                    }
                     return Err(RowsError::AlreadyExists { id: id.into() });
                 }
                 if !t.workspaces.contains(workspace) {
@@ -276,7 +323,13 @@ impl RowsStore {
                 return Ok(());
             }
         };
-        sqlx::query("INSERT INTO tidemark_rows.sessions (id, workspace_id) VALUES ($1, $2)")
+        let sql = if self.mutant(RowsMutant::CreateIsIdempotent) {
+            "INSERT INTO tidemark_rows.sessions (id, workspace_id) VALUES ($1, $2)
+             ON CONFLICT (id) DO NOTHING"
+        } else {
+            "INSERT INTO tidemark_rows.sessions (id, workspace_id) VALUES ($1, $2)"
+        };
+        sqlx::query(sql)
             .bind(id)
             .bind(workspace)
             .execute(pool)
@@ -292,16 +345,48 @@ impl RowsStore {
     /// Deletes a session and, by cascade, everything kept with it: its events (streamed or not),
     /// replies, prompts, held requests and tool invocations (SR-2.6, SR-6).
     pub async fn delete_session(&self, id: &str) -> Result<(), RowsError> {
+        let cascade = self.cascade();
         let deleted = match &self.backend {
-            Backend::Memory(m) => lock(m).delete_session(id, self.prompts_have_their_key()),
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                if self.mutant(RowsMutant::SessionDeletionTakesItems) && t.sessions.contains_key(id)
+                {
+                    let items: Vec<i64> = t
+                        .held
+                        .values()
+                        .filter(|h| h.session == id)
+                        .filter_map(|h| h.item)
+                        .collect();
+                    for i in items {
+                        t.delete_item(i);
+                    }
+                }
+                t.delete_session(id, &cascade)
+            }
             Backend::Pg(pool) => {
-                sqlx::query("DELETE FROM tidemark_rows.sessions WHERE id = $1")
+                let mut tx = pool
+                    .begin()
+                    .await
+                    .map_err(RowsError::db("delete session"))?;
+                if self.mutant(RowsMutant::SessionDeletionTakesItems) {
+                    sqlx::query(
+                        "DELETE FROM tidemark_rows.action_items WHERE id IN
+                           (SELECT item_id FROM tidemark_rows.held_requests WHERE session_id = $1)",
+                    )
                     .bind(id)
-                    .execute(pool)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(RowsError::db("delete session"))?;
+                }
+                let gone = sqlx::query("DELETE FROM tidemark_rows.sessions WHERE id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
                     .await
                     .map_err(RowsError::db("delete session"))?
                     .rows_affected()
-                    > 0
+                    > 0;
+                tx.commit().await.map_err(RowsError::db("delete session"))?;
+                gone
             }
         };
         if !deleted {
@@ -313,7 +398,7 @@ impl RowsStore {
     /// Deletes a workspace, its sessions (and all they keep) and its action items, settled or not.
     pub async fn delete_workspace(&self, id: &str) -> Result<(), RowsError> {
         let deleted = match &self.backend {
-            Backend::Memory(m) => lock(m).delete_workspace(id, self.prompts_have_their_key()),
+            Backend::Memory(m) => lock(m).delete_workspace(id, &self.cascade()),
             Backend::Pg(pool) => {
                 sqlx::query("DELETE FROM tidemark_rows.workspaces WHERE id = $1")
                     .bind(id)
@@ -379,6 +464,24 @@ impl RowsStore {
                 return Ok(id);
             }
         };
+        if self.mutant(RowsMutant::ItemsOutliveTheirWorkspace) {
+            // The key is gone; the mutant checks the workspace as the key did.
+            let exists: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM tidemark_rows.workspaces WHERE id = $1)",
+            )
+            .bind(workspace)
+            .fetch_one(pool)
+            .await
+            .map_err(RowsError::db("open item"))?;
+            if !exists {
+                // As the key would, after the sequence spent an id.
+                sqlx::query("SELECT nextval('tidemark_rows.action_items_id_seq')")
+                    .execute(pool)
+                    .await
+                    .map_err(RowsError::db("open item"))?;
+                return Err(RowsError::UnknownWorkspace(workspace.into()));
+            }
+        }
         sqlx::query_scalar(
             "INSERT INTO tidemark_rows.action_items (workspace_id) VALUES ($1) RETURNING id",
         )
@@ -395,28 +498,45 @@ impl RowsStore {
     /// reads is when it was settled, not when it was last touched.
     pub async fn settle_item(&self, item: i64, now: Timestamp) -> Result<(), RowsError> {
         let settled = match &self.backend {
-            Backend::Memory(m) => match lock(m).items.get_mut(&item) {
-                Some(i) => {
-                    i.settled_at_ms.get_or_insert(now.as_millis());
-                    true
+            Backend::Memory(m) => {
+                let mut t = lock(m);
+                let found = match t.items.get_mut(&item) {
+                    Some(i) => {
+                        i.settled_at_ms.get_or_insert(now.as_millis());
+                        true
+                    }
+                    None => false,
+                };
+                if self.mutant(RowsMutant::SettlingReleasesHeldRequests) {
+                    t.held.retain(|_, h| h.item != Some(item));
                 }
-                None => false,
-            },
+                found
+            }
             Backend::Pg(pool) => {
-                sqlx::query(
+                let mut tx = pool.begin().await.map_err(RowsError::db("settle item"))?;
+                let found = sqlx::query(
                     "UPDATE tidemark_rows.action_items
                         SET settled_at_ms = coalesce(settled_at_ms, $2) WHERE id = $1",
                 )
                 .bind(item)
                 .bind(now.as_millis())
-                .execute(pool)
+                .execute(&mut *tx)
                 .await
                 .map_err(RowsError::db("settle item"))?
                 .rows_affected()
-                    > 0
+                    > 0;
+                if self.mutant(RowsMutant::SettlingReleasesHeldRequests) {
+                    sqlx::query("DELETE FROM tidemark_rows.held_requests WHERE item_id = $1")
+                        .bind(item)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(RowsError::db("settle item"))?;
+                }
+                tx.commit().await.map_err(RowsError::db("settle item"))?;
+                found
             }
         };
-        if !settled {
+        if !settled && !self.mutant(RowsMutant::SettlingAnUnknownItemSucceeds) {
             return Err(RowsError::UnknownItem(item));
         }
         Ok(())

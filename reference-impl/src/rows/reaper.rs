@@ -25,13 +25,76 @@ pub struct ReapConfig {
     /// A pause between two batches of one sweep, so writers get the table between them.
     /// Zero by default; a real sleep, which decides nothing about retention.
     pub pause_between_batches: Duration,
-    /// A fault for exploration: the tick stops, as if its process died, once this many delete
-    /// batches have committed (counted across the tick's sweeps). What those batches removed
-    /// stays removed; the tick returns `database_unavailable`. `None` in production.
+    /// A fault for exploration and the scenarios (`reap batch N crash after K batches`): the
+    /// tick stops, as if its process died, once this many delete batches that removed a row
+    /// have committed (counted across the tick's sweeps; a batch that found nothing is not
+    /// counted, so the count does not depend on how many sweeps had nothing to do). What those
+    /// batches removed stays removed; the tick returns `database_unavailable`. Zero: the tick
+    /// dies before its first batch. `None` in production.
     pub crash_after_batches: Option<u64>,
-    /// Batches committed so far in this tick (the crash fault's count), shared by its sweeps;
-    /// the tick resets it.
+    /// Batches that removed a row so far in this tick (the crash fault's count), shared by its
+    /// sweeps; the tick resets it.
     pub batches_run: BatchCount,
+    /// Where each distinct statement a sweep runs on PostgreSQL is written down, once, in the
+    /// order first run, when set: so a test explains the statements a tick really runs rather
+    /// than constants that might not be them (the SR-8.1 guard). `None` in production.
+    pub statements: Option<StatementLog>,
+}
+
+/// The distinct SQL statements the sweeps of the ticks run with a [`ReapConfig`] ran, each with
+/// the parameters of its first run, shared by its clones.
+#[derive(Clone, Debug, Default)]
+pub struct StatementLog(Arc<std::sync::Mutex<Vec<RunStatement>>>);
+
+/// A batch statement as a sweep ran it: `$1` now (ms), `$2` the batch size and, for a keyset
+/// statement ([`BatchSql::Keyset`]), `$3`/`$4` the key it read on from (`bigint`, `text`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunStatement {
+    pub sql: &'static str,
+    pub now_ms: i64,
+    pub limit: i64,
+    pub after: Option<(i64, String)>,
+}
+
+impl StatementLog {
+    /// The statements recorded so far, each once (with its first run's parameters), in the
+    /// order first run.
+    pub fn statements(&self) -> Vec<RunStatement> {
+        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+
+    fn record(&self, run: RunStatement) {
+        if let Ok(mut v) = self.0.lock() {
+            if !v.iter().any(|r| r.sql == run.sql) {
+                v.push(run);
+            }
+        }
+    }
+}
+
+/// One batch of a sweep on PostgreSQL.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum BatchSql {
+    /// `$1` now, `$2` the batch size; deletes at most `$2` rows and counts them (the mutants'
+    /// statements, whose cost no one measures).
+    Plain(&'static str),
+    /// The reference's: `$1` now, `$2` the batch size, and `$3`, `$4` the key (expiry, id as
+    /// text) of the last row the previous batch removed, which this batch reads on from, so
+    /// no batch walks again the index entries of the rows the batches before it removed (a
+    /// reap costs what expired, SR-8.1). `first_id` is the id below every id, for the first
+    /// batch. Answers one row: the rows removed, and the last one's expiry and id.
+    Keyset {
+        sql: &'static str,
+        first_id: &'static str,
+    },
+}
+
+impl BatchSql {
+    fn sql(self) -> &'static str {
+        match self {
+            BatchSql::Plain(sql) | BatchSql::Keyset { sql, .. } => sql,
+        }
+    }
 }
 
 /// A count of committed delete batches, shared by clones of one [`ReapConfig`].
@@ -45,6 +108,7 @@ impl Default for ReapConfig {
             pause_between_batches: Duration::ZERO,
             crash_after_batches: None,
             batches_run: BatchCount::default(),
+            statements: None,
         }
     }
 }
@@ -66,8 +130,12 @@ impl ReapConfig {
         self
     }
 
-    /// Counts one committed batch; the crash fault's error once the budget is spent.
-    pub(crate) fn batch_committed(&self) -> Result<(), RowsError> {
+    /// Counts one committed batch that removed `removed` rows; the crash fault's error once the
+    /// budget of batches that removed something is spent.
+    pub(crate) fn batch_committed(&self, removed: u64) -> Result<(), RowsError> {
+        if removed == 0 {
+            return Ok(());
+        }
         let run = self.batches_run.0.fetch_add(1, Ordering::SeqCst) + 1;
         match self.crash_after_batches {
             Some(budget) if run >= budget => Err(RowsError::Database {
@@ -130,7 +198,32 @@ impl RowsStore {
         use super::ExpiringStore as S;
         cfg.batches_run.0.store(0, Ordering::SeqCst);
         cfg.crash_before_start()?;
+        // The mutant's reaper never lets its clock go back: it sweeps at the latest now it saw.
+        let seen = self
+            .reaper_clock()
+            .fetch_max(now.as_millis(), Ordering::SeqCst);
+        let now = if self.mutant(RowsMutant::ReaperClockNeverGoesBack) {
+            Timestamp::from_millis(seen.max(now.as_millis()))
+        } else {
+            now
+        };
         self.mutant_sweeps(now).await?;
+        if self.mutant(RowsMutant::FailingSweepSkipped) {
+            return Ok(self.tick_skipping_failures(now, cfg).await);
+        }
+        if self.mutant(RowsMutant::OneSweepForEveryStore) {
+            let mut report = ReapReport {
+                streamed_events: self.forget_streamed(now, cfg).await?,
+                tool_invocations: self.forget_expired_invocations(now, cfg).await?,
+                trigger_firings: self.forget_old_firings(now, cfg).await?,
+                catalog_snapshots: self.forget_old_snapshots(cfg).await?,
+                ..ReapReport::default()
+            };
+            for store in S::ALL {
+                report.live_sessions += self.forget_expired(store, now, cfg).await?;
+            }
+            return Ok(report);
+        }
         Ok(ReapReport {
             streamed_events: self.forget_streamed(now, cfg).await?,
             tool_invocations: self.forget_expired_invocations(now, cfg).await?,
@@ -145,6 +238,34 @@ impl RowsStore {
                 self.forget_expired(S::BreakerSightings, now, cfg).await?
             },
         })
+    }
+
+    /// [`RowsMutant::FailingSweepSkipped`]'s tick: a sweep that fails counts nothing and the
+    /// tick goes on to the next.
+    async fn tick_skipping_failures(&self, now: Timestamp, cfg: &ReapConfig) -> ReapReport {
+        use super::ExpiringStore as S;
+        ReapReport {
+            streamed_events: self.forget_streamed(now, cfg).await.unwrap_or(0),
+            tool_invocations: self.forget_expired_invocations(now, cfg).await.unwrap_or(0),
+            trigger_firings: self.forget_old_firings(now, cfg).await.unwrap_or(0),
+            catalog_snapshots: self.forget_old_snapshots(cfg).await.unwrap_or(0),
+            live_sessions: self
+                .forget_expired(S::LiveSessions, now, cfg)
+                .await
+                .unwrap_or(0),
+            refresh_tokens: self
+                .forget_expired(S::RefreshTokens, now, cfg)
+                .await
+                .unwrap_or(0),
+            webhook_deliveries: self
+                .forget_expired(S::WebhookDeliveries, now, cfg)
+                .await
+                .unwrap_or(0),
+            breaker_sightings: self
+                .forget_expired(S::BreakerSightings, now, cfg)
+                .await
+                .unwrap_or(0),
+        }
     }
 
     /// The sweeps only a mutant has: rows SR-6 keeps on purpose, removed by age. They report
@@ -203,23 +324,30 @@ impl RowsStore {
     /// fault once it has committed, on either backend.
     pub(crate) async fn delete_batches(
         &self,
-        sql: &'static str,
+        sql: BatchSql,
         in_memory: impl Fn(&mut Tables, i64, usize) -> u64,
         now: Timestamp,
         cfg: &ReapConfig,
         op: &'static str,
     ) -> Result<u64, RowsError> {
+        let shape = BatchShape::of(self, cfg);
         let m = match self.backend() {
-            Backend::Pg(pool) => return delete_batches_sql(pool, sql, now, cfg, op).await,
+            Backend::Pg(pool) => return delete_batches_sql(pool, sql, now, cfg, shape, op).await,
             Backend::Memory(m) => m,
         };
-        let batch = cfg.batch.max(1);
+        // The one-transaction mutant's rollback: the tables as the sweep found them.
+        let before = shape.one_transaction.then(|| lock(m).clone());
         let mut total = 0u64;
         loop {
-            let removed = in_memory(&mut lock(m), now.as_millis(), batch as usize);
+            let removed = in_memory(&mut lock(m), now.as_millis(), shape.limit as usize);
             total += removed;
-            cfg.batch_committed()?;
-            if removed < batch as u64 {
+            if let Err(e) = cfg.batch_committed(removed) {
+                if let Some(before) = before {
+                    *lock(m) = before;
+                }
+                return Err(e);
+            }
+            if removed < shape.limit as u64 || shape.one_batch {
                 return Ok(total);
             }
             if !cfg.pause_between_batches.is_zero() {
@@ -229,32 +357,136 @@ impl RowsStore {
     }
 }
 
-/// Runs one sweep's batch statement until a batch comes back short. The statement takes `$1`
-/// (now, in milliseconds) and `$2` (the batch size) and deletes at most `$2` rows.
+/// How a sweep's batches are cut: the reference's (`limit` = the batch size, repeated until
+/// one comes back short, each its own transaction), or a mutant's.
+#[derive(Clone, Copy)]
+pub(crate) struct BatchShape {
+    /// Rows per statement.
+    limit: i64,
+    /// [`RowsMutant::OneBatchPerSweep`]: stop after the first statement.
+    one_batch: bool,
+    /// [`RowsMutant::SweepInOneTransaction`]: every statement in one transaction.
+    one_transaction: bool,
+}
+
+impl BatchShape {
+    fn of(store: &RowsStore, cfg: &ReapConfig) -> BatchShape {
+        BatchShape {
+            limit: if store.mutant(RowsMutant::UnboundedDelete) {
+                i64::MAX
+            } else {
+                cfg.batch.max(1)
+            },
+            one_batch: store.mutant(RowsMutant::OneBatchPerSweep),
+            one_transaction: store.mutant(RowsMutant::SweepInOneTransaction),
+        }
+    }
+}
+
+/// Runs one sweep's batch statement until a batch comes back short (see [`BatchSql`]).
 async fn delete_batches_sql(
     pool: &PgPool,
-    sql: &'static str,
+    sql: BatchSql,
     now: Timestamp,
     cfg: &ReapConfig,
+    shape: BatchShape,
     op: &'static str,
 ) -> Result<u64, RowsError> {
-    let batch = cfg.batch.max(1);
+    if shape.one_transaction {
+        return delete_batches_in_one_transaction(pool, sql, now, cfg, shape, op).await;
+    }
     let mut total = 0u64;
+    let mut after = first_key(sql);
     loop {
-        let done = sqlx::query(sql)
-            .bind(now.as_millis())
-            .bind(batch)
-            .execute(pool)
-            .await
-            .map_err(RowsError::db(op))?;
-        total += done.rows_affected();
-        cfg.batch_committed()?;
+        let mut conn = pool.acquire().await.map_err(RowsError::db(op))?;
+        let (removed, last) = run_batch(&mut conn, sql, now, shape.limit, &after, cfg, op).await?;
+        drop(conn);
+        total += removed;
+        cfg.batch_committed(removed)?;
         // Short: nothing more expired, or the rest is held by writers; the next tick gets it.
-        if done.rows_affected() < batch as u64 {
+        if removed < shape.limit as u64 || shape.one_batch {
             return Ok(total);
         }
+        after = last.or(after);
         if !cfg.pause_between_batches.is_zero() {
             tokio::time::sleep(cfg.pause_between_batches).await;
         }
+    }
+}
+
+/// The key a keyset sweep's first batch reads on from.
+fn first_key(sql: BatchSql) -> Option<(i64, String)> {
+    match sql {
+        BatchSql::Plain(_) => None,
+        BatchSql::Keyset { first_id, .. } => Some((i64::MIN, first_id.to_string())),
+    }
+}
+
+/// One batch: how many rows it removed, and (a keyset statement's) the key of the last.
+async fn run_batch(
+    conn: &mut sqlx::PgConnection,
+    sql: BatchSql,
+    now: Timestamp,
+    limit: i64,
+    after: &Option<(i64, String)>,
+    cfg: &ReapConfig,
+    op: &'static str,
+) -> Result<(u64, Option<(i64, String)>), RowsError> {
+    if let Some(log) = &cfg.statements {
+        log.record(RunStatement {
+            sql: sql.sql(),
+            now_ms: now.as_millis(),
+            limit,
+            after: after.clone(),
+        });
+    }
+    match (sql, after) {
+        (BatchSql::Keyset { sql, .. }, Some((at, id))) => {
+            let row: (i64, Option<i64>, Option<String>) = sqlx::query_as(sql)
+                .bind(now.as_millis())
+                .bind(limit)
+                .bind(*at)
+                .bind(id)
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(RowsError::db(op))?;
+            let last = row.1.zip(row.2);
+            Ok((row.0.max(0) as u64, last))
+        }
+        (sql, _) => {
+            let done = sqlx::query(sql.sql())
+                .bind(now.as_millis())
+                .bind(limit)
+                .execute(&mut *conn)
+                .await
+                .map_err(RowsError::db(op))?;
+            Ok((done.rows_affected(), None))
+        }
+    }
+}
+
+/// [`RowsMutant::SweepInOneTransaction`]'s sweep: the same statements in one transaction, so a
+/// crash (the fault's error) rolls back every batch the sweep had removed.
+async fn delete_batches_in_one_transaction(
+    pool: &PgPool,
+    sql: BatchSql,
+    now: Timestamp,
+    cfg: &ReapConfig,
+    shape: BatchShape,
+    op: &'static str,
+) -> Result<u64, RowsError> {
+    let mut tx = pool.begin().await.map_err(RowsError::db(op))?;
+    let mut total = 0u64;
+    let mut after = first_key(sql);
+    loop {
+        let (removed, last) = run_batch(&mut tx, sql, now, shape.limit, &after, cfg, op).await?;
+        total += removed;
+        // Dropping the transaction on the fault's error rolls it back.
+        cfg.batch_committed(removed)?;
+        if removed < shape.limit as u64 {
+            tx.commit().await.map_err(RowsError::db(op))?;
+            return Ok(total);
+        }
+        after = last.or(after);
     }
 }

@@ -9,7 +9,7 @@ use sqlx::Row;
 
 use super::alternatives::Alternative;
 use super::memory::{self, delete_batch, Tables};
-use super::reaper::ReapConfig;
+use super::reaper::{BatchSql, ReapConfig};
 use super::{lock, sqlstate, Backend, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION};
 use crate::clock::{Timestamp, DAY_MS};
 
@@ -23,6 +23,9 @@ pub const STREAMED_KINDS: &[&str] = &[
     "chat.tool_result",
     "chat.steer",
 ];
+
+/// The state streaming, finishing and interrupting apply to (SR-2.2).
+const WRITING: &[ReplyState] = &[ReplyState::Writing];
 
 /// The kind whose payloads, in order, are a reply's text (SR-2.5).
 pub const TEXT_KIND: &str = "chat.delta";
@@ -89,6 +92,24 @@ pub fn check_kind(kind: &str) -> Result<(), RowsError> {
 }
 
 impl RowsStore {
+    /// Whether `kind` streams into a reply (SR-2.1): one of [`STREAMED_KINDS`], exactly; the
+    /// mutant takes every `chat.` kind for one.
+    fn is_streamed(&self, kind: &str) -> bool {
+        if self.mutant(RowsMutant::ChatPrefixIsStreamed) {
+            return kind.starts_with("chat.");
+        }
+        STREAMED_KINDS.contains(&kind)
+    }
+
+    /// The states `op` applies to (SR-2.2); the mutant refuses only a finished reply.
+    fn states_for(&self, from: &'static [ReplyState]) -> &'static [ReplyState] {
+        if self.mutant(RowsMutant::StoppedReplyStillWriting) {
+            &[ReplyState::Writing, ReplyState::Stopped]
+        } else {
+            from
+        }
+    }
+
     pub async fn start_reply(&self, session: &str, now: Timestamp) -> Result<i64, RowsError> {
         let pool = match self.backend() {
             Backend::Pg(pool) => pool,
@@ -134,7 +155,7 @@ impl RowsStore {
     ) -> Result<i64, RowsError> {
         let check = || {
             check_kind(kind)?;
-            if !STREAMED_KINDS.contains(&kind) {
+            if !self.is_streamed(kind) {
                 return Err(RowsError::UnknownKind(
                     kind.into(),
                     "not a streamed kind; record it as a conversation event",
@@ -160,7 +181,7 @@ impl RowsStore {
                     .replies
                     .get(&reply)
                     .ok_or(RowsError::UnknownReply(reply))?;
-                check_state(reply, r.state, &[ReplyState::Writing], "stream")?;
+                check_state(reply, r.state, self.states_for(WRITING), "stream")?;
                 if target_first {
                     check()?;
                 }
@@ -189,7 +210,7 @@ impl RowsStore {
         .map_err(RowsError::db("stream"))?
         .ok_or(RowsError::UnknownReply(reply))?;
         let state = ReplyState::parse(row.get::<&str, _>("state"));
-        check_state(reply, state, &[ReplyState::Writing], "stream")?;
+        check_state(reply, state, self.states_for(WRITING), "stream")?;
         if target_first {
             check()?;
         }
@@ -222,7 +243,7 @@ impl RowsStore {
     ) -> Result<i64, RowsError> {
         let check = || {
             check_kind(kind)?;
-            if STREAMED_KINDS.contains(&kind) {
+            if self.is_streamed(kind) {
                 return Err(RowsError::UnknownKind(
                     kind.into(),
                     "a streamed kind names a reply; stream it into one",
@@ -291,8 +312,14 @@ impl RowsStore {
         content: &str,
         now: Timestamp,
     ) -> Result<(), RowsError> {
-        self.end(reply, Some(content), now, &[ReplyState::Writing], "finish")
-            .await
+        self.end(
+            reply,
+            Some(content),
+            now,
+            self.states_for(WRITING),
+            "finish",
+        )
+        .await
     }
 
     /// Interrupts a reply being written. It keeps its events, however long, until sealed.
@@ -305,7 +332,7 @@ impl RowsStore {
                     .replies
                     .get_mut(&reply)
                     .ok_or(RowsError::UnknownReply(reply))?;
-                check_state(reply, r.state, &[ReplyState::Writing], "interrupt")?;
+                check_state(reply, r.state, self.states_for(WRITING), "interrupt")?;
                 r.state = ReplyState::Stopped;
                 if self.mutant(RowsMutant::InterruptStartsTheDay) {
                     for e in t.events.values_mut().filter(|e| e.reply == Some(reply)) {
@@ -316,7 +343,7 @@ impl RowsStore {
             }
         };
         let mut tx = pool.begin().await.map_err(RowsError::db("interrupt"))?;
-        lock_state(&mut tx, reply, &[ReplyState::Writing], "interrupt").await?;
+        lock_state(&mut tx, reply, self.states_for(WRITING), "interrupt").await?;
         sqlx::query("UPDATE tidemark_rows.replies SET state = 'stopped' WHERE id = $1")
             .bind(reply)
             .execute(&mut *tx)
@@ -363,7 +390,8 @@ impl RowsStore {
                 if self.mutant(RowsMutant::DeletedReplyTakesEvents) {
                     t.events.retain(|_, e| e.reply != Some(reply));
                 } else {
-                    stamp_in_memory(&mut t, reply, now, true);
+                    let keep_earlier = !self.mutant(RowsMutant::DeletionRestartsTheDay);
+                    stamp_in_memory(&mut t, reply, now, keep_earlier);
                 }
                 return Ok(());
             }
@@ -384,7 +412,8 @@ impl RowsStore {
                 .await
                 .map_err(RowsError::db("delete reply"))?;
         } else {
-            stamp_events(&mut tx, reply, now, true).await?;
+            let keep_earlier = !self.mutant(RowsMutant::DeletionRestartsTheDay);
+            stamp_events(&mut tx, reply, now, keep_earlier).await?;
         }
         tx.commit().await.map_err(RowsError::db("delete reply"))
     }
@@ -418,7 +447,17 @@ impl RowsStore {
                 r.content = Some(text);
                 r.finished_at_ms = Some(now.as_millis());
                 r.sealed = content.is_none();
-                if content.is_none() && self.mutant(RowsMutant::SealDayFromEvents) {
+                let started = r.started_at_ms;
+                if content.is_some() && self.mutant(RowsMutant::FinishDayFromStart) {
+                    let at = started.saturating_add(STREAMED_GRACE_MS);
+                    for e in t.events.values_mut().filter(|e| e.reply == Some(reply)) {
+                        e.forget_after_ms = Some(at);
+                    }
+                } else if content.is_some() && self.mutant(RowsMutant::FinishDayFromEachEvent) {
+                    for e in t.events.values_mut().filter(|e| e.reply == Some(reply)) {
+                        e.forget_after_ms = Some(e.created_at_ms.saturating_add(STREAMED_GRACE_MS));
+                    }
+                } else if content.is_none() && self.mutant(RowsMutant::SealDayFromEvents) {
                     let last = t
                         .events
                         .values()
@@ -460,7 +499,30 @@ impl RowsStore {
         .execute(&mut *tx)
         .await
         .map_err(RowsError::db(op))?;
-        if content.is_none() && self.mutant(RowsMutant::SealDayFromEvents) {
+        if content.is_some() && self.mutant(RowsMutant::FinishDayFromStart) {
+            // The mutant dates the day from the reply's start.
+            sqlx::query(
+                "UPDATE tidemark_rows.events SET forget_after_ms =
+                        (SELECT started_at_ms FROM tidemark_rows.replies WHERE id = $1) + $2
+                  WHERE reply_id = $1",
+            )
+            .bind(reply)
+            .bind(STREAMED_GRACE_MS)
+            .execute(&mut *tx)
+            .await
+            .map_err(RowsError::db(op))?;
+        } else if content.is_some() && self.mutant(RowsMutant::FinishDayFromEachEvent) {
+            // The mutant dates each event's day from its own writing.
+            sqlx::query(
+                "UPDATE tidemark_rows.events SET forget_after_ms = created_at_ms + $2
+                  WHERE reply_id = $1",
+            )
+            .bind(reply)
+            .bind(STREAMED_GRACE_MS)
+            .execute(&mut *tx)
+            .await
+            .map_err(RowsError::db(op))?;
+        } else if content.is_none() && self.mutant(RowsMutant::SealDayFromEvents) {
             // The mutant dates the day from the last event written, not from the seal.
             sqlx::query(
                 "UPDATE tidemark_rows.events SET forget_after_ms =
@@ -496,10 +558,14 @@ impl RowsStore {
                         id: *id,
                         state: r.state,
                         sealed: r.sealed,
-                        text: r
-                            .content
-                            .clone()
-                            .unwrap_or_else(|| replay_in_memory(&t, *id, Some(TEXT_KIND))),
+                        text: match &r.content {
+                            Some(c)
+                                if !self.mutant(RowsMutant::TranscriptReplaysFinishedReplies) =>
+                            {
+                                c.clone()
+                            }
+                            _ => replay_in_memory(&t, *id, Some(TEXT_KIND)),
+                        },
                     })
                     .collect());
             }
@@ -527,8 +593,8 @@ impl RowsStore {
             let id: i64 = row.get("id");
             let state = ReplyState::parse(row.get::<&str, _>("state"));
             let text = match row.get::<Option<String>, _>("content") {
-                Some(text) => text,
-                None => replay(pool, id).await?,
+                Some(text) if !self.mutant(RowsMutant::TranscriptReplaysFinishedReplies) => text,
+                _ => replay(pool, id).await?,
             };
             out.push(TranscriptReply {
                 id,
@@ -583,7 +649,7 @@ impl RowsStore {
         if self.mutant(RowsMutant::StreamedSweptByAge) {
             return self
                 .delete_batches(
-                    MUTANT_STREAMED_BY_AGE_SQL,
+                    BatchSql::Plain(MUTANT_STREAMED_BY_AGE_SQL),
                     |t, now, n| {
                         let expired = |e: &memory::Event| {
                             e.reply.is_some() && e.created_at_ms.saturating_add(DAY_MS) <= now
@@ -596,8 +662,32 @@ impl RowsStore {
                 )
                 .await;
         }
+        if self.mutant(RowsMutant::ChatEventsSweptWithReplies) {
+            return self
+                .delete_batches(
+                    BatchSql::Plain(MUTANT_CHAT_EVENTS_SQL),
+                    |t, now, n| {
+                        let expired = |e: &memory::Event| match e.forget_after_ms {
+                            Some(f) => f <= now,
+                            None => {
+                                e.reply.is_none()
+                                    && e.kind.starts_with("chat.")
+                                    && e.created_at_ms.saturating_add(DAY_MS) <= now
+                            }
+                        };
+                        delete_batch(&mut t.events, n, |_, e| expired(e), |id, _| *id)
+                    },
+                    now,
+                    cfg,
+                    "forget streamed",
+                )
+                .await;
+        }
         self.delete_batches(
-            FORGET_STREAMED_SQL,
+            BatchSql::Keyset {
+                sql: FORGET_STREAMED_SQL,
+                first_id: "-9223372036854775808",
+            },
             forget_streamed_batch,
             now,
             cfg,
@@ -617,20 +707,36 @@ fn forget_streamed_batch(t: &mut Tables, now: i64, limit: usize) -> u64 {
     )
 }
 
-/// One batch of [`RowsStore::forget_streamed`]: `$1` is now, `$2` the batch size. Only stamped
-/// events are in the partial index, so unfinished replies' events cost nothing to pass over.
-/// `SKIP LOCKED`: a row a writer holds is left for the next batch rather than waited on.
-/// Ties are broken by id so a tick that dies between batches removed the same rows on every
-/// run (and on the in-memory backend).
-pub const FORGET_STREAMED_SQL: &str = "DELETE FROM tidemark_rows.events WHERE id = ANY (ARRAY (
+/// One batch of [`RowsStore::forget_streamed`] (a keyset batch, `reaper::BatchSql::Keyset`):
+/// `$1` is now, `$2` the batch size, `$3`/`$4` the key of the last event the previous batch
+/// removed. Only stamped events are in the partial index `(forget_after_ms, id)`, read in its
+/// own order from where the last batch stopped, so unfinished replies' events and removed rows
+/// cost nothing to pass over and no batch sorts. `SKIP LOCKED`: a row a writer holds is left
+/// for a later tick rather than waited on. Ties are broken by id so a tick that dies between
+/// batches removed the same rows on every run (and on the in-memory backend).
+pub const FORGET_STREAMED_SQL: &str = "WITH gone AS (
+  DELETE FROM tidemark_rows.events WHERE id = ANY (ARRAY (
     SELECT id FROM tidemark_rows.events
      WHERE forget_after_ms IS NOT NULL AND forget_after_ms <= $1
-     ORDER BY forget_after_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED))";
+       AND (forget_after_ms, id) > ($3, $4::bigint)
+     ORDER BY forget_after_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED))
+  RETURNING forget_after_ms AS at, id),
+last AS (SELECT max(at) AS at FROM gone)
+SELECT (SELECT count(*) FROM gone), (SELECT at FROM last),
+       (SELECT max(id) FROM gone WHERE at = (SELECT at FROM last))::text";
 
 /// [`RowsMutant::StreamedSweptByAge`]'s batch: streamed events a day after they were written.
 const MUTANT_STREAMED_BY_AGE_SQL: &str = "DELETE FROM tidemark_rows.events WHERE id = ANY (ARRAY (
     SELECT id FROM tidemark_rows.events
      WHERE reply_id IS NOT NULL AND created_at_ms + 86400000 <= $1
+     ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED))";
+
+/// [`RowsMutant::ChatEventsSweptWithReplies`]'s batch: stamped events whose day is over, and
+/// conversation events of a `chat.` kind a day after they were written.
+const MUTANT_CHAT_EVENTS_SQL: &str = "DELETE FROM tidemark_rows.events WHERE id = ANY (ARRAY (
+    SELECT id FROM tidemark_rows.events
+     WHERE forget_after_ms <= $1
+        OR (reply_id IS NULL AND kind LIKE 'chat.%' AND created_at_ms + 86400000 <= $1)
      ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED))";
 
 async fn lock_state(

@@ -71,9 +71,13 @@ CREATE INDEX IF NOT EXISTS events_session ON tidemark_rows.events (session_id);
 -- Finishing a reply stamps its events; the transcript replays them in order.
 CREATE INDEX IF NOT EXISTS events_reply ON tidemark_rows.events (reply_id, id)
     WHERE reply_id IS NOT NULL;
--- The sweep of streamed events: only stamped rows are in it, ordered by when they go.
-CREATE INDEX IF NOT EXISTS events_forget_after ON tidemark_rows.events (forget_after_ms)
+-- The sweep of streamed events: only stamped rows are in it, in the order a batch takes them
+-- (when they go, then id: a batch breaks ties by id). Without id in the key every batch would
+-- sort all the rows expiring at one instant again, and a reap would cost what expired squared
+-- (SR-8.1); the index on forget_after_ms alone that did so is dropped.
+CREATE INDEX IF NOT EXISTS events_forget_after_id ON tidemark_rows.events (forget_after_ms, id)
     WHERE forget_after_ms IS NOT NULL;
+DROP INDEX IF EXISTS tidemark_rows.events_forget_after;
 
 CREATE TABLE IF NOT EXISTS tidemark_rows.tool_invocations (
     id            bigserial PRIMARY KEY,
@@ -81,7 +85,8 @@ CREATE TABLE IF NOT EXISTS tidemark_rows.tool_invocations (
     created_at_ms bigint NOT NULL,
     expires_at_ms bigint NOT NULL
 );
-CREATE INDEX IF NOT EXISTS tool_invocations_expiry ON tidemark_rows.tool_invocations (expires_at_ms);
+CREATE INDEX IF NOT EXISTS tool_invocations_expiry_id ON tidemark_rows.tool_invocations (expires_at_ms, id);
+DROP INDEX IF EXISTS tidemark_rows.tool_invocations_expiry;
 CREATE INDEX IF NOT EXISTS tool_invocations_session ON tidemark_rows.tool_invocations (session_id);
 
 CREATE TABLE IF NOT EXISTS tidemark_rows.trigger_firings (
@@ -90,7 +95,8 @@ CREATE TABLE IF NOT EXISTS tidemark_rows.trigger_firings (
     fired_at_ms   bigint NOT NULL,
     expires_at_ms bigint NOT NULL
 );
-CREATE INDEX IF NOT EXISTS trigger_firings_expiry ON tidemark_rows.trigger_firings (expires_at_ms);
+CREATE INDEX IF NOT EXISTS trigger_firings_expiry_id ON tidemark_rows.trigger_firings (expires_at_ms, id);
+DROP INDEX IF EXISTS tidemark_rows.trigger_firings_expiry;
 
 -- Newest is by id (the order snapshots were taken), never by a clock that can jump (SR-5.2).
 CREATE TABLE IF NOT EXISTS tidemark_rows.catalog_snapshots (
@@ -106,21 +112,28 @@ CREATE TABLE IF NOT EXISTS tidemark_rows.models (
 );
 CREATE INDEX IF NOT EXISTS models_snapshot ON tidemark_rows.models (snapshot_id);
 
--- The four stores kept until they expire (SR-4.3). One shape each, each its own table and index.
+-- The four stores kept until they expire (SR-4.3). One shape each, each its own table and index,
+-- keyed (expires_at_ms, id) in the order a batch takes its rows, as the events' is.
 CREATE TABLE IF NOT EXISTS tidemark_rows.live_sessions (
     id text PRIMARY KEY, expires_at_ms bigint NOT NULL);
-CREATE INDEX IF NOT EXISTS live_sessions_expiry ON tidemark_rows.live_sessions (expires_at_ms);
+CREATE INDEX IF NOT EXISTS live_sessions_expiry_id
+    ON tidemark_rows.live_sessions (expires_at_ms, id);
+DROP INDEX IF EXISTS tidemark_rows.live_sessions_expiry;
 CREATE TABLE IF NOT EXISTS tidemark_rows.refresh_tokens (
     id text PRIMARY KEY, expires_at_ms bigint NOT NULL);
-CREATE INDEX IF NOT EXISTS refresh_tokens_expiry ON tidemark_rows.refresh_tokens (expires_at_ms);
+CREATE INDEX IF NOT EXISTS refresh_tokens_expiry_id
+    ON tidemark_rows.refresh_tokens (expires_at_ms, id);
+DROP INDEX IF EXISTS tidemark_rows.refresh_tokens_expiry;
 CREATE TABLE IF NOT EXISTS tidemark_rows.webhook_deliveries (
     id text PRIMARY KEY, expires_at_ms bigint NOT NULL);
-CREATE INDEX IF NOT EXISTS webhook_deliveries_expiry
-    ON tidemark_rows.webhook_deliveries (expires_at_ms);
+CREATE INDEX IF NOT EXISTS webhook_deliveries_expiry_id
+    ON tidemark_rows.webhook_deliveries (expires_at_ms, id);
+DROP INDEX IF EXISTS tidemark_rows.webhook_deliveries_expiry;
 CREATE TABLE IF NOT EXISTS tidemark_rows.breaker_sightings (
     id text PRIMARY KEY, expires_at_ms bigint NOT NULL);
-CREATE INDEX IF NOT EXISTS breaker_sightings_expiry
-    ON tidemark_rows.breaker_sightings (expires_at_ms);
+CREATE INDEX IF NOT EXISTS breaker_sightings_expiry_id
+    ON tidemark_rows.breaker_sightings (expires_at_ms, id);
+DROP INDEX IF EXISTS tidemark_rows.breaker_sightings_expiry;
 
 -- Kept on purpose (SR-6): no expiry column, no sweep.
 CREATE TABLE IF NOT EXISTS tidemark_rows.action_items (

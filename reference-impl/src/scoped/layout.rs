@@ -82,11 +82,18 @@ pub struct Id(String);
 
 impl Id {
     pub fn new(s: impl Into<String>) -> Result<Id, PathError> {
+        Id::checked(s, None)
+    }
+
+    /// [`Id::new`] with a mutant switched on (`dotted-ids-accepted` lets a dot through).
+    pub fn checked(s: impl Into<String>, mutant: Option<ScopedMutant>) -> Result<Id, PathError> {
         let s = s.into();
+        let dots = mutant == Some(ScopedMutant::DottedIdsAccepted);
         let ok = !s.is_empty()
             && s.len() <= MAX_ID_BYTES
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            && s.bytes().all(|b| {
+                b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || (dots && b == b'.')
+            });
         if ok {
             Ok(Id(s))
         } else {
@@ -116,10 +123,20 @@ pub struct TurnSpace {
 
 impl TurnSpace {
     pub fn new(workspace: &str, agent: &str, session: &str) -> Result<TurnSpace, PathError> {
+        TurnSpace::checked(workspace, agent, session, None)
+    }
+
+    /// [`TurnSpace::new`], its identifiers checked with a mutant switched on.
+    pub fn checked(
+        workspace: &str,
+        agent: &str,
+        session: &str,
+        mutant: Option<ScopedMutant>,
+    ) -> Result<TurnSpace, PathError> {
         Ok(TurnSpace {
-            workspace: Id::new(workspace)?,
-            agent: Id::new(agent)?,
-            session: Id::new(session)?,
+            workspace: Id::checked(workspace, mutant)?,
+            agent: Id::checked(agent, mutant)?,
+            session: Id::checked(session, mutant)?,
             skills: BTreeMap::new(),
         })
     }
@@ -283,6 +300,9 @@ fn check_relative(
         return Err(PathError::Empty {
             path: full.to_string(),
         });
+    } else if rel.ends_with('/') && mutant == Some(ScopedMutant::TrailingSlashTrimmed) {
+        // The mutant repairs a directory path into the file it does not name.
+        rel = rel.trim_end_matches('/');
     } else if rel.ends_with('/') {
         return Err(PathError::DirectoryPath {
             path: full.to_string(),
@@ -476,8 +496,22 @@ pub fn resolve_with(
     }
     let segments = check_relative(path, rest, purpose, rules)?;
     let relative = segments.join("/");
-    let prefix = turn.scope_prefix(scope);
-    let key = if purpose == Purpose::List && !relative.is_empty() {
+    let prefix = if scope == Scope::Session && mutant == Some(ScopedMutant::SessionsUnderTheirAgent)
+    {
+        format!(
+            "{}sessions/{}/",
+            agent_prefix(&turn.workspace, &turn.agent),
+            turn.session
+        )
+    } else {
+        turn.scope_prefix(scope)
+    };
+    // A listing's key ends in `/`: the folder, never a string prefix (SC-2.7); the mutant's
+    // does not.
+    let key = if purpose == Purpose::List
+        && !relative.is_empty()
+        && mutant != Some(ScopedMutant::ListingStringPrefix)
+    {
         format!("{prefix}{relative}/")
     } else {
         format!("{prefix}{relative}")

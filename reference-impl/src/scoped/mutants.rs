@@ -28,10 +28,25 @@ pub enum ScopedMutant {
     LifecycleMerged,
     KeptClassesExpire,
     ListingByScope,
+    SessionsUnderTheirAgent,
+    DottedIdsAccepted,
+    TrailingSlashTrimmed,
+    SkillsWritable,
+    ListingStringPrefix,
+    DeleteNeedsOnlyRead,
+    PermissionBeforeShape,
+    FileBeforeText,
+    RefusalIsActivity,
+    RepeatedCreateIsActivity,
+    FailedWriteKeepsTheMark,
+    BackstopCheckedAgainstDefaultTtl,
+    NoWrittenAtStamp,
+    FailedWriteReportedWritten,
+    WorkspaceDeletionSparesSkills,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 23] = [
+    pub const ALL: [ScopedMutant; 38] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -55,6 +70,21 @@ impl ScopedMutant {
         ScopedMutant::LifecycleMerged,
         ScopedMutant::KeptClassesExpire,
         ScopedMutant::ListingByScope,
+        ScopedMutant::SessionsUnderTheirAgent,
+        ScopedMutant::DottedIdsAccepted,
+        ScopedMutant::TrailingSlashTrimmed,
+        ScopedMutant::SkillsWritable,
+        ScopedMutant::ListingStringPrefix,
+        ScopedMutant::DeleteNeedsOnlyRead,
+        ScopedMutant::PermissionBeforeShape,
+        ScopedMutant::FileBeforeText,
+        ScopedMutant::RefusalIsActivity,
+        ScopedMutant::RepeatedCreateIsActivity,
+        ScopedMutant::FailedWriteKeepsTheMark,
+        ScopedMutant::BackstopCheckedAgainstDefaultTtl,
+        ScopedMutant::NoWrittenAtStamp,
+        ScopedMutant::FailedWriteReportedWritten,
+        ScopedMutant::WorkspaceDeletionSparesSkills,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -83,6 +113,23 @@ impl ScopedMutant {
             ScopedMutant::LifecycleMerged => "lifecycle-merged",
             ScopedMutant::KeptClassesExpire => "kept-classes-expire",
             ScopedMutant::ListingByScope => "listing-by-scope",
+            ScopedMutant::SessionsUnderTheirAgent => "sessions-under-their-agent",
+            ScopedMutant::DottedIdsAccepted => "dotted-ids-accepted",
+            ScopedMutant::TrailingSlashTrimmed => "trailing-slash-trimmed",
+            ScopedMutant::SkillsWritable => "skills-writable",
+            ScopedMutant::ListingStringPrefix => "listing-string-prefix",
+            ScopedMutant::DeleteNeedsOnlyRead => "delete-needs-only-read",
+            ScopedMutant::PermissionBeforeShape => "permission-before-shape",
+            ScopedMutant::FileBeforeText => "file-before-text",
+            ScopedMutant::RefusalIsActivity => "refusal-is-activity",
+            ScopedMutant::RepeatedCreateIsActivity => "repeated-create-is-activity",
+            ScopedMutant::FailedWriteKeepsTheMark => "failed-write-keeps-the-mark",
+            ScopedMutant::BackstopCheckedAgainstDefaultTtl => {
+                "backstop-checked-against-default-ttl"
+            }
+            ScopedMutant::NoWrittenAtStamp => "no-written-at-stamp",
+            ScopedMutant::FailedWriteReportedWritten => "failed-write-reported-written",
+            ScopedMutant::WorkspaceDeletionSparesSkills => "workspace-deletion-spares-skills",
         }
     }
 
@@ -158,6 +205,96 @@ impl ScopedMutant {
             ScopedMutant::ListingByScope => {
                 "a listing with no prefix is each scope's listing one after another, not one listing in path order"
             }
+            ScopedMutant::SessionsUnderTheirAgent => {
+                "session files are kept under their agent's prefix (agents/<ws>/<agent>/sessions/<session>/), so no class prefix holds only sessions and no lifecycle rule can tell them apart"
+            }
+            ScopedMutant::DottedIdsAccepted => {
+                "identifiers may contain dots, so a session named `..` or `s.1` reaches a key"
+            }
+            ScopedMutant::TrailingSlashTrimmed => {
+                "a path ending in `/` is written as the name without it instead of refused as a directory"
+            }
+            ScopedMutant::SkillsWritable => {
+                "skill paths are written like any scope's, so a turn overwrites a published, immutable version"
+            }
+            ScopedMutant::ListingStringPrefix => {
+                "a listing passes its prefix to S3 as a string, so `session/reports` also lists `session/reports-old.csv`"
+            }
+            ScopedMutant::DeleteNeedsOnlyRead => {
+                "a deletion is checked against read access, so a read-only scope's files can be deleted"
+            }
+            ScopedMutant::PermissionBeforeShape => {
+                "permission is checked on a path's first segment before its shape, so `workspace/../session/x` is answered permission_denied"
+            }
+            ScopedMutant::FileBeforeText => {
+                "a write stores the file before its extracted text, so a crash between them leaves a file without its text listed"
+            }
+            ScopedMutant::RefusalIsActivity => {
+                "a refused operation still counts as the session's activity, so a guest probing missing files keeps an idle session alive"
+            }
+            ScopedMutant::RepeatedCreateIsActivity => {
+                "creating a session that exists counts as activity, so a host repeating its create keeps an idle session alive"
+            }
+            ScopedMutant::FailedWriteKeepsTheMark => {
+                "a write that fails after storing its text leaves the session marked swept, so its orphaned text is never swept"
+            }
+            ScopedMutant::BackstopCheckedAgainstDefaultTtl => {
+                "the session backstop is checked against the default 30-day TTL, not the deployment's, so a valid configuration is refused"
+            }
+            ScopedMutant::NoWrittenAtStamp => {
+                "objects carry no written-at stamp, so an age-only rule ages them by the store's clock, not the deployment's"
+            }
+            ScopedMutant::FailedWriteReportedWritten => {
+                "a write whose file PUT failed after its text was stored is answered written"
+            }
+            ScopedMutant::WorkspaceDeletionSparesSkills => {
+                "a deleted workspace's skill versions are left in place (immutable read as immortal), though the obligation is recorded met"
+            }
+        }
+    }
+
+    /// The rules of SPEC part SC this mutant breaks: each is cited by a scenario that kills it
+    /// (`conformance/tests/suites/real_tier_scenarios.rs` checks both).
+    pub fn rules(self) -> &'static [&'static str] {
+        match self {
+            ScopedMutant::AgeOnlyExpiry => &["SC-5.3"],
+            ScopedMutant::ClampingResolution => &["SC-2.1", "SC-2.2"],
+            ScopedMutant::WorkspaceWritableByDefault => &["SC-3.2"],
+            ScopedMutant::AppRecordedDeletions => &["SC-6.1"],
+            ScopedMutant::TextOutlivesFile => &["SC-1.4", "SC-4.2"],
+            ScopedMutant::DeletionBeforeRecord => &["SC-6.3"],
+            ScopedMutant::SkillsSwept => &["SC-6.2"],
+            ScopedMutant::ListingOwnScopeOnly => &["SC-3.4"],
+            ScopedMutant::WaitsIgnored => &["SC-5.2"],
+            ScopedMutant::ScopeGuessed => &["SC-2.4"],
+            ScopedMutant::NoneStillReadable => &["SC-3.1", "SC-3.4"],
+            ScopedMutant::PartialBatchMarkedDone => &["SC-5.5", "SC-6.4"],
+            ScopedMutant::EncodedTraversalAccepted => &["SC-2.2"],
+            ScopedMutant::SweepUnlocked => &["SC-5.6"],
+            ScopedMutant::BackslashAccepted => &["SC-2.2"],
+            ScopedMutant::LookalikeDotsAccepted => &["SC-2.2"],
+            ScopedMutant::TextKeyUncounted => &["SC-2.3"],
+            ScopedMutant::MissingBucketUnavailable => &["SC-8.1", "SC-8.3"],
+            ScopedMutant::StoreDeniedAsPermission => &["SC-8.3"],
+            ScopedMutant::ThrottleNotRetried => &["SC-8.4"],
+            ScopedMutant::LifecycleMerged => &["SC-7.5"],
+            ScopedMutant::KeptClassesExpire => &["SC-7.1"],
+            ScopedMutant::ListingByScope => &["SC-4.4"],
+            ScopedMutant::SessionsUnderTheirAgent => &["SC-1.1"],
+            ScopedMutant::DottedIdsAccepted => &["SC-1.3"],
+            ScopedMutant::TrailingSlashTrimmed => &["SC-2.5"],
+            ScopedMutant::SkillsWritable => &["SC-2.6"],
+            ScopedMutant::ListingStringPrefix => &["SC-2.7"],
+            ScopedMutant::DeleteNeedsOnlyRead => &["SC-3.3"],
+            ScopedMutant::PermissionBeforeShape => &["SC-3.5"],
+            ScopedMutant::FileBeforeText => &["SC-4.1"],
+            ScopedMutant::RefusalIsActivity => &["SC-4.3"],
+            ScopedMutant::RepeatedCreateIsActivity => &["SC-5.1"],
+            ScopedMutant::FailedWriteKeepsTheMark => &["SC-5.4"],
+            ScopedMutant::BackstopCheckedAgainstDefaultTtl => &["SC-7.2"],
+            ScopedMutant::NoWrittenAtStamp => &["SC-7.4"],
+            ScopedMutant::FailedWriteReportedWritten => &["SC-8.2"],
+            ScopedMutant::WorkspaceDeletionSparesSkills => &["SC-6.2"],
         }
     }
 

@@ -406,7 +406,10 @@ impl ScopedStore {
         path: &str,
         turn: &TurnSpace,
     ) -> Result<Resolved, ScopedError> {
-        match self.resolve(path, turn, Purpose::File).await {
+        match self
+            .resolve_checked(turn, path, Purpose::File, Access::ReadWrite)
+            .await
+        {
             Err(ScopedError::Path(PathError::UnknownSkill { .. }))
                 if self.cfg.takes(Alternative::SkillWritesReadOnly) =>
             {
@@ -509,16 +512,34 @@ impl ScopedStore {
         Ok(())
     }
 
+    /// A turn's space, its identifiers checked as this deployment checks them (SC-1.3).
+    pub fn turn_space(
+        &self,
+        workspace: &str,
+        agent: &str,
+        session: &str,
+    ) -> Result<TurnSpace, ScopedError> {
+        Ok(TurnSpace::checked(
+            workspace,
+            agent,
+            session,
+            self.mutant(),
+        )?)
+    }
+
     /// Opens a session; its activity clock starts now.
     pub async fn create_session(&self, turn: &TurnSpace) -> Result<(), ScopedError> {
         let key = session_key(turn);
-        if !self.meta.insert_session(&key, self.now().0).await?
-            && !self.meta.session_exists(&key).await?
-        {
-            return Err(ScopedError::UnknownEntity {
-                kind: "agent",
-                id: turn.agent.to_string(),
-            });
+        if !self.meta.insert_session(&key, self.now().0).await? {
+            if !self.meta.session_exists(&key).await? {
+                return Err(ScopedError::UnknownEntity {
+                    kind: "agent",
+                    id: turn.agent.to_string(),
+                });
+            }
+            if self.is(ScopedMutant::RepeatedCreateIsActivity) {
+                return self.record_activity(turn).await;
+            }
         }
         Ok(())
     }
@@ -546,7 +567,16 @@ impl ScopedStore {
             Ok(perms) => body(perms).await,
             Err(e) => Err(e),
         };
-        settle(tx, result, op).await
+        let refused = matches!(&result, Err(e) if !matches!(e, ScopedError::Storage { .. }));
+        let settled = settle(tx, result, op).await;
+        if refused && self.is(ScopedMutant::RefusalIsActivity) {
+            // The mutant counts the refused operation as activity all the same.
+            let mut tx = self.meta.begin().await?;
+            if self.touch(tx.as_mut(), turn).await.is_ok() {
+                let _ = settle(tx, Ok(()), op).await;
+            }
+        }
+        settled
     }
 
     pub async fn add_wait(
@@ -654,6 +684,35 @@ impl ScopedStore {
         }
     }
 
+    /// Resolves a guest path (SC-2) before anything else is asked (SC-3.5). The
+    /// `permission-before-shape` mutant, given a path that does not resolve, first checks the
+    /// access its first segment names and answers `permission_denied` if that falls short.
+    async fn resolve_checked(
+        &self,
+        turn: &TurnSpace,
+        path: &str,
+        purpose: Purpose,
+        needed: Access,
+    ) -> Result<Resolved, ScopedError> {
+        let resolved = self.resolve(path, turn, purpose).await;
+        if resolved.is_ok() || !self.is(ScopedMutant::PermissionBeforeShape) {
+            return resolved;
+        }
+        let scope = path.split('/').next().and_then(Scope::from_guest_name);
+        if let Some(scope) = scope.filter(|s| *s != Scope::Skill) {
+            let probe = Resolved {
+                scope,
+                relative: String::new(),
+                key: String::new(),
+                prefix: String::new(),
+            };
+            if let Ok(perms) = self.permissions(turn).await {
+                self.require(&perms, &probe, needed)?;
+            }
+        }
+        resolved
+    }
+
     /// The effective permissions for a turn (no activity recorded).
     pub async fn permissions(&self, turn: &TurnSpace) -> Result<Permissions, ScopedError> {
         let mut tx = self.meta.begin().await?;
@@ -678,13 +737,12 @@ impl ScopedStore {
     ) -> Result<(), ScopedError> {
         self.counters.put.fetch_add(1, Ordering::Relaxed);
         let written_at = self.now().0.to_string();
+        let stamped = !self.is(ScopedMutant::NoWrittenAtStamp);
         self.send(|| {
-            let mut req = self
-                .s3
-                .put_object()
-                .bucket(&self.cfg.bucket)
-                .key(key)
-                .metadata(WRITTEN_AT_META, &written_at);
+            let mut req = self.s3.put_object().bucket(&self.cfg.bucket).key(key);
+            if stamped {
+                req = req.metadata(WRITTEN_AT_META, &written_at);
+            }
             if let Some(sha) = source_sha {
                 req = req.metadata(SOURCE_SHA_META, sha);
             }
@@ -855,16 +913,30 @@ impl ScopedStore {
         bytes: Vec<u8>,
     ) -> Result<Resolved, ScopedError> {
         let r = self.resolve_for_change(path, turn).await?;
-        if r.scope == Scope::Skill {
+        let skill_writable = self.is(ScopedMutant::SkillsWritable);
+        if r.scope == Scope::Skill && !skill_writable {
             return Err(ScopedError::ReadOnly {
                 path: path.to_string(),
             });
         }
         let written = self
             .in_session(turn, "commit write", async |perms| {
-                self.require(&perms, &r, Access::ReadWrite)?;
+                if !(r.scope == Scope::Skill && skill_writable) {
+                    self.require(&perms, &r, Access::ReadWrite)?;
+                }
                 let text_key = self.text_key(&r);
                 let sha = hex::encode(Sha256::digest(&bytes));
+                if self.is(ScopedMutant::FileBeforeText) {
+                    // The mutant stores the file first: a crash before the text leaves a file
+                    // without it, after the text both (the crash point comes after both).
+                    self.put_tagged(&r.key, bytes.clone(), Some(&sha)).await?;
+                    if let Some(text) = extract_text(&bytes) {
+                        self.put_tagged(&text_key, text.as_bytes().to_vec(), Some(&sha))
+                            .await?;
+                    }
+                    self.crash(CrashPoint::AfterTextWritten)?;
+                    return Ok(());
+                }
                 match extract_text(&bytes) {
                     Some(text) => {
                         self.put_tagged(&text_key, text.as_bytes().to_vec(), Some(&sha))
@@ -878,17 +950,24 @@ impl ScopedStore {
             })
             .await;
         if let Err(ScopedError::Storage { .. }) = &written {
+            if self.is(ScopedMutant::FailedWriteReportedWritten) {
+                return Ok(r);
+            }
             // The text may have landed before the file failed, and the rollback restored a
             // swept mark: let the next sweep look at the session again, or the text would
             // outlive the retention period unseen (found by the scoped world, seed 27).
-            self.meta.unmark_swept(&session_key(turn)).await?;
+            if !self.is(ScopedMutant::FailedWriteKeepsTheMark) {
+                self.meta.unmark_swept(&session_key(turn)).await?;
+            }
         }
         written?;
         Ok(r)
     }
 
     pub async fn read(&self, turn: &TurnSpace, path: &str) -> Result<Vec<u8>, ScopedError> {
-        let r = self.resolve(path, turn, Purpose::File).await?;
+        let r = self
+            .resolve_checked(turn, path, Purpose::File, Access::Read)
+            .await?;
         self.in_session(turn, "commit read", async |perms| {
             self.require(&perms, &r, Access::Read)?;
             self.get(&r.key)
@@ -947,8 +1026,13 @@ impl ScopedStore {
                 path: path.to_string(),
             });
         }
+        let needed = if self.is(ScopedMutant::DeleteNeedsOnlyRead) {
+            Access::Read
+        } else {
+            Access::ReadWrite
+        };
         self.in_session(turn, "commit delete", async |perms| {
-            self.require(&perms, &r, Access::ReadWrite)?;
+            self.require(&perms, &r, needed)?;
             if !self.exists(&r.key).await? {
                 return Err(ScopedError::NotFound {
                     path: path.to_string(),
@@ -1096,8 +1180,13 @@ impl ScopedStore {
         &self,
         config: &super::lifecycle::LifecycleConfiguration,
     ) -> Result<(), ScopedError> {
+        let ttl_days = if self.is(ScopedMutant::BackstopCheckedAgainstDefaultTtl) {
+            DEFAULT_TTL_DAYS
+        } else {
+            self.cfg.session_file_ttl_days
+        };
         config
-            .validate_for_ttl(self.cfg.session_file_ttl_days)
+            .validate_for_ttl(ttl_days)
             .map_err(|e| ScopedError::Config(e.to_string()))?;
         let mut config = config.clone();
         if self.is(ScopedMutant::KeptClassesExpire) {
@@ -1476,12 +1565,19 @@ impl ScopedStore {
                 let claimed = rows.len() as i64;
                 let mut obligations: Vec<(i64, String, Vec<String>)> = Vec::new();
                 for (id, prefix) in rows {
-                    let keys = self
-                        .list_keys(&prefix)
-                        .await?
-                        .into_iter()
-                        .map(|(k, _)| k)
-                        .collect();
+                    let keys = if prefix.starts_with(layout::SKILLS_CLASS_PREFIX)
+                        && self.is(ScopedMutant::WorkspaceDeletionSparesSkills)
+                    {
+                        // The mutant reads "never swept" as "never deleted": the obligation is
+                        // recorded met with the skill versions left in place.
+                        Vec::new()
+                    } else {
+                        self.list_keys(&prefix)
+                            .await?
+                            .into_iter()
+                            .map(|(k, _)| k)
+                            .collect()
+                    };
                     obligations.push((id, prefix, keys));
                 }
                 // One DeleteObjects per 1,000 keys across the chunk; a key under two recorded

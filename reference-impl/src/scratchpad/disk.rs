@@ -77,8 +77,14 @@ pub fn first_symlink(base: &Path, rel: &[String]) -> Option<PathBuf> {
 
 /// Creates `dir` and any missing parents below `base`, stamping each new directory, and the
 /// directory it was created in, with `now`: the operating system would stamp them with its own
-/// clock, which in a simulation is the wrong clock.
-pub fn create_dirs(base: &Path, rel: &[String], now: Timestamp) -> io::Result<()> {
+/// clock, which in a simulation is the wrong clock. `stamp_parent: false` is the
+/// `entry-creation-keeps-dir-time` mutant's, which leaves the directory created in as it was.
+pub fn create_dirs(
+    base: &Path,
+    rel: &[String],
+    now: Timestamp,
+    stamp_parent: bool,
+) -> io::Result<()> {
     let mut p = base.to_path_buf();
     for c in rel {
         let parent = p.clone();
@@ -94,7 +100,9 @@ pub fn create_dirs(base: &Path, rel: &[String], now: Timestamp) -> io::Result<()
             Err(_) => {
                 fs::create_dir(&p)?;
                 set_mtime(&p, now)?;
-                set_mtime(&parent, now)?;
+                if stamp_parent {
+                    set_mtime(&parent, now)?;
+                }
             }
         }
     }

@@ -57,6 +57,9 @@ pub struct Scratchpad {
     /// Each session's files oldest first, so eviction reads only what it evicts (SP-4.2).
     order: EvictionOrder,
     next_sweep_at: Option<Timestamp>,
+    /// The kinds of the sessions written since this process started: what the
+    /// `kind-remembered-in-memory` mutant sweeps by (the reference reads the prefix).
+    remembered: std::collections::BTreeMap<String, SessionKind>,
 }
 
 impl Scratchpad {
@@ -69,9 +72,12 @@ impl Scratchpad {
             usage: Usage::default(),
             order: EvictionOrder::default(),
             next_sweep_at: None,
+            remembered: Default::default(),
         };
         if let Ok(root) = pad.root() {
-            (pad.usage, pad.order) = measure(&root)?;
+            if !pad.cfg.is(ScratchpadMutant::CountsForgottenAtRestart) {
+                (pad.usage, pad.order) = measure(&root)?;
+            }
         }
         Ok(pad)
     }
@@ -91,6 +97,21 @@ impl Scratchpad {
 
     fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// The time a write stamps on what it writes: now (the mutant's, in whole seconds).
+    fn stamp(&self) -> Timestamp {
+        let now = self.now();
+        if self.cfg.is(ScratchpadMutant::TimesRoundedToSeconds) {
+            return Timestamp::from_millis(now.as_millis().div_euclid(1000) * 1000);
+        }
+        now
+    }
+
+    /// Creates the directories `rel` names below `root`, stamped with `now` (SP-3.5).
+    fn create_dirs(&self, root: &Path, rel: &[String], now: Timestamp) -> std::io::Result<()> {
+        let stamp_parent = !self.cfg.is(ScratchpadMutant::EntryCreationKeepsDirTime);
+        disk::create_dirs(root, rel, now, stamp_parent)
     }
 
     /// The mounted root, or a refusal. An empty root is never resolved to anything (SP-1.3):
@@ -129,6 +150,8 @@ impl Scratchpad {
         Limits {
             max_depth: if unlimited {
                 usize::MAX
+            } else if self.cfg.is(ScratchpadMutant::MaxDepthKnobIgnored) {
+                16
             } else {
                 self.cfg.max_depth
             },
@@ -137,7 +160,7 @@ impl Scratchpad {
             } else {
                 self.cfg.max_path_bytes
             },
-            normalise_dotdot: self.cfg.is(ScratchpadMutant::DotDotNormalised),
+            mutant: self.cfg.mutant,
             tidy: self.cfg.takes(Alternative::PathsTidied),
         }
     }
@@ -152,7 +175,7 @@ impl Scratchpad {
         }
         let rel = [self.session_dir(ctx), self.requester_dir(ctx)];
         if disk::first_symlink(root, &rel).is_none() {
-            let _ = disk::create_dirs(root, &rel, self.now());
+            let _ = self.create_dirs(root, &rel, self.now());
         }
     }
 
@@ -235,6 +258,16 @@ impl Scratchpad {
         let requester = self.requester_dir(ctx);
         let mut rel: Vec<String> = vec![session.clone(), requester.clone()];
         rel.extend(gp.components().iter().cloned());
+        if self.cfg.is(ScratchpadMutant::WriteResolvesLikeARead) {
+            rel = self.resolved_like_a_read(&root, rel, &session, &gp);
+        }
+        let as_text;
+        let data = if self.cfg.is(ScratchpadMutant::ContentAsText) {
+            as_text = String::from_utf8_lossy(data).into_owned().into_bytes();
+            &as_text[..]
+        } else {
+            data
+        };
         let target = rel.iter().fold(root.clone(), |p, c| p.join(c));
         // The `overwrite-skips-*` mutants check sizes only when a file is created; the disk is
         // asked only when one of them is on.
@@ -255,8 +288,16 @@ impl Scratchpad {
                 format!("the file is {len} bytes; at most {largest} fit in a session"),
             ));
         }
-        let now = self.now();
+        let now = self.stamp();
         self.refuse_symlinks(&root, &rel)?;
+        if self
+            .cfg
+            .is(ScratchpadMutant::RefusedWriteLeavesItsDirectories)
+        {
+            // The mutant makes the parents before anything can refuse.
+            let _ = self.create_dirs(&root, &rel[..rel.len() - 1], now);
+        }
+        self.remembered.insert(session.clone(), ctx.kind());
         // What is on disk at the path can refuse the write; every such check runs before anything
         // is evicted, so the refusal changes nothing (SP-6.2). The `late-refusal-evicts` mutant
         // holds the refusal until after eviction.
@@ -340,7 +381,7 @@ impl Scratchpad {
         }
 
         let parent_rel = &rel[..rel.len() - 1];
-        disk::create_dirs(&root, parent_rel, now)
+        self.create_dirs(&root, parent_rel, now)
             .map_err(|e| ScratchError::new(Refusal::NotADirectory, e.to_string()))?;
         let is_new = old_len == 0 && fs::symlink_metadata(&target).is_err();
         fs::write(&target, data).map_err(|e| ScratchError::io("writing the file", e))?;
@@ -349,6 +390,15 @@ impl Scratchpad {
             let parent = target.parent().expect("target has a parent");
             disk::set_mtime(parent, now)
                 .map_err(|e| ScratchError::io("stamping the directory", e))?;
+        }
+        if self.cfg.is(ScratchpadMutant::WriteRestampsItsDirectories) {
+            let session_dir = root.join(&session);
+            for dir in target.ancestors().skip(1) {
+                let _ = disk::set_mtime(dir, now);
+                if dir == session_dir {
+                    break;
+                }
+            }
         }
         self.usage.subtract(&session, &requester, credited);
         self.usage.add(&session, &requester, len);
@@ -574,6 +624,7 @@ impl Scratchpad {
         self.prepare_caller_dirs(&root, ctx);
         let gp = GuestPath::parse(path, &self.limits())?;
         let session = self.session_dir(ctx);
+        self.mutant_makes_the_directory(&root, ctx);
         let own: Vec<String> = [session.clone(), self.requester_dir(ctx)]
             .into_iter()
             .chain(gp.components().iter().cloned())
@@ -641,6 +692,7 @@ impl Scratchpad {
             .map(|raw| GuestPath::parse(raw, &self.limits()))
             .transpose()?;
         let session = self.session_dir(ctx);
+        self.mutant_makes_the_directory(&root, ctx);
         let sdir = root.join(&session);
         if fs::symlink_metadata(&sdir).is_err() {
             return match path {
@@ -716,10 +768,13 @@ impl Scratchpad {
         let gp = GuestPath::parse(path, &self.limits())?;
         let session = self.session_dir(ctx);
         let requester = self.requester_dir(ctx);
-        let rel: Vec<String> = [session.clone(), requester.clone()]
+        let mut rel: Vec<String> = [session.clone(), requester.clone()]
             .into_iter()
             .chain(gp.components().iter().cloned())
             .collect();
+        if self.cfg.is(ScratchpadMutant::RemoveResolvesLikeARead) {
+            rel = self.resolved_like_a_read(&root, rel, &session, &gp);
+        }
         self.refuse_symlinks(&root, &rel)?;
         let crossed_a_file = self.crosses_a_file(&root, &rel);
         let target = rel.iter().fold(root, |p, c| p.join(c));
@@ -787,7 +842,7 @@ impl Scratchpad {
             Ok(r) if !self.cfg.root.as_os_str().is_empty() => r,
             _ => return Ok(SweepReport::default()),
         };
-        let report = retention::sweep(&root, &self.cfg, self.now())?;
+        let report = retention::sweep(&root, &self.cfg, self.now(), &self.remembered)?;
         for s in &report.collected {
             self.usage.drop_session(s);
             self.order.drop_session(s);
@@ -806,6 +861,40 @@ pub fn names_for(cfg: &ScratchpadConfig, ctx: &CallContext) -> (String, String) 
         ctx.session_dir()
     };
     (session, ctx.requester_dir())
+}
+
+impl Scratchpad {
+    /// The `write-` and `remove-resolves-like-a-read` mutants' target: the caller's own path
+    /// (`own`) unless it is no file and the path as the listing shows it (`<session>/P`) is one.
+    fn resolved_like_a_read(
+        &self,
+        root: &Path,
+        own: Vec<String>,
+        session: &str,
+        gp: &GuestPath,
+    ) -> Vec<String> {
+        let shared: Vec<String> = std::iter::once(session.to_string())
+            .chain(gp.components().iter().cloned())
+            .collect();
+        let is_file = |rel: &[String]| {
+            fs::symlink_metadata(rel.iter().fold(root.to_path_buf(), |p, c| p.join(c)))
+                .is_ok_and(|m| m.is_file())
+        };
+        if !is_file(&own) && is_file(&shared) {
+            shared
+        } else {
+            own
+        }
+    }
+
+    /// The `reading-makes-the-directory` mutant's first step of a read or a listing: the
+    /// caller's directory in the session, made (and stamped) if missing.
+    fn mutant_makes_the_directory(&self, root: &Path, ctx: &CallContext) {
+        if self.cfg.is(ScratchpadMutant::ReadingMakesTheDirectory) {
+            let rel = [self.session_dir(ctx), self.requester_dir(ctx)];
+            let _ = self.create_dirs(root, &rel, self.now());
+        }
+    }
 }
 
 fn list_dir_names(root: &Path) -> Vec<String> {

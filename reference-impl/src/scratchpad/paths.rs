@@ -3,6 +3,7 @@
 //! success, and the caller never learns its path was wrong.
 
 use super::error::{Refusal, ScratchError};
+use super::mutants::ScratchpadMutant;
 
 /// A validated relative path: one or more non-empty components, none of them `.` or `..`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -13,11 +14,17 @@ pub struct GuestPath {
 pub struct Limits {
     pub max_depth: usize,
     pub max_path_bytes: usize,
-    /// Mutant switch: normalise `..` instead of refusing it.
-    pub normalise_dotdot: bool,
+    /// The mutant switched on, if it is one of the path checks'.
+    pub mutant: Option<ScratchpadMutant>,
     /// SPEC.md's variant `non_canonical_paths=tidy`: drop empty and `.` components rather than
     /// refuse them (depth is then counted on what remains).
     pub tidy: bool,
+}
+
+impl Limits {
+    fn is(&self, m: ScratchpadMutant) -> bool {
+        self.mutant == Some(m)
+    }
 }
 
 impl GuestPath {
@@ -29,6 +36,32 @@ impl GuestPath {
     }
 
     pub fn parse(raw: &[u8], limits: &Limits) -> Result<GuestPath, ScratchError> {
+        // The mutants that repair a path instead of refusing it.
+        let repaired: Vec<u8>;
+        let raw = if limits.is(ScratchpadMutant::NulTruncatesThePath) && raw.contains(&0) {
+            &raw[..raw.iter().position(|b| *b == 0).unwrap_or(raw.len())]
+        } else if limits.is(ScratchpadMutant::NonUtf8Replaced) {
+            repaired = String::from_utf8_lossy(raw).into_owned().into_bytes();
+            &repaired
+        } else if limits.is(ScratchpadMutant::AbsolutePathMadeRelative) {
+            let start = raw.iter().position(|b| *b != b'/').unwrap_or(raw.len());
+            &raw[start..]
+        } else {
+            raw
+        };
+        if raw.is_empty() && limits.is(ScratchpadMutant::EmptyPathNamesTheRoot) {
+            return Ok(GuestPath {
+                components: Vec::new(),
+            });
+        }
+        // The limits are inclusive (a path exactly at one is accepted); the mutant's are not.
+        let over = |n: usize, limit: usize| {
+            if limits.is(ScratchpadMutant::LimitsExclusive) {
+                n >= limit
+            } else {
+                n > limit
+            }
+        };
         if raw.is_empty() {
             return Err(ScratchError::new(
                 Refusal::EmptyPath,
@@ -50,7 +83,7 @@ impl GuestPath {
                 ),
             )
         })?;
-        if raw.len() > limits.max_path_bytes {
+        if over(raw.len(), limits.max_path_bytes) {
             return Err(ScratchError::new(
                 Refusal::PathTooLong,
                 format!(
@@ -78,7 +111,7 @@ impl GuestPath {
         let mut components: Vec<String> = Vec::new();
         for c in text.split('/') {
             match c {
-                ".." if limits.normalise_dotdot => {
+                ".." if limits.is(ScratchpadMutant::DotDotNormalised) => {
                     components.pop();
                 }
                 ".." => {
@@ -105,7 +138,7 @@ impl GuestPath {
                 "the path names no file",
             ));
         }
-        if components.len() > limits.max_depth {
+        if over(components.len(), limits.max_depth) {
             return Err(ScratchError::new(
                 Refusal::TooDeep,
                 format!(
@@ -127,7 +160,7 @@ mod tests {
     const LIMITS: Limits = Limits {
         max_depth: 16,
         max_path_bytes: 1024,
-        normalise_dotdot: false,
+        mutant: None,
         tidy: false,
     };
 

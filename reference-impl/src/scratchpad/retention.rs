@@ -11,6 +11,7 @@ use super::error::ScratchError;
 use super::identity::{parse_session_dir, SessionKind};
 use super::mutants::ScratchpadMutant;
 use crate::clock::Timestamp;
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
@@ -22,10 +23,14 @@ pub struct SweepReport {
     pub kept: usize,
 }
 
+/// One sweep at `now`. `remembered`: the kinds of the sessions this process wrote since it
+/// started, read only by the `kind-remembered-in-memory` mutant (the reference reads a
+/// session's kind from its directory's prefix alone, SP-1.4).
 pub fn sweep(
     root: &Path,
     cfg: &ScratchpadConfig,
     now: Timestamp,
+    remembered: &BTreeMap<String, SessionKind>,
 ) -> Result<SweepReport, ScratchError> {
     let mut report = SweepReport::default();
     let mut names: Vec<String> = fs::read_dir(root)
@@ -42,7 +47,26 @@ pub fn sweep(
         if !meta.is_dir() {
             continue;
         }
-        let kind = match parse_session_dir(&name) {
+        let parsed = if cfg.is(ScratchpadMutant::SessionShapeByPrefix) {
+            // The mutant takes anything that starts like a session for one.
+            match name.get(..2) {
+                Some("t-") => Some(SessionKind::Thread),
+                Some("c-") => Some(SessionKind::Pairing),
+                _ => None,
+            }
+        } else {
+            parse_session_dir(&name)
+        };
+        let parsed = match parsed {
+            Some(_) if cfg.is(ScratchpadMutant::KindRememberedInMemory) => Some(
+                remembered
+                    .get(&name)
+                    .copied()
+                    .unwrap_or(SessionKind::Thread),
+            ),
+            p => p,
+        };
+        let kind = match parsed {
             Some(k) => k,
             // Not ours: left alone (SP-5.6). The mutant treats it as a channel pairing.
             None if cfg.is(ScratchpadMutant::ForeignDirectorySwept) => SessionKind::Pairing,
@@ -62,6 +86,12 @@ pub fn sweep(
             match newest_file {
                 Some(t) => Some(t),
                 None if cfg.is(ScratchpadMutant::EmptySessionKeptForever) => None,
+                None if cfg.is(ScratchpadMutant::EmptySessionTimeFromMembers) => walk
+                    .dirs
+                    .iter()
+                    .map(|d| d.1)
+                    .chain([disk::mtime(&meta)])
+                    .max(),
                 None => Some(disk::mtime(&meta)),
             }
         };

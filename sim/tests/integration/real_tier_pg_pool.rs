@@ -136,3 +136,131 @@ async fn a_role_without_createdb_is_told_it_needs_it() {
     assert!(err.contains("CREATEDB privilege"), "{err}");
     println!("{err}");
 }
+
+/// The count of rows of every table of the scoped schema, by name.
+async fn counts(db: &tidemark_sim::real_tier::TestDatabase) -> Vec<(String, i64)> {
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    let mut out = Vec::new();
+    for t in tables {
+        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT count(*) FROM public.{}",
+            quote(&t)
+        )))
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+        out.push((t, n));
+    }
+    out
+}
+
+fn quote(ident: &str) -> String {
+    format!("\"{}\"", ident.replace('"', "\"\""))
+}
+
+/// A pooled database handed out again is as a new one in every table and every sequence of
+/// the schema, however its last holder left it: rows in each table (the test checks it filled
+/// them all, so a table added later without rows here fails it), every sequence advanced, a
+/// straggling session, and one of the pool's own connections left idle in a transaction
+/// holding an advisory lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_database_is_new_in_every_table_and_sequence_and_keeps_no_session() {
+    let pg = PgProvider::from_environment().await.unwrap();
+    let db = pg.scoped_database("pool_every").await.unwrap();
+    for sql in [
+        "INSERT INTO workspaces (id) VALUES ('w1')",
+        "INSERT INTO agents (workspace_id, id) VALUES ('w1', 'a1')",
+        "INSERT INTO sessions (workspace_id, agent_id, id, last_activity_ms) VALUES ('w1', 'a1', 's1', 0)",
+        "INSERT INTO session_waits VALUES ('w1', 'a1', 's1', 'queued', 'q1')",
+        "INSERT INTO storage_deletions (prefix, entity_kind, entity_id) VALUES ('sessions/w9/', 'session', 's9')",
+        "INSERT INTO storage_deletion_records (deletion_id, prefix, objects_deleted, completed_at_ms)
+         SELECT id, prefix, 0, 0 FROM storage_deletions",
+    ] {
+        sqlx::query(sql).execute(&db.pool).await.unwrap();
+    }
+    let filled = counts(&db).await;
+    assert!(filled.len() >= 6, "the schema's tables: {filled:?}");
+    assert!(
+        filled.iter().all(|(_, n)| *n > 0),
+        "every table holds a row before the reset (fill any table added since): {filled:?}"
+    );
+    let sequences: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT sequencename::text, start_value FROM pg_sequences WHERE schemaname = 'public'
+          ORDER BY sequencename",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert!(
+        sequences.len() >= 2,
+        "the schema's sequences: {sequences:?}"
+    );
+    for (s, _) in &sequences {
+        for _ in 0..3 {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT nextval('public.{}')",
+                quote(s)
+            )))
+            .execute(&db.pool)
+            .await
+            .unwrap();
+        }
+    }
+    let mut straggler = sqlx::ConnectOptions::connect(&db.options).await.unwrap();
+    // One of the pool's own connections, left in a transaction holding a lock.
+    let mut leaked = db.pool.acquire().await.unwrap().detach();
+    sqlx::query("BEGIN").execute(&mut leaked).await.unwrap();
+    sqlx::query("SELECT pg_advisory_lock(4242)")
+        .execute(&mut leaked)
+        .await
+        .unwrap();
+    let name = db.name.clone();
+    pg.drop_database(db).await.unwrap();
+
+    let db = pg.scoped_database("pool_every").await.unwrap();
+    assert_eq!(db.name, name, "the idle database is reused");
+    let emptied = counts(&db).await;
+    assert_eq!(
+        emptied.iter().map(|(t, _)| t).collect::<Vec<_>>(),
+        filled.iter().map(|(t, _)| t).collect::<Vec<_>>()
+    );
+    assert!(
+        emptied.iter().all(|(_, n)| *n == 0),
+        "every table is empty: {emptied:?}"
+    );
+    for (s, start) in &sequences {
+        let next: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT nextval('public.{}')",
+            quote(s)
+        )))
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+        assert_eq!(next, *start, "sequence {s} restarts as in a new database");
+    }
+    assert!(sqlx::query("SELECT 1")
+        .execute(&mut straggler)
+        .await
+        .is_err());
+    assert!(
+        sqlx::query("SELECT 1").execute(&mut leaked).await.is_err(),
+        "the pool's connection left in a transaction was ended"
+    );
+    let mut probe = db.pool.acquire().await.unwrap();
+    let lock_free: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock(4242)")
+        .fetch_one(&mut *probe)
+        .await
+        .unwrap();
+    assert!(lock_free, "no lock of the last holder survives");
+    sqlx::query("SELECT pg_advisory_unlock_all()")
+        .execute(&mut *probe)
+        .await
+        .unwrap();
+    drop(probe);
+    pg.drop_database(db).await.unwrap();
+}

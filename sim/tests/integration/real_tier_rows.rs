@@ -286,10 +286,12 @@ async fn expires_at_equal_to_now_is_expired_and_a_millisecond_before_is_kept() {
     s.record_invocation("s1", at(0, 0)).await.unwrap();
     s.fire_trigger("nightly", at(0, 0)).await.unwrap();
     for store in ExpiringStore::ALL {
-        s.put_expiring(store, "k", at(2, 0)).await.unwrap();
+        s.put_expiring(store, "k", at(2, 0), at(0, 0))
+            .await
+            .unwrap();
     }
     // A renewal moves the expiry; the old one no longer applies.
-    s.put_expiring(ExpiringStore::RefreshTokens, "k", at(40, 0))
+    s.put_expiring(ExpiringStore::RefreshTokens, "k", at(40, 0), at(0, 0))
         .await
         .unwrap();
 
@@ -340,8 +342,10 @@ async fn a_sweep_deletes_in_batches_of_the_size_it_is_given_and_finishes_in_one_
     let report = r.store.reap_tick(at(0, 0), &cfg).await.unwrap();
     assert_eq!(report.live_sessions, 1050);
     assert_eq!(r.store.count("live_sessions").await.unwrap(), 0);
-    // The statement itself never removes more than its batch.
-    let one = sqlx::query(ExpiringStore::WebhookDeliveries.sweep_sql());
+    // The statement itself never removes more than its batch (read on from below every key).
+    let one = sqlx::query_as::<_, (i64, Option<i64>, Option<String>)>(
+        ExpiringStore::WebhookDeliveries.sweep_sql(),
+    );
     sqlx::query(
         "INSERT INTO tidemark_rows.webhook_deliveries (id, expires_at_ms)
          SELECT 'd' || g, 0 FROM generate_series(1, 250) g",
@@ -349,13 +353,16 @@ async fn a_sweep_deletes_in_batches_of_the_size_it_is_given_and_finishes_in_one_
     .execute(&r.db.pool)
     .await
     .unwrap();
-    let done = one
+    let (removed, _, last) = one
         .bind(at(0, 0).as_millis())
         .bind(100_i64)
-        .execute(&r.db.pool)
+        .bind(i64::MIN)
+        .bind("")
+        .fetch_one(&r.db.pool)
         .await
         .unwrap();
-    assert_eq!(done.rows_affected(), 100);
+    assert_eq!(removed, 100);
+    assert!(last.is_some(), "the batch names the last row it removed");
     // A reaper that died after that batch: the next tick removes exactly the rest.
     let next = r.store.reap_tick(at(0, 0), &cfg).await.unwrap();
     assert_eq!(next.webhook_deliveries, 150);
@@ -372,6 +379,7 @@ async fn a_reaper_down_for_a_week_removes_on_its_first_tick_what_expired_meanwhi
             ExpiringStore::BreakerSightings,
             &format!("b{day}"),
             at(day, 0),
+            at(0, 0),
         )
         .await
         .unwrap();
@@ -389,7 +397,7 @@ async fn a_row_a_writer_holds_is_skipped_by_the_reap_not_waited_for_and_taken_by
     let r = rows("rows_skip").await;
     let s = &r.store;
     for id in ["a", "b", "c"] {
-        s.put_expiring(ExpiringStore::LiveSessions, id, at(0, 0))
+        s.put_expiring(ExpiringStore::LiveSessions, id, at(0, 0), at(0, 0))
             .await
             .unwrap();
     }
@@ -480,72 +488,185 @@ async fn unknown_kinds_replies_and_snapshots_are_typed_errors() {
     );
 }
 
-/// The plan of one sweep statement, as text.
-async fn plan(db: &TestDatabase, sql: &str) -> String {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN {sql}")))
-        .bind(at(100, 0).as_millis())
-        .bind(1000_i64)
-        .fetch_all(&db.pool)
-        .await
-        .unwrap();
-    rows.iter()
-        .map(|r| r.get::<String, _>(0))
-        .collect::<Vec<_>>()
-        .join("\n")
+/// The rows of the SR-8.1 guard: each table shaped as the bench's reap is (half of its rows
+/// expired, all of those at one instant, so every batch meets a tie as long as the expired range),
+/// beside rows that are not expired, which a plan that scans would read too.
+const GUARD_ROWS: i64 = 200_000;
+/// The instant the guard's expired rows all expire at, and the `now` its sweeps are planned for.
+const GUARD_EXPIRED_AT_MS: i64 = 1_000_000;
+const GUARD_NOW_MS: i64 = 2_000_000;
+
+/// What is wrong with a sweep's text plan for `table`: a sequential scan of the table, or a
+/// sort (`Sort`, `Incremental Sort`) anywhere above a read of it, which is a sort over the
+/// expired range. (A sort of another, small table, such as the models a snapshot sweep
+/// anti-joins, reads no expired row.)
+fn plan_faults(plan: &str, table: &str) -> Vec<String> {
+    let lines: Vec<&str> = plan.lines().collect();
+    let node = |l: &str| {
+        l.trim_start()
+            .trim_start_matches("->")
+            .trim_start()
+            .split("  (")
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let reads_table = |l: &str| {
+        let n = node(l);
+        n.ends_with(&format!(" on {table}")) || n.contains(&format!(" on {table} "))
+    };
+    let mut faults = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let n = node(l);
+        if n == format!("Seq Scan on {table}") || n.starts_with(&format!("Seq Scan on {table} ")) {
+            faults.push(n.clone());
+        }
+        if n == "Sort" || n == "Incremental Sort" {
+            let below = lines[i + 1..]
+                .iter()
+                .take_while(|b| indent(b) > indent(l))
+                .any(|b| reads_table(b));
+            if below {
+                faults.push(format!("{n} over a read of {table}"));
+            }
+        }
+    }
+    faults
 }
 
+/// A sweep statement's plans on `conn`: the custom plan for the guard's `now` and a batch of
+/// 1,000 and, for a keyset batch, the key its first batch read on from (`after`), and the
+/// generic plan PostgreSQL switches a prepared statement to after a few runs (sqlx prepares
+/// every statement, and the reaper runs each hundreds of times).
+async fn sweep_plans(
+    conn: &mut sqlx::PgConnection,
+    sql: &str,
+    after: &Option<(i64, String)>,
+) -> [String; 2] {
+    let text = |rows: Vec<sqlx::postgres::PgRow>| {
+        rows.iter()
+            .map(|r| r.get::<String, _>(0))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut explain = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN {sql}")))
+        .bind(GUARD_NOW_MS)
+        .bind(1000_i64);
+    let (types, rest) = match after {
+        Some((at, id)) => {
+            explain = explain.bind(*at).bind(id.clone());
+            (
+                "bigint, bigint, bigint, text",
+                format!(", {at}, '{}'", id.replace('\'', "''")),
+            )
+        }
+        None => ("bigint, bigint", String::new()),
+    };
+    let custom = explain.fetch_all(&mut *conn).await.unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "PREPARE guarded_sweep({types}) AS {sql}"
+    )))
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    sqlx::raw_sql("SET plan_cache_mode = force_generic_plan")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let generic = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "EXPLAIN EXECUTE guarded_sweep({GUARD_NOW_MS}, 1000{rest})"
+    )))
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    sqlx::raw_sql("RESET plan_cache_mode; DEALLOCATE guarded_sweep")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    [text(custom), text(generic)]
+}
+
+/// SR-8.1's guard: the statements a tick's sweeps really run (written down by the tick itself,
+/// [`ReapConfig::statements`]) are explained on tables where half the rows expired at one
+/// instant; no plan may read a swept table sequentially or sort, since a sort over the expired
+/// range makes each batch cost what expired and a reap cost what expired squared.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_sweep_reads_an_index_and_never_scans_its_table() {
-    use tidemark_reference::rows::{catalog, expiring, replies};
+async fn every_sweep_reads_its_expired_rows_in_order_from_an_index_without_a_scan_or_a_sort() {
+    use tidemark_reference::rows::reaper::StatementLog;
+    // The statements: one tick on an empty database, each sweep's statement recorded as it runs.
+    let empty = rows("rows_plans_recorded").await;
+    let log = StatementLog::default();
+    let recording = ReapConfig {
+        statements: Some(log.clone()),
+        ..ReapConfig::default()
+    };
+    empty.store.reap_tick(at(0, 0), &recording).await.unwrap();
+    let statements = log.statements();
+    assert_eq!(
+        statements.len(),
+        8,
+        "a tick runs one statement per sweep, eight sweeps: {statements:#?}"
+    );
+
     let r = rows("rows_plans").await;
     let p = &r.db.pool;
-    let n = 200_000_i64;
-    // Mostly rows that are not expired: an unfinished reply's events, long-lived expiries,
-    // named snapshots are few. A plan that scans would read all of them.
     for sql in [
         "INSERT INTO tidemark_rows.workspaces VALUES ('w')",
         "INSERT INTO tidemark_rows.sessions VALUES ('s', 'w')",
+        // Half the events stamped, all at one instant (their replies finished together); the
+        // other half unfinished replies' events.
         "INSERT INTO tidemark_rows.events (session_id, reply_id, kind, payload, created_at_ms,
                                            forget_after_ms)
-         SELECT 's', g / 100, 'chat.delta', 'x', 0, CASE WHEN g % 100 = 0 THEN g END
+         SELECT 's', g / 50, 'chat.delta', 'x', 0, CASE WHEN g % 2 = 0 THEN $2 END
            FROM generate_series(1, $1) g",
         "INSERT INTO tidemark_rows.tool_invocations (session_id, created_at_ms, expires_at_ms)
-         SELECT 's', 0, g * 1000000000 FROM generate_series(1, $1) g",
+         SELECT 's', 0, CASE WHEN g % 2 = 0 THEN $2 ELSE $2 * 1000 END FROM generate_series(1, $1) g",
         "INSERT INTO tidemark_rows.trigger_firings (trigger_name, fired_at_ms, expires_at_ms)
-         SELECT 't', 0, g * 1000000000 FROM generate_series(1, $1) g",
+         SELECT 't', 0, CASE WHEN g % 2 = 0 THEN $2 ELSE $2 * 1000 END FROM generate_series(1, $1) g",
         "INSERT INTO tidemark_rows.catalog_snapshots (taken_at_ms) SELECT g FROM generate_series(1, $1) g",
         "INSERT INTO tidemark_rows.models SELECT 'm' || g, g * 1000 FROM generate_series(1, 100) g",
-        "INSERT INTO tidemark_rows.live_sessions SELECT 'l' || g, g * 1000000000 FROM generate_series(1, $1) g",
-        "INSERT INTO tidemark_rows.refresh_tokens SELECT 'r' || g, g * 1000000000 FROM generate_series(1, $1) g",
-        "INSERT INTO tidemark_rows.webhook_deliveries SELECT 'd' || g, g * 1000000000 FROM generate_series(1, $1) g",
-        "INSERT INTO tidemark_rows.breaker_sightings SELECT 'b' || g, g * 1000000000 FROM generate_series(1, $1) g",
+        "INSERT INTO tidemark_rows.live_sessions
+         SELECT 'l' || g, CASE WHEN g % 2 = 0 THEN $2 ELSE $2 * 1000 END FROM generate_series(1, $1) g",
+        "INSERT INTO tidemark_rows.refresh_tokens
+         SELECT 'r' || g, CASE WHEN g % 2 = 0 THEN $2 ELSE $2 * 1000 END FROM generate_series(1, $1) g",
+        "INSERT INTO tidemark_rows.webhook_deliveries
+         SELECT 'd' || g, CASE WHEN g % 2 = 0 THEN $2 ELSE $2 * 1000 END FROM generate_series(1, $1) g",
+        "INSERT INTO tidemark_rows.breaker_sightings
+         SELECT 'b' || g, CASE WHEN g % 2 = 0 THEN $2 ELSE $2 * 1000 END FROM generate_series(1, $1) g",
         "ANALYZE",
     ] {
-        let q = sqlx::query(sql);
-        let q = if sql.contains("$1") { q.bind(n) } else { q };
+        let mut q = sqlx::query(sql);
+        if sql.contains("$1") {
+            q = q.bind(GUARD_ROWS).bind(GUARD_EXPIRED_AT_MS);
+        }
         q.execute(p).await.unwrap();
     }
-    let mut sweeps = vec![
-        ("events", replies::FORGET_STREAMED_SQL),
-        ("tool_invocations", expiring::FORGET_INVOCATIONS_SQL),
-        ("trigger_firings", expiring::FORGET_FIRINGS_SQL),
-        ("catalog_snapshots", catalog::FORGET_SNAPSHOTS_SQL),
-    ];
-    for store in ExpiringStore::ALL {
-        sweeps.push((store.table(), store.sweep_sql()));
+    let mut conn = p.acquire().await.unwrap();
+    let mut bad = Vec::new();
+    for run in &statements {
+        let sql = run.sql;
+        let table = sql
+            .split("DELETE FROM tidemark_rows.")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or("?")
+            .to_string();
+        for (which, plan) in ["custom", "generic"]
+            .into_iter()
+            .zip(sweep_plans(&mut conn, sql, &run.after).await)
+        {
+            println!("sweep of {table}, {which} plan:\n{plan}\n");
+            let wrong = plan_faults(&plan, &table);
+            if !wrong.is_empty() {
+                bad.push(format!(
+                    "the sweep of {table} ({which} plan) has {}:\n{plan}",
+                    wrong.join(", ")
+                ));
+            }
+        }
     }
-    for (table, sql) in sweeps {
-        let text = plan(&r.db, sql).await;
-        println!("sweep of {table}:\n{text}\n");
-        assert!(
-            !text.contains(&format!("Seq Scan on {table}")),
-            "the sweep of {table} scans its table:\n{text}"
-        );
-        assert!(
-            text.contains("Index"),
-            "the sweep of {table} uses no index:\n{text}"
-        );
-    }
+    assert!(bad.is_empty(), "{}", bad.join("\n\n"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -560,9 +681,10 @@ async fn a_reaper_that_crashes_mid_sweep_keeps_what_it_removed_and_the_next_tick
     .execute(&r.db.pool)
     .await
     .unwrap();
-    // Each of the four sweeps before live sessions runs one short statement; live sessions'
-    // first batch is the fifth statement of the tick. The crash comes after it commits.
-    let crashing = ReapConfig::crashing_after(5).with_batch(100);
+    // Each of the four sweeps before live sessions runs one empty statement, which the fault
+    // does not count; live sessions' first batch is the first to remove a row. The crash comes
+    // after it commits.
+    let crashing = ReapConfig::crashing_after(1).with_batch(100);
     let err = r.store.reap_tick(at(0, 0), &crashing).await.unwrap_err();
     assert_eq!(err.code(), "database_unavailable");
     assert_eq!(r.store.count("live_sessions").await.unwrap(), 150);

@@ -20,6 +20,10 @@ use tidemark_reference::rows::{ExpiringStore, ReplyState, RowsError, RowsStore};
 /// The id the harness sends for a name whose making was refused: no implementation makes it.
 pub const UNMADE: &str = "";
 
+/// The capability of a program that takes a reap's `batch` and `crash_after_batches`: the
+/// scenarios that stage batches or a crashed tick need it.
+pub const REAP_BATCHES: &str = "reap_batches";
+
 /// One rows operation at one simulated instant (the time travels beside it, as `now_ms`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -112,8 +116,17 @@ pub enum RowsOp {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         item: Option<String>,
     },
-    /// One reaper tick at now (SR-7); answers [`RowsOutcome::Reaped`].
-    Reap,
+    /// One reaper tick at now (SR-7); answers [`RowsOutcome::Reaped`]. `batch`: the rows per
+    /// delete statement, else the implementation's own (SR-7.3). `crash_after_batches`: the
+    /// tick dies, as if its process did, once that many delete batches that removed a row have
+    /// committed; what they removed stays removed, and the tick answers `database_unavailable`
+    /// (SR-7.4, SR-7.5). Sent only to a program claiming [`REAP_BATCHES`].
+    Reap {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        batch: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        crash_after_batches: Option<u64>,
+    },
     /// Answers [`RowsOutcome::Transcript`] (SR-2.6).
     Transcript {
         session: String,
@@ -332,6 +345,18 @@ fn refused(e: RowsError) -> RowsOutcome {
     }
 }
 
+/// The tick's configuration: `cfg`, with the batch and the crash a request asks for.
+fn reap_config(cfg: &ReapConfig, batch: Option<i64>, crash_after: Option<u64>) -> ReapConfig {
+    let mut c = cfg.clone();
+    if let Some(b) = batch {
+        c = c.with_batch(b);
+    }
+    if crash_after.is_some() {
+        c.crash_after_batches = crash_after;
+    }
+    c
+}
+
 fn store_named(name: &str) -> Option<ExpiringStore> {
     ExpiringStore::ALL.into_iter().find(|s| s.table() == name)
 }
@@ -387,7 +412,7 @@ pub async fn answer(
             id,
             for_ms,
         } => match store_named(name) {
-            Some(s) => done(store.put_expiring(s, id, now.plus_ms(*for_ms)).await),
+            Some(s) => done(store.put_expiring(s, id, now.plus_ms(*for_ms), now).await),
             None => RowsOutcome::Refused {
                 reason: "unknown_kind".into(),
                 message: format!(
@@ -407,7 +432,13 @@ pub async fn answer(
                 .hold_request(session, item.as_deref().map(number), now)
                 .await,
         ),
-        RowsOp::Reap => match store.reap_tick(now, cfg).await {
+        RowsOp::Reap {
+            batch,
+            crash_after_batches,
+        } => match store
+            .reap_tick(now, &reap_config(cfg, *batch, *crash_after_batches))
+            .await
+        {
             Ok(report) => RowsOutcome::Reaped {
                 swept: report.into(),
             },

@@ -375,6 +375,7 @@ pub fn signature(op: Option<&ExploreOp>, d: &Divergence) -> Signature {
         Some(ExploreOp::CrashedReap { .. }) => ("crashed reap", "SR-7.4"),
         Some(ExploreOp::Step(a)) => match a {
             Action::Reap => ("reap", "SR-7.5"),
+            Action::ReapBatched { .. } => ("batched reap", "SR-7.3"),
             Action::Advance(_) => ("advance", "SR-1.3"),
             Action::Workspace(_) | Action::Session { .. } => ("create", "SR-1.5"),
             Action::DeleteSession(_) | Action::DeleteWorkspace(_) => ("delete", "SR-6.3"),

@@ -29,10 +29,16 @@ use tidemark_sim::seed::MasterSeed;
 use super::script::{Action, Counted};
 
 /// The generator's version, saved with every failure: a seed names a workload only together
-/// with it. A replay runs the saved operations and never regenerates. Version 2: a revocation
-/// keeps its row for `0ms` (expiring now), never for a negative time, which no scenario may
-/// write (`keep … for -5d` is refused); every other operation of a seed is version 1's.
-pub const GENERATOR_VERSION: u32 = 2;
+/// with it. A replay runs the saved operations and never regenerates.
+/// Version 2 draws conversation kinds that look like streamed ones (`chat.title`,
+/// `chat.deltas`, ...), aims advances a day after a reply's start and after each streamed event
+/// (where a rule measured from the wrong instant strikes), deletes sessions three times as
+/// often, and now and then stages an end's day at once: a finished reply withdrawn within its
+/// day and the tick at its end (SR-2.4), a sealed reply's tick at its last event's day (SR-2.5).
+/// Version 3 (two changes made side by side, each first called version 2): version 2's draws,
+/// and a revocation keeps its row for `0ms` (expiring now), never for a negative time, which no
+/// scenario may write (`keep … for -5d` is refused).
+pub const GENERATOR_VERSION: u32 = 3;
 
 /// Operations per seed unless a caller says otherwise.
 pub const DEFAULT_STEPS: usize = 70;
@@ -71,13 +77,22 @@ const STREAMED: [&str; 6] = [
     "chat.steer",
 ];
 
-/// Conversation kinds, and kinds of the wrong shape (refused `unknown_kind` wherever they go).
-const CONVERSATION: [&str; 5] = [
+/// Conversation kinds: every other well-formed kind (SR-2.1), half of them looking like streamed
+/// ones (a `chat.` prefix, a streamed kind with more after it, or the same words otherwise
+/// joined), which the streamed rule must never touch (SR-2.7).
+const CONVERSATION: [&str; 12] = [
     "turn.started",
     "user.message",
     "tool.approval_requested",
     "agent.handoff_v2",
     "billing.usage.tokens",
+    "chat.title",
+    "chat.deltas",
+    "chat.delta.final",
+    "chat.tool_result_v2",
+    "chat.steering",
+    "xchat.delta",
+    "chat_delta.x",
 ];
 const MALFORMED: [&str; 6] = [
     "chat",
@@ -127,6 +142,10 @@ struct Gen {
     requests: usize,
     store_ids: Vec<String>,
     boundaries: Vec<i64>,
+    /// When each ended reply (finished or sealed) ended, by name.
+    ended_at: std::collections::BTreeMap<String, i64>,
+    /// When each reply's latest event was streamed, by name.
+    last_event_at: std::collections::BTreeMap<String, i64>,
 }
 
 impl Gen {
@@ -143,6 +162,8 @@ impl Gen {
             requests: 0,
             store_ids: Vec::new(),
             boundaries: Vec::new(),
+            ended_at: Default::default(),
+            last_event_at: Default::default(),
         };
         g.workspaces = (0..2).map(|_| g.uuid("ws")).collect();
         let sessions: Vec<String> = (0..4).map(|_| g.uuid("sess")).collect();
@@ -234,7 +255,7 @@ impl Gen {
     }
 
     fn one(&mut self) {
-        match self.rng.gen_range(0..152u32) {
+        match self.rng.gen_range(0..154u32) {
             0..=3 => {
                 let w = self.workspace();
                 self.push(Action::Workspace(w));
@@ -248,6 +269,8 @@ impl Gen {
                 let reply = format!("r{}", self.replies.len() + 1);
                 let session = self.session();
                 self.replies.push((reply.clone(), true));
+                // A day from the start: where a rule measured from it, not from the end, strikes.
+                self.boundaries.push(self.now + DAY_MS);
                 self.push(Action::StartReply { reply, session });
             }
             21..=44 => {
@@ -261,6 +284,9 @@ impl Gen {
                     _ => STREAMED[self.rng.gen_range(1..STREAMED.len())],
                 };
                 let payload = self.payload();
+                // A day from the event: where a rule measured from the events' ages strikes.
+                self.boundaries.push(self.now + DAY_MS);
+                self.last_event_at.insert(reply.clone(), self.now);
                 self.push(Action::Stream {
                     reply,
                     kind: kind.into(),
@@ -274,7 +300,22 @@ impl Gen {
                 self.end_reply(&reply);
                 let text = self.payload();
                 self.boundaries.push(self.now + DAY_MS);
-                self.push(Action::Finish { reply, text });
+                self.ended_at.entry(reply.clone()).or_insert(self.now);
+                let end = self.now;
+                self.push(Action::Finish {
+                    reply: reply.clone(),
+                    text,
+                });
+                // Now and then the reply is withdrawn within its day, and the reaper ticks at
+                // the day's end: the deletion must not restart the day (SR-2.4).
+                if self.rng.gen_bool(0.2) {
+                    let within = self.rng.gen_range(1..=20) * HOUR_MS;
+                    self.push(Action::Advance(within));
+                    self.ended_at.remove(&reply);
+                    self.push(Action::DeleteReply(reply));
+                    self.push(Action::Advance(end + DAY_MS - self.now));
+                    self.push(Action::Reap);
+                }
             }
             51..=56 => {
                 let Some(reply) = self.reply(true) else {
@@ -290,16 +331,47 @@ impl Gen {
                 };
                 self.end_reply(&reply);
                 self.boundaries.push(self.now + DAY_MS);
+                self.ended_at.entry(reply.clone()).or_insert(self.now);
+                let last = self.last_event_at.get(&reply).copied();
                 self.push(Action::Seal(reply));
+                // A sealed reply's day runs from the seal, not from its last event (SR-2.5):
+                // half the time the reaper ticks at that event's day, or at once if it passed.
+                if let Some(last) = last.filter(|l| *l < self.now && self.rng.gen_bool(0.5)) {
+                    if last + DAY_MS > self.now {
+                        self.push(Action::Advance(last + DAY_MS - self.now));
+                    }
+                    self.push(Action::Reap);
+                }
             }
             63..=66 => {
+                // Mostly a reply that ended earlier and is within its day, when there is one:
+                // its deletion must not restart the day (SR-2.4).
+                let recent: Vec<String> = self
+                    .ended_at
+                    .iter()
+                    .filter(|(_, e)| **e < self.now && **e + DAY_MS > self.now)
+                    .map(|(r, _)| r.clone())
+                    .collect();
                 let writing = self.rng.gen_bool(0.5);
-                let Some(reply) = self.reply(writing) else {
+                let reply = match self.pick(&recent) {
+                    Some(r) if self.rng.gen_bool(0.6) => Some(r),
+                    _ => self.reply(writing),
+                };
+                let Some(reply) = reply else {
                     return;
                 };
                 self.end_reply(&reply);
                 self.boundaries.push(self.now + DAY_MS);
+                let ended = self.ended_at.remove(&reply);
                 self.push(Action::DeleteReply(reply));
+                // A reply deleted after it ended keeps the day from its end (SR-2.4): half the
+                // time, the clock goes straight to that day's end and the reaper ticks.
+                if let Some(end) = ended.filter(|e| e + DAY_MS > self.now) {
+                    if self.rng.gen_bool(0.5) {
+                        self.push(Action::Advance(end + DAY_MS - self.now));
+                        self.push(Action::Reap);
+                    }
+                }
             }
             67..=71 => {
                 let session = self.session();
@@ -428,7 +500,7 @@ impl Gen {
                 };
                 self.push(Action::Count(c));
             }
-            150 => {
+            150..=152 => {
                 let s = self.session();
                 self.push(Action::DeleteSession(s));
             }
@@ -598,6 +670,10 @@ pub fn action_text(a: &Action) -> String {
             format!("keep {} {id} for {}", store.table(), duration_text(*for_ms))
         }
         Action::Reap => "reap".into(),
+        Action::ReapBatched { batch, crash_after } => match crash_after {
+            Some(k) => format!("reap batch {batch} crash after {k} batches"),
+            None => format!("reap batch {batch}"),
+        },
         Action::Transcript(s) => format!("transcript {s}"),
         Action::Snapshots => "snapshots".into(),
         Action::Count(Counted::Table(t)) => format!("count {t}"),
@@ -673,6 +749,34 @@ mod tests {
             );
         }
         assert!(backwards && boundary_then_tick);
+    }
+
+    #[test]
+    fn the_generator_streams_every_streamed_kind_and_records_every_conversation_kind() {
+        let mut streamed = std::collections::BTreeSet::new();
+        let mut recorded = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            for op in generate(seed, DEFAULT_STEPS).1 {
+                match op {
+                    ExploreOp::Step(Action::Stream { kind, .. }) => {
+                        streamed.insert(kind);
+                    }
+                    ExploreOp::Step(Action::Event { kind, .. }) => {
+                        recorded.insert(kind);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for k in STREAMED {
+            assert!(streamed.contains(k), "{k} is never streamed");
+        }
+        for k in CONVERSATION {
+            assert!(
+                recorded.contains(k),
+                "{k} is never recorded as a conversation event"
+            );
+        }
     }
 
     #[test]

@@ -231,10 +231,10 @@ fn report(c: [u64; 8]) -> ReapReport {
     }
 }
 
-/// What a tick crashing after `after` committed batches removes, sweep by sweep, when a full
-/// tick would remove `full`: each sweep runs batches of `batch` until one comes back short
-/// (SR-7.3), in the tick's order. `None`: the tick's batches end before the budget does, and it
-/// completes.
+/// What a tick crashing after `after` committed batches that removed a row removes, sweep by
+/// sweep, when a full tick would remove `full`: each sweep runs batches of `batch` until one
+/// comes back short (SR-7.3), in the tick's order; a batch that found nothing does not count.
+/// `None`: the tick's batches end before the budget does, and it completes.
 pub fn crashed_removal(full: &ReapReport, batch: i64, after: u64) -> Option<[u64; 8]> {
     let mut removed = [0u64; 8];
     if after == 0 {
@@ -248,9 +248,11 @@ pub fn crashed_removal(full: &ReapReport, batch: i64, after: u64) -> Option<[u64
             let take = left.min(batch);
             left -= take;
             removed[i] += take;
-            committed += 1;
-            if committed >= after {
-                return Some(removed);
+            if take > 0 {
+                committed += 1;
+                if committed >= after {
+                    return Some(removed);
+                }
             }
             if take < batch {
                 break;
@@ -519,13 +521,15 @@ mod tests {
         let r = full([5, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(crashed_removal(&r, 2, 0), Some([0; 8]));
         assert_eq!(crashed_removal(&r, 2, 1), Some([2, 0, 0, 0, 0, 0, 0, 0]));
+        // The third batch, the short one, is the last to remove a row: a budget of three is
+        // spent as it commits, and a larger one never is (the empty batches of the seven other
+        // sweeps do not count).
         assert_eq!(crashed_removal(&r, 2, 3), Some([5, 0, 0, 0, 0, 0, 0, 0]));
-        // 3 batches for events and one each for the seven others: 10 in all.
-        assert_eq!(crashed_removal(&r, 2, 10), Some([5, 0, 0, 0, 0, 0, 0, 0]));
-        assert_eq!(crashed_removal(&r, 2, 11), None);
-        // A full batch is followed by another, which comes back empty.
+        assert_eq!(crashed_removal(&r, 2, 4), None);
+        // A full batch is followed by another, which comes back empty and is not counted.
         let r = full([2, 1, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(crashed_removal(&r, 2, 2), Some([2, 0, 0, 0, 0, 0, 0, 0]));
-        assert_eq!(crashed_removal(&r, 2, 3), Some([2, 1, 0, 0, 0, 0, 0, 0]));
+        assert_eq!(crashed_removal(&r, 2, 1), Some([2, 0, 0, 0, 0, 0, 0, 0]));
+        assert_eq!(crashed_removal(&r, 2, 2), Some([2, 1, 0, 0, 0, 0, 0, 0]));
+        assert_eq!(crashed_removal(&r, 2, 3), None);
     }
 }

@@ -78,7 +78,13 @@ fn text(t: &Token, what: &str) -> Result<String, String> {
     }
 }
 
-const STEPS: &str = "workspace, session, delete session|workspace|reply, start reply, stream, finish reply, interrupt reply, seal reply, event, prompt, invoke tool, fire trigger, snapshot, name snapshot, drop model, snapshots, item, settle item, hold request, keep, reap, transcript, count, advance";
+/// The largest batch a scenario may ask for: a scenario stages a few rows, and a larger
+/// batch is the default one (1,000, plain `reap`).
+const MAX_BATCH: i64 = 1_000;
+
+const REAP_SHAPE: &str = "expected 'reap', 'reap batch N' or 'reap batch N crash after K batches'";
+
+const STEPS: &str = "workspace, session, delete session|workspace|reply, start reply, stream, finish reply, interrupt reply, seal reply, event, prompt, invoke tool, fire trigger, snapshot, name snapshot, drop model, snapshots, item, settle item, hold request, keep, reap [batch N [crash after K batches]], transcript, count, advance";
 
 /// Reads one step's action; `refusal` says whether the step expects a refusal (a kind that
 /// is no kind may then be written, to show it refused: as `unknown_kind`, or for the reply or
@@ -342,6 +348,30 @@ pub(super) fn action(
         }
         ["keep", ..] => Err("expected 'keep STORE ID for DURATION'".into()),
         ["reap"] => Ok(Action::Reap),
+        ["reap", "batch", n, rest @ ..] => {
+            let batch = n
+                .parse::<i64>()
+                .ok()
+                .filter(|b| (1..=MAX_BATCH).contains(b))
+                .ok_or_else(|| {
+                    format!(
+                        "expected a batch size from 1 to {MAX_BATCH} after 'reap batch', found {:?}",
+                        clip(n)
+                    )
+                })?;
+            let crash_after = match rest {
+                [] => None,
+                ["crash", "after", k, "batch" | "batches"] => Some(k.parse::<u64>().map_err(|_| {
+                    format!(
+                        "expected how many batches the tick commits before it crashes (a whole number), found {:?}",
+                        clip(k)
+                    )
+                })?),
+                _ => return Err(REAP_SHAPE.into()),
+            };
+            Ok(Action::ReapBatched { batch, crash_after })
+        }
+        ["reap", ..] => Err(REAP_SHAPE.into()),
         ["transcript", _] => Ok(Action::Transcript(session(&t[1], names)?)),
         ["count", table] => {
             if !TABLES.contains(table) {
@@ -408,7 +438,7 @@ pub(super) fn expect(t: &[Token], action: &Action) -> Result<Expect, String> {
         (Some(Token::Word(w)), _) if w == "ok" && t.len() == 1 && !action.is_query() => {
             Ok(Expect::Ok)
         }
-        (Some(Token::Word(w)), Action::Reap) if w == "reaped" => {
+        (Some(Token::Word(w)), a) if w == "reaped" && a.is_reap() => {
             if t.len() == 2 {
                 return Ok(Expect::Reaped {
                     total: Some(number(t.get(1), "a count of rows")?),
@@ -498,7 +528,9 @@ pub(super) fn expect(t: &[Token], action: &Action) -> Result<Expect, String> {
             }
             Ok(Expect::Transcript(out))
         }
-        (Some(_), Action::Reap) => Err("expected 'reaped N' or 'reaped SWEEP N, ...'".into()),
+        (Some(_), a) if a.is_reap() => Err(
+            "expected 'reaped N', 'reaped SWEEP N, ...' or 'refused database_unavailable'".into(),
+        ),
         (Some(_), Action::Snapshots) => Err("expected a list of snapshots, [s1, s2]".into()),
         (Some(_), Action::Transcript(_)) => {
             Err("expected a transcript, [REPLY STATE \"TEXT\", ...]".into())

@@ -73,6 +73,65 @@ pub struct Model {
     refuse_unknown_model_drops: bool,
 }
 
+/// A tick that died of the crash fault.
+#[derive(Debug)]
+struct Crashed;
+
+/// A tick's batches: their size, and how many more that remove a row may commit before the
+/// crash fault (none: no fault).
+struct Budget {
+    batch: usize,
+    left: Option<u64>,
+}
+
+impl Budget {
+    /// One sweep over `expired` (indexes, in the order its batches take them): the indexes its
+    /// batches removed before the sweep ended or the fault struck, counted into `count`.
+    fn take(&mut self, expired: Vec<usize>, count: &mut u64) -> Vec<usize> {
+        let mut taken = Vec::new();
+        for chunk in expired.chunks(self.batch) {
+            if self.left == Some(0) {
+                break;
+            }
+            taken.extend_from_slice(chunk);
+            self.left = self.left.map(|l| l - 1);
+        }
+        *count = taken.len() as u64;
+        taken
+    }
+
+    /// Whether the fault has struck: the last batch it allowed has committed.
+    fn crashed(&self) -> Result<(), Crashed> {
+        match self.left {
+            Some(0) => Err(Crashed),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The indexes of the expiries at or before `now`, earliest first, the first written among
+/// equals.
+fn by_expiry(expiries: impl Iterator<Item = i64>, now: i64) -> Vec<usize> {
+    let mut v: Vec<(i64, usize)> = expiries
+        .enumerate()
+        .filter(|(_, at)| *at <= now)
+        .map(|(i, at)| (at, i))
+        .collect();
+    v.sort();
+    v.into_iter().map(|(_, i)| i).collect()
+}
+
+/// Removes the elements at `indexes` from `v`.
+fn remove_at<T>(v: &mut Vec<T>, indexes: &[usize]) {
+    let gone: BTreeSet<usize> = indexes.iter().copied().collect();
+    let mut i = 0;
+    v.retain(|_| {
+        let keep = !gone.contains(&i);
+        i += 1;
+        keep
+    });
+}
+
 fn refused(reason: &str) -> Outcome {
     Outcome::Refused {
         reason: reason.into(),
@@ -362,6 +421,12 @@ impl Model {
                 Outcome::Ok
             }
             Action::Reap => Outcome::Reaped(self.reap(now)),
+            Action::ReapBatched { batch, crash_after } => {
+                match self.reap_in_batches(now, *batch, *crash_after) {
+                    Ok(report) => Outcome::Reaped(report),
+                    Err(Crashed) => refused("database_unavailable"),
+                }
+            }
             Action::Transcript(s) => {
                 if !self.sessions.contains_key(s) {
                     return refused("unknown_session");
@@ -394,41 +459,97 @@ impl Model {
 
     /// One tick (SR-7.2): each rule removes what it no longer keeps; SR-6's rows are untouched.
     fn reap(&mut self, now: i64) -> ReapReport {
+        match self.reap_in_batches(now, i64::MAX, None) {
+            Ok(r) => r,
+            Err(Crashed) => unreachable!("a tick with no crash fault does not crash"),
+        }
+    }
+
+    /// One tick whose sweeps delete `batch` rows a statement, each repeated until one comes
+    /// back short (SR-7.3), the tick dying once `crash_after` statements that removed a row
+    /// have run; what they removed stays removed (SR-7.4). Which of a sweep's expired rows a
+    /// batch takes first is the implementation's: the model takes the earliest expiry first
+    /// and the earliest written among equals, and the scenarios only count what a crashed tick
+    /// left.
+    fn reap_in_batches(
+        &mut self,
+        now: i64,
+        batch: i64,
+        crash_after: Option<u64>,
+    ) -> Result<ReapReport, Crashed> {
         let mut r = ReapReport::default();
-        let before = self.events.len();
-        self.events
-            .retain(|e| e.forget_at.is_none_or(|at| now < at));
-        r.streamed_events = (before - self.events.len()) as u64;
-        let before = self.invocations.len();
-        self.invocations.retain(|(_, at)| now < *at);
-        r.tool_invocations = (before - self.invocations.len()) as u64;
-        let before = self.firings.len();
-        self.firings.retain(|at| now < *at);
-        r.trigger_firings = (before - self.firings.len()) as u64;
+        let mut budget = Budget {
+            batch: batch.max(1) as usize,
+            left: crash_after,
+        };
+        if budget.left == Some(0) {
+            return Err(Crashed);
+        }
+        // Each sweep's expired rows in the order its batches take them, as indexes.
+        let mut order: Vec<(Option<i64>, usize)> = self
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.forget_at.is_some_and(|at| at <= now))
+            .map(|(i, e)| (e.forget_at, i))
+            .collect();
+        order.sort();
+        let gone = budget.take(
+            order.into_iter().map(|(_, i)| i).collect(),
+            &mut r.streamed_events,
+        );
+        remove_at(&mut self.events, &gone);
+        budget.crashed()?;
+
+        let gone = budget.take(
+            by_expiry(self.invocations.iter().map(|(_, at)| *at), now),
+            &mut r.tool_invocations,
+        );
+        remove_at(&mut self.invocations, &gone);
+        budget.crashed()?;
+
+        let gone = budget.take(
+            by_expiry(self.firings.iter().copied(), now),
+            &mut r.trigger_firings,
+        );
+        remove_at(&mut self.firings, &gone);
+        budget.crashed()?;
+
         let named: BTreeSet<&String> = self.models.values().collect();
         let newest = self.snapshots.len().saturating_sub(3);
-        let kept: Vec<String> = self
+        let old: Vec<usize> = self
             .snapshots
             .iter()
             .enumerate()
-            .filter(|(i, s)| *i >= newest || named.contains(s))
-            .map(|(_, s)| s.clone())
+            .filter(|(i, s)| *i < newest && !named.contains(s))
+            .map(|(i, _)| i)
             .collect();
-        r.catalog_snapshots = (self.snapshots.len() - kept.len()) as u64;
-        self.snapshots = kept;
+        let gone = budget.take(old, &mut r.catalog_snapshots);
+        remove_at(&mut self.snapshots, &gone);
+        budget.crashed()?;
+
         for store in ExpiringStore::ALL {
-            let before = self.stores.len();
-            self.stores
-                .retain(|(table, _), at| *table != store.table() || now < *at);
-            let n = (before - self.stores.len()) as u64;
-            match store {
-                ExpiringStore::LiveSessions => r.live_sessions = n,
-                ExpiringStore::RefreshTokens => r.refresh_tokens = n,
-                ExpiringStore::WebhookDeliveries => r.webhook_deliveries = n,
-                ExpiringStore::BreakerSightings => r.breaker_sightings = n,
+            let rows: Vec<((&'static str, String), i64)> = self
+                .stores
+                .iter()
+                .filter(|((t, _), _)| *t == store.table())
+                .map(|(k, at)| (k.clone(), *at))
+                .collect();
+            let taken = budget.take(
+                by_expiry(rows.iter().map(|(_, at)| *at), now),
+                match store {
+                    ExpiringStore::LiveSessions => &mut r.live_sessions,
+                    ExpiringStore::RefreshTokens => &mut r.refresh_tokens,
+                    ExpiringStore::WebhookDeliveries => &mut r.webhook_deliveries,
+                    ExpiringStore::BreakerSightings => &mut r.breaker_sightings,
+                },
+            );
+            for i in taken {
+                self.stores.remove(&rows[i].0);
             }
+            budget.crashed()?;
         }
-        r
+        Ok(r)
     }
 
     /// The sessions that exist, by name.

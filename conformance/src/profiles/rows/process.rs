@@ -16,10 +16,10 @@ use futures::StreamExt;
 use tidemark_sim::real_tier::PgProvider;
 use tidemark_sim::trace::Trace;
 
-use super::contract::{Observation, RowsEndpoint, RowsOp, RowsOutcome};
+use super::contract::{Observation, RowsEndpoint, RowsOp, RowsOutcome, REAP_BATCHES};
 use super::queries::RowsQueries;
 use super::runner::{self, setup_failure};
-use super::script::Script;
+use super::script::{Action, Script};
 use crate::play::Failure;
 use crate::process::{ProcessFactory, ProcessSession};
 use crate::protocol::{Init, INIT_ID, PROTOCOL};
@@ -104,20 +104,42 @@ pub async fn check(
         .map(|script| async move {
             let mut trace = Trace::new();
             // A scenario about another choice of a variant does not apply; the others are
-            // played with the steps the program's declared variants keep.
+            // played with the steps the program's declared variants keep, when it claims the
+            // capabilities those steps need.
             if let Some(reason) = script.skip_reason(declared) {
                 return super::case(script, Verdict::Skipped { reason }, &trace);
             }
             let played = script.as_played_by(declared);
-            let verdict = match play(factory, pg, &played, &mut trace).await {
-                Ok(()) => Verdict::Passed,
-                Err(f) => Verdict::Failed(f),
+            let verdict = match missing_capability(&factory.claims().capabilities, &played) {
+                Some(reason) => Verdict::Skipped { reason },
+                None => match play(factory, pg, &played, &mut trace).await {
+                    Ok(()) => Verdict::Passed,
+                    Err(f) => Verdict::Failed(f),
+                },
             };
             super::case(script, verdict, &trace)
         })
         .buffered(jobs.get())
         .collect()
         .await)
+}
+
+/// The first step of `script` needing a capability not in `capabilities`, as a skip reason: a
+/// reap with a batch size or a crash needs [`REAP_BATCHES`].
+pub fn missing_capability(capabilities: &[String], script: &Script) -> Option<String> {
+    if capabilities.iter().any(|c| c == REAP_BATCHES) {
+        return None;
+    }
+    script
+        .steps
+        .iter()
+        .find(|s| matches!(s.action, Action::ReapBatched { .. }))
+        .map(|s| {
+            format!(
+                "line {}: `{}` needs the capability {REAP_BATCHES}, which the implementation does not claim",
+                s.line, s.text
+            )
+        })
 }
 
 /// Plays `script` against a fresh process of `factory` on a fresh database of `pg`.
@@ -174,5 +196,43 @@ fn init(root: &Path, workdir: &Path, postgres_url: &str) -> Init {
         knobs: Default::default(),
         s3: None,
         postgres_url: Some(postgres_url.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scenario_with_a_batched_reap_is_skipped_for_a_program_not_claiming_reap_batches() {
+        let root = crate::spec::repo_root();
+        let rules = crate::spec::RuleIndex::load(&root.join("SPEC.md")).unwrap();
+        let scripts =
+            super::super::script::load_dir_with(&root.join("scenarios/rows"), rules.id_set())
+                .unwrap();
+        let crash = scripts
+            .iter()
+            .find(|s| {
+                s.steps
+                    .iter()
+                    .any(|st| matches!(st.action, Action::ReapBatched { .. }))
+            })
+            .expect("a rows scenario stages a batched reap");
+        let why = missing_capability(&[], crash).expect("skipped without the capability");
+        assert!(
+            why.contains("needs the capability reap_batches") && why.starts_with("line "),
+            "{why}"
+        );
+        assert_eq!(missing_capability(&[REAP_BATCHES.to_string()], crash), None);
+        // A scenario with plain reaps only runs against any program of the profile.
+        let plain = scripts
+            .iter()
+            .find(|s| {
+                !s.steps
+                    .iter()
+                    .any(|st| matches!(st.action, Action::ReapBatched { .. }))
+            })
+            .expect("a rows scenario without a batched reap");
+        assert_eq!(missing_capability(&[], plain), None);
     }
 }

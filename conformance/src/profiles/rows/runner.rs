@@ -417,7 +417,14 @@ fn ask(action: &Action, learnt: &Learnt) -> Ask {
             id: id.clone(),
             for_ms: *for_ms,
         },
-        Action::Reap => RowsOp::Reap,
+        Action::Reap => RowsOp::Reap {
+            batch: None,
+            crash_after_batches: None,
+        },
+        Action::ReapBatched { batch, crash_after } => RowsOp::Reap {
+            batch: Some(*batch),
+            crash_after_batches: *crash_after,
+        },
         Action::Transcript(s) => RowsOp::Transcript { session: s.clone() },
         Action::Snapshots => RowsOp::Snapshots,
         Action::Count(c) => {
@@ -481,7 +488,7 @@ pub(super) async fn perform(
             Outcome::Ok
         }
         RowsOutcome::Ok if !op.makes() && !is_read(&op) => Outcome::Ok,
-        RowsOutcome::Reaped { swept } if matches!(op, RowsOp::Reap) => {
+        RowsOutcome::Reaped { swept } if matches!(op, RowsOp::Reap { .. }) => {
             Outcome::Reaped(swept.into())
         }
         RowsOutcome::Transcript { replies } if matches!(op, RowsOp::Transcript { .. }) => {
@@ -512,7 +519,7 @@ pub(super) async fn perform(
 fn is_read(op: &RowsOp) -> bool {
     matches!(
         op,
-        RowsOp::Reap | RowsOp::Transcript { .. } | RowsOp::Snapshots
+        RowsOp::Reap { .. } | RowsOp::Transcript { .. } | RowsOp::Snapshots
     )
 }
 

@@ -200,6 +200,13 @@ pub enum Action {
         for_ms: i64,
     },
     Reap,
+    /// A reaper tick whose sweeps delete `batch` rows a statement (SR-7.3), dying once
+    /// `crash_after` batches that removed a row have committed (SR-7.4), when it is set.
+    ReapBatched {
+        batch: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        crash_after: Option<u64>,
+    },
     Transcript(String),
     Snapshots,
     Count(Counted),
@@ -230,10 +237,18 @@ mod store_by_table {
 
 impl Action {
     /// Steps that read rather than change: they must state what they expect.
+    pub fn is_reap(&self) -> bool {
+        matches!(self, Action::Reap | Action::ReapBatched { .. })
+    }
+
     pub fn is_query(&self) -> bool {
         matches!(
             self,
-            Action::Reap | Action::Transcript(_) | Action::Snapshots | Action::Count(_)
+            Action::Reap
+                | Action::ReapBatched { .. }
+                | Action::Transcript(_)
+                | Action::Snapshots
+                | Action::Count(_)
         )
     }
 }

@@ -214,6 +214,7 @@ pub fn signature(op: Option<&ModelOp>, d: &Divergence) -> Signature {
         Some(ModelOp::WriteDuringSweep { .. }) => ("write during a sweep", "SC-5.6"),
         Some(ModelOp::DeleteSession { .. }) => ("delete session", "SC-6.1"),
         Some(ModelOp::DeleteAgent { .. }) => ("delete agent", "SC-6.1"),
+        Some(ModelOp::WorkspaceBeside) => ("delete a workspace beside another's skills", "SC-6.2"),
         Some(ModelOp::StoreFaults { .. }) => ("store faults", "SC-8.3"),
         Some(ModelOp::Heal) => ("heal", "SC-8.3"),
         Some(ModelOp::JumpBack { .. }) => ("clock jump back", "SC-5.1"),
@@ -246,6 +247,42 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "kept-classes-expire",
         "the generator never puts a lifecycle configuration on the bucket",
+    ),
+    (
+        "backstop-checked-against-default-ttl",
+        "the generator never puts a lifecycle configuration on the bucket",
+    ),
+    (
+        "no-written-at-stamp",
+        "the generator never runs an age-only lifecycle rule over the bucket, the one reader of the stamp",
+    ),
+    (
+        "dotted-ids-accepted",
+        "the generator's identifiers are valid ones; an identifier's alphabet is the scenarios'",
+    ),
+    (
+        "trailing-slash-trimmed",
+        "none of the generator's paths, hostile spellings included, ends in `/`",
+    ),
+    (
+        "skills-writable",
+        "the generator only reads skill files, never writes one",
+    ),
+    (
+        "listing-string-prefix",
+        "the generator lists only with no prefix",
+    ),
+    (
+        "delete-needs-only-read",
+        "the generator deletes only session files, which every turn may read and write",
+    ),
+    (
+        "permission-before-shape",
+        "the generator's malformed paths all start in the session scope, which every turn may read and write, so checking its permission first refuses nothing",
+    ),
+    (
+        "repeated-create-is-activity",
+        "the generator creates each session once, at setup",
     ),
 ];
 

@@ -80,7 +80,7 @@ impl ScopedFixture {
         let f = SavedFailure::load_as(path, PROFILE)?;
         if IdStyle::of_version(f.generator).is_none() {
             return Err(format!(
-                "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs)",
+                "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs; 3, UUIDs and a workspace deleted beside published skills)",
                 path.display(),
                 f.generator
             ));
@@ -206,7 +206,8 @@ mod tests {
             old.ops.clone(),
             &d,
         );
-        assert_eq!(f.generator, 2);
+        // Version 3: UUIDs, and a workspace deleted beside published skills in the mix.
+        assert_eq!(f.generator, 3);
         let ws = crate::profiles::scoped::model::IdStyle::Uuid.id("w1");
         assert!(
             f.divergence.contains(&format!("workspaces/{ws}/")),

@@ -306,7 +306,7 @@ impl ScopedService {
                 let mut config = self.config.clone();
                 config.sweep_pause = Some(pause.clone());
                 self.reopen(config).await?;
-                let space = space(turn)?;
+                let space = space(&self.store, turn)?;
                 let store = &self.store;
                 let (swept, written) =
                     race_write_against_sweep(store, &pause, store.metadata().as_ref(), || {
@@ -385,19 +385,20 @@ pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutc
             ScopedOutcome::Ok
         }
         ScopedOp::CreateSession { turn } => {
-            s.create_session(&space(turn)?).await?;
+            s.create_session(&space(s, turn)?).await?;
             ScopedOutcome::Ok
         }
         ScopedOp::Activity { turn } => {
-            s.record_activity(&space(turn)?).await?;
+            s.record_activity(&space(s, turn)?).await?;
             ScopedOutcome::Ok
         }
         ScopedOp::AddWait { turn, kind, id } => {
-            s.add_wait(&space(turn)?, wait_kind(kind)?, id).await?;
+            s.add_wait(&space(s, turn)?, wait_kind(kind)?, id).await?;
             ScopedOutcome::Ok
         }
         ScopedOp::RemoveWait { turn, kind, id } => {
-            s.remove_wait(&space(turn)?, wait_kind(kind)?, id).await?;
+            s.remove_wait(&space(s, turn)?, wait_kind(kind)?, id)
+                .await?;
             ScopedOutcome::Ok
         }
         ScopedOp::Write {
@@ -406,31 +407,31 @@ pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutc
             content,
         } => {
             let r = s
-                .write(&space(turn)?, path, content.as_bytes().to_vec())
+                .write(&space(s, turn)?, path, content.as_bytes().to_vec())
                 .await?;
             ScopedOutcome::Written {
                 path: r.guest_path(),
             }
         }
         ScopedOp::Read { turn, path } => {
-            let bytes = s.read(&space(turn)?, path).await?;
+            let bytes = s.read(&space(s, turn)?, path).await?;
             ScopedOutcome::Content {
                 content: String::from_utf8_lossy(&bytes).into_owned(),
             }
         }
         ScopedOp::ReadText { turn, path } => ScopedOutcome::Text {
-            text: s.read_text(&space(turn)?, path).await?,
+            text: s.read_text(&space(s, turn)?, path).await?,
         },
         ScopedOp::List { turn, prefix } => ScopedOutcome::Listing {
             paths: s
-                .list(&space(turn)?, prefix.as_deref())
+                .list(&space(s, turn)?, prefix.as_deref())
                 .await?
                 .into_iter()
                 .map(|f| f.path)
                 .collect(),
         },
         ScopedOp::Delete { turn, path } => {
-            s.delete(&space(turn)?, path).await?;
+            s.delete(&space(s, turn)?, path).await?;
             ScopedOutcome::Ok
         }
         ScopedOp::PublishSkill {
@@ -445,7 +446,7 @@ pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutc
             }
         }
         ScopedOp::DeleteSession { turn } => {
-            s.delete_session(&space(turn)?).await?;
+            s.delete_session(&space(s, turn)?).await?;
             ScopedOutcome::Ok
         }
         ScopedOp::DeleteAgent { workspace, agent } => {
@@ -515,8 +516,9 @@ fn turn_mut(op: &mut ScopedOp) -> Option<&mut Turn> {
 }
 
 /// A turn as sent over the protocol: its skill table already maps each slug to a sha256.
-fn space(t: &Turn) -> Result<TurnSpace, ScopedError> {
-    let mut space = TurnSpace::new(&t.workspace, &t.agent, &t.session)?;
+/// The identifiers are checked as the store's deployment checks them (SC-1.3).
+fn space(s: &ScopedStore, t: &Turn) -> Result<TurnSpace, ScopedError> {
+    let mut space = s.turn_space(&t.workspace, &t.agent, &t.session)?;
     for (slug, sha) in &t.skills {
         space = space.with_skill(slug, sha);
     }

@@ -12,6 +12,7 @@
 use crate::profiles::scratchpad::contract::{Caller, Outcome, Request};
 use crate::profiles::scratchpad::explore::ops::{caller, SimOp, PATHS, PLACES, SIZES, WHO};
 use crate::profiles::scratchpad::oracle::{ModelKnobs, ScratchpadModel};
+use crate::profiles::scratchpad::scenario::parse::context_of;
 use crate::variants::Declared;
 use crate::world::clock::WorldClock;
 use crate::world::lock;
@@ -22,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
-use tidemark_reference::scratchpad::{Scratchpad, ScratchpadConfig, ScratchpadMutant};
+use tidemark_reference::scratchpad::{names_for, Scratchpad, ScratchpadConfig, ScratchpadMutant};
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::owner::scratch_base;
 use tidemark_sim::seed::MasterSeed;
@@ -351,22 +352,27 @@ pub fn run_world_taking(
                         .split('/')
                         .map(String::from)
                         .collect();
-                    if !unmounted && can_plant(&root, &c, &rel) {
+                    if !unmounted && can_plant(&root, &names_for(&cfg, &context_of(&c)), &rel) {
                         let now = EPOCH.plus_ms(clock.rel_at(elapsed_ms));
-                        let ctx = crate::profiles::scratchpad::scenario::parse::context_of(&c);
+                        let ctx = context_of(&c);
                         // The world's host is the reference in process: its root is the
                         // harness's own, opened here without following a link all the same.
-                        tidemark_sim::confine::Dir::open(&root)
-                            .and_then(|root| {
-                                crate::profiles::scratchpad::explore::run::plant_link_on_disk(
-                                    &root,
-                                    &outside,
-                                    (&ctx.session_dir(), &ctx.requester_dir()),
-                                    &rel,
-                                    now,
-                                )
-                            })
-                            .expect("planting a link in the world's root");
+                        // What stands in the way is the implementation's divergence, which the
+                        // oracle sees at the next read; the link is then not planted.
+                        let (session, requester) = names_for(&cfg, &ctx);
+                        let planted = tidemark_sim::confine::Dir::open(&root).and_then(|root| {
+                            crate::profiles::scratchpad::explore::run::plant_link_on_disk(
+                                &root,
+                                &outside,
+                                (&session, &requester),
+                                &rel,
+                                now,
+                            )
+                        });
+                        if let Err(e) = planted {
+                            trace.record(clock.rel_at(elapsed_ms), format!("no link planted: {e}"));
+                            continue;
+                        }
                         lock(&log).push(Applied::Plant {
                             at_ms: now.as_millis() - EPOCH.as_millis(),
                             caller: c,
@@ -547,9 +553,13 @@ fn check(
 
 /// Whether a link can be planted at `rel` in `c`'s subtree: nothing there yet and no file on
 /// the way (the same condition the oracle's `can_plant_link` states).
-fn can_plant(root: &std::path::Path, c: &Caller, rel: &[String]) -> bool {
-    let ctx = crate::profiles::scratchpad::scenario::parse::context_of(c);
-    let mut p = root.join(ctx.session_dir()).join(ctx.requester_dir());
+/// Whether a link can be planted at `rel` in the member directory `(session, requester)`.
+fn can_plant(
+    root: &std::path::Path,
+    (session, requester): &(String, String),
+    rel: &[String],
+) -> bool {
+    let mut p = root.join(session).join(requester);
     for (i, comp) in rel.iter().enumerate() {
         p.push(comp);
         match std::fs::symlink_metadata(&p) {
@@ -561,10 +571,47 @@ fn can_plant(root: &std::path::Path, c: &Caller, rel: &[String]) -> bool {
     false
 }
 
-/// Mutants the world's workload cannot reach by construction, each with the reason. The hunt
-/// reports them as skipped rather than searching in vain; each is killed by a named scenario and
-/// found by `tidemark explore --hunt`, whose generator aims at it (test: `world.rs`).
+/// Mutants the world's workload cannot reach by construction (or seldom does), each with the
+/// reason. The hunt reports them as skipped rather than searching in vain; each is killed by a
+/// named scenario (test: `world.rs`), and those exploration reaches are found by `tidemark
+/// explore --hunt`.
 pub const OUT_OF_REACH: &[(&str, &str)] = &[
+    (
+        "empty-path-names-the-root",
+        "the world's clients name files from a fixed table of well-formed paths",
+    ),
+    (
+        "absolute-path-made-relative",
+        "the world's clients name files from a fixed table of well-formed paths",
+    ),
+    (
+        "nul-truncates-the-path",
+        "the world's clients name files from a fixed table of well-formed paths",
+    ),
+    (
+        "non-utf8-replaced",
+        "the world's clients name files from a fixed table of well-formed paths",
+    ),
+    (
+        "limits-exclusive",
+        "the world's paths are far inside the depth and length limits",
+    ),
+    (
+        "max-depth-knob-ignored",
+        "the world runs with the default depth limit, where the mutant's constant is the knob's value",
+    ),
+    (
+        "content-as-text",
+        "the world's clients write ASCII",
+    ),
+    (
+        "refused-write-leaves-its-directories",
+        "seldom in the world's reach: only a write the ceiling refuses into directories that do not exist yet shows it, and the world's writes seldom meet the ceiling; exploration, whose ceiling is small, finds it",
+    ),
+    (
+        "write-restamps-its-directories",
+        "seldom in the world's reach: it moves only an emptied session's time, after an overwrite in it; exploration finds it",
+    ),
     (
         "list-of-a-file-is-empty",
         "the world's clients list whole sessions, never one path",

@@ -77,9 +77,11 @@ fn next_op(rng: &mut impl Rng, g: usize, known: &Known) -> RowsOp {
                     None => continue,
                 }
             }
+            // A conversation kind, or one that looks streamed: both are kept with their
+            // conversation (SR-2.7).
             12 => RowsOp::RecordEvent {
                 session: session.clone(),
-                kind: "note.added".into(),
+                kind: ["note.added", "chat.title"][rng.gen_range(0..2)].into(),
                 payload: payload.clone(),
             },
             13 => RowsOp::AddPrompt {
@@ -95,7 +97,8 @@ fn next_op(rng: &mut impl Rng, g: usize, known: &Known) -> RowsOp {
             16 => RowsOp::Keep {
                 store: ExpiringStore::ALL[rng.gen_range(0..4)].table().into(),
                 id: format!("g{g}{}", STORE_IDS[rng.gen_range(0..STORE_IDS.len())]),
-                for_ms: [HOUR_MS, 6 * HOUR_MS, 2 * DAY_MS, 10 * DAY_MS][rng.gen_range(0..4)],
+                // Zero: a row revoked as it is written, due at the next tick (SR-4.1).
+                for_ms: [0, HOUR_MS, 6 * HOUR_MS, 2 * DAY_MS, 10 * DAY_MS][rng.gen_range(0..5)],
             },
             17 => RowsOp::TakeSnapshot,
             18 => match pick(rng, &known.snapshots) {

@@ -183,7 +183,7 @@ fn action_of(op: &RowsOp, made: Option<&str>) -> Option<Action> {
             session,
             item,
         },
-        RowsOp::Reap | RowsOp::Transcript { .. } | RowsOp::Snapshots => return None,
+        RowsOp::Reap { .. } | RowsOp::Transcript { .. } | RowsOp::Snapshots => return None,
     })
 }
 
@@ -208,7 +208,7 @@ async fn serve(world: Arc<World>) -> turmoil::Result {
 }
 
 async fn apply(world: &World, env: &Envelope<RowsOp>) -> RowsOutcome {
-    if matches!(env.op, RowsOp::Reap) {
+    if matches!(env.op, RowsOp::Reap { .. }) {
         return RowsOutcome::Refused {
             reason: "unknown_kind".into(),
             message: "the world's reaper is its own host".into(),
@@ -539,8 +539,47 @@ pub fn run_rows_world(seed: u64, mutant: Option<RowsMutant>) -> WorldRun {
 }
 
 /// Rows mutants the world cannot reach, and why; the scenarios kill each of them
-/// (`tidemark mutants --profile rows`).
-pub const OUT_OF_REACH: &[(&str, &str)] = &[(
+/// (`tidemark mutants --profile rows`). The world judges what remains (safety after every
+/// tick, liveness after the heal), not a refusal's reason, a tick's report or how many
+/// statements removed what it removed.
+pub const OUT_OF_REACH: &[(&str, &str)] = &[
+    (
+        "reaper-clock-never-goes-back",
+        "the world's safety check allows a reap at up to the latest time any tick reaped at (its ticks straddle backwards jumps), which is the time this mutant reaps at",
+    ),
+    (
+        "chat-prefix-is-streamed",
+        "a conversation event the mutant refuses is one the world's model never holds: the world does not judge refusals",
+    ),
+    (
+        "deletion-restarts-the-day",
+        "it keeps events longer, never shorter: only the liveness check sees it, and only when the heal falls between the day from a reply's end and the day from its later deletion",
+    ),
+    (
+        "one-sweep-for-every-store",
+        "it removes what the four sweeps would and only reports it under another name; the world does not judge a tick's report",
+    ),
+    (
+        "items-outlive-their-workspace",
+        "the world's guests never delete their workspace: each keeps its own for the whole run",
+    ),
+    (
+        "unbounded-delete",
+        "one unbounded statement removes exactly what the batches would; the world judges what remains, not how many statements removed it",
+    ),
+    (
+        "sweep-in-one-transaction",
+        "a crashed tick's rolled-back rows are removed by the next tick, and no tick crashes after the heal, when liveness is judged",
+    ),
+    (
+        "failing-sweep-skipped",
+        "a tick that passes over a failing sweep removes nothing it should keep and the next tick removes the rest; the world does not judge a tick's report",
+    ),
+    (
+        "settling-an-unknown-item-succeeds",
+        "the world does not judge refusals, and settling what does not exist changes no row",
+    ),
+    (
     "expiry-boundary-strict",
     "the mutant differs only when a tick reaps at exactly a row's expiry, to the millisecond; the world's ticks fall on turmoil's milliseconds after jumps of whole hours, and an expiry an operation wrote meets one only by coincidence (the scenario sets the tick on the expiry)",
 )];

@@ -245,6 +245,7 @@ impl<'a> Runner<'a> {
             agent_access: BTreeMap::new(),
             deleted_agents: BTreeSet::new(),
             emptied: BTreeSet::new(),
+            beside_deleted: false,
         };
         for (i, t) in turns.iter().enumerate() {
             store
@@ -658,6 +659,7 @@ impl<'a> Runner<'a> {
                 self.clock.advance_ms(-i64::from(hours) * HOUR_MS);
                 Ok(())
             }
+            ModelOp::WorkspaceBeside => self.workspace_beside().await,
             ModelOp::DeleteAgent { agent: a } => {
                 let a = agent(a);
                 if self.model.deleted_agents.contains(a) {
@@ -681,6 +683,56 @@ impl<'a> Runner<'a> {
                 Ok(())
             }
         }
+    }
+
+    /// Two workspaces beside the model's, the first's id a prefix of the second's, each with
+    /// the model's skill version published; then the first is deleted. After the next sweep its
+    /// prefixes are empty (the ledger check) and the second's skill version is whole (SC-6.2).
+    /// Run on a healed store: what a fault would do to it is the other operations' to explore.
+    async fn workspace_beside(&mut self) -> Step {
+        if self.model.beside_deleted {
+            self.note("skipped: already deleted");
+            return Ok(());
+        }
+        if self.faulty() {
+            self.server.faults().heal();
+        }
+        let result = async {
+            let (gone, kept) = beside_workspaces(&self.ids);
+            let skill: BTreeMap<String, Vec<u8>> = SKILL_FILES
+                .iter()
+                .map(|(p, c)| (p.to_string(), c.as_bytes().to_vec()))
+                .collect();
+            for w in [&gone, &kept] {
+                if let Err(e) = self
+                    .store
+                    .create_workspace(w, ScopeSettings::default())
+                    .await
+                {
+                    return diverged("create workspace: Ok", format!("{e}"));
+                }
+                match self.store.publish_skill_version(w, &skill).await {
+                    Ok(sha) if sha == self.skill_sha => {}
+                    Ok(sha) => {
+                        return diverged(
+                            format!("the same files publish as {}", self.skill_sha),
+                            sha,
+                        )
+                    }
+                    Err(e) => return diverged("publish skill: Ok", format!("{e}")),
+                }
+            }
+            if let Err(e) = self.store.delete_workspace(&gone).await {
+                return diverged("delete workspace: Ok", format!("{e}"));
+            }
+            self.model.beside_deleted = true;
+            Ok(())
+        }
+        .await;
+        if let Some(plan) = &self.faults {
+            self.server.faults().set_plan(plan.clone());
+        }
+        result
     }
 
     /// A sweep that must complete: with no faults, nothing is left for later; under faults an
@@ -766,7 +818,18 @@ impl<'a> Runner<'a> {
             format!("skills/{ws}/{}/", self.skill_sha),
             "the skill version".to_string(),
             SKILL_FILES.iter().map(|(p, _)| p.to_string()).collect(),
-        ));
+        ))
+        .chain(self.model.beside_deleted.then(|| {
+            (
+                format!(
+                    "skills/{}/{}/",
+                    beside_workspaces(&self.ids).1,
+                    self.skill_sha
+                ),
+                "the skill version of the workspace beside the deleted one".to_string(),
+                SKILL_FILES.iter().map(|(p, _)| p.to_string()).collect(),
+            )
+        }));
         for (prefix, name, want) in sessions.chain(agents).chain(skill).collect::<Vec<_>>() {
             let got = files_under(&self.mem, &prefix);
             if got != want {
@@ -1161,6 +1224,13 @@ impl<'a> Runner<'a> {
         }
         self.check_bucket_and_ledger().await
     }
+}
+
+/// The two workspaces of [`ModelOp::WorkspaceBeside`]: the one deleted, whose id is a prefix of
+/// the one kept, so a deletion by string prefix would take the kept one's too.
+fn beside_workspaces(ids: &IdStyle) -> (String, String) {
+    let ws = ids.id(WORKSPACE);
+    (format!("{ws}-n"), format!("{ws}-n2"))
 }
 
 /// The guest-visible files under `prefix` in the model bucket: extracted text is not a file.

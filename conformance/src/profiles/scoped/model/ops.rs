@@ -30,10 +30,12 @@ pub const WORKSPACE: &str = "w1";
 
 impl IdStyle {
     /// The generator version a fixture records for this style.
+    /// Version 3 is version 2 (UUIDs) with a workspace deleted beside published skills
+    /// ([`ModelOp::WorkspaceBeside`]) in the mix; a seed's workload is version 3's.
     pub fn version(self) -> u32 {
         match self {
             IdStyle::Short => 1,
-            IdStyle::Uuid => 2,
+            IdStyle::Uuid => 3,
         }
     }
 
@@ -41,7 +43,7 @@ impl IdStyle {
     pub fn of_version(v: u32) -> Option<IdStyle> {
         match v {
             1 => Some(IdStyle::Short),
-            2 => Some(IdStyle::Uuid),
+            2 | 3 => Some(IdStyle::Uuid),
             _ => None,
         }
     }
@@ -124,6 +126,9 @@ pub enum ModelOp {
         session: u8,
         file: u8,
     },
+    /// Two workspaces beside the model's, the first's id a prefix of the second's, each given
+    /// the model's skill version; then the first is deleted (SC-6.2). Once per sequence.
+    WorkspaceBeside,
     /// A sweep during which each key of a DeleteObjects fails with `percent`% probability;
     /// then the store heals and sweeps again.
     FaultySweep {
@@ -252,6 +257,10 @@ impl fmt::Display for ModelOp {
                 agent(*a),
                 ACCESS_NAMES[*access as usize % 3]
             ),
+            ModelOp::WorkspaceBeside => write!(
+                f,
+                "publish the skill in workspaces w1-n and w1-n2, then delete workspace w1-n"
+            ),
             ModelOp::ReadSkill { session, file } => write!(
                 f,
                 "{} read skill/kit/{}",
@@ -319,7 +328,8 @@ pub fn traversal(p: u8, encoded: bool) -> String {
 /// scope 1, single delete 1, workspace write 1, agent access 4, agent-scope read 3, skill read 2,
 /// faulty sweep 2, crashing sweep 2, write during a sweep 5, session deletion 5, agent deletion 1,
 /// store faults 3 (requests 5–20%, keys 10–40%), heal 3, clock jump back 4 (1–48 hours),
-/// hostile spelling 8 (half writes; out of 150 in all).
+/// hostile spelling 7 (half writes), a workspace deleted beside published skills 1 (out of 150
+/// in all).
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
@@ -403,6 +413,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         136..=139 => ModelOp::JumpBack {
             hours: rng.gen_range(1..=48),
         },
+        147 => ModelOp::WorkspaceBeside,
         148..=149 => ModelOp::List { session },
         _ => ModelOp::Hostile {
             session,

@@ -35,6 +35,9 @@ pub(super) struct Model {
     /// Sessions the last sweep found expired or deleted: nothing at all may remain under their
     /// prefixes, extracted text included.
     pub(super) emptied: BTreeSet<usize>,
+    /// Whether the workspace beside the model's was deleted (`ModelOp::WorkspaceBeside`): its
+    /// neighbour's skill version must then outlive it.
+    pub(super) beside_deleted: bool,
 }
 
 impl Model {

@@ -628,6 +628,50 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "kept-classes-expire",
         "the world never puts a lifecycle configuration on its bucket",
     ),
+    (
+        "backstop-checked-against-default-ttl",
+        "the world never puts a lifecycle configuration on its bucket",
+    ),
+    (
+        "no-written-at-stamp",
+        "the world never runs an age-only lifecycle rule, the one reader of the stamp",
+    ),
+    (
+        "dotted-ids-accepted",
+        "the world's identifiers are valid ones; an identifier's alphabet is the scenarios'",
+    ),
+    (
+        "trailing-slash-trimmed",
+        "none of the world's paths, hostile spellings included, ends in `/`",
+    ),
+    (
+        "skills-writable",
+        "the world's guests only read the skill version, never write to it",
+    ),
+    (
+        "listing-string-prefix",
+        "the world's guests list only with no prefix",
+    ),
+    (
+        "delete-needs-only-read",
+        "the world's deletions are in session scope and in a workspace the admin makes read-write, where read access is never all a turn has",
+    ),
+    (
+        "permission-before-shape",
+        "the world's malformed paths start in scopes its turns may write, so checking a scope's permission first refuses nothing",
+    ),
+    (
+        "refusal-is-activity",
+        "seldom in the world's reach: it keeps a session alive longer and loses no file, which only the liveness check after the heal sees, and only when a refused operation came within a TTL of the heal and the last accepted one did not; CI's 80 seeds stage none",
+    ),
+    (
+        "repeated-create-is-activity",
+        "seldom in the world's reach: a repeated create keeps a session alive longer and loses no file, which only the liveness check after the heal sees, and only when the create came within a TTL of the heal and the last activity did not; CI's 80 seeds stage none",
+    ),
+    (
+        "workspace-deletion-spares-skills",
+        "the world's one skill version is published in the home workspace its guests keep reading, which no one deletes; the workspace the admin deletes holds none",
+    ),
 ];
 
 /// `tidemark world --profile scoped`: the scoped world as the engine plays and hunts it.

@@ -74,8 +74,16 @@ pub struct RunResult {
     pub known: Vec<Divergence>,
 }
 
-/// A foreign directory planted before the run; it must survive every sweep (SP-5.4).
-pub const FOREIGN: &str = "lost+found/keep.txt";
+/// Foreign directories planted before the run, each holding a file; every one must survive
+/// every sweep (SP-5.4). Besides a name no scheme writes, names that start like a session's
+/// but have another shape: a character outside `[a-z0-9]` after the prefix, too short a name,
+/// uppercase hex. A sweeper that recognises sessions by their prefix alone takes them.
+pub const FOREIGN: [&str; 4] = [
+    "lost+found/keep.txt",
+    "t-not-a-session/keep.txt",
+    "c-x/keep.txt",
+    "t-0123456789ABCDEF/keep.txt",
+];
 
 struct World<'a> {
     driver: Box<dyn Driver>,
@@ -345,28 +353,33 @@ impl World<'_> {
                     return Ok(());
                 }
                 let (session, requester) = self.model.recommended_names(&c);
-                let planted = handed.open().and_then(|root| {
-                    plant_link_on_disk(
-                        &root,
-                        self.outside,
-                        (
-                            self.names.session(&session),
-                            self.names.requester(&requester),
-                        ),
-                        &rel_path,
-                        self.now,
-                    )
-                    .map_err(|e| format!("the link to be planted: {e}"))
-                });
-                if let Err(e) = planted {
-                    return Err(Divergence {
-                        step: Some(i),
-                        op: label.clone(),
-                        expected: "the harness's link planted under the root it handed over".into(),
-                        actual: e,
-                        signature: Box::new(sig::handed_replaced()),
-                    });
-                }
+                let root = handed.open().map_err(|e| Divergence {
+                    step: Some(i),
+                    op: label.clone(),
+                    expected: "the root handed over, to plant a link under".into(),
+                    actual: e,
+                    signature: Box::new(sig::handed_replaced()),
+                })?;
+                plant_link_on_disk(
+                    &root,
+                    self.outside,
+                    (
+                        self.names.session(&session),
+                        self.names.requester(&requester),
+                    ),
+                    &rel_path,
+                    self.now,
+                )
+                .map_err(|e| Divergence {
+                    step: Some(i),
+                    op: label.clone(),
+                    expected: "nothing where the link goes, as the model says".into(),
+                    actual: e.to_string(),
+                    // Something the model does not have stands in the way: the implementation
+                    // left the disk otherwise than the model says (or the harness could not
+                    // plant, which the same words report).
+                    signature: Box::new(sig::disk_in_the_way()),
+                })?;
                 self.model.plant_link(&c, &rel_path, self.now.as_millis());
                 let rel = self.rel();
                 self.trace.record(rel, &label);
@@ -403,6 +416,10 @@ impl World<'_> {
 /// an entry in, and the link itself (its own time, `utimensat` with `AT_SYMLINK_NOFOLLOW`, never
 /// its target's). The session directory thus moves only when a member directory is created in
 /// it.
+///
+/// An error, and nothing planted, when something already stands where the link goes (or a
+/// file where one of its directories goes): the implementation left the disk otherwise than the
+/// model says, which is the run's divergence, not the harness's failure.
 pub fn plant_link_on_disk(
     root: &Dir,
     outside: &Path,
@@ -428,15 +445,27 @@ pub fn plant_link_on_disk(
                 at.stamp(None, t)?;
             }
             Some(_) => {
-                return Err(std::io::Error::other(format!(
-                    "{} is not a directory on the way to the link",
-                    name.to_string_lossy()
-                )))
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    format!(
+                        "{} is not a directory on the way to the link",
+                        name.to_string_lossy()
+                    ),
+                ))
             }
         }
         at = at.open_dir(name)?;
     }
     let last = OsStr::new(last.as_str());
+    if at.kind(last)?.is_some() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "{} already exists where the model has nothing",
+                last.to_string_lossy()
+            ),
+        ));
+    }
     at.symlink(outside.as_os_str(), last)?;
     at.stamp(Some(last), t)?;
     at.stamp(None, t)
@@ -565,13 +594,16 @@ async fn heal(w: &mut World<'_>, k: &ModelKnobs) -> Result<(), Divergence> {
 /// Plants a directory the scheme did not write, old in simulated time, so a sweeper that wrongly
 /// considered it would collect it at once (SP-5.4).
 pub fn plant_foreign(root: &Path) {
-    let foreign = root.join(FOREIGN);
-    fs::create_dir_all(foreign.parent().expect("parent")).expect("a foreign directory");
-    fs::write(&foreign, "not the scratchpad's").expect("a foreign file");
     let long_ago =
         filetime::FileTime::from_system_time(EPOCH.plus_ms(-30 * 86_400_000).to_system_time());
-    for p in [&foreign, &root.join("lost+found")] {
-        let _ = filetime::set_file_mtime(p, long_ago);
+    for f in FOREIGN {
+        let foreign = root.join(f);
+        let dir = foreign.parent().expect("parent");
+        fs::create_dir_all(dir).expect("a foreign directory");
+        fs::write(&foreign, "not the scratchpad's").expect("a foreign file");
+        for p in [foreign.as_path(), dir] {
+            let _ = filetime::set_file_mtime(p, long_ago);
+        }
     }
 }
 
@@ -587,16 +619,17 @@ pub fn check_disk(root: &Handed, workdir: &Handed) -> Result<(), Divergence> {
         signature: Box::new(sig::handed_replaced()),
     };
     let root = root.open().map_err(|e| disk("the root handed over", e))?;
-    let (dir, file) = FOREIGN.split_once('/').expect("a directory and a file");
-    let survived = root
-        .open_dir(OsStr::new(dir))
-        .ok()
-        .and_then(|d| d.kind(OsStr::new(file)).ok().flatten())
-        == Some(Kind::File);
-    if !survived {
+    let gone = FOREIGN.iter().find(|f| {
+        let (dir, file) = f.split_once('/').expect("a directory and a file");
+        root.open_dir(OsStr::new(dir))
+            .ok()
+            .and_then(|d| d.kind(OsStr::new(file)).ok().flatten())
+            != Some(Kind::File)
+    });
+    if let Some(gone) = gone {
         return Err(Divergence {
             signature: Box::new(sig::foreign_removed()),
-            ..disk(&format!("{FOREIGN} to survive"), "it was removed".into())
+            ..disk(&format!("{gone} to survive"), "it was removed".into())
         });
     }
     let workdir = workdir
@@ -651,6 +684,10 @@ mod tests {
             .flatten()
             .map(|e| e.file_name())
             .collect();
-        assert_eq!(before.len(), 1, "only lost+found in the decoy");
+        assert_eq!(
+            before.len(),
+            FOREIGN.len(),
+            "only the foreign directories in the decoy"
+        );
     }
 }

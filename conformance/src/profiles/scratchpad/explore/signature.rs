@@ -213,6 +213,15 @@ pub fn disk_write_elsewhere() -> Signature {
     )
 }
 
+/// Something stands where the model has nothing, met when the harness plants a link: the
+/// implementation wrote where SP-3.1 does not put a file.
+pub fn disk_in_the_way() -> Signature {
+    Signature::new(
+        "SP-3.1",
+        "disk: something stands where the model has nothing",
+    )
+}
+
 /// At the end: the foreign directory was removed (SP-5.4), or the working directory was written
 /// (SP-1.3).
 pub fn foreign_removed() -> Signature {
@@ -315,6 +324,7 @@ pub fn is_known(printed: &str) -> bool {
 
 /// The signatures whose words do not come from outcomes.
 const FIXED: &[&str] = &[
+    "disk: something stands where the model has nothing",
     "disk: a directory the harness handed over was replaced",
     "write: written at another listing path",
     "read: content other than the model's",
