@@ -62,6 +62,69 @@ pub fn named(name: &str) -> Option<&'static Variant> {
     all().into_iter().find(|v| v.name == name)
 }
 
+/// A profile's variants beside the reference's way of taking each non-default choice (its
+/// `Alternative`): how the harness configures the reference as an implementation declaring
+/// them, and what `cargo test` plays the suite under. Written once; each profile gives its
+/// tables.
+pub struct Alternatives<A: 'static> {
+    /// The profile, for the message when a name is not one of its variants.
+    pub profile: &'static str,
+    /// Every variant of the profile, in SPEC.md's order.
+    pub variants: &'static [Variant],
+    /// `(variant, non-default choice, the reference's alternative)`, one for each choice the
+    /// reference can take.
+    pub alternatives: &'static [(&'static str, &'static str, A)],
+}
+
+impl<A: Copy> Alternatives<A> {
+    /// The variant called `name` (one of the profile's).
+    pub fn variant(&self, name: &str) -> &'static Variant {
+        self.variants
+            .iter()
+            .find(|v| v.name == name)
+            .unwrap_or_else(|| panic!("no {} variant {name}", self.profile))
+    }
+
+    /// The alternatives that behave as `declared` says: what the reference is configured
+    /// with, and what the model follows.
+    pub fn taken<'a>(&'a self, declared: &'a Declared) -> impl Iterator<Item = A> + 'a {
+        self.alternatives
+            .iter()
+            .filter(|(name, choice, _)| declared.takes(self.variant(name), choice))
+            .map(|(_, _, a)| *a)
+    }
+
+    /// Every declaration of one non-default choice the reference can take: what `cargo test`
+    /// plays the suite under, one at a time.
+    pub fn each_alternative(&self) -> Vec<Declared> {
+        self.alternatives
+            .iter()
+            .map(|(name, choice, _)| Declared::defaults().with(self.variant(name), choice))
+            .collect()
+    }
+
+    /// Whether `declared` takes the choice `variant_name=choice` of this profile.
+    pub fn takes(&self, declared: &Declared, variant_name: &str, choice: &str) -> bool {
+        declared.takes(self.variant(variant_name), choice)
+    }
+
+    /// Every alternative names a non-default choice of one of the profile's variants, each at
+    /// most once; and the number of non-default choices the reference cannot take.
+    pub fn untaken_choices(&self) -> Result<usize, String> {
+        let mut seen = std::collections::BTreeSet::new();
+        for (name, choice, _) in self.alternatives {
+            if !self.variant(name).choices[1..].contains(choice) {
+                return Err(format!("{name}={choice} is not a non-default choice"));
+            }
+            if !seen.insert((*name, *choice)) {
+                return Err(format!("{name}={choice} is listed twice"));
+            }
+        }
+        let choices: usize = self.variants.iter().map(|v| v.choices.len() - 1).sum();
+        Ok(choices - self.alternatives.len())
+    }
+}
+
 /// The choices an implementation takes: what it declared, and the default of every variant it
 /// did not name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

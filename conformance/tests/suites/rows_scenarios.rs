@@ -189,8 +189,8 @@ fn failures(
 }
 
 /// `variant::rows::<name>_<choice>::…` for each non-default choice: declared, the reference
-/// taking it passes every scenario (in memory, and on PostgreSQL); undeclared, some scenario
-/// fails, so the guarded steps tell the two choices apart.
+/// taking it passes every scenario in memory and on PostgreSQL; undeclared, some scenario fails
+/// in memory.
 fn variant_trials(
     rt: &std::sync::Arc<tokio::runtime::Runtime>,
     scripts: &[Script],
@@ -199,66 +199,38 @@ fn variant_trials(
           + Send
           + 'static),
 ) -> Vec<Trial> {
-    let mut trials = Vec::new();
-    for declared in tidemark_conformance::profiles::rows::variants::each_alternative() {
-        let label = declared.non_defaults().join(",");
-        let name = label.replace(['=', ','], "_");
-        let (rt1, all, takes, label1, get_pg) = (
-            rt.clone(),
-            scripts.to_vec(),
-            declared.clone(),
-            label.clone(),
-            get_pg.clone(),
-        );
-        trials.push(Trial::test(
-            format!("variant::rows::{name}::every_scenario_follows_it"),
-            move || {
-                let mut failed = failures(&rt1, &all, &takes, &takes);
-                let pg = get_pg()?;
-                for s in all.iter().filter(|s| s.skip_reason(&takes).is_none()) {
-                    if let Err(f) = rt1.block_on(runner::run_on_taking(
-                        runner::Tier::Postgres(&pg),
-                        s,
-                        None,
-                        &takes,
-                        &mut Trace::new(),
-                        &mut Vec::new(),
-                    )) {
-                        failed.push(format!(
-                            "  {}:{}: {} on PostgreSQL (expected {}, got {})",
-                            s.file.display(),
-                            f.line,
-                            f.step,
-                            f.expected,
-                            f.actual
-                        ));
-                    }
+    let (rt1, all, get_pg) = (rt.clone(), scripts.to_vec(), get_pg.clone());
+    super::shared::variant_trials(
+        "rows",
+        tidemark_conformance::profiles::rows::variants::each_alternative(),
+        move |takes, declares| {
+            let mut failed = failures(&rt1, &all, takes, declares);
+            if takes != declares {
+                return Ok(failed);
+            }
+            let pg = get_pg()?;
+            for s in all.iter().filter(|s| s.skip_reason(takes).is_none()) {
+                if let Err(f) = rt1.block_on(runner::run_on_taking(
+                    runner::Tier::Postgres(&pg),
+                    s,
+                    None,
+                    takes,
+                    &mut Trace::new(),
+                    &mut Vec::new(),
+                )) {
+                    failed.push(format!(
+                        "  {}:{}: {} on PostgreSQL (expected {}, got {})",
+                        s.file.display(),
+                        f.line,
+                        f.step,
+                        f.expected,
+                        f.actual
+                    ));
                 }
-                if failed.is_empty() {
-                    Ok(())
-                } else {
-                    Err(Failed::from(format!(
-                        "the reference taking {label1}, and declaring it, fails:\n{}",
-                        failed.join("\n")
-                    )))
-                }
-            },
-        ));
-        let (rt2, all) = (rt.clone(), scripts.to_vec());
-        trials.push(Trial::test(
-            format!("variant::rows::{name}::an_undeclared_one_fails_a_scenario"),
-            move || {
-                if failures(&rt2, &all, &declared, &Declared::defaults()).is_empty() {
-                    Err(Failed::from(format!(
-                        "the reference taking {label} but declaring the default passes every scenario: no scenario tells the two choices apart"
-                    )))
-                } else {
-                    Ok(())
-                }
-            },
-        ));
-    }
-    trials
+            }
+            Ok(failed)
+        },
+    )
 }
 /// The SR rules no mutant breaks, and why none can be killed by a scenario.
 const SR_WITHOUT_MUTANT: &[(&str, &str)] = &[

@@ -163,50 +163,23 @@ pub fn trials(_: &super::shared::Shared) -> Result<Vec<Trial>, String> {
             },
         ));
     }
-    for declared in variants::each_alternative() {
-        let label = declared.non_defaults().join(",");
-        let name = label.replace(['=', ','], "_");
-        let all = scenarios.clone();
-        trials.push(Trial::test(
-            format!("variant::scratchpad::{name}::every_scenario_follows_it"),
-            {
-                let declared = declared.clone();
-                let label = label.clone();
-                move || {
-                    let factory = ReferenceScratchpad {
-                        mutant: None,
-                        variants: declared,
-                    };
-                    let failed = failures(&all, &factory);
-                    if failed.is_empty() {
-                        Ok(())
-                    } else {
-                        Err(Failed::from(format!(
-                            "the reference taking {label}, and declaring it, fails:\n{}",
-                            failed.join("\n")
-                        )))
-                    }
-                }
-            },
-        ));
-        let all = scenarios.clone();
-        trials.push(Trial::test(
-            format!("variant::scratchpad::{name}::an_undeclared_one_fails_a_scenario"),
-            move || {
-                let factory = Undeclared(ReferenceScratchpad {
-                    mutant: None,
-                    variants: declared,
-                });
-                if failures(&all, &factory).is_empty() {
-                    Err(Failed::from(format!(
-                        "the reference taking {label} but declaring the default passes every scenario: no scenario tells the two choices apart"
-                    )))
-                } else {
-                    Ok(())
-                }
-            },
-        ));
-    }
+    let all = scenarios.clone();
+    trials.extend(super::shared::variant_trials(
+        "scratchpad",
+        variants::each_alternative(),
+        move |takes, declares| {
+            let reference = ReferenceScratchpad {
+                mutant: None,
+                variants: takes.clone(),
+            };
+            Ok(if takes == declares {
+                failures(&all, &reference)
+            } else {
+                // The only other declaration played is the defaults.
+                failures(&all, &Undeclared(reference))
+            })
+        },
+    ));
     trials.push(super::shared::every_rule_cited(
         "SP",
         scenarios

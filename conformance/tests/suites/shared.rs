@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use libtest_mimic::{Failed, Trial};
 use tidemark_conformance::profiles::scoped::script::{self, Script};
+use tidemark_conformance::variants::Declared;
 use tidemark_sim::real_tier::PgProvider;
 
 pub struct Shared {
@@ -270,4 +271,54 @@ pub fn saved_failure_verdict(r: Replayed<'_>) -> Result<(), Failed> {
         return Err(format!("{shown}: the reference fails these operations too").into());
     }
     Ok(())
+}
+
+/// `variant::<profile>::<variant>_<choice>::…`, two trials for each non-default choice in
+/// `alternatives`: declared, the reference taking it passes every scenario
+/// (`every_scenario_follows_it`); undeclared, some scenario fails
+/// (`an_undeclared_one_fails_a_scenario`), so the guarded steps tell the two choices apart.
+/// `failures(takes, declares)` plays the profile's scenarios with the reference taking `takes`
+/// and declaring `declares`, and lists each failure as a line.
+pub fn variant_trials<F>(
+    profile: &'static str,
+    alternatives: Vec<Declared>,
+    failures: F,
+) -> Vec<Trial>
+where
+    F: Fn(&Declared, &Declared) -> Result<Vec<String>, Failed> + Clone + Send + 'static,
+{
+    let mut trials = Vec::new();
+    for declared in alternatives {
+        let label = declared.non_defaults().join(",");
+        let name = label.replace(['=', ','], "_");
+        let (follows, takes, label1) = (failures.clone(), declared.clone(), label.clone());
+        trials.push(Trial::test(
+            format!("variant::{profile}::{name}::every_scenario_follows_it"),
+            move || {
+                let failed = follows(&takes, &takes)?;
+                if failed.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Failed::from(format!(
+                        "the reference taking {label1}, and declaring it, fails:\n{}",
+                        failed.join("\n")
+                    )))
+                }
+            },
+        ));
+        let undeclared = failures.clone();
+        trials.push(Trial::test(
+            format!("variant::{profile}::{name}::an_undeclared_one_fails_a_scenario"),
+            move || {
+                if undeclared(&declared, &Declared::defaults())?.is_empty() {
+                    Err(Failed::from(format!(
+                        "the reference taking {label} but declaring the default passes every scenario: no scenario tells the two choices apart"
+                    )))
+                } else {
+                    Ok(())
+                }
+            },
+        ));
+    }
+    trials
 }

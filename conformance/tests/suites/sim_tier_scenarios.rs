@@ -104,45 +104,12 @@ fn failures(
 
 /// `variant::scoped::<name>_<choice>::…` for each non-default choice the reference can take.
 fn variant_trials(rt: &Arc<tokio::runtime::Runtime>, scripts: &[Script]) -> Vec<Trial> {
-    let mut trials = Vec::new();
-    for declared in variants::each_alternative() {
-        let label = declared.non_defaults().join(",");
-        let name = label.replace(['=', ','], "_");
-        let (rt1, all, takes, label1) = (
-            rt.clone(),
-            scripts.to_vec(),
-            declared.clone(),
-            label.clone(),
-        );
-        trials.push(Trial::test(
-            format!("variant::scoped::{name}::every_scenario_follows_it"),
-            move || {
-                let failed = failures(&rt1, &all, &takes, &takes);
-                if failed.is_empty() {
-                    Ok(())
-                } else {
-                    Err(Failed::from(format!(
-                        "the reference taking {label1}, and declaring it, fails:\n{}",
-                        failed.join("\n")
-                    )))
-                }
-            },
-        ));
-        let (rt2, all) = (rt.clone(), scripts.to_vec());
-        trials.push(Trial::test(
-            format!("variant::scoped::{name}::an_undeclared_one_fails_a_scenario"),
-            move || {
-                if failures(&rt2, &all, &declared, &Declared::defaults()).is_empty() {
-                    Err(Failed::from(format!(
-                        "the reference taking {label} but declaring the default passes every scenario: no scenario tells the two choices apart"
-                    )))
-                } else {
-                    Ok(())
-                }
-            },
-        ));
-    }
-    trials
+    let (rt, all) = (rt.clone(), scripts.to_vec());
+    super::shared::variant_trials(
+        "scoped",
+        variants::each_alternative(),
+        move |takes, declares| Ok(failures(&rt, &all, takes, declares)),
+    )
 }
 /// Scoped mutants only the real tier can kill, and why: the simulation tier's store differs
 /// from S3 there by design.

@@ -4,7 +4,7 @@
 
 use tidemark_reference::rows::{Alternative, RowsConfig};
 
-use crate::variants::{Declared, Variant};
+use crate::variants::{Alternatives, Declared, Variant};
 
 /// Every rows variant, in SPEC.md's order.
 pub const VARIANTS: &[Variant] = &[
@@ -20,47 +20,45 @@ pub const VARIANTS: &[Variant] = &[
     },
 ];
 
+/// The rows variants beside the reference's way of taking each non-default choice.
+pub const ALTERNATIVES: Alternatives<Alternative> = Alternatives {
+    profile: "rows",
+    variants: VARIANTS,
+    alternatives: &[
+        (
+            "kind_check_order",
+            "target_first",
+            Alternative::TargetBeforeKind,
+        ),
+        (
+            "unknown_model_drops",
+            "refused",
+            Alternative::UnknownModelDropRefused,
+        ),
+    ],
+};
+
 /// The variant called `name` (one of [`VARIANTS`]).
 pub fn variant(name: &str) -> &'static Variant {
-    VARIANTS
-        .iter()
-        .find(|v| v.name == name)
-        .unwrap_or_else(|| panic!("no rows variant {name}"))
+    ALTERNATIVES.variant(name)
 }
-
-/// Each non-default choice, as the reference's [`Alternative`].
-const ALTERNATIVES: &[(&str, &str, Alternative)] = &[
-    (
-        "kind_check_order",
-        "target_first",
-        Alternative::TargetBeforeKind,
-    ),
-    (
-        "unknown_model_drops",
-        "refused",
-        Alternative::UnknownModelDropRefused,
-    ),
-];
 
 /// `config` taking what `declared` says: the reference as an implementation declaring it.
 pub fn configured(config: RowsConfig, declared: &Declared) -> RowsConfig {
     ALTERNATIVES
-        .iter()
-        .filter(|(name, choice, _)| declared.takes(variant(name), choice))
-        .fold(config, |c, (_, _, a)| c.taking(*a))
-}
-
-/// Every declaration of one non-default choice: what `cargo test` plays the suite under.
-pub fn each_alternative() -> Vec<Declared> {
-    ALTERNATIVES
-        .iter()
-        .map(|(name, choice, _)| Declared::defaults().with(variant(name), choice))
-        .collect()
+        .taken(declared)
+        .fold(config, |c, a| c.taking(a))
 }
 
 /// Whether `declared` takes `variant=choice` (rows names).
 pub fn takes(declared: &Declared, variant_name: &str, choice: &str) -> bool {
-    declared.takes(variant(variant_name), choice)
+    ALTERNATIVES.takes(declared, variant_name, choice)
+}
+
+/// Every declaration of one non-default choice the reference can take: what `cargo test`
+/// plays the suite under, one at a time.
+pub fn each_alternative() -> Vec<Declared> {
+    ALTERNATIVES.each_alternative()
 }
 
 #[cfg(test)]
@@ -111,14 +109,7 @@ mod tests {
 
     #[test]
     fn every_alternative_names_a_non_default_choice_of_a_rows_variant() {
-        for (name, choice, _) in ALTERNATIVES {
-            assert!(
-                variant(name).choices[1..].contains(choice),
-                "{name}={choice}"
-            );
-        }
-        assert_eq!(ALTERNATIVES.len(), Alternative::ALL.len());
-        let choices: usize = VARIANTS.iter().map(|v| v.choices.len() - 1).sum();
-        assert_eq!(choices, ALTERNATIVES.len());
+        assert_eq!(ALTERNATIVES.untaken_choices(), Ok(0));
+        assert_eq!(ALTERNATIVES.alternatives.len(), Alternative::ALL.len());
     }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use tidemark_reference::scoped::Alternative;
 
-use crate::variants::{Declared, Variant};
+use crate::variants::{Alternatives, Declared, Variant};
 
 /// Every scoped variant, in SPEC.md's order.
 pub const VARIANTS: &[Variant] = &[
@@ -58,73 +58,67 @@ pub const VARIANTS: &[Variant] = &[
     },
 ];
 
+/// The scoped variants beside the reference's way of taking each non-default choice.
+pub const ALTERNATIVES: Alternatives<Alternative> = Alternatives {
+    profile: "scoped",
+    variants: VARIANTS,
+    alternatives: &[
+        (
+            "empty_and_dot_segments",
+            "tidied",
+            Alternative::SegmentsTidied,
+        ),
+        (
+            "unknown_skill_writes",
+            "read_only",
+            Alternative::SkillWritesReadOnly,
+        ),
+        (
+            "empty_skill_versions",
+            "published",
+            Alternative::EmptySkillVersionsPublished,
+        ),
+        (
+            "bare_skill_listings",
+            "every_skill",
+            Alternative::BareSkillListsEverySkill,
+        ),
+        (
+            "file_prefix_listings",
+            "the_file",
+            Alternative::FilePrefixListsTheFile,
+        ),
+        (
+            "path_check_order",
+            "session_first",
+            Alternative::SessionBeforeShape,
+        ),
+        ("listing_order", "any", Alternative::ListingsByScope),
+        ("throttles", "reported", Alternative::ThrottlesReported),
+        ("server_errors", "retried", Alternative::ServerErrorsRetried),
+    ],
+};
+
 /// The variant called `name` (one of [`VARIANTS`]).
 pub fn variant(name: &str) -> &'static Variant {
-    VARIANTS
-        .iter()
-        .find(|v| v.name == name)
-        .unwrap_or_else(|| panic!("no scoped variant {name}"))
+    ALTERNATIVES.variant(name)
 }
-
-/// Each non-default choice, as the reference's [`Alternative`].
-const ALTERNATIVES: &[(&str, &str, Alternative)] = &[
-    (
-        "empty_and_dot_segments",
-        "tidied",
-        Alternative::SegmentsTidied,
-    ),
-    (
-        "unknown_skill_writes",
-        "read_only",
-        Alternative::SkillWritesReadOnly,
-    ),
-    (
-        "empty_skill_versions",
-        "published",
-        Alternative::EmptySkillVersionsPublished,
-    ),
-    (
-        "bare_skill_listings",
-        "every_skill",
-        Alternative::BareSkillListsEverySkill,
-    ),
-    (
-        "file_prefix_listings",
-        "the_file",
-        Alternative::FilePrefixListsTheFile,
-    ),
-    (
-        "path_check_order",
-        "session_first",
-        Alternative::SessionBeforeShape,
-    ),
-    ("listing_order", "any", Alternative::ListingsByScope),
-    ("throttles", "reported", Alternative::ThrottlesReported),
-    ("server_errors", "retried", Alternative::ServerErrorsRetried),
-];
 
 /// The alternatives that behave as `declared` says: what the reference is configured with, and
 /// what the model follows.
 pub fn alternatives(declared: &Declared) -> BTreeSet<Alternative> {
-    ALTERNATIVES
-        .iter()
-        .filter(|(name, choice, _)| declared.takes(variant(name), choice))
-        .map(|(_, _, a)| *a)
-        .collect()
-}
-
-/// Every declaration of one non-default choice: what `cargo test` plays the suite under, one
-/// at a time.
-pub fn each_alternative() -> Vec<Declared> {
-    ALTERNATIVES
-        .iter()
-        .map(|(name, choice, _)| Declared::defaults().with(variant(name), choice))
-        .collect()
+    ALTERNATIVES.taken(declared).collect()
 }
 
 /// Whether `declared` takes the choice `variant=choice` (both scoped names).
 pub fn takes(declared: &Declared, variant_name: &str, choice: &str) -> bool {
-    declared.takes(variant(variant_name), choice)
+    ALTERNATIVES.takes(declared, variant_name, choice)
+}
+
+/// Every declaration of one non-default choice the reference can take: what `cargo test`
+/// plays the suite under, one at a time.
+pub fn each_alternative() -> Vec<Declared> {
+    ALTERNATIVES.each_alternative()
 }
 
 #[cfg(test)]
@@ -175,13 +169,8 @@ mod tests {
 
     #[test]
     fn every_alternative_names_a_non_default_choice_of_a_scoped_variant() {
-        for (name, choice, _) in ALTERNATIVES {
-            let v = variant(name);
-            assert!(v.choices[1..].contains(choice), "{name}={choice}");
-        }
-        assert_eq!(ALTERNATIVES.len(), Alternative::ALL.len());
         // Every non-default choice of every variant is one the reference can take.
-        let choices: usize = VARIANTS.iter().map(|v| v.choices.len() - 1).sum();
-        assert_eq!(choices, ALTERNATIVES.len());
+        assert_eq!(ALTERNATIVES.untaken_choices(), Ok(0));
+        assert_eq!(ALTERNATIVES.alternatives.len(), Alternative::ALL.len());
     }
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use tidemark_reference::scratchpad::Alternative;
 
-use crate::variants::{Declared, Variant};
+use crate::variants::{Alternatives, Declared, Variant};
 
 /// Every scratchpad variant, in SPEC.md's order.
 pub const VARIANTS: &[Variant] = &[
@@ -59,59 +59,53 @@ pub const VARIANTS: &[Variant] = &[
     },
 ];
 
+/// The scratchpad variants beside the reference's way of taking each non-default choice.
+pub const ALTERNATIVES: Alternatives<Alternative> = Alternatives {
+    profile: "scratchpad",
+    variants: VARIANTS,
+    alternatives: &[
+        ("thread_identity", "global", Alternative::ThreadsGlobal),
+        ("non_canonical_paths", "tidied", Alternative::PathsTidied),
+        ("path_limits", "none", Alternative::NoPathLimits),
+        ("large_reads", "refused", Alternative::LargeReadsRefused),
+        (
+            "read_through_a_file",
+            "not_a_directory",
+            Alternative::ReadThroughFileNotADirectory,
+        ),
+        (
+            "caller_directories",
+            "on_every_operation",
+            Alternative::DirectoriesOnEveryOperation,
+        ),
+        (
+            "eviction_ties",
+            "any",
+            Alternative::EvictionTiesByWriteOrder,
+        ),
+        (
+            "sweep_schedule",
+            "fixed_period",
+            Alternative::SweepOnFixedPeriod,
+        ),
+    ],
+};
+
 /// The variant called `name` (one of [`VARIANTS`]).
 pub fn variant(name: &str) -> &'static Variant {
-    VARIANTS
-        .iter()
-        .find(|v| v.name == name)
-        .unwrap_or_else(|| panic!("no scratchpad variant {name}"))
+    ALTERNATIVES.variant(name)
 }
-
-/// Each non-default choice the reference can take, as its [`Alternative`].
-const ALTERNATIVES: &[(&str, &str, Alternative)] = &[
-    ("thread_identity", "global", Alternative::ThreadsGlobal),
-    ("non_canonical_paths", "tidied", Alternative::PathsTidied),
-    ("path_limits", "none", Alternative::NoPathLimits),
-    ("large_reads", "refused", Alternative::LargeReadsRefused),
-    (
-        "read_through_a_file",
-        "not_a_directory",
-        Alternative::ReadThroughFileNotADirectory,
-    ),
-    (
-        "caller_directories",
-        "on_every_operation",
-        Alternative::DirectoriesOnEveryOperation,
-    ),
-    (
-        "eviction_ties",
-        "any",
-        Alternative::EvictionTiesByWriteOrder,
-    ),
-    (
-        "sweep_schedule",
-        "fixed_period",
-        Alternative::SweepOnFixedPeriod,
-    ),
-];
 
 /// The alternatives that behave as `declared` says: what the reference is configured with, and
 /// what the model follows.
 pub fn alternatives(declared: &Declared) -> BTreeSet<Alternative> {
-    ALTERNATIVES
-        .iter()
-        .filter(|(name, choice, _)| declared.takes(variant(name), choice))
-        .map(|(_, _, a)| *a)
-        .collect()
+    ALTERNATIVES.taken(declared).collect()
 }
 
-/// Every declaration of one non-default choice, each of which the reference can take: what
-/// `cargo test` plays the suite under, one at a time.
+/// Every declaration of one non-default choice the reference can take: what `cargo test`
+/// plays the suite under, one at a time.
 pub fn each_alternative() -> Vec<Declared> {
-    ALTERNATIVES
-        .iter()
-        .map(|(name, choice, _)| Declared::defaults().with(variant(name), choice))
-        .collect()
+    ALTERNATIVES.each_alternative()
 }
 
 /// Whether the harness may send a path that is not UTF-8 to an implementation taking `declared`.
@@ -125,12 +119,10 @@ mod tests {
 
     #[test]
     fn every_alternative_names_a_non_default_choice_of_a_scratchpad_variant() {
-        for (name, choice, _) in ALTERNATIVES {
-            let v = variant(name);
-            assert!(v.choices[1..].contains(choice), "{name}={choice}");
-        }
+        // non_utf8_paths=never_sent is about what the harness sends: no reference takes it.
+        assert_eq!(ALTERNATIVES.untaken_choices(), Ok(1));
         assert_eq!(
-            ALTERNATIVES.len(),
+            ALTERNATIVES.alternatives.len(),
             tidemark_reference::scratchpad::Alternative::ALL.len()
         );
     }
