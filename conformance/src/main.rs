@@ -57,6 +57,15 @@ struct GateArgs {
     /// Also write a JUnit XML report here, for CI.
     #[arg(long, value_name = "PATH")]
     junit: Option<PathBuf>,
+    /// Also write one self-contained HTML report here: the summary, each failure's timeline
+    /// and divergence with its SPEC rules, the replay commands.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Print each SPEC rule of the profiles run with the scenarios citing it, the rules none
+    /// cites, and the rules left unjudged by skipped scenarios (on stderr with --format json);
+    /// the HTML report shows the table too.
+    #[arg(long)]
+    coverage: bool,
     /// Scenarios in flight at once (each has its own directories and process); the report's
     /// order does not change. Defaults to the number of cores.
     #[arg(long, default_value_t = default_jobs())]
@@ -571,7 +580,15 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
             path.display()
         );
     }
-    emit(&report, gate_args)
+    let coverage = if gate_args.coverage {
+        let played: Vec<&dyn Profile> = only.iter().map(|(p, _)| *p).collect();
+        Some(tidemark_conformance::coverage::of_run(
+            &report, &played, &args.spec,
+        )?)
+    } else {
+        None
+    };
+    emit(&report, gate_args, coverage, &args.spec)
 }
 
 /// The command that reruns this run's suite, to which a failure's `--only <test name>` is added:
@@ -624,15 +641,37 @@ fn replay_prefix(
     Ok(replay)
 }
 
-/// Prints the report in the chosen format, writes the JUnit file if asked; true if it passed.
-fn emit(report: &report::RunReport, gate_args: &GateArgs) -> Result<bool, String> {
+/// Prints the report in the chosen format (and the coverage, when asked), writes the JUnit and
+/// HTML files if asked; true if it passed.
+fn emit(
+    report: &report::RunReport,
+    gate_args: &GateArgs,
+    coverage: Option<tidemark_conformance::coverage::Coverage>,
+    spec: &std::path::Path,
+) -> Result<bool, String> {
+    let coverage_text = coverage.as_ref().map(|c| c.render_text());
     match gate_args.format {
-        Format::Table => print!("{}", report::render_table(report)),
-        Format::Json => print!("{}", report::render_json(report)),
+        Format::Table => {
+            print!("{}", coverage_text.unwrap_or_default());
+            print!("{}", report::render_table(report));
+        }
+        Format::Json => {
+            eprint!("{}", coverage_text.unwrap_or_default());
+            print!("{}", report::render_json(report));
+        }
     }
     if let Some(path) = &gate_args.junit {
         std::fs::write(path, report::render_junit(report))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if let Some(path) = &gate_args.html {
+        let mut page = tidemark_conformance::html::run::page(report);
+        page.coverage = coverage;
+        tidemark_conformance::html::write(
+            path,
+            &page,
+            &tidemark_conformance::html::rule_texts(spec),
+        )?;
     }
     Ok(report.passed())
 }

@@ -51,9 +51,6 @@ use tidemark_sim::trace::Trace;
 use crate::report::{CaseReport, Verdict};
 use script::Script;
 
-/// How many trace lines a failure carries (as for the other profiles).
-const TRACE_TAIL_LINES: usize = 8;
-
 /// The rows scenarios under `dir` whose test names are in `only` (all when it is empty),
 /// citations checked against `spec`. A name in `only` that names none is an error.
 pub fn load(dir: &Path, only: &[String], spec: &Path) -> Result<Vec<Script>, String> {
@@ -100,7 +97,7 @@ pub fn case(script: &Script, verdict: Verdict, trace: &Trace) -> CaseReport {
         rules: script.rules.clone(),
         verdict,
         trace_tail: if failed {
-            trace.tail(TRACE_TAIL_LINES).to_vec()
+            trace.tail(crate::report::TRACE_KEPT_LINES).to_vec()
         } else {
             vec![]
         },
