@@ -181,6 +181,18 @@ enum Command {
         /// explores on past them.
         #[arg(long, value_name = "FILE")]
         expect: Option<PathBuf>,
+        /// Also write one self-contained HTML report here: the summary and each distinct
+        /// difference's shrunk seed as a timeline, its divergence and SPEC rule.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Also write the exploration's report as JSON here; `tidemark merge` folds the
+        /// reports of the shards of one run (`--shard K/M`) into one.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Print each SPEC rule of the profile with the scenarios citing it and how often this
+        /// exploration reached it, the rules nothing reached and the generator gaps.
+        #[arg(long)]
+        coverage: bool,
     },
     /// Seeds through the turmoil world: the scratchpad as a networked host with its sweeper on a
     /// timer, three concurrent clients, partitions, crashes, restarts and clock jumps.
@@ -273,6 +285,9 @@ fn main() -> ExitCode {
             jobs,
             variants,
             expect,
+            html,
+            json,
+            coverage,
         } => Some(
             // Each profile's default is at most 5 trials.
             tidemark_conformance::explore::check_seeds(
@@ -309,6 +324,11 @@ fn main() -> ExitCode {
                     differential: *differential,
                     jobs: *jobs,
                     expect,
+                    outputs: tidemark_conformance::explore::Outputs {
+                        html: html.clone(),
+                        json: json.clone(),
+                        coverage: *coverage,
+                    },
                 })
             }),
         ),

@@ -57,8 +57,8 @@ pub struct ProfileSummary {
     pub skipped: Vec<(String, String)>,
 }
 
-/// One failure as the page shows it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// One failure as the page shows it (and as an exploration's JSON report keeps it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FailureView {
     /// `scratchpad::own_path_wins`, `seed 3 against the mutant x`.
     pub title: String,

@@ -132,6 +132,8 @@ pub struct ExploreRequest {
     pub variants: Declared,
     /// `--expect`: an expectations file whose differences this exploration accepts.
     pub expect: Option<crate::expectations::Expectations>,
+    /// `--html`, `--json`, `--coverage`.
+    pub outputs: crate::explore::Outputs,
 }
 
 impl ExploreRequest {
@@ -168,6 +170,12 @@ impl ExploreRequest {
                     .into(),
             );
         }
+        if (self.hunt || self.check_determinism) && self.outputs.any() {
+            return Err(
+                "--html, --json and --coverage report an exploration; --hunt and --check-determinism print their own lines: leave one out"
+                    .into(),
+            );
+        }
         if self.hunt {
             return engine::hunt_command(explorer, &seeds, mutant, self.hunt_trials).await;
         }
@@ -182,6 +190,7 @@ impl ExploreRequest {
             self.max_shrink_iters,
             save_dir.as_deref(),
             &self.known(explorer.profile()),
+            &self.outputs,
         )
         .await
     }

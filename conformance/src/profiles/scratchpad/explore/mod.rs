@@ -355,6 +355,10 @@ impl Explorer for ScratchpadExplorer<'_> {
         true
     }
 
+    fn rules_decided(&self, run: &RunResult) -> Option<Vec<(&'static str, u64)>> {
+        Some(run.rules.iter().map(|(r, n)| (*r, *n)).collect())
+    }
+
     fn known_in_pass(&self, run: &RunResult) -> Vec<Signature> {
         run.known.iter().map(|d| *d.signature.clone()).collect()
     }
