@@ -217,6 +217,10 @@ enum Command {
         /// follows it (repeatable).
         #[arg(long = "variant", value_name = "NAME=CHOICE")]
         variants: Vec<String>,
+        /// Also write one self-contained HTML report here: each failing seed's whole history
+        /// as a timeline, one lane per guest, the sweeper or reaper and the harness's faults.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// Print the measured figures: scratchpad write cost by session size, exploration speed,
     /// the scoped suite and tiers, and the rows reap at scale.
@@ -250,6 +254,10 @@ enum Command {
         seed: Option<u64>,
         #[arg(long)]
         mutant: Option<String>,
+        /// Also write one self-contained HTML report of the replay here: the saved failure's
+        /// operations, its timeline, its divergence and SPEC rule.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
 }
 
@@ -336,6 +344,7 @@ fn main() -> ExitCode {
             fixture,
             seed,
             mutant,
+            html,
         } => {
             // A saved failure names its profile's format; the first profile's replay also
             // takes a bare `--seed` and reports a file nobody recognises.
@@ -343,7 +352,12 @@ fn main() -> ExitCode {
                 .as_deref()
                 .and_then(|f| profiles::PROFILES.iter().find(|p| p.owns_fixture(f)))
                 .unwrap_or(&profiles::PROFILES[0]);
-            let outcome = owner.replay(fixture.as_deref(), *seed, mutant.as_deref());
+            let outcome = owner.replay(
+                fixture.as_deref(),
+                *seed,
+                mutant.as_deref(),
+                html.as_deref(),
+            );
             // Its exit codes are its own, but it cleans up as every command does.
             interrupt::finish();
             return match outcome {
@@ -359,6 +373,7 @@ fn main() -> ExitCode {
             check_determinism,
             hunt,
             variants,
+            html,
         } => Some(
             tidemark_conformance::explore::check_seeds(*first_seed, *seeds, 1)
                 .and_then(|()| profiles::named(profile))
@@ -370,6 +385,7 @@ fn main() -> ExitCode {
                         mutant: mutant.clone(),
                         check_determinism: *check_determinism,
                         hunt: *hunt,
+                        html: html.clone(),
                     })
                 }),
         ),

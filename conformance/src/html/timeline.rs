@@ -172,6 +172,7 @@ pub fn lane_of(event: &str) -> String {
         "actual",
         "server",
         "state",
+        "the",
     ];
     let sweeper = [
         "sweep",

@@ -218,6 +218,8 @@ pub struct WorldRequest {
     pub hunt: bool,
     /// `--variant`: the SPEC.md variants the world's reference takes and its oracle follows.
     pub variants: Declared,
+    /// `--html FILE`: the seeds' report page.
+    pub html: Option<PathBuf>,
 }
 
 /// What each profile supplies to the command line. The engine around it (argument parsing,
@@ -264,6 +266,7 @@ pub trait Profile: Sync {
         fixture: Option<&Path>,
         seed: Option<u64>,
         mutant: Option<&str>,
+        html: Option<&Path>,
     ) -> Result<ReplayOutcome, String>;
 
     /// The turmoil world: the reference as a host, concurrent guests, faults from the seed.

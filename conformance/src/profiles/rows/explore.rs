@@ -297,7 +297,10 @@ pub fn command(request: &ExploreRequest) -> Result<bool, String> {
 }
 
 /// `tidemark replay` of a rows fixture: prints what happened and whether it recurred.
-pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome, String> {
+pub fn replay_fixture(
+    path: &Path,
+    html: Option<&Path>,
+) -> Result<crate::explore::cli::ReplayOutcome, String> {
     let f = fixture::load(path)?;
     let rt = runtime()?;
     let r = rt.block_on(async {
@@ -327,6 +330,8 @@ pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome,
             trace_hash: r.trace_hash.clone(),
             identical: r.reproduced,
             reference_passes: f.mutant.as_ref().map(|_| r.reference_passes),
+            shown: r.shown.clone(),
+            html,
         },
     ))
 }

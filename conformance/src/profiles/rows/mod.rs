@@ -334,9 +334,10 @@ impl super::Profile for RowsProfile {
         fixture: Option<&Path>,
         seed: Option<u64>,
         mutant: Option<&str>,
+        html: Option<&Path>,
     ) -> Result<crate::explore::cli::ReplayOutcome, String> {
         match (fixture, seed, mutant) {
-            (Some(f), None, None) => explore::replay_fixture(f),
+            (Some(f), None, None) => explore::replay_fixture(f, html),
             _ => Err("a rows replay takes a saved failure's file, and no --seed or --mutant; a seed runs again with tidemark explore --profile rows --first-seed N --seeds 1".into()),
         }
     }
