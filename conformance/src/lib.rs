@@ -11,6 +11,7 @@ pub mod expectations;
 pub mod explore;
 pub mod html;
 pub mod interrupt;
+pub mod merge;
 pub mod play;
 pub mod process;
 pub mod profiles;

@@ -225,8 +225,9 @@ enum Command {
     /// Print the measured figures: scratchpad write cost by session size, exploration speed,
     /// the scoped suite and tiers, and the rows reap at scale.
     Bench {
-        /// Only this profile's figures (`scratchpad`, `scoped`, `rows`); every profile's when
-        /// not given.
+        /// Only this profile's figures (`scratchpad`, `scoped`, `rows`), or `report` for the
+        /// HTML report's size and writing time; every profile's and the report's when not
+        /// given.
         #[arg(long)]
         profile: Option<String>,
         /// Seeds for the exploration throughput figure.
@@ -241,6 +242,29 @@ enum Command {
         /// Scoped seeds in flight at once, on both tiers. Defaults to the number of cores.
         #[arg(long, default_value_t = default_jobs())]
         jobs: std::num::NonZeroUsize,
+    },
+    /// Fold the JSON reports of the shards of one exploration (`tidemark explore --shard K/M
+    /// --json FILE`) into one verdict: printed, and as JSON, JUnit and HTML if asked. Refuses
+    /// shards of different runs (profile, setting, implementation, harness version, seed
+    /// range), a shard missing or given twice, and a file that is not a whole report.
+    ///
+    /// Exit status: 0 no seed failed; 1 some did; 2 a refusal or a file that does not load.
+    Merge {
+        /// Each shard's report, in any order.
+        #[arg(required = true, value_name = "SHARD_JSON")]
+        shards: Vec<PathBuf>,
+        /// Write the merged report as JSON here.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Write the merged verdict as JUnit XML here.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// Write the merged HTML report here.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Print the SPEC coverage of the whole exploration (and show it in the HTML report).
+        #[arg(long)]
+        coverage: bool,
     },
     /// Replay a saved failure (a fixture file) or a seed.
     ///
@@ -389,6 +413,19 @@ fn main() -> ExitCode {
                     })
                 }),
         ),
+        Command::Merge {
+            shards,
+            json,
+            junit,
+            html,
+            coverage,
+        } => Some(merge_command(
+            shards,
+            json.as_deref(),
+            junit.as_deref(),
+            html.as_deref(),
+            *coverage,
+        )),
         Command::Bench {
             profile,
             seeds,
@@ -402,6 +439,12 @@ fn main() -> ExitCode {
                 rows: *rows,
                 jobs: *jobs,
             };
+            // `--profile report`: the HTML report's figures alone; they close every full bench.
+            if profile.as_deref() == Some("report") {
+                print!("{}", tidemark_conformance::html::bench::run());
+                interrupt::finish();
+                return exit(Ok(true));
+            }
             // Each profile's figures as soon as they are measured; the first error ends the run.
             Some(selected_profiles(profile).and_then(|selected| {
                 selected
@@ -410,7 +453,12 @@ fn main() -> ExitCode {
                         print!("{}", p.bench(&request)?);
                         Ok(())
                     })
-                    .map(|()| true)
+                    .map(|()| {
+                        if profile.is_none() {
+                            print!("{}", tidemark_conformance::html::bench::run());
+                        }
+                        true
+                    })
             }))
         }
         _ => None,
@@ -434,6 +482,39 @@ fn main() -> ExitCode {
             std::thread::park();
         },
     }
+}
+
+/// `tidemark merge`: the shards' reports loaded (each error naming its file), folded, printed
+/// and written where asked; true if no seed failed.
+fn merge_command(
+    shards: &[PathBuf],
+    json: Option<&std::path::Path>,
+    junit: Option<&std::path::Path>,
+    html: Option<&std::path::Path>,
+    coverage: bool,
+) -> Result<bool, String> {
+    use tidemark_conformance::merge;
+    let loaded = shards
+        .iter()
+        .map(|p| merge::load(p).map(|r| (p.clone(), r)))
+        .collect::<Result<Vec<_>, String>>()?;
+    let merged = merge::merge(&loaded)?;
+    print!("{}", merge::render_text(&merged));
+    let write = |path: &std::path::Path, text: String| {
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    if let Some(path) = junit {
+        write(path, merge::render_junit(&merged))?;
+    }
+    tidemark_conformance::explore::report::write_outputs(
+        &merged,
+        &tidemark_conformance::explore::Outputs {
+            html: html.map(|p| p.to_path_buf()),
+            json: json.map(|p| p.to_path_buf()),
+            coverage,
+        },
+    )?;
+    Ok(merged.failed == 0)
 }
 
 fn exit(result: Result<bool, String>) -> ExitCode {
@@ -488,6 +569,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             Ok(survived == 0)
         }
         Command::Explore { .. }
+        | Command::Merge { .. }
         | Command::Replay { .. }
         | Command::Bench { .. }
         | Command::World { .. } => {

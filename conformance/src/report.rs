@@ -747,7 +747,7 @@ fn first_line(s: &str) -> &str {
 
 /// XML 1.0 cannot carry most control characters even escaped; an implementation's answer may
 /// contain them (a NUL in a path it echoes). Each becomes a visible `\u{…}` escape.
-fn xml_safe(s: &str) -> String {
+pub(crate) fn xml_safe(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         let allowed = matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..);

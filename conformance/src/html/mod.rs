@@ -11,6 +11,7 @@
 //! shared rule (`tidemark_sim::clip`). Nothing here reads a clock or a path: the same run
 //! renders the same page.
 
+pub mod bench;
 pub mod run;
 pub mod timeline;
 

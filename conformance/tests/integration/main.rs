@@ -25,6 +25,7 @@ mod real_tier_cleanup;
 mod real_tier_driver;
 mod real_tier_scoped;
 mod real_tier_scoped_model;
+mod reports;
 mod rows_exploration;
 mod rows_world;
 mod run_in_process;
