@@ -5,11 +5,15 @@
 //!
 //! What is counted, honestly: a scenario *cites* a rule in its `rules:` header (the suite's
 //! promise, checked by `every_rule_cited` and `every_rule_bites`). Exploration *reaches* a rule
-//! when the profile's model names the rule that decided an outcome: the scratchpad's model does
-//! for every call it predicts (`Explorer::rules_decided`, from its signature table); the scoped
-//! and rows models do not record a rule per outcome, so for them only the differences found
-//! count (each failing seed's signature rule), and a rule they never differ on reads as not
-//! reached. [`Coverage::counting`] says which applies, on the page and in the text.
+//! as its profile counts it (`Explorer::rules_decided`, said in words by `rules_counting` on
+//! every table): the scratchpad's model names the rule that decided each outcome it predicts
+//! (its signature table applied to the predicted outcome: a refusal's reason's rule, an
+//! evicting write SP-4.2, else the operation's rule); the scoped and rows models record no rule
+//! per outcome, so each operation of a passing seed counts its operation's rule, the one their
+//! signature tables name for a difference at that operation. Coarser rules (SC-5.3 for every
+//! sweep) are therefore reached often and finer ones (a rule only a particular outcome
+//! decides) read as not reached: a generator gap on the table may be a counting gap, and the
+//! table says which counting applies. Every failing seed also counts its difference's rule.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -241,6 +245,51 @@ impl Coverage {
     }
 }
 
+/// A run's coverage: the rules of the parts of `profiles`, each with the scenarios of `report`
+/// that cite it; a rule whose every citing scenario was skipped is unjudged, with the first
+/// skip's reason. No exploration column: `tidemark explore --coverage` has it.
+pub fn of_run(
+    report: &crate::report::RunReport,
+    profiles: &[&dyn Profile],
+    spec: &Path,
+) -> Result<Coverage, String> {
+    use crate::report::Verdict;
+    let prefixes: Vec<&str> = profiles
+        .iter()
+        .map(|p| p.vocabulary().rule_prefix)
+        .collect();
+    let rules = rules_of(spec, &prefixes)?;
+    let mut citations: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut judged: BTreeMap<String, bool> = BTreeMap::new();
+    let mut skip_reason: BTreeMap<String, String> = BTreeMap::new();
+    for case in &report.cases {
+        for rule in &case.rules {
+            citations
+                .entry(rule.clone())
+                .or_default()
+                .push(case.test_name.clone());
+            let ran = !matches!(case.verdict, Verdict::Skipped { .. });
+            *judged.entry(rule.clone()).or_default() |= ran;
+            if let Verdict::Skipped { reason } = &case.verdict {
+                skip_reason
+                    .entry(rule.clone())
+                    .or_insert_with(|| format!("{} skipped: {reason}", case.test_name));
+            }
+        }
+    }
+    let unjudged: BTreeMap<String, String> = skip_reason
+        .into_iter()
+        .filter(|(rule, _)| !judged.get(rule).copied().unwrap_or(false))
+        .collect();
+    Ok(Coverage::new(
+        rules,
+        &citations,
+        None,
+        &unjudged,
+        "scenarios of this run citing each rule in their rules: header; exploration is not part of a run (tidemark explore --coverage counts it)".into(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,49 +341,4 @@ mod tests {
         ids.sort_by_key(|id| rule_order(id));
         assert_eq!(ids, ["SP-1.2", "SP-1.10", "SP-9.2", "SP-10.1"]);
     }
-}
-
-/// A run's coverage: the rules of the parts of `profiles`, each with the scenarios of `report`
-/// that cite it; a rule whose every citing scenario was skipped is unjudged, with the first
-/// skip's reason. No exploration column: `tidemark explore --coverage` has it.
-pub fn of_run(
-    report: &crate::report::RunReport,
-    profiles: &[&dyn Profile],
-    spec: &Path,
-) -> Result<Coverage, String> {
-    use crate::report::Verdict;
-    let prefixes: Vec<&str> = profiles
-        .iter()
-        .map(|p| p.vocabulary().rule_prefix)
-        .collect();
-    let rules = rules_of(spec, &prefixes)?;
-    let mut citations: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut judged: BTreeMap<String, bool> = BTreeMap::new();
-    let mut skip_reason: BTreeMap<String, String> = BTreeMap::new();
-    for case in &report.cases {
-        for rule in &case.rules {
-            citations
-                .entry(rule.clone())
-                .or_default()
-                .push(case.test_name.clone());
-            let ran = !matches!(case.verdict, Verdict::Skipped { .. });
-            *judged.entry(rule.clone()).or_default() |= ran;
-            if let Verdict::Skipped { reason } = &case.verdict {
-                skip_reason
-                    .entry(rule.clone())
-                    .or_insert_with(|| format!("{} skipped: {reason}", case.test_name));
-            }
-        }
-    }
-    let unjudged: BTreeMap<String, String> = skip_reason
-        .into_iter()
-        .filter(|(rule, _)| !judged.get(rule).copied().unwrap_or(false))
-        .collect();
-    Ok(Coverage::new(
-        rules,
-        &citations,
-        None,
-        &unjudged,
-        "scenarios of this run citing each rule in their rules: header; exploration is not part of a run (tidemark explore --coverage counts it)".into(),
-    ))
 }

@@ -93,11 +93,20 @@ pub trait Explorer {
 
     fn tally(&self, _tally: &mut Self::Tally, _passed: &Self::Passed) {}
 
-    /// How often each SPEC rule decided an outcome the model predicted in a passing run, for
-    /// `--coverage`; `None` when the profile's model does not record it (then only the
-    /// differences found count).
-    fn rules_decided(&self, _passed: &Self::Passed) -> Option<Vec<(&'static str, u64)>> {
+    /// How often each SPEC rule decided an outcome of a passing run of `workload`, for
+    /// `--coverage`; `None` when the profile does not record it (then only the differences
+    /// found count).
+    fn rules_decided(
+        &self,
+        _workload: &Self::Workload,
+        _passed: &Self::Passed,
+    ) -> Option<Vec<(&'static str, u64)>> {
         None
+    }
+
+    /// What [`Explorer::rules_decided`] counts, in words for the coverage table.
+    fn rules_counting(&self) -> &'static str {
+        "only the differences found count (each failing seed's signature rule): this profile does not record the rule deciding each outcome"
     }
 
     /// A line of the summary from the tally, before `N passed, M failed`.
@@ -347,9 +356,8 @@ pub struct Ran<E: Explorer + ?Sized> {
     pub failed: Vec<(u64, E::Workload, Failed<E::Divergence>)>,
     pub elapsed: Duration,
     /// How often each rule decided a predicted outcome of a passing seed
-    /// ([`Explorer::rules_decided`]); `rules_per_outcome` says whether the profile records it.
+    /// ([`Explorer::rules_decided`]).
     pub rules: std::collections::BTreeMap<String, u64>,
-    pub rules_per_outcome: bool,
 }
 
 /// A finished exploration.
@@ -380,7 +388,6 @@ pub async fn run_seeds<E: Explorer + ?Sized>(
         failed: Vec::new(),
         elapsed: Duration::ZERO,
         rules: Default::default(),
-        rules_per_outcome: false,
     };
     let mut runs = futures::stream::iter(seeds)
         .map(|seed| async move {
@@ -395,8 +402,7 @@ pub async fn run_seeds<E: Explorer + ?Sized>(
                 out.passed += 1;
                 out.simulated_ms += e.simulated_ms(&p);
                 e.tally(&mut out.tally, &p);
-                if let Some(rules) = e.rules_decided(&p) {
-                    out.rules_per_outcome = true;
+                if let Some(rules) = e.rules_decided(&workload, &p) {
                     for (rule, n) in rules {
                         *out.rules.entry(rule.to_string()).or_default() += n;
                     }
@@ -766,7 +772,7 @@ pub async fn explore<E: Explorer + ?Sized>(
     let ran = run_seeds(e, seeds.iter(), mutant, seeds.jobs, &|| bar.inc(1)).await;
     bar.finish_and_clear();
     let failed_seeds = ran.failed.len();
-    let (rules, rules_per_outcome) = (ran.rules.clone(), ran.rules_per_outcome);
+    let rules = ran.rules.clone();
     let f = findings(
         e,
         ran.failed,
@@ -804,7 +810,7 @@ pub async fn explore<E: Explorer + ?Sized>(
     }
     println!("{}", closing_line(ran.passed, &f));
     if outputs.any() {
-        let report = explore_report(e, seeds, mutant, ran.passed, &f, rules, rules_per_outcome);
+        let report = explore_report(e, seeds, mutant, ran.passed, &f, rules);
         super::report::write_outputs(&report, outputs)?;
     }
     Ok(f.differences.is_empty() && f.setup.is_empty())
@@ -819,7 +825,6 @@ pub fn explore_report<E: Explorer + ?Sized>(
     passed: usize,
     f: &Findings<E::Workload, E::Divergence>,
     mut rules: std::collections::BTreeMap<String, u64>,
-    rules_per_outcome: bool,
 ) -> super::report::ExploreReport {
     use super::report::{DifferenceReport, ExploreReport, FORMAT};
     // A difference found exercised its rule too, once per seed that showed it.
@@ -878,7 +883,7 @@ pub fn explore_report<E: Explorer + ?Sized>(
             .collect(),
         notes,
         rules_reached: rules,
-        rules_per_outcome,
+        rules_counting: format!("{} exploration: {}", e.profile(), e.rules_counting()),
     }
 }
 

@@ -37,9 +37,8 @@ pub struct ExploreReport {
     pub notes: Vec<String>,
     /// How often exploration reached each SPEC rule (see `crate::coverage` for what counts).
     pub rules_reached: BTreeMap<String, u64>,
-    /// Whether `rules_reached` counts every predicted outcome (the profile's model records the
-    /// deciding rule) or only the differences found.
-    pub rules_per_outcome: bool,
+    /// What `rules_reached` counts, in words (`Explorer::rules_counting`).
+    pub rules_counting: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,11 +65,10 @@ impl ExploreReport {
 
     /// What the counting of `rules_reached` means, in words for the coverage table.
     pub fn counting(&self) -> String {
-        if self.rules_per_outcome {
-            format!("exploration: every outcome the {} model predicted, counted by the SPEC rule that decided it (passing seeds), plus each failing seed's difference", self.profile)
-        } else {
-            format!("exploration: the {} model does not record the rule deciding each outcome, so only differences found count (each failing seed's signature rule); a rule it never differs on reads 0", self.profile)
-        }
+        format!(
+            "{}; and each failing seed counts its difference's rule",
+            self.rules_counting
+        )
     }
 
     /// The report as a page.
