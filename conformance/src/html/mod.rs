@@ -83,6 +83,10 @@ pub struct FailureView {
     pub trace_is_tail: bool,
     /// An expectations file lists it: where and why.
     pub known: Option<String>,
+    /// The trace line where it diverged, when not the last (a world runs on past its first
+    /// violation).
+    #[serde(default)]
+    pub diverged_line: Option<usize>,
 }
 
 /// The page as one HTML document. `rules` holds SPEC.md's rule texts by id
@@ -201,7 +205,7 @@ fn divergence(f: &FailureView, id: &str) -> Markup {
 }
 
 fn failure(i: usize, f: &FailureView, rules: &BTreeMap<String, String>) -> Markup {
-    let (lanes, rows) = timeline::timeline(&f.trace, TIMELINE_EVENTS, true);
+    let (lanes, rows) = timeline::timeline(&f.trace, TIMELINE_EVENTS, f.diverged_line);
     html! {
         details.failure open[i == 0] id=(format!("failure-{}", i + 1)) {
             summary { span.n { (i + 1) } " " (clip(&f.title)) " — " (clip(&f.what)) }
@@ -247,6 +251,9 @@ fn timeline_row(row: &Row, lanes: &[String], f: &FailureView) -> Markup {
     match row {
         Row::Elided(n) => html! {
             tr.elided { td colspan=(span) { (n) " earlier events not shown (the replay command runs them)" } }
+        },
+        Row::ElidedAfter(n) => html! {
+            tr.elided { td colspan=(span) { (n) " later events, after the divergence, not shown" } }
         },
         Row::Idle { from_ms, to_ms } => html! {
             tr.idle { td colspan=(span) { "⋯ " (timeline::duration(to_ms - from_ms)) " idle ⋯" } }
@@ -362,6 +369,7 @@ mod tests {
                 ],
                 trace_is_tail: true,
                 known: None,
+                diverged_line: None,
             }],
             notes: vec![text.into()],
             coverage: None,

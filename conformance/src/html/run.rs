@@ -45,6 +45,7 @@ pub fn page(report: &RunReport) -> Page {
                     operations: Vec::new(),
                     trace: case.trace_tail.clone(),
                     trace_is_tail: true,
+                    diverged_line: None,
                     known: known.map(|(line, reason)| {
                         let file = report
                             .expectations

@@ -35,22 +35,32 @@ pub enum Row {
     },
     /// Events before the shown ones, left out to keep the page small.
     Elided(usize),
+    /// Events after the divergence (a world runs on past its first violation), left out.
+    ElidedAfter(usize),
 }
+
+/// Events shown after the diverging one.
+pub const AFTER_DIVERGENCE: usize = 3;
 
 /// A gap between two events at least this long is an idle stretch, shown as one row.
 pub const IDLE_MS: i64 = 60_000;
 
-/// The lanes in order of first appearance, and the rows: the last `max_events` events of
-/// `trace`, idle stretches between them, the last event marked as where the run diverged when
-/// `last_diverged`.
+/// The lanes in order of first appearance, and the rows: up to `max_events` events of `trace`
+/// ending a few events after the diverging one (the event holding line `diverged_line`, or the
+/// last event when `None`), idle stretches between them, the diverging event marked.
 pub fn timeline(
     trace: &[String],
     max_events: usize,
-    last_diverged: bool,
+    diverged_line: Option<usize>,
 ) -> (Vec<String>, Vec<Row>) {
-    let events = parse(trace);
-    let skipped = events.len().saturating_sub(max_events);
-    let shown = &events[skipped..];
+    let (events, starts) = parse_with_lines(trace);
+    let diverged = match diverged_line {
+        Some(line) => starts.iter().rposition(|s| *s <= line).unwrap_or(0),
+        None => events.len().saturating_sub(1),
+    };
+    let end = (diverged + 1 + AFTER_DIVERGENCE).min(events.len());
+    let skipped = end.saturating_sub(max_events);
+    let shown = &events[skipped..end];
     let mut lanes: Vec<String> = Vec::new();
     for e in shown {
         if !lanes.contains(&e.lane) {
@@ -74,16 +84,25 @@ pub fn timeline(
         last_at = e.at_ms.or(last_at);
         rows.push(Row::Event {
             event: e.clone(),
-            diverged: last_diverged && i + 1 == shown.len(),
+            diverged: skipped + i == diverged,
         });
+    }
+    if end < events.len() {
+        rows.push(Row::ElidedAfter(events.len() - end));
     }
     (lanes, rows)
 }
 
 /// The trace's lines as events.
 pub fn parse(trace: &[String]) -> Vec<Event> {
+    parse_with_lines(trace).0
+}
+
+/// The events, and the index of the line each starts at.
+fn parse_with_lines(trace: &[String]) -> (Vec<Event>, Vec<usize>) {
     let mut events: Vec<Event> = Vec::new();
-    for line in trace {
+    let mut starts: Vec<usize> = Vec::new();
+    for (n, line) in trace.iter().enumerate() {
         let (at_ms, text) = split_time(line);
         // An indented line without a time continues the event before it.
         if at_ms.is_none() && line.starts_with(' ') && !events.is_empty() {
@@ -100,6 +119,7 @@ pub fn parse(trace: &[String]) -> Vec<Event> {
             Some((r, o)) => (r.to_string(), Some(o.to_string())),
             None => (text.to_string(), None),
         };
+        starts.push(n);
         events.push(Event {
             at_ms,
             lane: lane_of(&request),
@@ -108,7 +128,7 @@ pub fn parse(trace: &[String]) -> Vec<Event> {
             details: Vec::new(),
         });
     }
-    events
+    (events, starts)
 }
 
 /// `(Some(ms), event)` for a line `Trace::record` wrote (at least one space-padded number,
@@ -173,6 +193,7 @@ pub fn lane_of(event: &str) -> String {
         "server",
         "state",
         "the",
+        "names",
     ];
     let sweeper = [
         "sweep",
@@ -246,7 +267,7 @@ mod tests {
             "     604800000 advance 7d",
             "     604800000 bob@#g/T1 read notes.md -> refused not_found",
         ]);
-        let (lanes, rows) = timeline(&trace, 100, true);
+        let (lanes, rows) = timeline(&trace, 100, None);
         assert_eq!(lanes, ["sweeper / reaper", "alice", "harness", "bob"]);
         assert_eq!(rows.len(), 5, "{rows:?}");
         assert_eq!(
@@ -283,9 +304,29 @@ mod tests {
     #[test]
     fn only_the_last_events_are_kept_and_the_rest_counted() {
         let trace: Vec<String> = (0..50).map(|i| format!("{i:>14} c0#{i} read")).collect();
-        let (_, rows) = timeline(&trace, 10, false);
+        let (_, rows) = timeline(&trace, 10, None);
         assert_eq!(rows[0], Row::Elided(40));
         assert_eq!(rows.len(), 11);
+    }
+
+    #[test]
+    fn a_divergence_before_the_end_is_marked_and_what_follows_it_counted() {
+        let trace: Vec<String> = (0..50).map(|i| format!("{i:>14} c0#{i} read")).collect();
+        let (_, rows) = timeline(&trace, 10, Some(20));
+        assert_eq!(rows[0], Row::Elided(14));
+        assert_eq!(rows.last(), Some(&Row::ElidedAfter(26)));
+        let marked: Vec<&Event> = rows
+            .iter()
+            .filter_map(|r| match r {
+                Row::Event {
+                    event,
+                    diverged: true,
+                } => Some(event),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(marked.len(), 1);
+        assert_eq!(marked[0].request, "c0#20 read");
     }
 
     #[test]

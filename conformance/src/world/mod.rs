@@ -196,6 +196,8 @@ fn failure_view(
         rules,
         replay,
         trace: trace.lines().to_vec(),
+        // The first violation the oracle logged; a world plays on past it to its end.
+        diverged_line: trace.lines().iter().position(|l| l.contains("VIOLATION")),
         ..Default::default()
     }
 }

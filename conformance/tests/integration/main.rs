@@ -4,6 +4,7 @@
 //! own (`cargo test --test integration <module>::` runs one file's tests). The suites whose
 //! every scenario, mutant and saved failure is its own named test are in `tests/suites/`.
 
+mod browser_check;
 mod container_runs;
 mod expectations;
 mod exploration;
