@@ -336,6 +336,44 @@ mod tests {
     }
 
     #[test]
+    fn a_rule_only_skipped_scenarios_cite_is_unjudged_with_the_skips_reason() {
+        use crate::report::{CaseReport, RunReport, Verdict};
+        let case = |name: &str, rules: &[&str], verdict: Verdict| CaseReport {
+            test_name: name.into(),
+            name: name.into(),
+            profile: "scratchpad".into(),
+            file: format!("{name}.tdm"),
+            rules: rules.iter().map(|r| r.to_string()).collect(),
+            verdict,
+            trace_tail: vec![],
+        };
+        let skipped = || Verdict::Skipped {
+            reason: "needs symlinks, which the implementation does not claim".into(),
+        };
+        let report = RunReport {
+            implementation: "a program".into(),
+            replay_prefix: "tidemark run".into(),
+            cases: vec![
+                case("scratchpad::ran", &["SP-2.1"], Verdict::Passed),
+                case("scratchpad::skipped_too", &["SP-2.1"], skipped()),
+                case("scratchpad::only_skipped", &["SP-2.7"], skipped()),
+            ],
+            expectations: None,
+        };
+        let scratchpad = crate::profiles::named("scratchpad").unwrap();
+        let c = of_run(&report, &[scratchpad], &crate::default_spec_path()).unwrap();
+        let rule = |id: &str| c.rules.iter().find(|r| r.rule == id).unwrap();
+        assert_eq!(rule("SP-2.1").unjudged, None);
+        assert_eq!(rule("SP-2.1").scenarios.len(), 2);
+        assert_eq!(
+            rule("SP-2.7").unjudged.as_deref(),
+            Some("scratchpad::only_skipped skipped: needs symlinks, which the implementation does not claim")
+        );
+        assert_eq!(rule("SP-1.1").reach(), Reach::Neither);
+        assert!(c.rules.iter().all(|r| r.rule.starts_with("SP-")));
+    }
+
+    #[test]
     fn rules_sort_by_their_numbers() {
         let mut ids = vec!["SP-10.1", "SP-9.2", "SP-1.10", "SP-1.2"];
         ids.sort_by_key(|id| rule_order(id));
