@@ -4,11 +4,14 @@
 //! vocabulary, runner, model, exploration, mutants and world). The `tidemark` binary
 //! (src/main.rs) is a thin command line over this library.
 
+pub mod coverage;
 pub mod declared_sql;
 pub mod driver;
 pub mod expectations;
 pub mod explore;
+pub mod html;
 pub mod interrupt;
+pub mod merge;
 pub mod play;
 pub mod process;
 pub mod profiles;

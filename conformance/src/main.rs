@@ -57,6 +57,15 @@ struct GateArgs {
     /// Also write a JUnit XML report here, for CI.
     #[arg(long, value_name = "PATH")]
     junit: Option<PathBuf>,
+    /// Also write one self-contained HTML report here: the summary, each failure's timeline
+    /// and divergence with its SPEC rules, the replay commands.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Print each SPEC rule of the profiles run with the scenarios citing it, the rules none
+    /// cites, and the rules left unjudged by skipped scenarios (on stderr with --format json);
+    /// the HTML report shows the table too.
+    #[arg(long)]
+    coverage: bool,
     /// Scenarios in flight at once (each has its own directories and process); the report's
     /// order does not change. Defaults to the number of cores.
     #[arg(long, default_value_t = default_jobs())]
@@ -172,6 +181,18 @@ enum Command {
         /// explores on past them.
         #[arg(long, value_name = "FILE")]
         expect: Option<PathBuf>,
+        /// Also write one self-contained HTML report here: the summary and each distinct
+        /// difference's shrunk seed as a timeline, its divergence and SPEC rule.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Also write the exploration's report as JSON here; `tidemark merge` folds the
+        /// reports of the shards of one run (`--shard K/M`) into one.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Print each SPEC rule of the profile with the scenarios citing it and how often this
+        /// exploration reached it, the rules nothing reached and the generator gaps.
+        #[arg(long)]
+        coverage: bool,
     },
     /// Seeds through the turmoil world: the scratchpad as a networked host with its sweeper on a
     /// timer, three concurrent clients, partitions, crashes, restarts and clock jumps.
@@ -196,12 +217,17 @@ enum Command {
         /// follows it (repeatable).
         #[arg(long = "variant", value_name = "NAME=CHOICE")]
         variants: Vec<String>,
+        /// Also write one self-contained HTML report here: each failing seed's whole history
+        /// as a timeline, one lane per guest, the sweeper or reaper and the harness's faults.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// Print the measured figures: scratchpad write cost by session size, exploration speed,
     /// the scoped suite and tiers, and the rows reap at scale.
     Bench {
-        /// Only this profile's figures (`scratchpad`, `scoped`, `rows`); every profile's when
-        /// not given.
+        /// Only this profile's figures (`scratchpad`, `scoped`, `rows`), or `report` for the
+        /// HTML report's size and writing time; every profile's and the report's when not
+        /// given.
         #[arg(long)]
         profile: Option<String>,
         /// Seeds for the exploration throughput figure.
@@ -217,6 +243,29 @@ enum Command {
         #[arg(long, default_value_t = default_jobs())]
         jobs: std::num::NonZeroUsize,
     },
+    /// Fold the JSON reports of the shards of one exploration (`tidemark explore --shard K/M
+    /// --json FILE`) into one verdict: printed, and as JSON, JUnit and HTML if asked. Refuses
+    /// shards of different runs (profile, setting, implementation, harness version, seed
+    /// range), a shard missing or given twice, and a file that is not a whole report.
+    ///
+    /// Exit status: 0 no seed failed; 1 some did; 2 a refusal or a file that does not load.
+    Merge {
+        /// Each shard's report, in any order.
+        #[arg(required = true, value_name = "SHARD_JSON")]
+        shards: Vec<PathBuf>,
+        /// Write the merged report as JSON here.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Write the merged verdict as JUnit XML here.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// Write the merged HTML report here.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Print the SPEC coverage of the whole exploration (and show it in the HTML report).
+        #[arg(long)]
+        coverage: bool,
+    },
     /// Replay a saved failure (a fixture file) or a seed.
     ///
     /// Exit status: 0 the saved failure no longer happens (the run passes); 1 it reproduces with
@@ -229,6 +278,10 @@ enum Command {
         seed: Option<u64>,
         #[arg(long)]
         mutant: Option<String>,
+        /// Also write one self-contained HTML report of the replay here: the saved failure's
+        /// operations, its timeline, its divergence and SPEC rule.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
 }
 
@@ -264,6 +317,9 @@ fn main() -> ExitCode {
             jobs,
             variants,
             expect,
+            html,
+            json,
+            coverage,
         } => Some(
             // Each profile's default is at most 5 trials.
             tidemark_conformance::explore::check_seeds(
@@ -300,6 +356,11 @@ fn main() -> ExitCode {
                     differential: *differential,
                     jobs: *jobs,
                     expect,
+                    outputs: tidemark_conformance::explore::Outputs {
+                        html: html.clone(),
+                        json: json.clone(),
+                        coverage: *coverage,
+                    },
                 })
             }),
         ),
@@ -307,6 +368,7 @@ fn main() -> ExitCode {
             fixture,
             seed,
             mutant,
+            html,
         } => {
             // A saved failure names its profile's format; the first profile's replay also
             // takes a bare `--seed` and reports a file nobody recognises.
@@ -314,7 +376,12 @@ fn main() -> ExitCode {
                 .as_deref()
                 .and_then(|f| profiles::PROFILES.iter().find(|p| p.owns_fixture(f)))
                 .unwrap_or(&profiles::PROFILES[0]);
-            let outcome = owner.replay(fixture.as_deref(), *seed, mutant.as_deref());
+            let outcome = owner.replay(
+                fixture.as_deref(),
+                *seed,
+                mutant.as_deref(),
+                html.as_deref(),
+            );
             // Its exit codes are its own, but it cleans up as every command does.
             interrupt::finish();
             return match outcome {
@@ -330,6 +397,7 @@ fn main() -> ExitCode {
             check_determinism,
             hunt,
             variants,
+            html,
         } => Some(
             tidemark_conformance::explore::check_seeds(*first_seed, *seeds, 1)
                 .and_then(|()| profiles::named(profile))
@@ -341,9 +409,23 @@ fn main() -> ExitCode {
                         mutant: mutant.clone(),
                         check_determinism: *check_determinism,
                         hunt: *hunt,
+                        html: html.clone(),
                     })
                 }),
         ),
+        Command::Merge {
+            shards,
+            json,
+            junit,
+            html,
+            coverage,
+        } => Some(merge_command(
+            shards,
+            json.as_deref(),
+            junit.as_deref(),
+            html.as_deref(),
+            *coverage,
+        )),
         Command::Bench {
             profile,
             seeds,
@@ -357,6 +439,12 @@ fn main() -> ExitCode {
                 rows: *rows,
                 jobs: *jobs,
             };
+            // `--profile report`: the HTML report's figures alone; they close every full bench.
+            if profile.as_deref() == Some("report") {
+                print!("{}", tidemark_conformance::html::bench::run());
+                interrupt::finish();
+                return exit(Ok(true));
+            }
             // Each profile's figures as soon as they are measured; the first error ends the run.
             Some(selected_profiles(profile).and_then(|selected| {
                 selected
@@ -365,7 +453,12 @@ fn main() -> ExitCode {
                         print!("{}", p.bench(&request)?);
                         Ok(())
                     })
-                    .map(|()| true)
+                    .map(|()| {
+                        if profile.is_none() {
+                            print!("{}", tidemark_conformance::html::bench::run());
+                        }
+                        true
+                    })
             }))
         }
         _ => None,
@@ -389,6 +482,39 @@ fn main() -> ExitCode {
             std::thread::park();
         },
     }
+}
+
+/// `tidemark merge`: the shards' reports loaded (each error naming its file), folded, printed
+/// and written where asked; true if no seed failed.
+fn merge_command(
+    shards: &[PathBuf],
+    json: Option<&std::path::Path>,
+    junit: Option<&std::path::Path>,
+    html: Option<&std::path::Path>,
+    coverage: bool,
+) -> Result<bool, String> {
+    use tidemark_conformance::merge;
+    let loaded = shards
+        .iter()
+        .map(|p| merge::load(p).map(|r| (p.clone(), r)))
+        .collect::<Result<Vec<_>, String>>()?;
+    let merged = merge::merge(&loaded)?;
+    print!("{}", merge::render_text(&merged));
+    let write = |path: &std::path::Path, text: String| {
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    if let Some(path) = junit {
+        write(path, merge::render_junit(&merged))?;
+    }
+    tidemark_conformance::explore::report::write_outputs(
+        &merged,
+        &tidemark_conformance::explore::Outputs {
+            html: html.map(|p| p.to_path_buf()),
+            json: json.map(|p| p.to_path_buf()),
+            coverage,
+        },
+    )?;
+    Ok(merged.failed == 0)
 }
 
 fn exit(result: Result<bool, String>) -> ExitCode {
@@ -443,6 +569,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             Ok(survived == 0)
         }
         Command::Explore { .. }
+        | Command::Merge { .. }
         | Command::Replay { .. }
         | Command::Bench { .. }
         | Command::World { .. } => {
@@ -571,7 +698,15 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
             path.display()
         );
     }
-    emit(&report, gate_args)
+    let coverage = if gate_args.coverage {
+        let played: Vec<&dyn Profile> = only.iter().map(|(p, _)| *p).collect();
+        Some(tidemark_conformance::coverage::of_run(
+            &report, &played, &args.spec,
+        )?)
+    } else {
+        None
+    };
+    emit(&report, gate_args, coverage, &args.spec)
 }
 
 /// The command that reruns this run's suite, to which a failure's `--only <test name>` is added:
@@ -624,15 +759,37 @@ fn replay_prefix(
     Ok(replay)
 }
 
-/// Prints the report in the chosen format, writes the JUnit file if asked; true if it passed.
-fn emit(report: &report::RunReport, gate_args: &GateArgs) -> Result<bool, String> {
+/// Prints the report in the chosen format (and the coverage, when asked), writes the JUnit and
+/// HTML files if asked; true if it passed.
+fn emit(
+    report: &report::RunReport,
+    gate_args: &GateArgs,
+    coverage: Option<tidemark_conformance::coverage::Coverage>,
+    spec: &std::path::Path,
+) -> Result<bool, String> {
+    let coverage_text = coverage.as_ref().map(|c| c.render_text());
     match gate_args.format {
-        Format::Table => print!("{}", report::render_table(report)),
-        Format::Json => print!("{}", report::render_json(report)),
+        Format::Table => {
+            print!("{}", coverage_text.unwrap_or_default());
+            print!("{}", report::render_table(report));
+        }
+        Format::Json => {
+            eprint!("{}", coverage_text.unwrap_or_default());
+            print!("{}", report::render_json(report));
+        }
     }
     if let Some(path) = &gate_args.junit {
         std::fs::write(path, report::render_junit(report))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if let Some(path) = &gate_args.html {
+        let mut page = tidemark_conformance::html::run::page(report);
+        page.coverage = coverage;
+        tidemark_conformance::html::write(
+            path,
+            &page,
+            &tidemark_conformance::html::rule_texts(spec),
+        )?;
     }
     Ok(report.passed())
 }

@@ -24,6 +24,15 @@ use tidemark_sim::clip::{clip, clip_field};
 /// How many trace lines a failure carries in JSON and JUnit.
 pub const TRACE_TAIL_LINES: usize = 8;
 
+/// How many trace lines a failed case keeps: the HTML report draws its timeline from them; JSON
+/// and JUnit show the last [`TRACE_TAIL_LINES`].
+pub const TRACE_KEPT_LINES: usize = 400;
+
+/// The last [`TRACE_TAIL_LINES`] of a case's kept trace.
+fn trace_tail(case: &CaseReport) -> &[String] {
+    &case.trace_tail[case.trace_tail.len().saturating_sub(TRACE_TAIL_LINES)..]
+}
+
 /// What happened to one scenario.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -45,7 +54,7 @@ pub struct CaseReport {
     pub file: String,
     pub rules: Vec<String>,
     pub verdict: Verdict,
-    /// The last events before a failure; empty otherwise.
+    /// The last events before a failure (at most [`TRACE_KEPT_LINES`]); empty otherwise.
     pub trace_tail: Vec<String>,
 }
 
@@ -428,7 +437,7 @@ pub fn render_json(report: &RunReport) -> String {
                         expected: &f.expected,
                         actual: &f.actual,
                         replay: report.replay_command(c),
-                        trace_tail: &c.trace_tail,
+                        trace_tail: trace_tail(c),
                     }),
                     _ => None,
                 },
@@ -704,7 +713,7 @@ fn write_case(
                     );
                     if !case.trace_tail.is_empty() {
                         body.push_str("trace tail:\n");
-                        for t in &case.trace_tail {
+                        for t in trace_tail(case) {
                             let _ = writeln!(body, "  {t}");
                         }
                     }
@@ -738,7 +747,7 @@ fn first_line(s: &str) -> &str {
 
 /// XML 1.0 cannot carry most control characters even escaped; an implementation's answer may
 /// contain them (a NUL in a path it echoes). Each becomes a visible `\u{…}` escape.
-fn xml_safe(s: &str) -> String {
+pub(crate) fn xml_safe(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         let allowed = matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..);

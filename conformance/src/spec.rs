@@ -1,7 +1,7 @@
 //! The rule ids SPEC.md defines. A scenario citing a rule that does not exist is malformed: a
 //! citation is a promise that the rule is checked, and a typo would break it silently.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Debug, Default)]
@@ -37,6 +37,44 @@ impl RuleIndex {
 
 pub use tidemark_sim::spec_rules::is_rule_id;
 
+/// Each rule's text as SPEC.md states it, for reports that show a rule beside a failure: the
+/// paragraph that starts with `**XX-n.m**` (optionally after `- `), up to the next blank line,
+/// heading or rule, its lines joined by spaces.
+pub fn rule_texts(spec: &str) -> BTreeMap<String, String> {
+    let mut texts = BTreeMap::new();
+    let mut current: Option<(String, String)> = None;
+    for line in spec.lines() {
+        let l = line.trim_start().trim_start_matches("- ");
+        let starts = l
+            .strip_prefix("**")
+            .and_then(|rest| rest.find("**").map(|end| &rest[..end]))
+            .filter(|id| is_rule_id(id));
+        if let Some(id) = starts {
+            if let Some((id, text)) = current.take() {
+                texts.insert(id, text);
+            }
+            current = Some((id.to_string(), l.to_string()));
+            continue;
+        }
+        let ends = line.trim().is_empty() || line.starts_with('#');
+        match (&mut current, ends) {
+            (Some(_), true) => {
+                let (id, text) = current.take().expect("a rule in progress");
+                texts.insert(id, text);
+            }
+            (Some((_, text)), false) => {
+                text.push(' ');
+                text.push_str(line.trim());
+            }
+            (None, _) => {}
+        }
+    }
+    if let Some((id, text)) = current {
+        texts.insert(id, text);
+    }
+    texts
+}
+
 /// The repository root, found from this crate's manifest directory.
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -57,5 +95,16 @@ mod tests {
         assert!(idx.contains("SP-1.1"));
         assert!(idx.contains("SP-2"));
         assert!(!idx.contains("SP-3"));
+    }
+
+    #[test]
+    fn a_rules_text_is_its_paragraph_up_to_the_next_rule_or_blank_line() {
+        let texts = rule_texts(
+            "# H\n**SP-1.1** First line\ngoes on.\n**SP-1.2** Next.\n\nNot a rule.\n- **SP-2** Listed.\n## Later",
+        );
+        assert_eq!(texts["SP-1.1"], "**SP-1.1** First line goes on.");
+        assert_eq!(texts["SP-1.2"], "**SP-1.2** Next.");
+        assert_eq!(texts["SP-2"], "**SP-2** Listed.");
+        assert_eq!(texts.len(), 3);
     }
 }

@@ -74,6 +74,71 @@ pub struct ReplayReport<'a> {
     pub identical: bool,
     /// For a mutant's fixture: whether the reference passes the same operations.
     pub reference_passes: Option<bool>,
+    /// The replay's divergence in pieces, for the HTML page.
+    pub shown: Option<ReplayDivergence>,
+    /// `--html FILE`: the replay's page.
+    pub html: Option<&'a std::path::Path>,
+}
+
+/// A replay's divergence as the HTML page shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplayDivergence {
+    pub at: String,
+    pub expected: String,
+    pub actual: String,
+    pub trace: Vec<String>,
+    /// The SPEC rule of the difference's signature.
+    pub rule: Option<String>,
+}
+
+/// A replay as a page: the saved failure as it ran again, its timeline and rule.
+pub fn replay_page(r: &ReplayReport<'_>, outcome: ReplayOutcome) -> crate::html::Page {
+    let fixture = r.fixture.display().to_string();
+    let failures = r
+        .shown
+        .iter()
+        .map(|d| crate::html::FailureView {
+            title: format!("{fixture} against {}", r.against),
+            profile: String::new(),
+            what: outcome.verdict_line(),
+            at: d.at.clone(),
+            expected: d.expected.clone(),
+            actual: d.actual.clone(),
+            rules: d.rule.iter().cloned().collect(),
+            replay: format!("tidemark replay {fixture}"),
+            operations: r.ops.clone(),
+            trace: d.trace.clone(),
+            ..Default::default()
+        })
+        .collect();
+    let failed = usize::from(r.divergence.is_some());
+    crate::html::Page {
+        title: "tidemark replay".into(),
+        command: format!("tidemark replay {fixture}"),
+        implementation: r.against.clone(),
+        harness_version: env!("CARGO_PKG_VERSION").into(),
+        seeds: None,
+        profiles: vec![crate::html::ProfileSummary {
+            name: r.operations_heading.trim_end_matches(':').to_string(),
+            passed: 1 - failed,
+            failed,
+            ..Default::default()
+        }],
+        failures,
+        notes: vec![
+            outcome.verdict_line(),
+            format!(
+                "trace {} ({})",
+                r.trace_hash.as_deref().unwrap_or("-"),
+                if r.identical {
+                    "identical to the saved run"
+                } else {
+                    "differs from the saved run"
+                }
+            ),
+        ],
+        coverage: None,
+    }
 }
 
 /// Prints a replay the same way for every profile and returns its outcome.
@@ -109,5 +174,12 @@ pub fn print_replay(r: &ReplayReport<'_>) -> ReplayOutcome {
     }
     let outcome = ReplayOutcome::of(r.divergence.is_some(), r.identical);
     println!("{}", outcome.verdict_line());
+    if let Some(path) = r.html {
+        let spec = crate::default_spec_path();
+        let page = replay_page(r, outcome);
+        if let Err(e) = crate::html::write(path, &page, &crate::html::rule_texts(&spec)) {
+            eprintln!("tidemark: {e}");
+        }
+    }
     outcome
 }

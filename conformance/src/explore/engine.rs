@@ -93,6 +93,22 @@ pub trait Explorer {
 
     fn tally(&self, _tally: &mut Self::Tally, _passed: &Self::Passed) {}
 
+    /// How often each SPEC rule decided an outcome of a passing run of `workload`, for
+    /// `--coverage`; `None` when the profile does not record it (then only the differences
+    /// found count).
+    fn rules_decided(
+        &self,
+        _workload: &Self::Workload,
+        _passed: &Self::Passed,
+    ) -> Option<Vec<(&'static str, u64)>> {
+        None
+    }
+
+    /// What [`Explorer::rules_decided`] counts, in words for the coverage table.
+    fn rules_counting(&self) -> &'static str {
+        "only the differences found count (each failing seed's signature rule): this profile does not record the rule deciding each outcome"
+    }
+
     /// A line of the summary from the tally, before `N passed, M failed`.
     fn tally_line(&self, _tally: &Self::Tally) -> Option<String> {
         None
@@ -339,6 +355,9 @@ pub struct Ran<E: Explorer + ?Sized> {
     /// Each failing seed with its workload, unshrunk, in seed order.
     pub failed: Vec<(u64, E::Workload, Failed<E::Divergence>)>,
     pub elapsed: Duration,
+    /// How often each rule decided a predicted outcome of a passing seed
+    /// ([`Explorer::rules_decided`]).
+    pub rules: std::collections::BTreeMap<String, u64>,
 }
 
 /// A finished exploration.
@@ -368,6 +387,7 @@ pub async fn run_seeds<E: Explorer + ?Sized>(
         known_in_passes: Vec::new(),
         failed: Vec::new(),
         elapsed: Duration::ZERO,
+        rules: Default::default(),
     };
     let mut runs = futures::stream::iter(seeds)
         .map(|seed| async move {
@@ -382,6 +402,11 @@ pub async fn run_seeds<E: Explorer + ?Sized>(
                 out.passed += 1;
                 out.simulated_ms += e.simulated_ms(&p);
                 e.tally(&mut out.tally, &p);
+                if let Some(rules) = e.rules_decided(&workload, &p) {
+                    for (rule, n) in rules {
+                        *out.rules.entry(rule.to_string()).or_default() += n;
+                    }
+                }
                 let known = e.known_in_pass(&p);
                 if !known.is_empty() {
                     out.known_in_passes.push((seed, known));
@@ -740,12 +765,14 @@ pub async fn explore<E: Explorer + ?Sized>(
     max_shrink_iters: u32,
     save_dir: Option<&Path>,
     known: &KnownDifferences,
+    outputs: &super::Outputs,
 ) -> Result<bool, String> {
     let start = Instant::now();
     let bar = progress(seeds.count(), e.profile());
     let ran = run_seeds(e, seeds.iter(), mutant, seeds.jobs, &|| bar.inc(1)).await;
     bar.finish_and_clear();
     let failed_seeds = ran.failed.len();
+    let rules = ran.rules.clone();
     let f = findings(
         e,
         ran.failed,
@@ -782,7 +809,131 @@ pub async fn explore<E: Explorer + ?Sized>(
         println!("{line}");
     }
     println!("{}", closing_line(ran.passed, &f));
+    if outputs.any() {
+        let report = explore_report(e, seeds, mutant, ran.passed, &f, rules);
+        super::report::write_outputs(&report, outputs)?;
+    }
     Ok(f.differences.is_empty() && f.setup.is_empty())
+}
+
+/// The exploration as data (`explore/report.rs`): its run, each distinct difference with its
+/// seeds and shrunk failure, the seeds not set up, the known differences, the rules reached.
+pub fn explore_report<E: Explorer + ?Sized>(
+    e: &E,
+    seeds: &Seeds,
+    mutant: Option<E::Mutant>,
+    passed: usize,
+    f: &Findings<E::Workload, E::Divergence>,
+    mut rules: std::collections::BTreeMap<String, u64>,
+) -> super::report::ExploreReport {
+    use super::report::{DifferenceReport, ExploreReport, FORMAT};
+    // A difference found exercised its rule too, once per seed that showed it.
+    for d in &f.differences {
+        *rules.entry(d.signature.rule.clone()).or_default() += d.seeds.len() as u64;
+    }
+    let mut notes = Vec::new();
+    for (sig, times, seeds) in &f.went_past_known {
+        notes.push(format!(
+            "known difference {sig}: gone past {times} time{} in {} seed{}",
+            plural(*times),
+            seeds.len(),
+            plural(seeds.len())
+        ));
+    }
+    for (sig, seeds) in &f.ended_at_known {
+        notes.push(format!(
+            "{} seed{} ended at the known difference {sig}: what follows it in those seeds was not explored",
+            seeds.len(),
+            plural(seeds.len())
+        ));
+    }
+    ExploreReport {
+        format: FORMAT.into(),
+        harness_version: env!("CARGO_PKG_VERSION").into(),
+        profile: e.profile().into(),
+        setting: e.setting(),
+        against: e.against(mutant),
+        command: text::run_command(
+            e.profile(),
+            e.program(),
+            seeds.first_seed,
+            seeds.seeds,
+            mutant.map(|m| e.mutant_id(m)),
+            &e.setting_options(),
+        ),
+        first_seed: seeds.first_seed,
+        seeds: seeds.seeds,
+        shard: format!("{}/{}", seeds.shard.index, seeds.shard.count),
+        passed,
+        failed: f.differences.iter().map(|d| d.seeds.len()).sum::<usize>() + f.setup.len(),
+        differences: f
+            .differences
+            .iter()
+            .map(|d| DifferenceReport {
+                signature: d.signature.to_string(),
+                rule: d.signature.rule.clone(),
+                seeds: d.seeds.clone(),
+                shrunk: failure_view(e, &d.shrunk, mutant, d.saved.as_deref(), Some(&d.signature)),
+            })
+            .collect(),
+        setup: f
+            .setup
+            .iter()
+            .map(|s| failure_view(e, s, mutant, None, None))
+            .collect(),
+        notes,
+        rules_reached: rules,
+        rules_counting: format!("{} exploration: {}", e.profile(), e.rules_counting()),
+    }
+}
+
+/// A failure as the HTML page shows it: the divergence, the shrunk operations, the whole trace.
+pub fn failure_view<E: Explorer + ?Sized>(
+    e: &E,
+    failure: &Failure<E::Workload, E::Divergence>,
+    mutant: Option<E::Mutant>,
+    saved: Option<&Path>,
+    signature: Option<&Signature>,
+) -> crate::html::FailureView {
+    let title = format!(
+        "seed {} against {}{}",
+        failure.seed,
+        e.against(mutant),
+        e.heading_detail(&failure.workload)
+    );
+    let replay = match saved {
+        Some(p) => format!("tidemark replay {}", p.display()),
+        None => e.replay_command(failure.seed, mutant),
+    };
+    let mut view = crate::html::FailureView {
+        title,
+        profile: e.profile().into(),
+        replay,
+        operations: e.op_lines(&failure.workload),
+        ..Default::default()
+    };
+    match &failure.error {
+        Failed::Diverged(d) => {
+            let t = e.divergence_text(d);
+            view.what = signature.map(|s| s.to_string()).unwrap_or_default();
+            view.at = t.at;
+            view.expected = t.expected.to_string();
+            view.actual = t.actual.to_string();
+            view.trace = t.trace.to_vec();
+            view.rules = signature
+                .map(|s| s.rule.clone())
+                .filter(|r| crate::spec::is_rule_id(r))
+                .into_iter()
+                .collect();
+        }
+        Failed::Setup(why) => {
+            view.what = "could not be set up (no verdict)".into();
+            view.at = "set-up".into();
+            view.expected = "the run set up".into();
+            view.actual = why.clone();
+        }
+    }
+    view
 }
 /// The hash a run is known by: its trace, or its divergence's.
 fn outcome_hash<E: Explorer + ?Sized>(

@@ -11,12 +11,30 @@
 
 pub mod cli;
 pub mod engine;
+pub mod report;
 pub mod saved;
 pub mod shrink;
 pub mod signature;
 pub mod text;
 
 use proptest::test_runner::{RngAlgorithm, TestRng};
+use std::path::PathBuf;
+
+/// What an exploration writes besides its text: `--html FILE` (the page), `--json FILE` (the
+/// report `tidemark merge` folds) and `--coverage` (the SPEC coverage table, printed and on
+/// the page).
+#[derive(Clone, Debug, Default)]
+pub struct Outputs {
+    pub html: Option<PathBuf>,
+    pub json: Option<PathBuf>,
+    pub coverage: bool,
+}
+
+impl Outputs {
+    pub fn any(&self) -> bool {
+        self.html.is_some() || self.json.is_some() || self.coverage
+    }
+}
 use sha2::{Digest, Sha256};
 
 /// A seed's generator: proptest's ChaCha RNG keyed by `sha256("tidemark-explore" || seed)`.

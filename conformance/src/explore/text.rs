@@ -184,6 +184,28 @@ pub fn replay_command(
     }
 }
 
+/// The command that runs a whole exploration again: `n` seeds from `first`, every shard.
+pub fn run_command(
+    profile: &str,
+    program: Option<&str>,
+    first: u64,
+    n: u64,
+    mutant: Option<&str>,
+    options: &str,
+) -> String {
+    let m = mutant.map(|m| format!(" --mutant {m}")).unwrap_or_default();
+    let who = match program {
+        Some(cmd) => format!(
+            " --impl {}",
+            shlex::try_quote(cmd).unwrap_or_else(|_| cmd.into())
+        ),
+        None => String::new(),
+    };
+    format!(
+        "tidemark explore --profile {profile}{who} --first-seed {first} --seeds {n}{m}{options}"
+    )
+}
+
 /// ` --tier <tier>`, or nothing for `postgres`, the tiered profiles' default.
 pub fn tier_option(tier: &str) -> String {
     if tier == "postgres" {

@@ -132,6 +132,8 @@ pub struct ExploreRequest {
     pub variants: Declared,
     /// `--expect`: an expectations file whose differences this exploration accepts.
     pub expect: Option<crate::expectations::Expectations>,
+    /// `--html`, `--json`, `--coverage`.
+    pub outputs: crate::explore::Outputs,
 }
 
 impl ExploreRequest {
@@ -168,6 +170,12 @@ impl ExploreRequest {
                     .into(),
             );
         }
+        if (self.hunt || self.check_determinism) && self.outputs.any() {
+            return Err(
+                "--html, --json and --coverage report an exploration; --hunt and --check-determinism print their own lines: leave one out"
+                    .into(),
+            );
+        }
         if self.hunt {
             return engine::hunt_command(explorer, &seeds, mutant, self.hunt_trials).await;
         }
@@ -182,6 +190,7 @@ impl ExploreRequest {
             self.max_shrink_iters,
             save_dir.as_deref(),
             &self.known(explorer.profile()),
+            &self.outputs,
         )
         .await
     }
@@ -209,6 +218,8 @@ pub struct WorldRequest {
     pub hunt: bool,
     /// `--variant`: the SPEC.md variants the world's reference takes and its oracle follows.
     pub variants: Declared,
+    /// `--html FILE`: the seeds' report page.
+    pub html: Option<PathBuf>,
 }
 
 /// What each profile supplies to the command line. The engine around it (argument parsing,
@@ -255,6 +266,7 @@ pub trait Profile: Sync {
         fixture: Option<&Path>,
         seed: Option<u64>,
         mutant: Option<&str>,
+        html: Option<&Path>,
     ) -> Result<ReplayOutcome, String>;
 
     /// The turmoil world: the reference as a host, concurrent guests, faults from the seed.

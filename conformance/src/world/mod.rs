@@ -67,6 +67,8 @@ pub struct WorldSeeds<'a> {
     /// The mutant under test, for the replay command.
     pub mutant: Option<&'a str>,
     pub check_determinism: bool,
+    /// `--html FILE`: the seeds' page, each failure's whole trace as a timeline.
+    pub html: Option<&'a std::path::Path>,
 }
 
 /// Plays `first_seed..first_seed + seeds` through `run`; true if every seed passed.
@@ -82,6 +84,11 @@ pub fn play(
     let mut identical = 0u64;
     let mut simulated_ms = 0i64;
     let mut steps = 0u64;
+    let mut failures: Vec<crate::html::FailureView> = Vec::new();
+    let m = how
+        .mutant
+        .map(|m| format!(" --mutant {m}"))
+        .unwrap_or_default();
     for seed in first_seed..first_seed + seeds {
         let r = run(seed);
         simulated_ms += r.simulated_ms;
@@ -102,15 +109,15 @@ pub fn play(
         }
         if let Some(f) = &r.failure {
             failed += 1;
-            let m = how
-                .mutant
-                .map(|m| format!(" --mutant {m}"))
-                .unwrap_or_default();
             println!("FAIL  {label} seed {seed}: {f}");
             for l in r.trace.tail(8) {
                 println!("    {l}");
             }
-            println!("  replay: {} --first-seed {seed} --seeds 1{m}", how.replay);
+            let replay = format!("{} --first-seed {seed} --seeds 1{m}", how.replay);
+            println!("  replay: {replay}");
+            if how.html.is_some() {
+                failures.push(failure_view(label, seed, f, &r.trace, replay));
+            }
         }
     }
     let secs = started.elapsed().as_secs_f64().max(1e-9);
@@ -124,7 +131,75 @@ pub fn play(
         println!("{identical}/{seeds} {label} seeds replay byte-identically");
     }
     println!("{} passed, {} failed", seeds - failed, failed);
+    if let Some(path) = how.html {
+        let page = crate::html::Page {
+            title: format!("tidemark {label}"),
+            command: format!(
+                "{} --first-seed {first_seed} --seeds {seeds}{m}",
+                how.replay
+            ),
+            implementation: how
+                .mutant
+                .map(|m| format!("the mutant {m}"))
+                .unwrap_or_else(|| "the reference".into()),
+            harness_version: env!("CARGO_PKG_VERSION").into(),
+            seeds: Some(format!(
+                "{first_seed}..{} ({seeds} seeds)",
+                first_seed.saturating_add(seeds)
+            )),
+            profiles: vec![crate::html::ProfileSummary {
+                name: label.to_string(),
+                passed: (seeds - failed) as usize,
+                failed: failed as usize,
+                ..Default::default()
+            }],
+            failures,
+            notes: Vec::new(),
+            coverage: None,
+        };
+        let spec = crate::default_spec_path();
+        if let Err(e) = crate::html::write(path, &page, &crate::html::rule_texts(&spec)) {
+            eprintln!("tidemark: {e}");
+            return false;
+        }
+    }
     failed == 0
+}
+
+/// A world's failure as the page shows it: the oracle's message (a world's oracle words its
+/// verdict as one sentence, so it stands as the actual outcome), the SPEC rules the message
+/// cites, the whole trace.
+fn failure_view(
+    label: &str,
+    seed: u64,
+    failure: &str,
+    trace: &Trace,
+    replay: String,
+) -> crate::html::FailureView {
+    let rules: Vec<String> = failure
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '.'))
+        .map(|w| w.trim_end_matches('.'))
+        .filter(|w| tidemark_sim::spec_rules::is_rule_id(w))
+        .fold(Vec::new(), |mut v, w| {
+            if !v.iter().any(|x: &String| x == w) {
+                v.push(w.to_string());
+            }
+            v
+        });
+    crate::html::FailureView {
+        title: format!("{label} seed {seed}"),
+        profile: label.to_string(),
+        what: failure.lines().next().unwrap_or("").to_string(),
+        at: format!("seed {seed}, after {} trace events", trace.lines().len()),
+        expected: "no safety or liveness violation (the world's oracle)".into(),
+        actual: failure.to_string(),
+        rules,
+        replay,
+        trace: trace.lines().to_vec(),
+        // The first violation the oracle logged; a world plays on past it to its end.
+        diverged_line: trace.lines().iter().position(|l| l.contains("VIOLATION")),
+        ..Default::default()
+    }
 }
 
 /// A profile's world as the engine drives it: how it is named, its mutants, which of them it
@@ -157,6 +232,9 @@ impl<M: Copy + 'static> WorldProfile<M> {
                     "--hunt tries every {name} mutant; it takes no --mutant"
                 ));
             }
+            if request.html.is_some() {
+                return Err("--html reports the seeds played; --hunt prints its own lines".into());
+            }
             return Ok(self.hunt(request.seeds, request.first_seed, &request.variants));
         }
         let mutant = match request.mutant.as_deref() {
@@ -182,6 +260,7 @@ impl<M: Copy + 'static> WorldProfile<M> {
                 replay: &replay,
                 mutant: mutant.map(self.id),
                 check_determinism: request.check_determinism,
+                html: request.html.as_deref(),
             },
             |seed| run(seed, mutant, &request.variants),
         ))

@@ -4,6 +4,7 @@
 //! own (`cargo test --test integration <module>::` runs one file's tests). The suites whose
 //! every scenario, mutant and saved failure is its own named test are in `tests/suites/`.
 
+mod browser_check;
 mod container_runs;
 mod expectations;
 mod exploration;
@@ -25,6 +26,7 @@ mod real_tier_cleanup;
 mod real_tier_driver;
 mod real_tier_scoped;
 mod real_tier_scoped_model;
+mod reports;
 mod rows_exploration;
 mod rows_world;
 mod run_in_process;

@@ -180,6 +180,18 @@ impl Explorer for RowsExplorer<'_> {
         signature(ops.get(d.step), d)
     }
 
+    fn rules_decided(
+        &self,
+        (_, ops): &RowsWorkload,
+        _passed: &RunOk,
+    ) -> Option<Vec<(&'static str, u64)>> {
+        Some(ops.iter().map(|op| (operation(Some(op)).1, 1)).collect())
+    }
+
+    fn rules_counting(&self) -> &'static str {
+        "every operation of a passing seed, counted by its operation's rule as the signature table names it (the model does not record a finer deciding rule per outcome)"
+    }
+
     fn divergence_text<'d>(&self, d: &'d Divergence) -> DivergenceText<'d> {
         DivergenceText {
             trace: d.trace.lines(),
@@ -297,7 +309,10 @@ pub fn command(request: &ExploreRequest) -> Result<bool, String> {
 }
 
 /// `tidemark replay` of a rows fixture: prints what happened and whether it recurred.
-pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome, String> {
+pub fn replay_fixture(
+    path: &Path,
+    html: Option<&Path>,
+) -> Result<crate::explore::cli::ReplayOutcome, String> {
     let f = fixture::load(path)?;
     let rt = runtime()?;
     let r = rt.block_on(async {
@@ -327,6 +342,8 @@ pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome,
             trace_hash: r.trace_hash.clone(),
             identical: r.reproduced,
             reference_passes: f.mutant.as_ref().map(|_| r.reference_passes),
+            shown: r.shown.clone(),
+            html,
         },
     ))
 }
@@ -335,7 +352,6 @@ pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome,
 /// SR-2 to SR-6) and which way it differs; an outcome that differs names the operation's rule and
 /// the two outcomes' shapes ([`shape`]: ids, payloads and counts masked).
 pub fn signature(op: Option<&ExploreOp>, d: &Divergence) -> Signature {
-    use super::script::Action;
     if let Some(rest) = d.expected.strip_prefix("after ") {
         if let Some((when, table_part)) = rest.split_once(", ") {
             let table = table_part.split(':').next().unwrap_or("").to_string();
@@ -371,7 +387,15 @@ pub fn signature(op: Option<&ExploreOp>, d: &Divergence) -> Signature {
             return Signature::new(rule, format!("state after {when}: {table}: {which}"));
         }
     }
-    let (name, rule) = match op {
+    let (name, rule) = operation(op);
+    Signature::new(rule, text_difference(name, &d.expected, &d.actual))
+}
+
+/// An operation's name and the rule that governs it when nothing finer applies: a signature's
+/// rule for an outcome that differs, and what `--coverage` counts per operation.
+pub fn operation(op: Option<&ExploreOp>) -> (&'static str, &'static str) {
+    use super::script::Action;
+    match op {
         Some(ExploreOp::CrashedReap { .. }) => ("crashed reap", "SR-7.4"),
         Some(ExploreOp::Step(a)) => match a {
             Action::Reap => ("reap", "SR-7.5"),
@@ -399,8 +423,7 @@ pub fn signature(op: Option<&ExploreOp>, d: &Divergence) -> Signature {
             Action::Count(_) => ("count", "SR-7.5"),
         },
         None => ("the end", "SR-7.2"),
-    };
-    Signature::new(rule, text_difference(name, &d.expected, &d.actual))
+    }
 }
 
 #[cfg(test)]

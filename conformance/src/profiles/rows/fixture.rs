@@ -155,6 +155,8 @@ pub struct RowsReplay {
     pub divergence: Option<String>,
     /// The same operations pass against the reference.
     pub reference_passes: bool,
+    /// The divergence in pieces, for the HTML page.
+    pub shown: Option<crate::explore::cli::ReplayDivergence>,
 }
 
 /// Replays `f` on `tier`, and (for a mutant's failure) the same operations on the reference.
@@ -177,11 +179,22 @@ pub async fn replay(tier: Tier<'_>, f: &RowsFixture) -> Result<RowsReplay, Strin
     } else {
         run.is_ok()
     };
+    let shown = match &run {
+        Err(RunError::Diverged(d)) => Some(crate::explore::cli::ReplayDivergence {
+            at: format!("operation {} ({})", d.step, d.op),
+            expected: d.expected.clone(),
+            actual: d.actual.clone(),
+            trace: d.trace.lines().to_vec(),
+            rule: Some(super::explore::signature(f.ops.get(d.step), d).rule),
+        }),
+        _ => None,
+    };
     Ok(RowsReplay {
         reproduced: hash.as_deref() == Some(f.trace_hash.as_str()),
         trace_hash: hash,
         divergence,
         reference_passes,
+        shown,
     })
 }
 

@@ -51,9 +51,6 @@ use tidemark_sim::trace::Trace;
 use crate::report::{CaseReport, Verdict};
 use script::Script;
 
-/// How many trace lines a failure carries (as for the other profiles).
-const TRACE_TAIL_LINES: usize = 8;
-
 /// The rows scenarios under `dir` whose test names are in `only` (all when it is empty),
 /// citations checked against `spec`. A name in `only` that names none is an error.
 pub fn load(dir: &Path, only: &[String], spec: &Path) -> Result<Vec<Script>, String> {
@@ -100,7 +97,7 @@ pub fn case(script: &Script, verdict: Verdict, trace: &Trace) -> CaseReport {
         rules: script.rules.clone(),
         verdict,
         trace_tail: if failed {
-            trace.tail(TRACE_TAIL_LINES).to_vec()
+            trace.tail(crate::report::TRACE_KEPT_LINES).to_vec()
         } else {
             vec![]
         },
@@ -337,9 +334,10 @@ impl super::Profile for RowsProfile {
         fixture: Option<&Path>,
         seed: Option<u64>,
         mutant: Option<&str>,
+        html: Option<&Path>,
     ) -> Result<crate::explore::cli::ReplayOutcome, String> {
         match (fixture, seed, mutant) {
-            (Some(f), None, None) => explore::replay_fixture(f),
+            (Some(f), None, None) => explore::replay_fixture(f, html),
             _ => Err("a rows replay takes a saved failure's file, and no --seed or --mutant; a seed runs again with tidemark explore --profile rows --first-seed N --seeds 1".into()),
         }
     }

@@ -160,6 +160,18 @@ impl Explorer for ScopedExplorer<'_> {
         signature(ops.get(d.step), d)
     }
 
+    fn rules_decided(
+        &self,
+        ops: &Vec<ModelOp>,
+        _passed: &SequenceRun,
+    ) -> Option<Vec<(&'static str, u64)>> {
+        Some(ops.iter().map(|op| (operation(Some(op)).1, 1)).collect())
+    }
+
+    fn rules_counting(&self) -> &'static str {
+        "every operation of a passing seed, counted by its operation's rule as the signature table names it (the model does not record a finer deciding rule per outcome)"
+    }
+
     fn divergence_text<'d>(&self, d: &'d Divergence) -> DivergenceText<'d> {
         DivergenceText {
             trace: &d.ops,
@@ -194,7 +206,14 @@ impl Explorer for ScopedExplorer<'_> {
 /// beside what the store did, with ids, paths, sets and counts masked ([`shape`]). The model words
 /// its expectations as text, so the kind is their shape rather than a closed list.
 pub fn signature(op: Option<&ModelOp>, d: &Divergence) -> Signature {
-    let (name, rule) = match op {
+    let (name, rule) = operation(op);
+    Signature::new(rule, text_difference(name, &d.expected, &d.actual))
+}
+
+/// An operation's name and its rule: a signature's rule for an outcome that differs, and what
+/// `--coverage` counts per operation.
+pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
+    match op {
         Some(ModelOp::Write { .. }) => ("write", "SC-4.1"),
         Some(ModelOp::Read { .. }) => ("read", "SC-4.2"),
         Some(ModelOp::Activity { .. }) => ("activity", "SC-5.1"),
@@ -220,8 +239,7 @@ pub fn signature(op: Option<&ModelOp>, d: &Divergence) -> Signature {
         Some(ModelOp::JumpBack { .. }) => ("clock jump back", "SC-5.1"),
         Some(ModelOp::Hostile { .. }) => ("hostile spelling", "SC-2.2"),
         None => ("the end", "SC-5.3"),
-    };
-    Signature::new(rule, text_difference(name, &d.expected, &d.actual))
+    }
 }
 
 /// Scoped mutants the exploration generator never reaches, and why; the scenarios kill each
@@ -339,7 +357,10 @@ pub fn command(request: &ExploreRequest) -> Result<bool, String> {
 }
 
 /// `tidemark replay` of a scoped fixture: prints what happened and whether it recurred.
-pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome, String> {
+pub fn replay_fixture(
+    path: &Path,
+    html: Option<&Path>,
+) -> Result<crate::explore::cli::ReplayOutcome, String> {
     let f = ScopedFixture::load(path)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -367,6 +388,8 @@ pub fn replay_fixture(path: &Path) -> Result<crate::explore::cli::ReplayOutcome,
             trace_hash: r.trace_hash.clone(),
             identical: r.reproduced,
             reference_passes: f.mutant.as_ref().map(|_| r.reference_passes),
+            shown: r.shown.clone(),
+            html,
         },
     ))
 }

@@ -118,6 +118,8 @@ pub struct ScopedReplay {
     pub divergence: Option<String>,
     /// The same operations pass against the reference (the model and the reference agree).
     pub reference_passes: bool,
+    /// The divergence in pieces, for the HTML page.
+    pub shown: Option<crate::explore::cli::ReplayDivergence>,
 }
 
 /// Replays `f` on `tier` (a fixture says which tier found it; either must reproduce it).
@@ -139,11 +141,22 @@ pub async fn replay(tier: Tier<'_>, f: &ScopedFixture) -> Result<ScopedReplay, S
     } else {
         run.is_ok()
     };
+    let shown = match &run {
+        Err(SequenceError::Diverged(d)) => Some(crate::explore::cli::ReplayDivergence {
+            at: format!("operation {}, the last one", d.step),
+            expected: d.expected.clone(),
+            actual: d.actual.clone(),
+            trace: d.ops.clone(),
+            rule: Some(super::explore::signature(f.ops.get(d.step), d).rule),
+        }),
+        _ => None,
+    };
     Ok(ScopedReplay {
         reproduced: hash.as_deref() == Some(f.trace_hash.as_str()),
         trace_hash: hash,
         divergence,
         reference_passes,
+        shown,
     })
 }
 

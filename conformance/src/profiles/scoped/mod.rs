@@ -287,9 +287,10 @@ impl super::Profile for ScopedProfile {
         fixture: Option<&Path>,
         seed: Option<u64>,
         mutant: Option<&str>,
+        html: Option<&Path>,
     ) -> Result<crate::explore::cli::ReplayOutcome, String> {
         match (fixture, seed, mutant) {
-            (Some(f), None, None) => explore::replay_fixture(f),
+            (Some(f), None, None) => explore::replay_fixture(f, html),
             _ => Err(
                 "a scoped replay takes a saved failure's file, and no --seed or --mutant".into(),
             ),

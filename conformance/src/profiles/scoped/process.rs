@@ -39,9 +39,6 @@ use crate::report::{CaseReport, Verdict};
 /// The profile's name in `init` and `init_ok`.
 pub const PROFILE: &str = "scoped";
 
-/// How many trace lines a failure carries (as for the scratchpad).
-const TRACE_TAIL_LINES: usize = 8;
-
 /// The scoped scenarios under `dir` whose test names are in `only` (all when it is empty). A
 /// name in `only` that names no scoped scenario is an error, so a mistyped replay command cannot
 /// pass by running nothing. Citations are checked against `spec` (SPEC.md).
@@ -151,7 +148,7 @@ pub(crate) fn case(script: &Script, verdict: Verdict, trace: &Trace) -> CaseRepo
         rules: script.rules.clone(),
         verdict,
         trace_tail: if failed {
-            trace.tail(TRACE_TAIL_LINES).to_vec()
+            trace.tail(crate::report::TRACE_KEPT_LINES).to_vec()
         } else {
             vec![]
         },

@@ -28,7 +28,7 @@ use super::suite;
 use crate::profiles::scratchpad::driver::DriverFactory;
 use crate::profiles::scratchpad::runner::run_scenario;
 use crate::profiles::scratchpad::scenario::{Profile, Scenario};
-use crate::report::{display_path, CaseReport, RunReport, Verdict, TRACE_TAIL_LINES};
+use crate::report::{display_path, CaseReport, RunReport, Verdict};
 use crate::scenario::LoadErrors;
 use crate::{default_scenarios_dir, default_spec_path};
 use futures::StreamExt;
@@ -227,7 +227,7 @@ impl CaseReport {
             trace_tail: if result.passed() {
                 vec![]
             } else {
-                result.trace.tail(TRACE_TAIL_LINES).to_vec()
+                result.trace.tail(crate::report::TRACE_KEPT_LINES).to_vec()
             },
         }
     }

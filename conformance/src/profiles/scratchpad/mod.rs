@@ -316,11 +316,13 @@ impl super::Profile for ScratchpadProfile {
         fixture: Option<&std::path::Path>,
         seed: Option<u64>,
         mutant: Option<&str>,
+        html: Option<&std::path::Path>,
     ) -> Result<crate::explore::cli::ReplayOutcome, String> {
         crate::profiles::scratchpad::explore::cli::replay(
             fixture,
             seed,
             &mutant.map(str::to_string),
+            html,
         )
     }
 

@@ -80,6 +80,7 @@ pub fn replay(
     fixture_path: Option<&Path>,
     seed: Option<u64>,
     mutant: &Option<String>,
+    html: Option<&Path>,
 ) -> Result<ReplayOutcome, String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -102,10 +103,15 @@ pub fn replay(
                 trace_hash: Some(r.trace_hash.clone()),
                 identical: r.trace_hash == f.trace_hash,
                 reference_passes: f.mutant.as_ref().map(|_| r.reference_passes),
+                shown: r.shown.clone(),
+                html,
             },
         ));
     }
     let seed = seed.ok_or("replay needs a fixture path or --seed")?;
+    if html.is_some() {
+        return Err("--html reports a saved failure's replay; for a seed, tidemark explore --first-seed N --seeds 1 --html FILE".into());
+    }
     let m = mutant_arg(mutant)?;
     let factory = ReferenceScratchpad {
         mutant: m,

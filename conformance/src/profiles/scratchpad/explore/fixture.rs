@@ -70,6 +70,8 @@ pub struct Replay {
     pub divergence: Option<String>,
     /// The same operations pass against the reference (the model and the reference agree).
     pub reference_passes: bool,
+    /// The divergence in pieces, for the HTML page.
+    pub shown: Option<crate::explore::cli::ReplayDivergence>,
 }
 
 pub async fn replay(f: &Fixture) -> Result<Replay, String> {
@@ -95,11 +97,22 @@ pub async fn replay(f: &Fixture) -> Result<Replay, String> {
         .divergence
         .as_ref()
         .map(|d| format!("{}: expected {}, got {}", d.op, d.expected, d.actual));
+    let shown = run
+        .divergence
+        .as_ref()
+        .map(|d| crate::explore::cli::ReplayDivergence {
+            at: d.op.clone(),
+            expected: d.expected.clone(),
+            actual: d.actual.clone(),
+            trace: run.trace.lines().to_vec(),
+            rule: Some(d.signature.rule.clone()),
+        });
     Ok(Replay {
         reproduced: run.divergence.is_some() && run.trace.hash() == f.trace_hash,
         trace_hash: run.trace.hash(),
         divergence,
         reference_passes: reference,
+        shown,
     })
 }
 

@@ -355,6 +355,18 @@ impl Explorer for ScratchpadExplorer<'_> {
         true
     }
 
+    fn rules_decided(
+        &self,
+        _workload: &Self::Workload,
+        run: &RunResult,
+    ) -> Option<Vec<(&'static str, u64)>> {
+        Some(run.rules.iter().map(|(r, n)| (*r, *n)).collect())
+    }
+
+    fn rules_counting(&self) -> &'static str {
+        "every call of a passing seed, counted by the SPEC rule that decided the outcome the model predicted (a refusal's reason's rule, an evicting write SP-4.2, else the operation's rule: signature::deciding_rule)"
+    }
+
     fn known_in_pass(&self, run: &RunResult) -> Vec<Signature> {
         run.known.iter().map(|d| *d.signature.clone()).collect()
     }

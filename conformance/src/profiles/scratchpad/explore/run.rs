@@ -19,6 +19,7 @@ use crate::profiles::scratchpad::contract::{Outcome, Request};
 use crate::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
 use crate::profiles::scratchpad::oracle::{ModelKnobs, ScratchpadModel};
 use crate::profiles::scratchpad::scenario::{Knobs, Profile};
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs;
 use std::path::Path;
@@ -72,6 +73,9 @@ pub struct RunResult {
     pub simulated_ms: i64,
     /// The known differences the run went past, in order.
     pub known: Vec<Divergence>,
+    /// How often each SPEC rule decided an outcome the model predicted (`sig::deciding_rule`),
+    /// for `--coverage`.
+    pub rules: BTreeMap<&'static str, u64>,
 }
 
 /// Foreign directories planted before the run, each holding a file; every one must survive
@@ -102,6 +106,8 @@ struct World<'a> {
     /// Each caller's directory names in the implementation's names (`caller_dir_names`), worked
     /// out at the first check: names never change (SP-1.2; a change ends the run at `names`).
     dirs: Vec<(String, String)>,
+    /// The rule that decided each predicted outcome, counted.
+    rules: BTreeMap<&'static str, u64>,
 }
 
 impl World<'_> {
@@ -197,6 +203,10 @@ impl World<'_> {
         };
         // The answer settles what the implementation's variants leave open (eviction ties).
         let expected = self.model.apply_seen(now, req, &actual);
+        *self
+            .rules
+            .entry(sig::deciding_rule(req, &expected))
+            .or_default() += 1;
         let rel = self.rel();
         self.trace
             .record(rel, format!("{label} -> {}", actual.summary()));
@@ -523,6 +533,7 @@ pub async fn run_ops_past(
                 }),
                 simulated_ms: 0,
                 known: Vec::new(),
+                rules: BTreeMap::new(),
             }
         }
     };
@@ -538,6 +549,7 @@ pub async fn run_ops_past(
         known,
         hits: Vec::new(),
         dirs: Vec::new(),
+        rules: BTreeMap::new(),
     };
     let result = async {
         w.start(None, "start").await?;
@@ -554,12 +566,14 @@ pub async fn run_ops_past(
         let _ = w.driver.stop().await;
     }
     let known = std::mem::take(&mut w.hits);
+    let rules = std::mem::take(&mut w.rules);
     drop(w);
     RunResult {
         trace,
         divergence: result.err(),
         simulated_ms,
         known,
+        rules,
     }
 }
 

@@ -85,6 +85,18 @@ fn reason_word(reason: &str) -> &str {
     }
 }
 
+/// The rule that decides `expected`, the outcome the model predicts for `req` (counted for
+/// `--coverage`): a refusal's is its reason's rule, a write that evicts SP-4.2, otherwise the
+/// operation's own rule, as [`of_outcomes`] names them.
+pub fn deciding_rule(req: &Request, expected: &Outcome) -> &'static str {
+    let (op, home) = operation(req);
+    match expected {
+        Outcome::Refused { reason, .. } => rule_of_reason(reason, op),
+        Outcome::Written { evicted, .. } if !evicted.is_empty() => "SP-4.2",
+        _ => home,
+    }
+}
+
 /// The signature of an outcome the model did not expect.
 pub fn of_outcomes(
     req: &Request,
