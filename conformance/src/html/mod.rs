@@ -204,6 +204,21 @@ fn divergence(f: &FailureView, id: &str) -> Markup {
     }
 }
 
+/// A SPEC paragraph as SPEC.md shows it: its Markdown `**bold**` and `` `code` `` spans
+/// rendered rather than printed as asterisks and backticks; everything else is escaped text.
+fn spec_text(text: &str) -> Markup {
+    html! {
+        @for (i, bold) in text.split("**").enumerate() {
+            @let spans = html! {
+                @for (j, span) in bold.split('`').enumerate() {
+                    @if j % 2 == 1 { code { (span) } } @else { (span) }
+                }
+            };
+            @if i % 2 == 1 { b { (spans) } } @else { (spans) }
+        }
+    }
+}
+
 fn failure(i: usize, f: &FailureView, rules: &BTreeMap<String, String>) -> Markup {
     let (lanes, rows) = timeline::timeline(&f.trace, TIMELINE_EVENTS, f.diverged_line);
     html! {
@@ -216,7 +231,7 @@ fn failure(i: usize, f: &FailureView, rules: &BTreeMap<String, String>) -> Marku
                     h4 { "SPEC rules involved" }
                     @for r in &f.rules {
                         p { @match rules.get(r) {
-                            Some(text) => { (clip(text)) }
+                            Some(text) => { (spec_text(&clip(text))) }
                             None => { b { (clip(r)) } " (its text is not in SPEC.md)" }
                         } }
                     }
