@@ -43,10 +43,17 @@ pub enum ScopedMutant {
     NoWrittenAtStamp,
     FailedWriteReportedWritten,
     WorkspaceDeletionSparesSkills,
+    UploadEchoesRawPath,
+    PeopleListingRefuses,
+    ForeignSessionServed,
+    PersonWrongScopeAuthority,
+    UrlDecodedTwice,
+    UploadNotActivity,
+    PersonDeleteNeedsOnlyRead,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 38] = [
+    pub const ALL: [ScopedMutant; 45] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -85,6 +92,13 @@ impl ScopedMutant {
         ScopedMutant::NoWrittenAtStamp,
         ScopedMutant::FailedWriteReportedWritten,
         ScopedMutant::WorkspaceDeletionSparesSkills,
+        ScopedMutant::UploadEchoesRawPath,
+        ScopedMutant::PeopleListingRefuses,
+        ScopedMutant::ForeignSessionServed,
+        ScopedMutant::PersonWrongScopeAuthority,
+        ScopedMutant::UrlDecodedTwice,
+        ScopedMutant::UploadNotActivity,
+        ScopedMutant::PersonDeleteNeedsOnlyRead,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -130,6 +144,13 @@ impl ScopedMutant {
             ScopedMutant::NoWrittenAtStamp => "no-written-at-stamp",
             ScopedMutant::FailedWriteReportedWritten => "failed-write-reported-written",
             ScopedMutant::WorkspaceDeletionSparesSkills => "workspace-deletion-spares-skills",
+            ScopedMutant::UploadEchoesRawPath => "upload-echoes-raw-path",
+            ScopedMutant::PeopleListingRefuses => "people-listing-refuses",
+            ScopedMutant::ForeignSessionServed => "foreign-session-served",
+            ScopedMutant::PersonWrongScopeAuthority => "person-wrong-scope-authority",
+            ScopedMutant::UrlDecodedTwice => "url-decoded-twice",
+            ScopedMutant::UploadNotActivity => "upload-not-activity",
+            ScopedMutant::PersonDeleteNeedsOnlyRead => "person-delete-needs-only-read",
         }
     }
 
@@ -250,6 +271,27 @@ impl ScopedMutant {
             ScopedMutant::WorkspaceDeletionSparesSkills => {
                 "a deleted workspace's skill versions are left in place (immutable read as immortal), though the obligation is recorded met"
             }
+            ScopedMutant::UploadEchoesRawPath => {
+                "an upload through the people's API answers the path as the URL spelled it (`session/my%20notes.md`), while the file is stored, and listed to the agent, under its decoded name"
+            }
+            ScopedMutant::PeopleListingRefuses => {
+                "a person's listing is refused permission_denied when one scope is unreadable to them, instead of leaving that scope out"
+            }
+            ScopedMutant::ForeignSessionServed => {
+                "the people's API looks a session up by its id alone, so a person of another workspace reads and writes its files"
+            }
+            ScopedMutant::PersonWrongScopeAuthority => {
+                "a person's workspace-scope request is checked against their agent-files authority, the wrong scope's"
+            }
+            ScopedMutant::UrlDecodedTwice => {
+                "the people's API percent-decodes the path twice (the router, then the handler), so `50%2541.md` is stored as `50A.md`"
+            }
+            ScopedMutant::UploadNotActivity => {
+                "a person's upload is not recorded as session activity, so an upload to a long-idle session is swept before the agent reads it"
+            }
+            ScopedMutant::PersonDeleteNeedsOnlyRead => {
+                "a person's removal through the API is allowed with read access to the scope"
+            }
         }
     }
 
@@ -295,6 +337,13 @@ impl ScopedMutant {
             ScopedMutant::NoWrittenAtStamp => &["SC-7.4"],
             ScopedMutant::FailedWriteReportedWritten => &["SC-8.2"],
             ScopedMutant::WorkspaceDeletionSparesSkills => &["SC-6.2"],
+            ScopedMutant::UploadEchoesRawPath => &["SF-1.3"],
+            ScopedMutant::PeopleListingRefuses => &["SF-2.6"],
+            ScopedMutant::ForeignSessionServed => &["SF-2.2"],
+            ScopedMutant::PersonWrongScopeAuthority => &["SF-2.3"],
+            ScopedMutant::UrlDecodedTwice => &["SF-3.1"],
+            ScopedMutant::UploadNotActivity => &["SF-4.2"],
+            ScopedMutant::PersonDeleteNeedsOnlyRead => &["SF-4.4"],
         }
     }
 

@@ -26,6 +26,7 @@ pub mod fixture;
 pub mod gate;
 pub mod ledger;
 pub mod model;
+pub mod people;
 pub mod play;
 pub mod process;
 pub mod remote;
