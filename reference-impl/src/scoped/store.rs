@@ -678,15 +678,25 @@ impl ScopedStore {
             tx.touch(&key, self.now().0).await?;
         }
         // A person's access is their own grant, never the agent's cascade (SPEC SF-2.4).
-        if let Some(grant) = &turn.person {
-            return Ok(grant.permissions(self.mutant()));
-        }
-        Ok(Permissions::cascade(
+        let cascade = Permissions::cascade(
             self.cfg.deployment_settings,
             layers.workspace,
             layers.agent,
             self.mutant(),
-        ))
+        );
+        if let Some(grant) = &turn.person {
+            let own = grant.permissions(self.mutant());
+            if self.is(ScopedMutant::PersonCappedByAgentSettings) {
+                // The mutant caps the person's access by the agent's.
+                return Ok(Permissions {
+                    session: own.session,
+                    agent: own.agent.min(cascade.agent),
+                    workspace: own.workspace.min(cascade.workspace),
+                });
+            }
+            return Ok(own);
+        }
+        Ok(cascade)
     }
 
     /// A sweep found this session expired and deleted only part of its files. Nothing has been

@@ -104,14 +104,30 @@ impl PeopleApi {
 }
 
 async fn handle(State(api): State<Arc<ApiState>>, req: Request) -> Response {
+    let mutant = api.store().config().mutant;
     match answer(&api, req).await {
         Ok(r) => r,
-        Err(e) => error_response(&e),
+        Err(e) => error_response(&e, mutant),
     }
 }
 
-fn error_response(e: &ApiError) -> Response {
-    json_response(e.status(), &json!({"error": e}))
+fn error_response(e: &ApiError, mutant: Option<ScopedMutant>) -> Response {
+    let status = if mutant == Some(ScopedMutant::PathRefusalIsServerError) && e.status() == 400 {
+        500
+    } else {
+        e.status()
+    };
+    json_response(status, &json!({"error": e}))
+}
+
+impl ApiState {
+    /// The store as it is now.
+    fn store(&self) -> Arc<ScopedStore> {
+        self.store
+            .read()
+            .expect("the store slot is never poisoned")
+            .clone()
+    }
 }
 
 fn json_response(status: u16, body: &serde_json::Value) -> Response {
@@ -132,6 +148,27 @@ async fn answer(api: &ApiState, req: Request) -> Result<Response, ApiError> {
     ) {
         clock.set(Timestamp::from_millis(now));
     }
+    let store = api.store();
+    let mutant = store.config().mutant;
+    let raw_path = req.uri().path().to_string();
+    let target = url::target_with(
+        &raw_path,
+        mutant == Some(ScopedMutant::UrlDecodedTwice),
+        mutant == Some(ScopedMutant::EncodedSlashSplits),
+    );
+    if mutant == Some(ScopedMutant::SessionBeforeCredentials) {
+        // The mutant answers an unknown session before it looks at the credentials.
+        if let Some(Ok(Target::Listing { session } | Target::File { session, .. })) = &target {
+            let named = store
+                .metadata()
+                .sessions_named(session)
+                .await
+                .map_err(ApiError::from)?;
+            if named.is_empty() {
+                return Err(ApiError::new("unknown_entity", "no such session"));
+            }
+        }
+    }
     // SF-2.1: credentials before anything else is looked at.
     let person = api
         .credentials
@@ -141,15 +178,7 @@ async fn answer(api: &ApiState, req: Request) -> Result<Response, ApiError> {
                 .and_then(|v| v.to_str().ok()),
         )
         .ok_or_else(|| ApiError::new("unauthenticated", "no credentials this API accepts"))?;
-    let store: Arc<ScopedStore> = api
-        .store
-        .read()
-        .expect("the store slot is never poisoned")
-        .clone();
-    let mutant = store.config().mutant;
-    let raw_path = req.uri().path().to_string();
-    let target = url::target(&raw_path, mutant == Some(ScopedMutant::UrlDecodedTwice))
-        .ok_or_else(|| ApiError::new("not_found", "no such route"))??;
+    let target = target.ok_or_else(|| ApiError::new("not_found", "no such route"))??;
     match target {
         Target::Listing { session } => {
             if req.method() != http::Method::GET {
@@ -187,6 +216,18 @@ async fn answer(api: &ApiState, req: Request) -> Result<Response, ApiError> {
             let space = store
                 .person_space(&person.workspace, &session, person.grant_in(&session))
                 .await?;
+            let scope = if mutant == Some(ScopedMutant::LookalikeScopeAccepted) {
+                scope.to_ascii_lowercase()
+            } else {
+                scope
+            };
+            let path = match (mutant == Some(ScopedMutant::LookalikeScopeAccepted), path) {
+                (true, Ok(p)) => Ok(match p.split_once('/') {
+                    Some((_, rest)) => format!("{scope}/{rest}"),
+                    None => scope.clone(),
+                }),
+                (_, p) => p,
+            };
             if Scope::from_guest_name(&scope).is_none_or(|s| s == Scope::Skill) {
                 return Err(ApiError::new(
                     "unknown_scope",
@@ -195,7 +236,11 @@ async fn answer(api: &ApiState, req: Request) -> Result<Response, ApiError> {
             }
             let method = req.method().clone();
             if method == http::Method::PUT {
-                let limit = store.config().max_upload_bytes;
+                let limit = if mutant == Some(ScopedMutant::UploadUnbounded) {
+                    u64::MAX
+                } else {
+                    store.config().max_upload_bytes
+                };
                 let body = read_limited(req, limit).await?;
                 let path = path?;
                 let size = body.len();
@@ -213,11 +258,17 @@ async fn answer(api: &ApiState, req: Request) -> Result<Response, ApiError> {
             let path = path?;
             if method == http::Method::GET {
                 let bytes = store.read(&space, &path).await?;
-                return Ok(Response::builder()
+                let response = Response::builder()
                     .status(200)
-                    .header("content-type", "application/octet-stream")
-                    .header("content-disposition", "attachment")
-                    .header("x-content-type-options", "nosniff")
+                    .header("content-type", "application/octet-stream");
+                let response = if mutant == Some(ScopedMutant::DownloadServedInline) {
+                    response
+                } else {
+                    response
+                        .header("content-disposition", "attachment")
+                        .header("x-content-type-options", "nosniff")
+                };
+                return Ok(response
                     .body(Body::from(bytes))
                     .expect("a status and headers always build"));
             }

@@ -32,6 +32,16 @@ pub enum Target {
 /// Reads `raw_path` (the request target's path, without its query). `decode_twice` is the
 /// `url-decoded-twice` mutant. `None`: no route of the API.
 pub fn target(raw_path: &str, decode_twice: bool) -> Option<Result<Target, ApiError>> {
+    target_with(raw_path, decode_twice, false)
+}
+
+/// [`target`]; `slash_splits` is the `encoded-slash-splits` mutant (a decoded `%2F` taken as
+/// a separator).
+pub fn target_with(
+    raw_path: &str,
+    decode_twice: bool,
+    slash_splits: bool,
+) -> Option<Result<Target, ApiError>> {
     let rest = raw_path.strip_prefix(PREFIX)?;
     let (id, tail) = rest.split_once('/')?;
     let session = match decoded(id, decode_twice) {
@@ -57,7 +67,7 @@ pub fn target(raw_path: &str, decode_twice: bool) -> Option<Result<Target, ApiEr
             .split('/')
             .map(|segment| {
                 let d = decoded(segment, decode_twice)?;
-                if d.contains('/') {
+                if d.contains('/') && !slash_splits {
                     // SF-3.2: the one decoding made a separator the path did not have.
                     return Err(ApiError::new(
                         "traversal",
