@@ -77,6 +77,8 @@ pub fn loopback_base_url(url: &str) -> Result<String, String> {
 /// People's credentials and a client for their requests.
 pub struct PeopleClient {
     client: Client<HttpConnector, Full<Bytes>>,
+    /// How long one request may take, its whole body read.
+    timeout: Duration,
     /// Each person's headers, as the implementation minted them.
     people: BTreeMap<String, BTreeMap<String, String>>,
 }
@@ -89,10 +91,17 @@ impl Default for PeopleClient {
 
 impl PeopleClient {
     pub fn new() -> PeopleClient {
+        PeopleClient::with_timeout(REQUEST_TIMEOUT)
+    }
+
+    /// A client whose requests give up after `timeout` (tests of a misbehaving server use a
+    /// short one).
+    pub fn with_timeout(timeout: Duration) -> PeopleClient {
         let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(REQUEST_TIMEOUT));
+        connector.set_connect_timeout(Some(timeout));
         PeopleClient {
             client: Client::builder(TokioExecutor::new()).build(connector),
+            timeout,
             people: BTreeMap::new(),
         }
     }
@@ -143,7 +152,7 @@ impl PeopleClient {
         let request = builder
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| fail(format!("the request could not be built: {e}")))?;
-        let answered = tokio::time::timeout(REQUEST_TIMEOUT, async {
+        let answered = tokio::time::timeout(self.timeout, async {
             let response = self
                 .client
                 .request(request)
@@ -158,7 +167,7 @@ impl PeopleClient {
             Ok::<_, String>((parts, bytes))
         })
         .await
-        .map_err(|_| fail(format!("no complete answer within {REQUEST_TIMEOUT:?}")))?
+        .map_err(|_| fail(format!("no complete answer within {:?}", self.timeout)))?
         .map_err(fail)?;
         let (parts, bytes) = answered;
         judge(call, parts.status.as_u16(), &parts.headers, &bytes).map_err(fail)
