@@ -521,3 +521,47 @@ fn the_in_process_scoped_gate_passes_the_reference_and_fails_a_mutant_at_its_lin
         );
     });
 }
+
+/// `tidemark run --impl scoped-people-misbehaving.py MODE` on one scenario with a person.
+fn people_run(mode: &str) -> String {
+    let command = format!("python3 fixtures/adapters/scoped-people-misbehaving.py {mode}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "run",
+            "--impl",
+            &command,
+            "--only",
+            "scoped::an_upload_over_the_limit_is_too_large_and_writes_nothing",
+        ])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "the run fails");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A people's files API named off loopback is never sent a request: the step fails naming the
+/// URL. A `person` request refused, or answered without its headers, fails the scenario at the
+/// `person` step's line.
+#[test]
+fn a_people_api_off_loopback_and_a_refused_or_malformed_credential_fail_at_their_line() {
+    let off = people_run("off-loopback");
+    assert!(
+        off.contains("tdm:11: alice upload s1 session/ten.txt")
+            && off.contains("192.0.2.1")
+            && off.contains("loopback"),
+        "{off}"
+    );
+    let refused = people_run("refuses-person");
+    assert!(
+        refused.contains("tdm:10: person alice of w1 in s1")
+            && refused.contains("answered refused config"),
+        "{refused}"
+    );
+    let malformed = people_run("malformed-person");
+    assert!(
+        malformed.contains("tdm:10: person alice of w1 in s1")
+            && malformed.contains("implementation error"),
+        "{malformed}"
+    );
+}

@@ -281,6 +281,10 @@ pub trait Endpoint {
     /// The base URL of the running instance's people's files API (`init_ok`'s `people_api`),
     /// if it named one.
     fn people_api(&self) -> Result<Option<String>, String>;
+    /// How long one of a person's HTTP requests may take, its whole answer read.
+    fn people_timeout(&self) -> std::time::Duration {
+        super::people::REQUEST_TIMEOUT
+    }
     /// The end of the scenario.
     async fn stop(&mut self);
 }
@@ -300,6 +304,10 @@ impl Endpoint for ProcessSession {
             .map(LedgerQueries::declared)
             .transpose()?
             .flatten())
+    }
+
+    fn people_timeout(&self) -> std::time::Duration {
+        self.reply_timeout()
     }
 
     fn people_api(&self) -> Result<Option<String>, String> {
@@ -326,7 +334,7 @@ async fn steps(
     let mut skills: BTreeMap<String, String> = BTreeMap::new();
     // People's credentials, and each person's `person` request, sent again after a restart: a
     // new process need not know the tokens the old one minted (PROTOCOL.md).
-    let mut people = super::people::PeopleClient::new();
+    let mut people = super::people::PeopleClient::with_timeout(session.people_timeout());
     let mut persons: BTreeMap<String, ScopedOp> = BTreeMap::new();
     for step in &script.steps {
         let op = match &step.action {
