@@ -141,6 +141,29 @@ mod tests {
         assert_eq!(path.unwrap(), "session/50A.md");
     }
 
+    proptest::proptest! {
+        /// Any name a person gives a file, percent-encoded by a client, is the name the store is
+        /// handed: one decoding undoes one encoding, whatever the name holds (`%` and `/`
+        /// included: an encoded `/` is refused, never split on).
+        #[test]
+        fn one_decoding_undoes_one_encoding(segments in proptest::collection::vec("\\PC{0,12}", 1..4)) {
+            const ALL: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC;
+            let url: Vec<String> = segments
+                .iter()
+                .map(|s| percent_encoding::utf8_percent_encode(s, ALL).to_string())
+                .collect();
+            let raw = format!("/v1/agent-sessions/s1/files/session/{}", url.join("/"));
+            let Some(Ok(Target::File { path, .. })) = target(&raw, false) else {
+                panic!("{raw} is a file's URL");
+            };
+            if segments.iter().any(|s| s.contains('/')) {
+                proptest::prop_assert_eq!(path.unwrap_err().reason, "traversal");
+            } else {
+                proptest::prop_assert_eq!(path.unwrap(), format!("session/{}", segments.join("/")));
+            }
+        }
+    }
+
     #[test]
     fn the_listing_and_unknown_routes() {
         assert_eq!(
