@@ -957,6 +957,46 @@ mod tests {
     }
 
     #[test]
+    fn a_person_and_their_requests_parse_with_the_url_as_written() {
+        let s = parse(
+            Path::new("x.tdm"),
+            "scenario: s\nprofile: scoped\nrules: SF-1.1\n\
+             person alice of w1 in s1, s2 agent=read workspace=read-write\n\
+             alice upload s1 session/my%20notes.md \"x\" => written \"session/my notes.md\"\n\
+             anonymous files s1 => refused unauthenticated\n\
+             alice upload-scopes s1 => in order [session, workspace]\n",
+        )
+        .unwrap();
+        let op = |i: usize| match &s.steps[i].action {
+            Action::Op(op) => op.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            op(0),
+            ScopedOp::Person {
+                person: "alice".into(),
+                workspace: "w1".into(),
+                agent_files: Some(Access::Read),
+                workspace_files: Some(Access::ReadWrite),
+                sessions: vec!["s1".into(), "s2".into()],
+            }
+        );
+        assert_eq!(
+            op(1),
+            ScopedOp::People {
+                person: "alice".into(),
+                session: "s1".into(),
+                call: PeopleCall::Upload {
+                    url_path: "session/my%20notes.md".into(),
+                    content: "x".into()
+                },
+            }
+        );
+        assert_eq!(s.steps[1].expect, Expect::Written("session/my notes.md".into()));
+        assert_eq!(s.steps[2].expect, Expect::Refused("unauthenticated".into()));
+    }
+
+    #[test]
     fn durations_read_like_the_scratchpad_scenarios() {
         assert_eq!(duration_ms("6d23h").unwrap(), 6 * DAY_MS + 23 * HOUR_MS);
         assert_eq!(duration_ms("-10d").unwrap(), -10 * DAY_MS);
