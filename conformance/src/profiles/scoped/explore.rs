@@ -284,6 +284,62 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "repeated-create-is-activity",
         "the generator creates each session once, at setup",
     ),
+    (
+        "upload-echoes-raw-path",
+        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+    ),
+    (
+        "people-listing-refuses",
+        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+    ),
+    (
+        "foreign-session-served",
+        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+    ),
+    (
+        "person-wrong-scope-authority",
+        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+    ),
+    (
+        "url-decoded-twice",
+        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+    ),
+    (
+        "upload-not-activity",
+        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+    ),
+    (
+        "person-delete-needs-only-read",
+        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+    ),
+    (
+        "encoded-slash-splits",
+        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+    ),
+    (
+        "upload-unbounded",
+        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+    ),
+    (
+        "session-before-credentials",
+        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+    ),
+    (
+        "download-served-inline",
+        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+    ),
+    (
+        "path-refusal-is-server-error",
+        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+    ),
+    (
+        "lookalike-scope-accepted",
+        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+    ),
+    (
+        "person-capped-by-agent-settings",
+        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+    ),
 ];
 
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's
