@@ -219,6 +219,7 @@ pub fn signature(op: Option<&ModelOp>, d: &Divergence) -> Signature {
         Some(ModelOp::Heal) => ("heal", "SC-8.3"),
         Some(ModelOp::JumpBack { .. }) => ("clock jump back", "SC-5.1"),
         Some(ModelOp::Hostile { .. }) => ("hostile spelling", "SC-2.2"),
+        Some(ModelOp::Person { .. }) => ("a person's request", "SF-2.3"),
         None => ("the end", "SC-5.3"),
     };
     Signature::new(rule, text_difference(name, &d.expected, &d.actual))
@@ -286,59 +287,35 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     ),
     (
         "upload-echoes-raw-path",
-        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
-    ),
-    (
-        "people-listing-refuses",
-        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
-    ),
-    (
-        "foreign-session-served",
-        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
-    ),
-    (
-        "person-wrong-scope-authority",
-        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
     ),
     (
         "url-decoded-twice",
-        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
-    ),
-    (
-        "upload-not-activity",
-        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
-    ),
-    (
-        "person-delete-needs-only-read",
-        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
     ),
     (
         "encoded-slash-splits",
-        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
     ),
     (
         "upload-unbounded",
-        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
     ),
     (
         "session-before-credentials",
-        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
     ),
     (
         "download-served-inline",
-        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
     ),
     (
         "path-refusal-is-server-error",
-        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
     ),
     (
         "lookalike-scope-accepted",
-        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
-    ),
-    (
-        "person-capped-by-agent-settings",
-        "the generator sends no person's request: the people's files API (part SF) is not yet among its operations",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
     ),
 ];
 

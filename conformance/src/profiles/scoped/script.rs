@@ -992,7 +992,10 @@ mod tests {
                 },
             }
         );
-        assert_eq!(s.steps[1].expect, Expect::Written("session/my notes.md".into()));
+        assert_eq!(
+            s.steps[1].expect,
+            Expect::Written("session/my notes.md".into())
+        );
         assert_eq!(s.steps[2].expect, Expect::Refused("unauthenticated".into()));
     }
 
