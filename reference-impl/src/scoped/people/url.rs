@@ -147,10 +147,9 @@ mod tests {
         /// included: an encoded `/` is refused, never split on).
         #[test]
         fn one_decoding_undoes_one_encoding(segments in proptest::collection::vec("\\PC{0,12}", 1..4)) {
-            const ALL: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC;
             let url: Vec<String> = segments
                 .iter()
-                .map(|s| percent_encoding::utf8_percent_encode(s, ALL).to_string())
+                .map(|s| percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string())
                 .collect();
             let raw = format!("/v1/agent-sessions/s1/files/session/{}", url.join("/"));
             let Some(Ok(Target::File { path, .. })) = target(&raw, false) else {
