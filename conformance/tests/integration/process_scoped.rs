@@ -522,8 +522,9 @@ fn the_in_process_scoped_gate_passes_the_reference_and_fails_a_mutant_at_its_lin
     });
 }
 
-/// `tidemark run --impl scoped-people-misbehaving.py MODE` on one scenario with a person.
-fn people_run(mode: &str) -> String {
+/// `tidemark run --impl scoped-people-misbehaving.py MODE` on one scenario with a person: its
+/// exit code and what it printed (stdout, then stderr).
+fn people_run(mode: &str) -> (Option<i32>, String) {
     let command = format!("python3 fixtures/adapters/scoped-people-misbehaving.py {mode}");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args([
@@ -536,29 +537,41 @@ fn people_run(mode: &str) -> String {
         .current_dir(repo_root())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "the run fails");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
 }
 
-/// A people's files API named off loopback is never sent a request: the step fails naming the
-/// URL. A `person` request refused, or answered without its headers, fails the scenario at the
-/// `person` step's line.
+/// A people's files API named off loopback, or claimed and not named, fails the handshake
+/// naming it: no request is ever sent there. A `person` request refused, or answered without
+/// its headers, fails the scenario at the `person` step's line.
 #[test]
 fn a_people_api_off_loopback_and_a_refused_or_malformed_credential_fail_at_their_line() {
-    let off = people_run("off-loopback");
+    let (code, off) = people_run("off-loopback");
+    assert_ne!(code, Some(0), "{off}");
     assert!(
-        off.contains("tdm:11: alice upload s1 session/ten.txt")
+        off.contains("did not complete the init exchange")
             && off.contains("192.0.2.1")
             && off.contains("loopback"),
         "{off}"
     );
-    let refused = people_run("refuses-person");
+    let (code, none) = people_run("no-url");
+    assert_ne!(code, Some(0), "{none}");
+    assert!(none.contains("names no people_api base URL"), "{none}");
+    let (code, refused) = people_run("refuses-person");
+    assert_eq!(code, Some(1), "{refused}");
     assert!(
         refused.contains("tdm:10: person alice of w1 in s1")
             && refused.contains("answered refused config"),
         "{refused}"
     );
-    let malformed = people_run("malformed-person");
+    let (code, malformed) = people_run("malformed-person");
+    assert_eq!(code, Some(1), "{malformed}");
     assert!(
         malformed.contains("tdm:10: person alice of w1 in s1")
             && malformed.contains("implementation error"),

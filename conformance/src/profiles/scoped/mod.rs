@@ -307,6 +307,7 @@ impl super::Profile for ScopedProfile {
 
     fn check_claims(&self, claims: &crate::protocol::InitOk) -> Result<(), String> {
         ledger::LedgerQueries::declared(claims)?;
-        text_segment::declared(claims).map(|_| ())
+        text_segment::declared(claims)?;
+        people::declared(claims).map(|_| ())
     }
 }
