@@ -547,9 +547,9 @@ fn people_run(mode: &str) -> (Option<i32>, String) {
     )
 }
 
-/// A people's files API named off loopback, or claimed and not named, fails the handshake
-/// naming it: no request is ever sent there. A `person` request refused, or answered without
-/// its headers, fails the scenario at the `person` step's line.
+/// A people's files API named off loopback fails the handshake naming it: no request is ever
+/// sent there. One claimed and not named fails the first person's request; a `person` request
+/// refused, or answered without its headers, fails the scenario at the `person` step's line.
 #[test]
 fn a_people_api_off_loopback_and_a_refused_or_malformed_credential_fail_at_their_line() {
     let (code, off) = people_run("off-loopback");
@@ -561,8 +561,12 @@ fn a_people_api_off_loopback_and_a_refused_or_malformed_credential_fail_at_their
         "{off}"
     );
     let (code, none) = people_run("no-url");
-    assert_ne!(code, Some(0), "{none}");
-    assert!(none.contains("names no people_api base URL"), "{none}");
+    assert_eq!(code, Some(1), "{none}");
+    assert!(
+        none.contains("tdm:11: alice upload s1 session/ten.txt")
+            && none.contains("names no people_api base URL"),
+        "{none}"
+    );
     let (code, refused) = people_run("refuses-person");
     assert_eq!(code, Some(1), "{refused}");
     assert!(

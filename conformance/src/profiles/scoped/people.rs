@@ -75,21 +75,14 @@ pub fn loopback_base_url(url: &str) -> Result<String, String> {
 }
 
 /// The people's files API's base URL a program names in `init_ok` (`people_api`), checked at
-/// the handshake: a loopback URL ([`loopback_base_url`]), and present when the program claims
-/// the `people_api` capability.
+/// every handshake: when named, a loopback URL ([`loopback_base_url`]). (A program answers the
+/// probe's init, which names no profile, without one; a scenario's person step then fails if
+/// its scoped init_ok names none.)
 pub fn declared(claims: &crate::protocol::InitOk) -> Result<Option<String>, String> {
-    let url = claims.declared::<String>(super::process::PEOPLE_API_FIELD)?;
-    let claimed = claims
-        .capabilities
-        .iter()
-        .any(|c| c == super::remote::PEOPLE_API);
-    match (url, claimed) {
-        (Some(url), _) => loopback_base_url(&url).map(Some),
-        (None, true) => Err(
-            "the capability people_api is claimed, and init_ok names no people_api base URL".into(),
-        ),
-        (None, false) => Ok(None),
-    }
+    claims
+        .declared::<String>(super::process::PEOPLE_API_FIELD)?
+        .map(|url| loopback_base_url(&url))
+        .transpose()
 }
 
 /// People's credentials and a client for their requests.
