@@ -15,6 +15,9 @@ pub mod bench;
 pub mod run;
 pub mod timeline;
 
+#[cfg(test)]
+mod model_state_tests;
+
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -87,6 +90,33 @@ pub struct FailureView {
     /// violation).
     #[serde(default)]
     pub diverged_line: Option<usize>,
+    /// The model's state at the divergence, as a few lines ([`bounded_lines`]): what it held of
+    /// the files, sessions or rows the diverging step touched, once its prediction was applied.
+    /// Empty where no model ran beside the implementation (a scenario's expectations are
+    /// written in its file).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_state: Vec<String>,
+}
+
+/// Lines of a model's state kept at a divergence; the rest are counted.
+pub const MODEL_STATE_LINES: usize = 12;
+
+/// `lines` cut to [`MODEL_STATE_LINES`], the rest counted in a last line (`and 7 more`), each
+/// line clipped by the shared rule.
+pub fn bounded_lines(lines: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut more = 0usize;
+    for l in lines {
+        if out.len() < MODEL_STATE_LINES {
+            out.push(clip(&l).into_owned());
+        } else {
+            more += 1;
+        }
+    }
+    if more > 0 {
+        out.push(format!("and {more} more"));
+    }
+    out
 }
 
 /// The page as one HTML document. `rules` holds SPEC.md's rule texts by id
@@ -195,9 +225,15 @@ fn divergence(f: &FailureView, id: &str) -> Markup {
         section.divergence id=(id) {
             p.at { strong { (clip(&f.title)) } " diverged at " (clip(&f.at)) }
             @if let Some(k) = &f.known { p.known { "known failure: " (clip_field(k)) } }
-            div.pair {
+            div.pair.with-model[!f.model_state.is_empty()] {
                 div.expected { h4 { "expected" } pre { (clip_field(&f.expected)) } }
                 div.actual { h4 { "actual" } pre { (clip_field(&f.actual)) } }
+                @if !f.model_state.is_empty() {
+                    div.model {
+                        h4 { "the model's state there" }
+                        pre { @for l in &f.model_state { (clip(l)) "\n" } }
+                    }
+                }
             }
             p { "replay: " code.cmd { (clip(&f.replay)) } }
         }
@@ -330,7 +366,8 @@ dl.meta dt{color:#666}dl.meta dd{margin:0}
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:2px 6px;vertical-align:top;text-align:left}
 td.bad{color:#a00;font-weight:bold}
 .divergence{border-left:4px solid #a00;padding:.2em .8em;margin:.5em 0;background:#fff6f6}
-.pair{display:grid;grid-template-columns:1fr 1fr;gap:.5em}
+.pair{display:grid;grid-template-columns:1fr 1fr;gap:.5em}.pair.with-model{grid-template-columns:1fr 1fr 1.3fr}
+.model{background:#eef2fb;padding:2px 4px}.model pre{max-height:14em;overflow:auto}
 .expected{background:#eef8ee;padding:2px 4px}.actual{background:#fbeaea;padding:2px 4px}
 h4{margin:.4em 0 .2em;font-size:1em}
 .rules p{margin:.2em 0;padding:.2em .5em;background:#f7f7ff}
@@ -385,6 +422,7 @@ mod tests {
                 trace_is_tail: true,
                 known: None,
                 diverged_line: None,
+                model_state: vec![format!("session t-1: {text} 200 B, +0ms")],
             }],
             notes: vec![text.into()],
             coverage: None,

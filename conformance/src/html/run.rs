@@ -46,6 +46,8 @@ pub fn page(report: &RunReport) -> Page {
                     trace: case.trace_tail.clone(),
                     trace_is_tail: true,
                     diverged_line: None,
+                    // A scenario's expectations are written in its file: no model ran.
+                    model_state: Vec::new(),
                     known: known.map(|(line, reason)| {
                         let file = report
                             .expectations

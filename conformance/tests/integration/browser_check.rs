@@ -165,8 +165,11 @@ const PROBE: &str = r#"(() => {
     const a = marked.getBoundingClientRect(), b = box.getBoundingClientRect();
     markedInBox = a.top >= b.top - 1 && a.bottom <= b.bottom + 1;
   }
+  const m = document.querySelector('#first-divergence .model');
+  const mr = m ? m.getBoundingClientRect() : null;
   return JSON.stringify({
     divergence: r && { top: r.top, bottom: r.bottom },
+    model: mr && { top: mr.top, bottom: mr.bottom, width: mr.width, text: m.innerText },
     viewport: innerHeight,
     lanes,
     markedInBox,
@@ -351,14 +354,19 @@ fn every_kind_of_failure_shows_its_divergence_and_its_actors_in_a_real_browser()
     );
 
     let mut browser = Browser::start(&binary);
-    // Each page, and the actors its timeline must have as lanes.
-    let pages: [(&str, &[&str]); 4] = [
-        ("scenario", &["alice"]),
-        ("explore", &["sweeper / reaper", "alice", "bob"]),
-        ("world", &["harness", "sweeper / reaper", "g0", "g1", "g2"]),
-        ("markup", &["alice"]),
+    // Each page, the actors its timeline must have as lanes, and whether a model ran beside
+    // the implementation (a scenario's expectations are written in its file: no model).
+    let pages: [(&str, &[&str], bool); 4] = [
+        ("scenario", &["alice"], false),
+        ("explore", &["sweeper / reaper", "alice", "bob"], true),
+        (
+            "world",
+            &["harness", "sweeper / reaper", "g0", "g1", "g2"],
+            true,
+        ),
+        ("markup", &["alice"], false),
     ];
-    for (name, actors) in pages {
+    for (name, actors, modelled) in pages {
         let seen = look(&mut browser, &at(&format!("{name}.html")), name);
         let p = &seen.probe;
         assert!(seen.problems.is_empty(), "{name}: {:?}", seen.problems);
@@ -372,6 +380,25 @@ fn every_kind_of_failure_shows_its_divergence_and_its_actors_in_a_real_browser()
             top >= 0.0 && bottom <= viewport,
             "{name}: the first divergence is in the first viewport: {p}"
         );
+        if modelled {
+            let (top, bottom, width) = (
+                p["model"]["top"]
+                    .as_f64()
+                    .expect("the model's state is shown"),
+                p["model"]["bottom"].as_f64().unwrap(),
+                p["model"]["width"].as_f64().unwrap(),
+            );
+            assert!(
+                top >= 0.0 && bottom <= viewport && width > 100.0,
+                "{name}: the model's state at the divergence is in the first viewport: {p}"
+            );
+            assert!(
+                p["model"]["text"].as_str().unwrap().contains("at +"),
+                "{name}: the model's state says when: {p}"
+            );
+        } else {
+            assert_eq!(p["model"], Value::Null, "{name}: no model ran: {p}");
+        }
         let text = p["text"].as_str().unwrap();
         assert!(
             text.contains("expected") && text.contains("actual"),
