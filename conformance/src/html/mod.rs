@@ -124,6 +124,13 @@ pub fn bounded_lines(lines: impl IntoIterator<Item = String>) -> Vec<String> {
 pub fn render(page: &Page, rules: &BTreeMap<String, String>) -> String {
     let failed: usize = page.profiles.iter().map(|p| p.failed).sum();
     let verdict = if failed == 0 { "passed" } else { "failed" };
+    let timelines: Vec<(Vec<String>, Vec<Row>)> = page
+        .failures
+        .iter()
+        .take(FULL_FAILURES)
+        .map(|f| timeline::timeline(&f.trace, TIMELINE_EVENTS, f.diverged_line))
+        .collect();
+    let most_lanes = timelines.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
     let doc = html! {
         (DOCTYPE)
         html lang="en" {
@@ -131,7 +138,7 @@ pub fn render(page: &Page, rules: &BTreeMap<String, String>) -> String {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (clip(&page.title)) " — " (verdict) }
-                style { (PreEscaped(CSS)) }
+                style { (PreEscaped(CSS)) (PreEscaped(lane_css(most_lanes))) }
             }
             body {
                 header.(verdict) {
@@ -143,8 +150,8 @@ pub fn render(page: &Page, rules: &BTreeMap<String, String>) -> String {
                 }
                 @if !page.failures.is_empty() {
                     h2 { "Failures" }
-                    @for (i, f) in page.failures.iter().take(FULL_FAILURES).enumerate() {
-                        (failure(i, f, rules))
+                    @for (i, (f, t)) in page.failures.iter().zip(&timelines).enumerate() {
+                        (failure(i, f, t, rules))
                     }
                     @if page.failures.len() > FULL_FAILURES {
                         h3 { (page.failures.len() - FULL_FAILURES) " more failures, listed" }
@@ -255,8 +262,14 @@ fn spec_text(text: &str) -> Markup {
     }
 }
 
-fn failure(i: usize, f: &FailureView, rules: &BTreeMap<String, String>) -> Markup {
-    let (lanes, rows) = timeline::timeline(&f.trace, TIMELINE_EVENTS, f.diverged_line);
+fn failure(
+    i: usize,
+    f: &FailureView,
+    (lanes, rows): &(Vec<String>, Vec<Row>),
+    rules: &BTreeMap<String, String>,
+) -> Markup {
+    let quiet = timeline::quiet_lanes(lanes, rows);
+    let lane_id = |k: usize| format!("f{}-lane-{}", i + 1, k + 1);
     html! {
         details.failure open[i == 0] id=(format!("failure-{}", i + 1)) {
             summary { span.n { (i + 1) } " " (clip(&f.title)) " — " (clip(&f.what)) }
@@ -286,10 +299,23 @@ fn failure(i: usize, f: &FailureView, rules: &BTreeMap<String, String>) -> Marku
             @if rows.is_empty() {
                 p { "no trace was recorded" }
             } @else {
+                // A lane collapses with no script: its header is the label of a hidden checkbox
+                // before the scroll box, and the page's CSS narrows that column while it is
+                // checked (`lane_css`). Quiet lanes of a crowded timeline start checked.
+                @for (k, _) in lanes.iter().enumerate() {
+                    input.lane.(format!("l{}", k + 1)) type="checkbox" id=(lane_id(k)) checked[quiet[k]];
+                }
                 div.scroll {
                     table.timeline {
-                        tr { th { "simulated clock" } @for l in &lanes { th { (clip(l)) } } }
-                        @for row in &rows { (timeline_row(row, &lanes, f)) }
+                        tr {
+                            th { "simulated clock" }
+                            @for (k, l) in lanes.iter().enumerate() {
+                                th title=(format!("{}: click to collapse or expand", clip(l))) {
+                                    label for=(lane_id(k)) { (clip(l)) }
+                                }
+                            }
+                        }
+                        @for row in rows { (timeline_row(row, lanes, f)) }
                     }
                 }
             }
@@ -353,6 +379,19 @@ fn coverage(c: &Coverage) -> Markup {
     }
 }
 
+/// The rules that narrow lane `k`'s column while its checkbox (`input.lane.l<k>`) is checked,
+/// for lanes 1 to `lanes`: its header shows a letter or two, its cells nothing.
+fn lane_css(lanes: usize) -> String {
+    let mut css = String::new();
+    for k in 1..=lanes {
+        let column = format!("input.l{k}:checked~.scroll tr>:nth-child({})", k + 1);
+        css.push_str(&format!(
+            "{column}{{min-width:0;width:14px;max-width:14px;padding:0 1px;font-size:0;overflow:hidden}}{column}>*{{display:none}}{column}>label{{display:block;font-size:11px;width:14px;overflow:hidden;white-space:nowrap}}\n"
+        ));
+    }
+    css
+}
+
 const CSS: &str = "
 body{font:14px/1.4 system-ui,sans-serif;margin:0 1.5em 2em;color:#222}
 header{padding:.5em 0;border-bottom:2px solid #ccc}
@@ -373,6 +412,7 @@ h4{margin:.4em 0 .2em;font-size:1em}
 .rules p{margin:.2em 0;padding:.2em .5em;background:#f7f7ff}
 .scroll{max-height:70vh;overflow:auto;display:flex;flex-direction:column-reverse;border:1px solid #ccc}
 table.timeline th{position:sticky;top:0;background:#eee}
+input.lane{display:none}table.timeline th label{cursor:pointer;text-decoration:underline dotted}
 table.timeline td{min-width:8em;font-family:ui-monospace,monospace;font-size:12px}
 table.timeline td.t{white-space:nowrap;color:#555}
 tr.idle td,tr.elided td{text-align:center;color:#777;background:#fafafa;font-style:italic}
