@@ -62,7 +62,11 @@ pub fn page(report: &RunReport) -> Page {
     }
     // Known failures after the new ones: the page opens on what fails the run.
     failures.sort_by_key(|f| f.known.is_some());
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = report
+        .profile_commands
+        .iter()
+        .map(|(p, c)| format!("the {p} profile was run with its own command: {c}"))
+        .collect();
     if let Some(j) = &report.expectations {
         notes.extend(
             crate::report::expectations_summary(j)
