@@ -100,15 +100,17 @@ pub struct FailureView {
 
 /// Lines of a model's state kept at a divergence; the rest are counted.
 pub const MODEL_STATE_LINES: usize = 12;
+/// Bytes of one line of a model's state (a path may be a kilobyte long).
+pub const MODEL_STATE_LINE_BYTES: usize = 300;
 
 /// `lines` cut to [`MODEL_STATE_LINES`], the rest counted in a last line (`and 7 more`), each
-/// line clipped by the shared rule.
+/// line cut to [`MODEL_STATE_LINE_BYTES`] by the shared rule.
 pub fn bounded_lines(lines: impl IntoIterator<Item = String>) -> Vec<String> {
     let mut out = Vec::new();
     let mut more = 0usize;
     for l in lines {
         if out.len() < MODEL_STATE_LINES {
-            out.push(clip(&l).into_owned());
+            out.push(tidemark_sim::clip::clip_to(&l, MODEL_STATE_LINE_BYTES).into_owned());
         } else {
             more += 1;
         }

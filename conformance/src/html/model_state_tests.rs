@@ -79,4 +79,11 @@ fn a_long_state_keeps_its_first_lines_and_counts_the_rest() {
     assert_eq!(lines[0], "row 0");
     assert_eq!(lines.last().unwrap(), "and 8 more");
     assert_eq!(super::bounded_lines(vec!["one".to_string()]), ["one"]);
+    let long = super::bounded_lines(vec!["x".repeat(5_000)]);
+    assert!(
+        long[0].len() < super::MODEL_STATE_LINE_BYTES + 40,
+        "{}",
+        long[0].len()
+    );
+    assert!(long[0].contains("more bytes)"), "{}", long[0]);
 }

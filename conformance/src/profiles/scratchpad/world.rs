@@ -456,9 +456,11 @@ fn check(
                 caller: request.caller().cloned(),
                 at_ms: *at_ms,
             },
-            Applied::Start { at_ms, .. }
-            | Applied::Sweep { at_ms, .. }
-            | Applied::Plant { at_ms, .. } => Focus {
+            Applied::Plant { at_ms, caller, .. } => Focus {
+                caller: Some(caller.clone()),
+                at_ms: *at_ms,
+            },
+            Applied::Start { at_ms, .. } | Applied::Sweep { at_ms, .. } => Focus {
                 caller: None,
                 at_ms: *at_ms,
             },
