@@ -291,6 +291,12 @@ pub struct ProcessSession {
 }
 
 impl ProcessSession {
+    /// The bound on every wait for this program (`--timeout-ms`): the scoped profile's people's
+    /// requests over HTTP are held to it too.
+    pub fn reply_timeout(&self) -> Duration {
+        self.options.reply_timeout
+    }
+
     /// Starts the program of `factory` with `init` (whose `profile` must be set) in `workdir`.
     pub async fn start(
         factory: &ProcessFactory,

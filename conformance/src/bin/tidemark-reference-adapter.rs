@@ -15,7 +15,7 @@
 //! declares it, and `--text-segment-undeclared <segment>` takes it without a word, to show the
 //! harness needs the word.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use tidemark_conformance::profiles::rows::contract::{ReferenceRows, RowsOp};
 use tidemark_conformance::profiles::scoped::remote::{self, S3Access, ScopedService};
@@ -40,10 +40,11 @@ const ROWS: &str = "rows";
 /// Scoped: the crash points, the raced write and the write stamps an age-only rule reads. Rows:
 /// a reap's batch size and crash fault. The scratchpad's (SP-1.2's recommended digest unless a
 /// thread is named by its id alone, binary content) are the in-process reference's.
-const OTHER_CAPABILITIES: [&str; 4] = [
+const OTHER_CAPABILITIES: [&str; 5] = [
     remote::CRASH_POINTS,
     remote::WRITE_DURING_SWEEP,
     remote::WRITTEN_AT_STAMP,
+    remote::PEOPLE_API,
     tidemark_conformance::profiles::rows::contract::REAP_BATCHES,
 ];
 
@@ -168,11 +169,17 @@ async fn serve(args: Args) -> Result<(), String> {
         mutant: mutants.scratchpad,
         variants: args.variants.clone(),
     };
-    let stdin = std::io::stdin().lock();
+    // Read without blocking the runtime: the people's files API (SPEC part SF) is served by
+    // tasks of this runtime while the adapter waits for the harness's next line.
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = std::io::stdout().lock();
     let mut serving = Serving::Nothing;
-    for line in stdin.lines() {
-        let line = line.map_err(|e| format!("cannot read stdin: {e}"))?;
+    while let Some(line) = lines
+        .next_line()
+        .await
+        .map_err(|e| format!("cannot read stdin: {e}"))?
+    {
         if line.trim().is_empty() {
             continue;
         }
@@ -208,6 +215,13 @@ async fn serve(args: Args) -> Result<(), String> {
                                     .iter()
                                     .filter(|_| args.declares_text_segment)
                                     .map(|s| ("text_segment".to_string(), s.clone().into()))
+                                    // The people's files API it serves on loopback (SF).
+                                    .chain(match &serving {
+                                        Serving::Scoped(service) => service
+                                            .people_base_url()
+                                            .map(|u| ("people_api".to_string(), u.into())),
+                                        _ => None,
+                                    })
                                     .collect(),
                             })
                         }
@@ -301,6 +315,8 @@ async fn start(
             text_segment,
         )
         .await?;
+        let mut service = service;
+        service.people_api().await?;
         return Ok(Serving::Scoped(Box::new(service)));
     }
     if name == ROWS {

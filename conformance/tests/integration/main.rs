@@ -13,6 +13,7 @@ mod hostile_inputs;
 mod interrupted_runs;
 mod malformed_scenarios;
 mod parser_fuzz;
+mod people_client;
 mod process_explore;
 mod process_gate;
 mod process_misbehaving;

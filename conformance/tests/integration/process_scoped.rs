@@ -521,3 +521,64 @@ fn the_in_process_scoped_gate_passes_the_reference_and_fails_a_mutant_at_its_lin
         );
     });
 }
+
+/// `tidemark run --impl scoped-people-misbehaving.py MODE` on one scenario with a person: its
+/// exit code and what it printed (stdout, then stderr).
+fn people_run(mode: &str) -> (Option<i32>, String) {
+    let command = format!("python3 fixtures/adapters/scoped-people-misbehaving.py {mode}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "run",
+            "--impl",
+            &command,
+            "--only",
+            "scoped::an_upload_over_the_limit_is_too_large_and_writes_nothing",
+        ])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// A people's files API named off loopback fails the handshake naming it: no request is ever
+/// sent there. One claimed and not named fails the first person's request; a `person` request
+/// refused, or answered without its headers, fails the scenario at the `person` step's line.
+#[test]
+fn a_people_api_off_loopback_and_a_refused_or_malformed_credential_fail_at_their_line() {
+    let (code, off) = people_run("off-loopback");
+    assert_ne!(code, Some(0), "{off}");
+    assert!(
+        off.contains("did not complete the init exchange")
+            && off.contains("192.0.2.1")
+            && off.contains("loopback"),
+        "{off}"
+    );
+    let (code, none) = people_run("no-url");
+    assert_eq!(code, Some(1), "{none}");
+    assert!(
+        none.contains("tdm:11: alice upload s1 session/ten.txt")
+            && none.contains("names no people_api base URL"),
+        "{none}"
+    );
+    let (code, refused) = people_run("refuses-person");
+    assert_eq!(code, Some(1), "{refused}");
+    assert!(
+        refused.contains("tdm:10: person alice of w1 in s1")
+            && refused.contains("answered refused config"),
+        "{refused}"
+    );
+    let (code, malformed) = people_run("malformed-person");
+    assert_eq!(code, Some(1), "{malformed}");
+    assert!(
+        malformed.contains("tdm:10: person alice of w1 in s1")
+            && malformed.contains("implementation error"),
+        "{malformed}"
+    );
+}

@@ -37,6 +37,18 @@ const SC_WITHOUT_MUTANT: &[(&str, &str)] = &[
     ),
 ];
 
+/// The SF rules no mutant breaks, and why none can be killed by a scenario.
+const SF_WITHOUT_MUTANT: &[(&str, &str)] = &[
+    (
+        "SF-1.2",
+        "it fixes the shapes of the answers, which the harness's client judges on every answer of every people's step (profiles/scoped/people.rs, tested there): a shape it does not name fails the step, so no mutant can answer otherwise and be judged by its outcome; the names inside them are SF-1.3's, whose mutant is killed",
+    ),
+    (
+        "SF-4.1",
+        "an upload is the store's own write, the one the agent's door uses, so SC-4.1, SC-5.3, SC-5.5 and SC-8.2's mutants break it for both doors and are killed by SC's scenarios; the scenarios citing it show an upload's text read by the agent and its file swept with the session",
+    ),
+];
+
 pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
     let scripts = scoped_scripts()?;
     let rt = shared.rt.clone();
@@ -123,6 +135,32 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
     ));
     trials.push(every_rule_cited(
         "SC",
+        scripts
+            .iter()
+            .map(|s| (s.file.clone(), s.rules.clone()))
+            .collect(),
+        &[],
+    ));
+    // Part SF (the people's files API) is the scoped profile's too: its scenarios are scoped
+    // scenarios and its mutants scoped mutants.
+    trials.push(every_rule_bites(
+        "SF",
+        scripts
+            .iter()
+            .map(|s| Claims {
+                file: s.file.clone(),
+                rules: s.rules.clone(),
+                kills: s.kills.clone(),
+            })
+            .collect(),
+        ScopedMutant::ALL
+            .iter()
+            .map(|m| (m.id(), m.rules()))
+            .collect(),
+        SF_WITHOUT_MUTANT,
+    ));
+    trials.push(every_rule_cited(
+        "SF",
         scripts
             .iter()
             .map(|s| (s.file.clone(), s.rules.clone()))

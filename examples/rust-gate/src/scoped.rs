@@ -14,7 +14,7 @@ use futures::future::BoxFuture;
 use tidemark_conformance::profiles::scoped::gate::{ScopedImplementation, ScopedInstance};
 use tidemark_conformance::profiles::scoped::ledger::LedgerQueries;
 use tidemark_conformance::profiles::scoped::remote::{
-    S3Access, ScopedService, CRASH_POINTS, WRITE_DURING_SWEEP, WRITTEN_AT_STAMP,
+    S3Access, ScopedService, CRASH_POINTS, PEOPLE_API, WRITE_DURING_SWEEP, WRITTEN_AT_STAMP,
 };
 use tidemark_conformance::profiles::scoped::{ScopedOp, ScopedOutcome};
 use tidemark_conformance::protocol::Init;
@@ -34,6 +34,8 @@ impl ScopedImplementation for MyScoped {
             CRASH_POINTS.into(),
             WRITE_DURING_SWEEP.into(),
             WRITTEN_AT_STAMP.into(),
+            // It serves the people's files API (SPEC part SF) on loopback: see `people_api`.
+            PEOPLE_API.into(),
         ]
     }
 
@@ -51,7 +53,9 @@ impl ScopedImplementation for MyScoped {
                 .as_deref()
                 .ok_or("the init hands over no PostgreSQL database")?;
             let access = S3Access::from(s3);
-            let service = ScopedService::open(&access, url, &init.knobs, None).await?;
+            let mut service = ScopedService::open(&access, url, &init.knobs, None).await?;
+            // The people's files API, on a loopback port of its own; its URL is `people_api`.
+            service.people_api().await?;
             Ok(Box::new(MyInstance(service)) as Box<dyn ScopedInstance>)
         })
     }
@@ -71,5 +75,9 @@ impl ScopedInstance for MyInstance {
     fn ledger(&self) -> Option<LedgerQueries> {
         // The reference keeps its ledger in SC-6.6's default tables: nothing to declare.
         None
+    }
+
+    fn people_api(&self) -> Option<String> {
+        self.0.people_base_url().map(str::to_string)
     }
 }

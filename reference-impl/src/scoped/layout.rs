@@ -119,6 +119,9 @@ pub struct TurnSpace {
     pub session: Id,
     /// The skill table the turn was sent: slug -> sha256 of the version.
     pub skills: BTreeMap<String, String>,
+    /// A person calling through the people's files API (SPEC part SF) rather than the agent's
+    /// turn: their grant replaces the settings cascade, and only a change is activity.
+    pub person: Option<super::permissions::PersonGrant>,
 }
 
 impl TurnSpace {
@@ -138,7 +141,14 @@ impl TurnSpace {
             agent: Id::checked(agent, mutant)?,
             session: Id::checked(session, mutant)?,
             skills: BTreeMap::new(),
+            person: None,
         })
+    }
+
+    /// The same space, called by a person holding `grant` (SPEC SF-2.3).
+    pub fn for_person(mut self, grant: super::permissions::PersonGrant) -> Self {
+        self.person = Some(grant);
+        self
     }
 
     pub fn with_skill(mut self, slug: &str, sha256: &str) -> Self {

@@ -43,10 +43,24 @@ pub enum ScopedMutant {
     NoWrittenAtStamp,
     FailedWriteReportedWritten,
     WorkspaceDeletionSparesSkills,
+    UploadEchoesRawPath,
+    PeopleListingRefuses,
+    ForeignSessionServed,
+    PersonWrongScopeAuthority,
+    UrlDecodedTwice,
+    UploadNotActivity,
+    PersonDeleteNeedsOnlyRead,
+    EncodedSlashSplits,
+    UploadUnbounded,
+    SessionBeforeCredentials,
+    DownloadServedInline,
+    PathRefusalIsServerError,
+    LookalikeScopeAccepted,
+    PersonCappedByAgentSettings,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 38] = [
+    pub const ALL: [ScopedMutant; 52] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -85,6 +99,20 @@ impl ScopedMutant {
         ScopedMutant::NoWrittenAtStamp,
         ScopedMutant::FailedWriteReportedWritten,
         ScopedMutant::WorkspaceDeletionSparesSkills,
+        ScopedMutant::UploadEchoesRawPath,
+        ScopedMutant::PeopleListingRefuses,
+        ScopedMutant::ForeignSessionServed,
+        ScopedMutant::PersonWrongScopeAuthority,
+        ScopedMutant::UrlDecodedTwice,
+        ScopedMutant::UploadNotActivity,
+        ScopedMutant::PersonDeleteNeedsOnlyRead,
+        ScopedMutant::EncodedSlashSplits,
+        ScopedMutant::UploadUnbounded,
+        ScopedMutant::SessionBeforeCredentials,
+        ScopedMutant::DownloadServedInline,
+        ScopedMutant::PathRefusalIsServerError,
+        ScopedMutant::LookalikeScopeAccepted,
+        ScopedMutant::PersonCappedByAgentSettings,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -130,6 +158,20 @@ impl ScopedMutant {
             ScopedMutant::NoWrittenAtStamp => "no-written-at-stamp",
             ScopedMutant::FailedWriteReportedWritten => "failed-write-reported-written",
             ScopedMutant::WorkspaceDeletionSparesSkills => "workspace-deletion-spares-skills",
+            ScopedMutant::UploadEchoesRawPath => "upload-echoes-raw-path",
+            ScopedMutant::PeopleListingRefuses => "people-listing-refuses",
+            ScopedMutant::ForeignSessionServed => "foreign-session-served",
+            ScopedMutant::PersonWrongScopeAuthority => "person-wrong-scope-authority",
+            ScopedMutant::UrlDecodedTwice => "url-decoded-twice",
+            ScopedMutant::UploadNotActivity => "upload-not-activity",
+            ScopedMutant::PersonDeleteNeedsOnlyRead => "person-delete-needs-only-read",
+            ScopedMutant::EncodedSlashSplits => "encoded-slash-splits",
+            ScopedMutant::UploadUnbounded => "upload-unbounded",
+            ScopedMutant::SessionBeforeCredentials => "session-before-credentials",
+            ScopedMutant::DownloadServedInline => "download-served-inline",
+            ScopedMutant::PathRefusalIsServerError => "path-refusal-is-server-error",
+            ScopedMutant::LookalikeScopeAccepted => "lookalike-scope-accepted",
+            ScopedMutant::PersonCappedByAgentSettings => "person-capped-by-agent-settings",
         }
     }
 
@@ -250,10 +292,52 @@ impl ScopedMutant {
             ScopedMutant::WorkspaceDeletionSparesSkills => {
                 "a deleted workspace's skill versions are left in place (immutable read as immortal), though the obligation is recorded met"
             }
+            ScopedMutant::UploadEchoesRawPath => {
+                "an upload through the people's API answers the path as the URL spelled it (`session/my%20notes.md`), while the file is stored, and listed to the agent, under its decoded name"
+            }
+            ScopedMutant::PeopleListingRefuses => {
+                "a person's listing is refused permission_denied when one scope is unreadable to them, instead of leaving that scope out"
+            }
+            ScopedMutant::ForeignSessionServed => {
+                "the people's API looks a session up by its id alone, so a person of another workspace reads and writes its files"
+            }
+            ScopedMutant::PersonWrongScopeAuthority => {
+                "a person's workspace-scope request is checked against their agent-files authority, the wrong scope's"
+            }
+            ScopedMutant::UrlDecodedTwice => {
+                "the people's API percent-decodes the path twice (the router, then the handler), so `50%2541.md` is stored as `50A.md`"
+            }
+            ScopedMutant::UploadNotActivity => {
+                "a person's upload is not recorded as session activity, so an upload to a long-idle session is swept before the agent reads it"
+            }
+            ScopedMutant::PersonDeleteNeedsOnlyRead => {
+                "a person's removal through the API is allowed with read access to the scope"
+            }
+            ScopedMutant::EncodedSlashSplits => {
+                "the people's API takes a decoded `%2F` as a separator, so `a%2Fb.md` is stored as `a/b.md`, a file in a folder nobody named"
+            }
+            ScopedMutant::UploadUnbounded => {
+                "the people's API stores an upload of any size, past max_upload_bytes"
+            }
+            ScopedMutant::SessionBeforeCredentials => {
+                "the people's API looks the session up before the credentials, so an anonymous request learns which sessions exist (unknown_entity rather than unauthenticated)"
+            }
+            ScopedMutant::DownloadServedInline => {
+                "a download is served without Content-Disposition: attachment and nosniff, so an uploaded HTML file runs as the application's page"
+            }
+            ScopedMutant::PathRefusalIsServerError => {
+                "a path the API refuses for its shape is answered 500, which a client retries, instead of 400"
+            }
+            ScopedMutant::LookalikeScopeAccepted => {
+                "the people's API reads the scope segment case-insensitively, so `Session/x.md` is written as session scope's `x.md`"
+            }
+            ScopedMutant::PersonCappedByAgentSettings => {
+                "a person's access is capped by the agent's settings cascade, so nobody can upload reference material to workspace scope, read-only to agents by default"
+            }
         }
     }
 
-    /// The rules of SPEC part SC this mutant breaks: each is cited by a scenario that kills it
+    /// The rules of SPEC parts SC and SF this mutant breaks: each is cited by a scenario that kills it
     /// (`conformance/tests/suites/real_tier_scenarios.rs` checks both).
     pub fn rules(self) -> &'static [&'static str] {
         match self {
@@ -269,9 +353,9 @@ impl ScopedMutant {
             ScopedMutant::ScopeGuessed => &["SC-2.4"],
             ScopedMutant::NoneStillReadable => &["SC-3.1", "SC-3.4"],
             ScopedMutant::PartialBatchMarkedDone => &["SC-5.5", "SC-6.4"],
-            ScopedMutant::EncodedTraversalAccepted => &["SC-2.2"],
+            ScopedMutant::EncodedTraversalAccepted => &["SC-2.2", "SF-3.3"],
             ScopedMutant::SweepUnlocked => &["SC-5.6"],
-            ScopedMutant::BackslashAccepted => &["SC-2.2"],
+            ScopedMutant::BackslashAccepted => &["SC-2.2", "SF-3.3"],
             ScopedMutant::LookalikeDotsAccepted => &["SC-2.2"],
             ScopedMutant::TextKeyUncounted => &["SC-2.3"],
             ScopedMutant::MissingBucketUnavailable => &["SC-8.1", "SC-8.3"],
@@ -286,7 +370,7 @@ impl ScopedMutant {
             ScopedMutant::SkillsWritable => &["SC-2.6"],
             ScopedMutant::ListingStringPrefix => &["SC-2.7"],
             ScopedMutant::DeleteNeedsOnlyRead => &["SC-3.3"],
-            ScopedMutant::PermissionBeforeShape => &["SC-3.5"],
+            ScopedMutant::PermissionBeforeShape => &["SC-3.5", "SF-2.5"],
             ScopedMutant::FileBeforeText => &["SC-4.1"],
             ScopedMutant::RefusalIsActivity => &["SC-4.3"],
             ScopedMutant::RepeatedCreateIsActivity => &["SC-5.1"],
@@ -295,6 +379,20 @@ impl ScopedMutant {
             ScopedMutant::NoWrittenAtStamp => &["SC-7.4"],
             ScopedMutant::FailedWriteReportedWritten => &["SC-8.2"],
             ScopedMutant::WorkspaceDeletionSparesSkills => &["SC-6.2"],
+            ScopedMutant::UploadEchoesRawPath => &["SF-1.3"],
+            ScopedMutant::PeopleListingRefuses => &["SF-2.6"],
+            ScopedMutant::ForeignSessionServed => &["SF-2.2"],
+            ScopedMutant::PersonWrongScopeAuthority => &["SF-2.3", "SF-2.7"],
+            ScopedMutant::UrlDecodedTwice => &["SF-3.1"],
+            ScopedMutant::UploadNotActivity => &["SF-4.2"],
+            ScopedMutant::PersonDeleteNeedsOnlyRead => &["SF-4.4"],
+            ScopedMutant::EncodedSlashSplits => &["SF-3.2"],
+            ScopedMutant::UploadUnbounded => &["SF-4.3"],
+            ScopedMutant::SessionBeforeCredentials => &["SF-2.1"],
+            ScopedMutant::DownloadServedInline => &["SF-1.4"],
+            ScopedMutant::PathRefusalIsServerError => &["SF-1.5"],
+            ScopedMutant::LookalikeScopeAccepted => &["SF-1.1"],
+            ScopedMutant::PersonCappedByAgentSettings => &["SF-2.4"],
         }
     }
 

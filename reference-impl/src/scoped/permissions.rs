@@ -48,11 +48,48 @@ pub struct ScopeSettings {
     pub workspace: Option<Access>,
 }
 
-/// The effective permissions of one agent's turn.
+/// The effective permissions of one agent's turn, or of one person's request (SPEC SF-2.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Permissions {
+    /// Always read/write for an agent's turn; for a person, read/write only in the
+    /// conversation they are in.
+    pub session: Access,
     pub agent: Access,
     pub workspace: Access,
+}
+
+/// What a person may do through the people's files API (SPEC SF-2.3): their own authorities,
+/// never the agent's settings cascade (SF-2.4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonGrant {
+    /// Whether the person is in the session's conversation: session scope is read/write to
+    /// them, else none.
+    pub in_conversation: bool,
+    /// The `agent_files` storage authority.
+    pub agent_files: Option<Access>,
+    /// The `workspace_files` storage authority.
+    pub workspace_files: Option<Access>,
+}
+
+impl PersonGrant {
+    /// The person's access to each scope. The `person-wrong-scope-authority` mutant checks
+    /// workspace scope against the agent-files authority.
+    pub fn permissions(&self, mutant: Option<ScopedMutant>) -> Permissions {
+        let agent = self.agent_files.unwrap_or(Access::None);
+        Permissions {
+            session: if self.in_conversation {
+                Access::ReadWrite
+            } else {
+                Access::None
+            },
+            agent,
+            workspace: if mutant == Some(ScopedMutant::PersonWrongScopeAuthority) {
+                agent
+            } else {
+                self.workspace_files.unwrap_or(Access::None)
+            },
+        }
+    }
 }
 
 impl Permissions {
@@ -60,6 +97,7 @@ impl Permissions {
     /// agent into overwriting shared reference material finds it cannot).
     pub fn builtin_default(mutant: Option<ScopedMutant>) -> Permissions {
         Permissions {
+            session: Access::ReadWrite,
             agent: Access::ReadWrite,
             workspace: if mutant == Some(ScopedMutant::WorkspaceWritableByDefault) {
                 Access::ReadWrite
@@ -91,7 +129,7 @@ impl Permissions {
     /// The access granted to a scope.
     pub fn for_scope(&self, scope: Scope, mutant: Option<ScopedMutant>) -> Access {
         let a = match scope {
-            Scope::Session => Access::ReadWrite,
+            Scope::Session => self.session,
             Scope::Agent => self.agent,
             Scope::Workspace => self.workspace,
             Scope::Skill => Access::Read,

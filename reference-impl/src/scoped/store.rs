@@ -84,7 +84,12 @@ pub struct ScopedConfig {
     /// The first segment, under a scope's prefix, that holds extracted text (SC-1.4): its
     /// spelling is the implementation's own, declared to a harness in `init_ok`.
     pub text_segment: String,
+    /// The longest upload the people's files API stores (SPEC SF-4.3), in bytes.
+    pub max_upload_bytes: u64,
 }
+
+/// SF-4.3's default upload limit: 25 MiB.
+pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 26_214_400;
 
 /// A rendezvous inside the session sweep (see [`ScopedConfig::sweep_pause`]).
 #[derive(Debug, Default)]
@@ -109,6 +114,7 @@ impl ScopedConfig {
             sweep_pause: None,
             alternatives: std::collections::BTreeSet::new(),
             text_segment: layout::TEXT_DIR.to_string(),
+            max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
         }
     }
 
@@ -527,6 +533,34 @@ impl ScopedStore {
         )?)
     }
 
+    /// The space of session `session` as a person of `workspace` holding `grant` reaches it
+    /// through the people's files API (SPEC SF-2.2): the session is looked up in the person's
+    /// workspace only, so a session of another workspace is `unknown_entity` exactly as one
+    /// that does not exist. (The `foreign-session-served` mutant takes the first session of
+    /// that id in any workspace.)
+    pub async fn person_space(
+        &self,
+        workspace: &str,
+        session: &str,
+        grant: super::permissions::PersonGrant,
+    ) -> Result<TurnSpace, ScopedError> {
+        let ws = Id::checked(workspace, self.mutant())?;
+        let id = Id::checked(session, self.mutant())?;
+        let named = self.meta.sessions_named(id.as_str()).await?;
+        let found = if self.is(ScopedMutant::ForeignSessionServed) {
+            named.into_iter().next()
+        } else {
+            named.into_iter().find(|k| k.workspace == ws.as_str())
+        };
+        let key = found.ok_or_else(|| ScopedError::UnknownEntity {
+            kind: "session",
+            id: session.to_string(),
+        })?;
+        Ok(self
+            .turn_space(&key.workspace, &key.agent, &key.session)?
+            .for_person(grant))
+    }
+
     /// Opens a session; its activity clock starts now.
     pub async fn create_session(&self, turn: &TurnSpace) -> Result<(), ScopedError> {
         let key = session_key(turn);
@@ -562,8 +596,9 @@ impl ScopedStore {
         op: &'static str,
         body: impl AsyncFnOnce(Permissions) -> Result<T, ScopedError>,
     ) -> Result<T, ScopedError> {
+        let activity = self.counts_as_activity(turn, op);
         let mut tx = self.meta.begin().await?;
-        let result = match self.touch(tx.as_mut(), turn).await {
+        let result = match self.touch(tx.as_mut(), turn, activity).await {
             Ok(perms) => body(perms).await,
             Err(e) => Err(e),
         };
@@ -572,11 +607,23 @@ impl ScopedStore {
         if refused && self.is(ScopedMutant::RefusalIsActivity) {
             // The mutant counts the refused operation as activity all the same.
             let mut tx = self.meta.begin().await?;
-            if self.touch(tx.as_mut(), turn).await.is_ok() {
+            if self.touch(tx.as_mut(), turn, activity).await.is_ok() {
                 let _ = settle(tx, Ok(()), op).await;
             }
         }
         settled
+    }
+
+    /// Whether a successful operation `op` (an [`Self::in_session`] label) is activity of the
+    /// session: every one of an agent's turn (SC-4.3); of a person's request only an upload or
+    /// a removal, never a listing or a download (SPEC SF-4.2). The `upload-not-activity`
+    /// mutant counts no person's request at all.
+    fn counts_as_activity(&self, turn: &TurnSpace, op: &str) -> bool {
+        match turn.person {
+            None => true,
+            Some(_) if self.is(ScopedMutant::UploadNotActivity) => false,
+            Some(_) => matches!(op, "commit write" | "commit delete"),
+        }
     }
 
     pub async fn add_wait(
@@ -614,6 +661,7 @@ impl ScopedStore {
         &self,
         tx: &mut dyn MetaTx,
         turn: &TurnSpace,
+        activity: bool,
     ) -> Result<Permissions, ScopedError> {
         let key = session_key(turn);
         let layers = tx
@@ -626,13 +674,29 @@ impl ScopedStore {
         if layers.sweep_unfinished {
             self.finish_unfinished_sweep(&key).await?;
         }
-        tx.touch(&key, self.now().0).await?;
-        Ok(Permissions::cascade(
+        if activity {
+            tx.touch(&key, self.now().0).await?;
+        }
+        // A person's access is their own grant, never the agent's cascade (SPEC SF-2.4).
+        let cascade = Permissions::cascade(
             self.cfg.deployment_settings,
             layers.workspace,
             layers.agent,
             self.mutant(),
-        ))
+        );
+        if let Some(grant) = &turn.person {
+            let own = grant.permissions(self.mutant());
+            if self.is(ScopedMutant::PersonCappedByAgentSettings) {
+                // The mutant caps the person's access by the agent's.
+                return Ok(Permissions {
+                    session: own.session,
+                    agent: own.agent.min(cascade.agent),
+                    workspace: own.workspace.min(cascade.workspace),
+                });
+            }
+            return Ok(own);
+        }
+        Ok(cascade)
     }
 
     /// A sweep found this session expired and deleted only part of its files. Nothing has been
@@ -716,7 +780,7 @@ impl ScopedStore {
     /// The effective permissions for a turn (no activity recorded).
     pub async fn permissions(&self, turn: &TurnSpace) -> Result<Permissions, ScopedError> {
         let mut tx = self.meta.begin().await?;
-        let p = self.touch(tx.as_mut(), turn).await;
+        let p = self.touch(tx.as_mut(), turn, true).await;
         tx.rollback().await?;
         p
     }
@@ -1026,7 +1090,9 @@ impl ScopedStore {
                 path: path.to_string(),
             });
         }
-        let needed = if self.is(ScopedMutant::DeleteNeedsOnlyRead) {
+        let needed = if self.is(ScopedMutant::DeleteNeedsOnlyRead)
+            || (turn.person.is_some() && self.is(ScopedMutant::PersonDeleteNeedsOnlyRead))
+        {
             Access::Read
         } else {
             Access::ReadWrite
@@ -1074,6 +1140,17 @@ impl ScopedStore {
                     };
                     let mut v = Vec::new();
                     for s in scopes {
+                        if turn.person.is_some() && self.is(ScopedMutant::PeopleListingRefuses) {
+                            // The mutant refuses a person's whole listing for one scope they
+                            // may not read (SPEC SF-2.6 leaves it out).
+                            let probe = Resolved {
+                                scope: *s,
+                                relative: String::new(),
+                                key: String::new(),
+                                prefix: String::new(),
+                            };
+                            self.require(&perms, &probe, Access::Read)?;
+                        }
                         if perms.for_scope(*s, self.mutant()).can_read() {
                             let prefix = turn.scope_prefix(*s);
                             v.push(Resolved {
@@ -1297,6 +1374,7 @@ impl ScopedStore {
             agent: Id::new("skills")?,
             session: Id::new("skills")?,
             skills: BTreeMap::from([("v".to_string(), sha.clone())]),
+            person: None,
         };
         // Validate every path before writing anything, so a bad path writes nothing.
         let mut keys = Vec::new();

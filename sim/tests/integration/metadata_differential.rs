@@ -245,6 +245,13 @@ async fn tables(m: &dyn Metadata) -> Result<String, String> {
             }
         }
     }
+    // The people's files API finds a session by its id alone (SPEC SF-2.2).
+    for s in ["s1", "s2", "s3"] {
+        out.push_str(&format!(
+            "\n{s} named in {:?}",
+            m.sessions_named(s).await.map_err(err)?
+        ));
+    }
     Ok(out)
 }
 

@@ -55,6 +55,7 @@ pub fn scoped(seeds: u64, jobs: std::num::NonZeroUsize) -> Result<String, String
             }
             per_second.push(seeds as f64 / run.elapsed.as_secs_f64().max(1e-9));
         }
+        let people = people_api(REQUESTS).await?;
         let _ = writeln!(
             s,
             "scoped suite: {} scenarios in {:.2} s (--jobs {jobs}, PostgreSQL's start included)",
@@ -69,6 +70,93 @@ pub fn scoped(seeds: u64, jobs: std::num::NonZeroUsize) -> Result<String, String
             ready.as_secs_f64(),
             100.0 * per_second[1] / per_second[0]
         );
+        let _ = writeln!(s, "{people}");
         Ok(s)
     })
+}
+
+/// Requests per kind the people's files API figure sends.
+const REQUESTS: usize = 300;
+
+/// Requests per second of the reference's people's files API (SPEC part SF) over loopback HTTP,
+/// one at a time as a scenario sends them, by kind: the harness's client, axum and hyper, and
+/// the store on the simulation tier's stores (the in-memory S3 over loopback HTTP, in-memory
+/// metadata), so a request's figure includes its S3 round trips.
+async fn people_api(n: usize) -> Result<String, String> {
+    use super::driver::{PeopleCall, ScopedDriver, ScopedOp, Turn};
+    use tidemark_reference::clock::Timestamp;
+    let mut d = ScopedDriver::start_sim(
+        None,
+        &crate::variants::Declared::defaults(),
+        &std::collections::BTreeMap::new(),
+        0,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let now = tidemark_sim::clock::EPOCH;
+    let turn = Turn::new("w1", "a1", "s1");
+    for op in [
+        ScopedOp::CreateWorkspace {
+            workspace: "w1".into(),
+            agent_access: None,
+            workspace_access: None,
+        },
+        ScopedOp::CreateAgent {
+            workspace: "w1".into(),
+            agent: "a1".into(),
+            agent_access: None,
+            workspace_access: None,
+        },
+        ScopedOp::CreateSession { turn },
+        ScopedOp::Person {
+            person: "alice".into(),
+            workspace: "w1".into(),
+            agent_files: None,
+            workspace_files: None,
+            sessions: vec!["s1".into()],
+        },
+    ] {
+        d.call(now, &op).await?;
+    }
+    let mut rates = Vec::new();
+    for (kind, call) in [
+        (
+            "upload",
+            PeopleCall::Upload {
+                url_path: "session/report.txt".into(),
+                content: "x".repeat(1024),
+            },
+        ),
+        (
+            "download",
+            PeopleCall::Download {
+                url_path: "session/report.txt".into(),
+            },
+        ),
+        ("listing", PeopleCall::List),
+    ] {
+        let op = ScopedOp::People {
+            person: "alice".into(),
+            session: "s1".into(),
+            call,
+        };
+        let started = Instant::now();
+        for i in 0..n {
+            let out = d
+                .call(Timestamp::from_millis(now.as_millis() + i as i64), &op)
+                .await?;
+            if let super::ScopedOutcome::Refused { reason, .. } = out {
+                return Err(format!("a people's {kind} was refused {reason}"));
+            }
+        }
+        rates.push(format!(
+            "{kind} {:.0}/s",
+            n as f64 / started.elapsed().as_secs_f64().max(1e-9)
+        ));
+    }
+    let _ = d.finish().await;
+    Ok(format!(
+        "people's files API over loopback HTTP ({n} sequential requests each, 1 KiB files, simulation-tier stores): {}",
+        rates.join(", ")
+    ))
 }

@@ -14,6 +14,8 @@ use tidemark_reference::scoped::{
     Access, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, SweepPause, SweepReport,
 };
 
+use super::people::PeopleClient;
+
 use super::remote::{
     bucket_keys, fault_plan, lifecycle_rules, op_name, run_age_rule, side, with_skill_hashes,
     ScopedService, Side,
@@ -175,6 +177,47 @@ pub enum ScopedOp {
         prefix: String,
         days: u32,
     },
+    /// Credentials for a person of the people's files API (SPEC SF-2.1), minted by the
+    /// implementation its own way: `person` is the scenario's name for them.
+    Person {
+        person: String,
+        workspace: String,
+        #[serde(default)]
+        agent_files: Option<Access>,
+        #[serde(default)]
+        workspace_files: Option<Access>,
+        /// The sessions whose conversations the person is in.
+        #[serde(default)]
+        sessions: Vec<String>,
+    },
+    /// A person's request to the people's files API, sent by the harness over HTTP with the
+    /// person's credentials (never over the protocol). `person` is [`ANONYMOUS`] for a request
+    /// without credentials.
+    People {
+        person: String,
+        session: String,
+        call: PeopleCall,
+    },
+}
+
+/// The person a scenario names for a request carrying no credentials.
+pub const ANONYMOUS: &str = "anonymous";
+
+/// What a person asks of the people's files API. A `url_path` is the URL after
+/// `/files/`, sent exactly as written (SPEC SF-3).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "call", rename_all = "snake_case")]
+pub enum PeopleCall {
+    /// `PUT …/files/{url_path}` with the content as the body.
+    Upload { url_path: String, content: String },
+    /// `GET …/files/{url_path}`.
+    Download { url_path: String },
+    /// `DELETE …/files/{url_path}`.
+    Remove { url_path: String },
+    /// `GET …/files`: the files.
+    List,
+    /// `GET …/files`: the scopes the person may write (SF-2.7), in the order answered.
+    UploadScopes,
 }
 
 /// `queued`, `parked` or `waiting`.
@@ -232,6 +275,10 @@ pub enum ScopedOutcome {
     Crashed {
         point: String,
     },
+    /// A person's credentials (SF-2.1): the headers their requests carry.
+    Credentials {
+        headers: BTreeMap<String, String>,
+    },
 }
 
 /// Plays scoped operations against the reference in process: the harness's steps on its own
@@ -243,6 +290,8 @@ pub struct ScopedDriver {
     service: ScopedService,
     /// Skill names as the scenario spells them -> the sha256 each was published under.
     skills: BTreeMap<String, String>,
+    /// People's credentials, and the client their requests go through over HTTP.
+    people: PeopleClient,
 }
 
 /// Where a driver's bucket and metadata live.
@@ -285,6 +334,11 @@ fn config_from(
                     )))
                 })?
             }
+            "max_upload_bytes" => {
+                config.max_upload_bytes = u64::try_from(*v).map_err(|_| {
+                    RealTierError::Scoped(ScopedError::Config(format!("max_upload_bytes = {v}")))
+                })?
+            }
             other => {
                 return Err(RealTierError::Scoped(ScopedError::Config(format!(
                     "the scoped reference has no knob {other:?}"
@@ -324,6 +378,7 @@ impl ScopedDriver {
             config,
             service,
             skills: BTreeMap::new(),
+            people: PeopleClient::new(),
         })
     }
 
@@ -370,6 +425,7 @@ impl ScopedDriver {
             config,
             service,
             skills: BTreeMap::new(),
+            people: PeopleClient::new(),
         })
     }
 
@@ -406,6 +462,19 @@ impl ScopedDriver {
     /// the scenario's skill names mapped to the hashes they were published under. `Err` is a
     /// harness or driver failure (not a refusal, which is an outcome).
     pub async fn call(&mut self, now: Timestamp, op: &ScopedOp) -> Result<ScopedOutcome, String> {
+        if let ScopedOp::People {
+            person,
+            session,
+            call,
+        } = op
+        {
+            // Over real HTTP to the reference's people's files API, as for a program.
+            let base = self.service.people_api().await?.base_url().to_string();
+            return self
+                .people
+                .send(&base, now.as_millis(), person, session, call)
+                .await;
+        }
         if side(op) != Side::Harness {
             let out = self
                 .service
@@ -415,6 +484,12 @@ impl ScopedDriver {
                 (op, &out)
             {
                 self.skills.insert(name.clone(), sha256.clone());
+            }
+            if let (ScopedOp::Person { person, .. }, ScopedOutcome::Credentials { headers }) =
+                (op, &out)
+            {
+                self.people.remember(person, headers.clone());
+                return Ok(ScopedOutcome::Ok);
             }
             return Ok(out);
         }

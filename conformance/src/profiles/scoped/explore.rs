@@ -239,6 +239,7 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
         Some(ModelOp::Heal) => ("heal", "SC-8.3"),
         Some(ModelOp::JumpBack { .. }) => ("clock jump back", "SC-5.1"),
         Some(ModelOp::Hostile { .. }) => ("hostile spelling", "SC-2.2"),
+        Some(ModelOp::Person { .. }) => ("a person's request", "SF-2.3"),
         None => ("the end", "SC-5.3"),
     }
 }
@@ -302,6 +303,38 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "repeated-create-is-activity",
         "the generator creates each session once, at setup",
+    ),
+    (
+        "upload-echoes-raw-path",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+    ),
+    (
+        "url-decoded-twice",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+    ),
+    (
+        "encoded-slash-splits",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+    ),
+    (
+        "upload-unbounded",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+    ),
+    (
+        "session-before-credentials",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+    ),
+    (
+        "download-served-inline",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+    ),
+    (
+        "path-refusal-is-server-error",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+    ),
+    (
+        "lookalike-scope-accepted",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
     ),
 ];
 

@@ -220,8 +220,8 @@ mod tests {
             old.ops.clone(),
             &d,
         );
-        // Version 3: UUIDs, and a workspace deleted beside published skills in the mix.
-        assert_eq!(f.generator, 3);
+        // Version 4: UUIDs, a workspace deleted beside published skills, and people in the mix.
+        assert_eq!(f.generator, 4);
         let ws = crate::profiles::scoped::model::IdStyle::Uuid.id("w1");
         assert!(
             f.divergence.contains(&format!("workspaces/{ws}/")),

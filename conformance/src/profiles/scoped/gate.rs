@@ -81,6 +81,12 @@ pub trait ScopedInstance: Send {
     fn ledger(&self) -> Option<LedgerQueries> {
         None
     }
+
+    /// The base URL of its people's files API (SPEC part SF; PROTOCOL.md: `init_ok`'s
+    /// `people_api`), if it serves one (and claims the `people_api` capability).
+    fn people_api(&self) -> Option<String> {
+        None
+    }
 }
 
 /// An implementation being played: the running instance and how to start another.
@@ -127,6 +133,10 @@ impl Endpoint for InProcess<'_> {
 
     fn ledger(&self) -> Result<Option<LedgerQueries>, String> {
         Ok(self.instance.as_ref().and_then(|i| i.ledger()))
+    }
+
+    fn people_api(&self) -> Result<Option<String>, String> {
+        Ok(self.instance.as_ref().and_then(|i| i.people_api()))
     }
 
     async fn stop(&mut self) {

@@ -26,6 +26,7 @@ pub mod fixture;
 pub mod gate;
 pub mod ledger;
 pub mod model;
+pub mod people;
 pub mod play;
 pub mod process;
 pub mod remote;
@@ -307,6 +308,7 @@ impl super::Profile for ScopedProfile {
 
     fn check_claims(&self, claims: &crate::protocol::InitOk) -> Result<(), String> {
         ledger::LedgerQueries::declared(claims)?;
-        text_segment::declared(claims).map(|_| ())
+        text_segment::declared(claims)?;
+        people::declared(claims).map(|_| ())
     }
 }

@@ -39,6 +39,9 @@ use crate::report::{CaseReport, Verdict};
 /// The profile's name in `init` and `init_ok`.
 pub const PROFILE: &str = "scoped";
 
+/// The `init_ok` field naming the people's files API's base URL (PROTOCOL.md).
+pub const PEOPLE_API_FIELD: &str = "people_api";
+
 /// The scoped scenarios under `dir` whose test names are in `only` (all when it is empty). A
 /// name in `only` that names no scoped scenario is an error, so a mistyped replay command cannot
 /// pass by running nothing. Citations are checked against `spec` (SPEC.md).
@@ -272,6 +275,13 @@ pub trait Endpoint {
     async fn restart(&mut self) -> Result<(), DriverError>;
     /// The ledger queries the running instance declared, if any.
     fn ledger(&self) -> Result<Option<LedgerQueries>, String>;
+    /// The base URL of the running instance's people's files API (`init_ok`'s `people_api`),
+    /// if it named one.
+    fn people_api(&self) -> Result<Option<String>, String>;
+    /// How long one of a person's HTTP requests may take, its whole answer read.
+    fn people_timeout(&self) -> std::time::Duration {
+        super::people::REQUEST_TIMEOUT
+    }
     /// The end of the scenario.
     async fn stop(&mut self);
 }
@@ -293,6 +303,17 @@ impl Endpoint for ProcessSession {
             .flatten())
     }
 
+    fn people_timeout(&self) -> std::time::Duration {
+        self.reply_timeout()
+    }
+
+    fn people_api(&self) -> Result<Option<String>, String> {
+        self.claims()
+            .map(|c| c.declared::<String>(PEOPLE_API_FIELD))
+            .transpose()
+            .map(Option::flatten)
+    }
+
     async fn stop(&mut self) {
         ProcessSession::stop(self).await
     }
@@ -308,6 +329,10 @@ async fn steps(
     // Skill names as the scenario spells them -> the sha256 the implementation published them
     // under: turns are sent with hashes (SC-2.6), which also survive a restart.
     let mut skills: BTreeMap<String, String> = BTreeMap::new();
+    // People's credentials, and each person's `person` request, sent again after a restart: a
+    // new process need not know the tokens the old one minted (PROTOCOL.md).
+    let mut people = super::people::PeopleClient::with_timeout(session.people_timeout());
+    let mut persons: BTreeMap<String, ScopedOp> = BTreeMap::new();
     for step in &script.steps {
         let op = match &step.action {
             Action::Advance(ms) => {
@@ -325,9 +350,37 @@ async fn steps(
             actual,
         };
         let got = match remote::side(op) {
-            Side::Harness => harness_step(session, provided, now, op)
-                .await
-                .map_err(|e| fail(e.to_string()))?,
+            Side::People => {
+                let ScopedOp::People {
+                    person,
+                    session: id,
+                    call,
+                } = op
+                else {
+                    unreachable!("only a people step is sent over HTTP")
+                };
+                let base = session
+                    .people_api()
+                    .map_err(|e| fail(format!("init_ok's people_api is malformed: {e}")))?
+                    .ok_or_else(|| {
+                        fail("the implementation claims people_api but names no people_api base URL in init_ok".into())
+                    })?;
+                people
+                    .send(&base, now.as_millis(), person, id, call)
+                    .await
+                    .map_err(fail)?
+            }
+            Side::Harness => {
+                let got = harness_step(session, provided, now, op)
+                    .await
+                    .map_err(|e| fail(e.to_string()))?;
+                if matches!(op, ScopedOp::Restart) {
+                    remint(session, now, &persons, &mut people)
+                        .await
+                        .map_err(fail)?;
+                }
+                got
+            }
             Side::Implementation | Side::ImplementationWith(_) => {
                 let sent = remote::with_skill_hashes(op, &skills);
                 let got: ScopedOutcome = session
@@ -345,13 +398,54 @@ async fn steps(
                         .restart()
                         .await
                         .map_err(|e| fail(format!("implementation error on restart: {e}")))?;
+                    remint(session, now, &persons, &mut people)
+                        .await
+                        .map_err(fail)?;
                 }
-                got
+                if let ScopedOp::Person { person, .. } = op {
+                    let ScopedOutcome::Credentials { headers } = got else {
+                        return Err(fail(format!(
+                            "a `person` request answered {}; PROTOCOL.md answers it `credentials`",
+                            outcome_text(&got)
+                        )));
+                    };
+                    people.remember(person, headers);
+                    persons.insert(person.clone(), op.clone());
+                    ScopedOutcome::Ok
+                } else {
+                    got
+                }
             }
         };
         trace.record(rel(now), format!("{} -> {}", step.text, outcome_text(&got)));
         if !step.expect.matches(&got) {
             return Err(fail(outcome_text(&got)));
+        }
+    }
+    Ok(())
+}
+
+/// Asks the (restarted) implementation again for every person's credentials.
+async fn remint(
+    session: &mut impl Endpoint,
+    now: Timestamp,
+    persons: &BTreeMap<String, ScopedOp>,
+    people: &mut super::people::PeopleClient,
+) -> Result<(), String> {
+    for (person, op) in persons {
+        match session.call(now.as_millis(), op).await {
+            Ok(ScopedOutcome::Credentials { headers }) => people.remember(person, headers),
+            Ok(other) => {
+                return Err(format!(
+                    "after the restart, the `person` request for {person} answered {}",
+                    outcome_text(&other)
+                ))
+            }
+            Err(e) => {
+                return Err(format!(
+                    "implementation error minting credentials again: {e}"
+                ))
+            }
         }
     }
     Ok(())
@@ -499,5 +593,9 @@ pub fn outcome_text(o: &ScopedOutcome) -> String {
         } => format!("swept {sessions} sessions, {obligations} deletions"),
         ScopedOutcome::Refused { reason, message } => format!("refused {reason} ({message})"),
         ScopedOutcome::Crashed { point } => format!("crashed at {point}"),
+        // The headers carry a secret of the implementation's; a trace never shows them.
+        ScopedOutcome::Credentials { headers } => {
+            format!("credentials ({} headers)", headers.len())
+        }
     }
 }

@@ -18,6 +18,7 @@ pub use sqlx::PgPool;
 use tidemark_reference::clock::{Clock, ManualClock, Timestamp};
 use tidemark_reference::scoped::lifecycle::{Filter, LifecycleConfiguration, Rule};
 use tidemark_reference::scoped::metadata::{Metadata, PostgresMetadata};
+use tidemark_reference::scoped::people::{PeopleApi, Person, StoreSlot};
 use tidemark_reference::scoped::{
     CrashPoint, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, SweepPause,
     TurnSpace, WaitKind,
@@ -37,6 +38,9 @@ pub enum Side {
     ImplementationWith(&'static str),
     /// The harness performs it on its own S3 server, its own database, or the process itself.
     Harness,
+    /// The harness sends it over HTTP to the people's files API the implementation named
+    /// (SPEC part SF), as the person it names; only to a program claiming [`PEOPLE_API`].
+    People,
 }
 
 /// The capability a program claims to be sent `crash_at` (and to die where it says).
@@ -47,6 +51,10 @@ pub const WRITE_DURING_SWEEP: &str = "write_during_sweep";
 /// `tidemark-written-at-ms` (SC-7.4), so the harness can run an age-only lifecycle rule on the
 /// scenario's clock.
 pub const WRITTEN_AT_STAMP: &str = "written_at_stamp";
+/// The capability a program claims when it serves the people's files API (SPEC part SF) and
+/// names its base URL in `init_ok` (`people_api`): it is then sent `person` requests, and the
+/// harness sends people's requests over HTTP.
+pub const PEOPLE_API: &str = "people_api";
 
 /// The capability a step needs of the implementation, if any: one sent only to a program
 /// claiming it, or a harness step that reads what only such a program writes (an age-only rule
@@ -54,6 +62,7 @@ pub const WRITTEN_AT_STAMP: &str = "written_at_stamp";
 pub fn capability_needed(op: &ScopedOp) -> Option<&'static str> {
     match (op, side(op)) {
         (_, Side::ImplementationWith(c)) => Some(c),
+        (_, Side::People) => Some(PEOPLE_API),
         (ScopedOp::RunAgeRule { .. }, _) => Some(WRITTEN_AT_STAMP),
         _ => None,
     }
@@ -81,6 +90,8 @@ pub fn side(op: &ScopedOp) -> Side {
         | ScopedOp::ApplyLifecycle { .. } => Side::Implementation,
         ScopedOp::CrashAt { .. } => Side::ImplementationWith(CRASH_POINTS),
         ScopedOp::WriteDuringSweep { .. } => Side::ImplementationWith(WRITE_DURING_SWEEP),
+        ScopedOp::Person { .. } => Side::ImplementationWith(PEOPLE_API),
+        ScopedOp::People { .. } => Side::People,
         ScopedOp::Restart
         | ScopedOp::Faults { .. }
         | ScopedOp::Heal
@@ -159,6 +170,10 @@ pub fn config_for(
                 config.session_file_ttl_days = u32::try_from(*v)
                     .map_err(|_| format!("session_file_ttl_days = {v} is out of range"))?
             }
+            "max_upload_bytes" => {
+                config.max_upload_bytes = u64::try_from(*v)
+                    .map_err(|_| format!("max_upload_bytes = {v} is out of range"))?
+            }
             other => return Err(format!("the scoped reference has no knob {other:?}")),
         }
     }
@@ -185,7 +200,12 @@ pub struct ScopedService {
     meta: Arc<dyn Metadata>,
     clock: ManualClock,
     config: ScopedConfig,
-    store: ScopedStore,
+    store: Arc<ScopedStore>,
+    /// The store the people's files API serves: the same one, replaced on every reopen.
+    slot: StoreSlot,
+    /// The people's files API, started on the first `person` request (or by
+    /// [`ScopedService::people_api`]).
+    people: Option<PeopleApi>,
 }
 
 impl ScopedService {
@@ -236,26 +256,53 @@ impl ScopedService {
         config: ScopedConfig,
         clock: ManualClock,
     ) -> Result<ScopedService, String> {
-        let store = ScopedStore::with_metadata(
-            s3.clone(),
-            meta.clone(),
-            config.clone(),
-            Arc::new(clock.clone()),
-        )
-        .await
-        .map_err(|e| format!("the store did not open: {e}"))?;
+        let store = Arc::new(
+            ScopedStore::with_metadata(
+                s3.clone(),
+                meta.clone(),
+                config.clone(),
+                Arc::new(clock.clone()),
+            )
+            .await
+            .map_err(|e| format!("the store did not open: {e}"))?,
+        );
         Ok(ScopedService {
             s3,
             meta,
             clock,
             config,
+            slot: Arc::new(std::sync::RwLock::new(store.clone())),
             store,
+            people: None,
         })
     }
 
     /// The store as it is now (a crash point or a raced sweep may have reopened it).
     pub fn store(&self) -> &ScopedStore {
         &self.store
+    }
+
+    /// The base URL of the people's files API, once started.
+    pub fn people_base_url(&self) -> Option<&str> {
+        self.people.as_ref().map(PeopleApi::base_url)
+    }
+
+    /// The people's files API over this store (SPEC part SF), started on loopback the first
+    /// time it is asked for, its clock the one every request sets (time handed in through the
+    /// `tidemark-now-ms` header). Its tokens are seeded by the bucket's name, so a run replays.
+    pub async fn people_api(&mut self) -> Result<&PeopleApi, String> {
+        if self.people.is_none() {
+            let secret = format!("tidemark-people-api/{}", self.config.bucket);
+            let api = PeopleApi::serve(
+                self.slot.clone(),
+                Some(self.clock.clone()),
+                secret.as_bytes(),
+            )
+            .await
+            .map_err(|e| format!("the people's files API did not start: {e}"))?;
+            self.people = Some(api);
+        }
+        Ok(self.people.as_ref().expect("started above"))
     }
 
     /// A new process over what the old one persisted.
@@ -265,9 +312,12 @@ impl ScopedService {
 
     async fn reopen(&mut self, config: ScopedConfig) -> Result<(), String> {
         let clock: Arc<dyn Clock> = Arc::new(self.clock.clone());
-        self.store = ScopedStore::with_metadata(self.s3.clone(), self.meta.clone(), config, clock)
-            .await
-            .map_err(|e| format!("the store did not reopen: {e}"))?;
+        self.store = Arc::new(
+            ScopedStore::with_metadata(self.s3.clone(), self.meta.clone(), config, clock)
+                .await
+                .map_err(|e| format!("the store did not reopen: {e}"))?,
+        );
+        *self.slot.write().expect("the store slot is never poisoned") = self.store.clone();
         Ok(())
     }
 
@@ -307,7 +357,7 @@ impl ScopedService {
                 config.sweep_pause = Some(pause.clone());
                 self.reopen(config).await?;
                 let space = space(&self.store, turn)?;
-                let store = &self.store;
+                let store: &ScopedStore = &self.store;
                 let (swept, written) =
                     race_write_against_sweep(store, &pause, store.metadata().as_ref(), || {
                         store.write(&space, path, content.as_bytes().to_vec())
@@ -325,6 +375,20 @@ impl ScopedService {
                 self.reopen(config).await?;
                 ScopedOutcome::Ok
             }
+            ScopedOp::Person {
+                workspace,
+                agent_files,
+                workspace_files,
+                sessions,
+                ..
+            } => ScopedOutcome::Credentials {
+                headers: self.people_api().await?.mint(Person {
+                    workspace: workspace.clone(),
+                    agent_files: *agent_files,
+                    workspace_files: *workspace_files,
+                    sessions: sessions.iter().cloned().collect(),
+                }),
+            },
             op if is_store_operation(op) => apply_to_store(&self.store, op).await?,
             op => {
                 return Err(Failure::Other(format!(
@@ -352,6 +416,8 @@ pub fn is_store_operation(op: &ScopedOp) -> bool {
             | ScopedOp::DeletionRecords
             | ScopedOp::LifecycleRules
             | ScopedOp::RunAgeRule { .. }
+            | ScopedOp::Person { .. }
+            | ScopedOp::People { .. }
     )
 }
 

@@ -54,7 +54,9 @@ use crate::scenario::header::{self, HeaderVocabulary, StepLine};
 use crate::scenario::lex::{tokenize, Token};
 use crate::scenario::load::{self, LoadErrors, ScenarioFileError};
 
-use super::driver::{CrashPointName, ScopedOp, ScopedOutcome, Turn, WaitKindName};
+use super::driver::{
+    CrashPointName, PeopleCall, ScopedOp, ScopedOutcome, Turn, WaitKindName, ANONYMOUS,
+};
 
 #[derive(Clone, Debug)]
 pub struct Script {
@@ -344,6 +346,10 @@ pub const REASONS: &[&str] = &[
     "database_unavailable",
     "unknown_entity",
     "config",
+    // The people's files API's own (SPEC SF-1.5).
+    "unauthenticated",
+    "too_large",
+    "invalid_encoding",
 ];
 
 /// What `TURN wait KIND ID` may name (SC-5.3).
@@ -385,7 +391,11 @@ fn faults(plan: FaultPlan) -> ScopedOp {
 
 /// The scoped knobs, each with the range SPEC part SC allows: the idle TTL is a whole number of
 /// days (SC-5.1), at least one, and at most a century.
-pub const SCOPED_KNOBS: &[(&str, i64, i64)] = &[("session_file_ttl_days", 1, 36_500)];
+pub const SCOPED_KNOBS: &[(&str, i64, i64)] = &[
+    ("session_file_ttl_days", 1, 36_500),
+    // SF-4.3: the people's files API's upload limit, in bytes (up to 1 TiB).
+    ("max_upload_bytes", 1, 1 << 40),
+];
 
 fn knob(name: &str, value: &str, knobs: &mut BTreeMap<String, i64>) -> Result<(), String> {
     let Some(&(_, min, max)) = SCOPED_KNOBS.iter().find(|(n, _, _)| *n == name) else {
@@ -454,10 +464,114 @@ fn settings(rest: &[String]) -> Result<(Option<Access>, Option<Access>), String>
     Ok((a, w))
 }
 
+/// A person's name in a scenario: lowercase letters, digits, `-` and `_`, a letter first (so it
+/// never reads as a turn, `w1/a1/s1`).
+fn person_name(name: &str) -> Result<String, String> {
+    let ok = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if ok {
+        Ok(name.to_string())
+    } else {
+        Err(format!(
+            "a person is named with lowercase letters, digits, - and _, a letter first, not {:?}",
+            clip(name)
+        ))
+    }
+}
+
+/// `person NAME of W [in S ...] [agent=ACCESS] [workspace=ACCESS]` after `person NAME of W`.
+fn person(name: &str, workspace: &str, rest: &[String]) -> Result<ScopedOp, String> {
+    let name = person_name(name)?;
+    if name == ANONYMOUS {
+        return Err(format!(
+            "{ANONYMOUS} is the person with no credentials, and has none to define"
+        ));
+    }
+    let (mut sessions, mut agent_files, mut workspace_files) = (Vec::new(), None, None);
+    let mut in_conversation = false;
+    for w in rest {
+        match (w.as_str(), w.split_once('=')) {
+            ("in", _) if !in_conversation && sessions.is_empty() => in_conversation = true,
+            (_, Some(("agent", v))) => agent_files = Some(access(v)?),
+            (_, Some(("workspace", v))) => workspace_files = Some(access(v)?),
+            (s, None) if in_conversation => sessions.push(s.to_string()),
+            _ => {
+                return Err(format!(
+                    "expected `in SESSION ...`, agent=ACCESS or workspace=ACCESS, got {}",
+                    clip(w)
+                ))
+            }
+        }
+    }
+    if in_conversation && sessions.is_empty() {
+        return Err("`in` names no session".into());
+    }
+    Ok(ScopedOp::Person {
+        person: name,
+        workspace: workspace.to_string(),
+        agent_files,
+        workspace_files,
+        sessions,
+    })
+}
+
+/// The URL after `/files/` as a person's request sends it (SPEC SF-3): sent exactly as written,
+/// so it must be what an HTTP request target can carry (visible ASCII) and hold no `?` or `#`,
+/// which would end the path.
+fn url_path(w: &str) -> Result<String, String> {
+    let p = unquote_or(w);
+    if p.is_empty()
+        || !p
+            .bytes()
+            .all(|b| (0x21..=0x7e).contains(&b) && b != b'?' && b != b'#')
+    {
+        return Err(format!(
+            "a URL path is sent as written: visible ASCII with no `?` or `#` (percent-encode the rest), not {:?}",
+            clip(&p)
+        ));
+    }
+    Ok(p)
+}
+
+fn people(name: &str, session: &str, call: PeopleCall) -> Result<ScopedOp, String> {
+    Ok(ScopedOp::People {
+        person: person_name(name)?,
+        session: session.to_string(),
+        call,
+    })
+}
+
 fn action(w: &[String]) -> Result<Action, String> {
     let s: Vec<&str> = w.iter().map(String::as_str).collect();
     let op = match s[..] {
         ["advance", d] => return Ok(Action::Advance(duration_ms(d)?)),
+        ["person", name, "of", ws, ..] => person(name, ws, &w[4..])?,
+        [p, "upload", session, url, content] => people(
+            p,
+            session,
+            PeopleCall::Upload {
+                url_path: url_path(url)?,
+                content: unquote(content)?,
+            },
+        )?,
+        [p, "download", session, url] => people(
+            p,
+            session,
+            PeopleCall::Download {
+                url_path: url_path(url)?,
+            },
+        )?,
+        [p, "remove", session, url] => people(
+            p,
+            session,
+            PeopleCall::Remove {
+                url_path: url_path(url)?,
+            },
+        )?,
+        [p, "files", session] => people(p, session, PeopleCall::List)?,
+        [p, "upload-scopes", session] => people(p, session, PeopleCall::UploadScopes)?,
         ["create", "workspace", ws, ..] => {
             let (agent_access, workspace_access) = settings(&w[3..])?;
             ScopedOp::CreateWorkspace {
@@ -660,6 +774,7 @@ pub fn parse(file: &Path, text: &str) -> Result<Script, ScenarioFileError> {
 pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
     profile: "scoped",
     rule_prefix: "SC-",
+    also_cites: &["SF-"],
     mutants: || {
         tidemark_reference::scoped::ScopedMutant::ALL
             .iter()
@@ -690,6 +805,8 @@ pub fn parse_with(
     // Where the clock stands, from the epoch, checked at every advance: it may jump back, but
     // never before 1970 nor past the span a scenario may cover.
     let mut offset_ms: i64 = 0;
+    // People defined so far (`person NAME of W …`): a request names one of them.
+    let mut persons = BTreeSet::new();
     for StepLine { line, text: l } in lines {
         let tokens = tokenize(l).map_err(|m| err(line, m))?;
         let (act, exp) = match tokens.iter().position(|t| *t == Token::Arrow) {
@@ -698,6 +815,22 @@ pub fn parse_with(
         };
         let aw = words(act).map_err(|m| err(line, m))?;
         let action = action(&aw).map_err(|m| err(line, m))?;
+        match &action {
+            Action::Op(ScopedOp::Person { person, .. }) => {
+                persons.insert(person.clone());
+            }
+            Action::Op(ScopedOp::People { person, .. })
+                if person != ANONYMOUS && !persons.contains(person) =>
+            {
+                return Err(err(
+                    line,
+                    format!(
+                        "no person {person} is defined above (`person {person} of WORKSPACE ...`)"
+                    ),
+                ));
+            }
+            _ => {}
+        }
         if let Action::Advance(ms) = action {
             offset_ms = offset_ms
                 .checked_add(ms)
@@ -821,6 +954,49 @@ mod tests {
             .unwrap_err();
             assert_eq!(e.line, 4, "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_person_and_their_requests_parse_with_the_url_as_written() {
+        let s = parse(
+            Path::new("x.tdm"),
+            "scenario: s\nprofile: scoped\nrules: SF-1.1\n\
+             person alice of w1 in s1, s2 agent=read workspace=read-write\n\
+             alice upload s1 session/my%20notes.md \"x\" => written \"session/my notes.md\"\n\
+             anonymous files s1 => refused unauthenticated\n\
+             alice upload-scopes s1 => in order [session, workspace]\n",
+        )
+        .unwrap();
+        let op = |i: usize| match &s.steps[i].action {
+            Action::Op(op) => op.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            op(0),
+            ScopedOp::Person {
+                person: "alice".into(),
+                workspace: "w1".into(),
+                agent_files: Some(Access::Read),
+                workspace_files: Some(Access::ReadWrite),
+                sessions: vec!["s1".into(), "s2".into()],
+            }
+        );
+        assert_eq!(
+            op(1),
+            ScopedOp::People {
+                person: "alice".into(),
+                session: "s1".into(),
+                call: PeopleCall::Upload {
+                    url_path: "session/my%20notes.md".into(),
+                    content: "x".into()
+                },
+            }
+        );
+        assert_eq!(
+            s.steps[1].expect,
+            Expect::Written("session/my notes.md".into())
+        );
+        assert_eq!(s.steps[2].expect, Expect::Refused("unauthenticated".into()));
     }
 
     #[test]

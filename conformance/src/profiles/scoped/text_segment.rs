@@ -10,6 +10,7 @@
 
 use tidemark_reference::scoped::layout::TEXT_DIR;
 
+use super::driver::PeopleCall;
 use super::script::{Action, Expect, Script, Step};
 use super::ScopedOp;
 use crate::protocol::InitOk;
@@ -115,6 +116,31 @@ impl Script {
     }
 }
 
+/// A person's request with `segment` for `.tidemark-text` in its URL, percent-encoded as a URL
+/// segment (a declared segment may hold characters a URL cannot carry as they are).
+fn respelled_call(call: PeopleCall, segment: &str) -> PeopleCall {
+    const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
+    let encoded = percent_encoding::utf8_percent_encode(segment, SEGMENT).to_string();
+    let r = |p: String| respell(&p, &encoded);
+    match call {
+        PeopleCall::Upload { url_path, content } => PeopleCall::Upload {
+            url_path: r(url_path),
+            content,
+        },
+        PeopleCall::Download { url_path } => PeopleCall::Download {
+            url_path: r(url_path),
+        },
+        PeopleCall::Remove { url_path } => PeopleCall::Remove {
+            url_path: r(url_path),
+        },
+        other => other,
+    }
+}
+
 fn respelled(step: &Step, segment: &str) -> Step {
     let r = |t: &String| respell(t, segment);
     let action = match &step.action {
@@ -161,6 +187,15 @@ fn respelled(step: &Step, segment: &str) -> Step {
                 workspace,
                 name,
                 files: files.into_iter().map(|(p, c)| (r(&p), c)).collect(),
+            },
+            ScopedOp::People {
+                person,
+                session,
+                call,
+            } => ScopedOp::People {
+                person,
+                session,
+                call: respelled_call(call, segment),
             },
             ScopedOp::BucketKeys { prefix } => ScopedOp::BucketKeys { prefix: r(&prefix) },
             ScopedOp::RunAgeRule { prefix, days } => ScopedOp::RunAgeRule {

@@ -124,6 +124,28 @@ impl IdMap {
             CreateSession { turn } => CreateSession {
                 turn: self.turn(&turn),
             },
+            Person {
+                person,
+                workspace,
+                agent_files,
+                workspace_files,
+                sessions,
+            } => Person {
+                person,
+                workspace: self.id(&workspace),
+                agent_files,
+                workspace_files,
+                sessions: sessions.iter().map(|s| self.id(s)).collect(),
+            },
+            People {
+                person,
+                session,
+                call,
+            } => People {
+                person,
+                session: self.id(&session),
+                call,
+            },
             Activity { turn } => Activity {
                 turn: self.turn(&turn),
             },

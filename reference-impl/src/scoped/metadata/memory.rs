@@ -329,6 +329,18 @@ impl Metadata for MemoryMetadata {
         Ok(self.shared.lock().tables.sessions.contains_key(key))
     }
 
+    async fn sessions_named(&self, session: &str) -> Result<Vec<SessionKey>, ScopedError> {
+        Ok(self
+            .shared
+            .lock()
+            .tables
+            .sessions
+            .keys()
+            .filter(|k| k.session == session)
+            .cloned()
+            .collect())
+    }
+
     async fn unmark_swept(&self, key: &SessionKey) -> Result<(), ScopedError> {
         let row = RowKey::Session(key.clone());
         self.shared

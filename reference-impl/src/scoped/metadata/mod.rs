@@ -101,6 +101,11 @@ pub trait Metadata: Send + Sync {
 
     async fn session_exists(&self, key: &SessionKey) -> Result<bool, ScopedError>;
 
+    /// Every session whose own id is `session`, in key order, whatever its workspace and
+    /// agent: the people's files API names a session by its id alone (SPEC SF-1.1) and keeps
+    /// to the caller's workspace itself (SF-2.2).
+    async fn sessions_named(&self, session: &str) -> Result<Vec<SessionKey>, ScopedError>;
+
     /// `files_swept_at_ms = NULL` if set: the next sweep examines the session again (if it is
     /// idle). For objects a failed operation may have left behind in a swept session.
     async fn unmark_swept(&self, key: &SessionKey) -> Result<(), ScopedError>;

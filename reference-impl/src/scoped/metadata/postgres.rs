@@ -121,6 +121,20 @@ impl Metadata for PostgresMetadata {
         Ok(row.is_some())
     }
 
+    async fn sessions_named(&self, session: &str) -> Result<Vec<SessionKey>, ScopedError> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT workspace_id, agent_id FROM sessions WHERE id = $1 ORDER BY workspace_id, agent_id",
+        )
+        .bind(session)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(ScopedError::db("find session by id"))?;
+        Ok(rows
+            .into_iter()
+            .map(|(w, a)| SessionKey::new(&w, &a, session))
+            .collect())
+    }
+
     async fn unmark_swept(&self, key: &SessionKey) -> Result<(), ScopedError> {
         sqlx::query(
             "UPDATE sessions SET files_swept_at_ms = NULL

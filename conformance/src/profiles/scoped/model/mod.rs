@@ -19,6 +19,7 @@
 pub mod hostile;
 pub mod ops;
 mod outcome;
+mod people;
 mod state;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -456,6 +457,16 @@ impl<'a> Runner<'a> {
                 write,
             } => {
                 self.hostile(session(s), hostile::spelling(spelling), write, step, now)
+                    .await
+            }
+            ModelOp::Person {
+                session: s,
+                person,
+                action,
+                path: p,
+                scope,
+            } => {
+                self.person(session(s), person, action, p, scope, step, now)
                     .await
             }
             ModelOp::MissingScope {

@@ -9,6 +9,7 @@ use std::fmt;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use tidemark_reference::scoped::Access;
 
 /// Sessions of the sequence, by index: (agent, session) in workspace `w1`.
 pub const SESSIONS: [(&str, &str); 4] = [("a1", "s1"), ("a1", "s2"), ("a2", "s1"), ("a2", "s2")];
@@ -31,11 +32,13 @@ pub const WORKSPACE: &str = "w1";
 impl IdStyle {
     /// The generator version a fixture records for this style.
     /// Version 3 is version 2 (UUIDs) with a workspace deleted beside published skills
-    /// ([`ModelOp::WorkspaceBeside`]) in the mix; a seed's workload is version 3's.
+    /// ([`ModelOp::WorkspaceBeside`]) in the mix; version 4 adds people's requests through the
+    /// people's files API's door of the store ([`ModelOp::Person`], SPEC part SF); a seed's
+    /// workload is version 4's.
     pub fn version(self) -> u32 {
         match self {
             IdStyle::Short => 1,
-            IdStyle::Uuid => 3,
+            IdStyle::Uuid => 4,
         }
     }
 
@@ -43,7 +46,7 @@ impl IdStyle {
     pub fn of_version(v: u32) -> Option<IdStyle> {
         match v {
             1 => Some(IdStyle::Short),
-            2 | 3 => Some(IdStyle::Uuid),
+            2..=4 => Some(IdStyle::Uuid),
             _ => None,
         }
     }
@@ -169,6 +172,16 @@ pub enum ModelOp {
         spelling: u8,
         write: bool,
     },
+    /// A person's request through the people's files API's door of the store (SPEC part SF):
+    /// `person` of [`PEOPLE`], `action` 0 upload, 1 download, 2 list, 3 remove, in `scope` 0
+    /// session, 1 agent, 2 workspace (a download only: the model keeps no workspace files).
+    Person {
+        session: u8,
+        person: u8,
+        action: u8,
+        path: u8,
+        scope: u8,
+    },
 }
 
 impl ModelOp {
@@ -188,7 +201,8 @@ impl ModelOp {
             | ModelOp::ReadSkill { session: s, .. }
             | ModelOp::WriteDuringSweep { session: s, .. }
             | ModelOp::DeleteSession { session: s }
-            | ModelOp::Hostile { session: s, .. } => Some(session(s)),
+            | ModelOp::Hostile { session: s, .. }
+            | ModelOp::Person { session: s, .. } => Some(session(s)),
             _ => None,
         }
     }
@@ -203,6 +217,25 @@ impl ModelOp {
         }
     }
 }
+
+/// The people of a version-4 sequence: name, whether they are in every session's conversation,
+/// their `agent_files` and `workspace_files` authorities, and whether they belong to another
+/// workspace (`w9`, which the model never creates: every session is unknown to them, SF-2.2).
+pub const PEOPLE: [(&str, bool, Access, Access, bool); 4] = [
+    ("member", true, Access::None, Access::None, false),
+    (
+        "steward",
+        false,
+        Access::ReadWrite,
+        Access::ReadWrite,
+        false,
+    ),
+    ("reader", false, Access::Read, Access::None, false),
+    ("outsider", true, Access::ReadWrite, Access::ReadWrite, true),
+];
+
+pub const PERSON_ACTIONS: [&str; 4] = ["upload", "download", "list", "remove"];
+pub const PERSON_SCOPES: [&str; 3] = ["session", "agent", "workspace"];
 
 pub fn session(i: u8) -> usize {
     i as usize % SESSIONS.len()
@@ -332,6 +365,27 @@ impl fmt::Display for ModelOp {
             ),
             ModelOp::Heal => write!(f, "store heals"),
             ModelOp::JumpBack { hours } => write!(f, "clock jumps back {hours}h"),
+            ModelOp::Person {
+                session,
+                person,
+                action,
+                path: p,
+                scope,
+            } => {
+                let action = PERSON_ACTIONS[*action as usize % 4];
+                let who_asks = PEOPLE[*person as usize % PEOPLE.len()].0;
+                if action == "list" {
+                    write!(f, "{who_asks} lists {}'s files", who(*session))
+                } else {
+                    write!(
+                        f,
+                        "{who_asks} {action}s {}/{} in {}",
+                        PERSON_SCOPES[*scope as usize % 3],
+                        path(*p),
+                        who(*session)
+                    )
+                }
+            }
             ModelOp::Hostile {
                 session,
                 spelling,
@@ -361,8 +415,8 @@ pub fn traversal(p: u8, encoded: bool) -> String {
 /// scope 1, single delete 1, workspace write 1, agent access 4, agent-scope read 3, skill read 2,
 /// faulty sweep 2, crashing sweep 2, write during a sweep 5, session deletion 5, agent deletion 1,
 /// store faults 3 (requests 5–20%, keys 10–40%), heal 3, clock jump back 4 (1–48 hours),
-/// hostile spelling 7 (half writes), a workspace deleted beside published skills 1 (out of 150
-/// in all).
+/// hostile spelling 7 (half writes), a workspace deleted beside published skills 1, a person's
+/// request 10 (out of 160 in all).
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
@@ -371,7 +425,7 @@ pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
 fn one(rng: &mut ChaCha8Rng) -> ModelOp {
     let session = rng.gen_range(0..SESSIONS.len() as u8);
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..150u32) {
+    match rng.gen_range(0..160u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
@@ -448,6 +502,13 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         },
         147 => ModelOp::WorkspaceBeside,
         148..=149 => ModelOp::List { session },
+        150..=159 => ModelOp::Person {
+            session,
+            person: rng.gen_range(0..PEOPLE.len() as u8),
+            action: rng.gen_range(0..4),
+            path: p,
+            scope: rng.gen_range(0..3),
+        },
         _ => ModelOp::Hostile {
             session,
             spelling: rng.gen_range(0..super::hostile::SPELLINGS.len() as u8),

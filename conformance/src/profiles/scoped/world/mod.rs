@@ -674,6 +674,62 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "workspace-deletion-spares-skills",
         "the world's one skill version is published in the home workspace its guests keep reading, which no one deletes; the workspace the admin deletes holds none",
     ),
+    (
+        "upload-echoes-raw-path",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
+    (
+        "people-listing-refuses",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
+    (
+        "foreign-session-served",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
+    (
+        "person-wrong-scope-authority",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
+    (
+        "url-decoded-twice",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
+    (
+        "upload-not-activity",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
+    (
+        "person-delete-needs-only-read",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
+    (
+        "encoded-slash-splits",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
+    (
+        "upload-unbounded",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
+    (
+        "session-before-credentials",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
+    (
+        "download-served-inline",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
+    (
+        "path-refusal-is-server-error",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
+    (
+        "lookalike-scope-accepted",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
+    (
+        "person-capped-by-agent-settings",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
 ];
 
 /// `tidemark world --profile scoped`: the scoped world as the engine plays and hunts it.
