@@ -353,6 +353,7 @@ mod tests {
         let report = RunReport {
             implementation: "a program".into(),
             replay_prefix: "tidemark run".into(),
+            profile_commands: Default::default(),
             cases: vec![
                 case("scratchpad::ran", &["SP-2.1"], Verdict::Passed),
                 case("scratchpad::skipped_too", &["SP-2.1"], skipped()),

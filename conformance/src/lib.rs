@@ -12,6 +12,7 @@ pub mod explore;
 pub mod html;
 pub mod interrupt;
 pub mod merge;
+pub mod merge_run;
 pub mod play;
 pub mod process;
 pub mod profiles;

@@ -248,9 +248,14 @@ enum Command {
     /// shards of different runs (profile, setting, implementation, harness version, seed
     /// range), a shard missing or given twice, and a file that is not a whole report.
     ///
-    /// Exit status: 0 no seed failed; 1 some did; 2 a refusal or a file that does not load.
+    /// Given `tidemark run --format json` reports instead, folds runs of different profiles
+    /// against one implementation into one run report; refuses another harness version,
+    /// implementation or replay command, a profile run twice, and a report judged with --expect.
+    ///
+    /// Exit status: 0 no seed (or scenario) failed; 1 some did; 2 a refusal or a file that does
+    /// not load.
     Merge {
-        /// Each shard's report, in any order.
+        /// Each shard's report (or each run's), in any order.
         #[arg(required = true, value_name = "SHARD_JSON")]
         shards: Vec<PathBuf>,
         /// Write the merged report as JSON here.
@@ -493,7 +498,12 @@ fn merge_command(
     html: Option<&std::path::Path>,
     coverage: bool,
 ) -> Result<bool, String> {
-    use tidemark_conformance::merge;
+    use tidemark_conformance::{merge, merge_run};
+    if let Some(first) = shards.first() {
+        if merge_run::format_of(first)?.as_deref() == Some(merge_run::FORMAT) {
+            return merge_runs(shards, json, junit, html, coverage);
+        }
+    }
     let loaded = shards
         .iter()
         .map(|p| merge::load(p).map(|r| (p.clone(), r)))
@@ -515,6 +525,59 @@ fn merge_command(
         },
     )?;
     Ok(merged.failed == 0)
+}
+
+/// `tidemark merge` of run reports: loaded (each error naming its file), folded, printed as the
+/// run's table and written where asked; true if the merged run passed.
+fn merge_runs(
+    runs: &[PathBuf],
+    json: Option<&std::path::Path>,
+    junit: Option<&std::path::Path>,
+    html: Option<&std::path::Path>,
+    coverage: bool,
+) -> Result<bool, String> {
+    use tidemark_conformance::merge_run;
+    let loaded = runs
+        .iter()
+        .map(|p| merge_run::load(p).map(|r| (p.clone(), r)))
+        .collect::<Result<Vec<_>, String>>()?;
+    let merged = merge_run::merge(&loaded)?;
+    let spec = default_spec_path();
+    let coverage = if coverage {
+        let mut played: Vec<&dyn Profile> = Vec::new();
+        for c in &merged.cases {
+            let p = profiles::named(&c.profile)?;
+            if !played.iter().any(|q| q.name() == p.name()) {
+                played.push(p);
+            }
+        }
+        let c = tidemark_conformance::coverage::of_run(&merged, &played, &spec)?;
+        print!("{}", c.render_text());
+        Some(c)
+    } else {
+        None
+    };
+    print!("{}", report::render_table(&merged));
+    let write = |path: &std::path::Path, text: String| {
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    if let Some(path) = json {
+        write(path, report::render_json(&merged))?;
+    }
+    if let Some(path) = junit {
+        write(path, report::render_junit(&merged))?;
+    }
+    if let Some(path) = html {
+        let mut page = tidemark_conformance::html::run::page(&merged);
+        page.title = "tidemark merge (run reports)".into();
+        page.coverage = coverage;
+        tidemark_conformance::html::write(
+            path,
+            &page,
+            &tidemark_conformance::html::rule_texts(&spec),
+        )?;
+    }
+    Ok(merged.passed())
 }
 
 fn exit(result: Result<bool, String>) -> ExitCode {
@@ -655,6 +718,7 @@ async fn run_gate(args: &SuiteArgs, gate_args: &GateArgs) -> Result<bool, String
             .map(process::ProcessFactory::name)
             .unwrap_or_else(|| "reference".into()),
         replay_prefix: replay.clone(),
+        profile_commands: Default::default(),
         cases: Vec::new(),
         expectations: None,
     };

@@ -66,6 +66,9 @@ pub struct RunReport {
     /// The command that runs the suite against the same implementation; a failure's replay
     /// command is this plus `--only <test name>`.
     pub replay_prefix: String,
+    /// A profile's own command where it differs from `replay_prefix`: a merge of runs made with
+    /// different options (`tidemark merge`: `--tier memory` for rows alone).
+    pub profile_commands: std::collections::BTreeMap<String, String>,
     /// In suite order, skipped scenarios in their place.
     pub cases: Vec<CaseReport>,
     /// The expectations file's verdict (`--expect`), if one was given.
@@ -133,7 +136,11 @@ impl RunReport {
     }
 
     pub fn replay_command(&self, case: &CaseReport) -> String {
-        format!("{} --only {}", self.replay_prefix, case.test_name)
+        let prefix = self
+            .profile_commands
+            .get(&case.profile)
+            .unwrap_or(&self.replay_prefix);
+        format!("{prefix} --only {}", case.test_name)
     }
 }
 
@@ -304,6 +311,11 @@ fn bounded(report: &RunReport) -> RunReport {
     RunReport {
         implementation: quote(&report.implementation),
         replay_prefix: quote(&report.replay_prefix),
+        profile_commands: report
+            .profile_commands
+            .iter()
+            .map(|(p, c)| (p.clone(), quote(c)))
+            .collect(),
         cases: report
             .cases
             .iter()
@@ -347,7 +359,15 @@ fn indent_continuation(text: &str, indent: usize) -> String {
 
 #[derive(Serialize)]
 struct JsonReport<'a> {
+    /// `crate::merge_run::FORMAT`: what `tidemark merge` recognises a run report by.
+    format: &'static str,
+    harness_version: &'static str,
     implementation: &'a str,
+    /// The command that runs the suite again; a failure's replay adds `--only <test name>`.
+    command: &'a str,
+    /// A profile's own command, where it differs (a merged report).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    profile_commands: &'a std::collections::BTreeMap<String, String>,
     counts: Counts,
     scenarios: Vec<JsonCase<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -413,7 +433,11 @@ struct JsonFailure<'a> {
 pub fn render_json(report: &RunReport) -> String {
     let report = &bounded(report);
     let doc = JsonReport {
+        format: crate::merge_run::FORMAT,
+        harness_version: env!("CARGO_PKG_VERSION"),
         implementation: &report.implementation,
+        command: &report.replay_prefix,
+        profile_commands: &report.profile_commands,
         counts: report.counts(),
         scenarios: report
             .cases

@@ -229,6 +229,7 @@ mod tests {
         RunReport {
             implementation: "python3 x.py".into(),
             replay_prefix: "tidemark run --impl 'python3 x.py'".into(),
+            profile_commands: Default::default(),
             cases: vec![
                 case("listed_and_the_same", failed(7, "a directory")),
                 case(

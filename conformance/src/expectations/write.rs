@@ -143,6 +143,7 @@ mod tests {
         let report = RunReport {
             implementation: "p".into(),
             replay_prefix: "tidemark run".into(),
+            profile_commands: Default::default(),
             cases: vec![
                 case("a", failed("refused not_found\nstderr:\n  line two")),
                 case("b", Verdict::Passed),

@@ -89,6 +89,8 @@ pub struct ReplayDivergence {
     pub trace: Vec<String>,
     /// The SPEC rule of the difference's signature.
     pub rule: Option<String>,
+    /// The model's state at the divergence (`crate::html::bounded_lines`).
+    pub model_state: Vec<String>,
 }
 
 /// A replay as a page: the saved failure as it ran again, its timeline and rule.
@@ -108,6 +110,7 @@ pub fn replay_page(r: &ReplayReport<'_>, outcome: ReplayOutcome) -> crate::html:
             replay: format!("tidemark replay {fixture}"),
             operations: r.ops.clone(),
             trace: d.trace.clone(),
+            model_state: d.model_state.clone(),
             ..Default::default()
         })
         .collect();

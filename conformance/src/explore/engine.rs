@@ -920,6 +920,7 @@ pub fn failure_view<E: Explorer + ?Sized>(
             view.expected = t.expected.to_string();
             view.actual = t.actual.to_string();
             view.trace = t.trace.to_vec();
+            view.model_state = t.model_state.to_vec();
             view.rules = signature
                 .map(|s| s.rule.clone())
                 .filter(|r| crate::spec::is_rule_id(r))

@@ -86,6 +86,7 @@ impl Explorer for Digits {
             at: d.to_string(),
             expected: "no 7",
             actual: "a 7",
+            model_state: &[],
         }
     }
     fn save(

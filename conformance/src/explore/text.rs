@@ -51,6 +51,8 @@ pub struct DivergenceText<'a> {
     pub at: String,
     pub expected: &'a str,
     pub actual: &'a str,
+    /// The model's state at the divergence (`crate::html::bounded_lines`), for the page.
+    pub model_state: &'a [String],
 }
 
 /// One failure's pieces, laid out by [`FailureText::render`].
@@ -233,6 +235,7 @@ mod tests {
                 at: "operation 1 (b)".into(),
                 expected: "x",
                 actual: "y",
+                model_state: &[],
             }),
             saved,
             replay: "tidemark replay --seed 7 --mutant m".into(),

@@ -55,6 +55,7 @@ pub fn synthetic_run(n: usize) -> RunReport {
         implementation: "python3 examples/python-scratchpad/scratchpad.py".into(),
         replay_prefix: "tidemark run --impl 'python3 examples/python-scratchpad/scratchpad.py'"
             .into(),
+        profile_commands: Default::default(),
         cases,
         expectations: None,
     }

@@ -15,6 +15,9 @@ pub mod bench;
 pub mod run;
 pub mod timeline;
 
+#[cfg(test)]
+mod model_state_tests;
+
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -87,6 +90,35 @@ pub struct FailureView {
     /// violation).
     #[serde(default)]
     pub diverged_line: Option<usize>,
+    /// The model's state at the divergence, as a few lines ([`bounded_lines`]): what it held of
+    /// the files, sessions or rows the diverging step touched, once its prediction was applied.
+    /// Empty where no model ran beside the implementation (a scenario's expectations are
+    /// written in its file).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_state: Vec<String>,
+}
+
+/// Lines of a model's state kept at a divergence; the rest are counted.
+pub const MODEL_STATE_LINES: usize = 12;
+/// Bytes of one line of a model's state (a path may be a kilobyte long).
+pub const MODEL_STATE_LINE_BYTES: usize = 300;
+
+/// `lines` cut to [`MODEL_STATE_LINES`], the rest counted in a last line (`and 7 more`), each
+/// line cut to [`MODEL_STATE_LINE_BYTES`] by the shared rule.
+pub fn bounded_lines(lines: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut more = 0usize;
+    for l in lines {
+        if out.len() < MODEL_STATE_LINES {
+            out.push(tidemark_sim::clip::clip_to(&l, MODEL_STATE_LINE_BYTES).into_owned());
+        } else {
+            more += 1;
+        }
+    }
+    if more > 0 {
+        out.push(format!("and {more} more"));
+    }
+    out
 }
 
 /// The page as one HTML document. `rules` holds SPEC.md's rule texts by id
@@ -94,6 +126,13 @@ pub struct FailureView {
 pub fn render(page: &Page, rules: &BTreeMap<String, String>) -> String {
     let failed: usize = page.profiles.iter().map(|p| p.failed).sum();
     let verdict = if failed == 0 { "passed" } else { "failed" };
+    let timelines: Vec<(Vec<String>, Vec<Row>)> = page
+        .failures
+        .iter()
+        .take(FULL_FAILURES)
+        .map(|f| timeline::timeline(&f.trace, TIMELINE_EVENTS, f.diverged_line))
+        .collect();
+    let most_lanes = timelines.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
     let doc = html! {
         (DOCTYPE)
         html lang="en" {
@@ -101,7 +140,7 @@ pub fn render(page: &Page, rules: &BTreeMap<String, String>) -> String {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (clip(&page.title)) " — " (verdict) }
-                style { (PreEscaped(CSS)) }
+                style { (PreEscaped(CSS)) (PreEscaped(lane_css(most_lanes))) }
             }
             body {
                 header.(verdict) {
@@ -113,8 +152,8 @@ pub fn render(page: &Page, rules: &BTreeMap<String, String>) -> String {
                 }
                 @if !page.failures.is_empty() {
                     h2 { "Failures" }
-                    @for (i, f) in page.failures.iter().take(FULL_FAILURES).enumerate() {
-                        (failure(i, f, rules))
+                    @for (i, (f, t)) in page.failures.iter().zip(&timelines).enumerate() {
+                        (failure(i, f, t, rules))
                     }
                     @if page.failures.len() > FULL_FAILURES {
                         h3 { (page.failures.len() - FULL_FAILURES) " more failures, listed" }
@@ -195,9 +234,15 @@ fn divergence(f: &FailureView, id: &str) -> Markup {
         section.divergence id=(id) {
             p.at { strong { (clip(&f.title)) } " diverged at " (clip(&f.at)) }
             @if let Some(k) = &f.known { p.known { "known failure: " (clip_field(k)) } }
-            div.pair {
+            div.pair.with-model[!f.model_state.is_empty()] {
                 div.expected { h4 { "expected" } pre { (clip_field(&f.expected)) } }
                 div.actual { h4 { "actual" } pre { (clip_field(&f.actual)) } }
+                @if !f.model_state.is_empty() {
+                    div.model {
+                        h4 { "the model's state there" }
+                        pre { @for l in &f.model_state { (clip(l)) "\n" } }
+                    }
+                }
             }
             p { "replay: " code.cmd { (clip(&f.replay)) } }
         }
@@ -219,8 +264,14 @@ fn spec_text(text: &str) -> Markup {
     }
 }
 
-fn failure(i: usize, f: &FailureView, rules: &BTreeMap<String, String>) -> Markup {
-    let (lanes, rows) = timeline::timeline(&f.trace, TIMELINE_EVENTS, f.diverged_line);
+fn failure(
+    i: usize,
+    f: &FailureView,
+    (lanes, rows): &(Vec<String>, Vec<Row>),
+    rules: &BTreeMap<String, String>,
+) -> Markup {
+    let quiet = timeline::quiet_lanes(lanes, rows);
+    let lane_id = |k: usize| format!("f{}-lane-{}", i + 1, k + 1);
     html! {
         details.failure open[i == 0] id=(format!("failure-{}", i + 1)) {
             summary { span.n { (i + 1) } " " (clip(&f.title)) " — " (clip(&f.what)) }
@@ -250,10 +301,23 @@ fn failure(i: usize, f: &FailureView, rules: &BTreeMap<String, String>) -> Marku
             @if rows.is_empty() {
                 p { "no trace was recorded" }
             } @else {
+                // A lane collapses with no script: its header is the label of a hidden checkbox
+                // before the scroll box, and the page's CSS narrows that column while it is
+                // checked (`lane_css`). Quiet lanes of a crowded timeline start checked.
+                @for (k, _) in lanes.iter().enumerate() {
+                    input.lane.(format!("l{}", k + 1)) type="checkbox" id=(lane_id(k)) checked[quiet[k]];
+                }
                 div.scroll {
                     table.timeline {
-                        tr { th { "simulated clock" } @for l in &lanes { th { (clip(l)) } } }
-                        @for row in &rows { (timeline_row(row, &lanes, f)) }
+                        tr {
+                            th { "simulated clock" }
+                            @for (k, l) in lanes.iter().enumerate() {
+                                th title=(format!("{}: click to collapse or expand", clip(l))) {
+                                    label for=(lane_id(k)) { (clip(l)) }
+                                }
+                            }
+                        }
+                        @for row in rows { (timeline_row(row, lanes, f)) }
                     }
                 }
             }
@@ -317,6 +381,19 @@ fn coverage(c: &Coverage) -> Markup {
     }
 }
 
+/// The rules that narrow lane `k`'s column while its checkbox (`input.lane.l<k>`) is checked,
+/// for lanes 1 to `lanes`: its header shows a letter or two, its cells nothing.
+fn lane_css(lanes: usize) -> String {
+    let mut css = String::new();
+    for k in 1..=lanes {
+        let column = format!("input.l{k}:checked~.scroll tr>:nth-child({})", k + 1);
+        css.push_str(&format!(
+            "{column}{{min-width:0;width:14px;max-width:14px;padding:0 1px;font-size:0;overflow:hidden}}{column}>*{{display:none}}{column}>label{{display:block;font-size:11px;width:14px;overflow:hidden;white-space:nowrap}}\n"
+        ));
+    }
+    css
+}
+
 const CSS: &str = "
 body{font:14px/1.4 system-ui,sans-serif;margin:0 1.5em 2em;color:#222}
 header{padding:.5em 0;border-bottom:2px solid #ccc}
@@ -330,12 +407,14 @@ dl.meta dt{color:#666}dl.meta dd{margin:0}
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:2px 6px;vertical-align:top;text-align:left}
 td.bad{color:#a00;font-weight:bold}
 .divergence{border-left:4px solid #a00;padding:.2em .8em;margin:.5em 0;background:#fff6f6}
-.pair{display:grid;grid-template-columns:1fr 1fr;gap:.5em}
+.pair{display:grid;grid-template-columns:1fr 1fr;gap:.5em}.pair.with-model{grid-template-columns:1fr 1fr 1.3fr}
+.model{background:#eef2fb;padding:2px 4px}.model pre{max-height:14em;overflow:auto}
 .expected{background:#eef8ee;padding:2px 4px}.actual{background:#fbeaea;padding:2px 4px}
 h4{margin:.4em 0 .2em;font-size:1em}
 .rules p{margin:.2em 0;padding:.2em .5em;background:#f7f7ff}
 .scroll{max-height:70vh;overflow:auto;display:flex;flex-direction:column-reverse;border:1px solid #ccc}
 table.timeline th{position:sticky;top:0;background:#eee}
+input.lane{display:none}table.timeline th label{cursor:pointer;text-decoration:underline dotted}
 table.timeline td{min-width:8em;font-family:ui-monospace,monospace;font-size:12px}
 table.timeline td.t{white-space:nowrap;color:#555}
 tr.idle td,tr.elided td{text-align:center;color:#777;background:#fafafa;font-style:italic}
@@ -385,6 +464,7 @@ mod tests {
                 trace_is_tail: true,
                 known: None,
                 diverged_line: None,
+                model_state: vec![format!("session t-1: {text} 200 B, +0ms")],
             }],
             notes: vec![text.into()],
             coverage: None,

@@ -46,6 +46,8 @@ pub fn page(report: &RunReport) -> Page {
                     trace: case.trace_tail.clone(),
                     trace_is_tail: true,
                     diverged_line: None,
+                    // A scenario's expectations are written in its file: no model ran.
+                    model_state: Vec::new(),
                     known: known.map(|(line, reason)| {
                         let file = report
                             .expectations
@@ -60,7 +62,11 @@ pub fn page(report: &RunReport) -> Page {
     }
     // Known failures after the new ones: the page opens on what fails the run.
     failures.sort_by_key(|f| f.known.is_some());
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = report
+        .profile_commands
+        .iter()
+        .map(|(p, c)| format!("the {p} profile was run with its own command: {c}"))
+        .collect();
     if let Some(j) = &report.expectations {
         notes.extend(
             crate::report::expectations_summary(j)

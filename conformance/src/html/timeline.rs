@@ -93,6 +93,39 @@ pub fn timeline(
     (lanes, rows)
 }
 
+/// Lanes a timeline opens with when it has more: the rest, the quiet ones, start collapsed.
+pub const OPEN_LANES: usize = 6;
+
+/// For each of `lanes`, whether the page starts with it collapsed: none when there are at most
+/// [`OPEN_LANES`]; else every lane but the diverging event's and the busiest others (most events
+/// shown, the first to appear among equals), [`OPEN_LANES`] open in all.
+pub fn quiet_lanes(lanes: &[String], rows: &[Row]) -> Vec<bool> {
+    if lanes.len() <= OPEN_LANES {
+        return vec![false; lanes.len()];
+    }
+    let mut events = vec![0usize; lanes.len()];
+    let mut diverged = None;
+    for row in rows {
+        if let Row::Event { event, diverged: d } = row {
+            if let Some(k) = lanes.iter().position(|l| *l == event.lane) {
+                events[k] += 1;
+                if *d {
+                    diverged = Some(k);
+                }
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..lanes.len()).collect();
+    // The diverging lane first, then by events, most first; `sort_by_key` is stable, so equals
+    // keep their order of first appearance.
+    order.sort_by_key(|k| (Some(*k) != diverged, std::cmp::Reverse(events[*k])));
+    let mut quiet = vec![true; lanes.len()];
+    for k in order.into_iter().take(OPEN_LANES) {
+        quiet[k] = false;
+    }
+    quiet
+}
+
 /// The trace's lines as events.
 pub fn parse(trace: &[String]) -> Vec<Event> {
     parse_with_lines(trace).0
@@ -327,6 +360,34 @@ mod tests {
             .collect();
         assert_eq!(marked.len(), 1);
         assert_eq!(marked[0].request, "c0#20 read");
+    }
+
+    #[test]
+    fn a_timeline_of_many_actors_starts_with_its_quiet_lanes_collapsed_never_the_diverging_one() {
+        let mut trace: Vec<String> = Vec::new();
+        for (n, who) in ["a", "b", "c", "d", "e", "f", "g", "h"].iter().enumerate() {
+            for i in 0..=n {
+                trace.push(format!("{:>14} {who}@#g read x{i} -> ok", trace.len()));
+            }
+        }
+        // The divergence is in the quietest lane, `a`, with one event before it.
+        trace.push(format!(
+            "{:>14} a@#g read y -> refused not_found",
+            trace.len()
+        ));
+        let (lanes, rows) = timeline(&trace, 1_000, None);
+        assert_eq!(lanes.len(), 8);
+        let quiet = quiet_lanes(&lanes, &rows);
+        let collapsed: Vec<&str> = lanes
+            .iter()
+            .zip(&quiet)
+            .filter(|(_, q)| **q)
+            .map(|(l, _)| l.as_str())
+            .collect();
+        // `a` diverged; `h`, `g`, `f`, `e`, `d` are the busiest others; `b` and `c` are quiet.
+        assert_eq!(collapsed, ["b", "c"]);
+        let (few, rows) = timeline(&trace[..10], 1_000, None);
+        assert_eq!(quiet_lanes(&few, &rows), vec![false; few.len()]);
     }
 
     #[test]

@@ -56,6 +56,9 @@ pub struct WorldRun {
     pub simulated_ms: i64,
     /// Turmoil steps taken.
     pub steps: u64,
+    /// The oracle's model at the first violation, where the oracle holds one
+    /// (`crate::html::bounded_lines`); empty otherwise, and when the seed passed.
+    pub model_state: Vec<String>,
 }
 
 /// How a profile's world is named and replayed in the loop's output.
@@ -116,7 +119,9 @@ pub fn play(
             let replay = format!("{} --first-seed {seed} --seeds 1{m}", how.replay);
             println!("  replay: {replay}");
             if how.html.is_some() {
-                failures.push(failure_view(label, seed, f, &r.trace, replay));
+                let mut view = failure_view(label, seed, f, &r.trace, replay);
+                view.model_state = r.model_state.clone();
+                failures.push(view);
             }
         }
     }

@@ -3,7 +3,10 @@
 //! and judged on the page as the browser laid it out: no console error, no exception, no dialog
 //! (the markup's `alert` never runs), the first divergence inside the first viewport, the
 //! diverging event visible in its timeline's scroll box as the page opens, and the timeline's
-//! lanes the actors of the history. A screenshot of each is kept under
+//! lanes the actors of the history, the model's state beside the divergence where a model ran,
+//! each lane collapsing to a sliver on a click on its name and opening on another, and a
+//! timeline of more than six lanes (a scenario of eight callers) opening with its quiet lanes
+//! collapsed, never the diverging one. A screenshot of each is kept under
 //! `$TIDEMARK_BROWSER_SHOTS` (default: this test's target directory, `browser-check/`).
 //!
 //! The browser is driven over the Chrome DevTools Protocol on a pipe (`--remote-debugging-pipe`:
@@ -165,8 +168,11 @@ const PROBE: &str = r#"(() => {
     const a = marked.getBoundingClientRect(), b = box.getBoundingClientRect();
     markedInBox = a.top >= b.top - 1 && a.bottom <= b.bottom + 1;
   }
+  const m = document.querySelector('#first-divergence .model');
+  const mr = m ? m.getBoundingClientRect() : null;
   return JSON.stringify({
     divergence: r && { top: r.top, bottom: r.bottom },
+    model: mr && { top: mr.top, bottom: mr.bottom, width: mr.width, text: m.innerText },
     viewport: innerHeight,
     lanes,
     markedInBox,
@@ -179,7 +185,31 @@ const PROBE: &str = r#"(() => {
 struct Seen {
     probe: Value,
     problems: Vec<String>,
+    /// The page's lanes collapsed and expanded by clicking their headers ([`LANES`]).
+    lanes: Value,
 }
+
+/// Each lane's width (its header's and its cells' widest) as the page opens, after a click on
+/// its header, and after a second click; the lane of the diverging event.
+const LANES: &str = r#"(() => {
+  const table = document.querySelector('#failure-1 table.timeline');
+  const rows = [...table.querySelectorAll('tr')];
+  const ths = [...rows[0].children].slice(1);
+  const width = k => Math.max(
+    ths[k].getBoundingClientRect().width,
+    ...rows.slice(1).map(r => r.children[k + 1]).filter(c => c)
+      .map(c => c.getBoundingClientRect().width));
+  const labels = ths.map(t => t.querySelector('label'));
+  const opened = ths.map((_, k) => width(k));
+  const clicked = [], again = [];
+  ths.forEach((_, k) => {
+    labels[k].click(); clicked.push(width(k));
+    labels[k].click(); again.push(width(k));
+  });
+  const d = table.querySelector('tr.diverged');
+  const divergedLane = d ? [...d.children].slice(1).findIndex(c => c.textContent.length > 0) : -1;
+  return JSON.stringify({ names: ths.map(t => t.textContent), opened, clicked, again, divergedLane });
+})()"#;
 
 fn look(browser: &mut Browser, page: &Path, shot: &str) -> Seen {
     let target = browser.call(None, "Target.createTarget", json!({"url": "about:blank"}));
@@ -212,6 +242,13 @@ fn look(browser: &mut Browser, page: &Path, shot: &str) -> Seen {
     );
     let probe: Value =
         serde_json::from_str(probe["result"]["value"].as_str().expect("the probe's JSON")).unwrap();
+    let lanes = browser.call(
+        s,
+        "Runtime.evaluate",
+        json!({"expression": LANES, "returnByValue": true}),
+    );
+    let lanes: Value =
+        serde_json::from_str(lanes["result"]["value"].as_str().expect("the lanes' JSON")).unwrap();
     let png = browser.call(s, "Page.captureScreenshot", json!({"format": "png"}));
     let shots = std::env::var_os("TIDEMARK_BROWSER_SHOTS")
         .map(PathBuf::from)
@@ -239,7 +276,11 @@ fn look(browser: &mut Browser, page: &Path, shot: &str) -> Seen {
             }
         })
         .collect();
-    Seen { probe, problems }
+    Seen {
+        probe,
+        problems,
+        lanes,
+    }
 }
 
 fn base64_decode(s: &str) -> Vec<u8> {
@@ -350,15 +391,50 @@ fn every_kind_of_failure_shows_its_divergence_and_its_actors_in_a_real_browser()
         1,
     );
 
-    let mut browser = Browser::start(&binary);
-    // Each page, and the actors its timeline must have as lanes.
-    let pages: [(&str, &[&str]); 4] = [
-        ("scenario", &["alice"]),
-        ("explore", &["sweeper / reaper", "alice", "bob"]),
-        ("world", &["harness", "sweeper / reaper", "g0", "g1", "g2"]),
-        ("markup", &["alice"]),
+    // Eight callers and the sweeper: more lanes than a timeline opens with.
+    let crowd = at("crowd/scratchpad");
+    std::fs::create_dir_all(&crowd).unwrap();
+    let people = [
+        "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi",
     ];
-    for (name, actors) in pages {
+    let mut steps = String::new();
+    for (n, who) in people.iter().enumerate() {
+        for i in 0..=n {
+            steps.push_str(&format!("{who}@#general write f{i}.md \"{who}\" => ok\n"));
+        }
+    }
+    steps.push_str("alice@#general read f0.md => \"not what alice wrote\"\n");
+    std::fs::write(
+        crowd.join("crowd.tdm"),
+        format!("scenario: a crowd writes and alice reads back another text\nprofile: scratchpad\nrules: SP-3.2\n\n{steps}"),
+    )
+    .unwrap();
+    tidemark(
+        &[
+            "run",
+            "--scenarios",
+            &path("crowd"),
+            "--html",
+            &path("crowd.html"),
+        ],
+        1,
+    );
+
+    let mut browser = Browser::start(&binary);
+    // Each page, the actors its timeline must have as lanes, and whether a model ran beside
+    // the implementation (a scenario's expectations are written in its file: no model).
+    let pages: [(&str, &[&str], bool); 5] = [
+        ("scenario", &["alice"], false),
+        ("crowd", &["alice", "heidi"], false),
+        ("explore", &["sweeper / reaper", "alice", "bob"], true),
+        (
+            "world",
+            &["harness", "sweeper / reaper", "g0", "g1", "g2"],
+            true,
+        ),
+        ("markup", &["alice"], false),
+    ];
+    for (name, actors, modelled) in pages {
         let seen = look(&mut browser, &at(&format!("{name}.html")), name);
         let p = &seen.probe;
         assert!(seen.problems.is_empty(), "{name}: {:?}", seen.problems);
@@ -372,6 +448,25 @@ fn every_kind_of_failure_shows_its_divergence_and_its_actors_in_a_real_browser()
             top >= 0.0 && bottom <= viewport,
             "{name}: the first divergence is in the first viewport: {p}"
         );
+        if modelled {
+            let (top, bottom, width) = (
+                p["model"]["top"]
+                    .as_f64()
+                    .expect("the model's state is shown"),
+                p["model"]["bottom"].as_f64().unwrap(),
+                p["model"]["width"].as_f64().unwrap(),
+            );
+            assert!(
+                top >= 0.0 && bottom <= viewport && width > 100.0,
+                "{name}: the model's state at the divergence is in the first viewport: {p}"
+            );
+            assert!(
+                p["model"]["text"].as_str().unwrap().contains("at +"),
+                "{name}: the model's state says when: {p}"
+            );
+        } else {
+            assert_eq!(p["model"], Value::Null, "{name}: no model ran: {p}");
+        }
         let text = p["text"].as_str().unwrap();
         assert!(
             text.contains("expected") && text.contains("actual"),
@@ -393,5 +488,53 @@ fn every_kind_of_failure_shows_its_divergence_and_its_actors_in_a_real_browser()
             p["markedInBox"], true,
             "{name}: the diverging event is on screen in its timeline: {p}"
         );
+        check_lanes(name, &seen.lanes);
+    }
+}
+
+/// A click on a lane's header collapses an open lane to a sliver and a second click restores
+/// it (and the other way round for a lane that starts collapsed); a timeline of more than six
+/// lanes starts with its quiet ones collapsed, never the diverging event's.
+fn check_lanes(name: &str, l: &Value) {
+    let widths = |key: &str| -> Vec<f64> {
+        l[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name}: {key}: {l}"))
+            .iter()
+            .map(|w| w.as_f64().unwrap())
+            .collect()
+    };
+    let (opened, clicked, again) = (widths("opened"), widths("clicked"), widths("again"));
+    let lanes = opened.len();
+    assert!(lanes > 0, "{name}: {l}");
+    const SLIVER: f64 = 20.0;
+    for k in 0..lanes {
+        let (o, c, a) = (opened[k], clicked[k], again[k]);
+        if o > SLIVER {
+            assert!(
+                c <= SLIVER && (a - o).abs() < 1.0,
+                "{name}: lane {k} collapses to a sliver and comes back: {l}"
+            );
+        } else {
+            assert!(
+                c > 3.0 * SLIVER && a <= SLIVER,
+                "{name}: lane {k} starts collapsed and opens on a click: {l}"
+            );
+        }
+    }
+    let collapsed = opened.iter().filter(|w| **w <= SLIVER).count();
+    if lanes > 6 {
+        assert_eq!(
+            collapsed,
+            lanes - 6,
+            "{name}: a crowded timeline opens with six lanes: {l}"
+        );
+        let d = l["divergedLane"].as_i64().expect("a diverging lane") as usize;
+        assert!(
+            opened[d] > SLIVER,
+            "{name}: the diverging lane is open: {l}"
+        );
+    } else {
+        assert_eq!(collapsed, 0, "{name}: every lane starts open: {l}");
     }
 }

@@ -1,6 +1,7 @@
 //! The HTML report, coverage and `tidemark merge` through the command line: a scenario whose
 //! name and content are markup is text on the page; an exploration's shards merge into the
-//! verdict of the unsharded run; a truncated shard is refused by name.
+//! verdict of the unsharded run; a truncated shard is refused by name; runs of different profiles
+//! merge into one run report, and a run of another implementation is refused.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -171,4 +172,117 @@ fn merging_a_truncated_shard_is_an_error_naming_the_file() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("shard 1/2 of the run missing"), "{stderr}");
+}
+
+/// `tidemark run --format json` of `args`, run from the repository, written to `to`.
+fn run_json(args: &[&str], to: &Path, expect: i32) {
+    let root = tidemark_conformance::spec::repo_root();
+    let out = tidemark(&[&["run", "--format", "json"], args].concat(), &root);
+    assert_eq!(
+        out.status.code(),
+        Some(expect),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(to, &out.stdout).unwrap();
+}
+
+#[test]
+fn runs_of_different_profiles_merge_into_one_report_and_another_implementations_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |f: &str| dir.path().join(f);
+    run_json(
+        &[
+            "--profile",
+            "rows",
+            "--only",
+            "rows::a_backwards_clock_jump_only_delays_a_removal",
+            "--tier",
+            "memory",
+        ],
+        &at("rows.json"),
+        0,
+    );
+    run_json(
+        &["--only", "scratchpad::the_session_cap_evicts_oldest_first"],
+        &at("scratchpad.json"),
+        0,
+    );
+    let out = tidemark(
+        &[
+            "merge",
+            "rows.json",
+            "scratchpad.json",
+            "--json",
+            "merged.json",
+            "--junit",
+            "merged.xml",
+            "--html",
+            "merged.html",
+        ],
+        dir.path(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("2 passed, 0 failed"), "{stdout}");
+    let merged: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(at("merged.json")).unwrap()).unwrap();
+    let names: Vec<&str> = merged["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["test_name"].as_str().unwrap())
+        .collect();
+    // The suite's order of profiles, whatever order the files were given in.
+    assert_eq!(
+        names,
+        [
+            "scratchpad::the_session_cap_evicts_oldest_first",
+            "rows::a_backwards_clock_jump_only_delays_a_removal"
+        ]
+    );
+    assert_eq!(
+        merged["profile_commands"]["rows"],
+        "tidemark run --tier memory"
+    );
+    let junit = std::fs::read_to_string(at("merged.xml")).unwrap();
+    assert!(
+        junit.contains("name=\"tidemark.scratchpad\"") && junit.contains("name=\"tidemark.rows\""),
+        "{junit}"
+    );
+    assert!(std::fs::read_to_string(at("merged.html"))
+        .unwrap()
+        .contains("tidemark merge (run reports): passed"));
+
+    // The same scenario against another program: not a run of this implementation.
+    run_json(
+        &[
+            "--impl",
+            "python3 fixtures/adapters/broken-scratchpad.py",
+            "--only",
+            "scratchpad::the_session_cap_evicts_oldest_first",
+        ],
+        &at("broken.json"),
+        1,
+    );
+    let out = tidemark(&["merge", "rows.json", "broken.json"], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("broken.json is a run of another harness or implementation than rows.json: its implementation is"),
+        "{stderr}"
+    );
+    // A run report among exploration shards is named, not misread.
+    let out = tidemark(
+        &["merge", "rows.json", "scratchpad.json", "rows.json"],
+        dir.path(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("both ran the rows profile"), "{stderr}");
 }

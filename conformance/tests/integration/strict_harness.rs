@@ -35,6 +35,7 @@ fn run_text(text: &str) -> RunReport {
     RunReport {
         implementation: "reference".into(),
         replay_prefix: "tidemark run".into(),
+        profile_commands: Default::default(),
         cases: vec![CaseReport::from_result(&result, "scratchpad")],
         expectations: None,
     }

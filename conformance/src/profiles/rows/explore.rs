@@ -198,6 +198,7 @@ impl Explorer for RowsExplorer<'_> {
             at: format!("operation {} ({})", d.step, d.op),
             expected: &d.expected,
             actual: &d.actual,
+            model_state: &d.model_state,
         }
     }
 
@@ -438,6 +439,7 @@ mod tests {
             expected: expected.into(),
             actual: actual.into(),
             trace: Trace::new(),
+            model_state: vec![],
         }
     }
 

@@ -173,6 +173,8 @@ pub struct Divergence {
     pub expected: String,
     pub actual: String,
     pub trace: Trace,
+    /// The model's rows at the divergence (`Model::state_lines`, bounded).
+    pub model_state: Vec<String>,
 }
 
 impl Divergence {
@@ -352,18 +354,19 @@ impl Run<'_> {
         for (i, op) in ops.iter().enumerate() {
             let text = op.to_string();
             if let Err(stop) = self.step(op, &text).await {
-                return Err(self.stopped(i, text, stop));
+                return Err(self.stopped(i, Some(op), text, stop));
             }
         }
         // The state at the end is the model's too, reap or no reap.
         if let Err(stop) = self.check_state("the last operation").await {
-            return Err(self.stopped(ops.len(), "(the end of the sequence)".into(), stop));
+            return Err(self.stopped(ops.len(), None, "(the end of the sequence)".into(), stop));
         }
         self.ok.simulated_ms = self.rel();
         Ok(self.ok)
     }
 
-    fn stopped(self, step: usize, op: String, stop: Stop) -> RunError {
+    fn stopped(self, step: usize, at: Option<&ExploreOp>, op: String, stop: Stop) -> RunError {
+        let rel = self.rel();
         match stop {
             Stop::Harness(e) => RunError::Setup(format!("operation {step} ({op}): {e}")),
             Stop::Diverged(expected, actual) => RunError::Diverged(Divergence {
@@ -372,6 +375,14 @@ impl Run<'_> {
                 expected,
                 actual,
                 trace: self.ok.trace,
+                model_state: crate::html::bounded_lines(
+                    std::iter::once(format!("at {}", crate::html::timeline::clock(rel))).chain(
+                        self.model.state_lines(match at {
+                            Some(ExploreOp::Step(a)) => Some(a),
+                            _ => None,
+                        }),
+                    ),
+                ),
             }),
         }
     }

@@ -186,6 +186,7 @@ pub async fn replay(tier: Tier<'_>, f: &RowsFixture) -> Result<RowsReplay, Strin
             actual: d.actual.clone(),
             trace: d.trace.lines().to_vec(),
             rule: Some(super::explore::signature(f.ops.get(d.step), d).rule),
+            model_state: d.model_state.clone(),
         }),
         _ => None,
     };

@@ -552,6 +552,35 @@ impl Model {
         Ok(r)
     }
 
+    /// The rows the model holds of the tables `action` involves (every table for a reap, the
+    /// clock or an action of no one table), each as `table: row`, tables in name order: what a
+    /// person needs beside a divergence. `None` is the end of the sequence (every table).
+    /// Built only when a step diverged.
+    pub fn state_lines(&self, action: Option<&Action>) -> Vec<String> {
+        self.rows_of(&action.map(tables_of).unwrap_or_default())
+    }
+
+    /// The rows the model holds of `tables` (every table when empty), as
+    /// [`Model::state_lines`] words them.
+    pub fn rows_of(&self, tables: &[&str]) -> Vec<String> {
+        let rows = self.rows();
+        let mut out = Vec::new();
+        let mut empty = Vec::new();
+        for (table, lines) in &rows.tables {
+            if !tables.is_empty() && !tables.contains(&table.as_str()) {
+                continue;
+            }
+            if lines.is_empty() {
+                empty.push(table.as_str());
+            }
+            out.extend(lines.iter().map(|l| format!("{table}: {l}")));
+        }
+        if !empty.is_empty() {
+            out.push(format!("no rows in {}", empty.join(", ")));
+        }
+        out
+    }
+
     /// The sessions that exist, by name.
     pub fn sessions(&self) -> Vec<String> {
         self.sessions.keys().cloned().collect()
@@ -652,6 +681,34 @@ impl Model {
             },
         };
         n as i64
+    }
+}
+
+/// The tables an action reads or writes, by SR's table names; empty for one that involves every
+/// table (a reap, the clock, a deletion that cascades).
+fn tables_of(action: &Action) -> Vec<&'static str> {
+    match action {
+        Action::Workspace(_) | Action::DeleteWorkspace(_) => vec![],
+        Action::Session { .. } => vec!["sessions"],
+        Action::DeleteSession(_) => vec![],
+        Action::StartReply { .. }
+        | Action::Stream { .. }
+        | Action::Finish { .. }
+        | Action::Interrupt(_)
+        | Action::Seal(_)
+        | Action::DeleteReply(_)
+        | Action::Transcript(_) => vec!["replies", "events"],
+        Action::Event { .. } => vec!["events"],
+        Action::Prompt { .. } => vec!["session_prompts"],
+        Action::Invoke { .. } => vec!["tool_invocations"],
+        Action::Fire { .. } => vec!["trigger_firings"],
+        Action::Snapshot(_) | Action::NameSnapshot { .. } | Action::DropModel(_) => {
+            vec!["catalog_snapshots", "models"]
+        }
+        Action::Item { .. } | Action::Settle(_) => vec!["action_items"],
+        Action::Hold { .. } => vec!["held_requests"],
+        Action::Keep { store, .. } => vec![store.table()],
+        _ => vec![],
     }
 }
 

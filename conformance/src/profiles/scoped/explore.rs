@@ -178,6 +178,7 @@ impl Explorer for ScopedExplorer<'_> {
             at: format!("operation {}, the last one", d.step),
             expected: &d.expected,
             actual: &d.actual,
+            model_state: &d.model_state,
         }
     }
 
@@ -438,6 +439,7 @@ mod tests {
             ops: vec![],
             expected: expected.into(),
             actual: actual.into(),
+            model_state: vec![],
         };
         let sweep = signature(
             Some(&ModelOp::Sweep),

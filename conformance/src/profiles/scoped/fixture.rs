@@ -148,6 +148,7 @@ pub async fn replay(tier: Tier<'_>, f: &ScopedFixture) -> Result<ScopedReplay, S
             actual: d.actual.clone(),
             trace: d.ops.clone(),
             rule: Some(super::explore::signature(f.ops.get(d.step), d).rule),
+            model_state: d.model_state.clone(),
         }),
         _ => None,
     };

@@ -76,6 +76,17 @@ pub enum Request {
 }
 
 impl Request {
+    /// The caller of a file operation.
+    pub fn caller(&self) -> Option<&Caller> {
+        match self {
+            Request::Write { caller, .. }
+            | Request::Read { caller, .. }
+            | Request::List { caller, .. }
+            | Request::Remove { caller, .. } => Some(caller),
+            _ => None,
+        }
+    }
+
     pub fn op_name(&self) -> &'static str {
         match self {
             Request::Write { .. } => "write",

@@ -125,6 +125,7 @@ pub async fn check_concurrently(
     RunReport {
         implementation: factory.name(),
         replay_prefix,
+        profile_commands: Default::default(),
         cases,
         expectations: None,
     }

@@ -403,8 +403,19 @@ pub fn run_world_taking(
     };
     let simulated_ms = clock.rel_outside(&sim);
     drop(sim);
+    let mut model_state = Vec::new();
     if failure.is_none() {
-        failure = check(&log, &seen, &mut trace, unmounted, &alternatives).err();
+        let mut model = ScratchpadModel::new(ModelKnobs {
+            alternatives: alternatives.clone(),
+            ..knobs(unmounted)
+        });
+        let mut focus = Focus::default();
+        failure = check(&mut model, &mut focus, &log, &seen, &mut trace).err();
+        if failure.is_some() {
+            model_state = crate::html::bounded_lines(
+                model.state_lines(focus.caller.as_ref(), EPOCH.as_millis() + focus.at_ms),
+            );
+        }
     }
     if failure.is_none() {
         failure =
@@ -417,25 +428,43 @@ pub fn run_world_taking(
         failure,
         simulated_ms,
         steps,
+        model_state,
     }
+}
+
+/// The entry of the log the oracle was judging: its caller, if a call, and its time.
+#[derive(Default)]
+struct Focus {
+    caller: Option<Caller>,
+    at_ms: i64,
 }
 
 /// Replays the server's log through the oracle; checks what clients saw against it; checks
 /// liveness at the end.
 fn check(
+    model: &mut ScratchpadModel,
+    focus: &mut Focus,
     log: &Log,
     seen: &Seen,
     trace: &mut Trace,
-    unmounted: bool,
-    alternatives: &std::collections::BTreeSet<tidemark_reference::scratchpad::Alternative>,
 ) -> Result<(), String> {
     let log = lock(log).clone();
-    let mut model = ScratchpadModel::new(ModelKnobs {
-        alternatives: alternatives.clone(),
-        ..knobs(unmounted)
-    });
     let mut last_at = 0;
     for entry in &log {
+        *focus = match entry {
+            Applied::Call { at_ms, request, .. } => Focus {
+                caller: request.caller().cloned(),
+                at_ms: *at_ms,
+            },
+            Applied::Plant { at_ms, caller, .. } => Focus {
+                caller: Some(caller.clone()),
+                at_ms: *at_ms,
+            },
+            Applied::Start { at_ms, .. } | Applied::Sweep { at_ms, .. } => Focus {
+                caller: None,
+                at_ms: *at_ms,
+            },
+        };
         match entry {
             Applied::Start { at_ms, swept } => {
                 model.stop();
@@ -534,6 +563,10 @@ fn check(
         }
     }
     // Liveness: after healing and several sweeper polls, nothing the model expired remains.
+    *focus = Focus {
+        caller: None,
+        at_ms: last_at,
+    };
     let leftover = model.expired(EPOCH.as_millis() + last_at);
     if !leftover.is_empty() {
         return Err(format!(

@@ -89,6 +89,8 @@ struct World {
     replies: Mutex<BTreeSet<String>>,
     log: Mutex<Vec<(i64, String)>>,
     violations: Mutex<Vec<String>>,
+    /// The model's rows at the first violation (or at the liveness verdict).
+    model_state: Mutex<Vec<String>>,
     /// The latest time any tick reaped at (model time).
     high: AtomicI64,
     ticks: AtomicU64,
@@ -113,7 +115,27 @@ impl World {
 
     fn violation(&self, what: String) {
         self.log(format!("VIOLATION {what}"));
-        lock(&self.violations).push(what);
+        let mut violations = lock(&self.violations);
+        if violations.is_empty() {
+            self.keep_model_state(self.clock.rel(), &what);
+        }
+        violations.push(what);
+    }
+
+    /// The model's rows at `at` (the world's time) of the tables `what` names (every table if
+    /// it names none), kept for the page: only at a failure.
+    fn keep_model_state(&self, at: i64, what: &str) {
+        let at = format!("at {}", crate::html::timeline::clock(at));
+        let named: Vec<&str> = tidemark_reference::rows::TABLES
+            .iter()
+            .copied()
+            .filter(|t| {
+                what.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .any(|w| w == *t)
+            })
+            .collect();
+        let rows = lock(&self.model).rows_of(&named);
+        *lock(&self.model_state) = crate::html::bounded_lines(std::iter::once(at).chain(rows));
     }
 }
 
@@ -373,6 +395,7 @@ pub fn run_rows_world(seed: u64, mutant: Option<RowsMutant>) -> WorldRun {
         replies: Mutex::default(),
         log: Mutex::default(),
         violations: Mutex::default(),
+        model_state: Mutex::default(),
         high: AtomicI64::new(i64::MIN),
         ticks: AtomicU64::new(0),
         ticking: AtomicBool::new(false),
@@ -529,12 +552,17 @@ pub fn run_rows_world(seed: u64, mutant: Option<RowsMutant>) -> WorldRun {
             Some(Err(e)) => Some(format!("liveness: {e}")),
             None => Some("liveness: no whole tick ran after the heal".into()),
         };
+        if failure.is_some() {
+            world.keep_model_state(simulated_ms, failure.as_deref().unwrap_or(""));
+        }
     }
+    let model_state = std::mem::take(&mut *lock(&world.model_state));
     WorldRun {
         trace,
         failure,
         simulated_ms,
         steps,
+        model_state,
     }
 }
 

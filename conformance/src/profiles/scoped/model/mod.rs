@@ -284,13 +284,17 @@ impl<'a> Runner<'a> {
             match self.apply(step, op).await {
                 Ok(()) => {}
                 Err(Stop::Diverged(expected, actual)) => {
+                    let now = self.clock.now().0;
                     return Err(SequenceError::Diverged(Divergence {
                         seed,
                         step,
                         ops: self.log.clone(),
                         expected,
                         actual,
-                    }))
+                        model_state: crate::html::bounded_lines(
+                            self.model.state_lines(Some(op), now),
+                        ),
+                    }));
                 }
                 Err(Stop::Harness(e)) => {
                     return Err(SequenceError::Setup(format!("step {step} ({op}): {e}")))

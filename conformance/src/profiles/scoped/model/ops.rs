@@ -184,6 +184,40 @@ pub enum ModelOp {
     },
 }
 
+impl ModelOp {
+    /// The session (an index into [`SESSIONS`]) the operation acts for, if one.
+    pub fn session_touched(&self) -> Option<usize> {
+        match *self {
+            ModelOp::Write { session: s, .. }
+            | ModelOp::Read { session: s, .. }
+            | ModelOp::Activity { session: s }
+            | ModelOp::Wait { session: s, .. }
+            | ModelOp::List { session: s }
+            | ModelOp::Text { session: s, .. }
+            | ModelOp::Traversal { session: s, .. }
+            | ModelOp::MissingScope { session: s, .. }
+            | ModelOp::Delete { session: s, .. }
+            | ModelOp::WorkspaceWrite { session: s, .. }
+            | ModelOp::ReadSkill { session: s, .. }
+            | ModelOp::WriteDuringSweep { session: s, .. }
+            | ModelOp::DeleteSession { session: s }
+            | ModelOp::Hostile { session: s, .. }
+            | ModelOp::Person { session: s, .. } => Some(session(s)),
+            _ => None,
+        }
+    }
+
+    /// The agent the operation acts for: its session's, or the one it names.
+    pub fn agent_touched(&self) -> Option<&'static str> {
+        match *self {
+            ModelOp::SetAgentAccess { agent: a, .. } | ModelOp::DeleteAgent { agent: a } => {
+                Some(agent(a))
+            }
+            _ => self.session_touched().map(|i| SESSIONS[i].0),
+        }
+    }
+}
+
 /// The people of a version-4 sequence: name, whether they are in every session's conversation,
 /// their `agent_files` and `workspace_files` authorities, and whether they belong to another
 /// workspace (`w9`, which the model never creates: every session is unknown to them, SF-2.2).

@@ -16,6 +16,8 @@ pub struct Divergence {
     pub ops: Vec<String>,
     pub expected: String,
     pub actual: String,
+    /// The model's state at the divergence (`Model::state_lines`, bounded).
+    pub model_state: Vec<String>,
 }
 
 impl fmt::Display for Divergence {

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use tidemark_reference::clock::DAY_MS;
 use tidemark_reference::scoped::{Access, WaitKind};
 
-use super::ops::SESSIONS;
+use super::ops::{ModelOp, SESSIONS, WAIT_NAMES};
+use tidemark_sim::clock::EPOCH;
 
 /// The idle TTL the sequences run with, in days.
 pub(super) const TTL_DAYS: i64 = 30;
@@ -60,6 +61,76 @@ impl Model {
             }
         }
         removed
+    }
+
+    /// The model's state as a person reads it at a divergence: for the operation's session,
+    /// its activity, waits, deleted and swept marks and files; its agent's files and access;
+    /// the workspace beside; with no session (a sweep, the clock), every session's summary.
+    /// Times are simulated, from the epoch. Built only when a step diverged.
+    pub(super) fn state_lines(&self, op: Option<&ModelOp>, now: i64) -> Vec<String> {
+        let at = |ms: i64| crate::html::timeline::clock(ms - EPOCH.0);
+        let session_line = |i: usize| {
+            let s = &self.sessions[i];
+            let (a, n) = SESSIONS[i];
+            format!(
+                "session {a}/{n}: last activity {} (idle {}), {} files, {} waits{}{}",
+                at(s.last_activity),
+                crate::html::timeline::duration(now - s.last_activity),
+                s.files.len(),
+                s.waits.len(),
+                if s.deleted { ", deleted" } else { "" },
+                if self.emptied.contains(&i) {
+                    ", emptied by the last sweep"
+                } else {
+                    ""
+                }
+            )
+        };
+        let mut out = vec![format!(
+            "at {}; idle TTL {TTL_DAYS}d; workspace beside {}",
+            at(now),
+            if self.beside_deleted {
+                "deleted"
+            } else {
+                "kept"
+            }
+        )];
+        let touched = op.and_then(ModelOp::session_touched);
+        match touched {
+            Some(i) => {
+                out.push(session_line(i));
+                let s = &self.sessions[i];
+                if !s.waits.is_empty() {
+                    let waits: Vec<String> = s
+                        .waits
+                        .iter()
+                        .map(|(k, id)| format!("{} {id}", WAIT_NAMES[*k as usize % 3]))
+                        .collect();
+                    out.push(format!("  waits: {}", waits.join(", ")));
+                }
+                for (p, content) in &s.files {
+                    out.push(format!("  session/{p} ({} B: {content})", content.len()));
+                }
+            }
+            None => out.extend((0..self.sessions.len()).map(session_line)),
+        }
+        if let Some(a) = op.and_then(ModelOp::agent_touched) {
+            let files = self.agent_files.get(a);
+            out.push(format!(
+                "agent {a}: access {:?}{}, {} agent-scope files",
+                self.access(a),
+                if self.deleted_agents.contains(a) {
+                    ", deleted"
+                } else {
+                    ""
+                },
+                files.map_or(0, BTreeMap::len)
+            ));
+            for (p, content) in files.into_iter().flatten() {
+                out.push(format!("  agent/{p} ({} B: {content})", content.len()));
+            }
+        }
+        out
     }
 
     pub(super) fn access(&self, agent: &str) -> Access {

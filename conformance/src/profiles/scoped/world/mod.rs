@@ -594,6 +594,8 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
         failure,
         simulated_ms,
         steps,
+        // Its oracle holds each guest's model of what it wrote, not a model of the store.
+        model_state: Vec::new(),
     }
 }
 

@@ -106,6 +106,7 @@ pub async fn replay(f: &Fixture) -> Result<Replay, String> {
             actual: d.actual.clone(),
             trace: run.trace.lines().to_vec(),
             rule: Some(d.signature.rule.clone()),
+            model_state: run.model_state.clone(),
         });
     Ok(Replay {
         reproduced: run.divergence.is_some() && run.trace.hash() == f.trace_hash,

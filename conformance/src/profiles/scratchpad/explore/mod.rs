@@ -385,6 +385,7 @@ impl Explorer for ScratchpadExplorer<'_> {
             at: d.op.clone(),
             expected: &d.expected,
             actual: &d.actual,
+            model_state: &run.model_state,
         }
     }
 

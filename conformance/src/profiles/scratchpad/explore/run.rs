@@ -76,6 +76,9 @@ pub struct RunResult {
     /// How often each SPEC rule decided an outcome the model predicted (`sig::deciding_rule`),
     /// for `--coverage`.
     pub rules: BTreeMap<&'static str, u64>,
+    /// The model's state at the divergence (`ScratchpadModel::state_lines`, bounded); empty
+    /// when the run passed: it is worked out only when a step diverges.
+    pub model_state: Vec<String>,
 }
 
 /// Foreign directories planted before the run, each holding a file; every one must survive
@@ -534,6 +537,7 @@ pub async fn run_ops_past(
                 simulated_ms: 0,
                 known: Vec::new(),
                 rules: BTreeMap::new(),
+                model_state: Vec::new(),
             }
         }
     };
@@ -562,6 +566,16 @@ pub async fn run_ops_past(
     }
     .await;
     let simulated_ms = w.now.as_millis() - EPOCH.as_millis();
+    let model_state = match &result {
+        Err(d) => {
+            let op = d.step.and_then(|i| ops.get(i));
+            let who = op
+                .and_then(caller_of)
+                .map(|(who, place)| caller(who, place));
+            crate::html::bounded_lines(w.model.state_lines(who.as_ref(), w.now.as_millis()))
+        }
+        Ok(()) => Vec::new(),
+    };
     if w.model.is_running() {
         let _ = w.driver.stop().await;
     }
@@ -574,6 +588,20 @@ pub async fn run_ops_past(
         simulated_ms,
         known,
         rules,
+        model_state,
+    }
+}
+
+/// The caller (`who`, `place`) of an operation that has one.
+fn caller_of(op: &SimOp) -> Option<(u8, u8)> {
+    match *op {
+        SimOp::Write { who, place, .. }
+        | SimOp::Read { who, place, .. }
+        | SimOp::List { who, place }
+        | SimOp::ListPath { who, place, .. }
+        | SimOp::Remove { who, place, .. }
+        | SimOp::PlantLink { who, place, .. } => Some((who, place)),
+        _ => None,
     }
 }
 
