@@ -46,6 +46,10 @@ class EachSegmentIsDecodedExactlyOnce(unittest.TestCase):
         self.assertEqual(guest_of("session/caf%C3%A9.md"), "session/café.md")
         self.assertEqual(guest_of("session/café.md"), "session/café.md")  # raw UTF-8 in the URL
 
+    def test_a_plus_is_a_plus_sign_never_a_space(self):
+        self.assertEqual(guest_of("session/a+b.md"), "session/a+b.md")
+        self.assertEqual(guest_of("session/a%2Bb.md"), "session/a+b.md")
+
     def test_an_encoded_slash_inside_a_segment_is_traversal_never_a_separator(self):
         for url in ("session/a%2Fb.md", "session/a%2fb.md"):
             with self.assertRaises(Refused) as caught:
