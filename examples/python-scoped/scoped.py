@@ -13,13 +13,16 @@ Logs go to stderr; stdout carries only protocol lines.
 
 import hashlib
 import json
+import os
 import sys
 import threading
 import time
+import urllib.parse
 
 import psycopg
 
 import layout
+import people
 import schema
 from layout import Refused
 from store import DELETE_BATCH, Store
@@ -27,6 +30,7 @@ from store import DELETE_BATCH, Store
 PROTOCOL = "tidemark/1"
 DAY_MS = 24 * 60 * 60 * 1000
 DEFAULT_TTL_DAYS = 30  # SC-5.3
+DEFAULT_MAX_UPLOAD = 26214400  # SF-4.3: 25 MiB
 CLAIM_CHUNK = 500  # sessions or obligations claimed (and locked) per transaction
 ACCESS = ("none", "read", "read-write")
 DEFAULT_ACCESS = {"agent": "read-write", "workspace": "read"}  # SC-3.2: the deployment layer
@@ -137,14 +141,16 @@ class Scoped:
             "       clear_unfinished_ms = NULL WHERE ws_key = %s AND agent_key = %s AND chat_key = %s",
             (self.now_ms, *ids))
 
-    def file_op(self, ids, op):
-        """One file operation: lock the session, run `op(access)`, count it as activity (SC-4.3).
-        A refusal or failure rolls the transaction back, so it changes nothing, activity included."""
+    def file_op(self, ids, op, activity=True):
+        """One file operation: lock the session, run `op(access)`, count it as activity (SC-4.3;
+        a person's listing and download are not, SF-4.2). A refusal or failure rolls the
+        transaction back, so it changes nothing, activity included."""
         self.db()
         with self.conn.transaction():
             access = self.lock_session(ids)
             result = op(access)
-            self.touch(ids)
+            if activity:
+                self.touch(ids)
         return result
 
     @staticmethod
@@ -197,12 +203,18 @@ class Scoped:
     def write(self, turn, path, content):
         ids, target, prefix = self.resolve_file(turn, path)
         body = content.encode("utf-8", "surrogatepass")
+        return self.store_file(ids, target, prefix, body,
+                               lambda access: self.need(access, target.scope, write=True))
+
+    def store_file(self, ids, target, prefix, body, check):
+        """A write through either door (SC-4.1, SF-4.1): `check(access)` is the door's own
+        permission (SF-2.4), run under the session's lock once any interrupted sweep is finished."""
         digest = hashlib.sha256(body).hexdigest()
         text = extract_text(body)
         tried_text = []
 
         def op(access):
-            self.need(access, target.scope, write=True)
+            check(access)
             # SC-4.1: the text first, then the file, so a file is never visible without its text.
             text_key = layout.text_key(prefix, target.rel)
             if text is None:
@@ -212,7 +224,7 @@ class Scoped:
                 self.store.put(text_key, text.encode("utf-8"), self.now_ms, digest)
             self.reach("after_text_written")
             self.store.put(prefix + target.rel, body, self.now_ms, digest)
-            return {"outcome": "written", "path": path}
+            return {"outcome": "written", "path": target.guest(target.rel)}
 
         try:
             return self.file_op(ids, op)
@@ -597,7 +609,135 @@ class Scoped:
             return {"outcome": "ok"}
         if op == "write_during_sweep":
             return self.write_during_sweep(body["turn"], body["path"], body["content"])
+        if op == "person":
+            return {"outcome": "credentials", "headers": self.people.tokens.mint(body)}
         raise ValueError(f"unknown op {op!r}")
+
+
+class PeopleApi:
+    """The people's door (SPEC.md part SF) onto the same files as the agent's: each HTTP request
+    becomes one operation of `Scoped`, with a person's authorities in place of the agent's
+    settings (SF-2.4). people.py speaks HTTP, decodes URLs and checks tokens; this class decides."""
+
+    def __init__(self, service, max_upload_bytes):
+        self.service = service
+        self.tokens = people.Tokens()
+        self.max_upload_bytes = max_upload_bytes
+
+    def handle(self, method, target, claims, now_ms, read_body):
+        try:
+            if claims is None:  # SF-2.1: before anything else is looked at
+                raise Refused("unauthenticated", "no credentials, or credentials this service did not mint")
+            if now_ms is not None:
+                self.service.now_ms = now_ms
+            return self.route(method, target, claims, read_body)
+        except Refused as r:
+            return people.refusal(r)
+        except psycopg.OperationalError as e:
+            return people.refusal(Refused("database_unavailable", str(e)))
+        except Crash as c:
+            # capability crash_points, reached by a person's request: die as a crash does.
+            log(f"crashed at {c.point} during {method} {target}")
+            os._exit(137)
+
+    def route(self, method, target, claims, read_body):
+        upload = None
+        if method == "PUT":
+            # SF-4.3 before the body is read, so an oversized one is never held in memory.
+            upload = read_body(self.max_upload_bytes)
+            if upload is None:
+                raise Refused("too_large", f"an upload is at most {self.max_upload_bytes} bytes")
+        parts = people.split_target(target)
+        if parts is None:
+            raise Refused("not_found", "no such route; the API is /v1/agent-sessions/{id}/files[/{scope}/{path}]")
+        raw_id, raw_scope, raw_path = parts
+        # SF-2.5: the session, in the caller's workspace only (SF-2.2), then the scope, then the path.
+        session_id = people.decode_name(raw_id)
+        ids = self.find_session(claims, session_id)
+        if raw_scope is None:
+            if method != "GET":
+                raise Refused("not_found", f"{method} is not an operation on a session's files listing")
+            return self.listing(claims, ids)
+        scope = people.decode_name(raw_scope)
+        if scope not in people.SCOPES:
+            raise Refused("unknown_scope", f"{raw_scope.decode('latin-1')!r} is not session, agent or workspace")
+        if method not in ("GET", "PUT", "DELETE"):
+            raise Refused("not_found", f"{method} is not an operation on a file")
+        guest = people.decode_path(scope, raw_path)
+        target_ = layout.resolve(guest, for_listing=False)
+        prefix = Scoped.scope_prefix(target_, ids, None)
+        layout.check_key_length(prefix, target_.rel)
+        level = people.access_of(claims, session_id, scope)
+
+        def check(write):
+            def run(_agent_access):
+                if not people.may(level, write):
+                    raise Refused("permission_denied", f"your access to {scope} scope is {level}")
+            return run
+
+        s = self.service
+        if method == "PUT":
+            written = s.store_file(ids, target_, prefix, upload, check(True))
+            return people.json_answer(201, {"path": written["path"], "scope": scope, "size": len(upload)})
+        if method == "GET":
+            def fetch(access):
+                check(False)(access)
+                got = s.store.get(prefix + target_.rel)
+                if got is None:
+                    raise Refused("not_found", f"no file {guest}")
+                return got[0]
+
+            body = s.file_op(ids, fetch, activity=False)
+            name = target_.rel.rsplit("/", 1)[-1]
+            return people.Answer(200, body, {
+                "Content-Type": "application/octet-stream",
+                "Content-Disposition": "attachment; filename*=UTF-8''" + urllib.parse.quote(name, safe=""),
+                "X-Content-Type-Options": "nosniff",
+            })
+
+        def remove(access):
+            check(True)(access)  # SF-4.4: a removal needs write
+            if s.store.head(prefix + target_.rel) is None:
+                raise Refused("not_found", f"no file {guest}")
+            s.store.delete(layout.text_key(prefix, target_.rel))
+            s.store.delete(prefix + target_.rel)
+
+        s.file_op(ids, remove)
+        return people.Answer(204)
+
+    def find_session(self, claims, session_id):
+        """(workspace, agent, session) of the session with this id in the caller's workspace.
+        Another workspace's session is looked for nowhere, so it is answered as a missing one."""
+        ws = claims["ws"]
+        layout.check_id("session", session_id if session_id is not None else "")
+        row = self.service.db().execute(
+            "SELECT agent_key FROM chat_sessions WHERE ws_key = %s AND chat_key = %s ORDER BY agent_key LIMIT 1",
+            (ws, session_id)).fetchone()
+        if row is None:
+            raise Refused("unknown_entity", "no such session")
+        return ws, row[0], session_id
+
+    def listing(self, claims, ids):
+        """SF-1.2, SF-2.6, SF-2.7: every file of every scope the person may read, in byte order of
+        its guest path (SC-4.4); the scopes they may not read are left out, never refused."""
+        s = self.service
+        readable = [sc for sc in people.SCOPES if people.may(people.access_of(claims, ids[2], sc), False)]
+
+        def op(_agent_access):
+            files = []
+            for scope in readable:
+                target = layout.Target(scope, "", True)
+                base = Scoped.scope_prefix(target, ids, None)
+                for key, size in s.store.objects(base):
+                    rel = key[len(base):]
+                    if not layout.is_text_or_marker(rel):
+                        files.append({"path": target.guest(rel), "scope": scope, "size": size})
+            files.sort(key=lambda f: f["path"].encode("utf-8", "surrogatepass"))
+            return files
+
+        files = s.file_op(ids, op, activity=False)
+        writable = [sc for sc in people.SCOPES if people.may(people.access_of(claims, ids[2], sc), True)]
+        return people.json_answer(200, {"files": files, "writable": writable})
 
 
 def validate_lifecycle(rules, backstop_days, ttl_days):
@@ -636,6 +776,8 @@ def send(message):
 
 def main():
     service = None
+    lock = threading.Lock()  # one operation at a time, from the pipe or from HTTP
+    api_url = None
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -647,13 +789,20 @@ def main():
             try:
                 if msg.get("profile") == "scoped":
                     service = Scoped(msg)
+                    knobs = msg.get("knobs", {})
+                    service.people = PeopleApi(service, int(knobs.get("max_upload_bytes", DEFAULT_MAX_UPLOAD)))
+                    api_url = people.serve(service.people, lock)
             except Exception as e:
                 log(f"init failed: {e!r}")
                 send({"type": "error", "in_reply_to": msg["id"], "message": f"init failed: {e!r}"})
                 continue
-            send({"type": "init_ok", "in_reply_to": msg["id"], "protocol": PROTOCOL,
-                  "implementation": "python-scoped example 1.0", "profiles": ["scoped"],
-                  "capabilities": ["crash_points", "write_during_sweep", "written_at_stamp"], "ledger": schema.LEDGER})
+            init_ok = {"type": "init_ok", "in_reply_to": msg["id"], "protocol": PROTOCOL,
+                       "implementation": "python-scoped example 1.1", "profiles": ["scoped"],
+                       "capabilities": ["crash_points", "write_during_sweep", "written_at_stamp", "people_api"],
+                       "ledger": schema.LEDGER}
+            if api_url is not None:
+                init_ok["people_api"] = api_url
+            send(init_ok)
             continue
         if msg["type"] != "request":
             log(f"ignoring a message of type {msg['type']!r}")
@@ -661,9 +810,10 @@ def main():
         try:
             if service is None:
                 raise RuntimeError("a request arrived before an init naming the scoped profile")
-            service.now_ms = msg["now_ms"]
             try:
-                body = service.handle(msg["body"])
+                with lock:
+                    service.now_ms = msg["now_ms"]
+                    body = service.handle(msg["body"])
             except Refused as r:
                 body = {"outcome": "refused", "reason": r.reason, "message": r.message}
             except psycopg.OperationalError as e:

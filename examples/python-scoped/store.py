@@ -111,6 +111,10 @@ class Store:
 
     def keys(self, prefix, limit=None):
         """Every key under `prefix` (a raw S3 prefix: callers pass a folder ending in `/`)."""
+        return [key for key, _ in self.objects(prefix, limit)]
+
+    def objects(self, prefix, limit=None):
+        """(key, size in bytes) of every object under `prefix`, in the store's (byte) order."""
         found, token = [], None
         try:
             while True:
@@ -120,7 +124,7 @@ class Store:
                 if limit:
                     args["MaxKeys"] = limit
                 page = _send(self.client.list_objects_v2, **args)
-                found.extend(item["Key"] for item in page.get("Contents", []))
+                found.extend((item["Key"], item["Size"]) for item in page.get("Contents", []))
                 token = page.get("NextContinuationToken")
                 if not page.get("IsTruncated") or not token or (limit and len(found) >= limit):
                     return found
