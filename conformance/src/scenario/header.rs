@@ -33,6 +33,9 @@ pub struct HeaderVocabulary {
     pub profile: &'static str,
     /// `SP-` for the scratchpad: the part of SPEC.md its scenarios cite.
     pub rule_prefix: &'static str,
+    /// Other parts its scenarios may cite: the scoped profile's `SF-` (the people's files API
+    /// over the same scopes).
+    pub also_cites: &'static [&'static str],
     pub mutants: fn() -> Vec<&'static str>,
     pub capabilities: &'static [&'static str],
     /// The decisions SPEC.md leaves to an implementation in this profile's part.
@@ -345,7 +348,7 @@ fn rule_ids(
                 clip(id)
             ));
         }
-        if !id.starts_with(prefix) {
+        if !id.starts_with(prefix) && !vocabulary.also_cites.iter().any(|p| id.starts_with(p)) {
             return Err(format!(
                 "rule {id} belongs to another profile; a {} scenario cites {prefix}* rules",
                 vocabulary.profile
@@ -388,6 +391,7 @@ mod tests {
     const V: HeaderVocabulary = HeaderVocabulary {
         profile: "demo",
         rule_prefix: "SP-",
+        also_cites: &[],
         mutants: || vec!["eager-sweep"],
         capabilities: &["binary_content"],
         variants: &[],
@@ -422,6 +426,7 @@ mod tests {
     const WITH_VARIANTS: HeaderVocabulary = HeaderVocabulary {
         profile: "demo",
         rule_prefix: "SP-",
+        also_cites: &[],
         mutants: || vec![],
         capabilities: &[],
         variants: VARIANTS,

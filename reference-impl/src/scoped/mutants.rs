@@ -43,10 +43,15 @@ pub enum ScopedMutant {
     NoWrittenAtStamp,
     FailedWriteReportedWritten,
     WorkspaceDeletionSparesSkills,
+    CountByCreation,
+    CountSweepsWaiting,
+    PromotionWithoutText,
+    PromotionMoves,
+    PromotionPastPermissions,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 38] = [
+    pub const ALL: [ScopedMutant; 43] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -85,6 +90,11 @@ impl ScopedMutant {
         ScopedMutant::NoWrittenAtStamp,
         ScopedMutant::FailedWriteReportedWritten,
         ScopedMutant::WorkspaceDeletionSparesSkills,
+        ScopedMutant::CountByCreation,
+        ScopedMutant::CountSweepsWaiting,
+        ScopedMutant::PromotionWithoutText,
+        ScopedMutant::PromotionMoves,
+        ScopedMutant::PromotionPastPermissions,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -130,6 +140,11 @@ impl ScopedMutant {
             ScopedMutant::NoWrittenAtStamp => "no-written-at-stamp",
             ScopedMutant::FailedWriteReportedWritten => "failed-write-reported-written",
             ScopedMutant::WorkspaceDeletionSparesSkills => "workspace-deletion-spares-skills",
+            ScopedMutant::CountByCreation => "count-by-creation",
+            ScopedMutant::CountSweepsWaiting => "count-sweeps-waiting",
+            ScopedMutant::PromotionWithoutText => "promotion-without-text",
+            ScopedMutant::PromotionMoves => "promotion-moves",
+            ScopedMutant::PromotionPastPermissions => "promotion-past-permissions",
         }
     }
 
@@ -250,6 +265,21 @@ impl ScopedMutant {
             ScopedMutant::WorkspaceDeletionSparesSkills => {
                 "a deleted workspace's skill versions are left in place (immutable read as immortal), though the obligation is recorded met"
             }
+            ScopedMutant::CountByCreation => {
+                "a count policy keeps the sessions created last, not the ones active last: the conversation a person is in loses its files because it started first"
+            }
+            ScopedMutant::CountSweepsWaiting => {
+                "a count policy sweeps a session past the count although work waits in it: the conversation resumes without its files"
+            }
+            ScopedMutant::PromotionWithoutText => {
+                "a promoted file is copied without its extracted text: the promoted file reads as having none"
+            }
+            ScopedMutant::PromotionMoves => {
+                "promotion moves the file: the session file the conversation is reading is gone"
+            }
+            ScopedMutant::PromotionPastPermissions => {
+                "promotion writes the destination without checking its scope's access: a read-only workspace file is overwritten"
+            }
         }
     }
 
@@ -295,6 +325,11 @@ impl ScopedMutant {
             ScopedMutant::NoWrittenAtStamp => &["SC-7.4"],
             ScopedMutant::FailedWriteReportedWritten => &["SC-8.2"],
             ScopedMutant::WorkspaceDeletionSparesSkills => &["SC-6.2"],
+            ScopedMutant::CountByCreation => &["SL-2.2"],
+            ScopedMutant::CountSweepsWaiting => &["SL-2.3"],
+            ScopedMutant::PromotionWithoutText => &["SL-6.3"],
+            ScopedMutant::PromotionMoves => &["SL-6.1"],
+            ScopedMutant::PromotionPastPermissions => &["SL-6.2"],
         }
     }
 

@@ -41,6 +41,7 @@ use super::grammar::{action, expect, Names};
 pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
     profile: "rows",
     rule_prefix: "SR-",
+    also_cites: &[],
     mutants: || RowsMutant::ALL.iter().map(|m| m.id()).collect(),
     capabilities: &[],
     variants: super::variants::VARIANTS,

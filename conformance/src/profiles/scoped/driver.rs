@@ -175,6 +175,20 @@ pub enum ScopedOp {
         prefix: String,
         days: u32,
     },
+    /// Sets (`Some`) or removes (`None`) an agent's count policy (SPEC SL-2). Any integer is
+    /// carried, so a scenario can stage the refusal of an absurd one (SL-1.4).
+    SetSessionCount {
+        workspace: String,
+        agent: String,
+        #[serde(default)]
+        keep_last: Option<i64>,
+    },
+    /// Copies a session file to agent or workspace scope (SPEC SL-6).
+    Promote {
+        turn: Turn,
+        from: String,
+        to: String,
+    },
 }
 
 /// `queued`, `parked` or `waiting`.

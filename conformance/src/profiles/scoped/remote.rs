@@ -47,6 +47,8 @@ pub const WRITE_DURING_SWEEP: &str = "write_during_sweep";
 /// `tidemark-written-at-ms` (SC-7.4), so the harness can run an age-only lifecycle rule on the
 /// scenario's clock.
 pub const WRITTEN_AT_STAMP: &str = "written_at_stamp";
+/// The capability a program claims to be sent SPEC part SL's requests (retention policies).
+pub const RETENTION_POLICIES: &str = "retention_policies";
 
 /// The capability a step needs of the implementation, if any: one sent only to a program
 /// claiming it, or a harness step that reads what only such a program writes (an age-only rule
@@ -81,6 +83,9 @@ pub fn side(op: &ScopedOp) -> Side {
         | ScopedOp::ApplyLifecycle { .. } => Side::Implementation,
         ScopedOp::CrashAt { .. } => Side::ImplementationWith(CRASH_POINTS),
         ScopedOp::WriteDuringSweep { .. } => Side::ImplementationWith(WRITE_DURING_SWEEP),
+        ScopedOp::SetSessionCount { .. } | ScopedOp::Promote { .. } => {
+            Side::ImplementationWith(RETENTION_POLICIES)
+        }
         ScopedOp::Restart
         | ScopedOp::Faults { .. }
         | ScopedOp::Heal
@@ -474,6 +479,17 @@ pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutc
             .await?;
             ScopedOutcome::Ok
         }
+        ScopedOp::SetSessionCount {
+            workspace,
+            agent,
+            keep_last,
+        } => {
+            s.set_session_count(workspace, agent, *keep_last).await?;
+            ScopedOutcome::Ok
+        }
+        ScopedOp::Promote { turn, from, to } => ScopedOutcome::Written {
+            path: s.promote(&space(s, turn)?, from, to).await?.guest_path(),
+        },
         other => {
             return Err(ScopedError::Config(format!(
                 "{} is not an operation of the store alone",
@@ -510,6 +526,7 @@ fn turn_mut(op: &mut ScopedOp) -> Option<&mut Turn> {
         | ScopedOp::ReadText { turn, .. }
         | ScopedOp::List { turn, .. }
         | ScopedOp::Delete { turn, .. }
+        | ScopedOp::Promote { turn, .. }
         | ScopedOp::DeleteSession { turn } => Some(turn),
         _ => None,
     }

@@ -344,6 +344,9 @@ pub const REASONS: &[&str] = &[
     "database_unavailable",
     "unknown_entity",
     "config",
+    // Part SL's (SPEC SL-1.4).
+    "invalid_policy",
+    "erasure_pending",
 ];
 
 /// What `TURN wait KIND ID` may name (SC-5.3).
@@ -566,6 +569,33 @@ fn action(w: &[String]) -> Result<Action, String> {
         ["bucket", p] => ScopedOp::BucketKeys {
             prefix: if p == "\"\"" { String::new() } else { p.into() },
         },
+        ["keep", "last", n, "sessions" | "session", "of", wa] => {
+            let (ws, agent) = wa
+                .split_once('/')
+                .ok_or_else(|| format!("an agent is workspace/agent, not {wa:?}"))?;
+            ScopedOp::SetSessionCount {
+                workspace: ws.into(),
+                agent: agent.into(),
+                keep_last: Some(n.parse().map_err(|_| {
+                    format!("a count is a whole number, not {:?}", clip(n))
+                })?),
+            }
+        }
+        ["keep", "every", "session", "of", wa] => {
+            let (ws, agent) = wa
+                .split_once('/')
+                .ok_or_else(|| format!("an agent is workspace/agent, not {wa:?}"))?;
+            ScopedOp::SetSessionCount {
+                workspace: ws.into(),
+                agent: agent.into(),
+                keep_last: None,
+            }
+        }
+        [t, "promote", from, "to", to] => ScopedOp::Promote {
+            turn: turn(t)?,
+            from: unquote_or(from),
+            to: unquote_or(to),
+        },
         ["pending", "deletions"] => ScopedOp::PendingDeletions,
         ["deletion", "records"] => ScopedOp::DeletionRecords,
         [t, "write", path, content] => ScopedOp::Write {
@@ -660,6 +690,8 @@ pub fn parse(file: &Path, text: &str) -> Result<Script, ScenarioFileError> {
 pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
     profile: "scoped",
     rule_prefix: "SC-",
+    // Part SL (retention policies) extends part SC: its scenarios are scoped scenarios.
+    also_cites: &["SL-"],
     mutants: || {
         tidemark_reference::scoped::ScopedMutant::ALL
             .iter()

@@ -58,6 +58,7 @@ pub fn parse_file(path: &Path, rules: &RuleIndex) -> Result<Scenario, ScenarioFi
 pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
     profile: "scratchpad",
     rule_prefix: "SP-",
+    also_cites: &[],
     mutants: || ScratchpadMutant::ALL.iter().map(|m| m.id()).collect(),
     capabilities: SCRATCHPAD_CAPABILITIES,
     variants: crate::profiles::scratchpad::variants::VARIANTS,
