@@ -302,6 +302,26 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "repeated-create-is-activity",
         "the generator creates each session once, at setup",
     ),
+    (
+        "count-by-creation",
+        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "count-sweeps-waiting",
+        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "promotion-without-text",
+        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "promotion-moves",
+        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "promotion-past-permissions",
+        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
 ];
 
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's

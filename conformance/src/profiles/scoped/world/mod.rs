@@ -672,6 +672,26 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "workspace-deletion-spares-skills",
         "the world's one skill version is published in the home workspace its guests keep reading, which no one deletes; the workspace the admin deletes holds none",
     ),
+    (
+        "count-by-creation",
+        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "count-sweeps-waiting",
+        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "promotion-without-text",
+        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "promotion-moves",
+        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "promotion-past-permissions",
+        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
 ];
 
 /// `tidemark world --profile scoped`: the scoped world as the engine plays and hunts it.
