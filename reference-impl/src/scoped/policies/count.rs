@@ -46,7 +46,11 @@ impl ScopedStore {
 
     /// The sessions of one agent a count of `keep_last` sweeps now: every session past the
     /// newest `keep_last` by last activity (SL-2.2), not swept yet, with no wait (SL-2.3).
-    fn beyond_the_count(&self, mut standings: Vec<SessionStanding>, keep_last: i64) -> Vec<SessionKey> {
+    fn beyond_the_count(
+        &self,
+        mut standings: Vec<SessionStanding>,
+        keep_last: i64,
+    ) -> Vec<SessionKey> {
         if self.is(ScopedMutant::CountByCreation) {
             standings.sort_by_key(|s| (Reverse(s.created_at_ms), s.key.clone()));
         } else {
@@ -92,12 +96,12 @@ impl ScopedStore {
                         Err(e) => return Err(e),
                     }
                 }
-                let failed: std::collections::BTreeSet<String> =
-                    match self.delete_keys(&keys).await {
-                        Ok(failed) => failed.into_iter().collect(),
-                        Err(ScopedError::Storage { .. }) => keys.iter().cloned().collect(),
-                        Err(e) => return Err(e),
-                    };
+                let failed: std::collections::BTreeSet<String> = match self.delete_keys(&keys).await
+                {
+                    Ok(failed) => failed.into_iter().collect(),
+                    Err(ScopedError::Storage { .. }) => keys.iter().cloned().collect(),
+                    Err(e) => return Err(e),
+                };
                 for (k, o) in keys.iter().zip(&owner) {
                     if failed.contains(k) {
                         incomplete[*o] = true;

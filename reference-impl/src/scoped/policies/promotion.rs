@@ -22,7 +22,12 @@ impl ScopedStore {
         to: &str,
     ) -> Result<Resolved, ScopedError> {
         let src = self
-            .resolve_checked(turn, from, crate::scoped::layout::Purpose::File, Access::Read)
+            .resolve_checked(
+                turn,
+                from,
+                crate::scoped::layout::Purpose::File,
+                Access::Read,
+            )
             .await?;
         let dst = self.resolve_for_change(to, turn).await?;
         if src.scope != Scope::Session {
