@@ -192,10 +192,6 @@ const SL_WITHOUT_MUTANT: &[(&str, &str)] = &[
         "it refuses bad input, which the scenario citing it stages (each refusal and that nothing changed); no mutant accepts an absurd count yet",
     ),
     (
-        "SL-2.1",
-        "counting per agent is staged (another agent's older session keeps its file), but no mutant counts per workspace yet",
-    ),
-    (
         "SL-2.4",
         "a count-swept session's revival, a lowered count and two policies on one agent are staged; the sweep is SC-5's, whose mutants SC's scenarios kill",
     ),

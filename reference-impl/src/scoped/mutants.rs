@@ -48,10 +48,11 @@ pub enum ScopedMutant {
     PromotionWithoutText,
     PromotionMoves,
     PromotionPastPermissions,
+    CountPerWorkspace,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 43] = [
+    pub const ALL: [ScopedMutant; 44] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -95,6 +96,7 @@ impl ScopedMutant {
         ScopedMutant::PromotionWithoutText,
         ScopedMutant::PromotionMoves,
         ScopedMutant::PromotionPastPermissions,
+        ScopedMutant::CountPerWorkspace,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -145,6 +147,7 @@ impl ScopedMutant {
             ScopedMutant::PromotionWithoutText => "promotion-without-text",
             ScopedMutant::PromotionMoves => "promotion-moves",
             ScopedMutant::PromotionPastPermissions => "promotion-past-permissions",
+            ScopedMutant::CountPerWorkspace => "count-per-workspace",
         }
     }
 
@@ -280,6 +283,9 @@ impl ScopedMutant {
             ScopedMutant::PromotionPastPermissions => {
                 "promotion writes the destination without checking its scope's access: a read-only workspace file is overwritten"
             }
+            ScopedMutant::CountPerWorkspace => {
+                "an agent's count policy ranks every session of its workspace: another agent's conversation is swept by it"
+            }
         }
     }
 
@@ -330,6 +336,7 @@ impl ScopedMutant {
             ScopedMutant::PromotionWithoutText => &["SL-6.3"],
             ScopedMutant::PromotionMoves => &["SL-6.1"],
             ScopedMutant::PromotionPastPermissions => &["SL-6.2"],
+            ScopedMutant::CountPerWorkspace => &["SL-2.1"],
         }
     }
 

@@ -322,6 +322,10 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "promotion-past-permissions",
         "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
     ),
+    (
+        "count-per-workspace",
+        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
 ];
 
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's

@@ -844,14 +844,19 @@ impl MetaTx for MemTx {
     async fn claim_agent_sessions(
         &mut self,
         ws: &str,
-        agent: &str,
+        agent: Option<&str>,
     ) -> Result<Vec<SessionStanding>, ScopedError> {
         let me = self.id;
         let mut st = self.shared.lock();
         let standings: Vec<SessionStanding> = {
             let view = self.view(&st);
-            view.sessions_of(ws, agent)
-                .into_iter()
+            let agents = match agent {
+                Some(a) => vec![a.to_string()],
+                None => view.agents_of(ws),
+            };
+            agents
+                .iter()
+                .flat_map(|a| view.sessions_of(ws, a))
                 .filter(|k| !st.held_by_other(&RowKey::Session(k.clone()), Some(me)))
                 .filter_map(|k| {
                     let r = view.session(&k)?;

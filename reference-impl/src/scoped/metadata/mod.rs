@@ -201,13 +201,14 @@ pub trait MetaTx: Send {
         claim: bool,
     ) -> Result<Vec<SessionKey>, ScopedError>;
 
-    /// The agent's sessions, in key order, locked for this transaction; rows another
+    /// The agent's sessions (every agent's of the workspace when `agent` is `None`: the
+    /// count-per-workspace mutant), in key order, locked for this transaction; rows another
     /// transaction holds are skipped (`FOR UPDATE SKIP LOCKED`): a session being written is
     /// left out of the ranking, which only ever keeps more (SPEC SL-2).
     async fn claim_agent_sessions(
         &mut self,
         ws: &str,
-        agent: &str,
+        agent: Option<&str>,
     ) -> Result<Vec<SessionStanding>, ScopedError>;
 
     /// `sweep_unfinished_at_ms = now_ms`: a sweep deleted part of the session's files.

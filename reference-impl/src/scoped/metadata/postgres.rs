@@ -438,17 +438,17 @@ impl MetaTx for PgTx {
     async fn claim_agent_sessions(
         &mut self,
         ws: &str,
-        agent: &str,
+        agent: Option<&str>,
     ) -> Result<Vec<SessionStanding>, ScopedError> {
         let rows = sqlx::query(
-            "SELECT s.id, s.last_activity_ms, COALESCE(s.created_at_ms, s.last_activity_ms),
+            "SELECT s.agent_id, s.id, s.last_activity_ms, COALESCE(s.created_at_ms, s.last_activity_ms),
                     s.files_swept_at_ms IS NOT NULL,
                     EXISTS (SELECT 1 FROM session_waits w
                              WHERE w.workspace_id = s.workspace_id AND w.agent_id = s.agent_id
                                AND w.session_id = s.id)
                FROM sessions s
-              WHERE s.workspace_id = $1 AND s.agent_id = $2
-              ORDER BY s.id
+              WHERE s.workspace_id = $1 AND ($2::text IS NULL OR s.agent_id = $2)
+              ORDER BY s.agent_id, s.id
               FOR UPDATE OF s SKIP LOCKED",
         )
         .bind(ws)
@@ -459,11 +459,11 @@ impl MetaTx for PgTx {
         rows.iter()
             .map(|r| {
                 Ok(SessionStanding {
-                    key: SessionKey::new(ws, agent, r.try_get::<&str, _>(0)?),
-                    last_activity_ms: r.try_get(1)?,
-                    created_at_ms: r.try_get(2)?,
-                    swept: r.try_get(3)?,
-                    waiting: r.try_get(4)?,
+                    key: SessionKey::new(ws, r.try_get::<&str, _>(0)?, r.try_get::<&str, _>(1)?),
+                    last_activity_ms: r.try_get(2)?,
+                    created_at_ms: r.try_get(3)?,
+                    swept: r.try_get(4)?,
+                    waiting: r.try_get(5)?,
                 })
             })
             .collect::<Result<_, sqlx::Error>>()

@@ -76,7 +76,13 @@ impl ScopedStore {
         for (ws, agent, keep_last) in self.metadata().session_counts().await? {
             let mut tx = self.metadata().begin().await?;
             let result: Result<(), ScopedError> = async {
-                let standings = tx.claim_agent_sessions(&ws, &agent).await?;
+                let standings = tx
+                    .claim_agent_sessions(
+                        &ws,
+                        // The mutant counts the workspace's sessions, every agent's.
+                        (!self.is(ScopedMutant::CountPerWorkspace)).then_some(agent.as_str()),
+                    )
+                    .await?;
                 let doomed = self.beyond_the_count(standings, keep_last);
                 if doomed.is_empty() {
                     return Ok(());

@@ -692,6 +692,10 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "promotion-past-permissions",
         "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
     ),
+    (
+        "count-per-workspace",
+        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
 ];
 
 /// `tidemark world --profile scoped`: the scoped world as the engine plays and hunts it.
