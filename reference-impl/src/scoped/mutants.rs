@@ -49,10 +49,11 @@ pub enum ScopedMutant {
     PromotionMoves,
     PromotionPastPermissions,
     CountPerWorkspace,
+    OverflowOutsideSession,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 44] = [
+    pub const ALL: [ScopedMutant; 45] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -97,6 +98,7 @@ impl ScopedMutant {
         ScopedMutant::PromotionMoves,
         ScopedMutant::PromotionPastPermissions,
         ScopedMutant::CountPerWorkspace,
+        ScopedMutant::OverflowOutsideSession,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -148,6 +150,7 @@ impl ScopedMutant {
             ScopedMutant::PromotionMoves => "promotion-moves",
             ScopedMutant::PromotionPastPermissions => "promotion-past-permissions",
             ScopedMutant::CountPerWorkspace => "count-per-workspace",
+            ScopedMutant::OverflowOutsideSession => "overflow-outside-session",
         }
     }
 
@@ -286,6 +289,9 @@ impl ScopedMutant {
             ScopedMutant::CountPerWorkspace => {
                 "an agent's count policy ranks every session of its workspace: another agent's conversation is swept by it"
             }
+            ScopedMutant::OverflowOutsideSession => {
+                "a tool result too large to show is written under agent scope: it outlives its conversation"
+            }
         }
     }
 
@@ -337,6 +343,7 @@ impl ScopedMutant {
             ScopedMutant::PromotionMoves => &["SL-6.1"],
             ScopedMutant::PromotionPastPermissions => &["SL-6.2"],
             ScopedMutant::CountPerWorkspace => &["SL-2.1"],
+            ScopedMutant::OverflowOutsideSession => &["SL-7.2"],
         }
     }
 

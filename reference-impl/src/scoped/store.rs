@@ -84,6 +84,8 @@ pub struct ScopedConfig {
     /// The first segment, under a scope's prefix, that holds extracted text (SC-1.4): its
     /// spelling is the implementation's own, declared to a harness in `init_ok`.
     pub text_segment: String,
+    /// A tool result larger than this is written to a session file (SPEC SL-7.1).
+    pub tool_output_limit_bytes: u64,
 }
 
 /// A rendezvous inside the session sweep (see [`ScopedConfig::sweep_pause`]).
@@ -109,6 +111,7 @@ impl ScopedConfig {
             sweep_pause: None,
             alternatives: std::collections::BTreeSet::new(),
             text_segment: layout::TEXT_DIR.to_string(),
+            tool_output_limit_bytes: super::policies::overflow::DEFAULT_TOOL_OUTPUT_LIMIT_BYTES,
         }
     }
 

@@ -189,6 +189,12 @@ pub enum ScopedOp {
         from: String,
         to: String,
     },
+    /// A tool result handed to the store: shown inline (`content`) or written to a session
+    /// file (`written`) past `tool_output_limit_bytes` (SPEC SL-7).
+    ToolOutput {
+        turn: Turn,
+        content: String,
+    },
 }
 
 /// `queued`, `parked` or `waiting`.
@@ -296,6 +302,13 @@ fn config_from(
                 config.session_file_ttl_days = u32::try_from(*v).map_err(|_| {
                     RealTierError::Scoped(ScopedError::Config(format!(
                         "session_file_ttl_days = {v}"
+                    )))
+                })?
+            }
+            "tool_output_limit_bytes" => {
+                config.tool_output_limit_bytes = u64::try_from(*v).map_err(|_| {
+                    RealTierError::Scoped(ScopedError::Config(format!(
+                        "tool_output_limit_bytes = {v}"
                     )))
                 })?
             }

@@ -326,6 +326,10 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "count-per-workspace",
         "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
     ),
+    (
+        "overflow-outside-session",
+        "the generator has no retention-policy operation yet (a tool result too large to show: SPEC part SL); the scenarios kill it",
+    ),
 ];
 
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's

@@ -83,9 +83,9 @@ pub fn side(op: &ScopedOp) -> Side {
         | ScopedOp::ApplyLifecycle { .. } => Side::Implementation,
         ScopedOp::CrashAt { .. } => Side::ImplementationWith(CRASH_POINTS),
         ScopedOp::WriteDuringSweep { .. } => Side::ImplementationWith(WRITE_DURING_SWEEP),
-        ScopedOp::SetSessionCount { .. } | ScopedOp::Promote { .. } => {
-            Side::ImplementationWith(RETENTION_POLICIES)
-        }
+        ScopedOp::SetSessionCount { .. }
+        | ScopedOp::Promote { .. }
+        | ScopedOp::ToolOutput { .. } => Side::ImplementationWith(RETENTION_POLICIES),
         ScopedOp::Restart
         | ScopedOp::Faults { .. }
         | ScopedOp::Heal
@@ -163,6 +163,10 @@ pub fn config_for(
             "session_file_ttl_days" => {
                 config.session_file_ttl_days = u32::try_from(*v)
                     .map_err(|_| format!("session_file_ttl_days = {v} is out of range"))?
+            }
+            "tool_output_limit_bytes" => {
+                config.tool_output_limit_bytes = u64::try_from(*v)
+                    .map_err(|_| format!("tool_output_limit_bytes = {v} is out of range"))?
             }
             other => return Err(format!("the scoped reference has no knob {other:?}")),
         }
@@ -490,6 +494,18 @@ pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutc
         ScopedOp::Promote { turn, from, to } => ScopedOutcome::Written {
             path: s.promote(&space(s, turn)?, from, to).await?.guest_path(),
         },
+        ScopedOp::ToolOutput { turn, content } => {
+            use tidemark_reference::scoped::policies::overflow::ToolOutput;
+            match s
+                .tool_output(&space(s, turn)?, content.as_bytes().to_vec())
+                .await?
+            {
+                ToolOutput::Inline(bytes) => ScopedOutcome::Content {
+                    content: String::from_utf8_lossy(&bytes).into_owned(),
+                },
+                ToolOutput::Written(path) => ScopedOutcome::Written { path },
+            }
+        }
         other => {
             return Err(ScopedError::Config(format!(
                 "{} is not an operation of the store alone",
@@ -527,6 +543,7 @@ fn turn_mut(op: &mut ScopedOp) -> Option<&mut Turn> {
         | ScopedOp::List { turn, .. }
         | ScopedOp::Delete { turn, .. }
         | ScopedOp::Promote { turn, .. }
+        | ScopedOp::ToolOutput { turn, .. }
         | ScopedOp::DeleteSession { turn } => Some(turn),
         _ => None,
     }

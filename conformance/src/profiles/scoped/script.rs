@@ -135,6 +135,8 @@ pub enum Expect {
     },
     Crashed,
     Published,
+    /// A tool result written to a session file, at a path the implementation chose (SL-7.1).
+    Overflowed,
 }
 
 impl Expect {
@@ -170,6 +172,7 @@ impl Expect {
             ) => sessions == s && deletions == o,
             (Expect::Crashed, ScopedOutcome::Crashed { .. }) => true,
             (Expect::Published, ScopedOutcome::Published { .. }) => true,
+            (Expect::Overflowed, ScopedOutcome::Written { path }) => path.starts_with("session/"),
             _ => false,
         }
     }
@@ -388,7 +391,11 @@ fn faults(plan: FaultPlan) -> ScopedOp {
 
 /// The scoped knobs, each with the range SPEC part SC allows: the idle TTL is a whole number of
 /// days (SC-5.1), at least one, and at most a century.
-pub const SCOPED_KNOBS: &[(&str, i64, i64)] = &[("session_file_ttl_days", 1, 36_500)];
+pub const SCOPED_KNOBS: &[(&str, i64, i64)] = &[
+    ("session_file_ttl_days", 1, 36_500),
+    // SL-7.1: a tool result over this many bytes is written to a session file (up to 1 GiB).
+    ("tool_output_limit_bytes", 1, 1 << 30),
+];
 
 fn knob(name: &str, value: &str, knobs: &mut BTreeMap<String, i64>) -> Result<(), String> {
     let Some(&(_, min, max)) = SCOPED_KNOBS.iter().find(|(n, _, _)| *n == name) else {
@@ -591,6 +598,10 @@ fn action(w: &[String]) -> Result<Action, String> {
                 keep_last: None,
             }
         }
+        [t, "tool", "output", content] => ScopedOp::ToolOutput {
+            turn: turn(t)?,
+            content: unquote(content)?,
+        },
         [t, "promote", from, "to", to] => ScopedOp::Promote {
             turn: turn(t)?,
             from: unquote_or(from),
@@ -666,6 +677,7 @@ fn expect(w: &[String]) -> Result<Expect, String> {
         ["ok"] => Expect::Ok,
         ["crashed"] => Expect::Crashed,
         ["published"] => Expect::Published,
+        ["overflowed"] => Expect::Overflowed,
         ["written", p] => Expect::Written(unquote_or(p)),
         ["refused", r] => Expect::Refused(one_of(r, "refusal reason", REASONS)?),
         ["no", "text"] => Expect::Text(None),

@@ -211,6 +211,10 @@ impl IdMap {
                 from,
                 to,
             },
+            ToolOutput { turn, content } => ToolOutput {
+                turn: self.turn(&turn),
+                content,
+            },
             other @ (Sweep
             | CrashAt { .. }
             | Restart

@@ -696,6 +696,10 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "count-per-workspace",
         "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
     ),
+    (
+        "overflow-outside-session",
+        "the world has no retention-policy operation yet (a tool result too large to show: SPEC part SL); the scenarios kill it",
+    ),
 ];
 
 /// `tidemark world --profile scoped`: the scoped world as the engine plays and hunts it.
