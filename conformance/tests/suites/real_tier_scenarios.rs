@@ -49,6 +49,158 @@ const SF_WITHOUT_MUTANT: &[(&str, &str)] = &[
     ),
 ];
 
+/// The SL rules no scenario stages yet, and why.
+const SL_NOT_STAGED: &[(&str, &str)] = &[
+    (
+        "SL-1.1",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-1.2",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-1.3",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-3.1",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-3.2",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-4.1",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-4.2",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-4.3",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-4.4",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-4.5",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-4.6",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-4.7",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-5.1",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-5.2",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-5.3",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-5.4",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+];
+
+/// The SL rules no mutant breaks, and why none is killed by a scenario yet.
+const SL_WITHOUT_MUTANT: &[(&str, &str)] = &[
+    (
+        "SL-7.1",
+        "the limit is staged on both sides (a result at it shown and nothing written, one past it written to a session file); no mutant moves the limit yet",
+    ),
+    (
+        "SL-1.1",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-1.2",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-1.3",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-3.1",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-3.2",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-4.1",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-4.2",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-4.3",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-4.4",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-4.5",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-4.6",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-4.7",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-5.1",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-5.2",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-5.3",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-5.4",
+        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+    ),
+    (
+        "SL-1.4",
+        "it refuses bad input, which the scenario citing it stages (each refusal and that nothing changed); no mutant accepts an absurd count yet",
+    ),
+    (
+        "SL-2.4",
+        "a count-swept session's revival, a lowered count and two policies on one agent are staged; the sweep is SC-5's, whose mutants SC's scenarios kill",
+    ),
+    (
+        "SL-6.4",
+        "survival of the sweep and the deletion is staged; a promotion raced against a sweep (a `promote ... during sweep` step and its mutant) is not built yet",
+    ),
+];
+
 pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
     let scripts = scoped_scripts()?;
     let rt = shared.rt.clone();
@@ -141,31 +293,37 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
             .collect(),
         &[],
     ));
-    // Part SF (the people's files API) is the scoped profile's too: its scenarios are scoped
-    // scenarios and its mutants scoped mutants.
-    trials.push(every_rule_bites(
-        "SF",
-        scripts
-            .iter()
-            .map(|s| Claims {
-                file: s.file.clone(),
-                rules: s.rules.clone(),
-                kills: s.kills.clone(),
-            })
-            .collect(),
-        ScopedMutant::ALL
-            .iter()
-            .map(|m| (m.id(), m.rules()))
-            .collect(),
-        SF_WITHOUT_MUTANT,
-    ));
-    trials.push(every_rule_cited(
-        "SF",
-        scripts
-            .iter()
-            .map(|s| (s.file.clone(), s.rules.clone()))
-            .collect(),
-        &[],
-    ));
+    // Parts SF (the people's files API) and SL (retention policies) are the scoped profile's
+    // too: their scenarios are scoped scenarios and their mutants scoped mutants.
+    let parts: [(&str, &[(&str, &str)], &[(&str, &str)]); 2] = [
+        ("SF", SF_WITHOUT_MUTANT, &[]),
+        ("SL", SL_WITHOUT_MUTANT, SL_NOT_STAGED),
+    ];
+    for (part, without_mutant, not_staged) in parts {
+        trials.push(every_rule_bites(
+            part,
+            scripts
+                .iter()
+                .map(|s| Claims {
+                    file: s.file.clone(),
+                    rules: s.rules.clone(),
+                    kills: s.kills.clone(),
+                })
+                .collect(),
+            ScopedMutant::ALL
+                .iter()
+                .map(|m| (m.id(), m.rules()))
+                .collect(),
+            without_mutant,
+        ));
+        trials.push(every_rule_cited(
+            part,
+            scripts
+                .iter()
+                .map(|s| (s.file.clone(), s.rules.clone()))
+                .collect(),
+            not_staged,
+        ));
+    }
     Ok(trials)
 }

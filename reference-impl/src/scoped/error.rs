@@ -86,6 +86,12 @@ pub enum ScopedError {
     UnknownEntity { kind: &'static str, id: String },
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A retention policy that would change nothing true (SPEC SL-1.4).
+    #[error("invalid policy: {0}")]
+    InvalidPolicy(String),
+    /// The subject of a pending erasure obligation created again (SPEC SL-4.6).
+    #[error("an erasure of {0} is pending")]
+    ErasurePending(String),
     /// A crash injected at a named point (harness only): the process "dies" there, and a new
     /// store built from what was persisted must pick up the work.
     #[error("crashed at injected point {0:?}")]
@@ -123,6 +129,8 @@ impl ScopedError {
             ScopedError::Database { .. } => "database_unavailable",
             ScopedError::UnknownEntity { .. } => "unknown_entity",
             ScopedError::Config(_) => "config",
+            ScopedError::InvalidPolicy(_) => "invalid_policy",
+            ScopedError::ErasurePending(_) => "erasure_pending",
             ScopedError::Crashed(_) => "crashed",
         }
     }

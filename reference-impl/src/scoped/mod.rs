@@ -11,6 +11,7 @@
 //! - [`lifecycle`]: the bucket lifecycle configuration and its validation.
 //! - [`mutants`]: deliberately broken variants, switched at run time.
 //! - [`alternatives`]: the other side of SPEC.md's variants, which the store can take.
+//! - [`policies`]: retention policies lifecycle rules cannot express (SPEC part SL).
 
 pub mod alternatives;
 pub mod error;
@@ -20,6 +21,7 @@ pub mod metadata;
 pub mod mutants;
 pub mod people;
 pub mod permissions;
+pub mod policies;
 pub mod schema;
 pub mod store;
 

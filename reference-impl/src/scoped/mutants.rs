@@ -57,10 +57,17 @@ pub enum ScopedMutant {
     PathRefusalIsServerError,
     LookalikeScopeAccepted,
     PersonCappedByAgentSettings,
+    CountByCreation,
+    CountSweepsWaiting,
+    PromotionWithoutText,
+    PromotionMoves,
+    PromotionPastPermissions,
+    CountPerWorkspace,
+    OverflowOutsideSession,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 52] = [
+    pub const ALL: [ScopedMutant; 59] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -113,6 +120,13 @@ impl ScopedMutant {
         ScopedMutant::PathRefusalIsServerError,
         ScopedMutant::LookalikeScopeAccepted,
         ScopedMutant::PersonCappedByAgentSettings,
+        ScopedMutant::CountByCreation,
+        ScopedMutant::CountSweepsWaiting,
+        ScopedMutant::PromotionWithoutText,
+        ScopedMutant::PromotionMoves,
+        ScopedMutant::PromotionPastPermissions,
+        ScopedMutant::CountPerWorkspace,
+        ScopedMutant::OverflowOutsideSession,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -172,6 +186,13 @@ impl ScopedMutant {
             ScopedMutant::PathRefusalIsServerError => "path-refusal-is-server-error",
             ScopedMutant::LookalikeScopeAccepted => "lookalike-scope-accepted",
             ScopedMutant::PersonCappedByAgentSettings => "person-capped-by-agent-settings",
+            ScopedMutant::CountByCreation => "count-by-creation",
+            ScopedMutant::CountSweepsWaiting => "count-sweeps-waiting",
+            ScopedMutant::PromotionWithoutText => "promotion-without-text",
+            ScopedMutant::PromotionMoves => "promotion-moves",
+            ScopedMutant::PromotionPastPermissions => "promotion-past-permissions",
+            ScopedMutant::CountPerWorkspace => "count-per-workspace",
+            ScopedMutant::OverflowOutsideSession => "overflow-outside-session",
         }
     }
 
@@ -334,6 +355,27 @@ impl ScopedMutant {
             ScopedMutant::PersonCappedByAgentSettings => {
                 "a person's access is capped by the agent's settings cascade, so nobody can upload reference material to workspace scope, read-only to agents by default"
             }
+            ScopedMutant::CountByCreation => {
+                "a count policy keeps the sessions created last, not the ones active last: the conversation a person is in loses its files because it started first"
+            }
+            ScopedMutant::CountSweepsWaiting => {
+                "a count policy sweeps a session past the count although work waits in it: the conversation resumes without its files"
+            }
+            ScopedMutant::PromotionWithoutText => {
+                "a promoted file is copied without its extracted text: the promoted file reads as having none"
+            }
+            ScopedMutant::PromotionMoves => {
+                "promotion moves the file: the session file the conversation is reading is gone"
+            }
+            ScopedMutant::PromotionPastPermissions => {
+                "promotion writes the destination without checking its scope's access: a read-only workspace file is overwritten"
+            }
+            ScopedMutant::CountPerWorkspace => {
+                "an agent's count policy ranks every session of its workspace: another agent's conversation is swept by it"
+            }
+            ScopedMutant::OverflowOutsideSession => {
+                "a tool result too large to show is written under agent scope: it outlives its conversation"
+            }
         }
     }
 
@@ -393,6 +435,13 @@ impl ScopedMutant {
             ScopedMutant::PathRefusalIsServerError => &["SF-1.5"],
             ScopedMutant::LookalikeScopeAccepted => &["SF-1.1"],
             ScopedMutant::PersonCappedByAgentSettings => &["SF-2.4"],
+            ScopedMutant::CountByCreation => &["SL-2.2"],
+            ScopedMutant::CountSweepsWaiting => &["SL-2.3"],
+            ScopedMutant::PromotionWithoutText => &["SL-6.3"],
+            ScopedMutant::PromotionMoves => &["SL-6.1"],
+            ScopedMutant::PromotionPastPermissions => &["SL-6.2"],
+            ScopedMutant::CountPerWorkspace => &["SL-2.1"],
+            ScopedMutant::OverflowOutsideSession => &["SL-7.2"],
         }
     }
 

@@ -51,6 +51,18 @@ CREATE TABLE IF NOT EXISTS sessions (
 -- cost follows what has expired rather than how many sessions exist.
 -- Databases made before the column existed.
 ALTER TABLE sessions ADD COLUMN IF NOT EXISTS sweep_unfinished_at_ms bigint NULL;
+-- When the session was created: read only by the count-by-creation mutant (SPEC SL-2.2 counts
+-- by last activity).
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS created_at_ms bigint NULL;
+
+-- Count policies (SPEC SL-2): an agent keeps its last `keep_last` sessions' files.
+CREATE TABLE IF NOT EXISTS agent_session_counts (
+    workspace_id text    NOT NULL,
+    agent_id     text    NOT NULL,
+    keep_last    integer NOT NULL CHECK (keep_last >= 1),
+    PRIMARY KEY (workspace_id, agent_id),
+    FOREIGN KEY (workspace_id, agent_id) REFERENCES agents (workspace_id, id) ON DELETE CASCADE
+);
 
 CREATE INDEX IF NOT EXISTS sessions_sweep_candidates
     ON sessions (last_activity_ms)

@@ -86,6 +86,8 @@ pub struct ScopedConfig {
     pub text_segment: String,
     /// The longest upload the people's files API stores (SPEC SF-4.3), in bytes.
     pub max_upload_bytes: u64,
+    /// A tool result larger than this is written to a session file (SPEC SL-7.1).
+    pub tool_output_limit_bytes: u64,
 }
 
 /// SF-4.3's default upload limit: 25 MiB.
@@ -115,6 +117,7 @@ impl ScopedConfig {
             alternatives: std::collections::BTreeSet::new(),
             text_segment: layout::TEXT_DIR.to_string(),
             max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
+            tool_output_limit_bytes: super::policies::overflow::DEFAULT_TOOL_OUTPUT_LIMIT_BYTES,
         }
     }
 
@@ -368,7 +371,7 @@ impl ScopedStore {
         &self.meta
     }
 
-    fn now(&self) -> Timestamp {
+    pub(crate) fn now(&self) -> Timestamp {
         self.clock.now()
     }
 
@@ -376,7 +379,7 @@ impl ScopedStore {
         self.cfg.mutant
     }
 
-    fn is(&self, m: ScopedMutant) -> bool {
+    pub(crate) fn is(&self, m: ScopedMutant) -> bool {
         self.cfg.mutant == Some(m)
     }
 
@@ -407,7 +410,7 @@ impl ScopedStore {
 
     /// [`Self::resolve`] for a write or a delete: under `unknown_skill_writes=read_only`
     /// (SC-2.6's variant) a slug the table lacks is `read_only`, as any skill path is.
-    async fn resolve_for_change(
+    pub(crate) async fn resolve_for_change(
         &self,
         path: &str,
         turn: &TurnSpace,
@@ -427,7 +430,7 @@ impl ScopedStore {
         }
     }
 
-    fn text_key(&self, r: &Resolved) -> String {
+    pub(crate) fn text_key(&self, r: &Resolved) -> String {
         layout::text_key_in(&r.prefix, &r.key, &self.cfg.text_segment)
     }
 
@@ -467,7 +470,7 @@ impl ScopedStore {
         }
     }
 
-    fn crash(&self, point: CrashPoint) -> Result<(), ScopedError> {
+    pub(crate) fn crash(&self, point: CrashPoint) -> Result<(), ScopedError> {
         if self.cfg.crash_at == Some(point) {
             Err(ScopedError::Crashed(point))
         } else {
@@ -590,7 +593,7 @@ impl ScopedStore {
     /// transaction is rolled back at once, not merely dropped: a dropped PostgreSQL
     /// transaction keeps the session's row lock until its pooled connection is next used, and
     /// the sweep (`SKIP LOCKED`) would pass the session by.
-    async fn in_session<T>(
+    pub(crate) async fn in_session<T>(
         &self,
         turn: &TurnSpace,
         op: &'static str,
@@ -725,7 +728,7 @@ impl ScopedStore {
         }
     }
 
-    fn require(
+    pub(crate) fn require(
         &self,
         perms: &Permissions,
         r: &Resolved,
@@ -751,7 +754,7 @@ impl ScopedStore {
     /// Resolves a guest path (SC-2) before anything else is asked (SC-3.5). The
     /// `permission-before-shape` mutant, given a path that does not resolve, first checks the
     /// access its first segment names and answers `permission_denied` if that falls short.
-    async fn resolve_checked(
+    pub(crate) async fn resolve_checked(
         &self,
         turn: &TurnSpace,
         path: &str,
@@ -793,7 +796,7 @@ impl ScopedStore {
 
     /// Puts an object, stamping the write time and, for a file and its text, the sha256 of the
     /// file's content (see [`SOURCE_SHA_META`]).
-    async fn put_tagged(
+    pub(crate) async fn put_tagged(
         &self,
         key: &str,
         bytes: Vec<u8>,
@@ -817,7 +820,7 @@ impl ScopedStore {
         Ok(())
     }
 
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, ScopedError> {
+    pub(crate) async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, ScopedError> {
         Ok(self.get_stamped(key).await?.map(|(b, _)| b))
     }
 
@@ -879,7 +882,7 @@ impl ScopedStore {
         }
     }
 
-    async fn delete_one(&self, key: &str) -> Result<(), ScopedError> {
+    pub(crate) async fn delete_one(&self, key: &str) -> Result<(), ScopedError> {
         self.counters.delete_one.fetch_add(1, Ordering::Relaxed);
         self.send(|| {
             self.s3
@@ -894,7 +897,7 @@ impl ScopedStore {
     }
 
     /// Every key under `prefix`, in key order, one ListObjectsV2 page at a time.
-    async fn list_keys(&self, prefix: &str) -> Result<Vec<(String, u64)>, ScopedError> {
+    pub(crate) async fn list_keys(&self, prefix: &str) -> Result<Vec<(String, u64)>, ScopedError> {
         let mut out = Vec::new();
         let mut token: Option<String> = None;
         loop {
@@ -927,7 +930,7 @@ impl ScopedStore {
     }
 
     /// Deletes keys in batches of 1,000 and returns the keys S3 reported as not deleted.
-    async fn delete_keys(&self, keys: &[String]) -> Result<Vec<String>, ScopedError> {
+    pub(crate) async fn delete_keys(&self, keys: &[String]) -> Result<Vec<String>, ScopedError> {
         let mut failed = Vec::new();
         for chunk in keys.chunks(S3_BATCH) {
             let ids = chunk
@@ -1488,6 +1491,8 @@ impl ScopedStore {
         } else {
             self.sweep_idle_sessions(&mut report).await?;
         }
+        // The policy sweeper's count policies (SPEC SL-2), beside the idle sweep.
+        self.sweep_session_counts(&mut report).await?;
         if self.is(ScopedMutant::SkillsSwept) {
             self.sweep_by_age(layout::SKILLS_CLASS_PREFIX, &mut report)
                 .await?;
@@ -1721,7 +1726,7 @@ impl ScopedStore {
     }
 }
 
-fn session_key(turn: &TurnSpace) -> SessionKey {
+pub(crate) fn session_key(turn: &TurnSpace) -> SessionKey {
     SessionKey::new(
         turn.workspace.as_str(),
         turn.agent.as_str(),
@@ -1731,7 +1736,7 @@ fn session_key(turn: &TurnSpace) -> SessionKey {
 
 /// Commits on success; on failure rolls back at once (see [`ScopedStore::in_session`] for why a
 /// dropped transaction is not enough) and returns the original error.
-async fn settle<T>(
+pub(crate) async fn settle<T>(
     tx: Box<dyn MetaTx>,
     result: Result<T, ScopedError>,
     op: &'static str,

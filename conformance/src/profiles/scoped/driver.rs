@@ -198,6 +198,26 @@ pub enum ScopedOp {
         session: String,
         call: PeopleCall,
     },
+    /// Sets (`Some`) or removes (`None`) an agent's count policy (SPEC SL-2). Any integer is
+    /// carried, so a scenario can stage the refusal of an absurd one (SL-1.4).
+    SetSessionCount {
+        workspace: String,
+        agent: String,
+        #[serde(default)]
+        keep_last: Option<i64>,
+    },
+    /// Copies a session file to agent or workspace scope (SPEC SL-6).
+    Promote {
+        turn: Turn,
+        from: String,
+        to: String,
+    },
+    /// A tool result handed to the store: shown inline (`content`) or written to a session
+    /// file (`written`) past `tool_output_limit_bytes` (SPEC SL-7).
+    ToolOutput {
+        turn: Turn,
+        content: String,
+    },
 }
 
 /// The person a scenario names for a request carrying no credentials.
@@ -337,6 +357,13 @@ fn config_from(
             "max_upload_bytes" => {
                 config.max_upload_bytes = u64::try_from(*v).map_err(|_| {
                     RealTierError::Scoped(ScopedError::Config(format!("max_upload_bytes = {v}")))
+                })?
+            }
+            "tool_output_limit_bytes" => {
+                config.tool_output_limit_bytes = u64::try_from(*v).map_err(|_| {
+                    RealTierError::Scoped(ScopedError::Config(format!(
+                        "tool_output_limit_bytes = {v}"
+                    )))
                 })?
             }
             other => {

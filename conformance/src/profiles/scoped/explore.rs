@@ -336,6 +336,34 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "lookalike-scope-accepted",
         "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
     ),
+    (
+        "count-by-creation",
+        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "count-sweeps-waiting",
+        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "promotion-without-text",
+        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "promotion-moves",
+        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "promotion-past-permissions",
+        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "count-per-workspace",
+        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "overflow-outside-session",
+        "the generator has no retention-policy operation yet (a tool result too large to show: SPEC part SL); the scenarios kill it",
+    ),
 ];
 
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's

@@ -571,6 +571,7 @@ pub fn expect_text(e: &Expect) -> String {
         } => format!("swept {sessions} sessions, {deletions} deletions"),
         Expect::Crashed => "crashed".into(),
         Expect::Published => "published".into(),
+        Expect::Overflowed => "overflowed".into(),
     }
 }
 

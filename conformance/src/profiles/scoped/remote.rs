@@ -56,6 +56,9 @@ pub const WRITTEN_AT_STAMP: &str = "written_at_stamp";
 /// harness sends people's requests over HTTP.
 pub const PEOPLE_API: &str = "people_api";
 
+/// The capability a program claims to be sent SPEC part SL's requests (retention policies).
+pub const RETENTION_POLICIES: &str = "retention_policies";
+
 /// The capability a step needs of the implementation, if any: one sent only to a program
 /// claiming it, or a harness step that reads what only such a program writes (an age-only rule
 /// reads the write stamps, SC-7.4).
@@ -92,6 +95,9 @@ pub fn side(op: &ScopedOp) -> Side {
         ScopedOp::WriteDuringSweep { .. } => Side::ImplementationWith(WRITE_DURING_SWEEP),
         ScopedOp::Person { .. } => Side::ImplementationWith(PEOPLE_API),
         ScopedOp::People { .. } => Side::People,
+        ScopedOp::SetSessionCount { .. }
+        | ScopedOp::Promote { .. }
+        | ScopedOp::ToolOutput { .. } => Side::ImplementationWith(RETENTION_POLICIES),
         ScopedOp::Restart
         | ScopedOp::Faults { .. }
         | ScopedOp::Heal
@@ -173,6 +179,10 @@ pub fn config_for(
             "max_upload_bytes" => {
                 config.max_upload_bytes = u64::try_from(*v)
                     .map_err(|_| format!("max_upload_bytes = {v} is out of range"))?
+            }
+            "tool_output_limit_bytes" => {
+                config.tool_output_limit_bytes = u64::try_from(*v)
+                    .map_err(|_| format!("tool_output_limit_bytes = {v} is out of range"))?
             }
             other => return Err(format!("the scoped reference has no knob {other:?}")),
         }
@@ -540,6 +550,29 @@ pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutc
             .await?;
             ScopedOutcome::Ok
         }
+        ScopedOp::SetSessionCount {
+            workspace,
+            agent,
+            keep_last,
+        } => {
+            s.set_session_count(workspace, agent, *keep_last).await?;
+            ScopedOutcome::Ok
+        }
+        ScopedOp::Promote { turn, from, to } => ScopedOutcome::Written {
+            path: s.promote(&space(s, turn)?, from, to).await?.guest_path(),
+        },
+        ScopedOp::ToolOutput { turn, content } => {
+            use tidemark_reference::scoped::policies::overflow::ToolOutput;
+            match s
+                .tool_output(&space(s, turn)?, content.as_bytes().to_vec())
+                .await?
+            {
+                ToolOutput::Inline(bytes) => ScopedOutcome::Content {
+                    content: String::from_utf8_lossy(&bytes).into_owned(),
+                },
+                ToolOutput::Written(path) => ScopedOutcome::Written { path },
+            }
+        }
         other => {
             return Err(ScopedError::Config(format!(
                 "{} is not an operation of the store alone",
@@ -576,6 +609,8 @@ fn turn_mut(op: &mut ScopedOp) -> Option<&mut Turn> {
         | ScopedOp::ReadText { turn, .. }
         | ScopedOp::List { turn, .. }
         | ScopedOp::Delete { turn, .. }
+        | ScopedOp::Promote { turn, .. }
+        | ScopedOp::ToolOutput { turn, .. }
         | ScopedOp::DeleteSession { turn } => Some(turn),
         _ => None,
     }

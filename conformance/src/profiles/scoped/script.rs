@@ -137,6 +137,8 @@ pub enum Expect {
     },
     Crashed,
     Published,
+    /// A tool result written to a session file, at a path the implementation chose (SL-7.1).
+    Overflowed,
 }
 
 impl Expect {
@@ -172,6 +174,7 @@ impl Expect {
             ) => sessions == s && deletions == o,
             (Expect::Crashed, ScopedOutcome::Crashed { .. }) => true,
             (Expect::Published, ScopedOutcome::Published { .. }) => true,
+            (Expect::Overflowed, ScopedOutcome::Written { path }) => path.starts_with("session/"),
             _ => false,
         }
     }
@@ -350,6 +353,9 @@ pub const REASONS: &[&str] = &[
     "unauthenticated",
     "too_large",
     "invalid_encoding",
+    // Part SL's (SPEC SL-1.4).
+    "invalid_policy",
+    "erasure_pending",
 ];
 
 /// What `TURN wait KIND ID` may name (SC-5.3).
@@ -395,6 +401,8 @@ pub const SCOPED_KNOBS: &[(&str, i64, i64)] = &[
     ("session_file_ttl_days", 1, 36_500),
     // SF-4.3: the people's files API's upload limit, in bytes (up to 1 TiB).
     ("max_upload_bytes", 1, 1 << 40),
+    // SL-7.1: a tool result over this many bytes is written to a session file (up to 1 GiB).
+    ("tool_output_limit_bytes", 1, 1 << 30),
 ];
 
 fn knob(name: &str, value: &str, knobs: &mut BTreeMap<String, i64>) -> Result<(), String> {
@@ -680,6 +688,37 @@ fn action(w: &[String]) -> Result<Action, String> {
         ["bucket", p] => ScopedOp::BucketKeys {
             prefix: if p == "\"\"" { String::new() } else { p.into() },
         },
+        ["keep", "last", n, "sessions" | "session", "of", wa] => {
+            let (ws, agent) = wa
+                .split_once('/')
+                .ok_or_else(|| format!("an agent is workspace/agent, not {wa:?}"))?;
+            ScopedOp::SetSessionCount {
+                workspace: ws.into(),
+                agent: agent.into(),
+                keep_last: Some(n.parse().map_err(|_| {
+                    format!("a count is a whole number, not {:?}", clip(n))
+                })?),
+            }
+        }
+        ["keep", "every", "session", "of", wa] => {
+            let (ws, agent) = wa
+                .split_once('/')
+                .ok_or_else(|| format!("an agent is workspace/agent, not {wa:?}"))?;
+            ScopedOp::SetSessionCount {
+                workspace: ws.into(),
+                agent: agent.into(),
+                keep_last: None,
+            }
+        }
+        [t, "tool", "output", content] => ScopedOp::ToolOutput {
+            turn: turn(t)?,
+            content: unquote(content)?,
+        },
+        [t, "promote", from, "to", to] => ScopedOp::Promote {
+            turn: turn(t)?,
+            from: unquote_or(from),
+            to: unquote_or(to),
+        },
         ["pending", "deletions"] => ScopedOp::PendingDeletions,
         ["deletion", "records"] => ScopedOp::DeletionRecords,
         [t, "write", path, content] => ScopedOp::Write {
@@ -750,6 +789,7 @@ fn expect(w: &[String]) -> Result<Expect, String> {
         ["ok"] => Expect::Ok,
         ["crashed"] => Expect::Crashed,
         ["published"] => Expect::Published,
+        ["overflowed"] => Expect::Overflowed,
         ["written", p] => Expect::Written(unquote_or(p)),
         ["refused", r] => Expect::Refused(one_of(r, "refusal reason", REASONS)?),
         ["no", "text"] => Expect::Text(None),
@@ -774,7 +814,9 @@ pub fn parse(file: &Path, text: &str) -> Result<Script, ScenarioFileError> {
 pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
     profile: "scoped",
     rule_prefix: "SC-",
-    also_cites: &["SF-"],
+    // Parts SF (the people's files API) and SL (retention policies) extend part SC: their
+    // scenarios are scoped scenarios.
+    also_cites: &["SF-", "SL-"],
     mutants: || {
         tidemark_reference::scoped::ScopedMutant::ALL
             .iter()

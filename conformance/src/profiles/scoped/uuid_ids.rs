@@ -219,6 +219,24 @@ impl IdMap {
                 prefix: self.key(&prefix),
                 days,
             },
+            SetSessionCount {
+                workspace,
+                agent,
+                keep_last,
+            } => SetSessionCount {
+                workspace: self.id(&workspace),
+                agent: self.id(&agent),
+                keep_last,
+            },
+            Promote { turn, from, to } => Promote {
+                turn: self.turn(&turn),
+                from,
+                to,
+            },
+            ToolOutput { turn, content } => ToolOutput {
+                turn: self.turn(&turn),
+                content,
+            },
             other @ (Sweep
             | CrashAt { .. }
             | Restart

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use tokio::sync::Notify;
 
-use super::{Entity, MetaTx, Metadata, SessionKey, SessionLayers};
+use super::{Entity, MetaTx, Metadata, SessionKey, SessionLayers, SessionStanding};
 use crate::scoped::error::ScopedError;
 use crate::scoped::permissions::ScopeSettings;
 use crate::scoped::store::{DeletionObligation, DeletionRecord, WaitKind};
@@ -39,6 +39,7 @@ struct SessionRow {
     last_activity_ms: i64,
     files_swept_at_ms: Option<i64>,
     sweep_unfinished_at_ms: Option<i64>,
+    created_at_ms: i64,
 }
 
 /// `(session, kind, wait_id)`: the primary key of `session_waits`.
@@ -52,6 +53,8 @@ struct Tables {
     waits: BTreeSet<WaitRow>,
     deletions: BTreeMap<i64, DeletionObligation>,
     records: BTreeMap<i64, DeletionRecord>,
+    /// `agent_session_counts`: (workspace, agent) -> keep_last (SPEC SL-2).
+    session_counts: BTreeMap<(String, String), i64>,
 }
 
 /// A lockable row.
@@ -73,6 +76,8 @@ struct Overlay {
     waits: BTreeMap<WaitRow, bool>,
     deletions: BTreeMap<i64, Option<DeletionObligation>>,
     records: BTreeMap<i64, DeletionRecord>,
+    /// Count policies removed by a cascade (an agent's deletion).
+    session_counts_removed: BTreeSet<(String, String)>,
 }
 
 impl Overlay {
@@ -107,6 +112,9 @@ impl Overlay {
             put(&mut t.deletions, k, v);
         }
         t.records.extend(self.records);
+        for k in self.session_counts_removed {
+            t.session_counts.remove(&k);
+        }
     }
 }
 
@@ -318,6 +326,7 @@ impl Metadata for MemoryMetadata {
                         last_activity_ms: now_ms,
                         files_swept_at_ms: None,
                         sweep_unfinished_at_ms: None,
+                        created_at_ms: now_ms,
                     },
                 );
                 Some(true)
@@ -460,6 +469,44 @@ impl Metadata for MemoryMetadata {
             .records
             .values()
             .cloned()
+            .collect())
+    }
+
+    async fn set_session_count(
+        &self,
+        ws: &str,
+        agent: &str,
+        keep_last: Option<i64>,
+    ) -> Result<bool, ScopedError> {
+        // The foreign-key check shares the agent row: it waits for a deleter holding it.
+        let parent = RowKey::Agent(ws.to_string(), agent.to_string());
+        let k = (ws.to_string(), agent.to_string());
+        Ok(self
+            .shared
+            .until_free(|st| {
+                if st.held_by_other(&parent, None) {
+                    return None;
+                }
+                if !st.tables.agents.contains_key(&k) {
+                    return Some(false);
+                }
+                match keep_last {
+                    Some(n) => st.tables.session_counts.insert(k.clone(), n),
+                    None => st.tables.session_counts.remove(&k),
+                };
+                Some(true)
+            })
+            .await)
+    }
+
+    async fn session_counts(&self) -> Result<Vec<(String, String, i64)>, ScopedError> {
+        Ok(self
+            .shared
+            .lock()
+            .tables
+            .session_counts
+            .iter()
+            .map(|((w, a), n)| (w.clone(), a.clone(), *n))
             .collect())
     }
 
@@ -761,6 +808,7 @@ impl MetaTx for MemTx {
             last_activity_ms: r.last_activity_ms.max(now_ms),
             files_swept_at_ms: None,
             sweep_unfinished_at_ms: None,
+            ..r
         })
         .await;
         Ok(())
@@ -803,6 +851,41 @@ impl MetaTx for MemTx {
             st.locks.insert(RowKey::Session(k.clone()), self.id);
         }
         Ok(picked)
+    }
+
+    async fn claim_agent_sessions(
+        &mut self,
+        ws: &str,
+        agent: Option<&str>,
+    ) -> Result<Vec<SessionStanding>, ScopedError> {
+        let me = self.id;
+        let mut st = self.shared.lock();
+        let standings: Vec<SessionStanding> = {
+            let view = self.view(&st);
+            let agents = match agent {
+                Some(a) => vec![a.to_string()],
+                None => view.agents_of(ws),
+            };
+            agents
+                .iter()
+                .flat_map(|a| view.sessions_of(ws, a))
+                .filter(|k| !st.held_by_other(&RowKey::Session(k.clone()), Some(me)))
+                .filter_map(|k| {
+                    let r = view.session(&k)?;
+                    Some(SessionStanding {
+                        waiting: view.has_wait(&k),
+                        key: k,
+                        last_activity_ms: r.last_activity_ms,
+                        created_at_ms: r.created_at_ms,
+                        swept: r.files_swept_at_ms.is_some(),
+                    })
+                })
+                .collect()
+        };
+        for s in &standings {
+            st.locks.insert(RowKey::Session(s.key.clone()), me);
+        }
+        Ok(standings)
     }
 
     async fn mark_sweep_unfinished(
@@ -951,6 +1034,7 @@ impl MetaTx for MemTx {
         }
         for a in &cascade.agents {
             o.agents.insert(a.clone(), None);
+            o.session_counts_removed.insert(a.clone());
         }
         if let Some(ws) = &cascade.workspace {
             o.workspaces.insert(ws.clone(), None);

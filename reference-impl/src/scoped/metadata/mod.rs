@@ -73,6 +73,19 @@ pub enum Entity {
     Workspace(String),
 }
 
+/// One of an agent's sessions as a count policy ranks it (SPEC SL-2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionStanding {
+    pub key: SessionKey,
+    pub last_activity_ms: i64,
+    /// When the session was created (only the count-by-creation mutant ranks by it).
+    pub created_at_ms: i64,
+    /// Its files are swept already (`files_swept_at_ms` is set).
+    pub swept: bool,
+    /// Work is queued, parked or waiting in it (SC-5.2).
+    pub waiting: bool,
+}
+
 /// The metadata store. Operations outside a transaction are single statements, committed at
 /// once (each waits, as a PostgreSQL statement would, for a row an open transaction holds).
 #[async_trait]
@@ -144,6 +157,18 @@ pub trait Metadata: Send + Sync {
     /// Every `storage_deletion_records` row, in id order.
     async fn records(&self) -> Result<Vec<DeletionRecord>, ScopedError>;
 
+    /// Sets (`Some`) or removes (`None`) an agent's count policy (SPEC SL-2); `false` when the
+    /// agent does not exist.
+    async fn set_session_count(
+        &self,
+        ws: &str,
+        agent: &str,
+        keep_last: Option<i64>,
+    ) -> Result<bool, ScopedError>;
+
+    /// Every count policy `(workspace, agent, keep_last)`, in key order.
+    async fn session_counts(&self) -> Result<Vec<(String, String, i64)>, ScopedError>;
+
     /// Harness probe: how many statements are waiting for a row lock right now. A race test
     /// uses it to see that a write is blocked behind a sweep rather than merely slow.
     async fn lock_waiters(&self) -> Result<u64, ScopedError>;
@@ -180,6 +205,16 @@ pub trait MetaTx: Send {
         ignoring_waits: bool,
         claim: bool,
     ) -> Result<Vec<SessionKey>, ScopedError>;
+
+    /// The agent's sessions (every agent's of the workspace when `agent` is `None`: the
+    /// count-per-workspace mutant), in key order, locked for this transaction; rows another
+    /// transaction holds are skipped (`FOR UPDATE SKIP LOCKED`): a session being written is
+    /// left out of the ranking, which only ever keeps more (SPEC SL-2).
+    async fn claim_agent_sessions(
+        &mut self,
+        ws: &str,
+        agent: Option<&str>,
+    ) -> Result<Vec<SessionStanding>, ScopedError>;
 
     /// `sweep_unfinished_at_ms = now_ms`: a sweep deleted part of the session's files.
     async fn mark_sweep_unfinished(

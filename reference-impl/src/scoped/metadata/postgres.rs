@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use sqlx::{PgPool, Postgres, Row, Transaction};
 
-use super::{Entity, MetaTx, Metadata, SessionKey, SessionLayers};
+use super::{Entity, MetaTx, Metadata, SessionKey, SessionLayers, SessionStanding};
 use crate::scoped::error::ScopedError;
 use crate::scoped::permissions::{Access, ScopeSettings};
 use crate::scoped::store::{DeletionObligation, DeletionRecord, ScopedStore, WaitKind};
@@ -93,8 +93,8 @@ impl Metadata for PostgresMetadata {
 
     async fn insert_session(&self, key: &SessionKey, now_ms: i64) -> Result<bool, ScopedError> {
         let r = sqlx::query(
-            "INSERT INTO sessions (workspace_id, agent_id, id, last_activity_ms)
-             SELECT $1, $2, $3, $4
+            "INSERT INTO sessions (workspace_id, agent_id, id, last_activity_ms, created_at_ms)
+             SELECT $1, $2, $3, $4, $4
               WHERE EXISTS (SELECT 1 FROM agents WHERE workspace_id = $1 AND id = $2)
              ON CONFLICT DO NOTHING",
         )
@@ -270,6 +270,65 @@ impl Metadata for PostgresMetadata {
             .map_err(ScopedError::db("read deletion records"))
     }
 
+    async fn set_session_count(
+        &self,
+        ws: &str,
+        agent: &str,
+        keep_last: Option<i64>,
+    ) -> Result<bool, ScopedError> {
+        let exists: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM agents WHERE workspace_id = $1 AND id = $2)",
+        )
+        .bind(ws)
+        .bind(agent)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(ScopedError::db("find agent"))?;
+        if !exists {
+            return Ok(false);
+        }
+        let q = match keep_last {
+            Some(n) => sqlx::query(
+                "INSERT INTO agent_session_counts (workspace_id, agent_id, keep_last)
+                 SELECT $1, $2, $3
+                  WHERE EXISTS (SELECT 1 FROM agents WHERE workspace_id = $1 AND id = $2)
+                 ON CONFLICT (workspace_id, agent_id) DO UPDATE SET keep_last = EXCLUDED.keep_last",
+            )
+            .bind(ws)
+            .bind(agent)
+            .bind(n as i32),
+            None => sqlx::query(
+                "DELETE FROM agent_session_counts WHERE workspace_id = $1 AND agent_id = $2",
+            )
+            .bind(ws)
+            .bind(agent),
+        };
+        q.execute(&self.pool)
+            .await
+            .map_err(ScopedError::db("set session count"))?;
+        Ok(true)
+    }
+
+    async fn session_counts(&self) -> Result<Vec<(String, String, i64)>, ScopedError> {
+        let rows = sqlx::query(
+            "SELECT workspace_id, agent_id, keep_last FROM agent_session_counts
+              ORDER BY workspace_id, agent_id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(ScopedError::db("read session counts"))?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get(0)?,
+                    r.try_get(1)?,
+                    i64::from(r.try_get::<i32, _>(2)?),
+                ))
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(ScopedError::db("row"))
+    }
+
     async fn lock_waiters(&self) -> Result<u64, ScopedError> {
         let n: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM pg_stat_activity
@@ -384,6 +443,41 @@ impl MetaTx for PgTx {
                     workspace: row.try_get(0)?,
                     agent: row.try_get(1)?,
                     session: row.try_get(2)?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(ScopedError::db("row"))
+    }
+
+    async fn claim_agent_sessions(
+        &mut self,
+        ws: &str,
+        agent: Option<&str>,
+    ) -> Result<Vec<SessionStanding>, ScopedError> {
+        let rows = sqlx::query(
+            "SELECT s.agent_id, s.id, s.last_activity_ms, COALESCE(s.created_at_ms, s.last_activity_ms),
+                    s.files_swept_at_ms IS NOT NULL,
+                    EXISTS (SELECT 1 FROM session_waits w
+                             WHERE w.workspace_id = s.workspace_id AND w.agent_id = s.agent_id
+                               AND w.session_id = s.id)
+               FROM sessions s
+              WHERE s.workspace_id = $1 AND ($2::text IS NULL OR s.agent_id = $2)
+              ORDER BY s.agent_id, s.id
+              FOR UPDATE OF s SKIP LOCKED",
+        )
+        .bind(ws)
+        .bind(agent)
+        .fetch_all(&mut *self.tx)
+        .await
+        .map_err(ScopedError::db("claim agent sessions"))?;
+        rows.iter()
+            .map(|r| {
+                Ok(SessionStanding {
+                    key: SessionKey::new(ws, r.try_get::<&str, _>(0)?, r.try_get::<&str, _>(1)?),
+                    last_activity_ms: r.try_get(2)?,
+                    created_at_ms: r.try_get(3)?,
+                    swept: r.try_get(4)?,
+                    waiting: r.try_get(5)?,
                 })
             })
             .collect::<Result<_, sqlx::Error>>()

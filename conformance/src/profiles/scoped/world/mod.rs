@@ -730,6 +730,34 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "person-capped-by-agent-settings",
         "the world has no person guest: the people's files API (part SF) is not yet among its calls",
     ),
+    (
+        "count-by-creation",
+        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "count-sweeps-waiting",
+        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "promotion-without-text",
+        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "promotion-moves",
+        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "promotion-past-permissions",
+        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "count-per-workspace",
+        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+    ),
+    (
+        "overflow-outside-session",
+        "the world has no retention-policy operation yet (a tool result too large to show: SPEC part SL); the scenarios kill it",
+    ),
 ];
 
 /// `tidemark world --profile scoped`: the scoped world as the engine plays and hunts it.

@@ -1,0 +1,135 @@
+//! "Keep the last N sessions" (SPEC SL-2): a count per agent, ranked by last activity, swept
+//! as the idle sweep sweeps a session (files and text gone, row kept, marked swept).
+
+use std::cmp::Reverse;
+
+use super::MAX_KEEP_LAST;
+use crate::scoped::error::ScopedError;
+use crate::scoped::layout::Id;
+use crate::scoped::metadata::{SessionKey, SessionStanding};
+use crate::scoped::store::{settle, CrashPoint, ScopedStore, SweepReport};
+use crate::scoped::ScopedMutant;
+
+impl ScopedStore {
+    /// Sets (`Some(n)`) or removes (`None`) an agent's count policy. A count outside
+    /// 1..=[`MAX_KEEP_LAST`] is `invalid_policy` and an agent that does not exist
+    /// `unknown_entity`; either changes nothing (SL-1.4).
+    pub async fn set_session_count(
+        &self,
+        ws: &str,
+        agent: &str,
+        keep_last: Option<i64>,
+    ) -> Result<(), ScopedError> {
+        let mutant = self.config().mutant;
+        let ws = Id::checked(ws, mutant)?;
+        let agent = Id::checked(agent, mutant)?;
+        if let Some(n) = keep_last {
+            if !(1..=MAX_KEEP_LAST).contains(&n) {
+                return Err(ScopedError::InvalidPolicy(format!(
+                    "an agent keeps from 1 to {MAX_KEEP_LAST} sessions, not {n}"
+                )));
+            }
+        }
+        if self
+            .metadata()
+            .set_session_count(ws.as_str(), agent.as_str(), keep_last)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(ScopedError::UnknownEntity {
+                kind: "agent",
+                id: agent.as_str().to_string(),
+            })
+        }
+    }
+
+    /// The sessions of one agent a count of `keep_last` sweeps now: every session past the
+    /// newest `keep_last` by last activity (SL-2.2), not swept yet, with no wait (SL-2.3).
+    fn beyond_the_count(
+        &self,
+        mut standings: Vec<SessionStanding>,
+        keep_last: i64,
+    ) -> Vec<SessionKey> {
+        if self.is(ScopedMutant::CountByCreation) {
+            standings.sort_by_key(|s| (Reverse(s.created_at_ms), s.key.clone()));
+        } else {
+            standings.sort_by_key(|s| (Reverse(s.last_activity_ms), s.key.clone()));
+        }
+        let sweeps_waiting = self.is(ScopedMutant::CountSweepsWaiting);
+        standings
+            .into_iter()
+            .skip(usize::try_from(keep_last).unwrap_or(usize::MAX))
+            .filter(|s| !s.swept && (sweeps_waiting || !s.waiting))
+            .map(|s| s.key)
+            .collect()
+    }
+
+    /// Every count policy, one agent per transaction: the agent's sessions are claimed (rows
+    /// another transaction holds are passed by, SL-1.3), ranked, and those past the count
+    /// emptied in DeleteObjects batches of 1,000 and marked swept in the same transaction;
+    /// a session any of whose keys failed is marked unfinished instead, as SC-5.5 does.
+    pub(crate) async fn sweep_session_counts(
+        &self,
+        report: &mut SweepReport,
+    ) -> Result<(), ScopedError> {
+        for (ws, agent, keep_last) in self.metadata().session_counts().await? {
+            let mut tx = self.metadata().begin().await?;
+            let result: Result<(), ScopedError> = async {
+                let standings = tx
+                    .claim_agent_sessions(
+                        &ws,
+                        // The mutant counts the workspace's sessions, every agent's.
+                        (!self.is(ScopedMutant::CountPerWorkspace)).then_some(agent.as_str()),
+                    )
+                    .await?;
+                let doomed = self.beyond_the_count(standings, keep_last);
+                if doomed.is_empty() {
+                    return Ok(());
+                }
+                let mut keys = Vec::new();
+                let mut owner = Vec::new();
+                let mut incomplete = vec![false; doomed.len()];
+                for (i, session) in doomed.iter().enumerate() {
+                    match self.list_keys(&session.prefix()).await {
+                        Ok(listed) => {
+                            for (k, _) in listed {
+                                keys.push(k);
+                                owner.push(i);
+                            }
+                        }
+                        Err(ScopedError::Storage { .. }) => incomplete[i] = true,
+                        Err(e) => return Err(e),
+                    }
+                }
+                let failed: std::collections::BTreeSet<String> = match self.delete_keys(&keys).await
+                {
+                    Ok(failed) => failed.into_iter().collect(),
+                    Err(ScopedError::Storage { .. }) => keys.iter().cloned().collect(),
+                    Err(e) => return Err(e),
+                };
+                for (k, o) in keys.iter().zip(&owner) {
+                    if failed.contains(k) {
+                        incomplete[*o] = true;
+                    }
+                }
+                report.objects_deleted += (keys.len() - failed.len()) as u64;
+                self.crash(CrashPoint::AfterSessionObjectsDeleted)?;
+                let now = self.now().0;
+                for (i, session) in doomed.iter().enumerate() {
+                    if incomplete[i] {
+                        tx.mark_sweep_unfinished(session, now).await?;
+                        report.sessions_retried_later += 1;
+                    } else {
+                        tx.mark_swept(session, now).await?;
+                        report.sessions_swept += 1;
+                    }
+                }
+                Ok(())
+            }
+            .await;
+            settle(tx, result, "commit count sweep").await?;
+        }
+        Ok(())
+    }
+}
