@@ -37,6 +37,9 @@ const SC_WITHOUT_MUTANT: &[(&str, &str)] = &[
     ),
 ];
 
+/// Rules with the reason each is listed.
+type Reasons = &'static [(&'static str, &'static str)];
+
 /// The SF rules no mutant breaks, and why none can be killed by a scenario.
 const SF_WITHOUT_MUTANT: &[(&str, &str)] = &[
     (
@@ -295,7 +298,7 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
     ));
     // Parts SF (the people's files API) and SL (retention policies) are the scoped profile's
     // too: their scenarios are scoped scenarios and their mutants scoped mutants.
-    let parts: [(&str, &[(&str, &str)], &[(&str, &str)]); 2] = [
+    let parts: [(&str, Reasons, Reasons); 2] = [
         ("SF", SF_WITHOUT_MUTANT, &[]),
         ("SL", SL_WITHOUT_MUTANT, SL_NOT_STAGED),
     ];
