@@ -64,10 +64,11 @@ pub enum ScopedMutant {
     PromotionPastPermissions,
     CountPerWorkspace,
     OverflowOutsideSession,
+    PlusAsSpace,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 59] = [
+    pub const ALL: [ScopedMutant; 60] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -127,6 +128,7 @@ impl ScopedMutant {
         ScopedMutant::PromotionPastPermissions,
         ScopedMutant::CountPerWorkspace,
         ScopedMutant::OverflowOutsideSession,
+        ScopedMutant::PlusAsSpace,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -193,6 +195,7 @@ impl ScopedMutant {
             ScopedMutant::PromotionPastPermissions => "promotion-past-permissions",
             ScopedMutant::CountPerWorkspace => "count-per-workspace",
             ScopedMutant::OverflowOutsideSession => "overflow-outside-session",
+            ScopedMutant::PlusAsSpace => "plus-as-space",
         }
     }
 
@@ -376,6 +379,9 @@ impl ScopedMutant {
             ScopedMutant::OverflowOutsideSession => {
                 "a tool result too large to show is written under agent scope: it outlives its conversation"
             }
+            ScopedMutant::PlusAsSpace => {
+                "the people's API reads a `+` in a path as a space (the rule of HTML forms), so `a+b.md` is stored as `a b.md`, a name the person never typed"
+            }
         }
     }
 
@@ -442,6 +448,7 @@ impl ScopedMutant {
             ScopedMutant::PromotionPastPermissions => &["SL-6.2"],
             ScopedMutant::CountPerWorkspace => &["SL-2.1"],
             ScopedMutant::OverflowOutsideSession => &["SL-7.2"],
+            ScopedMutant::PlusAsSpace => &["SF-3.1"],
         }
     }
 

@@ -364,6 +364,10 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "overflow-outside-session",
         "the generator has no retention-policy operation yet (a tool result too large to show: SPEC part SL); the scenarios kill it",
     ),
+    (
+        "plus-as-space",
+        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+    ),
 ];
 
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's

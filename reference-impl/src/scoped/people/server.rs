@@ -151,11 +151,7 @@ async fn answer(api: &ApiState, req: Request) -> Result<Response, ApiError> {
     let store = api.store();
     let mutant = store.config().mutant;
     let raw_path = req.uri().path().to_string();
-    let target = url::target_with(
-        &raw_path,
-        mutant == Some(ScopedMutant::UrlDecodedTwice),
-        mutant == Some(ScopedMutant::EncodedSlashSplits),
-    );
+    let target = url::target_with(&raw_path, mutant);
     if mutant == Some(ScopedMutant::SessionBeforeCredentials) {
         // The mutant answers an unknown session before it looks at the credentials.
         if let Some(Ok(Target::Listing { session } | Target::File { session, .. })) = &target {

@@ -6,6 +6,7 @@
 use percent_encoding::percent_decode;
 
 use super::ApiError;
+use crate::scoped::ScopedMutant;
 
 /// The URL prefix every route of the API starts with.
 pub const PREFIX: &str = "/v1/agent-sessions/";
@@ -32,19 +33,25 @@ pub enum Target {
 /// Reads `raw_path` (the request target's path, without its query). `decode_twice` is the
 /// `url-decoded-twice` mutant. `None`: no route of the API.
 pub fn target(raw_path: &str, decode_twice: bool) -> Option<Result<Target, ApiError>> {
-    target_with(raw_path, decode_twice, false)
+    let mutant = decode_twice.then_some(ScopedMutant::UrlDecodedTwice);
+    target_with(raw_path, mutant)
 }
 
-/// [`target`]; `slash_splits` is the `encoded-slash-splits` mutant (a decoded `%2F` taken as
-/// a separator).
+/// [`target`] as the reference running `mutant` reads it: the decoding mutants are
+/// `url-decoded-twice`, `encoded-slash-splits` (a decoded `%2F` taken as a separator) and
+/// `plus-as-space` (a `+` read as a space, the rule of HTML forms, not of URL paths).
 pub fn target_with(
     raw_path: &str,
-    decode_twice: bool,
-    slash_splits: bool,
+    mutant: Option<ScopedMutant>,
 ) -> Option<Result<Target, ApiError>> {
+    let decoding = Decoding {
+        twice: mutant == Some(ScopedMutant::UrlDecodedTwice),
+        plus_as_space: mutant == Some(ScopedMutant::PlusAsSpace),
+    };
+    let slash_splits = mutant == Some(ScopedMutant::EncodedSlashSplits);
     let rest = raw_path.strip_prefix(PREFIX)?;
     let (id, tail) = rest.split_once('/')?;
-    let session = match decoded(id, decode_twice) {
+    let session = match decoded(id, decoding) {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
@@ -56,7 +63,7 @@ pub fn target_with(
         Some((s, p)) => (s, Some(p)),
         None => (after, None),
     };
-    let scope = match decoded(scope_raw, decode_twice) {
+    let scope = match decoded(scope_raw, decoding) {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
@@ -66,7 +73,7 @@ pub fn target_with(
         Some(p) => p
             .split('/')
             .map(|segment| {
-                let d = decoded(segment, decode_twice)?;
+                let d = decoded(segment, decoding)?;
                 if d.contains('/') && !slash_splits {
                     // SF-3.2: the one decoding made a separator the path did not have.
                     return Err(ApiError::new(
@@ -87,12 +94,24 @@ pub fn target_with(
     }))
 }
 
+/// How a segment is decoded: once, as SF-3.1 says, unless a mutant says otherwise.
+#[derive(Clone, Copy)]
+struct Decoding {
+    twice: bool,
+    plus_as_space: bool,
+}
+
 /// One segment percent-decoded once (twice for the mutant); a `%` not followed by two
 /// hexadecimal digits stays as it is. Bytes that are not UTF-8 are `invalid_encoding`.
-fn decoded(segment: &str, twice: bool) -> Result<String, ApiError> {
+fn decoded(segment: &str, how: Decoding) -> Result<String, ApiError> {
     let mut bytes: Vec<u8> = percent_decode(segment.as_bytes()).collect();
-    if twice {
+    if how.twice {
         bytes = percent_decode(&bytes).collect();
+    }
+    if how.plus_as_space {
+        for b in bytes.iter_mut().filter(|b| **b == b'+') {
+            *b = b' ';
+        }
     }
     String::from_utf8(bytes).map_err(|_| {
         ApiError::new(
@@ -127,6 +146,20 @@ mod tests {
         assert_eq!(p("session/%FF.md").unwrap_err(), "invalid_encoding");
         assert_eq!(p("session").unwrap(), "session");
         assert_eq!(p("session/").unwrap(), "session/");
+    }
+
+    #[test]
+    fn a_plus_is_a_plus_sign_and_a_space_only_for_the_mutant() {
+        let raw = "/v1/agent-sessions/s1/files/session/a+b%20c.md";
+        for (mutant, want) in [
+            (None, "session/a+b c.md"),
+            (Some(ScopedMutant::PlusAsSpace), "session/a b c.md"),
+        ] {
+            let Some(Ok(Target::File { path, .. })) = target_with(raw, mutant) else {
+                panic!("{raw} is a file's URL");
+            };
+            assert_eq!(path.as_deref(), Ok(want), "{mutant:?}");
+        }
     }
 
     #[test]

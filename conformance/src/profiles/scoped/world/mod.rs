@@ -758,6 +758,10 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "overflow-outside-session",
         "the world has no retention-policy operation yet (a tool result too large to show: SPEC part SL); the scenarios kill it",
     ),
+    (
+        "plus-as-space",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
 ];
 
 /// `tidemark world --profile scoped`: the scoped world as the engine plays and hunts it.
