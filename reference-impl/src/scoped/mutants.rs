@@ -65,10 +65,11 @@ pub enum ScopedMutant {
     CountPerWorkspace,
     OverflowOutsideSession,
     PlusAsSpace,
+    PersonSkipsUnfinishedSweep,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 60] = [
+    pub const ALL: [ScopedMutant; 61] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -129,6 +130,7 @@ impl ScopedMutant {
         ScopedMutant::CountPerWorkspace,
         ScopedMutant::OverflowOutsideSession,
         ScopedMutant::PlusAsSpace,
+        ScopedMutant::PersonSkipsUnfinishedSweep,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -196,6 +198,7 @@ impl ScopedMutant {
             ScopedMutant::CountPerWorkspace => "count-per-workspace",
             ScopedMutant::OverflowOutsideSession => "overflow-outside-session",
             ScopedMutant::PlusAsSpace => "plus-as-space",
+            ScopedMutant::PersonSkipsUnfinishedSweep => "person-skips-unfinished-sweep",
         }
     }
 
@@ -382,6 +385,9 @@ impl ScopedMutant {
             ScopedMutant::PlusAsSpace => {
                 "the people's API reads a `+` in a path as a space (the rule of HTML forms), so `a+b.md` is stored as `a b.md`, a name the person never typed"
             }
+            ScopedMutant::PersonSkipsUnfinishedSweep => {
+                "a person's request to a session whose sweep was interrupted is served from what the sweep left: a download returns a file the sweep found expired"
+            }
         }
     }
 
@@ -449,6 +455,7 @@ impl ScopedMutant {
             ScopedMutant::CountPerWorkspace => &["SL-2.1"],
             ScopedMutant::OverflowOutsideSession => &["SL-7.2"],
             ScopedMutant::PlusAsSpace => &["SF-3.1"],
+            ScopedMutant::PersonSkipsUnfinishedSweep => &["SF-4.1"],
         }
     }
 

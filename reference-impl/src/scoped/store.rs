@@ -674,7 +674,10 @@ impl ScopedStore {
                 kind: "session",
                 id: turn.session.to_string(),
             })?;
-        if layers.sweep_unfinished {
+        // The person-skips-unfinished-sweep mutant serves a person's request from what the
+        // interrupted sweep left.
+        let skipped = turn.person.is_some() && self.is(ScopedMutant::PersonSkipsUnfinishedSweep);
+        if layers.sweep_unfinished && !skipped {
             self.finish_unfinished_sweep(&key).await?;
         }
         if activity {

@@ -762,6 +762,10 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "plus-as-space",
         "the world has no person guest: the people's files API (part SF) is not yet among its calls",
     ),
+    (
+        "person-skips-unfinished-sweep",
+        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+    ),
 ];
 
 /// `tidemark world --profile scoped`: the scoped world as the engine plays and hunts it.
