@@ -46,10 +46,6 @@ const SF_WITHOUT_MUTANT: &[(&str, &str)] = &[
         "SF-1.2",
         "it fixes the shapes of the answers, which the harness's client judges on every answer of every people's step (profiles/scoped/people.rs, tested there): a shape it does not name fails the step, so no mutant can answer otherwise and be judged by its outcome; the names inside them are SF-1.3's, whose mutant is killed",
     ),
-    (
-        "SF-4.1",
-        "an upload is the store's own write, the one the agent's door uses, so SC-4.1, SC-5.3, SC-5.5 and SC-8.2's mutants break it for both doors and are killed by SC's scenarios; the scenarios citing it show an upload's text read by the agent and its file swept with the session",
-    ),
 ];
 
 /// The SL rules no scenario stages yet, and why.
