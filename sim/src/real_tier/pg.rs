@@ -180,6 +180,16 @@ impl PgProvider {
             };
             match reset {
                 Reset::Done => return Ok(db),
+                Reset::OwnConnectionsEnded => {
+                    db.pool.close().await;
+                    let db = self.open(db.name, true).await?;
+                    return match reset_scoped(&db).await? {
+                        Reset::Stale { found } => Err(RealTierError::Postgres {
+                            message: stale_database_message(&db.name, found.as_deref()),
+                        }),
+                        _ => Ok(db),
+                    };
+                }
                 Reset::Stale { found } => {
                     eprintln!("{}", stale_database_message(&db.name, found.as_deref()));
                     self.drop_database_now(db).await?;
@@ -393,6 +403,8 @@ async fn drop_named(admin: &PgConnectOptions, name: &str) -> Result<(), RealTier
 
 enum Reset {
     Done,
+    /// Emptied, but one of the pool's own connections had to be ended: the pool is stale.
+    OwnConnectionsEnded,
     /// The database does not carry this build's schema marker.
     Stale {
         found: Option<String>,
@@ -419,21 +431,26 @@ async fn reset_scoped(db: &TestDatabase) -> Result<Reset, RealTierError> {
     let batch = format!(
         "SELECT obj_description(to_regclass('public.workspaces'), 'pg_class');
          DO $reset$
-         DECLARE tables text;
+         DECLARE tables text; own integer;
          BEGIN
+           PERFORM set_config('tidemark.own_ended', '0', true);
            IF obj_description(to_regclass('public.workspaces'), 'pg_class')
               IS DISTINCT FROM '{marker}' THEN
              RETURN;
            END IF;
-           PERFORM pg_terminate_backend(pid) FROM pg_stat_activity
-            WHERE datname = current_database() AND pid <> pg_backend_pid()
-              AND (application_name IS DISTINCT FROM '{app}' OR state IS DISTINCT FROM 'idle');
+           SELECT count(*) FILTER (WHERE application_name = '{app}') INTO own FROM (
+             SELECT application_name, pg_terminate_backend(pid) FROM pg_stat_activity
+              WHERE datname = current_database() AND pid <> pg_backend_pid()
+                AND (application_name IS DISTINCT FROM '{app}' OR state IS DISTINCT FROM 'idle')
+           ) ended;
+           PERFORM set_config('tidemark.own_ended', own::text, true);
            SELECT string_agg(quote_ident(tablename), ', ' ORDER BY tablename) INTO tables
              FROM pg_tables WHERE schemaname = 'public';
            IF tables IS NOT NULL THEN
              EXECUTE 'TRUNCATE ' || tables || ' RESTART IDENTITY CASCADE';
            END IF;
-         END $reset$;",
+         END $reset$;
+         SELECT current_setting('tidemark.own_ended', true);",
         app = pool_application_name()
     );
     let mut conn = db.pool.acquire().await.map_err(err("connect"))?;
@@ -449,6 +466,17 @@ async fn reset_scoped(db: &TestDatabase) -> Result<Reset, RealTierError> {
     };
     if found.as_deref() != Some(marker.as_str()) {
         return Ok(Reset::Stale { found });
+    }
+    // One of this pool's own connections that was not idle (a transaction its last holder
+    // left open, a statement still running) was ended above; the pool still counts it as
+    // open and, not testing before an acquire, would hand it to the next holder, whose first
+    // statement would fail on a closed socket. The caller opens the pool anew instead.
+    let own_ended: Option<String> = match rows.get(1) {
+        Some(row) => sqlx::Row::try_get(row, 0).map_err(err("read the sessions ended"))?,
+        None => None,
+    };
+    if own_ended.as_deref().is_some_and(|n| n != "0") {
+        return Ok(Reset::OwnConnectionsEnded);
     }
     Ok(Reset::Done)
 }

@@ -265,3 +265,40 @@ async fn a_reused_database_is_new_in_every_table_and_sequence_and_keeps_no_sessi
     drop(probe);
     pg.drop_database(db).await.unwrap();
 }
+
+/// A pooled connection its last holder left inside a transaction (handed back to the pool, so
+/// the pool counts it as idle) is ended by the reset; the next holder never gets it: every
+/// statement on the reused pool succeeds, however many connections the pool hands out. (The
+/// pool does not test a connection before handing it out, so before the reset reopened a pool
+/// whose own connection it had ended, one statement here failed on the closed socket: the
+/// "Broken pipe" of a CI run's scoped hunt.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_left_in_a_transaction_never_reaches_the_next_holder() {
+    let pg = PgProvider::from_environment().await.unwrap();
+    let db = pg.scoped_database("pool_left_open").await.unwrap();
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(db.pool.acquire().await.unwrap());
+    }
+    // Raw BEGINs, which the pool does not see: back in the pool, idle to it, in a transaction
+    // to the server.
+    for c in held.iter_mut() {
+        sqlx::query("BEGIN").execute(&mut **c).await.unwrap();
+    }
+    drop(held);
+    let name = db.name.clone();
+    pg.drop_database(db).await.unwrap();
+
+    let db = pg.scoped_database("pool_left_open").await.unwrap();
+    assert_eq!(db.name, name, "the idle database is reused");
+    let mut held = Vec::new();
+    for i in 0..8 {
+        let mut c = db.pool.acquire().await.unwrap();
+        let one: i32 = sqlx::query_scalar("SELECT 1")
+            .fetch_one(&mut *c)
+            .await
+            .unwrap_or_else(|e| panic!("statement {i} on the reused pool: {e}"));
+        assert_eq!(one, 1);
+        held.push(c);
+    }
+}
