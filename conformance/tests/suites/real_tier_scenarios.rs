@@ -48,72 +48,27 @@ const SF_WITHOUT_MUTANT: &[(&str, &str)] = &[
     ),
 ];
 
+/// Why an SL rule is neither staged nor bitten yet.
+const NOT_BUILT: &str = "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it";
+
 /// The SL rules no scenario stages yet, and why.
 const SL_NOT_STAGED: &[(&str, &str)] = &[
-    (
-        "SL-1.1",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-1.2",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-1.3",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-3.1",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-3.2",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-4.1",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-4.2",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-4.3",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-4.4",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-4.5",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-4.6",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-4.7",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-5.1",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-5.2",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-5.3",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
-    (
-        "SL-5.4",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
-    ),
+    ("SL-1.1", NOT_BUILT),
+    ("SL-1.2", NOT_BUILT),
+    ("SL-1.3", NOT_BUILT),
+    ("SL-3.1", NOT_BUILT),
+    ("SL-3.2", NOT_BUILT),
+    ("SL-4.1", NOT_BUILT),
+    ("SL-4.2", NOT_BUILT),
+    ("SL-4.3", NOT_BUILT),
+    ("SL-4.4", NOT_BUILT),
+    ("SL-4.5", NOT_BUILT),
+    ("SL-4.6", NOT_BUILT),
+    ("SL-4.7", NOT_BUILT),
+    ("SL-5.1", NOT_BUILT),
+    ("SL-5.2", NOT_BUILT),
+    ("SL-5.3", NOT_BUILT),
+    ("SL-5.4", NOT_BUILT),
 ];
 
 /// The SL rules no mutant breaks, and why none is killed by a scenario yet.
@@ -124,67 +79,67 @@ const SL_WITHOUT_MUTANT: &[(&str, &str)] = &[
     ),
     (
         "SL-1.1",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-1.2",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-1.3",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-3.1",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-3.2",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-4.1",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-4.2",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-4.3",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-4.4",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-4.5",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-4.6",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-4.7",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-5.1",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-5.2",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-5.3",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-5.4",
-        "the reference does not build it yet (issue 23's slice built the count policy, promotion and tool-output overflow); its scenarios come with it",
+        NOT_BUILT,
     ),
     (
         "SL-1.4",

@@ -1521,6 +1521,46 @@ impl ScopedStore {
           LIMIT $2
           FOR UPDATE OF s SKIP LOCKED";
 
+    /// Deletes every object under the prefixes of `sessions` (one DeleteObjects per 1,000 keys
+    /// across sessions: the request count approaches the lower bound, list pages +
+    /// ceil(keys / 1000)), counting the deletions in `report`. Answers, per session, whether
+    /// some of its objects may remain (a listing or a deletion failed): an S3 failure costs the
+    /// sessions it touches, never the whole sweep.
+    pub(crate) async fn delete_sessions_objects(
+        &self,
+        sessions: &[SessionKey],
+        report: &mut SweepReport,
+    ) -> Result<Vec<bool>, ScopedError> {
+        let mut keys: Vec<String> = Vec::new();
+        let mut owner: Vec<usize> = Vec::new();
+        let mut incomplete = vec![false; sessions.len()];
+        for (i, session) in sessions.iter().enumerate() {
+            match self.list_keys(&session.prefix()).await {
+                Ok(listed) => {
+                    for (k, _) in listed {
+                        keys.push(k);
+                        owner.push(i);
+                    }
+                }
+                Err(ScopedError::Storage { .. }) => incomplete[i] = true,
+                Err(e) => return Err(e),
+            }
+        }
+        let failed: std::collections::BTreeSet<String> = match self.delete_keys(&keys).await {
+            Ok(failed) => failed.into_iter().collect(),
+            // A whole request failed: which of its keys went is unknown, so none count.
+            Err(ScopedError::Storage { .. }) => keys.iter().cloned().collect(),
+            Err(e) => return Err(e),
+        };
+        for (k, o) in keys.iter().zip(&owner) {
+            if failed.contains(k) {
+                incomplete[*o] = true;
+            }
+        }
+        report.objects_deleted += (keys.len() - failed.len()) as u64;
+        Ok(incomplete)
+    }
+
     async fn sweep_idle_sessions(&self, report: &mut SweepReport) -> Result<(), ScopedError> {
         let cutoff = self.now().0.saturating_sub(self.cfg.ttl_ms());
         let ignoring_waits = self.is(ScopedMutant::WaitsIgnored);
@@ -1545,38 +1585,9 @@ impl ScopedStore {
                     return Ok(false);
                 }
                 let claimed = sessions.len() as i64;
-                let mut keys: Vec<String> = Vec::new();
-                let mut owner: Vec<usize> = Vec::new();
                 // An S3 failure costs the sessions it touches, not the sweep: each claimed
                 // session ends either swept or marked unfinished, never as if never claimed.
-                let mut incomplete = vec![false; sessions.len()];
-                for (i, session) in sessions.iter().enumerate() {
-                    match self.list_keys(&session.prefix()).await {
-                        Ok(listed) => {
-                            for (k, _) in listed {
-                                keys.push(k);
-                                owner.push(i);
-                            }
-                        }
-                        Err(ScopedError::Storage { .. }) => incomplete[i] = true,
-                        Err(e) => return Err(e),
-                    }
-                }
-                // One DeleteObjects per 1,000 keys across sessions: the request count approaches
-                // the lower bound (list pages + ceil(keys / 1000)).
-                let failed: std::collections::BTreeSet<String> = match self.delete_keys(&keys).await
-                {
-                    Ok(failed) => failed.into_iter().collect(),
-                    // A whole request failed: which of its keys went is unknown, so none count.
-                    Err(ScopedError::Storage { .. }) => keys.iter().cloned().collect(),
-                    Err(e) => return Err(e),
-                };
-                for (k, o) in keys.iter().zip(&owner) {
-                    if failed.contains(k) {
-                        incomplete[*o] = true;
-                    }
-                }
-                report.objects_deleted += (keys.len() - failed.len()) as u64;
+                let incomplete = self.delete_sessions_objects(&sessions, report).await?;
                 self.crash(CrashPoint::AfterSessionObjectsDeleted)?;
                 for (i, session) in sessions.iter().enumerate() {
                     if incomplete[i] {

@@ -244,6 +244,12 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
     }
 }
 
+/// Why the generator never reaches part SL's mutants.
+const NO_POLICY_OPERATION: &str = "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it";
+
+/// Why the generator never reaches the mutants of the people's API's HTTP layer.
+const PEOPLE_HTTP_LAYER: &str = "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge";
+
 /// Scoped mutants the exploration generator never reaches, and why; the scenarios kill each
 /// of them (`tidemark mutants --profile scoped`). Reaching them needs the store's error classes
 /// and lifecycle configurations among the generated operations: a new generator version.
@@ -306,59 +312,59 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     ),
     (
         "upload-echoes-raw-path",
-        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+        PEOPLE_HTTP_LAYER,
     ),
     (
         "url-decoded-twice",
-        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+        PEOPLE_HTTP_LAYER,
     ),
     (
         "encoded-slash-splits",
-        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+        PEOPLE_HTTP_LAYER,
     ),
     (
         "upload-unbounded",
-        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+        PEOPLE_HTTP_LAYER,
     ),
     (
         "session-before-credentials",
-        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+        PEOPLE_HTTP_LAYER,
     ),
     (
         "download-served-inline",
-        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+        PEOPLE_HTTP_LAYER,
     ),
     (
         "path-refusal-is-server-error",
-        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+        PEOPLE_HTTP_LAYER,
     ),
     (
         "lookalike-scope-accepted",
-        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+        PEOPLE_HTTP_LAYER,
     ),
     (
         "count-by-creation",
-        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+        NO_POLICY_OPERATION,
     ),
     (
         "count-sweeps-waiting",
-        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+        NO_POLICY_OPERATION,
     ),
     (
         "promotion-without-text",
-        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+        NO_POLICY_OPERATION,
     ),
     (
         "promotion-moves",
-        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+        NO_POLICY_OPERATION,
     ),
     (
         "promotion-past-permissions",
-        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+        NO_POLICY_OPERATION,
     ),
     (
         "count-per-workspace",
-        "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+        NO_POLICY_OPERATION,
     ),
     (
         "overflow-outside-session",
@@ -366,7 +372,7 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     ),
     (
         "plus-as-space",
-        "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge",
+        PEOPLE_HTTP_LAYER,
     ),
     (
         "person-skips-unfinished-sweep",

@@ -87,33 +87,7 @@ impl ScopedStore {
                 if doomed.is_empty() {
                     return Ok(());
                 }
-                let mut keys = Vec::new();
-                let mut owner = Vec::new();
-                let mut incomplete = vec![false; doomed.len()];
-                for (i, session) in doomed.iter().enumerate() {
-                    match self.list_keys(&session.prefix()).await {
-                        Ok(listed) => {
-                            for (k, _) in listed {
-                                keys.push(k);
-                                owner.push(i);
-                            }
-                        }
-                        Err(ScopedError::Storage { .. }) => incomplete[i] = true,
-                        Err(e) => return Err(e),
-                    }
-                }
-                let failed: std::collections::BTreeSet<String> = match self.delete_keys(&keys).await
-                {
-                    Ok(failed) => failed.into_iter().collect(),
-                    Err(ScopedError::Storage { .. }) => keys.iter().cloned().collect(),
-                    Err(e) => return Err(e),
-                };
-                for (k, o) in keys.iter().zip(&owner) {
-                    if failed.contains(k) {
-                        incomplete[*o] = true;
-                    }
-                }
-                report.objects_deleted += (keys.len() - failed.len()) as u64;
+                let incomplete = self.delete_sessions_objects(&doomed, report).await?;
                 self.crash(CrashPoint::AfterSessionObjectsDeleted)?;
                 let now = self.now().0;
                 for (i, session) in doomed.iter().enumerate() {

@@ -54,6 +54,13 @@ use tidemark_sim::seed::MasterSeed;
 use tidemark_sim::trace::Trace;
 use tidemark_sim::turmoil_s3::{endpoint, faulty_memory_service, serve, sim_s3_client, S3_PORT};
 
+/// Why the world never reaches the people's API's mutants.
+const NO_PERSON_GUEST: &str =
+    "the world has no person guest: the people's files API (part SF) is not yet among its calls";
+
+/// Why the world never reaches part SL's mutants.
+const NO_POLICY_CALL: &str = "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it";
+
 const APP: &str = "app";
 const STORE: &str = "s3";
 const PORT: u16 = 7000;
@@ -676,83 +683,83 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     ),
     (
         "upload-echoes-raw-path",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "people-listing-refuses",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "foreign-session-served",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "person-wrong-scope-authority",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "url-decoded-twice",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "upload-not-activity",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "person-delete-needs-only-read",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "encoded-slash-splits",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "upload-unbounded",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "session-before-credentials",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "download-served-inline",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "path-refusal-is-server-error",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "lookalike-scope-accepted",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "person-capped-by-agent-settings",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "count-by-creation",
-        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+        NO_POLICY_CALL,
     ),
     (
         "count-sweeps-waiting",
-        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+        NO_POLICY_CALL,
     ),
     (
         "promotion-without-text",
-        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+        NO_POLICY_CALL,
     ),
     (
         "promotion-moves",
-        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+        NO_POLICY_CALL,
     ),
     (
         "promotion-past-permissions",
-        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+        NO_POLICY_CALL,
     ),
     (
         "count-per-workspace",
-        "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it",
+        NO_POLICY_CALL,
     ),
     (
         "overflow-outside-session",
@@ -760,11 +767,11 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     ),
     (
         "plus-as-space",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
     (
         "person-skips-unfinished-sweep",
-        "the world has no person guest: the people's files API (part SF) is not yet among its calls",
+        NO_PERSON_GUEST,
     ),
 ];
 
