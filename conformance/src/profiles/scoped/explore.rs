@@ -16,8 +16,8 @@ use crate::explore::signature::{text_difference, Signature};
 use crate::explore::text::{tier_option, DivergenceText};
 use crate::profiles::scoped::model::Tier;
 use crate::profiles::scoped::model::{
-    generate, run_ops_taking, Divergence, IdStyle, ModelOp, SequenceError, SequenceRun,
-    DEFAULT_STEPS,
+    generate, run_ops_taking, Divergence, ModelOp, SequenceError, SequenceRun, DEFAULT_STEPS,
+    GENERATOR,
 };
 use crate::profiles::ExploreRequest;
 use crate::variants::Declared;
@@ -90,7 +90,7 @@ impl Explorer for ScopedExplorer<'_> {
             ops,
             mutant,
             None,
-            IdStyle::Uuid,
+            GENERATOR,
             &self.variants,
         )
         .await
@@ -240,12 +240,14 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
         Some(ModelOp::JumpBack { .. }) => ("clock jump back", "SC-5.1"),
         Some(ModelOp::Hostile { .. }) => ("hostile spelling", "SC-2.2"),
         Some(ModelOp::Person { .. }) => ("a person's request", "SF-2.3"),
+        Some(ModelOp::SetCount { .. }) => ("count policy", "SL-2.1"),
+        Some(ModelOp::SetWorkspaceAccess { .. }) => ("agent workspace access", "SC-3.2"),
+        Some(ModelOp::Promote { .. }) => ("promotion", "SL-6.2"),
+        Some(ModelOp::PromoteDuringSweep { .. }) => ("promotion during a sweep", "SL-6.4"),
+        Some(ModelOp::ToolOutput { .. }) => ("tool output", "SL-7.1"),
         None => ("the end", "SC-5.3"),
     }
 }
-
-/// Why the generator never reaches part SL's mutants.
-const NO_POLICY_OPERATION: &str = "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it";
 
 /// Why the generator never reaches the mutants of the people's API's HTTP layer.
 const PEOPLE_HTTP_LAYER: &str = "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge";
@@ -341,34 +343,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "lookalike-scope-accepted",
         PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "count-by-creation",
-        NO_POLICY_OPERATION,
-    ),
-    (
-        "count-sweeps-waiting",
-        NO_POLICY_OPERATION,
-    ),
-    (
-        "promotion-without-text",
-        NO_POLICY_OPERATION,
-    ),
-    (
-        "promotion-moves",
-        NO_POLICY_OPERATION,
-    ),
-    (
-        "promotion-past-permissions",
-        NO_POLICY_OPERATION,
-    ),
-    (
-        "count-per-workspace",
-        NO_POLICY_OPERATION,
-    ),
-    (
-        "overflow-outside-session",
-        "the generator has no retention-policy operation yet (a tool result too large to show: SPEC part SL); the scenarios kill it",
     ),
     (
         "plus-as-space",

@@ -11,8 +11,21 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use tidemark_reference::scoped::Access;
 
-/// Sessions of the sequence, by index: (agent, session) in workspace `w1`.
-pub const SESSIONS: [(&str, &str); 4] = [("a1", "s1"), ("a1", "s2"), ("a2", "s1"), ("a2", "s2")];
+/// Sessions of the sequence, by index: (agent, session) in workspace `w1`. The first
+/// [`SETUP_SESSIONS`] are created at setup; the others (reached from generator 5 on) start at
+/// the first operation that names them, so an agent's sessions are created at different times
+/// and their activity comes out of creation order (SPEC SL-2.2).
+pub const SESSIONS: [(&str, &str); 7] = [
+    ("a1", "s1"),
+    ("a1", "s2"),
+    ("a2", "s1"),
+    ("a2", "s2"),
+    ("a1", "s3"),
+    ("a2", "s3"),
+    ("a1", "s4"),
+];
+/// How many of [`SESSIONS`] exist from setup on.
+pub const SETUP_SESSIONS: usize = 4;
 pub const AGENTS: [&str; 2] = ["a1", "a2"];
 
 /// How the model's short names (`w1`, `a1`, `s1`) reach the store: version 1 of the generator
@@ -26,6 +39,18 @@ pub enum IdStyle {
     Uuid,
 }
 
+/// The generator version of today's seeds.
+pub const GENERATOR: u32 = 5;
+
+/// Whether a sequence of generator `version` gives each operation (and each session created at
+/// setup) a second of the clock of its own: from version 5, so no two sessions ever share a
+/// last activity and a count policy's ranking never meets a tie, which SPEC SL-2.2 leaves to
+/// the implementation. Older versions ran every operation between two advances at one instant,
+/// and replay as they ran.
+pub fn ticks(version: u32) -> bool {
+    version >= 5
+}
+
 /// The only workspace the model uses, by its short name.
 pub const WORKSPACE: &str = "w1";
 
@@ -33,12 +58,14 @@ impl IdStyle {
     /// The generator version a fixture records for this style.
     /// Version 3 is version 2 (UUIDs) with a workspace deleted beside published skills
     /// ([`ModelOp::WorkspaceBeside`]) in the mix; version 4 adds people's requests through the
-    /// people's files API's door of the store ([`ModelOp::Person`], SPEC part SF); a seed's
-    /// workload is version 4's.
+    /// people's files API's door of the store ([`ModelOp::Person`], SPEC part SF); version 5
+    /// adds retention policies (count policies, promotions, tool output: SPEC part SL), three
+    /// sessions created when first used, and one second of the clock per operation
+    /// ([`ticks`]); a seed's workload is version 5's ([`GENERATOR`]).
     pub fn version(self) -> u32 {
         match self {
             IdStyle::Short => 1,
-            IdStyle::Uuid => 4,
+            IdStyle::Uuid => GENERATOR,
         }
     }
 
@@ -46,7 +73,7 @@ impl IdStyle {
     pub fn of_version(v: u32) -> Option<IdStyle> {
         match v {
             1 => Some(IdStyle::Short),
-            2..=4 => Some(IdStyle::Uuid),
+            2..=GENERATOR => Some(IdStyle::Uuid),
             _ => None,
         }
     }
@@ -182,6 +209,42 @@ pub enum ModelOp {
         path: u8,
         scope: u8,
     },
+    /// Part SL's operations (generator 5), run by `policies.rs`. An agent's count policy
+    /// (SL-2): keep its last `keep` sessions, `None` removes it; any integer is sent, so an
+    /// absurd one's refusal is staged too (SL-1.4).
+    SetCount {
+        agent: u8,
+        keep: Option<i64>,
+    },
+    /// Sets the agent layer's workspace access (SC-3.2), keeping its agent access: 0 none,
+    /// 1 read, 2 read-write. A promotion to workspace scope needs read-write.
+    SetWorkspaceAccess {
+        agent: u8,
+        access: u8,
+    },
+    /// A promotion (SL-6) of the session file `path` to the file `dest` of agent scope
+    /// (`workspace` false) or workspace scope; `form` picks a well-formed request or one SPEC
+    /// refuses for its shape (`policies::PromotionForm`).
+    Promote {
+        session: u8,
+        path: u8,
+        dest: u8,
+        workspace: bool,
+        form: u8,
+    },
+    /// A well-formed promotion issued while a sweep holds its candidates (SL-6.4).
+    PromoteDuringSweep {
+        session: u8,
+        path: u8,
+        dest: u8,
+        workspace: bool,
+    },
+    /// A tool result handed to the store (SL-7): `size` 0 under `tool_output_limit_bytes`,
+    /// 1 at it, 2 one byte over it, 3 far over it.
+    ToolOutput {
+        session: u8,
+        size: u8,
+    },
 }
 
 impl ModelOp {
@@ -202,7 +265,10 @@ impl ModelOp {
             | ModelOp::WriteDuringSweep { session: s, .. }
             | ModelOp::DeleteSession { session: s }
             | ModelOp::Hostile { session: s, .. }
-            | ModelOp::Person { session: s, .. } => Some(session(s)),
+            | ModelOp::Person { session: s, .. }
+            | ModelOp::Promote { session: s, .. }
+            | ModelOp::PromoteDuringSweep { session: s, .. }
+            | ModelOp::ToolOutput { session: s, .. } => Some(session(s)),
             _ => None,
         }
     }
@@ -210,9 +276,10 @@ impl ModelOp {
     /// The agent the operation acts for: its session's, or the one it names.
     pub fn agent_touched(&self) -> Option<&'static str> {
         match *self {
-            ModelOp::SetAgentAccess { agent: a, .. } | ModelOp::DeleteAgent { agent: a } => {
-                Some(agent(a))
-            }
+            ModelOp::SetAgentAccess { agent: a, .. }
+            | ModelOp::DeleteAgent { agent: a }
+            | ModelOp::SetCount { agent: a, .. }
+            | ModelOp::SetWorkspaceAccess { agent: a, .. } => Some(agent(a)),
             _ => self.session_touched().map(|i| SESSIONS[i].0),
         }
     }
@@ -386,6 +453,11 @@ impl fmt::Display for ModelOp {
                     )
                 }
             }
+            ModelOp::SetCount { .. }
+            | ModelOp::SetWorkspaceAccess { .. }
+            | ModelOp::Promote { .. }
+            | ModelOp::PromoteDuringSweep { .. }
+            | ModelOp::ToolOutput { .. } => super::policies::describe(self, f),
             ModelOp::Hostile {
                 session,
                 spelling,
@@ -416,7 +488,7 @@ pub fn traversal(p: u8, encoded: bool) -> String {
 /// faulty sweep 2, crashing sweep 2, write during a sweep 5, session deletion 5, agent deletion 1,
 /// store faults 3 (requests 5–20%, keys 10–40%), heal 3, clock jump back 4 (1–48 hours),
 /// hostile spelling 7 (half writes), a workspace deleted beside published skills 1, a person's
-/// request 10 (out of 160 in all).
+/// request 10, and part SL's operations 30 (`policies::one`; out of 190 in all).
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
@@ -425,7 +497,7 @@ pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
 fn one(rng: &mut ChaCha8Rng) -> ModelOp {
     let session = rng.gen_range(0..SESSIONS.len() as u8);
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..160u32) {
+    match rng.gen_range(0..190u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
@@ -509,6 +581,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
             path: p,
             scope: rng.gen_range(0..3),
         },
+        160..=189 => super::policies::one(rng, session, p),
         _ => ModelOp::Hostile {
             session,
             spelling: rng.gen_range(0..super::hostile::SPELLINGS.len() as u8),
