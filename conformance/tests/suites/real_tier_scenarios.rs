@@ -74,10 +74,6 @@ const SL_NOT_STAGED: &[(&str, &str)] = &[
 /// The SL rules no mutant breaks, and why none is killed by a scenario yet.
 const SL_WITHOUT_MUTANT: &[(&str, &str)] = &[
     (
-        "SL-7.1",
-        "the limit is staged on both sides (a result at it shown and nothing written, one past it written to a session file); no mutant moves the limit yet",
-    ),
-    (
         "SL-1.1",
         NOT_BUILT,
     ),

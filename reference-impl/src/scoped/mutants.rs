@@ -66,10 +66,11 @@ pub enum ScopedMutant {
     OverflowOutsideSession,
     PlusAsSpace,
     PersonSkipsUnfinishedSweep,
+    OverflowAtTheLimit,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 61] = [
+    pub const ALL: [ScopedMutant; 62] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -131,6 +132,7 @@ impl ScopedMutant {
         ScopedMutant::OverflowOutsideSession,
         ScopedMutant::PlusAsSpace,
         ScopedMutant::PersonSkipsUnfinishedSweep,
+        ScopedMutant::OverflowAtTheLimit,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -199,6 +201,7 @@ impl ScopedMutant {
             ScopedMutant::OverflowOutsideSession => "overflow-outside-session",
             ScopedMutant::PlusAsSpace => "plus-as-space",
             ScopedMutant::PersonSkipsUnfinishedSweep => "person-skips-unfinished-sweep",
+            ScopedMutant::OverflowAtTheLimit => "overflow-at-the-limit",
         }
     }
 
@@ -388,6 +391,9 @@ impl ScopedMutant {
             ScopedMutant::PersonSkipsUnfinishedSweep => {
                 "a person's request to a session whose sweep was interrupted is served from what the sweep left: a download returns a file the sweep found expired"
             }
+            ScopedMutant::OverflowAtTheLimit => {
+                "a tool result exactly at tool_output_limit_bytes is written to a file instead of shown (the limit compared with < where at or under is shown): the model is sent to read a file for output it could have seen"
+            }
         }
     }
 
@@ -456,6 +462,7 @@ impl ScopedMutant {
             ScopedMutant::OverflowOutsideSession => &["SL-7.2"],
             ScopedMutant::PlusAsSpace => &["SF-3.1"],
             ScopedMutant::PersonSkipsUnfinishedSweep => &["SF-4.1"],
+            ScopedMutant::OverflowAtTheLimit => &["SL-7.1"],
         }
     }
 
