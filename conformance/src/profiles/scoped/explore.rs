@@ -301,14 +301,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "the generator lists only with no prefix",
     ),
     (
-        "delete-needs-only-read",
-        "the generator deletes only session files, which every turn may read and write",
-    ),
-    (
-        "permission-before-shape",
-        "the generator's malformed paths all start in the session scope, which every turn may read and write, so checking its permission first refuses nothing",
-    ),
-    (
         "repeated-create-is-activity",
         "the generator creates each session once, at setup",
     ),

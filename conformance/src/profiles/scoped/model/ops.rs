@@ -495,9 +495,15 @@ pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
 }
 
 fn one(rng: &mut ChaCha8Rng) -> ModelOp {
-    let session = rng.gen_range(0..SESSIONS.len() as u8);
+    // Three operations in four go to the sessions of setup, so each keeps enough files and
+    // activity for the races and sweeps the generator is for; the fourth to any session.
+    let session = if rng.gen_bool(0.75) {
+        rng.gen_range(0..SETUP_SESSIONS as u8)
+    } else {
+        rng.gen_range(0..SESSIONS.len() as u8)
+    };
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..190u32) {
+    match rng.gen_range(0..226u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
@@ -524,21 +530,21 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
             },
             hours: rng.gen_range(0..24),
         },
-        80..=96 => ModelOp::Sweep,
+        80..=96 | 205..=209 => ModelOp::Sweep,
         97..=98 => ModelOp::Write {
             session,
             path: p,
             agent_scope: true,
         },
         99..=100 => ModelOp::List { session },
-        101..=102 => ModelOp::Text { session, path: p },
+        101..=102 | 210..=213 => ModelOp::Text { session, path: p },
         103..=104 => ModelOp::Traversal {
             session,
             path: p,
             encoded: rng.gen_bool(0.5),
         },
         105 => ModelOp::MissingScope { session, path: p },
-        106 => ModelOp::Delete { session, path: p },
+        106 | 214..=215 => ModelOp::Delete { session, path: p },
         107 => ModelOp::WorkspaceWrite { session, path: p },
         108..=111 => ModelOp::SetAgentAccess {
             agent: rng.gen_range(0..AGENTS.len() as u8),
@@ -559,7 +565,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         119..=120 => ModelOp::CrashSweep {
             obligations: rng.gen_bool(0.5),
         },
-        43..=44 | 121..=123 => ModelOp::WriteDuringSweep { session, path: p },
+        43..=44 | 121..=123 | 200..=204 => ModelOp::WriteDuringSweep { session, path: p },
         124..=128 => ModelOp::DeleteSession { session },
         129 => ModelOp::DeleteAgent {
             agent: rng.gen_range(0..AGENTS.len() as u8),
@@ -574,7 +580,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         },
         147 => ModelOp::WorkspaceBeside,
         148..=149 => ModelOp::List { session },
-        150..=159 => ModelOp::Person {
+        150..=159 | 190..=199 | 216..=225 => ModelOp::Person {
             session,
             person: rng.gen_range(0..PEOPLE.len() as u8),
             action: rng.gen_range(0..4),
