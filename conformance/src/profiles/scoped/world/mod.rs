@@ -58,9 +58,6 @@ use tidemark_sim::turmoil_s3::{endpoint, faulty_memory_service, serve, sim_s3_cl
 const NO_PERSON_GUEST: &str =
     "the world has no person guest: the people's files API (part SF) is not yet among its calls";
 
-/// Why the world never reaches part SL's mutants.
-const NO_POLICY_CALL: &str = "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it";
-
 const APP: &str = "app";
 const STORE: &str = "s3";
 const PORT: u16 = 7000;
@@ -68,6 +65,9 @@ const BUCKET: &str = "tidemark";
 const GUESTS: usize = 3;
 const OPS_PER_CLIENT: usize = 30;
 const TTL_DAYS: u32 = 7;
+/// The world's `tool_output_limit_bytes` (SPEC SL-7.1): small, so guests' results fall on both
+/// sides of it cheaply.
+const TOOL_OUTPUT_LIMIT_BYTES: u64 = 64;
 /// How often the sweeper looks at the world clock, in turmoil time.
 const SWEEPER_POLL: Duration = Duration::from_millis(500);
 const SWEEP_INTERVAL_MS: i64 = HOUR_MS;
@@ -289,6 +289,7 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
     let meta = MemoryMetadata::new();
     let mut cfg = ScopedConfig::new(BUCKET);
     cfg.session_file_ttl_days = TTL_DAYS;
+    cfg.tool_output_limit_bytes = TOOL_OUTPUT_LIMIT_BYTES;
     cfg.mutant = mutant;
     // LastModified is not what the scoped profile measures age by; a fixed clock keeps the
     // store's answers independent of the world's jumps.
@@ -326,8 +327,9 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
         });
     }
     // Setup, before any guest. Home: default settings (workspace scope read-only), an editor
-    // that may write the workspace scope and writes its reference file, each guest's agent, and
-    // each guest's shut agent (agent and workspace access none); a skill version. Exposed:
+    // that may write the workspace scope and writes its reference file, each guest's agent
+    // (keeping its last session), and each guest's shut agent (agent and workspace access
+    // none); a skill version. Exposed:
     // workspace scope writable, two agents the guests share.
     let editor = turn(HOME, EDITOR, "e");
     let reference = content_for(&editor, REF_PATH, "setup");
@@ -356,6 +358,14 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
             agent: format!("n{c}"),
             agent_access: Some(Access::None),
             workspace_access: Some(Access::None),
+        });
+        // Each guest's agent keeps its last session (SPEC SL-2): of its kept session (a wait)
+        // and its busy one, the count takes the busy one's files whenever the kept one is
+        // the newer (`oracle::policies`).
+        setup.push(ScopedOp::SetSessionCount {
+            workspace: HOME.into(),
+            agent: format!("g{c}"),
+            keep_last: Some(1),
         });
     }
     setup.push(ScopedOp::CreateWorkspace {
@@ -736,34 +746,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "person-capped-by-agent-settings",
         NO_PERSON_GUEST,
-    ),
-    (
-        "count-by-creation",
-        NO_POLICY_CALL,
-    ),
-    (
-        "count-sweeps-waiting",
-        NO_POLICY_CALL,
-    ),
-    (
-        "promotion-without-text",
-        NO_POLICY_CALL,
-    ),
-    (
-        "promotion-moves",
-        NO_POLICY_CALL,
-    ),
-    (
-        "promotion-past-permissions",
-        NO_POLICY_CALL,
-    ),
-    (
-        "count-per-workspace",
-        NO_POLICY_CALL,
-    ),
-    (
-        "overflow-outside-session",
-        "the world has no retention-policy operation yet (a tool result too large to show: SPEC part SL); the scenarios kill it",
     ),
     (
         "plus-as-space",

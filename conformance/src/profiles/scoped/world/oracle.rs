@@ -1,6 +1,10 @@
 //! The scoped world's oracle. Safety: each guest's exact model of what it wrote ([`Guest`]),
 //! every answer checked against it as it arrives (`Guest::observe`). Liveness: after the heal
-//! and one sweep, what the store and the metadata hold ([`liveness`]).
+//! and one sweep, what the store and the metadata hold ([`liveness`]). Part SL's share (count
+//! policies, promotions, tool results) is in [`policies`].
+
+mod policies;
+pub(super) use policies::PROMOTED;
 
 use std::collections::{BTreeMap, BTreeSet};
 use tidemark_reference::clock::DAY_MS;
@@ -57,8 +61,14 @@ pub(super) fn refused_spellings(t: &Turn) -> Vec<(String, &'static str, &'static
 }
 
 /// Whether `content` may be read at `path` from turn `t`: session files must carry the
-/// session's identity, agent files the agent's, workspace files the workspace's.
+/// session's identity, agent files the agent's (a promoted one, a session file's of that
+/// agent), workspace files the workspace's.
 fn identity_ok(t: &Turn, path: &str, content: &str) -> bool {
+    if let Some(ok) =
+        policies::promoted_identity(&format!("{}/{}/", t.workspace, t.agent), path, content)
+    {
+        return ok;
+    }
     let owner = match path.split('/').next() {
         Some("session") => format!("{}/{}/{}/", t.workspace, t.agent, t.session),
         Some("agent") => format!("{}/{}/", t.workspace, t.agent),
@@ -161,6 +171,8 @@ pub(super) struct Guest {
     sessions: Vec<(Sess, SessionModel)>,
     /// Agent-scope files of the guest's own agent (written through Kept and Active).
     agent_paths: BTreeMap<String, PathModel>,
+    /// Part SL: what the count may take from the busy session, tool results unanswered.
+    policy: policies::PolicyWatch,
     /// What setup put in the home workspace, if setup confirmed it.
     pub(super) reference: Option<String>,
     pub(super) skill_published: bool,
@@ -215,6 +227,7 @@ impl Guest {
             c,
             sessions,
             agent_paths: BTreeMap::new(),
+            policy: policies::PolicyWatch::default(),
             reference: None,
             skill_published: false,
             violations: Vec::new(),
@@ -269,6 +282,7 @@ impl Guest {
 
     /// An operation whose answer never came (timeout, connection lost): it may have happened.
     pub(super) fn unknown(&mut self, s: Sess, op: &ScopedOp) {
+        self.policy_unknown(s, op);
         let (path, v) = match op {
             ScopedOp::Write { path, content, .. } => (path, Some(content.clone())),
             ScopedOp::Delete { path, .. } => (path, None),
@@ -420,6 +434,7 @@ impl Guest {
                 m.allowed.insert(None);
             }
         }
+        self.count_exposure(s);
         match op {
             ScopedOp::AddWait { .. } if ok => {
                 let expirable = self.session(s).expirable(replied);
@@ -453,14 +468,21 @@ impl Guest {
                 }
             }
             ScopedOp::List { prefix: None, .. } => self.check_listing(s, &name, replied, out),
+            ScopedOp::Promote { from, to, .. } => {
+                self.check_promotion(s, &name, (from, to), replied, out)
+            }
+            ScopedOp::ToolOutput { content, .. } => {
+                self.check_tool_output(s, &name, content, replied, out)
+            }
             _ => {}
         }
-        if ok && touches(op) {
+        if ok && (touches(op) || policies::touches(op, out)) {
             let m = self.session_mut(s);
             m.last_activity = Some(sent);
             if m.wait_confirmed {
                 m.protected = true;
             }
+            self.active_at(s, replied);
         }
     }
 
@@ -627,7 +649,10 @@ impl Guest {
         }
         for p in &listed {
             // The shut session's stray scopes are reported above.
-            if !known.contains_key(*p) && (s != Sess::Shut || p.starts_with("session/")) {
+            if !known.contains_key(*p)
+                && (s != Sess::Shut || p.starts_with("session/"))
+                && !self.may_list_unknown(p)
+            {
                 problems.push(format!("lists {p}, which nobody wrote"));
             }
         }
@@ -726,6 +751,7 @@ pub(super) fn liveness(
             }
         }
     }
+    policies::liveness(meta, objects)?;
     // Every object belongs to a live row: what a deleted row (or its cascade) owned must have
     // been recorded as an obligation and swept.
     for key in objects.keys(BUCKET, "") {
