@@ -22,6 +22,7 @@ import urllib.parse
 import psycopg
 
 import layout
+import lifecycle
 import people
 import schema
 from layout import Refused
@@ -546,22 +547,6 @@ class Scoped:
             raise outcome["error"]
         return outcome["reply"]
 
-    # --- Lifecycle (SC-7) --------------------------------------------------------------------
-
-    def apply_lifecycle(self, backstop_days):
-        abort = {"DaysAfterInitiation": 7}
-        rules = [
-            {"ID": "sessions-backstop", "Filter": {"Prefix": "sessions/"}, "Status": "Enabled",
-             "Expiration": {"Days": backstop_days}, "AbortIncompleteMultipartUpload": abort},
-            {"ID": "agents-kept", "Filter": {"Prefix": "agents/"}, "Status": "Enabled",
-             "AbortIncompleteMultipartUpload": abort},
-            {"ID": "workspaces-kept", "Filter": {"Prefix": "workspaces/"}, "Status": "Enabled",
-             "AbortIncompleteMultipartUpload": abort},
-        ]
-        validate_lifecycle(rules, backstop_days, self.ttl_ms // DAY_MS)
-        self.store.put_lifecycle(rules)
-        return {"outcome": "ok"}
-
     # --- Dispatch ----------------------------------------------------------------------------
 
     def handle(self, body):
@@ -601,7 +586,7 @@ class Scoped:
         if op == "sweep":
             return self.sweep()
         if op == "apply_lifecycle":
-            return self.apply_lifecycle(body["session_backstop_days"])
+            return lifecycle.apply(self.store, body["session_backstop_days"], self.ttl_ms // DAY_MS)
         if op == "crash_at":
             if body.get("point") not in CRASH_POINTS:
                 raise ValueError(f"unknown crash point {body.get('point')!r}")
@@ -738,35 +723,6 @@ class PeopleApi:
         files = s.file_op(ids, op, activity=False)
         writable = [sc for sc in people.SCOPES if people.may(people.access_of(claims, ids[2], sc), True)]
         return people.json_answer(200, {"files": files, "writable": writable})
-
-
-def validate_lifecycle(rules, backstop_days, ttl_days):
-    """SC-7.2: the configuration is checked before it is sent; a refusal is `config`."""
-
-    def bad(why):
-        raise Refused("config", f"lifecycle configuration refused: {why}")
-
-    if len(rules) > 1000:
-        bad("more than 1,000 rules")
-    ids = [rule.get("ID", "") for rule in rules]
-    if len(set(ids)) != len(ids) or any(not 1 <= len(i) <= 255 for i in ids):
-        bad("rule ids must be unique and 1-255 characters")
-    for rule in rules:
-        filt = rule.get("Filter", {})
-        kinds = [k for k in ("Prefix", "Tag", "ObjectSizeGreaterThan", "ObjectSizeLessThan", "And") if k in filt]
-        if len(kinds) != 1:
-            bad(f"rule {rule['ID']} needs exactly one filter")
-        if kinds == ["And"] and sum(len(v) if isinstance(v, list) else 1 for v in filt["And"].values()) < 2:
-            bad(f"rule {rule['ID']}: an And filter needs at least two conditions")
-        tagged = kinds == ["Tag"] or (kinds == ["And"] and "Tags" in filt["And"])
-        if tagged and "AbortIncompleteMultipartUpload" in rule:
-            bad(f"rule {rule['ID']}: a tag-filtered rule cannot abort multipart uploads")
-        days = [rule.get("Expiration", {}).get("Days"),
-                rule.get("AbortIncompleteMultipartUpload", {}).get("DaysAfterInitiation")]
-        if any(d is not None and (not isinstance(d, int) or d < 1) for d in days):
-            bad(f"rule {rule['ID']}: days must be whole and at least 1")
-    if backstop_days <= ttl_days:
-        bad(f"the session backstop ({backstop_days} days) must be longer than the idle TTL ({ttl_days} days)")
 
 
 def send(message):
