@@ -403,6 +403,8 @@ pub const SCOPED_KNOBS: &[(&str, i64, i64)] = &[
     ("max_upload_bytes", 1, 1 << 40),
     // SL-7.1: a tool result over this many bytes is written to a session file (up to 1 GiB).
     ("tool_output_limit_bytes", 1, 1 << 30),
+    // SL-3.1: a closed session is swept this many days after its close (default 7).
+    ("close_grace_days", 1, 36_500),
 ];
 
 fn knob(name: &str, value: &str, knobs: &mut BTreeMap<String, i64>) -> Result<(), String> {
@@ -762,7 +764,10 @@ fn action(w: &[String]) -> Result<Action, String> {
             kind: WaitKindName(one_of(kind, "wait kind", WAIT_KINDS)?),
             id: id.into(),
         },
-        _ => return Err(format!("no such step: {}", clip(&s.join(" ")))),
+        _ => match super::script_close::action(&s, turn) {
+            Some(op) => op?,
+            None => return Err(format!("no such step: {}", clip(&s.join(" ")))),
+        },
     };
     Ok(Action::Op(op))
 }
