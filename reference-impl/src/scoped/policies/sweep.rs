@@ -10,7 +10,9 @@
 //!   unfinished if any of its keys failed (SC-5.5), before it commits. A crash before the
 //!   commit leaves the rows unmarked and the next sweep lists what is left and marks it; no mark
 //!   is ever written for a deletion that did not happen.
-//! - A pass holds at most `sweep_chunk` sessions, so a transaction's locks stay bounded.
+//! - A pass takes at most `sweep_chunk` sessions, and stops claiming agents' sessions to rank
+//!   once it holds that many, so a transaction's locks stay bounded (an agent's sessions are
+//!   claimed whole, so one agent with more is ranked in one pass all the same).
 //!
 //! The lifecycle rules are left alone (SL-1.1): the backstop stays on the bucket whatever the
 //! policies sweep.
@@ -95,7 +97,11 @@ impl ScopedStore {
         report: &mut SweepReport,
     ) -> Result<Pass, ScopedError> {
         let mut doomed: BTreeSet<SessionKey> = BTreeSet::new();
-        while *next_agent < counts.len() && doomed.len() < chunk {
+        // Rows this pass holds: a count claims every session of its agent to rank them, so the
+        // pass stops taking agents once it holds a chunk's worth (writes to those sessions wait
+        // for the pass to commit).
+        let mut held = 0;
+        while *next_agent < counts.len() && doomed.len() < chunk && held < chunk {
             let (ws, agent, keep_last) = &counts[*next_agent];
             *next_agent += 1;
             let standings = tx
@@ -105,6 +111,7 @@ impl ScopedStore {
                     (!self.is(ScopedMutant::CountPerWorkspace)).then_some(agent.as_str()),
                 )
                 .await?;
+            held += standings.len();
             doomed.extend(self.beyond_the_count(standings, *keep_last));
         }
         let mut closes_more = false;
