@@ -37,15 +37,18 @@ use tidemark_reference::scratchpad::ScratchpadMutant;
 /// The scoped and rows profiles' names, and the optional behaviours this adapter has.
 const SCOPED: &str = "scoped";
 const ROWS: &str = "rows";
-/// Scoped: the crash points, the raced write and the write stamps an age-only rule reads. Rows:
+/// Scoped: the crash points, the raced write and the write stamps an age-only rule reads, part
+/// SL's policies, a session's close and two sweeps at once. Rows:
 /// a reap's batch size and crash fault. The scratchpad's (SP-1.2's recommended digest unless a
 /// thread is named by its id alone, binary content) are the in-process reference's.
-const OTHER_CAPABILITIES: [&str; 6] = [
+const OTHER_CAPABILITIES: [&str; 8] = [
     remote::CRASH_POINTS,
     remote::WRITE_DURING_SWEEP,
     remote::WRITTEN_AT_STAMP,
     remote::PEOPLE_API,
     remote::RETENTION_POLICIES,
+    remote::SESSION_CLOSE,
+    remote::CONCURRENT_SWEEPS,
     tidemark_conformance::profiles::rows::contract::REAP_BATCHES,
 ];
 

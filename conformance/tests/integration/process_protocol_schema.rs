@@ -294,6 +294,8 @@ fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
         "apply_lifecycle",
         "crash_at",
         "write_during_sweep",
+        "close_session",
+        "concurrent_sweeps",
         "ok",
         "text",
         "published",

@@ -66,10 +66,19 @@ pub enum ScopedMutant {
     OverflowOutsideSession,
     PlusAsSpace,
     PersonSkipsUnfinishedSweep,
+    CloseIsActivity,
+    CloseWaitsForTtl,
+    CloseSweepsWaiting,
+    RepeatedCloseMovesTime,
+    ActivityKeepsClose,
+    PolicyDeletesPerSession,
+    PolicyMarksBeforeDeleting,
+    PolicySweepUnclaimed,
+    SweeperDropsBackstop,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 61] = [
+    pub const ALL: [ScopedMutant; 70] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -131,6 +140,15 @@ impl ScopedMutant {
         ScopedMutant::OverflowOutsideSession,
         ScopedMutant::PlusAsSpace,
         ScopedMutant::PersonSkipsUnfinishedSweep,
+        ScopedMutant::CloseIsActivity,
+        ScopedMutant::CloseWaitsForTtl,
+        ScopedMutant::CloseSweepsWaiting,
+        ScopedMutant::RepeatedCloseMovesTime,
+        ScopedMutant::ActivityKeepsClose,
+        ScopedMutant::PolicyDeletesPerSession,
+        ScopedMutant::PolicyMarksBeforeDeleting,
+        ScopedMutant::PolicySweepUnclaimed,
+        ScopedMutant::SweeperDropsBackstop,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -199,6 +217,15 @@ impl ScopedMutant {
             ScopedMutant::OverflowOutsideSession => "overflow-outside-session",
             ScopedMutant::PlusAsSpace => "plus-as-space",
             ScopedMutant::PersonSkipsUnfinishedSweep => "person-skips-unfinished-sweep",
+            ScopedMutant::CloseIsActivity => "close-is-activity",
+            ScopedMutant::CloseWaitsForTtl => "close-waits-for-ttl",
+            ScopedMutant::CloseSweepsWaiting => "close-sweeps-waiting",
+            ScopedMutant::RepeatedCloseMovesTime => "repeated-close-moves-time",
+            ScopedMutant::ActivityKeepsClose => "activity-keeps-close",
+            ScopedMutant::PolicyDeletesPerSession => "policy-deletes-per-session",
+            ScopedMutant::PolicyMarksBeforeDeleting => "policy-marks-before-deleting",
+            ScopedMutant::PolicySweepUnclaimed => "policy-sweep-unclaimed",
+            ScopedMutant::SweeperDropsBackstop => "sweeper-drops-backstop",
         }
     }
 
@@ -388,6 +415,33 @@ impl ScopedMutant {
             ScopedMutant::PersonSkipsUnfinishedSweep => {
                 "a person's request to a session whose sweep was interrupted is served from what the sweep left: a download returns a file the sweep found expired"
             }
+            ScopedMutant::CloseIsActivity => {
+                "closing a session counts as its activity, so an idle session closed shortly before its TTL keeps its files a TTL past the close"
+            }
+            ScopedMutant::CloseWaitsForTtl => {
+                "a closed session is swept at the later of its close grace and its idle TTL, not the earlier: a closed conversation's files stay until its TTL, and a session idle past its TTL waits for its grace"
+            }
+            ScopedMutant::CloseSweepsWaiting => {
+                "a closed session is swept at the end of its grace although work waits in it: the conversation resumes without its files"
+            }
+            ScopedMutant::RepeatedCloseMovesTime => {
+                "closing a closed session moves its close time to the latest close, so a host repeating its close keeps the files past their week"
+            }
+            ScopedMutant::ActivityKeepsClose => {
+                "activity in a closed session leaves the close in place, so a conversation resumed after its close loses its files a week after the old close"
+            }
+            ScopedMutant::PolicyDeletesPerSession => {
+                "the policy sweep sends one DeleteObjects per session instead of batching its sessions' keys by 1,000 across sessions"
+            }
+            ScopedMutant::PolicyMarksBeforeDeleting => {
+                "the policy sweep marks its sessions swept and commits before deleting their files, so a failed deletion is recorded as done with the files still in the bucket"
+            }
+            ScopedMutant::PolicySweepUnclaimed => {
+                "the policy sweep reads the closed sessions it sweeps without claiming their rows, so two sweeps at once both delete and both record the same session"
+            }
+            ScopedMutant::SweeperDropsBackstop => {
+                "with a retention policy at work, the policy sweep removes the bucket's lifecycle rules as if the sweeper made them redundant: the backstop is gone the day the sweeper stops"
+            }
         }
     }
 
@@ -456,6 +510,15 @@ impl ScopedMutant {
             ScopedMutant::OverflowOutsideSession => &["SL-7.2"],
             ScopedMutant::PlusAsSpace => &["SF-3.1"],
             ScopedMutant::PersonSkipsUnfinishedSweep => &["SF-4.1"],
+            ScopedMutant::CloseIsActivity => &["SL-3.1"],
+            ScopedMutant::CloseWaitsForTtl => &["SL-3.1"],
+            ScopedMutant::CloseSweepsWaiting => &["SL-3.1"],
+            ScopedMutant::RepeatedCloseMovesTime => &["SL-3.2"],
+            ScopedMutant::ActivityKeepsClose => &["SL-3.2"],
+            ScopedMutant::PolicyDeletesPerSession => &["SL-1.2"],
+            ScopedMutant::PolicyMarksBeforeDeleting => &["SL-1.2"],
+            ScopedMutant::PolicySweepUnclaimed => &["SL-1.3"],
+            ScopedMutant::SweeperDropsBackstop => &["SL-1.1"],
         }
     }
 

@@ -55,6 +55,15 @@ ALTER TABLE sessions ADD COLUMN IF NOT EXISTS sweep_unfinished_at_ms bigint NULL
 -- by last activity).
 ALTER TABLE sessions ADD COLUMN IF NOT EXISTS created_at_ms bigint NULL;
 
+-- When the host closed the session (SPEC SL-3): the policy sweep takes it close_grace_days
+-- after, unless activity reopened it first (activity clears it); a repeated close keeps it.
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS closed_at_ms bigint NULL;
+-- The close sweep's candidate scan: closed sessions not yet swept, by close time, so its cost
+-- follows what is closed rather than how many sessions exist.
+CREATE INDEX IF NOT EXISTS sessions_close_candidates
+    ON sessions (closed_at_ms)
+    WHERE closed_at_ms IS NOT NULL AND files_swept_at_ms IS NULL;
+
 -- Count policies (SPEC SL-2): an agent keeps its last `keep_last` sessions' files.
 CREATE TABLE IF NOT EXISTS agent_session_counts (
     workspace_id text    NOT NULL,

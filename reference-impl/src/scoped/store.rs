@@ -88,6 +88,11 @@ pub struct ScopedConfig {
     pub max_upload_bytes: u64,
     /// A tool result larger than this is written to a session file (SPEC SL-7.1).
     pub tool_output_limit_bytes: u64,
+    /// A closed session is swept this many days after its close (SPEC SL-3.1).
+    pub close_grace_days: u32,
+    /// Harness hook: the policy sweep stops after claiming its sessions and before listing
+    /// them, until released, so a test can run a second sweep beside it (SPEC SL-1.3).
+    pub policy_pause: Option<Arc<SweepPause>>,
 }
 
 /// SF-4.3's default upload limit: 25 MiB.
@@ -118,6 +123,8 @@ impl ScopedConfig {
             text_segment: layout::TEXT_DIR.to_string(),
             max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
             tool_output_limit_bytes: super::policies::overflow::DEFAULT_TOOL_OUTPUT_LIMIT_BYTES,
+            close_grace_days: super::policies::close::DEFAULT_CLOSE_GRACE_DAYS,
+            policy_pause: None,
         }
     }
 
@@ -145,7 +152,7 @@ impl ScopedConfig {
         Ok(c)
     }
 
-    fn ttl_ms(&self) -> i64 {
+    pub(crate) fn ttl_ms(&self) -> i64 {
         i64::from(self.session_file_ttl_days) * DAY_MS
     }
 }
@@ -369,6 +376,11 @@ impl ScopedStore {
 
     pub fn metadata(&self) -> &Arc<dyn Metadata> {
         &self.meta
+    }
+
+    /// The S3 client, for a policy module's request the store has no method for.
+    pub(crate) fn s3_client(&self) -> &aws_sdk_s3::Client {
+        &self.s3
     }
 
     pub(crate) fn now(&self) -> Timestamp {
@@ -681,7 +693,8 @@ impl ScopedStore {
             self.finish_unfinished_sweep(&key).await?;
         }
         if activity {
-            tx.touch(&key, self.now().0).await?;
+            // Activity reopens a closed session (SPEC SL-3.2).
+            self.touch_reopening(tx, &key).await?;
         }
         // A person's access is their own grant, never the agent's cascade (SPEC SF-2.4).
         let cascade = Permissions::cascade(
@@ -1494,8 +1507,8 @@ impl ScopedStore {
         } else {
             self.sweep_idle_sessions(&mut report).await?;
         }
-        // The policy sweeper's count policies (SPEC SL-2), beside the idle sweep.
-        self.sweep_session_counts(&mut report).await?;
+        // The policy sweeper (SPEC SL-1): count policies and closes, beside the idle sweep.
+        self.sweep_policies(&mut report).await?;
         if self.is(ScopedMutant::SkillsSwept) {
             self.sweep_by_age(layout::SKILLS_CLASS_PREFIX, &mut report)
                 .await?;
@@ -1574,6 +1587,9 @@ impl ScopedStore {
                 let sessions = tx
                     .claim_idle_sessions(cutoff, self.cfg.sweep_chunk, ignoring_waits, claim)
                     .await?;
+                // The close-waits-for-ttl mutant keeps a closed session past its TTL until its
+                // grace ends (SPEC SL-3.1 takes the earlier of the two).
+                let sessions = self.held_by_close_grace(tx.as_mut(), sessions).await?;
                 if let Some(pause) = &self.cfg.sweep_pause {
                     // Once per rendezvous: a later chunk of the same sweep does not stop again.
                     if !pause.used.swap(true, Ordering::SeqCst) {

@@ -1,7 +1,7 @@
 //! The in-memory metadata store earns its place in the simulation tier by answering like
 //! PostgreSQL: the same seeded random operation sequences (entities, waits, activity, sweeps
 //! that claim or merely read, two claims at once, obligations met or abandoned, deletions with
-//! their cascades and triggers, commits and rollbacks) run on both, and every answer and the
+//! their cascades and triggers, closes and the close sweep's claims, commits and rollbacks) run on both, and every answer and the
 //! tables after every step must be equal, ids included.
 
 use std::sync::Arc;
@@ -216,6 +216,83 @@ async fn step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<String
     })
 }
 
+/// The workspace and agent of the sessions [`close_step`] mostly closes.
+const CLOSES_WS: &str = "w9";
+const CLOSES_AGENT: &str = "c1";
+
+/// One random step of a session's close (SPEC SL-3) on `m`: a close kept, moved or cleared, or
+/// the close sweep's claim beside a second claimer. Drawn from a stream of its own, so the
+/// steps of [`step`] keep the sequences they had before closes existed.
+async fn close_step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<String, String> {
+    Ok(match rng.gen_range(0..2) {
+        0 => {
+            // A close (SPEC SL-3), kept or moved, committed or not, after a turn half the time
+            // (so a session the idle steps swept is closed unswept); activity clears a close.
+            // Mostly a session of the workspace only these steps touch (no step of [`step`]
+            // deletes or rewrites it, so its rows keep their order), made if missing.
+            let k = if rng.gen_bool(0.7) {
+                let k = SessionKey::new(CLOSES_WS, CLOSES_AGENT, pick(rng, &["s1", "s2", "s3"]));
+                m.insert_session(&k, now).await.map_err(err)?;
+                k
+            } else {
+                key(rng)
+            };
+            let (commit, clear, turn) = (rng.gen_bool(0.8), rng.gen_bool(0.2), rng.gen_bool(0.5));
+            let mut tx = m.begin().await.map_err(err)?;
+            let layers = tx.lock_session(&k).await.map_err(err)?;
+            if turn {
+                tx.touch(&k, now).await.map_err(err)?;
+            }
+            let before = tx.closed_at(&k).await.map_err(err)?;
+            tx.set_closed_at(&k, (!clear).then_some(now))
+                .await
+                .map_err(err)?;
+            let after = tx.closed_at(&k).await.map_err(err)?;
+            if commit {
+                tx.commit().await
+            } else {
+                tx.rollback().await
+            }
+            .map_err(err)?;
+            // Work waiting in a closed session holds it (SC-5.2): the claims must pass it by.
+            let waits = if rng.gen_bool(0.3) {
+                m.insert_wait(&k, kind(rng), "c1").await.map_err(err)?
+            } else {
+                false
+            };
+            format!(
+                "close {k:?} clear={clear} turn={turn} commit={commit}: {:?} {before:?} {after:?} wait={waits}",
+                layers.is_some()
+            )
+        }
+        _ => {
+            // The close sweep's claim, beside a second claimer that skips what the first holds.
+            let cutoff = now - rng.gen_range(0..2_000);
+            let (l1, l2) = (rng.gen_range(1..4), rng.gen_range(1..8));
+            let (ignoring, claim) = (rng.gen_bool(0.2), rng.gen_bool(0.8));
+            let mask: u32 = rng.gen();
+            let mut a = m.begin().await.map_err(err)?;
+            let mut b = m.begin().await.map_err(err)?;
+            let ga = a
+                .claim_closed_sessions(cutoff, l1, ignoring, claim)
+                .await
+                .map_err(err)?;
+            let gb = b
+                .claim_closed_sessions(cutoff, l2, false, true)
+                .await
+                .map_err(err)?;
+            for (i, st) in gb.iter().enumerate() {
+                if mask & (1 << i) != 0 {
+                    b.mark_swept(&st.key, now).await.map_err(err)?;
+                }
+            }
+            b.commit().await.map_err(err)?;
+            a.rollback().await.map_err(err)?;
+            format!("close claims {cutoff} {l1} {l2} ignoring={ignoring} claim={claim} mask={mask:b}: {ga:?} {gb:?}")
+        }
+    })
+}
+
 /// Everything observable through the trait, as text.
 async fn tables(m: &dyn Metadata) -> Result<String, String> {
     let mut out = format!(
@@ -231,6 +308,23 @@ async fn tables(m: &dyn Metadata) -> Result<String, String> {
             .await
             .map_err(err)?;
         out.push_str(&format!("unswept ignoring={ignoring} {all:?}\n"));
+        let closed = tx
+            .claim_closed_sessions(i64::MAX, 1000, ignoring, false)
+            .await
+            .map_err(err)?;
+        out.push_str(&format!("closed ignoring={ignoring} {closed:?}\n"));
+    }
+    for (ws, agents) in [
+        ("w1", ["a1", "a2"]),
+        ("w2", ["a1", "a2"]),
+        (CLOSES_WS, [CLOSES_AGENT; 2]),
+    ] {
+        for a in agents {
+            for s in ["s1", "s2", "s3"] {
+                let k = SessionKey::new(ws, a, s);
+                out.push_str(&format!("{:?} ", tx.closed_at(&k).await.map_err(err)?));
+            }
+        }
     }
     tx.rollback().await.map_err(err)?;
     for ws in ["w1", "w2"] {
@@ -263,7 +357,17 @@ async fn the_in_memory_metadata_answers_every_operation_as_postgresql_does() {
         let real = PostgresMetadata::new(db.pool.clone());
         real.migrate().await.unwrap();
         let mem = MemoryMetadata::new();
+        for m in [&real as &dyn Metadata, &mem] {
+            m.upsert_workspace(CLOSES_WS, ScopeSettings::default())
+                .await
+                .unwrap();
+            assert!(m
+                .upsert_agent(CLOSES_WS, CLOSES_AGENT, ScopeSettings::default())
+                .await
+                .unwrap());
+        }
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut closes = ChaCha8Rng::seed_from_u64(seed ^ 0xc105e);
         let mut log = Vec::new();
         for i in 0..STEPS {
             let now = (i as i64) * 1000;
@@ -272,6 +376,18 @@ async fn the_in_memory_metadata_answers_every_operation_as_postgresql_does() {
             let a = step(&real, &mut r1, now).await;
             let b = step(&mem, &mut r2, now).await;
             log.push(format!("{a:?}"));
+            if closes.gen_bool(0.5) {
+                let mut c1 = ChaCha8Rng::seed_from_u64(closes.gen());
+                let mut c2 = c1.clone();
+                let a = close_step(&real, &mut c1, now).await;
+                let b = close_step(&mem, &mut c2, now).await;
+                log.push(format!("{a:?}"));
+                assert_eq!(
+                    b, a,
+                    "seed {seed}, step {i}: memory (left) and PostgreSQL (right) close differently\nsteps:\n{}",
+                    log.join("\n")
+                );
+            }
             assert_eq!(
                 b, a,
                 "seed {seed}, step {i}: memory (left) and PostgreSQL (right) answer differently\nsteps:\n{}",

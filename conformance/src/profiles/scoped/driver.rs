@@ -218,6 +218,14 @@ pub enum ScopedOp {
         turn: Turn,
         content: String,
     },
+    /// The host closes the session (SPEC SL-3): swept `close_grace_days` after, unless activity
+    /// reopens it first.
+    CloseSession {
+        turn: Turn,
+    },
+    /// Two sweeps run at once (SPEC SL-1.3): the second starts once the first has claimed its
+    /// policy sessions and before it deletes anything. Answered with what both swept together.
+    ConcurrentSweeps,
 }
 
 /// The person a scenario names for a request carrying no credentials.
@@ -364,6 +372,11 @@ fn config_from(
                     RealTierError::Scoped(ScopedError::Config(format!(
                         "tool_output_limit_bytes = {v}"
                     )))
+                })?
+            }
+            "close_grace_days" => {
+                config.close_grace_days = u32::try_from(*v).map_err(|_| {
+                    RealTierError::Scoped(ScopedError::Config(format!("close_grace_days = {v}")))
                 })?
             }
             other => {

@@ -31,6 +31,8 @@ pub mod play;
 pub mod process;
 pub mod remote;
 pub mod script;
+pub mod script_close;
+pub mod sweeps_at_once;
 pub mod text_segment;
 pub mod uuid_ids;
 pub mod variants;

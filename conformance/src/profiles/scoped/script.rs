@@ -31,6 +31,8 @@
 //! - `apply lifecycle BACKSTOP_DAYS`, `lifecycle age-only PREFIX DAYS` (runs an age-only rule
 //!   with AWS semantics and answers the keys it deleted)
 //! - `bucket PREFIX`, `pending deletions`, `deletion records`, `lifecycle rules`
+//! - `close session W/A/S`, `sweep twice at once` (SPEC SL-3, SL-1.3; parsed by
+//!   `script_close.rs`, which [`action`] falls through to)
 //!
 //! Expectations after `=>` (a step without one must answer `ok`): `ok`, `written PATH`,
 //! `"CONTENT"`, `text "TEXT"`, `no text`, `[a, b, ...]`, `in order [a, b, ...]`, `refused REASON`,
@@ -403,6 +405,8 @@ pub const SCOPED_KNOBS: &[(&str, i64, i64)] = &[
     ("max_upload_bytes", 1, 1 << 40),
     // SL-7.1: a tool result over this many bytes is written to a session file (up to 1 GiB).
     ("tool_output_limit_bytes", 1, 1 << 30),
+    // SL-3.1: a closed session is swept this many days after its close (default 7).
+    ("close_grace_days", 1, 36_500),
 ];
 
 fn knob(name: &str, value: &str, knobs: &mut BTreeMap<String, i64>) -> Result<(), String> {
@@ -762,7 +766,10 @@ fn action(w: &[String]) -> Result<Action, String> {
             kind: WaitKindName(one_of(kind, "wait kind", WAIT_KINDS)?),
             id: id.into(),
         },
-        _ => return Err(format!("no such step: {}", clip(&s.join(" ")))),
+        _ => match super::script_close::action(&s, turn) {
+            Some(op) => op?,
+            None => return Err(format!("no such step: {}", clip(&s.join(" ")))),
+        },
     };
     Ok(Action::Op(op))
 }

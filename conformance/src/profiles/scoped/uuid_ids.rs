@@ -237,7 +237,11 @@ impl IdMap {
                 turn: self.turn(&turn),
                 content,
             },
+            CloseSession { turn } => CloseSession {
+                turn: self.turn(&turn),
+            },
             other @ (Sweep
+            | ConcurrentSweeps
             | CrashAt { .. }
             | Restart
             | Faults { .. }

@@ -40,6 +40,8 @@ struct SessionRow {
     files_swept_at_ms: Option<i64>,
     sweep_unfinished_at_ms: Option<i64>,
     created_at_ms: i64,
+    /// When the host closed the session (SPEC SL-3); cleared by activity.
+    closed_at_ms: Option<i64>,
 }
 
 /// `(session, kind, wait_id)`: the primary key of `session_waits`.
@@ -327,6 +329,7 @@ impl Metadata for MemoryMetadata {
                         files_swept_at_ms: None,
                         sweep_unfinished_at_ms: None,
                         created_at_ms: now_ms,
+                        closed_at_ms: None,
                     },
                 );
                 Some(true)
@@ -808,6 +811,7 @@ impl MetaTx for MemTx {
             last_activity_ms: r.last_activity_ms.max(now_ms),
             files_swept_at_ms: None,
             sweep_unfinished_at_ms: None,
+            closed_at_ms: None,
             ..r
         })
         .await;
@@ -886,6 +890,74 @@ impl MetaTx for MemTx {
             st.locks.insert(RowKey::Session(s.key.clone()), me);
         }
         Ok(standings)
+    }
+
+    async fn closed_at(&mut self, key: &SessionKey) -> Result<Option<i64>, ScopedError> {
+        let st = self.shared.lock();
+        Ok(self.view(&st).session(key).and_then(|r| r.closed_at_ms))
+    }
+
+    async fn set_closed_at(
+        &mut self,
+        key: &SessionKey,
+        closed_at_ms: Option<i64>,
+    ) -> Result<(), ScopedError> {
+        self.update_session(key, |r| SessionRow { closed_at_ms, ..r })
+            .await;
+        Ok(())
+    }
+
+    async fn claim_closed_sessions(
+        &mut self,
+        cutoff_ms: i64,
+        limit: i64,
+        ignoring_waits: bool,
+        claim: bool,
+    ) -> Result<Vec<SessionStanding>, ScopedError> {
+        let limit = usize::try_from(limit.max(0)).unwrap_or(usize::MAX);
+        let me = self.id;
+        let mut st = self.shared.lock();
+        let picked: Vec<SessionStanding> = {
+            // Without the claim the mutant reads outside the transaction: committed rows only.
+            let empty = Overlay::default();
+            let view = View {
+                t: &st.tables,
+                o: if claim { &self.overlay } else { &empty },
+            };
+            let mut keys: BTreeSet<&SessionKey> = st.tables.sessions.keys().collect();
+            keys.extend(view.o.sessions.keys());
+            let mut v: Vec<(i64, SessionStanding)> = keys
+                .into_iter()
+                .filter_map(|k| view.session(k).map(|r| (k, r)))
+                .filter_map(|(k, r)| {
+                    let closed = r.closed_at_ms.filter(|c| *c <= cutoff_ms)?;
+                    (r.files_swept_at_ms.is_none()).then_some((k, r, closed))
+                })
+                .map(|(k, r, closed)| {
+                    let standing = SessionStanding {
+                        key: k.clone(),
+                        last_activity_ms: r.last_activity_ms,
+                        created_at_ms: r.created_at_ms,
+                        swept: false,
+                        waiting: view.has_wait(k),
+                    };
+                    (closed, standing)
+                })
+                .filter(|(_, s)| ignoring_waits || !s.waiting)
+                .filter(|(_, s)| {
+                    !claim || !st.held_by_other(&RowKey::Session(s.key.clone()), Some(me))
+                })
+                .collect();
+            // ORDER BY closed_at_ms, workspace_id, agent_id, id
+            v.sort_by(|a, b| (a.0, &a.1.key).cmp(&(b.0, &b.1.key)));
+            v.into_iter().take(limit).map(|(_, s)| s).collect()
+        };
+        if claim {
+            for s in &picked {
+                st.locks.insert(RowKey::Session(s.key.clone()), me);
+            }
+        }
+        Ok(picked)
     }
 
     async fn mark_sweep_unfinished(

@@ -190,7 +190,8 @@ pub trait MetaTx: Send {
     ) -> Result<Option<SessionLayers>, ScopedError>;
 
     /// Records activity: `last_activity_ms = max(last_activity_ms, now_ms)`, and clears
-    /// `files_swept_at_ms` and `sweep_unfinished_at_ms`.
+    /// `files_swept_at_ms`, `sweep_unfinished_at_ms` and `closed_at_ms` (activity reopens a
+    /// closed session, SPEC SL-3.2).
     async fn touch(&mut self, key: &SessionKey, now_ms: i64) -> Result<(), ScopedError>;
 
     /// Sessions not yet swept whose activity is at or before `cutoff_ms` and (unless
@@ -214,6 +215,30 @@ pub trait MetaTx: Send {
         &mut self,
         ws: &str,
         agent: Option<&str>,
+    ) -> Result<Vec<SessionStanding>, ScopedError>;
+
+    /// When the host closed the session (`closed_at_ms`, SPEC SL-3), read in this transaction
+    /// (which holds the row, or sees it as committed); `None` for an open session or none.
+    async fn closed_at(&mut self, key: &SessionKey) -> Result<Option<i64>, ScopedError>;
+
+    /// `closed_at_ms = closed_at_ms` (waits for the row if another transaction holds it).
+    async fn set_closed_at(
+        &mut self,
+        key: &SessionKey,
+        closed_at_ms: Option<i64>,
+    ) -> Result<(), ScopedError>;
+
+    /// Closed sessions not yet swept, closed at or before `cutoff_ms`, with no wait (unless
+    /// `ignoring_waits`), earliest close first, at most `limit`, as an agent's sessions are
+    /// ranked ([`SessionStanding`]). With `claim` they are locked for this transaction and rows
+    /// another transaction holds are skipped (`FOR UPDATE SKIP LOCKED`); without it they are
+    /// merely read, outside the transaction (the policy-sweep-unclaimed mutant).
+    async fn claim_closed_sessions(
+        &mut self,
+        cutoff_ms: i64,
+        limit: i64,
+        ignoring_waits: bool,
+        claim: bool,
     ) -> Result<Vec<SessionStanding>, ScopedError>;
 
     /// `sweep_unfinished_at_ms = now_ms`: a sweep deleted part of the session's files.
