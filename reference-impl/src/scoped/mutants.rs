@@ -66,10 +66,17 @@ pub enum ScopedMutant {
     OverflowOutsideSession,
     PlusAsSpace,
     PersonSkipsUnfinishedSweep,
+    ErasureOverdueClosed,
+    ErasureLateStampedOnTime,
+    ErasureProofBeforeDeletion,
+    ErasureWithoutWriteAhead,
+    ErasureProofCountsTheBackstop,
+    RecreatedUnderPendingErasure,
+    ErasureKeepsTheRows,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 61] = [
+    pub const ALL: [ScopedMutant; 68] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -131,6 +138,13 @@ impl ScopedMutant {
         ScopedMutant::OverflowOutsideSession,
         ScopedMutant::PlusAsSpace,
         ScopedMutant::PersonSkipsUnfinishedSweep,
+        ScopedMutant::ErasureOverdueClosed,
+        ScopedMutant::ErasureLateStampedOnTime,
+        ScopedMutant::ErasureProofBeforeDeletion,
+        ScopedMutant::ErasureWithoutWriteAhead,
+        ScopedMutant::ErasureProofCountsTheBackstop,
+        ScopedMutant::RecreatedUnderPendingErasure,
+        ScopedMutant::ErasureKeepsTheRows,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -199,6 +213,13 @@ impl ScopedMutant {
             ScopedMutant::OverflowOutsideSession => "overflow-outside-session",
             ScopedMutant::PlusAsSpace => "plus-as-space",
             ScopedMutant::PersonSkipsUnfinishedSweep => "person-skips-unfinished-sweep",
+            ScopedMutant::ErasureOverdueClosed => "erasure-overdue-closed",
+            ScopedMutant::ErasureLateStampedOnTime => "erasure-late-stamped-on-time",
+            ScopedMutant::ErasureProofBeforeDeletion => "erasure-proof-before-deletion",
+            ScopedMutant::ErasureWithoutWriteAhead => "erasure-without-write-ahead",
+            ScopedMutant::ErasureProofCountsTheBackstop => "erasure-proof-counts-the-backstop",
+            ScopedMutant::RecreatedUnderPendingErasure => "recreated-under-pending-erasure",
+            ScopedMutant::ErasureKeepsTheRows => "erasure-keeps-the-rows",
         }
     }
 
@@ -388,6 +409,27 @@ impl ScopedMutant {
             ScopedMutant::PersonSkipsUnfinishedSweep => {
                 "a person's request to a session whose sweep was interrupted is served from what the sweep left: a download returns a file the sweep found expired"
             }
+            ScopedMutant::ErasureOverdueClosed => {
+                "an erasure whose keys keep failing is closed once its deadline has passed: the obligation reads done with the customer's files still in the bucket"
+            }
+            ScopedMutant::ErasureLateStampedOnTime => {
+                "an erasure met after its deadline is stamped met at the deadline: the breach reads as met in time"
+            }
+            ScopedMutant::ErasureProofBeforeDeletion => {
+                "an erasure's keys are recorded deleted when they are written down, before DeleteObjects: a key that failed to delete is in the proof"
+            }
+            ScopedMutant::ErasureWithoutWriteAhead => {
+                "an erasure's keys are not written down before they are deleted: after a crash between deleting and recording, the next sweep finds an empty bucket and meets the obligation with a proof naming nothing"
+            }
+            ScopedMutant::ErasureProofCountsTheBackstop => {
+                "an erasure's keys are written down when it is requested and each is recorded deleted once it is gone, whoever removed it: the proof counts the files the lifecycle backstop took"
+            }
+            ScopedMutant::RecreatedUnderPendingErasure => {
+                "a workspace or agent under a pending erasure can be created again: its new files are deleted by the old erasure"
+            }
+            ScopedMutant::ErasureKeepsTheRows => {
+                "an erasure deletes the subject's files but not its rows: a turn in the erased agent still writes"
+            }
         }
     }
 
@@ -456,6 +498,13 @@ impl ScopedMutant {
             ScopedMutant::OverflowOutsideSession => &["SL-7.2"],
             ScopedMutant::PlusAsSpace => &["SF-3.1"],
             ScopedMutant::PersonSkipsUnfinishedSweep => &["SF-4.1"],
+            ScopedMutant::ErasureOverdueClosed => &["SL-4.2", "SL-4.4"],
+            ScopedMutant::ErasureLateStampedOnTime => &["SL-4.4"],
+            ScopedMutant::ErasureProofBeforeDeletion => &["SL-4.3"],
+            ScopedMutant::ErasureWithoutWriteAhead => &["SL-4.3"],
+            ScopedMutant::ErasureProofCountsTheBackstop => &["SL-4.5"],
+            ScopedMutant::RecreatedUnderPendingErasure => &["SL-4.6"],
+            ScopedMutant::ErasureKeepsTheRows => &["SL-4.1", "SL-4.6"],
         }
     }
 

@@ -5,11 +5,13 @@
 //! - [`count`]: keep an agent's last N sessions, ranked by last activity (SL-2).
 //! - [`promotion`]: a session file copied, with its text, to agent or workspace scope (SL-6).
 //! - [`overflow`]: a tool result too large to show, written to a session file (SL-7).
+//! - [`erasure`]: erasure obligations with a deadline, and their proofs (SL-4).
 //!
-//! Not built yet (issue 23): a session's close (SL-3), erasure obligations and their proofs
-//! (SL-4), retention per workspace and its lifecycle rules (SL-5).
+//! Not built yet (issue 23): a session's close (SL-3), retention per workspace and its
+//! lifecycle rules (SL-5).
 
 pub mod count;
+pub mod erasure;
 pub mod overflow;
 pub mod promotion;
 
