@@ -59,6 +59,10 @@ pub const PEOPLE_API: &str = "people_api";
 /// The capability a program claims to be sent SPEC part SL's requests (retention policies).
 pub const RETENTION_POLICIES: &str = "retention_policies";
 
+/// The capability a program claims to be sent erasure requests (SPEC SL-4) and to have its
+/// erasure obligations and proofs read with the queries it declares in `init_ok`'s `erasure`.
+pub const ERASURE_OBLIGATIONS: &str = "erasure_obligations";
+
 /// The capability a step needs of the implementation, if any: one sent only to a program
 /// claiming it, or a harness step that reads what only such a program writes (an age-only rule
 /// reads the write stamps, SC-7.4).
@@ -67,6 +71,10 @@ pub fn capability_needed(op: &ScopedOp) -> Option<&'static str> {
         (_, Side::ImplementationWith(c)) => Some(c),
         (_, Side::People) => Some(PEOPLE_API),
         (ScopedOp::RunAgeRule { .. }, _) => Some(WRITTEN_AT_STAMP),
+        // Read with the queries only a program claiming it declares (SL-4.7).
+        (ScopedOp::ErasureStates { .. } | ScopedOp::ErasureProof { .. }, _) => {
+            Some(ERASURE_OBLIGATIONS)
+        }
         _ => None,
     }
 }
@@ -98,6 +106,7 @@ pub fn side(op: &ScopedOp) -> Side {
         ScopedOp::SetSessionCount { .. }
         | ScopedOp::Promote { .. }
         | ScopedOp::ToolOutput { .. } => Side::ImplementationWith(RETENTION_POLICIES),
+        ScopedOp::RequestErasure { .. } => Side::ImplementationWith(ERASURE_OBLIGATIONS),
         ScopedOp::Restart
         | ScopedOp::Faults { .. }
         | ScopedOp::Heal
@@ -105,7 +114,9 @@ pub fn side(op: &ScopedOp) -> Side {
         | ScopedOp::PendingDeletions
         | ScopedOp::DeletionRecords
         | ScopedOp::LifecycleRules
-        | ScopedOp::RunAgeRule { .. } => Side::Harness,
+        | ScopedOp::RunAgeRule { .. }
+        | ScopedOp::ErasureStates { .. }
+        | ScopedOp::ErasureProof { .. } => Side::Harness,
     }
 }
 
@@ -428,6 +439,8 @@ pub fn is_store_operation(op: &ScopedOp) -> bool {
             | ScopedOp::RunAgeRule { .. }
             | ScopedOp::Person { .. }
             | ScopedOp::People { .. }
+            | ScopedOp::ErasureStates { .. }
+            | ScopedOp::ErasureProof { .. }
     )
 }
 
@@ -572,6 +585,15 @@ pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutc
                 },
                 ToolOutput::Written(path) => ScopedOutcome::Written { path },
             }
+        }
+        ScopedOp::RequestErasure {
+            workspace,
+            agent,
+            deadline_ms,
+        } => {
+            s.request_erasure(workspace, agent.as_deref(), *deadline_ms)
+                .await?;
+            ScopedOutcome::Ok
         }
         other => {
             return Err(ScopedError::Config(format!(

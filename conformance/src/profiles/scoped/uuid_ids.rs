@@ -237,6 +237,23 @@ impl IdMap {
                 turn: self.turn(&turn),
                 content,
             },
+            RequestErasure {
+                workspace,
+                agent,
+                deadline_ms,
+            } => RequestErasure {
+                workspace: self.id(&workspace),
+                agent: agent.map(|a| self.id(&a)),
+                deadline_ms,
+            },
+            ErasureStates { workspace, agent } => ErasureStates {
+                workspace: self.id(&workspace),
+                agent: agent.map(|a| self.id(&a)),
+            },
+            ErasureProof { workspace, agent } => ErasureProof {
+                workspace: self.id(&workspace),
+                agent: agent.map(|a| self.id(&a)),
+            },
             other @ (Sweep
             | CrashAt { .. }
             | Restart
@@ -269,6 +286,7 @@ fn answers_keys(op: &ScopedOp) -> bool {
             | ScopedOp::RunAgeRule { .. }
             | ScopedOp::PendingDeletions
             | ScopedOp::DeletionRecords
+            | ScopedOp::ErasureProof { .. }
     )
 }
 
