@@ -61,6 +61,9 @@ const NO_PERSON_GUEST: &str =
 /// Why the world never reaches part SL's mutants.
 const NO_POLICY_CALL: &str = "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it";
 
+/// Why the world never reaches the erasure obligations' mutants (SPEC SL-4).
+const NO_ERASURE_CALL: &str = "the world has no erasure request (SPEC SL-4); the scenarios kill it";
+
 const APP: &str = "app";
 const STORE: &str = "s3";
 const PORT: u16 = 7000;
@@ -772,6 +775,34 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "person-skips-unfinished-sweep",
         NO_PERSON_GUEST,
+    ),
+    (
+        "erasure-overdue-closed",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-late-stamped-on-time",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-proof-before-deletion",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-without-write-ahead",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-proof-counts-the-backstop",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "recreated-under-pending-erasure",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-keeps-the-rows",
+        NO_ERASURE_CALL,
     ),
 ];
 
