@@ -31,10 +31,13 @@
 //! - `apply lifecycle BACKSTOP_DAYS`, `lifecycle age-only PREFIX DAYS` (runs an age-only rule
 //!   with AWS semantics and answers the keys it deleted)
 //! - `bucket PREFIX`, `pending deletions`, `deletion records`, `lifecycle rules`
+//! - `erase workspace W within D`, `erase agent W/A within D`, `erasure of SUBJECT`,
+//!   `proof of SUBJECT` (SPEC SL-4; their parsing is `erasure_script.rs`'s)
 //!
 //! Expectations after `=>` (a step without one must answer `ok`): `ok`, `written PATH`,
 //! `"CONTENT"`, `text "TEXT"`, `no text`, `[a, b, ...]`, `in order [a, b, ...]`, `refused REASON`,
-//! `swept N sessions, M deletions`, `crashed`, `published`.
+//! `swept N sessions, M deletions`, `crashed`, `published`, and an erasure's state (`pending`,
+//! `met`, `overdue D`, `missed D`).
 //!
 //! Why one file: the vocabulary is one table of step shapes, each parsed beside the
 //! expectations it may take and the load errors it gives at its line; split by step family, the
