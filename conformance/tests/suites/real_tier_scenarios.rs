@@ -107,10 +107,6 @@ const SL_WITHOUT_MUTANT: &[(&str, &str)] = &[
         NOT_BUILT,
     ),
     (
-        "SL-1.4",
-        "it refuses bad input, which the scenario citing it stages (each refusal and that nothing changed); no mutant accepts an absurd count yet",
-    ),
-    (
         "SL-2.4",
         "a count-swept session's revival, a lowered count and two policies on one agent are staged; the sweep is SC-5's, whose mutants SC's scenarios kill",
     ),

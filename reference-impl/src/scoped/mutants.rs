@@ -73,10 +73,11 @@ pub enum ScopedMutant {
     ErasureProofCountsTheBackstop,
     RecreatedUnderPendingErasure,
     ErasureKeepsTheRows,
+    ErasurePastDeadlineAccepted,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 68] = [
+    pub const ALL: [ScopedMutant; 69] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -145,6 +146,7 @@ impl ScopedMutant {
         ScopedMutant::ErasureProofCountsTheBackstop,
         ScopedMutant::RecreatedUnderPendingErasure,
         ScopedMutant::ErasureKeepsTheRows,
+        ScopedMutant::ErasurePastDeadlineAccepted,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -220,6 +222,7 @@ impl ScopedMutant {
             ScopedMutant::ErasureProofCountsTheBackstop => "erasure-proof-counts-the-backstop",
             ScopedMutant::RecreatedUnderPendingErasure => "recreated-under-pending-erasure",
             ScopedMutant::ErasureKeepsTheRows => "erasure-keeps-the-rows",
+            ScopedMutant::ErasurePastDeadlineAccepted => "erasure-past-deadline-accepted",
         }
     }
 
@@ -430,6 +433,9 @@ impl ScopedMutant {
             ScopedMutant::ErasureKeepsTheRows => {
                 "an erasure deletes the subject's files but not its rows: a turn in the erased agent still writes"
             }
+            ScopedMutant::ErasurePastDeadlineAccepted => {
+                "an erasure whose deadline is already past is accepted: an obligation born overdue, the customer's data erased on no one's schedule"
+            }
         }
     }
 
@@ -505,6 +511,7 @@ impl ScopedMutant {
             ScopedMutant::ErasureProofCountsTheBackstop => &["SL-4.5"],
             ScopedMutant::RecreatedUnderPendingErasure => &["SL-4.6"],
             ScopedMutant::ErasureKeepsTheRows => &["SL-4.1", "SL-4.6"],
+            ScopedMutant::ErasurePastDeadlineAccepted => &["SL-1.4"],
         }
     }
 

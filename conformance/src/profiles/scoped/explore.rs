@@ -406,6 +406,10 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         NO_ERASURE_OPERATION,
     ),
     (
+        "erasure-past-deadline-accepted",
+        NO_ERASURE_OPERATION,
+    ),
+    (
         "person-skips-unfinished-sweep",
         "seldom in the generator's reach: a person's request must come to a session after a sweep failed part-way through it and before anything else touched it; 1,000 seeds on the memory tier staged none, so the scenario that stages it kills it",
     ),

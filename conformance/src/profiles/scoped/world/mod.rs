@@ -804,6 +804,10 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "erasure-keeps-the-rows",
         NO_ERASURE_CALL,
     ),
+    (
+        "erasure-past-deadline-accepted",
+        NO_ERASURE_CALL,
+    ),
 ];
 
 /// `tidemark world --profile scoped`: the scoped world as the engine plays and hunts it.
