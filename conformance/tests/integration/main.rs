@@ -15,6 +15,7 @@ mod malformed_scenarios;
 mod parser_fuzz;
 mod people_client;
 mod policy_sweep;
+mod process_erasure;
 mod process_explore;
 mod process_gate;
 mod process_misbehaving;

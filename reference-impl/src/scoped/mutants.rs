@@ -75,10 +75,18 @@ pub enum ScopedMutant {
     PolicyMarksBeforeDeleting,
     PolicySweepUnclaimed,
     SweeperDropsBackstop,
+    ErasureOverdueClosed,
+    ErasureLateStampedOnTime,
+    ErasureProofBeforeDeletion,
+    ErasureWithoutWriteAhead,
+    ErasureProofCountsTheBackstop,
+    RecreatedUnderPendingErasure,
+    ErasureKeepsTheRows,
+    ErasurePastDeadlineAccepted,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 70] = [
+    pub const ALL: [ScopedMutant; 78] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -149,6 +157,14 @@ impl ScopedMutant {
         ScopedMutant::PolicyMarksBeforeDeleting,
         ScopedMutant::PolicySweepUnclaimed,
         ScopedMutant::SweeperDropsBackstop,
+        ScopedMutant::ErasureOverdueClosed,
+        ScopedMutant::ErasureLateStampedOnTime,
+        ScopedMutant::ErasureProofBeforeDeletion,
+        ScopedMutant::ErasureWithoutWriteAhead,
+        ScopedMutant::ErasureProofCountsTheBackstop,
+        ScopedMutant::RecreatedUnderPendingErasure,
+        ScopedMutant::ErasureKeepsTheRows,
+        ScopedMutant::ErasurePastDeadlineAccepted,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -226,6 +242,14 @@ impl ScopedMutant {
             ScopedMutant::PolicyMarksBeforeDeleting => "policy-marks-before-deleting",
             ScopedMutant::PolicySweepUnclaimed => "policy-sweep-unclaimed",
             ScopedMutant::SweeperDropsBackstop => "sweeper-drops-backstop",
+            ScopedMutant::ErasureOverdueClosed => "erasure-overdue-closed",
+            ScopedMutant::ErasureLateStampedOnTime => "erasure-late-stamped-on-time",
+            ScopedMutant::ErasureProofBeforeDeletion => "erasure-proof-before-deletion",
+            ScopedMutant::ErasureWithoutWriteAhead => "erasure-without-write-ahead",
+            ScopedMutant::ErasureProofCountsTheBackstop => "erasure-proof-counts-the-backstop",
+            ScopedMutant::RecreatedUnderPendingErasure => "recreated-under-pending-erasure",
+            ScopedMutant::ErasureKeepsTheRows => "erasure-keeps-the-rows",
+            ScopedMutant::ErasurePastDeadlineAccepted => "erasure-past-deadline-accepted",
         }
     }
 
@@ -442,6 +466,30 @@ impl ScopedMutant {
             ScopedMutant::SweeperDropsBackstop => {
                 "with a retention policy at work, the policy sweep removes the bucket's lifecycle rules as if the sweeper made them redundant: the backstop is gone the day the sweeper stops"
             }
+            ScopedMutant::ErasureOverdueClosed => {
+                "an erasure whose keys keep failing is closed once its deadline has passed: the obligation reads done with the customer's files still in the bucket"
+            }
+            ScopedMutant::ErasureLateStampedOnTime => {
+                "an erasure met after its deadline is stamped met at the deadline: the breach reads as met in time"
+            }
+            ScopedMutant::ErasureProofBeforeDeletion => {
+                "an erasure's keys are recorded deleted when they are written down, before DeleteObjects: a key that failed to delete is in the proof"
+            }
+            ScopedMutant::ErasureWithoutWriteAhead => {
+                "an erasure's keys are not written down before they are deleted: after a crash between deleting and recording, the next sweep finds an empty bucket and meets the obligation with a proof naming nothing"
+            }
+            ScopedMutant::ErasureProofCountsTheBackstop => {
+                "an erasure's keys are written down when it is requested and each is recorded deleted once it is gone, whoever removed it: the proof counts the files the lifecycle backstop took"
+            }
+            ScopedMutant::RecreatedUnderPendingErasure => {
+                "a workspace or agent under a pending erasure can be created again: its new files are deleted by the old erasure"
+            }
+            ScopedMutant::ErasureKeepsTheRows => {
+                "an erasure deletes the subject's files but not its rows: a turn in the erased agent still writes"
+            }
+            ScopedMutant::ErasurePastDeadlineAccepted => {
+                "an erasure whose deadline is already past is accepted: an obligation born overdue, the customer's data erased on no one's schedule"
+            }
         }
     }
 
@@ -519,6 +567,14 @@ impl ScopedMutant {
             ScopedMutant::PolicyMarksBeforeDeleting => &["SL-1.2"],
             ScopedMutant::PolicySweepUnclaimed => &["SL-1.3"],
             ScopedMutant::SweeperDropsBackstop => &["SL-1.1"],
+            ScopedMutant::ErasureOverdueClosed => &["SL-4.2", "SL-4.4"],
+            ScopedMutant::ErasureLateStampedOnTime => &["SL-4.4"],
+            ScopedMutant::ErasureProofBeforeDeletion => &["SL-4.3"],
+            ScopedMutant::ErasureWithoutWriteAhead => &["SL-4.3"],
+            ScopedMutant::ErasureProofCountsTheBackstop => &["SL-4.5"],
+            ScopedMutant::RecreatedUnderPendingErasure => &["SL-4.6"],
+            ScopedMutant::ErasureKeepsTheRows => &["SL-4.1", "SL-4.6"],
+            ScopedMutant::ErasurePastDeadlineAccepted => &["SL-1.4"],
         }
     }
 

@@ -163,6 +163,37 @@ CREATE TRIGGER agents_record_deletion AFTER DELETE ON agents
 DROP TRIGGER IF EXISTS workspaces_record_deletion ON workspaces;
 CREATE TRIGGER workspaces_record_deletion AFTER DELETE ON workspaces
     FOR EACH ROW EXECUTE FUNCTION tidemark_record_workspace_deletion();
+
+-- Erasure obligations (SPEC SL-4): the subject (a workspace, or an agent of one: agent_id),
+-- when it was requested, its deadline, and when it was met (null while pending). Recorded in
+-- the transaction that deletes the subject's row.
+CREATE TABLE IF NOT EXISTS erasure_obligations (
+    id              bigserial PRIMARY KEY,
+    workspace_id    text   NOT NULL,
+    agent_id        text   NULL,
+    requested_at_ms bigint NOT NULL,
+    deadline_ms     bigint NOT NULL,
+    done_at_ms      bigint NULL
+);
+
+CREATE INDEX IF NOT EXISTS erasure_obligations_pending
+    ON erasure_obligations (id)
+    WHERE done_at_ms IS NULL;
+
+-- The proof (SL-4.3): every key an erasure's sweep deletes is written down here (committed)
+-- before the deletion, and marked deleted, with the obligation met, in one transaction after.
+-- No foreign key: a sweep writes keys down while it holds its obligation's row, and the key
+-- share lock a foreign key check takes would wait for it.
+CREATE TABLE IF NOT EXISTS erasure_proofs (
+    erasure_id    bigint NOT NULL,
+    key           text   NOT NULL,
+    written_at_ms bigint NOT NULL,
+    deleted_at_ms bigint NULL,
+    PRIMARY KEY (erasure_id, key)
+);
+
+-- The deletion obligations (SC-6) an erasure meets with itself: SC-6's sweep passes them by.
+ALTER TABLE storage_deletions ADD COLUMN IF NOT EXISTS erasure_id bigint NULL;
 "#;
 
 /// The comment `migrate` leaves on the `workspaces` table: the schema this database was brought

@@ -510,6 +510,7 @@ impl ScopedStore {
         settings: ScopeSettings,
     ) -> Result<(), ScopedError> {
         let ws = Id::new(ws)?;
+        self.refuse_under_pending_erasure(ws.as_str(), None).await?;
         self.meta.upsert_workspace(ws.as_str(), settings).await
     }
 
@@ -520,6 +521,8 @@ impl ScopedStore {
         settings: ScopeSettings,
     ) -> Result<(), ScopedError> {
         let (ws, agent) = (Id::new(ws)?, Id::new(agent)?);
+        self.refuse_under_pending_erasure(ws.as_str(), Some(agent.as_str()))
+            .await?;
         if !self
             .meta
             .upsert_agent(ws.as_str(), agent.as_str(), settings)
@@ -1509,6 +1512,9 @@ impl ScopedStore {
         }
         // The policy sweeper (SPEC SL-1): count policies and closes, beside the idle sweep.
         self.sweep_policies(&mut report).await?;
+        // Erasure obligations (SPEC SL-4), before SC-6's: the deletions an erasure's subject
+        // recorded are the erasure's, met with its proof.
+        self.sweep_erasures(&mut report).await?;
         if self.is(ScopedMutant::SkillsSwept) {
             self.sweep_by_age(layout::SKILLS_CLASS_PREFIX, &mut report)
                 .await?;

@@ -1,7 +1,8 @@
 //! The in-memory metadata store earns its place in the simulation tier by answering like
 //! PostgreSQL: the same seeded random operation sequences (entities, waits, activity, sweeps
 //! that claim or merely read, two claims at once, obligations met or abandoned, deletions with
-//! their cascades and triggers, closes and the close sweep's claims, commits and rollbacks) run on both, and every answer and the
+//! their cascades and triggers, closes and the close sweep's claims, erasures recorded, proven
+//! and met, commits and rollbacks) run on both, and every answer and the
 //! tables after every step must be equal, ids included.
 
 use std::sync::Arc;
@@ -67,7 +68,7 @@ fn err(e: ScopedError) -> String {
 /// One random step on `m`, described as text: what it did and what it answered. `rng` is a
 /// clone per store, so both stores see the same step.
 async fn step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<String, String> {
-    Ok(match rng.gen_range(0..12) {
+    Ok(match rng.gen_range(0..14) {
         0 => {
             let ws = pick(rng, &["w1", "w2"]);
             let s = settings(rng);
@@ -206,6 +207,77 @@ async fn step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<String
             .map_err(err)?;
             format!("delete {e:?} triggers={triggers} commit={commit}: {n}")
         }
+        12 => {
+            // An erasure (SPEC SL-4): the subject's row deleted by its cascade and triggers,
+            // the obligation recorded, the pending deletions under its prefixes handed to it.
+            let ws = pick(rng, &["w1", "w2"]);
+            let agent = rng.gen_bool(0.6).then(|| pick(rng, &["a1", "a2"]));
+            let commit = rng.gen_bool(0.85);
+            let e = match agent {
+                Some(a) => Entity::Agent {
+                    workspace: ws.to_string(),
+                    agent: a.to_string(),
+                },
+                None => Entity::Workspace(ws.to_string()),
+            };
+            let prefixes: Vec<String> = match agent {
+                Some(a) => vec![format!("agents/{ws}/{a}/"), format!("sessions/{ws}/{a}/")],
+                None => ["workspaces", "skills", "agents", "sessions"]
+                    .iter()
+                    .map(|c| format!("{c}/{ws}/"))
+                    .collect(),
+            };
+            let mut tx = m.begin().await.map_err(err)?;
+            let n = tx.delete_entity(&e, now, true).await.map_err(err)?;
+            let id = tx
+                .record_erasure(ws, agent, now, now + 5_000, &prefixes)
+                .await
+                .map_err(err)?;
+            if commit {
+                tx.commit().await
+            } else {
+                tx.rollback().await
+            }
+            .map_err(err)?;
+            format!(
+                "erase {e:?} commit={commit}: {n} as {id}, pending {:?}",
+                m.erasure_pending(ws, agent).await.map_err(err)?
+            )
+        }
+        13 => {
+            // An erasure sweep's chunk: keys written down, some recorded deleted, some met.
+            let limit = rng.gen_range(1..4);
+            let (mask, commit): (u32, bool) = (rng.gen(), rng.gen_bool(0.85));
+            let mut tx = m.begin().await.map_err(err)?;
+            let got = tx.claim_erasures(limit).await.map_err(err)?;
+            let mut out = Vec::new();
+            for (i, e) in got.iter().enumerate() {
+                let keys = vec![
+                    format!("sessions/{}/a1/s1/f{i}", e.workspace),
+                    format!("agents/{}/a1/g", e.workspace),
+                ];
+                m.write_down_erasure_keys(e.id, &keys, now, mask & 1 != 0)
+                    .await
+                    .map_err(err)?;
+                let unrecorded = m.unrecorded_erasure_keys(e.id).await.map_err(err)?;
+                tx.mark_erasure_keys_deleted(e.id, &keys[..1], now)
+                    .await
+                    .map_err(err)?;
+                let met = if mask & (2 << i) != 0 {
+                    Some(tx.complete_erasure(e.id, now).await.map_err(err)?)
+                } else {
+                    None
+                };
+                out.push((e.id, unrecorded, met));
+            }
+            if commit {
+                tx.commit().await
+            } else {
+                tx.rollback().await
+            }
+            .map_err(err)?;
+            format!("erasures {limit} mask={mask:b} commit={commit}: {got:?} {out:?}")
+        }
         _ => {
             let id = rng.gen_range(1..12);
             format!(
@@ -301,6 +373,11 @@ async fn tables(m: &dyn Metadata) -> Result<String, String> {
         m.records().await.map_err(err)?,
         m.pending_obligation_ids().await.map_err(err)?
     );
+    out.push_str(&format!(
+        "erasures {:?}\nproofs {:?}\n",
+        m.erasures().await.map_err(err)?,
+        m.erasure_proofs().await.map_err(err)?
+    ));
     let mut tx = m.begin().await.map_err(err)?;
     for ignoring in [true, false] {
         let all = tx
@@ -352,6 +429,9 @@ async fn tables(m: &dyn Metadata) -> Result<String, String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_in_memory_metadata_answers_every_operation_as_postgresql_does() {
     let pg = Arc::new(PgProvider::from_environment().await.expect("PostgreSQL"));
+    // Whether some erasure was met with a deletion obligation it held: the erasure steps are
+    // compared doing something, not only claiming nothing.
+    let mut erasure_met_a_deletion = false;
     for seed in 0..SEEDS {
         let db = pg.fresh_database(&format!("metadiff{seed}")).await.unwrap();
         let real = PostgresMetadata::new(db.pool.clone());
@@ -376,6 +456,9 @@ async fn the_in_memory_metadata_answers_every_operation_as_postgresql_does() {
             let a = step(&real, &mut r1, now).await;
             let b = step(&mem, &mut r2, now).await;
             log.push(format!("{a:?}"));
+            erasure_met_a_deletion |= a.as_ref().is_ok_and(|l| {
+                l.starts_with("erasures ") && (1..10).any(|n| l.contains(&format!("Some({n})")))
+            });
             if closes.gen_bool(0.5) {
                 let mut c1 = ChaCha8Rng::seed_from_u64(closes.gen());
                 let mut c2 = c1.clone();
@@ -402,4 +485,8 @@ async fn the_in_memory_metadata_answers_every_operation_as_postgresql_does() {
         }
         pg.drop_database(db).await.unwrap();
     }
+    assert!(
+        erasure_met_a_deletion,
+        "no seed met an erasure holding a deletion obligation"
+    );
 }

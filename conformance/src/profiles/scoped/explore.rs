@@ -249,6 +249,8 @@ const NO_POLICY_OPERATION: &str = "the generator has no retention-policy operati
 
 /// Why the generator never reaches the mutants of a session's close and of the policy sweep.
 const NO_CLOSE_OPERATION: &str = "the generator closes no session and sets no count policy (SPEC SL-3, SL-2), so the policy sweep it runs never has a session to take; the scenarios kill it";
+/// Why the generator never reaches the erasure obligations' mutants (SPEC SL-4).
+const NO_ERASURE_OPERATION: &str = "the generator has no erasure request (SPEC SL-4) and its model keeps no erasure obligation; the scenarios kill it";
 
 /// Why the generator never reaches the mutants of the people's API's HTTP layer.
 const PEOPLE_HTTP_LAYER: &str = "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge";
@@ -376,6 +378,38 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "plus-as-space",
         PEOPLE_HTTP_LAYER,
+    ),
+    (
+        "erasure-overdue-closed",
+        NO_ERASURE_OPERATION,
+    ),
+    (
+        "erasure-late-stamped-on-time",
+        NO_ERASURE_OPERATION,
+    ),
+    (
+        "erasure-proof-before-deletion",
+        NO_ERASURE_OPERATION,
+    ),
+    (
+        "erasure-without-write-ahead",
+        NO_ERASURE_OPERATION,
+    ),
+    (
+        "erasure-proof-counts-the-backstop",
+        NO_ERASURE_OPERATION,
+    ),
+    (
+        "recreated-under-pending-erasure",
+        NO_ERASURE_OPERATION,
+    ),
+    (
+        "erasure-keeps-the-rows",
+        NO_ERASURE_OPERATION,
+    ),
+    (
+        "erasure-past-deadline-accepted",
+        NO_ERASURE_OPERATION,
     ),
     (
         "person-skips-unfinished-sweep",

@@ -9,7 +9,8 @@
 //! - [`remote`]: the profile split where the process protocol splits it.
 //! - [`process`] and [`gate`]: an implementation behind the process protocol, and the one-call
 //!   Rust gate.
-//! - [`ledger`]: the deletion ledger read from the implementation's database.
+//! - [`ledger`]: the deletion ledger read from the implementation's database; [`erasure`]:
+//!   erasure obligations and their proofs, read and judged likewise (SPEC SL-4).
 //! - [`uuid_ids`]: the UUIDs every short identifier becomes.
 //! - [`model`]: the executable model of part SC, and the operations exploration generates.
 //! - [`explore`] and [`fixture`]: `tidemark explore --profile scoped` and its saved failures.
@@ -21,6 +22,8 @@
 
 pub mod bench;
 pub mod driver;
+pub mod erasure;
+pub mod erasure_script;
 pub mod explore;
 pub mod fixture;
 pub mod gate;
@@ -310,6 +313,7 @@ impl super::Profile for ScopedProfile {
 
     fn check_claims(&self, claims: &crate::protocol::InitOk) -> Result<(), String> {
         ledger::LedgerQueries::declared(claims)?;
+        erasure::ErasureQueries::declared(claims)?;
         text_segment::declared(claims)?;
         people::declared(claims).map(|_| ())
     }

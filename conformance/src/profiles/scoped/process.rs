@@ -29,6 +29,7 @@ use tidemark_sim::real_tier::server::{ACCESS_KEY, REGION, SECRET_KEY};
 use tidemark_sim::real_tier::{PgProvider, RealTier, TestDatabase};
 use tidemark_sim::trace::Trace;
 
+use super::erasure::{subject_text, ErasureLedger, ErasureQueries};
 use super::ledger::LedgerQueries;
 use crate::driver::DriverError;
 use crate::play::Failure;
@@ -275,6 +276,8 @@ pub trait Endpoint {
     async fn restart(&mut self) -> Result<(), DriverError>;
     /// The ledger queries the running instance declared, if any.
     fn ledger(&self) -> Result<Option<LedgerQueries>, String>;
+    /// The erasure ledger's queries the running instance declared, if any (SL-4.7).
+    fn erasure(&self) -> Result<Option<ErasureQueries>, String>;
     /// The base URL of the running instance's people's files API (`init_ok`'s `people_api`),
     /// if it named one.
     fn people_api(&self) -> Result<Option<String>, String>;
@@ -299,6 +302,14 @@ impl Endpoint for ProcessSession {
         Ok(self
             .claims()
             .map(LedgerQueries::declared)
+            .transpose()?
+            .flatten())
+    }
+
+    fn erasure(&self) -> Result<Option<ErasureQueries>, String> {
+        Ok(self
+            .claims()
+            .map(ErasureQueries::declared)
             .transpose()?
             .flatten())
     }
@@ -512,6 +523,18 @@ async fn harness_step(
                 .await
                 .map_err(harness)?,
         },
+        ScopedOp::ErasureStates { workspace, agent } => ScopedOutcome::Erasures {
+            states: erasure_ledger(session, provided)
+                .await?
+                .states(&subject_text(workspace, agent.as_deref()), now.as_millis())
+                .map_err(|e| DriverError(format!("the erasure ledger declared in init_ok: {e}")))?,
+        },
+        ScopedOp::ErasureProof { workspace, agent } => ScopedOutcome::Keys {
+            keys: erasure_ledger(session, provided)
+                .await?
+                .proof(&subject_text(workspace, agent.as_deref()), now.as_millis())
+                .map_err(|e| DriverError(format!("the erasure ledger declared in init_ok: {e}")))?,
+        },
         other => {
             return Err(harness(format!(
                 "{} is not a harness-side step",
@@ -535,6 +558,28 @@ fn ledger_queries(session: &impl Endpoint) -> Result<(LedgerQueries, &'static st
             "the ledger in SC-6.6's tables (declare `ledger` in init_ok if yours are named otherwise)",
         ),
     })
+}
+
+/// The erasure ledger read from the program's database with the queries it declared in
+/// `init_ok` (SL-4.7): a program claiming `erasure_obligations` must declare them.
+async fn erasure_ledger(
+    session: &impl Endpoint,
+    provided: &Provided,
+) -> Result<ErasureLedger, DriverError> {
+    let queries = session
+        .erasure()
+        .map_err(|e| DriverError(format!("the erasure ledger declared in init_ok is malformed: {e}")))?
+        .ok_or_else(|| {
+            DriverError(format!(
+                "the implementation claims {} but declares no `{}` queries in init_ok (SL-4.7: the harness reads obligations and proofs with them)",
+                remote::ERASURE_OBLIGATIONS,
+                super::erasure::DECLARED_FIELD
+            ))
+        })?;
+    queries
+        .read(&provided.db.pool)
+        .await
+        .map_err(|e| DriverError(format!("the erasure ledger declared in init_ok: {e}")))
 }
 
 /// A list as a scenario spells it: an item that holds a comma, a bracket or a quote, or is
@@ -572,6 +617,7 @@ pub fn expect_text(e: &Expect) -> String {
         Expect::Crashed => "crashed".into(),
         Expect::Published => "published".into(),
         Expect::Overflowed => "overflowed".into(),
+        Expect::Erasures(states) => list_text(states),
     }
 }
 
@@ -598,5 +644,6 @@ pub fn outcome_text(o: &ScopedOutcome) -> String {
         ScopedOutcome::Credentials { headers } => {
             format!("credentials ({} headers)", headers.len())
         }
+        ScopedOutcome::Erasures { states } => list_text(states),
     }
 }

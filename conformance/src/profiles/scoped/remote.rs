@@ -67,6 +67,10 @@ pub const SESSION_CLOSE: &str = "session_close";
 /// sweeps at once itself, as [`WRITE_DURING_SWEEP`] races a write.
 pub const CONCURRENT_SWEEPS: &str = "concurrent_sweeps";
 
+/// The capability a program claims to be sent erasure requests (SPEC SL-4) and to have its
+/// erasure obligations and proofs read with the queries it declares in `init_ok`'s `erasure`.
+pub const ERASURE_OBLIGATIONS: &str = "erasure_obligations";
+
 /// The capability a step needs of the implementation, if any: one sent only to a program
 /// claiming it, or a harness step that reads what only such a program writes (an age-only rule
 /// reads the write stamps, SC-7.4).
@@ -75,6 +79,10 @@ pub fn capability_needed(op: &ScopedOp) -> Option<&'static str> {
         (_, Side::ImplementationWith(c)) => Some(c),
         (_, Side::People) => Some(PEOPLE_API),
         (ScopedOp::RunAgeRule { .. }, _) => Some(WRITTEN_AT_STAMP),
+        // Read with the queries only a program claiming it declares (SL-4.7).
+        (ScopedOp::ErasureStates { .. } | ScopedOp::ErasureProof { .. }, _) => {
+            Some(ERASURE_OBLIGATIONS)
+        }
         _ => None,
     }
 }
@@ -108,6 +116,7 @@ pub fn side(op: &ScopedOp) -> Side {
         | ScopedOp::ToolOutput { .. } => Side::ImplementationWith(RETENTION_POLICIES),
         ScopedOp::CloseSession { .. } => Side::ImplementationWith(SESSION_CLOSE),
         ScopedOp::ConcurrentSweeps => Side::ImplementationWith(CONCURRENT_SWEEPS),
+        ScopedOp::RequestErasure { .. } => Side::ImplementationWith(ERASURE_OBLIGATIONS),
         ScopedOp::Restart
         | ScopedOp::Faults { .. }
         | ScopedOp::Heal
@@ -115,7 +124,9 @@ pub fn side(op: &ScopedOp) -> Side {
         | ScopedOp::PendingDeletions
         | ScopedOp::DeletionRecords
         | ScopedOp::LifecycleRules
-        | ScopedOp::RunAgeRule { .. } => Side::Harness,
+        | ScopedOp::RunAgeRule { .. }
+        | ScopedOp::ErasureStates { .. }
+        | ScopedOp::ErasureProof { .. } => Side::Harness,
     }
 }
 
@@ -467,6 +478,8 @@ pub fn is_store_operation(op: &ScopedOp) -> bool {
             | ScopedOp::RunAgeRule { .. }
             | ScopedOp::Person { .. }
             | ScopedOp::People { .. }
+            | ScopedOp::ErasureStates { .. }
+            | ScopedOp::ErasureProof { .. }
     )
 }
 
@@ -615,6 +628,15 @@ pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutc
                 },
                 ToolOutput::Written(path) => ScopedOutcome::Written { path },
             }
+        }
+        ScopedOp::RequestErasure {
+            workspace,
+            agent,
+            deadline_ms,
+        } => {
+            s.request_erasure(workspace, agent.as_deref(), *deadline_ms)
+                .await?;
+            ScopedOutcome::Ok
         }
         other => {
             return Err(ScopedError::Config(format!(

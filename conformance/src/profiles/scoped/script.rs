@@ -33,10 +33,13 @@
 //! - `bucket PREFIX`, `pending deletions`, `deletion records`, `lifecycle rules`
 //! - `close session W/A/S`, `sweep twice at once` (SPEC SL-3, SL-1.3; parsed by
 //!   `script_close.rs`, which [`action`] falls through to)
+//! - `erase workspace W within D`, `erase agent W/A within D`, `erasure of SUBJECT`,
+//!   `proof of SUBJECT` (SPEC SL-4; their parsing is `erasure_script.rs`'s)
 //!
 //! Expectations after `=>` (a step without one must answer `ok`): `ok`, `written PATH`,
 //! `"CONTENT"`, `text "TEXT"`, `no text`, `[a, b, ...]`, `in order [a, b, ...]`, `refused REASON`,
-//! `swept N sessions, M deletions`, `crashed`, `published`.
+//! `swept N sessions, M deletions`, `crashed`, `published`, and an erasure's state (`pending`,
+//! `met`, `overdue D`, `missed D`).
 //!
 //! Why one file: the vocabulary is one table of step shapes, each parsed beside the
 //! expectations it may take and the load errors it gives at its line; split by step family, the
@@ -141,6 +144,9 @@ pub enum Expect {
     Published,
     /// A tool result written to a session file, at a path the implementation chose (SL-7.1).
     Overflowed,
+    /// The states of a subject's erasure obligations, in `erasure::state_text`'s spelling
+    /// (SL-4.4), compared as a set with repeats.
+    Erasures(Vec<String>),
 }
 
 impl Expect {
@@ -177,6 +183,9 @@ impl Expect {
             (Expect::Crashed, ScopedOutcome::Crashed { .. }) => true,
             (Expect::Published, ScopedOutcome::Published { .. }) => true,
             (Expect::Overflowed, ScopedOutcome::Written { path }) => path.starts_with("session/"),
+            (Expect::Erasures(l), ScopedOutcome::Erasures { states }) => {
+                sorted(l) == sorted(states)
+            }
             _ => false,
         }
     }
@@ -724,6 +733,15 @@ fn action(w: &[String]) -> Result<Action, String> {
             to: unquote_or(to),
         },
         ["pending", "deletions"] => ScopedOp::PendingDeletions,
+        ["erase", "workspace" | "agent", _, "within", _] => super::erasure_script::erase(&s)?,
+        ["erasure", "of", subject] => {
+            let (workspace, agent) = super::erasure_script::subject(subject)?;
+            ScopedOp::ErasureStates { workspace, agent }
+        }
+        ["proof", "of", subject] => {
+            let (workspace, agent) = super::erasure_script::subject(subject)?;
+            ScopedOp::ErasureProof { workspace, agent }
+        }
         ["deletion", "records"] => ScopedOp::DeletionRecords,
         [t, "write", path, content] => ScopedOp::Write {
             turn: turn(t)?,
@@ -797,6 +815,9 @@ fn expect(w: &[String]) -> Result<Expect, String> {
         ["crashed"] => Expect::Crashed,
         ["published"] => Expect::Published,
         ["overflowed"] => Expect::Overflowed,
+        ["pending" | "met"] | ["overdue" | "missed", _] => {
+            Expect::Erasures(vec![super::erasure::parse_state(&s)?])
+        }
         ["written", p] => Expect::Written(unquote_or(p)),
         ["refused", r] => Expect::Refused(one_of(r, "refusal reason", REASONS)?),
         ["no", "text"] => Expect::Text(None),
@@ -898,6 +919,10 @@ pub fn parse_with(
             Some(e) => expect(&words(e).map_err(|m| err(line, m))?).map_err(|m| err(line, m))?,
             None => Expect::Ok,
         };
+        // An erasure's deadline is written from the step's clock (`within 7d`).
+        let action = super::erasure_script::dated(action, offset_ms);
+        let expect =
+            super::erasure_script::expectation(&action, expect).map_err(|m| err(line, m))?;
         steps.push(Step {
             line,
             text: l.to_string(),

@@ -30,6 +30,8 @@ use async_trait::async_trait;
 use tokio::sync::Notify;
 
 use super::{Entity, MetaTx, Metadata, SessionKey, SessionLayers, SessionStanding};
+
+mod erasure;
 use crate::scoped::error::ScopedError;
 use crate::scoped::permissions::ScopeSettings;
 use crate::scoped::store::{DeletionObligation, DeletionRecord, WaitKind};
@@ -57,6 +59,8 @@ struct Tables {
     records: BTreeMap<i64, DeletionRecord>,
     /// `agent_session_counts`: (workspace, agent) -> keep_last (SPEC SL-2).
     session_counts: BTreeMap<(String, String), i64>,
+    /// Erasure obligations and their proofs (SPEC SL-4).
+    erasure: erasure::ErasureTables,
 }
 
 /// A lockable row.
@@ -67,6 +71,9 @@ enum RowKey {
     Session(SessionKey),
     Wait(WaitRow),
     Deletion(i64),
+    /// An erasure obligation (SPEC SL-4), and a key of its proof.
+    Erasure(i64),
+    ErasureProof(i64, String),
 }
 
 /// A transaction's writes, row by row (`None`: deleted), over the committed tables.
@@ -80,6 +87,7 @@ struct Overlay {
     records: BTreeMap<i64, DeletionRecord>,
     /// Count policies removed by a cascade (an agent's deletion).
     session_counts_removed: BTreeSet<(String, String)>,
+    erasure: erasure::ErasureOverlay,
 }
 
 impl Overlay {
@@ -117,6 +125,7 @@ impl Overlay {
         for k in self.session_counts_removed {
             t.session_counts.remove(&k);
         }
+        self.erasure.apply(&mut t.erasure);
     }
 }
 
@@ -128,6 +137,7 @@ struct State {
     next_tx: u64,
     next_deletion_id: i64,
     next_record_id: i64,
+    next_erasure_id: i64,
 }
 
 impl State {
@@ -993,6 +1003,8 @@ impl MetaTx for MemTx {
             ids.into_iter()
                 .filter_map(|id| view.deletion(id))
                 .filter(|d| d.done_at_ms.is_none())
+                // An erasure's deletion obligations are met with it (SPEC SL-4).
+                .filter(|d| !view.held_by_erasure(d.id))
                 .filter(|d| !st.held_by_other(&RowKey::Deletion(d.id), Some(self.id)))
                 .take(limit)
                 .map(|d| (d.id, d.prefix))

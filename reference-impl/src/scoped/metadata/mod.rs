@@ -16,6 +16,7 @@
 //! committed when it ran plus its own transaction's writes; a write waits for a row another
 //! transaction holds; a non-transactional operation is one statement, committed at once.
 
+pub mod erasure;
 pub mod memory;
 pub mod postgres;
 
@@ -25,6 +26,7 @@ use super::error::ScopedError;
 use super::permissions::ScopeSettings;
 use super::store::{DeletionObligation, DeletionRecord, WaitKind};
 
+pub use erasure::{ErasureMetadata, ErasureObligation, ErasureProof, ErasureTx};
 pub use memory::MemoryMetadata;
 pub use postgres::PostgresMetadata;
 
@@ -88,8 +90,9 @@ pub struct SessionStanding {
 
 /// The metadata store. Operations outside a transaction are single statements, committed at
 /// once (each waits, as a PostgreSQL statement would, for a row an open transaction holds).
+/// Erasure obligations (SPEC SL-4) are [`ErasureMetadata`]'s.
 #[async_trait]
-pub trait Metadata: Send + Sync {
+pub trait Metadata: ErasureMetadata + Send + Sync {
     /// Brings the store up to its schema. Idempotent.
     async fn migrate(&self) -> Result<(), ScopedError>;
 
@@ -179,9 +182,9 @@ pub trait Metadata: Send + Sync {
     }
 }
 
-/// One open transaction.
+/// One open transaction. Erasure obligations (SPEC SL-4) are [`ErasureTx`]'s.
 #[async_trait]
-pub trait MetaTx: Send {
+pub trait MetaTx: ErasureTx + Send {
     /// `SELECT … FOR UPDATE` of the session row (waiting for another holder), with its
     /// workspace's and agent's settings; `None` when there is no such session.
     async fn lock_session(

@@ -4,6 +4,8 @@
 use async_trait::async_trait;
 use sqlx::{PgPool, Postgres, Row, Transaction};
 
+mod erasure;
+
 use super::{Entity, MetaTx, Metadata, SessionKey, SessionLayers, SessionStanding};
 use crate::scoped::error::ScopedError;
 use crate::scoped::permissions::{Access, ScopeSettings};
@@ -614,6 +616,7 @@ impl MetaTx for PgTx {
         let rows = sqlx::query(
             "SELECT id, prefix FROM storage_deletions
               WHERE done_at_ms IS NULL
+                AND erasure_id IS NULL -- an erasure's are met with it (SL-4)
               ORDER BY id
               LIMIT $1
               FOR UPDATE SKIP LOCKED",

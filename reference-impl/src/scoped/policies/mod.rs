@@ -8,12 +8,13 @@
 //! - [`close`]: a session's close, swept a grace after it unless activity reopens it (SL-3).
 //! - [`promotion`]: a session file copied, with its text, to agent or workspace scope (SL-6).
 //! - [`overflow`]: a tool result too large to show, written to a session file (SL-7).
+//! - [`erasure`]: erasure obligations with a deadline, and their proofs (SL-4).
 //!
-//! Not built yet (issue 23): erasure obligations and their proofs (SL-4), retention per
-//! workspace and its lifecycle rules (SL-5).
+//! Not built yet (issue 23): retention per workspace and its lifecycle rules (SL-5).
 
 pub mod close;
 pub mod count;
+pub mod erasure;
 pub mod overflow;
 pub mod promotion;
 pub mod sweep;

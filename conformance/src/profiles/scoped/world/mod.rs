@@ -64,6 +64,9 @@ const NO_POLICY_CALL: &str = "the world has no retention-policy operation yet (a
 /// Why the world never reaches the mutants of a session's close and of the policy sweep.
 const NO_CLOSE_CALL: &str = "the world's host closes no session and sets no count policy (SPEC SL-3, SL-2), so its sweeper's policy sweep never has a session to take; the scenarios kill it";
 
+/// Why the world never reaches the erasure obligations' mutants (SPEC SL-4).
+const NO_ERASURE_CALL: &str = "the world has no erasure request (SPEC SL-4); the scenarios kill it";
+
 const APP: &str = "app";
 const STORE: &str = "s3";
 const PORT: u16 = 7000;
@@ -811,6 +814,38 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "sweeper-drops-backstop",
         NO_CLOSE_CALL,
+    ),
+    (
+        "erasure-overdue-closed",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-late-stamped-on-time",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-proof-before-deletion",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-without-write-ahead",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-proof-counts-the-backstop",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "recreated-under-pending-erasure",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-keeps-the-rows",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-past-deadline-accepted",
+        NO_ERASURE_CALL,
     ),
 ];
 
