@@ -34,7 +34,8 @@
 //!
 //! Expectations after `=>` (a step without one must answer `ok`): `ok`, `written PATH`,
 //! `"CONTENT"`, `text "TEXT"`, `no text`, `[a, b, ...]`, `in order [a, b, ...]`, `refused REASON`,
-//! `swept N sessions, M deletions`, `crashed`, `published`.
+//! `swept N sessions, M deletions`, `crashed`, `published`, `overflowed`, `overflowed as NAME`
+//! (binds NAME to the path answered, for later steps' paths: `bindings.rs`).
 //!
 //! Why one file: the vocabulary is one table of step shapes, each parsed beside the
 //! expectations it may take and the load errors it gives at its line; split by step family, the
@@ -137,8 +138,9 @@ pub enum Expect {
     },
     Crashed,
     Published,
-    /// A tool result written to a session file, at a path the implementation chose (SL-7.1).
-    Overflowed,
+    /// A tool result written to a session file, at a path the implementation chose (SL-7.1);
+    /// `overflowed as NAME` binds NAME to that path for the steps below (`bindings.rs`).
+    Overflowed(Option<String>),
 }
 
 impl Expect {
@@ -174,7 +176,9 @@ impl Expect {
             ) => sessions == s && deletions == o,
             (Expect::Crashed, ScopedOutcome::Crashed { .. }) => true,
             (Expect::Published, ScopedOutcome::Published { .. }) => true,
-            (Expect::Overflowed, ScopedOutcome::Written { path }) => path.starts_with("session/"),
+            (Expect::Overflowed(_), ScopedOutcome::Written { path }) => {
+                path.starts_with("session/")
+            }
             _ => false,
         }
     }
@@ -789,7 +793,10 @@ fn expect(w: &[String]) -> Result<Expect, String> {
         ["ok"] => Expect::Ok,
         ["crashed"] => Expect::Crashed,
         ["published"] => Expect::Published,
-        ["overflowed"] => Expect::Overflowed,
+        ["overflowed"] => Expect::Overflowed(None),
+        ["overflowed", "as", name] => {
+            Expect::Overflowed(Some(super::bindings::binding_name(name)?))
+        }
         ["written", p] => Expect::Written(unquote_or(p)),
         ["refused", r] => Expect::Refused(one_of(r, "refusal reason", REASONS)?),
         ["no", "text"] => Expect::Text(None),
@@ -898,6 +905,7 @@ pub fn parse_with(
             expect,
         });
     }
+    super::bindings::check(&mut steps).map_err(|(line, m)| err(line, m))?;
     Ok(Script {
         file: file.to_path_buf(),
         name: header.name,
