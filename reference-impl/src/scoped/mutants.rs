@@ -66,10 +66,13 @@ pub enum ScopedMutant {
     OverflowOutsideSession,
     PlusAsSpace,
     PersonSkipsUnfinishedSweep,
+    CountRanksEmptiedSessions,
+    UnfinishedCountSweepLeft,
+    OverflowOverwrites,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 61] = [
+    pub const ALL: [ScopedMutant; 64] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -131,6 +134,9 @@ impl ScopedMutant {
         ScopedMutant::OverflowOutsideSession,
         ScopedMutant::PlusAsSpace,
         ScopedMutant::PersonSkipsUnfinishedSweep,
+        ScopedMutant::CountRanksEmptiedSessions,
+        ScopedMutant::UnfinishedCountSweepLeft,
+        ScopedMutant::OverflowOverwrites,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -199,6 +205,9 @@ impl ScopedMutant {
             ScopedMutant::OverflowOutsideSession => "overflow-outside-session",
             ScopedMutant::PlusAsSpace => "plus-as-space",
             ScopedMutant::PersonSkipsUnfinishedSweep => "person-skips-unfinished-sweep",
+            ScopedMutant::CountRanksEmptiedSessions => "count-ranks-emptied-sessions",
+            ScopedMutant::UnfinishedCountSweepLeft => "unfinished-count-sweep-left",
+            ScopedMutant::OverflowOverwrites => "overflow-overwrites",
         }
     }
 
@@ -388,6 +397,15 @@ impl ScopedMutant {
             ScopedMutant::PersonSkipsUnfinishedSweep => {
                 "a person's request to a session whose sweep was interrupted is served from what the sweep left: a download returns a file the sweep found expired"
             }
+            ScopedMutant::CountRanksEmptiedSessions => {
+                "a count ranks the sessions a sweep already emptied among an agent's last N: an emptied session takes the place of a conversation the policy keeps, and that conversation loses its files"
+            }
+            ScopedMutant::UnfinishedCountSweepLeft => {
+                "a session a count swept only in part is finished only by the idle sweep, past its TTL: once it is among the last N again (a newer session deleted, the count removed) the files the count found expired stay"
+            }
+            ScopedMutant::OverflowOverwrites => {
+                "a tool result is written at the path its content's hash names, whatever holds it: the same result overflowing again overwrites the guest's edit of that file"
+            }
         }
     }
 
@@ -456,6 +474,9 @@ impl ScopedMutant {
             ScopedMutant::OverflowOutsideSession => &["SL-7.2"],
             ScopedMutant::PlusAsSpace => &["SF-3.1"],
             ScopedMutant::PersonSkipsUnfinishedSweep => &["SF-4.1"],
+            ScopedMutant::CountRanksEmptiedSessions => &["SL-2.1"],
+            ScopedMutant::UnfinishedCountSweepLeft => &["SL-2.4"],
+            ScopedMutant::OverflowOverwrites => &["SL-7.1"],
         }
     }
 

@@ -378,6 +378,18 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "person-skips-unfinished-sweep",
         "seldom in the generator's reach: a person's request must come to a session after a sweep failed part-way through it and before anything else touched it; 1,000 seeds on the memory tier staged none, so the scenario that stages it kills it",
     ),
+    (
+        "count-ranks-emptied-sessions",
+        NO_POLICY_OPERATION,
+    ),
+    (
+        "unfinished-count-sweep-left",
+        NO_POLICY_OPERATION,
+    ),
+    (
+        "overflow-overwrites",
+        "the generator has no retention-policy operation yet (a tool result too large to show, written again after the guest edited its file: SPEC SL-7.1); the scenarios kill it",
+    ),
 ];
 
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's
