@@ -62,10 +62,6 @@ const SL_NOT_STAGED: &[(&str, &str)] = &[
 /// The SL rules no mutant breaks, and why none is killed by a scenario yet.
 const SL_WITHOUT_MUTANT: &[(&str, &str)] = &[
     (
-        "SL-7.1",
-        "the limit is staged on both sides (a result at it shown and nothing written, one past it written to a session file); no mutant moves the limit yet",
-    ),
-    (
         "SL-5.1",
         NOT_BUILT,
     ),
@@ -80,10 +76,6 @@ const SL_WITHOUT_MUTANT: &[(&str, &str)] = &[
     (
         "SL-5.4",
         NOT_BUILT,
-    ),
-    (
-        "SL-2.4",
-        "a count-swept session's revival, a lowered count and two policies on one agent are staged; the sweep is SC-5's, whose mutants SC's scenarios kill",
     ),
     (
         "SL-6.4",

@@ -83,10 +83,13 @@ pub enum ScopedMutant {
     RecreatedUnderPendingErasure,
     ErasureKeepsTheRows,
     ErasurePastDeadlineAccepted,
+    CountRanksEmptiedSessions,
+    UnfinishedCountSweepLeft,
+    OverflowOverwrites,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 78] = [
+    pub const ALL: [ScopedMutant; 81] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -165,6 +168,9 @@ impl ScopedMutant {
         ScopedMutant::RecreatedUnderPendingErasure,
         ScopedMutant::ErasureKeepsTheRows,
         ScopedMutant::ErasurePastDeadlineAccepted,
+        ScopedMutant::CountRanksEmptiedSessions,
+        ScopedMutant::UnfinishedCountSweepLeft,
+        ScopedMutant::OverflowOverwrites,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -250,6 +256,9 @@ impl ScopedMutant {
             ScopedMutant::RecreatedUnderPendingErasure => "recreated-under-pending-erasure",
             ScopedMutant::ErasureKeepsTheRows => "erasure-keeps-the-rows",
             ScopedMutant::ErasurePastDeadlineAccepted => "erasure-past-deadline-accepted",
+            ScopedMutant::CountRanksEmptiedSessions => "count-ranks-emptied-sessions",
+            ScopedMutant::UnfinishedCountSweepLeft => "unfinished-count-sweep-left",
+            ScopedMutant::OverflowOverwrites => "overflow-overwrites",
         }
     }
 
@@ -490,6 +499,15 @@ impl ScopedMutant {
             ScopedMutant::ErasurePastDeadlineAccepted => {
                 "an erasure whose deadline is already past is accepted: an obligation born overdue, the customer's data erased on no one's schedule"
             }
+            ScopedMutant::CountRanksEmptiedSessions => {
+                "a count ranks the sessions a sweep already emptied among an agent's last N: an emptied session takes the place of a conversation the policy keeps, and that conversation loses its files"
+            }
+            ScopedMutant::UnfinishedCountSweepLeft => {
+                "a session a count swept only in part is finished only by the idle sweep, past its TTL: once it is among the last N again (a newer session deleted, the count removed) the files the count found expired stay"
+            }
+            ScopedMutant::OverflowOverwrites => {
+                "a tool result is written at the path its content's hash names, whatever holds it: the same result overflowing again overwrites the guest's edit of that file"
+            }
         }
     }
 
@@ -575,6 +593,9 @@ impl ScopedMutant {
             ScopedMutant::RecreatedUnderPendingErasure => &["SL-4.6"],
             ScopedMutant::ErasureKeepsTheRows => &["SL-4.1", "SL-4.6"],
             ScopedMutant::ErasurePastDeadlineAccepted => &["SL-1.4"],
+            ScopedMutant::CountRanksEmptiedSessions => &["SL-2.1"],
+            ScopedMutant::UnfinishedCountSweepLeft => &["SL-2.4"],
+            ScopedMutant::OverflowOverwrites => &["SL-7.1"],
         }
     }
 

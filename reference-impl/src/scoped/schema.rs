@@ -77,6 +77,12 @@ CREATE INDEX IF NOT EXISTS sessions_sweep_candidates
     ON sessions (last_activity_ms)
     WHERE files_swept_at_ms IS NULL;
 
+-- Sessions a sweep left unfinished (SC-5.5): few, and every sweep finishes them first whatever
+-- swept them (SPEC SL-2.4), so that scan reads only them.
+CREATE INDEX IF NOT EXISTS sessions_sweep_unfinished
+    ON sessions (workspace_id, agent_id, id)
+    WHERE sweep_unfinished_at_ms IS NOT NULL;
+
 CREATE TABLE IF NOT EXISTS session_waits (
     workspace_id text NOT NULL,
     agent_id     text NOT NULL,

@@ -879,7 +879,10 @@ impl ScopedStore {
     }
 
     /// `None` if the object does not exist, else its source-sha stamp (if it has one).
-    async fn head_stamp(&self, key: &str) -> Result<Option<Option<String>>, ScopedError> {
+    pub(crate) async fn head_stamp(
+        &self,
+        key: &str,
+    ) -> Result<Option<Option<String>>, ScopedError> {
         self.counters.head.fetch_add(1, Ordering::Relaxed);
         match self
             .send(|| {
@@ -1010,29 +1013,7 @@ impl ScopedStore {
                 if !(r.scope == Scope::Skill && skill_writable) {
                     self.require(&perms, &r, Access::ReadWrite)?;
                 }
-                let text_key = self.text_key(&r);
-                let sha = hex::encode(Sha256::digest(&bytes));
-                if self.is(ScopedMutant::FileBeforeText) {
-                    // The mutant stores the file first: a crash before the text leaves a file
-                    // without it, after the text both (the crash point comes after both).
-                    self.put_tagged(&r.key, bytes.clone(), Some(&sha)).await?;
-                    if let Some(text) = extract_text(&bytes) {
-                        self.put_tagged(&text_key, text.as_bytes().to_vec(), Some(&sha))
-                            .await?;
-                    }
-                    self.crash(CrashPoint::AfterTextWritten)?;
-                    return Ok(());
-                }
-                match extract_text(&bytes) {
-                    Some(text) => {
-                        self.put_tagged(&text_key, text.as_bytes().to_vec(), Some(&sha))
-                            .await?
-                    }
-                    // Overwriting a text file with a binary one must not leave the old text behind.
-                    None => self.delete_one(&text_key).await?,
-                }
-                self.crash(CrashPoint::AfterTextWritten)?;
-                self.put_tagged(&r.key, bytes, Some(&sha)).await
+                self.store_file(&r, bytes).await
             })
             .await;
         if let Err(ScopedError::Storage { .. }) = &written {
@@ -1048,6 +1029,35 @@ impl ScopedStore {
         }
         written?;
         Ok(r)
+    }
+
+    /// Stores a file and its extracted text at `r`, the text first, so a file is never visible
+    /// without its text; each stamped with the file's sha256. The caller holds the session's
+    /// lock and has checked the access ([`Self::write`]).
+    pub(crate) async fn store_file(&self, r: &Resolved, bytes: Vec<u8>) -> Result<(), ScopedError> {
+        let text_key = self.text_key(r);
+        let sha = hex::encode(Sha256::digest(&bytes));
+        if self.is(ScopedMutant::FileBeforeText) {
+            // The mutant stores the file first: a crash before the text leaves a file
+            // without it, after the text both (the crash point comes after both).
+            self.put_tagged(&r.key, bytes.clone(), Some(&sha)).await?;
+            if let Some(text) = extract_text(&bytes) {
+                self.put_tagged(&text_key, text.as_bytes().to_vec(), Some(&sha))
+                    .await?;
+            }
+            self.crash(CrashPoint::AfterTextWritten)?;
+            return Ok(());
+        }
+        match extract_text(&bytes) {
+            Some(text) => {
+                self.put_tagged(&text_key, text.as_bytes().to_vec(), Some(&sha))
+                    .await?
+            }
+            // Overwriting a text file with a binary one must not leave the old text behind.
+            None => self.delete_one(&text_key).await?,
+        }
+        self.crash(CrashPoint::AfterTextWritten)?;
+        self.put_tagged(&r.key, bytes, Some(&sha)).await
     }
 
     pub async fn read(&self, turn: &TurnSpace, path: &str) -> Result<Vec<u8>, ScopedError> {
@@ -1504,6 +1514,8 @@ impl ScopedStore {
     pub async fn sweep(&self) -> Result<SweepReport, ScopedError> {
         let before = self.requests();
         let mut report = SweepReport::default();
+        // What an earlier sweep left unfinished, whatever swept it (SPEC SL-2.4).
+        self.finish_unfinished_sweeps(&mut report).await?;
         if self.is(ScopedMutant::AgeOnlyExpiry) {
             self.sweep_by_age(layout::SESSIONS_CLASS_PREFIX, &mut report)
                 .await?;

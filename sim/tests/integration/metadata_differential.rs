@@ -126,7 +126,7 @@ async fn step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<String
             let limit = rng.gen_range(1..6);
             let (ignoring, claim, commit) =
                 (rng.gen_bool(0.2), rng.gen_bool(0.8), rng.gen_bool(0.8));
-            let mask: u32 = rng.gen();
+            let (mask, unfinished): (u32, u32) = (rng.gen(), rng.gen());
             let mut tx = m.begin().await.map_err(err)?;
             let got = tx
                 .claim_idle_sessions(cutoff, limit, ignoring, claim)
@@ -135,6 +135,9 @@ async fn step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<String
             for (i, k) in got.iter().enumerate() {
                 if mask & (1 << i) != 0 {
                     tx.mark_swept(k, now).await.map_err(err)?;
+                } else if unfinished & (1 << i) != 0 {
+                    // A key failed: the next sweep finishes it (SC-5.5, SL-2.4).
+                    tx.mark_sweep_unfinished(k, now).await.map_err(err)?;
                 }
             }
             if commit {
@@ -143,7 +146,7 @@ async fn step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<String
                 tx.rollback().await
             }
             .map_err(err)?;
-            format!("sweep {cutoff} {limit} ignoring={ignoring} claim={claim} mask={mask:b} commit={commit}: {got:?}")
+            format!("sweep {cutoff} {limit} ignoring={ignoring} claim={claim} mask={mask:b} unfinished={unfinished:b} commit={commit}: {got:?}")
         }
         8 => {
             // Two sweepers at once: the second skips what the first holds.
@@ -402,6 +405,17 @@ async fn tables(m: &dyn Metadata) -> Result<String, String> {
                 out.push_str(&format!("{:?} ", tx.closed_at(&k).await.map_err(err)?));
             }
         }
+    }
+    // What the count ranks (SPEC SL-2) and what the next sweep finishes first (SL-2.4).
+    out.push_str(&format!(
+        "unfinished {:?}\n",
+        tx.claim_unfinished_sessions(1000).await.map_err(err)?
+    ));
+    for ws in ["w1", "w2"] {
+        out.push_str(&format!(
+            "{ws} standings {:?}\n",
+            tx.claim_agent_sessions(ws, None).await.map_err(err)?
+        ));
     }
     tx.rollback().await.map_err(err)?;
     for ws in ["w1", "w2"] {

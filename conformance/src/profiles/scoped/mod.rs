@@ -2,7 +2,8 @@
 //! the profile owns lives in this folder:
 //!
 //! - [`script`]: its scenario files (`scenarios/scoped/*.tdm`) and their step vocabulary;
-//!   [`play`]: a parsed scenario run step by step.
+//!   [`play`]: a parsed scenario run step by step; [`bindings`]: the paths a scenario names
+//!   after the implementation chose them (`=> overflowed as OUT`).
 //! - [`driver`]: the reference implementation on the real tier (the disk S3 store over loopback
 //!   HTTP through aws-sdk-s3, and a real PostgreSQL) or the simulation tier, and the operations
 //!   and outcomes a step speaks ([`ScopedOp`], [`ScopedOutcome`]).
@@ -21,6 +22,7 @@
 //! suite and the mutant catalogue.
 
 pub mod bench;
+pub mod bindings;
 pub mod driver;
 pub mod erasure;
 pub mod erasure_script;
@@ -192,7 +194,9 @@ async fn steps_in_process(
 ) -> Result<(), crate::play::Failure> {
     use self::process::{expect_text, outcome_text, rel};
     let mut now = tidemark_sim::clock::EPOCH;
+    let mut bindings = bindings::Bindings::default();
     for step in &s.steps {
+        let step = &bindings.resolve(step);
         let op = match &step.action {
             script::Action::Advance(ms) => {
                 now = now.plus_ms(*ms);
@@ -215,6 +219,7 @@ async fn steps_in_process(
         if !step.expect.matches(&got) {
             return Err(fail(outcome_text(&got)));
         }
+        bindings.observe(step, &got);
     }
     Ok(())
 }

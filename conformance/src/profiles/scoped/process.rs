@@ -344,7 +344,10 @@ async fn steps(
     // new process need not know the tokens the old one minted (PROTOCOL.md).
     let mut people = super::people::PeopleClient::with_timeout(session.people_timeout());
     let mut persons: BTreeMap<String, ScopedOp> = BTreeMap::new();
+    // Paths the scenario names after the implementation chose them (`overflowed as OUT`).
+    let mut bindings = super::bindings::Bindings::default();
     for step in &script.steps {
+        let step = &bindings.resolve(step);
         let op = match &step.action {
             Action::Advance(ms) => {
                 now = now.plus_ms(*ms);
@@ -432,6 +435,7 @@ async fn steps(
         if !step.expect.matches(&got) {
             return Err(fail(outcome_text(&got)));
         }
+        bindings.observe(step, &got);
     }
     Ok(())
 }
@@ -616,7 +620,8 @@ pub fn expect_text(e: &Expect) -> String {
         } => format!("swept {sessions} sessions, {deletions} deletions"),
         Expect::Crashed => "crashed".into(),
         Expect::Published => "published".into(),
-        Expect::Overflowed => "overflowed".into(),
+        Expect::Overflowed(None) => "overflowed".into(),
+        Expect::Overflowed(Some(name)) => format!("overflowed as {name}"),
         Expect::Erasures(states) => list_text(states),
     }
 }

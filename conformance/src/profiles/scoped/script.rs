@@ -38,8 +38,9 @@
 //!
 //! Expectations after `=>` (a step without one must answer `ok`): `ok`, `written PATH`,
 //! `"CONTENT"`, `text "TEXT"`, `no text`, `[a, b, ...]`, `in order [a, b, ...]`, `refused REASON`,
-//! `swept N sessions, M deletions`, `crashed`, `published`, and an erasure's state (`pending`,
-//! `met`, `overdue D`, `missed D`).
+//! `swept N sessions, M deletions`, `crashed`, `published`, `overflowed`, `overflowed as NAME`
+//! (binds NAME to the path answered, for later steps' paths: `bindings.rs`), and an erasure's
+//! state (`pending`, `met`, `overdue D`, `missed D`).
 //!
 //! Why one file: the vocabulary is one table of step shapes, each parsed beside the
 //! expectations it may take and the load errors it gives at its line; split by step family, the
@@ -142,8 +143,9 @@ pub enum Expect {
     },
     Crashed,
     Published,
-    /// A tool result written to a session file, at a path the implementation chose (SL-7.1).
-    Overflowed,
+    /// A tool result written to a session file, at a path the implementation chose (SL-7.1);
+    /// `overflowed as NAME` binds NAME to that path for the steps below (`bindings.rs`).
+    Overflowed(Option<String>),
     /// The states of a subject's erasure obligations, in `erasure::state_text`'s spelling
     /// (SL-4.4), compared as a set with repeats.
     Erasures(Vec<String>),
@@ -182,7 +184,9 @@ impl Expect {
             ) => sessions == s && deletions == o,
             (Expect::Crashed, ScopedOutcome::Crashed { .. }) => true,
             (Expect::Published, ScopedOutcome::Published { .. }) => true,
-            (Expect::Overflowed, ScopedOutcome::Written { path }) => path.starts_with("session/"),
+            (Expect::Overflowed(_), ScopedOutcome::Written { path }) => {
+                path.starts_with("session/")
+            }
             (Expect::Erasures(l), ScopedOutcome::Erasures { states }) => {
                 sorted(l) == sorted(states)
             }
@@ -814,7 +818,10 @@ fn expect(w: &[String]) -> Result<Expect, String> {
         ["ok"] => Expect::Ok,
         ["crashed"] => Expect::Crashed,
         ["published"] => Expect::Published,
-        ["overflowed"] => Expect::Overflowed,
+        ["overflowed"] => Expect::Overflowed(None),
+        ["overflowed", "as", name] => {
+            Expect::Overflowed(Some(super::bindings::binding_name(name)?))
+        }
         ["pending" | "met"] | ["overdue" | "missed", _] => {
             Expect::Erasures(vec![super::erasure::parse_state(&s)?])
         }
@@ -930,6 +937,7 @@ pub fn parse_with(
             expect,
         });
     }
+    super::bindings::check(&mut steps).map_err(|(line, m)| err(line, m))?;
     Ok(Script {
         file: file.to_path_buf(),
         name: header.name,

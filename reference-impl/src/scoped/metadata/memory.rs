@@ -892,6 +892,7 @@ impl MetaTx for MemTx {
                         last_activity_ms: r.last_activity_ms,
                         created_at_ms: r.created_at_ms,
                         swept: r.files_swept_at_ms.is_some(),
+                        sweep_unfinished: r.sweep_unfinished_at_ms.is_some(),
                     })
                 })
                 .collect()
@@ -949,6 +950,8 @@ impl MetaTx for MemTx {
                         last_activity_ms: r.last_activity_ms,
                         created_at_ms: r.created_at_ms,
                         swept: false,
+                        // Not ranked: the close sweep takes every closed session past its grace.
+                        sweep_unfinished: false,
                         waiting: view.has_wait(k),
                     };
                     (closed, standing)
@@ -966,6 +969,34 @@ impl MetaTx for MemTx {
             for s in &picked {
                 st.locks.insert(RowKey::Session(s.key.clone()), me);
             }
+        }
+        Ok(picked)
+    }
+
+    async fn claim_unfinished_sessions(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<SessionKey>, ScopedError> {
+        let limit = usize::try_from(limit.max(0)).unwrap_or(usize::MAX);
+        let me = self.id;
+        let mut st = self.shared.lock();
+        let picked: Vec<SessionKey> = {
+            let view = self.view(&st);
+            let mut keys: BTreeSet<&SessionKey> = st.tables.sessions.keys().collect();
+            keys.extend(self.overlay.sessions.keys());
+            // ORDER BY workspace_id, agent_id, id: the keys' own order.
+            keys.into_iter()
+                .filter(|k| {
+                    view.session(k)
+                        .is_some_and(|r| r.sweep_unfinished_at_ms.is_some())
+                })
+                .filter(|k| !st.held_by_other(&RowKey::Session((*k).clone()), Some(me)))
+                .take(limit)
+                .cloned()
+                .collect()
+        };
+        for k in &picked {
+            st.locks.insert(RowKey::Session(k.clone()), me);
         }
         Ok(picked)
     }

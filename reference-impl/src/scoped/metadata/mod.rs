@@ -84,6 +84,9 @@ pub struct SessionStanding {
     pub created_at_ms: i64,
     /// Its files are swept already (`files_swept_at_ms` is set).
     pub swept: bool,
+    /// A sweep is removing its files and failed on some (`sweep_unfinished_at_ms` is set):
+    /// expired all the same (SC-5.5), so it holds no place among the N (SPEC SL-2.1).
+    pub sweep_unfinished: bool,
     /// Work is queued, parked or waiting in it (SC-5.2).
     pub waiting: bool,
 }
@@ -243,6 +246,15 @@ pub trait MetaTx: ErasureTx + Send {
         ignoring_waits: bool,
         claim: bool,
     ) -> Result<Vec<SessionStanding>, ScopedError>;
+
+    /// Sessions a sweep left unfinished (`sweep_unfinished_at_ms` is set), in key order, at
+    /// most `limit`, locked for this transaction; rows another transaction holds are skipped
+    /// (`FOR UPDATE SKIP LOCKED`). Whatever swept them (the idle TTL or a count), the next
+    /// sweep finishes them (SPEC SL-2.4, SL-1.2).
+    async fn claim_unfinished_sessions(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<SessionKey>, ScopedError>;
 
     /// `sweep_unfinished_at_ms = now_ms`: a sweep deleted part of the session's files.
     async fn mark_sweep_unfinished(

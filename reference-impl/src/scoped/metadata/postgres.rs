@@ -478,7 +478,8 @@ impl MetaTx for PgTx {
                     s.files_swept_at_ms IS NOT NULL,
                     EXISTS (SELECT 1 FROM session_waits w
                              WHERE w.workspace_id = s.workspace_id AND w.agent_id = s.agent_id
-                               AND w.session_id = s.id)
+                               AND w.session_id = s.id),
+                    s.sweep_unfinished_at_ms IS NOT NULL
                FROM sessions s
               WHERE s.workspace_id = $1 AND ($2::text IS NULL OR s.agent_id = $2)
               ORDER BY s.agent_id, s.id
@@ -497,6 +498,7 @@ impl MetaTx for PgTx {
                     created_at_ms: r.try_get(3)?,
                     swept: r.try_get(4)?,
                     waiting: r.try_get(5)?,
+                    sweep_unfinished: r.try_get(6)?,
                 })
             })
             .collect::<Result<_, sqlx::Error>>()
@@ -571,8 +573,38 @@ impl MetaTx for PgTx {
                     last_activity_ms: r.try_get(3)?,
                     created_at_ms: r.try_get(4)?,
                     swept: false,
+                    // Not ranked: the close sweep takes every closed session past its grace.
+                    sweep_unfinished: false,
                     waiting: r.try_get(5)?,
                 })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(ScopedError::db("row"))
+    }
+
+    async fn claim_unfinished_sessions(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<SessionKey>, ScopedError> {
+        // The partial index `sessions_sweep_unfinished` holds only these rows.
+        let rows = sqlx::query(
+            "SELECT workspace_id, agent_id, id FROM sessions
+              WHERE sweep_unfinished_at_ms IS NOT NULL
+              ORDER BY workspace_id, agent_id, id
+              LIMIT $1
+              FOR UPDATE SKIP LOCKED",
+        )
+        .bind(limit)
+        .fetch_all(&mut *self.tx)
+        .await
+        .map_err(ScopedError::db("claim unfinished sessions"))?;
+        rows.iter()
+            .map(|r| {
+                Ok(SessionKey::new(
+                    r.try_get::<&str, _>(0)?,
+                    r.try_get::<&str, _>(1)?,
+                    r.try_get::<&str, _>(2)?,
+                ))
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(ScopedError::db("row"))

@@ -45,21 +45,26 @@ impl ScopedStore {
         }
     }
 
-    /// The sessions of one agent a count of `keep_last` sweeps now: every session past the
-    /// newest `keep_last` by last activity (SL-2.2), not swept yet, with no wait (SL-2.3).
-    pub(super) fn beyond_the_count(
-        &self,
-        mut standings: Vec<SessionStanding>,
-        keep_last: i64,
-    ) -> Vec<SessionKey> {
+    /// The sessions of one agent a count of `keep_last` sweeps now: of the sessions whose
+    /// files are still kept, every one past the newest `keep_last` by last activity (SL-2.2),
+    /// with no wait (SL-2.3). A session a sweep emptied, or left unfinished, holds nothing to
+    /// keep and takes no place among the N (SL-2.1); an unfinished one is the next sweep's to
+    /// finish whatever the count says ([`ScopedStore::finish_unfinished_sweeps`], SL-2.4).
+    pub(super) fn beyond_the_count(&self, standings: Vec<SessionStanding>, keep_last: i64) -> Vec<SessionKey> {
+        // The mutant ranks every session, emptied or not, and passes the emptied ones by only
+        // after the count has skipped its N.
+        let ranks_emptied = self.is(ScopedMutant::CountRanksEmptiedSessions);
+        let mut kept: Vec<SessionStanding> = standings
+            .into_iter()
+            .filter(|s| ranks_emptied || !(s.swept || s.sweep_unfinished))
+            .collect();
         if self.is(ScopedMutant::CountByCreation) {
-            standings.sort_by_key(|s| (Reverse(s.created_at_ms), s.key.clone()));
+            kept.sort_by_key(|s| (Reverse(s.created_at_ms), s.key.clone()));
         } else {
-            standings.sort_by_key(|s| (Reverse(s.last_activity_ms), s.key.clone()));
+            kept.sort_by_key(|s| (Reverse(s.last_activity_ms), s.key.clone()));
         }
         let sweeps_waiting = self.is(ScopedMutant::CountSweepsWaiting);
-        standings
-            .into_iter()
+        kept.into_iter()
             .skip(usize::try_from(keep_last).unwrap_or(usize::MAX))
             .filter(|s| !s.swept && (sweeps_waiting || !s.waiting))
             .map(|s| s.key)

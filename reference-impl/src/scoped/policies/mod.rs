@@ -9,6 +9,8 @@
 //! - [`promotion`]: a session file copied, with its text, to agent or workspace scope (SL-6).
 //! - [`overflow`]: a tool result too large to show, written to a session file (SL-7).
 //! - [`erasure`]: erasure obligations with a deadline, and their proofs (SL-4).
+//! - [`unfinished`]: the sessions a sweep left unfinished, finished by the next one whatever
+//!   swept them (SL-2.4, SL-1.2).
 //!
 //! Not built yet (issue 23): retention per workspace and its lifecycle rules (SL-5).
 
@@ -18,6 +20,7 @@ pub mod erasure;
 pub mod overflow;
 pub mod promotion;
 pub mod sweep;
+pub mod unfinished;
 
 /// The largest count a policy may keep (SL-1.4): past it, a count is a typo, not a policy.
 pub const MAX_KEEP_LAST: i64 = 100_000;
