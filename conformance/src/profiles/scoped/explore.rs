@@ -90,7 +90,7 @@ impl Explorer for ScopedExplorer<'_> {
             ops,
             mutant,
             None,
-            IdStyle::Uuid,
+            IdStyle::CURRENT,
             &self.variants,
         )
         .await
@@ -240,15 +240,13 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
         Some(ModelOp::JumpBack { .. }) => ("clock jump back", "SC-5.1"),
         Some(ModelOp::Hostile { .. }) => ("hostile spelling", "SC-2.2"),
         Some(ModelOp::Person { .. }) => ("a person's request", "SF-2.3"),
+        Some(ModelOp::People(r)) => r.operation(),
         None => ("the end", "SC-5.3"),
     }
 }
 
 /// Why the generator never reaches part SL's mutants.
 const NO_POLICY_OPERATION: &str = "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it";
-
-/// Why the generator never reaches the mutants of the people's API's HTTP layer.
-const PEOPLE_HTTP_LAYER: &str = "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge";
 
 /// Scoped mutants the exploration generator never reaches, and why; the scenarios kill each
 /// of them (`tidemark mutants --profile scoped`). Reaching them needs the store's error classes
@@ -283,14 +281,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "the generator never runs an age-only lifecycle rule over the bucket, the one reader of the stamp",
     ),
     (
-        "dotted-ids-accepted",
-        "the generator's identifiers are valid ones; an identifier's alphabet is the scenarios'",
-    ),
-    (
-        "trailing-slash-trimmed",
-        "none of the generator's paths, hostile spellings included, ends in `/`",
-    ),
-    (
         "skills-writable",
         "the generator only reads skill files, never writes one",
     ),
@@ -303,44 +293,8 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "the generator deletes only session files, which every turn may read and write",
     ),
     (
-        "permission-before-shape",
-        "the generator's malformed paths all start in the session scope, which every turn may read and write, so checking its permission first refuses nothing",
-    ),
-    (
         "repeated-create-is-activity",
         "the generator creates each session once, at setup",
-    ),
-    (
-        "upload-echoes-raw-path",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "url-decoded-twice",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "encoded-slash-splits",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "upload-unbounded",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "session-before-credentials",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "download-served-inline",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "path-refusal-is-server-error",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "lookalike-scope-accepted",
-        PEOPLE_HTTP_LAYER,
     ),
     (
         "count-by-creation",
@@ -369,14 +323,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "overflow-outside-session",
         "the generator has no retention-policy operation yet (a tool result too large to show: SPEC part SL); the scenarios kill it",
-    ),
-    (
-        "plus-as-space",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "person-skips-unfinished-sweep",
-        "seldom in the generator's reach: a person's request must come to a session after a sweep failed part-way through it and before anything else touched it; 1,000 seeds on the memory tier staged none, so the scenario that stages it kills it",
     ),
 ];
 
