@@ -165,11 +165,21 @@ impl Explorer for ScopedExplorer<'_> {
         ops: &Vec<ModelOp>,
         _passed: &SequenceRun,
     ) -> Option<Vec<(&'static str, u64)>> {
-        Some(ops.iter().map(|op| (operation(Some(op)).1, 1)).collect())
+        Some(
+            ops.iter()
+                .flat_map(|op| {
+                    let also = match op {
+                        ModelOp::People(r) => r.also_decides(),
+                        _ => None,
+                    };
+                    std::iter::once((operation(Some(op)).1, 1)).chain(also.map(|rule| (rule, 1)))
+                })
+                .collect(),
+        )
     }
 
     fn rules_counting(&self) -> &'static str {
-        "every operation of a passing seed, counted by its operation's rule as the signature table names it (the model does not record a finer deciding rule per outcome)"
+        "every operation of a passing seed, counted by its operation's rule as the signature table names it, and a person's request for a file of their own session also by SF-2.3, which decides its access (the model does not record a finer deciding rule per outcome)"
     }
 
     fn divergence_text<'d>(&self, d: &'d Divergence) -> DivergenceText<'d> {

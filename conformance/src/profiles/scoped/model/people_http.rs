@@ -167,6 +167,21 @@ impl PeopleRequest {
     }
 }
 
+impl PeopleRequest {
+    /// A rule every sending of this request decides besides [`Self::operation`]'s: SF-2.3 for
+    /// a credentialed person's request for a file of a session of their own workspace (by a
+    /// name SPEC accepts), whose access their own authorities decide.
+    pub fn also_decides(&self) -> Option<&'static str> {
+        let own = matches!(self.caller(), "member" | "steward" | "reader")
+            && self.addressed == Addressed::Session
+            && self.after_interrupted_sweep.is_none();
+        // A file's request whose URL SPEC refuses for its shape never reaches the access.
+        let file = !matches!(self.action(), LIST | 4)
+            && self.spelling.is_none_or(people_urls::names_a_file);
+        (own && file && self.operation().1 != "SF-2.3").then_some("SF-2.3")
+    }
+}
+
 impl fmt::Display for PeopleRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(s) = self.after_interrupted_sweep {

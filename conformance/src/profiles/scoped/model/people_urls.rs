@@ -276,13 +276,25 @@ const SEGMENT: &AsciiSet = &CONTROLS
 /// The hostile spellings a URL can carry under `session/`: those whose guest path starts in
 /// session scope (one that starts elsewhere, a leading slash or a space before the scope, is a
 /// scope segment the API answers for itself, SF-1.1), less those whose URL SF-3.3's table
-/// already spells (`my%20notes.md`), so no URL is drawn twice as often as another.
+/// already spells (`my%20notes.md`), so no URL is drawn twice as often as another. Chosen once:
+/// every operation's line and every draw asks.
 fn hostile_in_session() -> impl Iterator<Item = &'static super::hostile::Spelling> {
-    let probe = Fit { prefix_bytes: 0 };
-    SPELLINGS.iter().filter(move |s| {
-        let guest = s.guest_path(&probe);
-        guest.starts_with("session/") && !SF_URLS.iter().any(|u| u.url == encoded(&guest))
-    })
+    static CHOSEN: std::sync::OnceLock<Vec<&'static super::hostile::Spelling>> =
+        std::sync::OnceLock::new();
+    CHOSEN
+        .get_or_init(|| {
+            let probe = Fit { prefix_bytes: 0 };
+            SPELLINGS
+                .iter()
+                .filter(|s| {
+                    let guest = s.guest_path(&probe);
+                    guest.starts_with("session/")
+                        && !SF_URLS.iter().any(|u| u.url == encoded(&guest))
+                })
+                .collect()
+        })
+        .iter()
+        .copied()
 }
 
 /// A guest path as a client puts it in a URL: each segment percent-encoded once.
