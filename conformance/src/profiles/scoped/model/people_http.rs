@@ -405,7 +405,7 @@ impl Runner<'_> {
         if interrupted {
             self.people_request(step, r).await?;
         } else {
-            self.note("skipped: the sweep failed before it swept anything");
+            self.note("skipped: what the failed sweep left is unknown until the healed one");
         }
         self.sweep_healing().await?;
         let now = self.clock_now();
