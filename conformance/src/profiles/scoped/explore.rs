@@ -165,11 +165,21 @@ impl Explorer for ScopedExplorer<'_> {
         ops: &Vec<ModelOp>,
         _passed: &SequenceRun,
     ) -> Option<Vec<(&'static str, u64)>> {
-        Some(ops.iter().map(|op| (operation(Some(op)).1, 1)).collect())
+        Some(
+            ops.iter()
+                .flat_map(|op| {
+                    let also = match op {
+                        ModelOp::People(r) => r.also_decides(),
+                        _ => None,
+                    };
+                    std::iter::once((operation(Some(op)).1, 1)).chain(also.map(|rule| (rule, 1)))
+                })
+                .collect(),
+        )
     }
 
     fn rules_counting(&self) -> &'static str {
-        "every operation of a passing seed, counted by its operation's rule as the signature table names it (the model does not record a finer deciding rule per outcome)"
+        "every operation of a passing seed, counted by its operation's rule as the signature table names it, and a person's request for a file of their own session also by SF-2.3, which decides its access (the model does not record a finer deciding rule per outcome)"
     }
 
     fn divergence_text<'d>(&self, d: &'d Divergence) -> DivergenceText<'d> {
@@ -240,6 +250,7 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
         Some(ModelOp::JumpBack { .. }) => ("clock jump back", "SC-5.1"),
         Some(ModelOp::Hostile { .. }) => ("hostile spelling", "SC-2.2"),
         Some(ModelOp::Person { .. }) => ("a person's request", "SF-2.3"),
+        Some(ModelOp::People(r)) => r.operation(),
         Some(ModelOp::SetCount { .. }) => ("count policy", "SL-2.1"),
         Some(ModelOp::SetWorkspaceAccess { .. }) => ("agent workspace access", "SC-3.2"),
         Some(ModelOp::Promote { .. }) => ("promotion", "SL-6.2"),
@@ -249,8 +260,12 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
     }
 }
 
-/// Why the generator never reaches the mutants of the people's API's HTTP layer.
-const PEOPLE_HTTP_LAYER: &str = "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge";
+/// Why the generator never reaches the mutants of a session's close and of the policy sweep.
+const NO_CLOSE_OPERATION: &str =
+    "the generator closes no session (SPEC SL-3); the scenarios kill it";
+
+/// Why the generator never reaches the erasure obligations' mutants (SPEC SL-4).
+const NO_ERASURE_OPERATION: &str = "the generator has no erasure request (SPEC SL-4) and its model keeps no erasure obligation; the scenarios kill it";
 
 /// Scoped mutants the exploration generator never reaches, and why; the scenarios kill each
 /// of them (`tidemark mutants --profile scoped`). Reaching them needs the store's error classes
@@ -285,14 +300,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "the generator never runs an age-only lifecycle rule over the bucket, the one reader of the stamp",
     ),
     (
-        "dotted-ids-accepted",
-        "the generator's identifiers are valid ones; an identifier's alphabet is the scenarios'",
-    ),
-    (
-        "trailing-slash-trimmed",
-        "none of the generator's paths, hostile spellings included, ends in `/`",
-    ),
-    (
         "skills-writable",
         "the generator only reads skill files, never writes one",
     ),
@@ -305,44 +312,76 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "the generator creates each session once, at setup",
     ),
     (
-        "upload-echoes-raw-path",
-        PEOPLE_HTTP_LAYER,
+        "erasure-overdue-closed",
+        NO_ERASURE_OPERATION,
     ),
     (
-        "url-decoded-twice",
-        PEOPLE_HTTP_LAYER,
+        "erasure-late-stamped-on-time",
+        NO_ERASURE_OPERATION,
     ),
     (
-        "encoded-slash-splits",
-        PEOPLE_HTTP_LAYER,
+        "erasure-proof-before-deletion",
+        NO_ERASURE_OPERATION,
     ),
     (
-        "upload-unbounded",
-        PEOPLE_HTTP_LAYER,
+        "erasure-without-write-ahead",
+        NO_ERASURE_OPERATION,
     ),
     (
-        "session-before-credentials",
-        PEOPLE_HTTP_LAYER,
+        "erasure-proof-counts-the-backstop",
+        NO_ERASURE_OPERATION,
     ),
     (
-        "download-served-inline",
-        PEOPLE_HTTP_LAYER,
+        "recreated-under-pending-erasure",
+        NO_ERASURE_OPERATION,
     ),
     (
-        "path-refusal-is-server-error",
-        PEOPLE_HTTP_LAYER,
+        "erasure-keeps-the-rows",
+        NO_ERASURE_OPERATION,
     ),
     (
-        "lookalike-scope-accepted",
-        PEOPLE_HTTP_LAYER,
+        "erasure-past-deadline-accepted",
+        NO_ERASURE_OPERATION,
     ),
     (
-        "plus-as-space",
-        PEOPLE_HTTP_LAYER,
+        "close-is-activity",
+        NO_CLOSE_OPERATION,
     ),
     (
-        "person-skips-unfinished-sweep",
-        "seldom in the generator's reach: a person's request must come to a session after a sweep failed part-way through it and before anything else touched it; 1,000 seeds on the memory tier staged none, so the scenario that stages it kills it",
+        "close-waits-for-ttl",
+        NO_CLOSE_OPERATION,
+    ),
+    (
+        "close-sweeps-waiting",
+        NO_CLOSE_OPERATION,
+    ),
+    (
+        "repeated-close-moves-time",
+        NO_CLOSE_OPERATION,
+    ),
+    (
+        "activity-keeps-close",
+        NO_CLOSE_OPERATION,
+    ),
+    (
+        "sweeper-drops-backstop",
+        "the generator never puts a lifecycle configuration on the bucket, so none can go",
+    ),
+    (
+        "overflow-overwrites",
+        "each of the generator's tool results is its own (its step is in it), so none overflows twice onto a file the guest edited in between (SPEC SL-7.1); the scenarios kill it",
+    ),
+    (
+        "policy-deletes-per-session",
+        "the model judges what the bucket holds after a sweep, not how many DeleteObjects requests the sweep sent; the scenarios count them",
+    ),
+    (
+        "policy-sweep-unclaimed",
+        "the generator never runs two sweeps at once (a write or a promotion races a sweep, never another sweep); the scenarios stage two",
+    ),
+    (
+        "count-ranks-emptied-sessions",
+        "seldom in the generator's reach: an emptied session must be newer than an older one whose wait went after the count swept past it, with the count raised in between and nothing touching either; 400 seeds on the memory tier staged none, so the scenario that stages it kills it",
     ),
 ];
 

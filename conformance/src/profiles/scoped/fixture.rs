@@ -24,9 +24,9 @@ pub struct ScopedSetting {
 }
 
 /// A saved scoped failure, in the one saved-failure format ([`SavedFailure`]). Its seed also
-/// seeds the S3 fault generator. Generator 1 gave the store short ids (`w1`), 2 gives UUIDs
-/// ([`IdStyle`]), 5 gives each operation a second of the clock; a replay runs as the file's
-/// own version ran, so its trace hash still holds.
+/// seeds the S3 fault generator. Generator 1 gave the store short ids (`w1`), 2 to 4 UUIDs, 5 a
+/// UUID per session ([`IdStyle`]), 6 a second of the clock per operation; a replay runs as the
+/// file's own version ran, so its trace hash still holds.
 pub type ScopedFixture = SavedFailure<ModelOp, ScopedSetting>;
 
 pub const PROFILE: &str = "scoped";
@@ -81,7 +81,7 @@ impl ScopedFixture {
         let f = SavedFailure::load_as(path, PROFILE)?;
         if IdStyle::of_version(f.generator).is_none() {
             return Err(format!(
-                "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs; 3, UUIDs and a workspace deleted beside published skills; 4, people's requests; 5, retention policies and a second of the clock per operation)",
+                "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs; 3, UUIDs and a workspace deleted beside published skills; 4, people through the store's door; 5, people over HTTP and a UUID per session; 6, retention policies and a second of the clock per operation)",
                 path.display(),
                 f.generator
             ));
@@ -91,7 +91,7 @@ impl ScopedFixture {
 
     /// The identifiers this fixture's generator version gave the store.
     pub fn ids(&self) -> IdStyle {
-        IdStyle::of_version(self.generator).unwrap_or(IdStyle::Uuid)
+        IdStyle::of_version(self.generator).unwrap_or(IdStyle::CURRENT)
     }
 
     pub fn mutant(&self) -> Result<Option<ScopedMutant>, String> {
@@ -221,9 +221,10 @@ mod tests {
             old.ops.clone(),
             &d,
         );
-        // Version 5: UUIDs, a workspace deleted beside published skills, people and part SL's
-        // policies in the mix, each operation a second of the clock.
-        assert_eq!(f.generator, 5);
+        // Version 6: UUIDs (one per session), a workspace deleted beside published skills,
+        // people's requests over HTTP and part SL's policies in the mix, each operation a
+        // second of the clock.
+        assert_eq!(f.generator, 6);
         let ws = crate::profiles::scoped::model::IdStyle::Uuid.id("w1");
         assert!(
             f.divergence.contains(&format!("workspaces/{ws}/")),

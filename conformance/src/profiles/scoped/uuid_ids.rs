@@ -237,7 +237,28 @@ impl IdMap {
                 turn: self.turn(&turn),
                 content,
             },
+            CloseSession { turn } => CloseSession {
+                turn: self.turn(&turn),
+            },
+            RequestErasure {
+                workspace,
+                agent,
+                deadline_ms,
+            } => RequestErasure {
+                workspace: self.id(&workspace),
+                agent: agent.map(|a| self.id(&a)),
+                deadline_ms,
+            },
+            ErasureStates { workspace, agent } => ErasureStates {
+                workspace: self.id(&workspace),
+                agent: agent.map(|a| self.id(&a)),
+            },
+            ErasureProof { workspace, agent } => ErasureProof {
+                workspace: self.id(&workspace),
+                agent: agent.map(|a| self.id(&a)),
+            },
             other @ (Sweep
+            | ConcurrentSweeps
             | CrashAt { .. }
             | Restart
             | Faults { .. }
@@ -269,6 +290,7 @@ fn answers_keys(op: &ScopedOp) -> bool {
             | ScopedOp::RunAgeRule { .. }
             | ScopedOp::PendingDeletions
             | ScopedOp::DeletionRecords
+            | ScopedOp::ErasureProof { .. }
     )
 }
 

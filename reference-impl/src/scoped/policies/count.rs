@@ -1,5 +1,6 @@
 //! "Keep the last N sessions" (SPEC SL-2): a count per agent, ranked by last activity, swept
-//! as the idle sweep sweeps a session (files and text gone, row kept, marked swept).
+//! as the idle sweep sweeps a session (files and text gone, row kept, marked swept) by the
+//! policy sweep ([`super::sweep`]).
 
 use std::cmp::Reverse;
 
@@ -7,7 +8,7 @@ use super::MAX_KEEP_LAST;
 use crate::scoped::error::ScopedError;
 use crate::scoped::layout::Id;
 use crate::scoped::metadata::{SessionKey, SessionStanding};
-use crate::scoped::store::{settle, CrashPoint, ScopedStore, SweepReport};
+use crate::scoped::store::ScopedStore;
 use crate::scoped::ScopedMutant;
 
 impl ScopedStore {
@@ -44,66 +45,33 @@ impl ScopedStore {
         }
     }
 
-    /// The sessions of one agent a count of `keep_last` sweeps now: every session past the
-    /// newest `keep_last` by last activity (SL-2.2), not swept yet, with no wait (SL-2.3).
-    fn beyond_the_count(
+    /// The sessions of one agent a count of `keep_last` sweeps now: of the sessions whose
+    /// files are still kept, every one past the newest `keep_last` by last activity (SL-2.2),
+    /// with no wait (SL-2.3). A session a sweep emptied, or left unfinished, holds nothing to
+    /// keep and takes no place among the N (SL-2.1); an unfinished one is the next sweep's to
+    /// finish whatever the count says ([`ScopedStore::finish_unfinished_sweeps`], SL-2.4).
+    pub(super) fn beyond_the_count(
         &self,
-        mut standings: Vec<SessionStanding>,
+        standings: Vec<SessionStanding>,
         keep_last: i64,
     ) -> Vec<SessionKey> {
+        // The mutant ranks every session, emptied or not, and passes the emptied ones by only
+        // after the count has skipped its N.
+        let ranks_emptied = self.is(ScopedMutant::CountRanksEmptiedSessions);
+        let mut kept: Vec<SessionStanding> = standings
+            .into_iter()
+            .filter(|s| ranks_emptied || !(s.swept || s.sweep_unfinished))
+            .collect();
         if self.is(ScopedMutant::CountByCreation) {
-            standings.sort_by_key(|s| (Reverse(s.created_at_ms), s.key.clone()));
+            kept.sort_by_key(|s| (Reverse(s.created_at_ms), s.key.clone()));
         } else {
-            standings.sort_by_key(|s| (Reverse(s.last_activity_ms), s.key.clone()));
+            kept.sort_by_key(|s| (Reverse(s.last_activity_ms), s.key.clone()));
         }
         let sweeps_waiting = self.is(ScopedMutant::CountSweepsWaiting);
-        standings
-            .into_iter()
+        kept.into_iter()
             .skip(usize::try_from(keep_last).unwrap_or(usize::MAX))
             .filter(|s| !s.swept && (sweeps_waiting || !s.waiting))
             .map(|s| s.key)
             .collect()
-    }
-
-    /// Every count policy, one agent per transaction: the agent's sessions are claimed (rows
-    /// another transaction holds are passed by, SL-1.3), ranked, and those past the count
-    /// emptied in DeleteObjects batches of 1,000 and marked swept in the same transaction;
-    /// a session any of whose keys failed is marked unfinished instead, as SC-5.5 does.
-    pub(crate) async fn sweep_session_counts(
-        &self,
-        report: &mut SweepReport,
-    ) -> Result<(), ScopedError> {
-        for (ws, agent, keep_last) in self.metadata().session_counts().await? {
-            let mut tx = self.metadata().begin().await?;
-            let result: Result<(), ScopedError> = async {
-                let standings = tx
-                    .claim_agent_sessions(
-                        &ws,
-                        // The mutant counts the workspace's sessions, every agent's.
-                        (!self.is(ScopedMutant::CountPerWorkspace)).then_some(agent.as_str()),
-                    )
-                    .await?;
-                let doomed = self.beyond_the_count(standings, keep_last);
-                if doomed.is_empty() {
-                    return Ok(());
-                }
-                let incomplete = self.delete_sessions_objects(&doomed, report).await?;
-                self.crash(CrashPoint::AfterSessionObjectsDeleted)?;
-                let now = self.now().0;
-                for (i, session) in doomed.iter().enumerate() {
-                    if incomplete[i] {
-                        tx.mark_sweep_unfinished(session, now).await?;
-                        report.sessions_retried_later += 1;
-                    } else {
-                        tx.mark_swept(session, now).await?;
-                        report.sessions_swept += 1;
-                    }
-                }
-                Ok(())
-            }
-            .await;
-            settle(tx, result, "commit count sweep").await?;
-        }
-        Ok(())
     }
 }

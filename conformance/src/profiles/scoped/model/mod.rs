@@ -14,12 +14,15 @@
 //!
 //! Why one file of this length: running a sequence and checking it after every sweep (the
 //! bucket, the ledger) share the run's state; the operations are in `ops.rs`, the model's
-//! state in `state.rs`, outcomes in `outcome.rs`.
+//! state in `state.rs`, outcomes in `outcome.rs`, people's requests over HTTP (SPEC part SF)
+//! in `people_http.rs` with their URL spellings in `people_urls.rs`.
 
 pub mod hostile;
 pub mod ops;
 mod outcome;
 mod people;
+pub mod people_http;
+pub mod people_urls;
 mod policies;
 mod state;
 
@@ -199,6 +202,8 @@ struct Runner<'a> {
     ticks: bool,
     /// The SPEC.md variants the reference takes, which the model follows.
     variants: Declared,
+    /// The people's files API and its client, from the first person's request over HTTP.
+    people_http: Option<people_http::PeopleHttp>,
 }
 
 impl<'a> Runner<'a> {
@@ -228,6 +233,7 @@ impl<'a> Runner<'a> {
         let mut config = ScopedConfig::new(BUCKET);
         config.session_file_ttl_days = TTL_DAYS as u32;
         config.mutant = mutant;
+        config.max_upload_bytes = people_http::MAX_UPLOAD_BYTES;
         config.alternatives = crate::profiles::scoped::variants::alternatives(variants);
         config.tool_output_limit_bytes = policies::TOOL_OUTPUT_LIMIT_BYTES;
         let store = ScopedStore::with_metadata(
@@ -259,7 +265,7 @@ impl<'a> Runner<'a> {
         let turns: Vec<TurnSpace> = SESSIONS
             .iter()
             .map(|(a, s)| {
-                TurnSpace::new(&ws, &ids.id(a), &ids.id(s))
+                TurnSpace::new(&ws, &ids.id(a), &ids.session_id(a, s))
                     .expect("fixed valid names")
                     .with_skill("kit", &skill_sha)
             })
@@ -305,6 +311,7 @@ impl<'a> Runner<'a> {
             ids,
             ticks,
             variants: variants.clone(),
+            people_http: None,
         })
     }
 
@@ -505,6 +512,7 @@ impl<'a> Runner<'a> {
                 self.person(session(s), person, action, p, scope, step, now)
                     .await
             }
+            ModelOp::People(ref r) => self.people(step, r).await,
             ModelOp::MissingScope {
                 session: s,
                 path: p,
@@ -557,6 +565,7 @@ impl<'a> Runner<'a> {
                     .can_write();
                 match (r, self.model.sessions[i].deleted, writable) {
                     (Err(ScopedError::Storage { .. }), _, _) if self.faulty() => {
+                        self.model.sessions[i].write_failed();
                         self.note("failed: storage");
                         Ok(())
                     }
@@ -867,9 +876,10 @@ impl<'a> Runner<'a> {
         let model = &self.model;
         let id = |short: &str| self.ids.id(short);
         let ws = id(WORKSPACE);
+        let turns = &self.turns;
         let sessions = SESSIONS.iter().enumerate().map(|(j, (a, s))| {
             (
-                format!("sessions/{ws}/{}/{}/", id(a), id(s)),
+                format!("sessions/{ws}/{}/{}/", turns[j].agent, turns[j].session),
                 format!("{a}/{s}"),
                 model.sessions[j].files.keys().cloned().collect(),
             )
@@ -924,12 +934,8 @@ impl<'a> Runner<'a> {
         // A session the sweep emptied keeps nothing: no file, and no text a failed write left.
         for &j in &self.model.emptied {
             let (a, s) = SESSIONS[j];
-            let prefix = format!(
-                "sessions/{}/{}/{}/",
-                self.ids.id(WORKSPACE),
-                self.ids.id(a),
-                self.ids.id(s)
-            );
+            let t = &self.turns[j];
+            let prefix = format!("sessions/{}/{}/{}/", t.workspace, t.agent, t.session);
             let left = self.mem.keys(BUCKET, &prefix);
             if !left.is_empty() {
                 return diverged(
@@ -1016,7 +1022,9 @@ impl<'a> Runner<'a> {
         let allowed = !agent_scope || self.model.access(a).can_write();
         match (r, deleted, allowed) {
             (Err(ScopedError::Storage { .. }), _, _) if self.faulty() => {
-                // A failed write changed nothing: not the file, not the activity.
+                // A failed write changed nothing: not the file, not the activity; it clears
+                // the swept mark (SC-5.4).
+                self.model.sessions[i].write_failed();
                 self.note("failed: storage");
             }
             (Ok(_), false, true) => {
@@ -1297,6 +1305,7 @@ impl<'a> Runner<'a> {
             (Err(ScopedError::UnknownEntity { .. }), true) => {}
             (Err(ScopedError::Storage { .. }), _) if self.faulty() => {
                 // Its text may have landed after the sweep: the next sweep takes it.
+                self.model.sessions[i].write_failed();
                 self.model.emptied.remove(&i);
                 self.note("failed: storage")
             }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use tidemark_reference::scoped::Access;
 
 /// Sessions of the sequence, by index: (agent, session) in workspace `w1`. The first
-/// [`SETUP_SESSIONS`] are created at setup; the others (reached from generator 5 on) start at
+/// [`SETUP_SESSIONS`] are created at setup; the others (reached from generator 6 on) start at
 /// the first operation that names them, so an agent's sessions are created at different times
 /// and their activity comes out of creation order (SPEC SL-2.2).
 pub const SESSIONS: [(&str, &str); 7] = [
@@ -29,43 +29,52 @@ pub const SETUP_SESSIONS: usize = 4;
 pub const AGENTS: [&str; 2] = ["a1", "a2"];
 
 /// How the model's short names (`w1`, `a1`, `s1`) reach the store: version 1 of the generator
-/// sent them as they are; version 2 (the default) sends a UUID for each, as real systems name
-/// things, drawn by the seeded generator (see [`crate::profiles::scoped::uuid_ids`]). Traces and
-/// divergences keep the short names as labels; a fixture saved by version 1 replays with
-/// version 1's ids, so its trace hash still holds.
+/// sent them as they are; versions 2 to 4 send a UUID for each short name, as real systems name
+/// things, drawn by the seeded generator (see [`crate::profiles::scoped::uuid_ids`]), so two
+/// agents' `s1` shared one; versions 5 and on give every session its own UUID, since the
+/// people's files API names a session by its id alone (SF-2.2). Traces and divergences keep the
+/// short names as labels; a fixture saved by an older version replays with that version's ids,
+/// so its trace hash still holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IdStyle {
     Short,
     Uuid,
+    UniqueUuid,
 }
 
 /// The generator version of today's seeds.
-pub const GENERATOR: u32 = 5;
+pub const GENERATOR: u32 = 6;
 
 /// Whether a sequence of generator `version` gives each operation (and each session created at
-/// setup) a second of the clock of its own: from version 5, so no two sessions ever share a
+/// setup) a second of the clock of its own: from version 6, so no two sessions ever share a
 /// last activity and a count policy's ranking never meets a tie, which SPEC SL-2.2 leaves to
 /// the implementation. Older versions ran every operation between two advances at one instant,
 /// and replay as they ran.
 pub fn ticks(version: u32) -> bool {
-    version >= 5
+    version >= 6
 }
 
 /// The only workspace the model uses, by its short name.
 pub const WORKSPACE: &str = "w1";
 
 impl IdStyle {
+    /// The style a seed's workload runs with today.
+    pub const CURRENT: IdStyle = IdStyle::UniqueUuid;
+
     /// The generator version a fixture records for this style.
     /// Version 3 is version 2 (UUIDs) with a workspace deleted beside published skills
     /// ([`ModelOp::WorkspaceBeside`]) in the mix; version 4 adds people's requests through the
     /// people's files API's door of the store ([`ModelOp::Person`], SPEC part SF); version 5
-    /// adds retention policies (count policies, promotions, tool output: SPEC part SL), three
-    /// sessions created when first used, and one second of the clock per operation
-    /// ([`ticks`]); a seed's workload is version 5's ([`GENERATOR`]).
+    /// sends them over HTTP instead ([`ModelOp::People`]) with every session its own UUID;
+    /// version 6 adds retention policies (count policies, promotions, tool output: SPEC part
+    /// SL), three sessions created when first used, and one second of the clock per operation
+    /// ([`ticks`]); a seed's workload is version 6's ([`GENERATOR`]). A style names the first
+    /// version that used it.
     pub fn version(self) -> u32 {
         match self {
             IdStyle::Short => 1,
-            IdStyle::Uuid => GENERATOR,
+            IdStyle::Uuid => 4,
+            IdStyle::UniqueUuid => 5,
         }
     }
 
@@ -73,7 +82,8 @@ impl IdStyle {
     pub fn of_version(v: u32) -> Option<IdStyle> {
         match v {
             1 => Some(IdStyle::Short),
-            2..=GENERATOR => Some(IdStyle::Uuid),
+            2..=4 => Some(IdStyle::Uuid),
+            5..=GENERATOR => Some(IdStyle::UniqueUuid),
             _ => None,
         }
     }
@@ -82,7 +92,17 @@ impl IdStyle {
     pub fn id(self, short: &str) -> String {
         match self {
             IdStyle::Short => short.to_string(),
-            IdStyle::Uuid => crate::profiles::scoped::uuid_ids::uuid_for("scoped-model", short),
+            IdStyle::Uuid | IdStyle::UniqueUuid => {
+                crate::profiles::scoped::uuid_ids::uuid_for("scoped-model", short)
+            }
+        }
+    }
+
+    /// The identifier the store is given for `agent`'s session `session`.
+    pub fn session_id(self, agent: &str, session: &str) -> String {
+        match self {
+            IdStyle::Short | IdStyle::Uuid => self.id(session),
+            IdStyle::UniqueUuid => self.id(&format!("{agent}/{session}")),
         }
     }
 }
@@ -202,6 +222,8 @@ pub enum ModelOp {
     /// A person's request through the people's files API's door of the store (SPEC part SF):
     /// `person` of [`PEOPLE`], `action` 0 upload, 1 download, 2 list, 3 remove, in `scope` 0
     /// session, 1 agent, 2 workspace (a download only: the model keeps no workspace files).
+    /// Generator version 4 drew it; version 5 sends people's requests over HTTP instead
+    /// ([`ModelOp::People`]), and this one stays so a version-4 sequence replays as it ran.
     Person {
         session: u8,
         person: u8,
@@ -209,7 +231,10 @@ pub enum ModelOp {
         path: u8,
         scope: u8,
     },
-    /// Part SL's operations (generator 5), run by `policies.rs`. An agent's count policy
+    /// A person's request over HTTP to the people's files API the reference serves on
+    /// loopback (SPEC part SF, generator version 5): [`super::people_http::PeopleRequest`].
+    People(super::people_http::PeopleRequest),
+    /// Part SL's operations (generator 6), run by `policies.rs`. An agent's count policy
     /// (SL-2): keep its last `keep` sessions, `None` removes it; any integer is sent, so an
     /// absurd one's refusal is staged too (SL-1.4).
     SetCount {
@@ -269,6 +294,7 @@ impl ModelOp {
             | ModelOp::Promote { session: s, .. }
             | ModelOp::PromoteDuringSweep { session: s, .. }
             | ModelOp::ToolOutput { session: s, .. } => Some(session(s)),
+            ModelOp::People(ref r) => Some(session(r.session)),
             _ => None,
         }
     }
@@ -285,7 +311,7 @@ impl ModelOp {
     }
 }
 
-/// The people of a version-4 sequence: name, whether they are in every session's conversation,
+/// The people of a sequence (version 4 and 5): name, whether they are in every session's conversation,
 /// their `agent_files` and `workspace_files` authorities, and whether they belong to another
 /// workspace (`w9`, which the model never creates: every session is unknown to them, SF-2.2).
 pub const PEOPLE: [(&str, bool, Access, Access, bool); 4] = [
@@ -458,6 +484,7 @@ impl fmt::Display for ModelOp {
             | ModelOp::Promote { .. }
             | ModelOp::PromoteDuringSweep { .. }
             | ModelOp::ToolOutput { .. } => super::policies::describe(self, f),
+            ModelOp::People(r) => r.fmt(f),
             ModelOp::Hostile {
                 session,
                 spelling,
@@ -488,7 +515,9 @@ pub fn traversal(p: u8, encoded: bool) -> String {
 /// faulty sweep 2, crashing sweep 2, write during a sweep 5, session deletion 5, agent deletion 1,
 /// store faults 3 (requests 5–20%, keys 10–40%), heal 3, clock jump back 4 (1–48 hours),
 /// hostile spelling 7 (half writes), a workspace deleted beside published skills 1, a person's
-/// request 10, and part SL's operations 30 (`policies::one`; out of 190 in all).
+/// request over HTTP 40 ([`super::people_http::draw`]), part SL's operations 30
+/// ([`super::policies::one`]), and from generator 6 five more writes during a sweep, five more
+/// sweeps, four more text reads and two more deletions (out of 236 in all).
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
@@ -503,7 +532,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         rng.gen_range(0..SESSIONS.len() as u8)
     };
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..226u32) {
+    match rng.gen_range(0..236u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
@@ -530,21 +559,21 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
             },
             hours: rng.gen_range(0..24),
         },
-        80..=96 | 205..=209 => ModelOp::Sweep,
+        80..=96 | 225..=229 => ModelOp::Sweep,
         97..=98 => ModelOp::Write {
             session,
             path: p,
             agent_scope: true,
         },
         99..=100 => ModelOp::List { session },
-        101..=102 | 210..=213 => ModelOp::Text { session, path: p },
+        101..=102 | 230..=233 => ModelOp::Text { session, path: p },
         103..=104 => ModelOp::Traversal {
             session,
             path: p,
             encoded: rng.gen_bool(0.5),
         },
         105 => ModelOp::MissingScope { session, path: p },
-        106 | 214..=215 => ModelOp::Delete { session, path: p },
+        106 | 234..=235 => ModelOp::Delete { session, path: p },
         107 => ModelOp::WorkspaceWrite { session, path: p },
         108..=111 => ModelOp::SetAgentAccess {
             agent: rng.gen_range(0..AGENTS.len() as u8),
@@ -565,7 +594,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         119..=120 => ModelOp::CrashSweep {
             obligations: rng.gen_bool(0.5),
         },
-        43..=44 | 121..=123 | 200..=204 => ModelOp::WriteDuringSweep { session, path: p },
+        43..=44 | 121..=123 | 220..=224 => ModelOp::WriteDuringSweep { session, path: p },
         124..=128 => ModelOp::DeleteSession { session },
         129 => ModelOp::DeleteAgent {
             agent: rng.gen_range(0..AGENTS.len() as u8),
@@ -580,14 +609,8 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         },
         147 => ModelOp::WorkspaceBeside,
         148..=149 => ModelOp::List { session },
-        150..=159 | 190..=199 | 216..=225 => ModelOp::Person {
-            session,
-            person: rng.gen_range(0..PEOPLE.len() as u8),
-            action: rng.gen_range(0..4),
-            path: p,
-            scope: rng.gen_range(0..3),
-        },
-        160..=189 => super::policies::one(rng, session, p),
+        150..=189 => super::people_http::draw(rng, session, p),
+        190..=219 => super::policies::one(rng, session, p),
         _ => ModelOp::Hostile {
             session,
             spelling: rng.gen_range(0..super::hostile::SPELLINGS.len() as u8),

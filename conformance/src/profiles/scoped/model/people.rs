@@ -3,7 +3,8 @@
 //! sequence promotes or writes some), a person's own access instead of the
 //! settings cascade (SF-2.3, SF-2.4), only an upload or a removal as activity (SF-4.2), a
 //! listing that leaves out what the person may not read (SF-2.6), and a session of another
-//! workspace unknown (SF-2.2). The HTTP layer (URLs, statuses, bodies) is the scenarios'.
+//! workspace unknown (SF-2.2). Generator version 4 drew these; version 5 sends people's
+//! requests over HTTP (`people_http.rs`), and this door stays so a version-4 sequence replays.
 
 use std::collections::BTreeSet;
 
@@ -14,7 +15,7 @@ use super::{diverged, Runner, Step};
 
 /// The workspace the outsider belongs to: never created, so none of the model's sessions is
 /// theirs.
-const OUTSIDE: &str = "w9";
+pub(super) const OUTSIDE: &str = "w9";
 
 impl Runner<'_> {
     #[allow(clippy::too_many_arguments)] // One person's request, as the operation names it.
@@ -173,6 +174,10 @@ impl Runner<'_> {
                 let had = held(&self.model).is_some();
                 match (r, deleted, writable, upload || had) {
                     (Err(ScopedError::Storage { .. }), _, _, _) if faulty => {
+                        if upload {
+                            // A failed write clears the swept mark (SC-5.4).
+                            self.model.sessions[i].write_failed();
+                        }
                         self.note("failed: storage")
                     }
                     (Ok(()), false, true, true) => {

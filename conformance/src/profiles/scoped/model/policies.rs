@@ -96,9 +96,9 @@ impl PolicyModel {
 
 impl Model {
     /// The sweep's count policies, after its idle sessions (SL-1.1): each live agent's
-    /// sessions ranked by last activity, newest first; those past its count, with no wait,
-    /// lose their files (a swept session keeps its place in the ranking, SL-2.1, and has none
-    /// to lose). Returns how many files went.
+    /// sessions whose files are still kept (a swept one takes no place, SL-2.1), ranked by last
+    /// activity, newest first; those past its count, with no wait, lose their files and are
+    /// marked swept. Returns how many files went.
     pub(super) fn sweep_counts(&mut self) -> usize {
         let mut removed = 0;
         for (&a, &keep) in &self.policy.counts {
@@ -108,7 +108,7 @@ impl Model {
             let mut ranked: Vec<usize> = (0..SESSIONS.len())
                 .filter(|&i| {
                     let s = &self.sessions[i];
-                    SESSIONS[i].0 == a && s.created && !s.deleted
+                    SESSIONS[i].0 == a && s.created && !s.deleted && !s.swept
                 })
                 .collect();
             ranked.sort_by_key(|&i| Reverse(self.sessions[i].last_activity));
@@ -120,6 +120,7 @@ impl Model {
                 if s.waits.is_empty() {
                     removed += s.files.len();
                     s.files.clear();
+                    s.swept = true;
                     self.emptied.insert(i);
                 }
             }
@@ -433,17 +434,21 @@ impl Runner<'_> {
             "agent" => self.model.access(a).can_write(),
             _ => self.model.policy.workspace_access(a).can_write(),
         };
-        // Every reason SPEC allows, first the one it names when there is one.
-        let (want, also): (Option<&str>, Option<&str>) = match shape {
-            Shape::Refused(reason) => (Some(self.malformed_reason(i, reason)), None),
-            // SPEC orders the session and the promotion's scopes neither way.
-            Shape::InvalidPolicy if deleted => (Some("invalid_policy"), Some("unknown_entity")),
-            Shape::InvalidPolicy => (Some("invalid_policy"), None),
-            Shape::WellFormed if deleted => (Some("unknown_entity"), None),
-            Shape::WellFormed if !writable => (Some("permission_denied"), None),
-            Shape::WellFormed if source.is_none() => (Some("not_found"), None),
-            Shape::WellFormed => (None, None),
+        // The reason SPEC refuses it with, in SL-6.2's order, if it does.
+        let want: Option<&str> = match shape {
+            Shape::Refused(reason) => Some(self.malformed_reason(i, reason)),
+            // The scope checks belong with the paths' shape, before the session row (SL-6.2);
+            // under SC-3.5's variant `session_first` after it (and see `also`).
+            Shape::InvalidPolicy => Some(self.malformed_reason(i, "invalid_policy")),
+            Shape::WellFormed if deleted => Some("unknown_entity"),
+            Shape::WellFormed if !writable => Some("permission_denied"),
+            Shape::WellFormed if source.is_none() => Some("not_found"),
+            Shape::WellFormed => None,
         };
+        // SC-3.5's variant `session_first` puts the row before the shape, and SL-6.2 puts the
+        // scope checks with the shape; the reference taking that variant still answers them
+        // first. Both answers are true (SC-3.5), so either is taken.
+        let also = (shape == Shape::InvalidPolicy && deleted).then_some("invalid_policy");
         let what = format!("{} promote {} to {to}", who(i), path(p));
         match (r, want) {
             (Err(ScopedError::Storage { .. }), _) if self.faulty() => {
@@ -466,10 +471,9 @@ impl Runner<'_> {
             (r, want) => diverged(
                 format!(
                     "{what}: {}",
-                    match (want, also) {
-                        (None, _) => format!("written {to}"),
-                        (Some(w), Some(also)) => format!("refused {w} or {also}"),
-                        (Some(w), None) => format!("refused {w}"),
+                    match want {
+                        None => format!("written {to}"),
+                        Some(w) => format!("refused {w}"),
                     }
                 ),
                 format!(
@@ -555,34 +559,44 @@ impl Runner<'_> {
         self.check_bucket_and_ledger().await
     }
 
-    /// SL-7: a result at or under the limit is answered as it is and changes nothing (in a
-    /// deleted session too, or `unknown_entity`: an inline answer is no file operation, and
-    /// SPEC asks no session of it); one over it is a write of the session, read back at the
-    /// path the answer names.
+    /// SL-7: a result at or under the limit is answered as it is and changes nothing (an
+    /// inline answer is no file operation, and no activity); one over it is a write of the
+    /// session, where no file of the session is (SL-7.1), read back at the path the answer
+    /// names. None is sent for a session that is gone: SL-7.1 leaves looking it up to the
+    /// implementation, and no harness sends one.
     async fn tool_output(&mut self, i: usize, size: u8, step: usize, now: i64) -> Step {
+        if self.model.sessions[i].deleted {
+            self.note("skipped: the session is deleted");
+            return Ok(());
+        }
         let (len, how) = tool_size(size);
         let content = tool_result(step, len);
         let r = self
             .store
             .tool_output(&self.turns[i], content.clone().into_bytes())
             .await;
-        let deleted = self.model.sessions[i].deleted;
         let over = len as u64 > TOOL_OUTPUT_LIMIT_BYTES;
         let what = format!("{} tool output of {len} bytes ({how})", who(i));
         match r {
             Ok(ToolOutput::Inline(b)) if !over && b == content.as_bytes() => Ok(()),
-            Err(ScopedError::UnknownEntity { .. }) if deleted => Ok(()),
             Err(ScopedError::Storage { .. }) if over && self.faulty() => {
+                self.model.sessions[i].write_failed();
                 self.note("failed: storage");
                 Ok(())
             }
-            Ok(ToolOutput::Written(guest)) if over && !deleted => {
+            Ok(ToolOutput::Written(guest)) if over => {
                 let Some(name) = guest.strip_prefix("session/") else {
                     return diverged(
                         format!("{what}: written to a session file (SL-7.2)"),
                         format!("{what}: written {guest}"),
                     );
                 };
+                if let Some(held) = self.model.sessions[i].files.get(name) {
+                    return diverged(
+                        format!("{what}: written where no file of the session is (SL-7.1)"),
+                        format!("{what}: written over {guest}, which held {:?}", short(held)),
+                    );
+                }
                 self.model.sessions[i]
                     .files
                     .insert(name.to_string(), content.clone());
@@ -591,11 +605,10 @@ impl Runner<'_> {
                 self.overflow_read_back(i, &guest, &content).await
             }
             r => {
-                let want = match (over, deleted) {
-                    (false, false) => "answered inline, nothing written".to_string(),
-                    (false, true) => "answered inline, or unknown_entity".to_string(),
-                    (true, false) => "written to a session file".to_string(),
-                    (true, true) => "refused unknown_entity (the session is deleted)".to_string(),
+                let want = if over {
+                    "written to a session file"
+                } else {
+                    "answered inline, nothing written"
                 };
                 let got = match r {
                     Ok(ToolOutput::Inline(b)) => format!("inline, {} bytes", b.len()),
@@ -710,6 +723,64 @@ mod tests {
         }
     }
 
+    /// SL-2.1's decision: a session a sweep emptied takes no place among the N. a1/s1 waits,
+    /// a1/s2 is swept by a count of one; raised to two, with s1's wait gone, the last two
+    /// sessions whose files are kept are s3 and s1, so s1 keeps its file; lowered to one, it goes.
+    #[test]
+    fn an_emptied_session_takes_no_place_among_the_last_n_and_the_mutant_that_ranks_it_diverges() {
+        let write = |session: u8| ModelOp::Write {
+            session,
+            path: 0,
+            agent_scope: false,
+        };
+        let wait = |add: bool| ModelOp::Wait {
+            session: 0,
+            kind: 0,
+            id: 0,
+            add,
+        };
+        let count = |keep: i64| ModelOp::SetCount {
+            agent: 0,
+            keep: Some(keep),
+        };
+        let hour = ModelOp::Advance { days: 0, hours: 1 };
+        let ops = vec![
+            write(0),
+            wait(true),
+            hour.clone(),
+            write(1),
+            hour,
+            write(4),
+            count(1),
+            ModelOp::Sweep,
+            count(2),
+            wait(false),
+            ModelOp::Sweep,
+            count(1),
+            ModelOp::Sweep,
+        ];
+        let rt = runtime();
+        let passed = rt
+            .block_on(run_ops(Tier::Memory, 9, &ops, None, None))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            passed.swept_files, 2,
+            "s2's file, then s1's: {:?}",
+            passed.trace
+        );
+        let r = rt.block_on(run_ops(
+            Tier::Memory,
+            9,
+            &ops,
+            Some(ScopedMutant::CountRanksEmptiedSessions),
+            None,
+        ));
+        let Err(SequenceError::Diverged(d)) = r else {
+            panic!("count-ranks-emptied-sessions passes: {r:?}")
+        };
+        assert_eq!(d.step, 10, "the second sweep takes s1's file: {d}");
+    }
+
     #[test]
     fn a_tool_result_at_the_limit_is_shown_and_one_byte_over_is_a_session_file() {
         let rt = runtime();
@@ -739,7 +810,7 @@ mod tests {
     }
 
     /// Needs nothing but memory: random search on the simulation tier finds every mutant of
-    /// part SL's built rules within a few seeds of generator 5.
+    /// part SL in its reach within a few seeds of generator 6.
     #[test]
     fn random_search_finds_every_mutant_of_part_sl_within_a_few_seeds() {
         use crate::explore::engine::{hunt, Seeds};
@@ -756,14 +827,20 @@ mod tests {
             jobs: 1,
         };
         let rt = runtime();
+        let in_reach = |m: &ScopedMutant| {
+            crate::profiles::scoped::explore::OUT_OF_REACH
+                .iter()
+                .all(|(id, _)| *id != m.id())
+        };
         for m in ScopedMutant::ALL
             .into_iter()
             .filter(|m| m.rules().iter().any(|r| r.starts_with("SL-")))
+            .filter(in_reach)
         {
             let lines = rt.block_on(hunt(&explorer, &seeds, Some(m), 1));
             assert!(
                 lines[0].median().is_some(),
-                "{} survives 40 seeds of generator 5",
+                "{} survives 40 seeds of generator 6",
                 m.id()
             );
         }

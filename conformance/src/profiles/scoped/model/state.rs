@@ -20,11 +20,22 @@ pub(super) struct SessionModel {
     pub(super) deleted: bool,
     /// The session exists or existed: created at setup, or by the first operation naming it.
     pub(super) created: bool,
+    /// A sweep emptied it and marked it swept (SC-5.4), until activity or a failed write
+    /// (SC-5.4's decision) clears the mark: a count ranks only sessions not swept (SL-2.1).
+    pub(super) swept: bool,
 }
 
 impl SessionModel {
+    /// Activity (SC-5.1): the last activity never moves back, and the swept mark goes.
     pub(super) fn touched(&mut self, now: i64) {
         self.last_activity = self.last_activity.max(now);
+        self.swept = false;
+    }
+
+    /// A write that failed with the store clears the swept mark, so the next sweep takes what
+    /// it may have left (SC-5.4).
+    pub(super) fn write_failed(&mut self) {
+        self.swept = false;
     }
 }
 
@@ -62,6 +73,7 @@ impl Model {
                 continue;
             }
             if s.deleted || (s.waits.is_empty() && now - s.last_activity >= TTL_DAYS * DAY_MS) {
+                s.swept = !s.deleted;
                 removed += s.files.len();
                 s.files.clear();
                 self.emptied.insert(i);

@@ -10,7 +10,8 @@ use tidemark_sim::seed::MasterSeed;
 
 use super::oracle::{refused_spellings, Guest, Sess, PROMOTED, TRAVERSALS};
 use super::{
-    turn, AGENTS, EXPOSED, GUESTS, OPS_PER_CLIENT, REF_PATH, SKILL_PATH, TOOL_OUTPUT_LIMIT_BYTES,
+    turn, AGENTS, EXPOSED, GUESTS, HOME, OPS_PER_CLIENT, REF_PATH, SKILL_PATH,
+    TOOL_OUTPUT_LIMIT_BYTES,
 };
 use crate::profiles::scoped::driver::{ScopedOp, Turn, WaitKindName};
 
@@ -240,7 +241,22 @@ pub(super) fn admin_ops(master: MasterSeed) -> Vec<(u64, ScopedOp)> {
     let mut rng = master.stream("scoped-world-admin");
     // Count policies draw from their own stream and come between the other calls.
     let mut counts = master.stream("scoped-world-admin-counts");
-    let mut out = Vec::new();
+    // First, each guest's agent keeps its last session (SPEC SL-2): of its kept session (a
+    // wait) and its busy one, the count takes the busy one's files whenever the kept one is
+    // the newer (`oracle::policies`). Set here rather than at setup, so the guests' plans
+    // start as they did before part SL's calls joined them.
+    let mut out: Vec<(u64, ScopedOp)> = (0..GUESTS)
+        .map(|c| {
+            (
+                5,
+                ScopedOp::SetSessionCount {
+                    workspace: HOME.to_string(),
+                    agent: format!("g{c}"),
+                    keep_last: Some(1),
+                },
+            )
+        })
+        .collect();
     for _ in 0..OPS_PER_CLIENT / 3 {
         if counts.gen_bool(0.3) {
             out.push((

@@ -58,6 +58,12 @@ use tidemark_sim::turmoil_s3::{endpoint, faulty_memory_service, serve, sim_s3_cl
 const NO_PERSON_GUEST: &str =
     "the world has no person guest: the people's files API (part SF) is not yet among its calls";
 
+/// Why the world never reaches the mutants of a session's close and of the policy sweep.
+const NO_CLOSE_CALL: &str = "the world's host closes no session (SPEC SL-3); the scenarios kill it";
+
+/// Why the world never reaches the erasure obligations' mutants (SPEC SL-4).
+const NO_ERASURE_CALL: &str = "the world has no erasure request (SPEC SL-4); the scenarios kill it";
+
 const APP: &str = "app";
 const STORE: &str = "s3";
 const PORT: u16 = 7000;
@@ -327,9 +333,8 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
         });
     }
     // Setup, before any guest. Home: default settings (workspace scope read-only), an editor
-    // that may write the workspace scope and writes its reference file, each guest's agent
-    // (keeping its last session), and each guest's shut agent (agent and workspace access
-    // none); a skill version. Exposed:
+    // that may write the workspace scope and writes its reference file, each guest's agent, and
+    // each guest's shut agent (agent and workspace access none); a skill version. Exposed:
     // workspace scope writable, two agents the guests share.
     let editor = turn(HOME, EDITOR, "e");
     let reference = content_for(&editor, REF_PATH, "setup");
@@ -358,14 +363,6 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
             agent: format!("n{c}"),
             agent_access: Some(Access::None),
             workspace_access: Some(Access::None),
-        });
-        // Each guest's agent keeps its last session (SPEC SL-2): of its kept session (a wait)
-        // and its busy one, the count takes the busy one's files whenever the kept one is
-        // the newer (`oracle::policies`).
-        setup.push(ScopedOp::SetSessionCount {
-            workspace: HOME.into(),
-            agent: format!("g{c}"),
-            keep_last: Some(1),
         });
     }
     setup.push(ScopedOp::CreateWorkspace {
@@ -681,7 +678,7 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     ),
     (
         "failed-write-keeps-the-mark",
-        "seldom in the world's reach: a write must fail after its text landed, in a session a sweep had already marked, which then stays idle until the heal; seed 27 staged it until part SL's calls joined the guests' plans, and now one seed in 300 does (186), none of CI's 80; the exploration finds it within 80 seeds and the scenario kills it",
+        "seldom in the world's reach: a write must fail after its text landed, in a session a sweep had already marked, which then stays idle until the heal; seed 27 staged it until part SL's calls joined the world, and none of 300 seeds does since; the exploration finds it within 80 seeds and the scenario kills it",
     ),
     (
         "refusal-is-activity",
@@ -758,6 +755,86 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "person-skips-unfinished-sweep",
         NO_PERSON_GUEST,
+    ),
+    (
+        "close-is-activity",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "close-waits-for-ttl",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "close-sweeps-waiting",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "repeated-close-moves-time",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "activity-keeps-close",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "sweeper-drops-backstop",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "erasure-overdue-closed",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-late-stamped-on-time",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-proof-before-deletion",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-without-write-ahead",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-proof-counts-the-backstop",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "recreated-under-pending-erasure",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-keeps-the-rows",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-past-deadline-accepted",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "overflow-overwrites",
+        "each of the world's tool results is its own (its call is in it), so none overflows twice onto a file the guest edited in between (SPEC SL-7.1); the scenarios kill it",
+    ),
+    (
+        "policy-deletes-per-session",
+        "the world's oracle judges what its guests read and what the bucket holds after the heal, not how many DeleteObjects requests a sweep sent; the scenarios count them",
+    ),
+    (
+        "policy-marks-before-deleting",
+        "seldom in the world's reach: a policy sweep's deletion must fail under a fault while its count takes a busy session that still holds files; CI's 80 seeds stage none, the exploration finds it within 80 seeds and the scenario kills it",
+    ),
+    (
+        "policy-sweep-unclaimed",
+        "the world runs one sweeper at a time (a restarted host's sweeper replaces the crashed one's), never two sweeps at once; the scenarios stage two",
+    ),
+    (
+        "count-ranks-emptied-sessions",
+        "the world's counted agents never hold an emptied session newer than one whose wait went after the count swept past it (its kept session's wait stays); the scenario kills it",
+    ),
+    (
+        "unfinished-count-sweep-left",
+        "seldom in the world's reach: a count's deletion must fail part-way and the session come back among the last N before the next sweep; CI's 80 seeds stage none, the exploration finds it within 80 seeds and the scenario kills it",
     ),
 ];
 

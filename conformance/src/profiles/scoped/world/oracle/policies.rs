@@ -1,7 +1,7 @@
 //! Part SL in the scoped world's oracle: what a guest checks of its promotions and tool
-//! results, what its agent's count policy (keep the last session, set at setup) may take from
-//! its busy session, and what liveness checks of the count policies and promoted files after
-//! the heal.
+//! results, what its agent's count policy (keep the last session, set by the admin as it
+//! starts) may take from its busy session, and what liveness checks of the count policies and
+//! promoted files after the heal.
 //!
 //! Each guest's agent keeps its last session (SL-2). It has two: the kept one, which holds a
 //! wait and so is never swept by the count (SL-2.3), and the busy one, which is past the count
@@ -242,9 +242,10 @@ impl Guest {
 }
 
 /// After the heal and one sweep: every count policy's sessions past the count (those with at
-/// least that many sessions of the agent strictly newer: a tie is the implementation's,
-/// SL-2.2) hold no object unless a wait keeps them (SL-2.1, SL-2.3); and every promoted file
-/// has its text beside it (SL-6.3; SC-1.4 says where).
+/// least that many sessions of the agent strictly newer whose files are kept: a tie is the
+/// implementation's, SL-2.2, and an emptied session takes no place, SL-2.1) hold no object
+/// unless a wait keeps them (SL-2.3); and every promoted file has its text beside it (SL-6.3;
+/// SC-1.4 says where).
 pub(super) fn liveness(meta: &MemoryMetadata, objects: &MemoryHandle) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -252,17 +253,20 @@ pub(super) fn liveness(meta: &MemoryMetadata, objects: &MemoryHandle) -> Result<
     let counts = rt
         .block_on(meta.session_counts())
         .map_err(|e| e.to_string())?;
-    let mut by_agent: BTreeMap<(String, String), Vec<(SessionKey, i64)>> = BTreeMap::new();
-    for (k, last, _) in meta.sessions() {
+    let mut by_agent: BTreeMap<(String, String), Vec<(SessionKey, i64, bool)>> = BTreeMap::new();
+    for (k, last, swept) in meta.sessions() {
         by_agent
             .entry((k.workspace.clone(), k.agent.clone()))
             .or_default()
-            .push((k, last));
+            .push((k, last, swept.is_some()));
     }
     for (ws, agent, keep) in counts {
         let sessions = by_agent.remove(&(ws, agent)).unwrap_or_default();
-        for (k, last) in &sessions {
-            let newer = sessions.iter().filter(|(_, l)| l > last).count();
+        for (k, last, _) in &sessions {
+            let newer = sessions
+                .iter()
+                .filter(|(_, l, swept)| l > last && !swept)
+                .count();
             if (newer as i64) < keep || meta.has_wait(k) {
                 continue;
             }
