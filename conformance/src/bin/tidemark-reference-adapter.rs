@@ -40,12 +40,13 @@ const ROWS: &str = "rows";
 /// Scoped: the crash points, the raced write and the write stamps an age-only rule reads. Rows:
 /// a reap's batch size and crash fault. The scratchpad's (SP-1.2's recommended digest unless a
 /// thread is named by its id alone, binary content) are the in-process reference's.
-const OTHER_CAPABILITIES: [&str; 6] = [
+const OTHER_CAPABILITIES: [&str; 7] = [
     remote::CRASH_POINTS,
     remote::WRITE_DURING_SWEEP,
     remote::WRITTEN_AT_STAMP,
     remote::PEOPLE_API,
     remote::RETENTION_POLICIES,
+    remote::WORKSPACE_RETENTION,
     tidemark_conformance::profiles::rows::contract::REAP_BATCHES,
 ];
 

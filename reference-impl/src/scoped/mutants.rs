@@ -66,10 +66,16 @@ pub enum ScopedMutant {
     OverflowOutsideSession,
     PlusAsSpace,
     PersonSkipsUnfinishedSweep,
+    WorkspaceRetentionMerged,
+    WorkspaceTtlOnlyShortens,
+    WorkspaceTtlAtBackstop,
+    WorkspaceRuleAtDefault,
+    WorkspaceRulesOverBudget,
+    WorkspaceRulesById,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 61] = [
+    pub const ALL: [ScopedMutant; 67] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -131,6 +137,12 @@ impl ScopedMutant {
         ScopedMutant::OverflowOutsideSession,
         ScopedMutant::PlusAsSpace,
         ScopedMutant::PersonSkipsUnfinishedSweep,
+        ScopedMutant::WorkspaceRetentionMerged,
+        ScopedMutant::WorkspaceTtlOnlyShortens,
+        ScopedMutant::WorkspaceTtlAtBackstop,
+        ScopedMutant::WorkspaceRuleAtDefault,
+        ScopedMutant::WorkspaceRulesOverBudget,
+        ScopedMutant::WorkspaceRulesById,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -199,6 +211,12 @@ impl ScopedMutant {
             ScopedMutant::OverflowOutsideSession => "overflow-outside-session",
             ScopedMutant::PlusAsSpace => "plus-as-space",
             ScopedMutant::PersonSkipsUnfinishedSweep => "person-skips-unfinished-sweep",
+            ScopedMutant::WorkspaceRetentionMerged => "workspace-retention-merged",
+            ScopedMutant::WorkspaceTtlOnlyShortens => "workspace-ttl-only-shortens",
+            ScopedMutant::WorkspaceTtlAtBackstop => "workspace-ttl-at-backstop",
+            ScopedMutant::WorkspaceRuleAtDefault => "workspace-rule-at-default",
+            ScopedMutant::WorkspaceRulesOverBudget => "workspace-rules-over-budget",
+            ScopedMutant::WorkspaceRulesById => "workspace-rules-by-id",
         }
     }
 
@@ -388,6 +406,24 @@ impl ScopedMutant {
             ScopedMutant::PersonSkipsUnfinishedSweep => {
                 "a person's request to a session whose sweep was interrupted is served from what the sweep left: a download returns a file the sweep found expired"
             }
+            ScopedMutant::WorkspaceRetentionMerged => {
+                "a workspace's retention PUT is merged into the old one: a PUT leaving the TTL unset keeps the TTL the host took away"
+            }
+            ScopedMutant::WorkspaceTtlOnlyShortens => {
+                "a workspace's TTL longer than the deployment's is clamped to it: the workspace's conversations lose their files before the retention it set"
+            }
+            ScopedMutant::WorkspaceTtlAtBackstop => {
+                "a workspace's TTL equal to the bucket's session backstop is accepted: the backstop deletes files the workspace keeps"
+            }
+            ScopedMutant::WorkspaceRuleAtDefault => {
+                "every workspace with a retention gets a lifecycle rule, one at or above the deployment's TTL too: the 1,000-rule budget is spent on rules that change nothing"
+            }
+            ScopedMutant::WorkspaceRulesOverBudget => {
+                "a lifecycle rule for every shorter workspace, past the bucket's budget: the configuration is refused and the bucket keeps no new rule at all"
+            }
+            ScopedMutant::WorkspaceRulesById => {
+                "the budget's workspace rules go to the first workspaces by id, not the shortest TTLs: a workspace with the longest gap to the backstop is left without its rule"
+            }
         }
     }
 
@@ -456,6 +492,12 @@ impl ScopedMutant {
             ScopedMutant::OverflowOutsideSession => &["SL-7.2"],
             ScopedMutant::PlusAsSpace => &["SF-3.1"],
             ScopedMutant::PersonSkipsUnfinishedSweep => &["SF-4.1"],
+            ScopedMutant::WorkspaceRetentionMerged => &["SL-5.1"],
+            ScopedMutant::WorkspaceTtlOnlyShortens => &["SL-5.1"],
+            ScopedMutant::WorkspaceTtlAtBackstop => &["SL-5.2"],
+            ScopedMutant::WorkspaceRuleAtDefault => &["SL-5.3"],
+            ScopedMutant::WorkspaceRulesOverBudget => &["SL-5.4"],
+            ScopedMutant::WorkspaceRulesById => &["SL-5.4"],
         }
     }
 

@@ -88,6 +88,9 @@ pub struct ScopedConfig {
     pub max_upload_bytes: u64,
     /// A tool result larger than this is written to a session file (SPEC SL-7.1).
     pub tool_output_limit_bytes: u64,
+    /// The most lifecycle rules the bucket may hold (SPEC SL-5.4): S3's 1,000, lowered only so
+    /// a scenario can stage the budget with a few workspaces.
+    pub lifecycle_rule_limit: usize,
 }
 
 /// SF-4.3's default upload limit: 25 MiB.
@@ -118,6 +121,7 @@ impl ScopedConfig {
             text_segment: layout::TEXT_DIR.to_string(),
             max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
             tool_output_limit_bytes: super::policies::overflow::DEFAULT_TOOL_OUTPUT_LIMIT_BYTES,
+            lifecycle_rule_limit: super::lifecycle::MAX_RULES,
         }
     }
 
@@ -145,7 +149,7 @@ impl ScopedConfig {
         Ok(c)
     }
 
-    fn ttl_ms(&self) -> i64 {
+    pub(crate) fn ttl_ms(&self) -> i64 {
         i64::from(self.session_file_ttl_days) * DAY_MS
     }
 }
@@ -1507,13 +1511,19 @@ impl ScopedStore {
         Ok(report)
     }
 
-    /// SQL selecting the sweep's candidates. Public so the plan can be shown (EXPLAIN) and
-    /// checked to use `sessions_sweep_candidates`.
+    /// SQL selecting the sweep's candidates: `$1` is now, `$2` the chunk, `$3` the deployment's
+    /// TTL in milliseconds, which a workspace's own replaces (SPEC SL-5.1). The first bound on
+    /// `last_activity_ms` (now minus the shortest TTL in force) is the index's range; the second
+    /// is each session's own. Public so the plan can be shown (EXPLAIN) and checked to use
+    /// `sessions_sweep_candidates`.
     pub const CANDIDATES_SQL: &'static str =
         "SELECT s.workspace_id, s.agent_id, s.id, s.last_activity_ms
            FROM sessions s
+           LEFT JOIN workspace_retention r ON r.workspace_id = s.workspace_id
           WHERE s.files_swept_at_ms IS NULL
-            AND s.last_activity_ms <= $1
+            AND s.last_activity_ms <= $1 - LEAST($3, (SELECT min(session_file_ttl_days)::bigint * 86400000
+                                                        FROM workspace_retention))
+            AND s.last_activity_ms <= $1 - COALESCE(r.session_file_ttl_days::bigint * 86400000, $3)
             AND NOT EXISTS (SELECT 1 FROM session_waits w
                              WHERE w.workspace_id = s.workspace_id AND w.agent_id = s.agent_id
                                AND w.session_id = s.id)
@@ -1562,7 +1572,7 @@ impl ScopedStore {
     }
 
     async fn sweep_idle_sessions(&self, report: &mut SweepReport) -> Result<(), ScopedError> {
-        let cutoff = self.now().0.saturating_sub(self.cfg.ttl_ms());
+        let now = self.now().0;
         let ignoring_waits = self.is(ScopedMutant::WaitsIgnored);
         // The sweep-unlocked bug: candidates read without claiming their rows, so a write can
         // touch the session and land between the listing and the deletion.
@@ -1572,7 +1582,13 @@ impl ScopedStore {
             // Any error rolls back at once and releases the claimed rows (see `settle`).
             let result: Result<bool, ScopedError> = async {
                 let sessions = tx
-                    .claim_idle_sessions(cutoff, self.cfg.sweep_chunk, ignoring_waits, claim)
+                    .claim_idle_sessions(
+                        now,
+                        self.cfg.ttl_ms(),
+                        self.cfg.sweep_chunk,
+                        ignoring_waits,
+                        claim,
+                    )
                     .await?;
                 if let Some(pause) = &self.cfg.sweep_pause {
                     // Once per rendezvous: a later chunk of the same sweep does not stop again.

@@ -1,8 +1,8 @@
 //! The in-memory metadata store earns its place in the simulation tier by answering like
 //! PostgreSQL: the same seeded random operation sequences (entities, waits, activity, sweeps
 //! that claim or merely read, two claims at once, obligations met or abandoned, deletions with
-//! their cascades and triggers, commits and rollbacks) run on both, and every answer and the
-//! tables after every step must be equal, ids included.
+//! their cascades and triggers, commits and rollbacks, workspaces' own idle TTLs) run on both, and
+//! every answer and the tables after every step must be equal, ids included.
 
 use std::sync::Arc;
 
@@ -16,6 +16,9 @@ use tidemark_sim::real_tier::PgProvider;
 
 const SEEDS: u64 = 24;
 const STEPS: usize = 80;
+/// The clock's step between operations: a quarter of a day, so a workspace's own idle TTL (whole
+/// days, SPEC SL-5.1) and the sweeps' default TTLs (quarters) each find some sessions idle.
+const STEP_MS: i64 = tidemark_reference::clock::DAY_MS / 4;
 
 fn pick<T: Copy>(rng: &mut ChaCha8Rng, xs: &[T]) -> T {
     xs[rng.gen_range(0..xs.len())]
@@ -67,7 +70,7 @@ fn err(e: ScopedError) -> String {
 /// One random step on `m`, described as text: what it did and what it answered. `rng` is a
 /// clone per store, so both stores see the same step.
 async fn step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<String, String> {
-    Ok(match rng.gen_range(0..12) {
+    let done = match rng.gen_range(0..12) {
         0 => {
             let ws = pick(rng, &["w1", "w2"]);
             let s = settings(rng);
@@ -121,14 +124,14 @@ async fn step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<String
             format!("touch {k:?} commit={commit}: {layers:?}")
         }
         6 | 7 => {
-            let cutoff = now - rng.gen_range(0..5_000);
+            let ttl = rng.gen_range(0..12) * STEP_MS;
             let limit = rng.gen_range(1..6);
             let (ignoring, claim, commit) =
                 (rng.gen_bool(0.2), rng.gen_bool(0.8), rng.gen_bool(0.8));
             let mask: u32 = rng.gen();
             let mut tx = m.begin().await.map_err(err)?;
             let got = tx
-                .claim_idle_sessions(cutoff, limit, ignoring, claim)
+                .claim_idle_sessions(now, ttl, limit, ignoring, claim)
                 .await
                 .map_err(err)?;
             for (i, k) in got.iter().enumerate() {
@@ -142,20 +145,19 @@ async fn step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<String
                 tx.rollback().await
             }
             .map_err(err)?;
-            format!("sweep {cutoff} {limit} ignoring={ignoring} claim={claim} mask={mask:b} commit={commit}: {got:?}")
+            format!("sweep {ttl} {limit} ignoring={ignoring} claim={claim} mask={mask:b} commit={commit}: {got:?}")
         }
         8 => {
             // Two sweepers at once: the second skips what the first holds.
-            let cutoff = now;
             let (l1, l2) = (rng.gen_range(1..4), rng.gen_range(1..8));
             let mut a = m.begin().await.map_err(err)?;
             let mut b = m.begin().await.map_err(err)?;
             let ga = a
-                .claim_idle_sessions(cutoff, l1, false, true)
+                .claim_idle_sessions(now, 0, l1, false, true)
                 .await
                 .map_err(err)?;
             let gb = b
-                .claim_idle_sessions(cutoff, l2, false, true)
+                .claim_idle_sessions(now, 0, l2, false, true)
                 .await
                 .map_err(err)?;
             let oa = a.claim_obligations(l1).await.map_err(err)?;
@@ -213,7 +215,18 @@ async fn step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<String
                 m.mark_done_if_pending(id, now).await.map_err(err)?
             )
         }
-    })
+    };
+    // Now and then a workspace's own idle TTL set, replaced or removed (SPEC SL-5.1), drawn
+    // after the step's own draws so the operations the seeds drew before it stay as they were.
+    if !rng.gen_ratio(1, 5) {
+        return Ok(done);
+    }
+    let ws = pick(rng, &["w1", "w2", "w3"]);
+    let days = pick(rng, &[None, Some(1), Some(2), Some(3)]);
+    Ok(format!(
+        "{done}; retention {ws} {days:?}: {:?}",
+        m.set_workspace_retention(ws, days).await.map_err(err)?
+    ))
 }
 
 /// Everything observable through the trait, as text.
@@ -227,12 +240,16 @@ async fn tables(m: &dyn Metadata) -> Result<String, String> {
     let mut tx = m.begin().await.map_err(err)?;
     for ignoring in [true, false] {
         let all = tx
-            .claim_idle_sessions(i64::MAX, 1000, ignoring, false)
+            .claim_idle_sessions(i64::MAX, 0, 1000, ignoring, false)
             .await
             .map_err(err)?;
         out.push_str(&format!("unswept ignoring={ignoring} {all:?}\n"));
     }
     tx.rollback().await.map_err(err)?;
+    out.push_str(&format!(
+        "retention {:?}\n",
+        m.workspace_retentions().await.map_err(err)?
+    ));
     for ws in ["w1", "w2"] {
         out.push_str(&format!(
             "{ws} {:?} ",
@@ -266,7 +283,7 @@ async fn the_in_memory_metadata_answers_every_operation_as_postgresql_does() {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut log = Vec::new();
         for i in 0..STEPS {
-            let now = (i as i64) * 1000;
+            let now = (i as i64) * STEP_MS;
             let mut r1 = ChaCha8Rng::seed_from_u64(rng.gen());
             let mut r2 = r1.clone();
             let a = step(&real, &mut r1, now).await;

@@ -218,6 +218,14 @@ pub enum ScopedOp {
         turn: Turn,
         content: String,
     },
+    /// Replaces a workspace's retention whole (SPEC SL-5.1): its own idle TTL in days, or `None`
+    /// for the deployment's again. Any integer is carried, so a scenario can stage the refusal
+    /// of an absurd one (SL-1.4, SL-5.2).
+    SetWorkspaceRetention {
+        workspace: String,
+        #[serde(default)]
+        session_file_ttl_days: Option<i64>,
+    },
 }
 
 /// The person a scenario names for a request carrying no credentials.
@@ -363,6 +371,13 @@ fn config_from(
                 config.tool_output_limit_bytes = u64::try_from(*v).map_err(|_| {
                     RealTierError::Scoped(ScopedError::Config(format!(
                         "tool_output_limit_bytes = {v}"
+                    )))
+                })?
+            }
+            "lifecycle_rule_limit" => {
+                config.lifecycle_rule_limit = usize::try_from(*v).map_err(|_| {
+                    RealTierError::Scoped(ScopedError::Config(format!(
+                        "lifecycle_rule_limit = {v}"
                     )))
                 })?
             }

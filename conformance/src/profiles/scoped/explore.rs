@@ -250,6 +250,9 @@ const NO_POLICY_OPERATION: &str = "the generator has no retention-policy operati
 /// Why the generator never reaches the mutants of the people's API's HTTP layer.
 const PEOPLE_HTTP_LAYER: &str = "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge";
 
+/// Why the generator never reaches the mutants of SPEC SL-5 (retention per workspace).
+const NO_WORKSPACE_RETENTION: &str = "the generator never sets a workspace's retention nor puts a lifecycle configuration (SPEC SL-5); the scenarios kill it";
+
 /// Scoped mutants the exploration generator never reaches, and why; the scenarios kill each
 /// of them (`tidemark mutants --profile scoped`). Reaching them needs the store's error classes
 /// and lifecycle configurations among the generated operations: a new generator version.
@@ -378,6 +381,12 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "person-skips-unfinished-sweep",
         "seldom in the generator's reach: a person's request must come to a session after a sweep failed part-way through it and before anything else touched it; 1,000 seeds on the memory tier staged none, so the scenario that stages it kills it",
     ),
+    ("workspace-retention-merged", NO_WORKSPACE_RETENTION),
+    ("workspace-ttl-only-shortens", NO_WORKSPACE_RETENTION),
+    ("workspace-ttl-at-backstop", NO_WORKSPACE_RETENTION),
+    ("workspace-rule-at-default", NO_WORKSPACE_RETENTION),
+    ("workspace-rules-over-budget", NO_WORKSPACE_RETENTION),
+    ("workspace-rules-by-id", NO_WORKSPACE_RETENTION),
 ];
 
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's

@@ -31,6 +31,7 @@
 //! - `apply lifecycle BACKSTOP_DAYS`, `lifecycle age-only PREFIX DAYS` (runs an age-only rule
 //!   with AWS semantics and answers the keys it deleted)
 //! - `bucket PREFIX`, `pending deletions`, `deletion records`, `lifecycle rules`
+//! - `retention of W ttl N days`, `retention of W default` (a workspace's retention, SL-5)
 //!
 //! Expectations after `=>` (a step without one must answer `ok`): `ok`, `written PATH`,
 //! `"CONTENT"`, `text "TEXT"`, `no text`, `[a, b, ...]`, `in order [a, b, ...]`, `refused REASON`,
@@ -403,6 +404,9 @@ pub const SCOPED_KNOBS: &[(&str, i64, i64)] = &[
     ("max_upload_bytes", 1, 1 << 40),
     // SL-7.1: a tool result over this many bytes is written to a session file (up to 1 GiB).
     ("tool_output_limit_bytes", 1, 1 << 30),
+    // SL-5.4: the most lifecycle rules the bucket holds, S3's 1,000 at most and the three class
+    // rules at least; lowered, a scenario stages the budget with a few workspaces.
+    ("lifecycle_rule_limit", 3, 1000),
 ];
 
 fn knob(name: &str, value: &str, knobs: &mut BTreeMap<String, i64>) -> Result<(), String> {
@@ -710,6 +714,17 @@ fn action(w: &[String]) -> Result<Action, String> {
                 keep_last: None,
             }
         }
+        ["retention", "of", ws, "ttl", n, "days" | "day"] => ScopedOp::SetWorkspaceRetention {
+            workspace: ws.into(),
+            session_file_ttl_days: Some(
+                n.parse()
+                    .map_err(|_| format!("a TTL is a whole number of days, not {:?}", clip(n)))?,
+            ),
+        },
+        ["retention", "of", ws, "default"] => ScopedOp::SetWorkspaceRetention {
+            workspace: ws.into(),
+            session_file_ttl_days: None,
+        },
         [t, "tool", "output", content] => ScopedOp::ToolOutput {
             turn: turn(t)?,
             content: unquote(content)?,

@@ -237,6 +237,13 @@ impl IdMap {
                 turn: self.turn(&turn),
                 content,
             },
+            SetWorkspaceRetention {
+                workspace,
+                session_file_ttl_days,
+            } => SetWorkspaceRetention {
+                workspace: self.id(&workspace),
+                session_file_ttl_days,
+            },
             other @ (Sweep
             | CrashAt { .. }
             | Restart
@@ -291,6 +298,19 @@ impl Script {
                 if answers_keys(op) {
                     for item in items.iter_mut() {
                         *item = ids.key(item);
+                    }
+                }
+                // A lifecycle rule is described from its prefix on (`sessions/w1/ expire 12d`):
+                // a workspace's own rule names it (SPEC SL-5.3).
+                if matches!(op, ScopedOp::LifecycleRules) {
+                    for item in items.iter_mut() {
+                        let (prefix, rest) = item.split_once(' ').unwrap_or((item.as_str(), ""));
+                        let mapped = ids.key(prefix);
+                        *item = if rest.is_empty() {
+                            mapped
+                        } else {
+                            format!("{mapped} {rest}")
+                        };
                     }
                 }
             }

@@ -5,13 +5,15 @@
 //! - [`count`]: keep an agent's last N sessions, ranked by last activity (SL-2).
 //! - [`promotion`]: a session file copied, with its text, to agent or workspace scope (SL-6).
 //! - [`overflow`]: a tool result too large to show, written to a session file (SL-7).
+//! - [`workspace_retention`]: a workspace's own idle TTL and its backstop lifecycle rule (SL-5).
 //!
 //! Not built yet (issue 23): a session's close (SL-3), erasure obligations and their proofs
-//! (SL-4), retention per workspace and its lifecycle rules (SL-5).
+//! (SL-4).
 
 pub mod count;
 pub mod overflow;
 pub mod promotion;
+pub mod workspace_retention;
 
 /// The largest count a policy may keep (SL-1.4): past it, a count is a typo, not a policy.
 pub const MAX_KEEP_LAST: i64 = 100_000;
