@@ -20,6 +20,7 @@
 //! suite and the mutant catalogue.
 
 pub mod bench;
+pub mod bench_retention;
 pub mod driver;
 pub mod explore;
 pub mod fixture;
