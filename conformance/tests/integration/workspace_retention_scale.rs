@@ -48,6 +48,10 @@ fn the_policy_sweep_of_ten_thousand_sessions_with_mixed_policies_stays_near_its_
         f.lower_bound
     );
     assert!(f.writes > 0, "the writer wrote beside the sweep");
+    // The steady state: one session past each count, batched across agents (SL-1.2).
+    assert_eq!(f.later_swept, 90);
+    assert_eq!(f.later_lists, 90);
+    assert_eq!(f.later_delete_objects, 1);
 }
 
 #[test]

@@ -216,17 +216,49 @@ async fn step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<String
             )
         }
     };
-    // Now and then a workspace's own idle TTL set, replaced or removed (SPEC SL-5.1), drawn
-    // after the step's own draws so the operations the seeds drew before it stay as they were.
-    if !rng.gen_ratio(1, 5) {
-        return Ok(done);
+    // Drawn after the step's own draws, so the operations the seeds drew before these stay as
+    // they were: now and then a workspace's own idle TTL set, replaced or removed (SPEC SL-5.1),
+    // and a count's ranking read and claim of the sessions it sweeps (SL-2), beside a sweep
+    // holding some sessions.
+    let mut done = done;
+    if rng.gen_ratio(1, 5) {
+        let ws = pick(rng, &["w1", "w2", "w3"]);
+        let days = pick(rng, &[None, Some(1), Some(2), Some(3)]);
+        done = format!(
+            "{done}; retention {ws} {days:?}: {:?}",
+            m.set_workspace_retention(ws, days).await.map_err(err)?
+        );
     }
-    let ws = pick(rng, &["w1", "w2", "w3"]);
-    let days = pick(rng, &[None, Some(1), Some(2), Some(3)]);
-    Ok(format!(
-        "{done}; retention {ws} {days:?}: {:?}",
-        m.set_workspace_retention(ws, days).await.map_err(err)?
-    ))
+    if rng.gen_ratio(1, 5) {
+        let keys: Vec<SessionKey> = (0..rng.gen_range(1..5)).map(|_| key(rng)).collect();
+        let (ws, agent) = (
+            pick(rng, &["w1", "w2"]),
+            pick(rng, &[Some("a1"), Some("a2"), None]),
+        );
+        let (held, commit) = (rng.gen_range(0..3), rng.gen_bool(0.7));
+        let mut sweep = m.begin().await.map_err(err)?;
+        let holding = sweep
+            .claim_idle_sessions(now, 0, held, true, true)
+            .await
+            .map_err(err)?;
+        let mut count = m.begin().await.map_err(err)?;
+        let claimed = count.claim_sessions(&keys).await.map_err(err)?;
+        let standings = count.agent_sessions(ws, agent).await.map_err(err)?;
+        for k in &claimed {
+            count.mark_swept(k, now).await.map_err(err)?;
+        }
+        if commit {
+            count.commit().await
+        } else {
+            count.rollback().await
+        }
+        .map_err(err)?;
+        sweep.rollback().await.map_err(err)?;
+        done = format!(
+            "{done}; count {keys:?} {ws}/{agent:?} held {holding:?} commit={commit}: {claimed:?} {standings:?}"
+        );
+    }
+    Ok(done)
 }
 
 /// Everything observable through the trait, as text.

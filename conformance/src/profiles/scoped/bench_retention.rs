@@ -144,6 +144,20 @@ impl Population {
         }
         (idle, count)
     }
+
+    /// What a sweep an hour later must take once each counted agent has started one new
+    /// session: the session its count now puts past `keep_last`, where the first sweep left it
+    /// (every other session is either kept or swept already, and none crosses its TTL in an
+    /// hour at these ages).
+    fn expected_an_hour_later(&self) -> u64 {
+        (0..self.workspaces)
+            .filter(|w| {
+                self.keep_last >= 1
+                    && self.idle_ms(self.keep_last - 1) + DAY_MS / 24
+                        < Population::ttl_days(*w) * DAY_MS
+            })
+            .count() as u64
+    }
 }
 
 /// What one policy sweep at scale measured.
@@ -162,6 +176,10 @@ pub struct SweepFigures {
     pub longest_write_counted: Duration,
     pub longest_write_uncounted: Duration,
     pub mean_write: Duration,
+    /// The steady state: a sweep an hour later, after each counted agent started a session.
+    pub later_swept: u64,
+    pub later_lists: u64,
+    pub later_delete_objects: u64,
 }
 
 /// Seeds `p`'s sessions, policies and objects, then runs one sweep with a writer writing to the
@@ -300,7 +318,38 @@ pub async fn policy_sweep(p: Population) -> Result<SweepFigures, String> {
         ));
     }
     let requests = store.requests();
+
+    // An hour later, each counted agent has started a new session: its count puts one more
+    // session past it, which is what an hourly sweep meets once the backlog is gone.
+    for w in 0..p.workspaces {
+        let (ws, agent) = (id(&format!("w{w}")), id(&format!("w{w}/a0")));
+        let key = SessionKey::new(&ws, &agent, &id(&format!("w{w}/a0/new")));
+        let at = now.as_millis() + DAY_MS / 24;
+        if !meta.insert_session(&key, at).await.map_err(e)? {
+            return Err(format!("session {} not made", key.session));
+        }
+        mem.seed(
+            BUCKET,
+            &format!("{}notes.md", key.prefix()),
+            vec![b'y'; 100],
+            BTreeMap::new(),
+            at,
+        );
+    }
+    clock.set(Timestamp::from_millis(now.as_millis() + DAY_MS / 24));
+    let later = store.sweep().await.map_err(e)?;
+    let after = store.requests();
+    let expected = p.expected_an_hour_later();
+    if later.sessions_swept != expected {
+        return Err(format!(
+            "the sweep an hour later took {} sessions, not {expected}",
+            later.sessions_swept
+        ));
+    }
     Ok(SweepFigures {
+        later_swept: later.sessions_swept,
+        later_lists: after.list - requests.list,
+        later_delete_objects: after.delete_batch - requests.delete_batch,
         sessions: p.sessions(),
         swept: report.sessions_swept,
         keys_deleted,
@@ -333,7 +382,8 @@ pub async fn figures() -> Result<String, String> {
          policy sweep of {} sessions over {} workspaces (TTLs 7/30/60 days, a keep-last-{} count on one agent in {}; \
          in-memory S3 over loopback HTTP, in-memory metadata): {} sessions and {} keys swept in {:.2} s; \
          S3 requests {} lists + {} DeleteObjects = {} against a lower bound of {} (ratio {:.3}; DeleteObjects alone {} against {}); \
-         a writer beside it (a write every {} ms): {} writes, longest {:.1} ms to a counted agent's session and {:.1} ms to another's, mean {:.2} ms",
+         a writer beside it (a write every {} ms): {} writes, longest {:.1} ms to a counted agent's session and {:.1} ms to another's, mean {:.2} ms; \
+         an hour later, one new session per counted agent: {} sessions swept with {} lists + {} DeleteObjects",
         f.sessions,
         p.workspaces,
         p.keep_last,
@@ -353,5 +403,8 @@ pub async fn figures() -> Result<String, String> {
         f.longest_write_counted.as_secs_f64() * 1000.0,
         f.longest_write_uncounted.as_secs_f64() * 1000.0,
         f.mean_write.as_secs_f64() * 1000.0,
+        f.later_swept,
+        f.later_lists,
+        f.later_delete_objects,
     ))
 }

@@ -660,11 +660,13 @@ impl View<'_> {
 
     /// Sessions of an agent, in key order.
     fn sessions_of(&self, ws: &str, agent: &str) -> Vec<SessionKey> {
+        // The table is ordered by (workspace, agent, session): the agent's rows are one range.
         let mut v: BTreeSet<SessionKey> = self
             .t
             .sessions
-            .keys()
-            .filter(|k| k.workspace == ws && k.agent == agent)
+            .range(SessionKey::new(ws, agent, "")..)
+            .map(|(k, _)| k)
+            .take_while(|k| k.workspace == ws && k.agent == agent)
             .cloned()
             .collect();
         for (k, row) in &self.o.sessions {
@@ -936,39 +938,54 @@ impl MetaTx for MemTx {
         Ok(picked)
     }
 
-    async fn claim_agent_sessions(
+    async fn agent_sessions(
         &mut self,
         ws: &str,
         agent: Option<&str>,
     ) -> Result<Vec<SessionStanding>, ScopedError> {
+        // A plain read: committed rows and this transaction's own, whoever holds them.
+        let st = self.shared.lock();
+        let view = self.view(&st);
+        let agents = match agent {
+            Some(a) => vec![a.to_string()],
+            None => view.agents_of(ws),
+        };
+        Ok(agents
+            .iter()
+            .flat_map(|a| view.sessions_of(ws, a))
+            .filter_map(|k| {
+                let r = view.session(&k)?;
+                Some(SessionStanding {
+                    waiting: view.has_wait(&k),
+                    key: k,
+                    last_activity_ms: r.last_activity_ms,
+                    created_at_ms: r.created_at_ms,
+                    swept: r.files_swept_at_ms.is_some(),
+                })
+            })
+            .collect())
+    }
+
+    async fn claim_sessions(
+        &mut self,
+        keys: &[SessionKey],
+    ) -> Result<Vec<SessionKey>, ScopedError> {
         let me = self.id;
         let mut st = self.shared.lock();
-        let standings: Vec<SessionStanding> = {
+        let wanted: BTreeSet<&SessionKey> = keys.iter().collect();
+        let picked: Vec<SessionKey> = {
             let view = self.view(&st);
-            let agents = match agent {
-                Some(a) => vec![a.to_string()],
-                None => view.agents_of(ws),
-            };
-            agents
-                .iter()
-                .flat_map(|a| view.sessions_of(ws, a))
-                .filter(|k| !st.held_by_other(&RowKey::Session(k.clone()), Some(me)))
-                .filter_map(|k| {
-                    let r = view.session(&k)?;
-                    Some(SessionStanding {
-                        waiting: view.has_wait(&k),
-                        key: k,
-                        last_activity_ms: r.last_activity_ms,
-                        created_at_ms: r.created_at_ms,
-                        swept: r.files_swept_at_ms.is_some(),
-                    })
-                })
+            wanted
+                .into_iter()
+                .filter(|k| view.session(k).is_some())
+                .filter(|k| !st.held_by_other(&RowKey::Session((*k).clone()), Some(me)))
+                .cloned()
                 .collect()
         };
-        for s in &standings {
-            st.locks.insert(RowKey::Session(s.key.clone()), me);
+        for k in &picked {
+            st.locks.insert(RowKey::Session(k.clone()), me);
         }
-        Ok(standings)
+        Ok(picked)
     }
 
     async fn mark_sweep_unfinished(

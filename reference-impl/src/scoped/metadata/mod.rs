@@ -228,14 +228,19 @@ pub trait MetaTx: Send {
     ) -> Result<Vec<SessionKey>, ScopedError>;
 
     /// The agent's sessions (every agent's of the workspace when `agent` is `None`: the
-    /// count-per-workspace mutant), in key order, locked for this transaction; rows another
-    /// transaction holds are skipped (`FOR UPDATE SKIP LOCKED`): a session being written is
-    /// left out of the ranking, which only ever keeps more (SPEC SL-2).
-    async fn claim_agent_sessions(
+    /// count-per-workspace mutant), in key order, as committed (and as this transaction wrote
+    /// them), read without a lock: a count ranks them (SPEC SL-2) and claims only the sessions
+    /// it sweeps ([`MetaTx::claim_sessions`]), so a conversation being written is never held.
+    async fn agent_sessions(
         &mut self,
         ws: &str,
         agent: Option<&str>,
     ) -> Result<Vec<SessionStanding>, ScopedError>;
+
+    /// Those of `keys` that exist, each once, in key order, locked for this transaction; rows another
+    /// transaction holds are skipped (`FOR UPDATE SKIP LOCKED`, SPEC SL-1.3).
+    async fn claim_sessions(&mut self, keys: &[SessionKey])
+        -> Result<Vec<SessionKey>, ScopedError>;
 
     /// `sweep_unfinished_at_ms = now_ms`: a sweep deleted part of the session's files.
     async fn mark_sweep_unfinished(

@@ -521,7 +521,7 @@ impl MetaTx for PgTx {
             .map_err(ScopedError::db("row"))
     }
 
-    async fn claim_agent_sessions(
+    async fn agent_sessions(
         &mut self,
         ws: &str,
         agent: Option<&str>,
@@ -534,14 +534,13 @@ impl MetaTx for PgTx {
                                AND w.session_id = s.id)
                FROM sessions s
               WHERE s.workspace_id = $1 AND ($2::text IS NULL OR s.agent_id = $2)
-              ORDER BY s.agent_id, s.id
-              FOR UPDATE OF s SKIP LOCKED",
+              ORDER BY s.agent_id, s.id",
         )
         .bind(ws)
         .bind(agent)
         .fetch_all(&mut *self.tx)
         .await
-        .map_err(ScopedError::db("claim agent sessions"))?;
+        .map_err(ScopedError::db("read agent sessions"))?;
         rows.iter()
             .map(|r| {
                 Ok(SessionStanding {
@@ -554,6 +553,33 @@ impl MetaTx for PgTx {
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(ScopedError::db("row"))
+    }
+
+    async fn claim_sessions(
+        &mut self,
+        keys: &[SessionKey],
+    ) -> Result<Vec<SessionKey>, ScopedError> {
+        let ws: Vec<&str> = keys.iter().map(|k| k.workspace.as_str()).collect();
+        let agents: Vec<&str> = keys.iter().map(|k| k.agent.as_str()).collect();
+        let ids: Vec<&str> = keys.iter().map(|k| k.session.as_str()).collect();
+        let rows: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT s.workspace_id, s.agent_id, s.id
+               FROM sessions s
+               JOIN (SELECT DISTINCT * FROM unnest($1::text[], $2::text[], $3::text[])) AS k (w, a, i)
+                 ON s.workspace_id = k.w AND s.agent_id = k.a AND s.id = k.i
+              ORDER BY s.workspace_id, s.agent_id, s.id
+              FOR UPDATE OF s SKIP LOCKED",
+        )
+        .bind(ws)
+        .bind(agents)
+        .bind(ids)
+        .fetch_all(&mut *self.tx)
+        .await
+        .map_err(ScopedError::db("claim sessions"))?;
+        Ok(rows
+            .into_iter()
+            .map(|(w, a, s)| SessionKey::new(&w, &a, &s))
+            .collect())
     }
 
     async fn mark_sweep_unfinished(

@@ -1,7 +1,9 @@
 //! "Keep the last N sessions" (SPEC SL-2): a count per agent, ranked by last activity, swept
-//! as the idle sweep sweeps a session (files and text gone, row kept, marked swept).
+//! as the idle sweep sweeps a session (files and text gone, row kept, marked swept), in
+//! chunks across agents so its DeleteObjects carry up to 1,000 keys each (SL-1.2).
 
 use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::MAX_KEEP_LAST;
 use crate::scoped::error::ScopedError;
@@ -65,32 +67,69 @@ impl ScopedStore {
             .collect()
     }
 
-    /// Every count policy, one agent per transaction: the agent's sessions are claimed (rows
-    /// another transaction holds are passed by, SL-1.3), ranked, and those past the count
-    /// emptied in DeleteObjects batches of 1,000 and marked swept in the same transaction;
-    /// a session any of whose keys failed is marked unfinished instead, as SC-5.5 does.
+    /// Every count policy, swept across agents a chunk at a time (SL-1.2). Each agent's
+    /// sessions are ranked first from a plain read, holding no lock and sending no S3 request;
+    /// then each chunk of up to `sweep_chunk` sessions past a count is claimed in one
+    /// transaction (rows another holds are passed by, SL-1.3), confirmed past its count under
+    /// the claim (ranked again from what is committed now: a session written or revived since
+    /// the first ranking is left), emptied with one DeleteObjects per 1,000 keys across the
+    /// chunk, and marked swept in the same transaction; a session any of whose keys failed is
+    /// marked unfinished instead, as SC-5.5 does. Only the sessions being swept are ever held,
+    /// so a conversation being written never waits for another agent's count.
     pub(crate) async fn sweep_session_counts(
         &self,
         report: &mut SweepReport,
     ) -> Result<(), ScopedError> {
-        for (ws, agent, keep_last) in self.metadata().session_counts().await? {
+        let policies = self.metadata().session_counts().await?;
+        // The mutant counts the workspace's sessions, every agent's.
+        let per_workspace = self.is(ScopedMutant::CountPerWorkspace);
+        let counted = |agent: &str| (!per_workspace).then(|| agent.to_string());
+        let mut doomed: Vec<(SessionKey, usize)> = Vec::new();
+        let mut seen = BTreeSet::new();
+        let mut tx = self.metadata().begin().await?;
+        let ranked: Result<(), ScopedError> = async {
+            for (i, (ws, agent, keep_last)) in policies.iter().enumerate() {
+                let standings = tx.agent_sessions(ws, counted(agent).as_deref()).await?;
+                for key in self.beyond_the_count(standings, *keep_last) {
+                    if seen.insert(key.clone()) {
+                        doomed.push((key, i));
+                    }
+                }
+            }
+            Ok(())
+        }
+        .await;
+        settle(tx, ranked, "rank count policies").await?;
+        let chunk = usize::try_from(self.config().sweep_chunk.max(1)).unwrap_or(1000);
+        for part in doomed.chunks(chunk) {
             let mut tx = self.metadata().begin().await?;
             let result: Result<(), ScopedError> = async {
-                let standings = tx
-                    .claim_agent_sessions(
-                        &ws,
-                        // The mutant counts the workspace's sessions, every agent's.
-                        (!self.is(ScopedMutant::CountPerWorkspace)).then_some(agent.as_str()),
-                    )
-                    .await?;
-                let doomed = self.beyond_the_count(standings, keep_last);
-                if doomed.is_empty() {
+                let keys: Vec<SessionKey> = part.iter().map(|(k, _)| k.clone()).collect();
+                let claimed: BTreeSet<SessionKey> =
+                    tx.claim_sessions(&keys).await?.into_iter().collect();
+                let mut by_policy: BTreeMap<usize, Vec<SessionKey>> = BTreeMap::new();
+                for (key, i) in part {
+                    if claimed.contains(key) {
+                        by_policy.entry(*i).or_default().push(key.clone());
+                    }
+                }
+                let mut sweeping = Vec::new();
+                for (i, keys) in by_policy {
+                    let (ws, agent, keep_last) = &policies[i];
+                    let standings = tx.agent_sessions(ws, counted(agent).as_deref()).await?;
+                    let still: BTreeSet<SessionKey> = self
+                        .beyond_the_count(standings, *keep_last)
+                        .into_iter()
+                        .collect();
+                    sweeping.extend(keys.into_iter().filter(|k| still.contains(k)));
+                }
+                if sweeping.is_empty() {
                     return Ok(());
                 }
-                let incomplete = self.delete_sessions_objects(&doomed, report).await?;
+                let incomplete = self.delete_sessions_objects(&sweeping, report).await?;
                 self.crash(CrashPoint::AfterSessionObjectsDeleted)?;
                 let now = self.now().0;
-                for (i, session) in doomed.iter().enumerate() {
+                for (i, session) in sweeping.iter().enumerate() {
                     if incomplete[i] {
                         tx.mark_sweep_unfinished(session, now).await?;
                         report.sessions_retried_later += 1;
