@@ -53,9 +53,3 @@ fn the_policy_sweep_of_ten_thousand_sessions_with_mixed_policies_stays_near_its_
     assert_eq!(f.later_lists, 90);
     assert_eq!(f.later_delete_objects, 1);
 }
-
-#[test]
-fn tmp_full_scale_figures() {
-    let out = rt().block_on(tidemark_conformance::profiles::scoped::bench_retention::figures());
-    println!("FIGURES {out:?}");
-}
