@@ -56,6 +56,19 @@ CREATE TABLE IF NOT EXISTS chat_holds (
     PRIMARY KEY (ws_key, agent_key, chat_key, hold_kind, hold_id),
     FOREIGN KEY (ws_key, agent_key, chat_key) REFERENCES chat_sessions ON DELETE CASCADE
 );
+-- SL-2: an agent's count policy, keep the files of its last N sessions by last activity. Its own
+-- table, not a column of tenant_agents: creating the agent again replaces its settings (SC-3.2)
+-- and keeps its policy; deleting the agent ends it.
+CREATE TABLE IF NOT EXISTS agent_keep_counts (
+    ws_key    text NOT NULL,
+    agent_key text NOT NULL,
+    keep_last integer NOT NULL CHECK (keep_last BETWEEN 1 AND 100000),
+    PRIMARY KEY (ws_key, agent_key),
+    FOREIGN KEY (ws_key, agent_key) REFERENCES tenant_agents ON DELETE CASCADE
+);
+-- SL-2.2: the count ranks an agent's sessions that still keep files by last activity.
+CREATE INDEX IF NOT EXISTS chat_sessions_ranked ON chat_sessions (ws_key, agent_key, active_ms DESC)
+    WHERE files_cleared_ms IS NULL AND clear_unfinished_ms IS NULL;
 -- SC-6.1 to SC-6.5: deletion obligations, kept once done as the record of what was asked.
 CREATE TABLE IF NOT EXISTS erasure_orders (
     order_id   bigserial PRIMARY KEY,

@@ -6,8 +6,10 @@ obligations in PostgreSQL (psycopg 3).
     target/py-scoped/bin/python examples/python-scoped/scoped.py
 
 Modules: layout.py (the only place keys and guest paths are known, SC-1.2), store.py (S3),
-schema.py (tables, triggers and the ledger queries declared in init_ok), this file (the
-operations and the protocol). Time is an input: every timestamp comes from the request's now_ms.
+schema.py (tables, triggers and the ledger queries declared in init_ok), lifecycle.py (SC-7),
+policies.py (part SL: the count policy, promotion, tool-output overflow), people.py (the people's
+API over HTTP), race.py (the write_during_sweep hook), this file (the operations, the sweep and
+the protocol). Time is an input: every timestamp comes from the request's now_ms.
 Logs go to stderr; stdout carries only protocol lines.
 """
 
@@ -16,13 +18,15 @@ import json
 import os
 import sys
 import threading
-import time
 import urllib.parse
 
 import psycopg
 
 import layout
+import lifecycle
 import people
+import policies
+import race
 import schema
 from layout import Refused
 from store import DELETE_BATCH, Store
@@ -76,7 +80,9 @@ def access_of(value):
 class Scoped:
     def __init__(self, init):
         self.init = init
-        self.ttl_ms = int(init.get("knobs", {}).get("session_file_ttl_days", DEFAULT_TTL_DAYS)) * DAY_MS
+        knobs = init.get("knobs", {})
+        self.ttl_ms = int(knobs.get("session_file_ttl_days", DEFAULT_TTL_DAYS)) * DAY_MS
+        self.tool_output_limit = int(knobs.get("tool_output_limit_bytes", policies.DEFAULT_TOOL_OUTPUT_LIMIT))
         self.store = Store(init["s3"])
         self.conn = None
         self.now_ms = 0
@@ -203,18 +209,25 @@ class Scoped:
     def write(self, turn, path, content):
         ids, target, prefix = self.resolve_file(turn, path)
         body = content.encode("utf-8", "surrogatepass")
-        return self.store_file(ids, target, prefix, body,
-                               lambda access: self.need(access, target.scope, write=True))
 
-    def store_file(self, ids, target, prefix, body, check):
-        """A write through either door (SC-4.1, SF-4.1): `check(access)` is the door's own
-        permission (SF-2.4), run under the session's lock once any interrupted sweep is finished."""
-        digest = hashlib.sha256(body).hexdigest()
-        text = extract_text(body)
+        def plan(access):
+            self.need(access, target.scope, write=True)
+            return target, prefix, body
+
+        return self.store_file(ids, plan)
+
+    def store_file(self, ids, plan):
+        """A write of part SC through any door (SC-4.1, SF-4.1), and the writes of part SL (a
+        promotion, an overflowing tool result). `plan(access)` runs under the session's lock once
+        any interrupted sweep is finished: it makes the door's own checks (SF-2.4, SL-6.2) and
+        answers what to store, (target, scope prefix, bytes), so a promotion reads its source and
+        an overflow picks its name under the same lock its write holds (SC-5.6, SL-6.4)."""
         tried_text = []
 
         def op(access):
-            check(access)
+            target, prefix, body = plan(access)
+            digest = hashlib.sha256(body).hexdigest()
+            text = extract_text(body)
             # SC-4.1: the text first, then the file, so a file is never visible without its text.
             text_key = layout.text_key(prefix, target.rel)
             if text is None:
@@ -436,28 +449,44 @@ class Scoped:
 
     def sweep(self, hook=None):
         self.db()
-        sessions = self.sweep_idle_sessions(hook)
+        sessions = self.sweep_sessions(hook)
         obligations = self.sweep_obligations()
         return {"outcome": "swept", "sessions": sessions, "obligations": obligations}
 
-    def sweep_idle_sessions(self, hook):
-        """SC-5.3 to SC-5.6: sessions idle for the TTL with nothing waiting, claimed (locked) in
-        chunks through the partial index, emptied, and marked in the claiming transaction."""
-        swept, after = 0, ("", "", "")
-        while True:
+    def sweep_sessions(self, hook):
+        """SC-5.3 to SC-5.6 and SL-1.2, SL-2: the sessions whose files go, claimed (locked) in
+        chunks, emptied with DeleteObjects batched across them all, and marked in the claiming
+        transaction. Two kinds are claimed together, so one batching serves both (SL-1.1's policy
+        sweep beside the idle one): sessions idle for the TTL with nothing waiting (through the
+        partial index), with those a sweep left unfinished (SC-5.5, whatever expired them), and
+        the sessions a count policy puts past its N (policies.py). A session both are counted
+        once in `sessions` (SL-2.4)."""
+        swept, after_idle, after_count = 0, ("", "", ""), ("", "", "")
+        idle_left = count_left = True
+        taken = set()
+        while idle_left or count_left:
             with self.conn.transaction():
-                rows = self.conn.execute(
+                idle = self.conn.execute(
                     "SELECT ws_key, agent_key, chat_key FROM chat_sessions s"
-                    " WHERE files_cleared_ms IS NULL AND active_ms <= %s AND (ws_key, agent_key, chat_key) > (%s, %s, %s)"
+                    " WHERE files_cleared_ms IS NULL AND (active_ms <= %s OR clear_unfinished_ms IS NOT NULL)"
+                    "   AND (ws_key, agent_key, chat_key) > (%s, %s, %s)"
                     "   AND NOT EXISTS (SELECT 1 FROM chat_holds h WHERE h.ws_key = s.ws_key"
                     "                   AND h.agent_key = s.agent_key AND h.chat_key = s.chat_key)"
                     " ORDER BY ws_key, agent_key, chat_key LIMIT %s FOR UPDATE SKIP LOCKED",
-                    (self.now_ms - self.ttl_ms, *after, CLAIM_CHUNK)).fetchall()
+                    (self.now_ms - self.ttl_ms, *after_idle, CLAIM_CHUNK)).fetchall() if idle_left else []
                 if hook is not None:
                     hook()  # write_during_sweep: the claim is made, nothing is deleted yet
                     hook = None
+                counted = policies.count_candidates(self.conn, after_count, CLAIM_CHUNK) if count_left else []
+                idle_left, count_left = len(idle) == CLAIM_CHUNK, len(counted) == CLAIM_CHUNK
+                after_idle = idle[-1] if idle else after_idle
+                after_count = counted[-1] if counted else after_count
+                # A session this sweep already took (a count's whose keys failed is unfinished
+                # now, and the idle claim takes unfinished ones) waits for the next sweep.
+                rows = sorted(set(map(tuple, idle + counted)) - taken)
+                taken.update(rows)
                 if not rows:
-                    return swept
+                    continue
                 failed, _ = self.erase({row: layout.session_prefix(*row) for row in rows})
                 self.reach("after_session_objects_deleted")
                 for row in rows:
@@ -471,9 +500,7 @@ class Scoped:
                             "UPDATE chat_sessions SET files_cleared_ms = %s, clear_unfinished_ms = NULL"
                             " WHERE ws_key = %s AND agent_key = %s AND chat_key = %s", (self.now_ms, *row))
                         swept += 1
-            if len(rows) < CLAIM_CHUNK:
-                return swept
-            after = rows[-1]
+        return swept
 
     def sweep_obligations(self):
         """SC-6.3 to SC-6.5: pending obligations claimed in chunks through the partial index; a
@@ -505,62 +532,6 @@ class Scoped:
             if len(rows) < CLAIM_CHUNK:
                 return done
             after = rows[-1][0]
-
-    def write_during_sweep(self, turn, path, content):
-        """Capability write_during_sweep: the write runs on its own connection once the sweep has
-        claimed its sessions, and the sweep goes on only when the write is seen waiting for a row
-        lock (or has finished, when its session was not claimed)."""
-        racer = Scoped(self.init)
-        racer.now_ms = self.now_ms
-        pid = racer.conn.info.backend_pid
-        outcome = {}
-
-        def run():
-            try:
-                outcome["reply"] = racer.write(turn, path, content)
-            except Refused as r:
-                outcome["reply"] = {"outcome": "refused", "reason": r.reason, "message": r.message}
-            except Exception as e:  # reported below as an error answer
-                outcome["error"] = e
-
-        thread = threading.Thread(target=run)
-
-        def hook():
-            thread.start()
-            with psycopg.connect(self.init["postgres_url"], autocommit=True) as watch:
-                deadline = time.monotonic() + 5
-                while thread.is_alive() and time.monotonic() < deadline:
-                    row = watch.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s",
-                                        (pid,)).fetchone()
-                    if row and row[0] == "Lock":
-                        return
-                    time.sleep(0.01)
-
-        try:
-            self.sweep(hook)
-        finally:
-            if thread.ident is not None:
-                thread.join()
-            racer.conn.close()
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["reply"]
-
-    # --- Lifecycle (SC-7) --------------------------------------------------------------------
-
-    def apply_lifecycle(self, backstop_days):
-        abort = {"DaysAfterInitiation": 7}
-        rules = [
-            {"ID": "sessions-backstop", "Filter": {"Prefix": "sessions/"}, "Status": "Enabled",
-             "Expiration": {"Days": backstop_days}, "AbortIncompleteMultipartUpload": abort},
-            {"ID": "agents-kept", "Filter": {"Prefix": "agents/"}, "Status": "Enabled",
-             "AbortIncompleteMultipartUpload": abort},
-            {"ID": "workspaces-kept", "Filter": {"Prefix": "workspaces/"}, "Status": "Enabled",
-             "AbortIncompleteMultipartUpload": abort},
-        ]
-        validate_lifecycle(rules, backstop_days, self.ttl_ms // DAY_MS)
-        self.store.put_lifecycle(rules)
-        return {"outcome": "ok"}
 
     # --- Dispatch ----------------------------------------------------------------------------
 
@@ -601,16 +572,23 @@ class Scoped:
         if op == "sweep":
             return self.sweep()
         if op == "apply_lifecycle":
-            return self.apply_lifecycle(body["session_backstop_days"])
+            return lifecycle.apply(self.store, body["session_backstop_days"], self.ttl_ms // DAY_MS)
         if op == "crash_at":
             if body.get("point") not in CRASH_POINTS:
                 raise ValueError(f"unknown crash point {body.get('point')!r}")
             self.armed = body["point"]
             return {"outcome": "ok"}
         if op == "write_during_sweep":
-            return self.write_during_sweep(body["turn"], body["path"], body["content"])
+            return race.write_during_sweep(self, body["turn"], body["path"], body["content"])
         if op == "person":
             return {"outcome": "credentials", "headers": self.people.tokens.mint(body)}
+        # Part SL (capability retention_policies): policies.py.
+        if op == "set_session_count":
+            return policies.set_session_count(self.db(), body)
+        if op == "promote":
+            return policies.promote(self, body["turn"], body["from"], body["to"])
+        if op == "tool_output":
+            return policies.tool_output(self, body["turn"], body["content"], self.tool_output_limit)
         raise ValueError(f"unknown op {op!r}")
 
 
@@ -677,7 +655,11 @@ class PeopleApi:
 
         s = self.service
         if method == "PUT":
-            written = s.store_file(ids, target_, prefix, upload, check(True))
+            def plan(access):
+                check(True)(access)
+                return target_, prefix, upload
+
+            written = s.store_file(ids, plan)
             return people.json_answer(201, {"path": written["path"], "scope": scope, "size": len(upload)})
         if method == "GET":
             def fetch(access):
@@ -740,35 +722,6 @@ class PeopleApi:
         return people.json_answer(200, {"files": files, "writable": writable})
 
 
-def validate_lifecycle(rules, backstop_days, ttl_days):
-    """SC-7.2: the configuration is checked before it is sent; a refusal is `config`."""
-
-    def bad(why):
-        raise Refused("config", f"lifecycle configuration refused: {why}")
-
-    if len(rules) > 1000:
-        bad("more than 1,000 rules")
-    ids = [rule.get("ID", "") for rule in rules]
-    if len(set(ids)) != len(ids) or any(not 1 <= len(i) <= 255 for i in ids):
-        bad("rule ids must be unique and 1-255 characters")
-    for rule in rules:
-        filt = rule.get("Filter", {})
-        kinds = [k for k in ("Prefix", "Tag", "ObjectSizeGreaterThan", "ObjectSizeLessThan", "And") if k in filt]
-        if len(kinds) != 1:
-            bad(f"rule {rule['ID']} needs exactly one filter")
-        if kinds == ["And"] and sum(len(v) if isinstance(v, list) else 1 for v in filt["And"].values()) < 2:
-            bad(f"rule {rule['ID']}: an And filter needs at least two conditions")
-        tagged = kinds == ["Tag"] or (kinds == ["And"] and "Tags" in filt["And"])
-        if tagged and "AbortIncompleteMultipartUpload" in rule:
-            bad(f"rule {rule['ID']}: a tag-filtered rule cannot abort multipart uploads")
-        days = [rule.get("Expiration", {}).get("Days"),
-                rule.get("AbortIncompleteMultipartUpload", {}).get("DaysAfterInitiation")]
-        if any(d is not None and (not isinstance(d, int) or d < 1) for d in days):
-            bad(f"rule {rule['ID']}: days must be whole and at least 1")
-    if backstop_days <= ttl_days:
-        bad(f"the session backstop ({backstop_days} days) must be longer than the idle TTL ({ttl_days} days)")
-
-
 def send(message):
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
@@ -797,8 +750,9 @@ def main():
                 send({"type": "error", "in_reply_to": msg["id"], "message": f"init failed: {e!r}"})
                 continue
             init_ok = {"type": "init_ok", "in_reply_to": msg["id"], "protocol": PROTOCOL,
-                       "implementation": "python-scoped example 1.1", "profiles": ["scoped"],
-                       "capabilities": ["crash_points", "write_during_sweep", "written_at_stamp", "people_api"],
+                       "implementation": "python-scoped example 1.2", "profiles": ["scoped"],
+                       "capabilities": ["crash_points", "write_during_sweep", "written_at_stamp", "people_api",
+                                        "retention_policies"],
                        "ledger": schema.LEDGER}
             if api_url is not None:
                 init_ok["people_api"] = api_url

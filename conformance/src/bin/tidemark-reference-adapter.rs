@@ -4,8 +4,9 @@
 //! passing through `tidemark run --impl target/debug/tidemark-reference-adapter` proves the
 //! process path adds nothing and loses nothing. Scoped: a `ScopedStore` on the bucket and
 //! database the harness hands over in `init`, its clock set from each request's `now_ms`; it
-//! claims the `crash_points`, `write_during_sweep` and `written_at_stamp` capabilities (and, for
-//! the scratchpad, `sp12_digest` and `binary_content`). Rows: a `RowsStore` on the database handed over in
+//! claims the `crash_points`, `write_during_sweep`, `written_at_stamp`, `people_api`,
+//! `retention_policies` and `erasure_obligations` capabilities, declaring its erasure ledger's
+//! queries (and, for the scratchpad, `sp12_digest` and `binary_content`). Rows: a `RowsStore` on the database handed over in
 //! `init`, in the reference's own `tidemark_rows` schema (so it declares no queries), each
 //! request answered as the in-process runner's endpoint answers it (`contract::answer`).
 //! `--mutant <id>` switches on one mutant of any catalogue, so the process path can be shown to
@@ -18,6 +19,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 use tidemark_conformance::profiles::rows::contract::{ReferenceRows, RowsOp};
+use tidemark_conformance::profiles::scoped::erasure::{self, ErasureQueries};
 use tidemark_conformance::profiles::scoped::remote::{self, S3Access, ScopedService};
 use tidemark_conformance::profiles::scoped::text_segment;
 use tidemark_conformance::profiles::scoped::ScopedOp;
@@ -37,15 +39,19 @@ use tidemark_reference::scratchpad::ScratchpadMutant;
 /// The scoped and rows profiles' names, and the optional behaviours this adapter has.
 const SCOPED: &str = "scoped";
 const ROWS: &str = "rows";
-/// Scoped: the crash points, the raced write and the write stamps an age-only rule reads. Rows:
+/// Scoped: the crash points, the raced write and the write stamps an age-only rule reads, part
+/// SL's policies, a session's close and two sweeps at once. Rows:
 /// a reap's batch size and crash fault. The scratchpad's (SP-1.2's recommended digest unless a
 /// thread is named by its id alone, binary content) are the in-process reference's.
-const OTHER_CAPABILITIES: [&str; 7] = [
+const OTHER_CAPABILITIES: [&str; 10] = [
     remote::CRASH_POINTS,
     remote::WRITE_DURING_SWEEP,
     remote::WRITTEN_AT_STAMP,
     remote::PEOPLE_API,
     remote::RETENTION_POLICIES,
+    remote::SESSION_CLOSE,
+    remote::CONCURRENT_SWEEPS,
+    remote::ERASURE_OBLIGATIONS,
     remote::WORKSPACE_RETENTION,
     tidemark_conformance::profiles::rows::contract::REAP_BATCHES,
 ];
@@ -210,7 +216,8 @@ async fn serve(args: Args) -> Result<(), String> {
                                     .collect(),
                                 variants: args.variants.to_map(),
                                 // SC-6.6's own tables and the rows reference's own schema: the
-                                // defaults need no declaration. A text area spelled otherwise is
+                                // defaults need no declaration (its erasure ledger's queries,
+                                // which have no default, are declared below). A text area spelled otherwise is
                                 // declared (SC-1.4), unless asked not to.
                                 declared: args
                                     .text_segment
@@ -224,6 +231,15 @@ async fn serve(args: Args) -> Result<(), String> {
                                             .map(|u| ("people_api".to_string(), u.into())),
                                         _ => None,
                                     })
+                                    // Its erasure obligations and proofs (SL-4.7): a harness
+                                    // reads them with the reference's own queries.
+                                    .chain(matches!(serving, Serving::Scoped(_)).then(|| {
+                                        (
+                                            erasure::DECLARED_FIELD.to_string(),
+                                            serde_json::to_value(ErasureQueries::reference())
+                                                .expect("two strings serialise"),
+                                        )
+                                    }))
                                     .collect(),
                             })
                         }

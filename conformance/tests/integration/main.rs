@@ -14,6 +14,8 @@ mod interrupted_runs;
 mod malformed_scenarios;
 mod parser_fuzz;
 mod people_client;
+mod policy_sweep;
+mod process_erasure;
 mod process_explore;
 mod process_gate;
 mod process_misbehaving;

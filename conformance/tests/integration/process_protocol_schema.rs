@@ -295,6 +295,8 @@ fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
         "set_workspace_retention",
         "crash_at",
         "write_during_sweep",
+        "close_session",
+        "concurrent_sweeps",
         "ok",
         "text",
         "published",
@@ -359,6 +361,8 @@ fn harness_side_steps_are_not_scoped_requests_in_the_schema() {
         "pending_deletions",
         "deletion_records",
         "run_age_rule",
+        "erasure_states",
+        "erasure_proof",
     ] {
         let value = serde_json::json!({"op": op, "prefix": "sessions/", "days": 1});
         assert!(
@@ -411,6 +415,44 @@ fn an_init_ok_declaring_its_ledger_queries_is_valid_and_needs_both() {
         "record": "SELECT 1"}});
     assert!(check(&schema, from, &typo, "$").is_err());
     assert!(tidemark_conformance::profiles::check_claims(&init_ok(typo)).is_err());
+}
+
+/// An `init_ok` declaring its erasure ledger's queries (SL-4.7) is valid and read as declared;
+/// one declaring half of them, or a key the harness does not read, is refused by the schema and
+/// the handshake alike.
+#[test]
+fn an_init_ok_declaring_its_erasure_queries_is_valid_and_needs_both() {
+    use tidemark_conformance::profiles::scoped::erasure::ErasureQueries;
+    use tidemark_conformance::protocol::{FromImplementation, InitOk};
+    let init_ok = |v: serde_json::Value| -> InitOk {
+        match serde_json::from_value::<FromImplementation<serde_json::Value>>(v).unwrap() {
+            FromImplementation::InitOk(ok) => ok,
+            _ => panic!("an init_ok"),
+        }
+    };
+    let schema = schema();
+    let from = resolve(&schema, "#/$defs/from_implementation");
+    let declared = serde_json::json!({"type": "init_ok", "in_reply_to": 0, "protocol": "tidemark/1",
+        "profiles": ["scoped"], "capabilities": ["erasure_obligations"], "erasure": {
+            "obligations": "SELECT id::text AS obligation, subject, deadline_ms, done_at_ms FROM erasures",
+            "proofs": "SELECT erasure_id::text AS obligation, key, deleted_at_ms FROM erased_keys"}});
+    check(&schema, from, &declared, "$").unwrap();
+    assert_eq!(
+        ErasureQueries::declared(&init_ok(declared))
+            .unwrap()
+            .unwrap()
+            .proofs,
+        "SELECT erasure_id::text AS obligation, key, deleted_at_ms FROM erased_keys"
+    );
+    for bad in [
+        serde_json::json!({"obligations": "SELECT 1"}),
+        serde_json::json!({"obligations": "SELECT 1", "proofs": "SELECT 1", "proof": "SELECT 1"}),
+    ] {
+        let v = serde_json::json!({"type": "init_ok", "in_reply_to": 0, "protocol": "tidemark/1",
+            "profiles": ["scoped"], "erasure": bad});
+        assert!(check(&schema, from, &v, "$").is_err(), "{v}");
+        assert!(tidemark_conformance::profiles::check_claims(&init_ok(v)).is_err());
+    }
 }
 
 /// The schema lists every variant SPEC.md has, with its choices in SPEC.md's order, and no

@@ -48,8 +48,13 @@ fn the_policy_sweep_of_ten_thousand_sessions_with_mixed_policies_stays_near_its_
         f.lower_bound
     );
     assert!(f.writes > 0, "the writer wrote beside the sweep");
-    // The steady state: one session past each count, batched across agents (SL-1.2).
+    // The steady state: one session past each of 90 counts, its DeleteObjects batched across
+    // agents (SL-1.2), so the requests stay near one list per session.
     assert_eq!(f.later_swept, 90);
     assert_eq!(f.later_lists, 90);
-    assert_eq!(f.later_delete_objects, 1);
+    let later = f.later_lists + f.later_delete_objects;
+    assert!(
+        later as f64 <= 1.1 * 91.0,
+        "{later} requests for 90 sessions of 180 keys"
+    );
 }

@@ -48,90 +48,19 @@ const SF_WITHOUT_MUTANT: &[(&str, &str)] = &[
     ),
 ];
 
-/// Why an SL rule is neither staged nor bitten yet.
-const NOT_BUILT: &str = "the reference does not build it yet (issue 23's slices built the count policy, promotion, tool-output overflow and retention per workspace); its scenarios come with it";
-
-/// The SL rules no scenario stages yet, and why.
-const SL_NOT_STAGED: &[(&str, &str)] = &[
-    ("SL-1.1", NOT_BUILT),
-    ("SL-1.2", NOT_BUILT),
-    ("SL-1.3", NOT_BUILT),
-    ("SL-3.1", NOT_BUILT),
-    ("SL-3.2", NOT_BUILT),
-    ("SL-4.1", NOT_BUILT),
-    ("SL-4.2", NOT_BUILT),
-    ("SL-4.3", NOT_BUILT),
-    ("SL-4.4", NOT_BUILT),
-    ("SL-4.5", NOT_BUILT),
-    ("SL-4.6", NOT_BUILT),
-    ("SL-4.7", NOT_BUILT),
-];
+/// The SL rules no scenario stages yet, and why: none since retention per workspace (SL-5),
+/// the last of issue 23's slices, was built.
+const SL_NOT_STAGED: &[(&str, &str)] = &[];
 
 /// The SL rules no mutant breaks, and why none is killed by a scenario yet.
 const SL_WITHOUT_MUTANT: &[(&str, &str)] = &[
     (
-        "SL-7.1",
-        "the limit is staged on both sides (a result at it shown and nothing written, one past it written to a session file); no mutant moves the limit yet",
-    ),
-    (
-        "SL-1.1",
-        NOT_BUILT,
-    ),
-    (
-        "SL-1.2",
-        NOT_BUILT,
-    ),
-    (
-        "SL-1.3",
-        NOT_BUILT,
-    ),
-    (
-        "SL-3.1",
-        NOT_BUILT,
-    ),
-    (
-        "SL-3.2",
-        NOT_BUILT,
-    ),
-    (
-        "SL-4.1",
-        NOT_BUILT,
-    ),
-    (
-        "SL-4.2",
-        NOT_BUILT,
-    ),
-    (
-        "SL-4.3",
-        NOT_BUILT,
-    ),
-    (
-        "SL-4.4",
-        NOT_BUILT,
-    ),
-    (
-        "SL-4.5",
-        NOT_BUILT,
-    ),
-    (
-        "SL-4.6",
-        NOT_BUILT,
+        "SL-6.4",
+        "survival of the sweep and the deletion is staged; a promotion raced against a sweep (a `promote ... during sweep` step and its mutant) is not built yet",
     ),
     (
         "SL-4.7",
-        NOT_BUILT,
-    ),
-    (
-        "SL-1.4",
-        "it refuses bad input, which the scenario citing it stages (each refusal and that nothing changed); no mutant accepts an absurd count yet",
-    ),
-    (
-        "SL-2.4",
-        "a count-swept session's revival, a lowered count and two policies on one agent are staged; the sweep is SC-5's, whose mutants SC's scenarios kill",
-    ),
-    (
-        "SL-6.4",
-        "survival of the sweep and the deletion is staged; a promotion raced against a sweep (a `promote ... during sweep` step and its mutant) is not built yet",
+        "it says how a harness reads obligations and proofs (declared read-only queries, the implementation's own tables); what they must hold is SL-4.1 to SL-4.6's, whose mutants are killed through them, and the queries' failures are held to it by conformance/tests/integration/process_erasure.rs",
     ),
 ];
 

@@ -193,6 +193,21 @@ pub fn skill_version_prefix(ws: &Id, sha256: &str) -> String {
     format!("skills/{ws}/{sha256}/")
 }
 
+/// Every prefix an erasure's subject keeps keys under (SPEC SL-4.2): a workspace's four class
+/// prefixes (its agents' and sessions' whole, so a row deleted earlier and not swept yet is
+/// the erasure's too), or an agent's own files and its sessions'.
+pub fn subject_prefixes(ws: &Id, agent: Option<&Id>) -> Vec<String> {
+    match agent {
+        None => vec![
+            workspace_prefix(ws),
+            skills_prefix(ws),
+            format!("agents/{ws}/"),
+            format!("sessions/{ws}/"),
+        ],
+        Some(agent) => vec![agent_prefix(ws, agent), agent_sessions_prefix(ws, agent)],
+    }
+}
+
 /// The top-level class prefixes lifecycle rules match on.
 pub const SESSIONS_CLASS_PREFIX: &str = "sessions/";
 pub const AGENTS_CLASS_PREFIX: &str = "agents/";

@@ -66,6 +66,26 @@ pub enum ScopedMutant {
     OverflowOutsideSession,
     PlusAsSpace,
     PersonSkipsUnfinishedSweep,
+    CloseIsActivity,
+    CloseWaitsForTtl,
+    CloseSweepsWaiting,
+    RepeatedCloseMovesTime,
+    ActivityKeepsClose,
+    PolicyDeletesPerSession,
+    PolicyMarksBeforeDeleting,
+    PolicySweepUnclaimed,
+    SweeperDropsBackstop,
+    ErasureOverdueClosed,
+    ErasureLateStampedOnTime,
+    ErasureProofBeforeDeletion,
+    ErasureWithoutWriteAhead,
+    ErasureProofCountsTheBackstop,
+    RecreatedUnderPendingErasure,
+    ErasureKeepsTheRows,
+    ErasurePastDeadlineAccepted,
+    CountRanksEmptiedSessions,
+    UnfinishedCountSweepLeft,
+    OverflowOverwrites,
     WorkspaceRetentionMerged,
     WorkspaceTtlOnlyShortens,
     WorkspaceTtlAtBackstop,
@@ -75,7 +95,7 @@ pub enum ScopedMutant {
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 67] = [
+    pub const ALL: [ScopedMutant; 87] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -137,6 +157,26 @@ impl ScopedMutant {
         ScopedMutant::OverflowOutsideSession,
         ScopedMutant::PlusAsSpace,
         ScopedMutant::PersonSkipsUnfinishedSweep,
+        ScopedMutant::CloseIsActivity,
+        ScopedMutant::CloseWaitsForTtl,
+        ScopedMutant::CloseSweepsWaiting,
+        ScopedMutant::RepeatedCloseMovesTime,
+        ScopedMutant::ActivityKeepsClose,
+        ScopedMutant::PolicyDeletesPerSession,
+        ScopedMutant::PolicyMarksBeforeDeleting,
+        ScopedMutant::PolicySweepUnclaimed,
+        ScopedMutant::SweeperDropsBackstop,
+        ScopedMutant::ErasureOverdueClosed,
+        ScopedMutant::ErasureLateStampedOnTime,
+        ScopedMutant::ErasureProofBeforeDeletion,
+        ScopedMutant::ErasureWithoutWriteAhead,
+        ScopedMutant::ErasureProofCountsTheBackstop,
+        ScopedMutant::RecreatedUnderPendingErasure,
+        ScopedMutant::ErasureKeepsTheRows,
+        ScopedMutant::ErasurePastDeadlineAccepted,
+        ScopedMutant::CountRanksEmptiedSessions,
+        ScopedMutant::UnfinishedCountSweepLeft,
+        ScopedMutant::OverflowOverwrites,
         ScopedMutant::WorkspaceRetentionMerged,
         ScopedMutant::WorkspaceTtlOnlyShortens,
         ScopedMutant::WorkspaceTtlAtBackstop,
@@ -211,6 +251,26 @@ impl ScopedMutant {
             ScopedMutant::OverflowOutsideSession => "overflow-outside-session",
             ScopedMutant::PlusAsSpace => "plus-as-space",
             ScopedMutant::PersonSkipsUnfinishedSweep => "person-skips-unfinished-sweep",
+            ScopedMutant::CloseIsActivity => "close-is-activity",
+            ScopedMutant::CloseWaitsForTtl => "close-waits-for-ttl",
+            ScopedMutant::CloseSweepsWaiting => "close-sweeps-waiting",
+            ScopedMutant::RepeatedCloseMovesTime => "repeated-close-moves-time",
+            ScopedMutant::ActivityKeepsClose => "activity-keeps-close",
+            ScopedMutant::PolicyDeletesPerSession => "policy-deletes-per-session",
+            ScopedMutant::PolicyMarksBeforeDeleting => "policy-marks-before-deleting",
+            ScopedMutant::PolicySweepUnclaimed => "policy-sweep-unclaimed",
+            ScopedMutant::SweeperDropsBackstop => "sweeper-drops-backstop",
+            ScopedMutant::ErasureOverdueClosed => "erasure-overdue-closed",
+            ScopedMutant::ErasureLateStampedOnTime => "erasure-late-stamped-on-time",
+            ScopedMutant::ErasureProofBeforeDeletion => "erasure-proof-before-deletion",
+            ScopedMutant::ErasureWithoutWriteAhead => "erasure-without-write-ahead",
+            ScopedMutant::ErasureProofCountsTheBackstop => "erasure-proof-counts-the-backstop",
+            ScopedMutant::RecreatedUnderPendingErasure => "recreated-under-pending-erasure",
+            ScopedMutant::ErasureKeepsTheRows => "erasure-keeps-the-rows",
+            ScopedMutant::ErasurePastDeadlineAccepted => "erasure-past-deadline-accepted",
+            ScopedMutant::CountRanksEmptiedSessions => "count-ranks-emptied-sessions",
+            ScopedMutant::UnfinishedCountSweepLeft => "unfinished-count-sweep-left",
+            ScopedMutant::OverflowOverwrites => "overflow-overwrites",
             ScopedMutant::WorkspaceRetentionMerged => "workspace-retention-merged",
             ScopedMutant::WorkspaceTtlOnlyShortens => "workspace-ttl-only-shortens",
             ScopedMutant::WorkspaceTtlAtBackstop => "workspace-ttl-at-backstop",
@@ -406,6 +466,66 @@ impl ScopedMutant {
             ScopedMutant::PersonSkipsUnfinishedSweep => {
                 "a person's request to a session whose sweep was interrupted is served from what the sweep left: a download returns a file the sweep found expired"
             }
+            ScopedMutant::CloseIsActivity => {
+                "closing a session counts as its activity, so an idle session closed shortly before its TTL keeps its files a TTL past the close"
+            }
+            ScopedMutant::CloseWaitsForTtl => {
+                "a closed session is swept at the later of its close grace and its idle TTL, not the earlier: a closed conversation's files stay until its TTL, and a session idle past its TTL waits for its grace"
+            }
+            ScopedMutant::CloseSweepsWaiting => {
+                "a closed session is swept at the end of its grace although work waits in it: the conversation resumes without its files"
+            }
+            ScopedMutant::RepeatedCloseMovesTime => {
+                "closing a closed session moves its close time to the latest close, so a host repeating its close keeps the files past their week"
+            }
+            ScopedMutant::ActivityKeepsClose => {
+                "activity in a closed session leaves the close in place, so a conversation resumed after its close loses its files a week after the old close"
+            }
+            ScopedMutant::PolicyDeletesPerSession => {
+                "the policy sweep sends one DeleteObjects per session instead of batching its sessions' keys by 1,000 across sessions"
+            }
+            ScopedMutant::PolicyMarksBeforeDeleting => {
+                "the policy sweep marks its sessions swept and commits before deleting their files, so a failed deletion is recorded as done with the files still in the bucket"
+            }
+            ScopedMutant::PolicySweepUnclaimed => {
+                "the policy sweep reads the closed sessions it sweeps without claiming their rows, so two sweeps at once both delete and both record the same session"
+            }
+            ScopedMutant::SweeperDropsBackstop => {
+                "with a retention policy at work, the policy sweep removes the bucket's lifecycle rules as if the sweeper made them redundant: the backstop is gone the day the sweeper stops"
+            }
+            ScopedMutant::ErasureOverdueClosed => {
+                "an erasure whose keys keep failing is closed once its deadline has passed: the obligation reads done with the customer's files still in the bucket"
+            }
+            ScopedMutant::ErasureLateStampedOnTime => {
+                "an erasure met after its deadline is stamped met at the deadline: the breach reads as met in time"
+            }
+            ScopedMutant::ErasureProofBeforeDeletion => {
+                "an erasure's keys are recorded deleted when they are written down, before DeleteObjects: a key that failed to delete is in the proof"
+            }
+            ScopedMutant::ErasureWithoutWriteAhead => {
+                "an erasure's keys are not written down before they are deleted: after a crash between deleting and recording, the next sweep finds an empty bucket and meets the obligation with a proof naming nothing"
+            }
+            ScopedMutant::ErasureProofCountsTheBackstop => {
+                "an erasure's keys are written down when it is requested and each is recorded deleted once it is gone, whoever removed it: the proof counts the files the lifecycle backstop took"
+            }
+            ScopedMutant::RecreatedUnderPendingErasure => {
+                "a workspace or agent under a pending erasure can be created again: its new files are deleted by the old erasure"
+            }
+            ScopedMutant::ErasureKeepsTheRows => {
+                "an erasure deletes the subject's files but not its rows: a turn in the erased agent still writes"
+            }
+            ScopedMutant::ErasurePastDeadlineAccepted => {
+                "an erasure whose deadline is already past is accepted: an obligation born overdue, the customer's data erased on no one's schedule"
+            }
+            ScopedMutant::CountRanksEmptiedSessions => {
+                "a count ranks the sessions a sweep already emptied among an agent's last N: an emptied session takes the place of a conversation the policy keeps, and that conversation loses its files"
+            }
+            ScopedMutant::UnfinishedCountSweepLeft => {
+                "a session a count swept only in part is finished only by the idle sweep, past its TTL: once it is among the last N again (a newer session deleted, the count removed) the files the count found expired stay"
+            }
+            ScopedMutant::OverflowOverwrites => {
+                "a tool result is written at the path its content's hash names, whatever holds it: the same result overflowing again overwrites the guest's edit of that file"
+            }
             ScopedMutant::WorkspaceRetentionMerged => {
                 "a workspace's retention PUT is merged into the old one: a PUT leaving the TTL unset keeps the TTL the host took away"
             }
@@ -492,6 +612,26 @@ impl ScopedMutant {
             ScopedMutant::OverflowOutsideSession => &["SL-7.2"],
             ScopedMutant::PlusAsSpace => &["SF-3.1"],
             ScopedMutant::PersonSkipsUnfinishedSweep => &["SF-4.1"],
+            ScopedMutant::CloseIsActivity => &["SL-3.1"],
+            ScopedMutant::CloseWaitsForTtl => &["SL-3.1"],
+            ScopedMutant::CloseSweepsWaiting => &["SL-3.1"],
+            ScopedMutant::RepeatedCloseMovesTime => &["SL-3.2"],
+            ScopedMutant::ActivityKeepsClose => &["SL-3.2"],
+            ScopedMutant::PolicyDeletesPerSession => &["SL-1.2"],
+            ScopedMutant::PolicyMarksBeforeDeleting => &["SL-1.2"],
+            ScopedMutant::PolicySweepUnclaimed => &["SL-1.3"],
+            ScopedMutant::SweeperDropsBackstop => &["SL-1.1"],
+            ScopedMutant::ErasureOverdueClosed => &["SL-4.2", "SL-4.4"],
+            ScopedMutant::ErasureLateStampedOnTime => &["SL-4.4"],
+            ScopedMutant::ErasureProofBeforeDeletion => &["SL-4.3"],
+            ScopedMutant::ErasureWithoutWriteAhead => &["SL-4.3"],
+            ScopedMutant::ErasureProofCountsTheBackstop => &["SL-4.5"],
+            ScopedMutant::RecreatedUnderPendingErasure => &["SL-4.6"],
+            ScopedMutant::ErasureKeepsTheRows => &["SL-4.1", "SL-4.6"],
+            ScopedMutant::ErasurePastDeadlineAccepted => &["SL-1.4"],
+            ScopedMutant::CountRanksEmptiedSessions => &["SL-2.1"],
+            ScopedMutant::UnfinishedCountSweepLeft => &["SL-2.4"],
+            ScopedMutant::OverflowOverwrites => &["SL-7.1"],
             ScopedMutant::WorkspaceRetentionMerged => &["SL-5.1"],
             ScopedMutant::WorkspaceTtlOnlyShortens => &["SL-5.1"],
             ScopedMutant::WorkspaceTtlAtBackstop => &["SL-5.2"],

@@ -55,6 +55,15 @@ ALTER TABLE sessions ADD COLUMN IF NOT EXISTS sweep_unfinished_at_ms bigint NULL
 -- by last activity).
 ALTER TABLE sessions ADD COLUMN IF NOT EXISTS created_at_ms bigint NULL;
 
+-- When the host closed the session (SPEC SL-3): the policy sweep takes it close_grace_days
+-- after, unless activity reopened it first (activity clears it); a repeated close keeps it.
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS closed_at_ms bigint NULL;
+-- The close sweep's candidate scan: closed sessions not yet swept, by close time, so its cost
+-- follows what is closed rather than how many sessions exist.
+CREATE INDEX IF NOT EXISTS sessions_close_candidates
+    ON sessions (closed_at_ms)
+    WHERE closed_at_ms IS NOT NULL AND files_swept_at_ms IS NULL;
+
 -- Count policies (SPEC SL-2): an agent keeps its last `keep_last` sessions' files.
 CREATE TABLE IF NOT EXISTS agent_session_counts (
     workspace_id text    NOT NULL,
@@ -81,6 +90,12 @@ CREATE TABLE IF NOT EXISTS lifecycle_applied (
 CREATE INDEX IF NOT EXISTS sessions_sweep_candidates
     ON sessions (last_activity_ms)
     WHERE files_swept_at_ms IS NULL;
+
+-- Sessions a sweep left unfinished (SC-5.5): few, and every sweep finishes them first whatever
+-- swept them (SPEC SL-2.4), so that scan reads only them.
+CREATE INDEX IF NOT EXISTS sessions_sweep_unfinished
+    ON sessions (workspace_id, agent_id, id)
+    WHERE sweep_unfinished_at_ms IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS session_waits (
     workspace_id text NOT NULL,
@@ -168,6 +183,37 @@ CREATE TRIGGER agents_record_deletion AFTER DELETE ON agents
 DROP TRIGGER IF EXISTS workspaces_record_deletion ON workspaces;
 CREATE TRIGGER workspaces_record_deletion AFTER DELETE ON workspaces
     FOR EACH ROW EXECUTE FUNCTION tidemark_record_workspace_deletion();
+
+-- Erasure obligations (SPEC SL-4): the subject (a workspace, or an agent of one: agent_id),
+-- when it was requested, its deadline, and when it was met (null while pending). Recorded in
+-- the transaction that deletes the subject's row.
+CREATE TABLE IF NOT EXISTS erasure_obligations (
+    id              bigserial PRIMARY KEY,
+    workspace_id    text   NOT NULL,
+    agent_id        text   NULL,
+    requested_at_ms bigint NOT NULL,
+    deadline_ms     bigint NOT NULL,
+    done_at_ms      bigint NULL
+);
+
+CREATE INDEX IF NOT EXISTS erasure_obligations_pending
+    ON erasure_obligations (id)
+    WHERE done_at_ms IS NULL;
+
+-- The proof (SL-4.3): every key an erasure's sweep deletes is written down here (committed)
+-- before the deletion, and marked deleted, with the obligation met, in one transaction after.
+-- No foreign key: a sweep writes keys down while it holds its obligation's row, and the key
+-- share lock a foreign key check takes would wait for it.
+CREATE TABLE IF NOT EXISTS erasure_proofs (
+    erasure_id    bigint NOT NULL,
+    key           text   NOT NULL,
+    written_at_ms bigint NOT NULL,
+    deleted_at_ms bigint NULL,
+    PRIMARY KEY (erasure_id, key)
+);
+
+-- The deletion obligations (SC-6) an erasure meets with itself: SC-6's sweep passes them by.
+ALTER TABLE storage_deletions ADD COLUMN IF NOT EXISTS erasure_id bigint NULL;
 "#;
 
 /// The comment `migrate` leaves on the `workspaces` table: the schema this database was brought

@@ -88,6 +88,11 @@ pub struct ScopedConfig {
     pub max_upload_bytes: u64,
     /// A tool result larger than this is written to a session file (SPEC SL-7.1).
     pub tool_output_limit_bytes: u64,
+    /// A closed session is swept this many days after its close (SPEC SL-3.1).
+    pub close_grace_days: u32,
+    /// Harness hook: the policy sweep stops after claiming its sessions and before listing
+    /// them, until released, so a test can run a second sweep beside it (SPEC SL-1.3).
+    pub policy_pause: Option<Arc<SweepPause>>,
     /// The most lifecycle rules the bucket may hold (SPEC SL-5.4): S3's 1,000, lowered only so
     /// a scenario can stage the budget with a few workspaces.
     pub lifecycle_rule_limit: usize,
@@ -121,6 +126,8 @@ impl ScopedConfig {
             text_segment: layout::TEXT_DIR.to_string(),
             max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
             tool_output_limit_bytes: super::policies::overflow::DEFAULT_TOOL_OUTPUT_LIMIT_BYTES,
+            close_grace_days: super::policies::close::DEFAULT_CLOSE_GRACE_DAYS,
+            policy_pause: None,
             lifecycle_rule_limit: super::lifecycle::MAX_RULES,
         }
     }
@@ -375,6 +382,11 @@ impl ScopedStore {
         &self.meta
     }
 
+    /// The S3 client, for a policy module's request the store has no method for.
+    pub(crate) fn s3_client(&self) -> &aws_sdk_s3::Client {
+        &self.s3
+    }
+
     pub(crate) fn now(&self) -> Timestamp {
         self.clock.now()
     }
@@ -502,6 +514,7 @@ impl ScopedStore {
         settings: ScopeSettings,
     ) -> Result<(), ScopedError> {
         let ws = Id::new(ws)?;
+        self.refuse_under_pending_erasure(ws.as_str(), None).await?;
         self.meta.upsert_workspace(ws.as_str(), settings).await
     }
 
@@ -512,6 +525,8 @@ impl ScopedStore {
         settings: ScopeSettings,
     ) -> Result<(), ScopedError> {
         let (ws, agent) = (Id::new(ws)?, Id::new(agent)?);
+        self.refuse_under_pending_erasure(ws.as_str(), Some(agent.as_str()))
+            .await?;
         if !self
             .meta
             .upsert_agent(ws.as_str(), agent.as_str(), settings)
@@ -685,7 +700,8 @@ impl ScopedStore {
             self.finish_unfinished_sweep(&key).await?;
         }
         if activity {
-            tx.touch(&key, self.now().0).await?;
+            // Activity reopens a closed session (SPEC SL-3.2).
+            self.touch_reopening(tx, &key).await?;
         }
         // A person's access is their own grant, never the agent's cascade (SPEC SF-2.4).
         let cascade = Permissions::cascade(
@@ -867,7 +883,10 @@ impl ScopedStore {
     }
 
     /// `None` if the object does not exist, else its source-sha stamp (if it has one).
-    async fn head_stamp(&self, key: &str) -> Result<Option<Option<String>>, ScopedError> {
+    pub(crate) async fn head_stamp(
+        &self,
+        key: &str,
+    ) -> Result<Option<Option<String>>, ScopedError> {
         self.counters.head.fetch_add(1, Ordering::Relaxed);
         match self
             .send(|| {
@@ -998,29 +1017,7 @@ impl ScopedStore {
                 if !(r.scope == Scope::Skill && skill_writable) {
                     self.require(&perms, &r, Access::ReadWrite)?;
                 }
-                let text_key = self.text_key(&r);
-                let sha = hex::encode(Sha256::digest(&bytes));
-                if self.is(ScopedMutant::FileBeforeText) {
-                    // The mutant stores the file first: a crash before the text leaves a file
-                    // without it, after the text both (the crash point comes after both).
-                    self.put_tagged(&r.key, bytes.clone(), Some(&sha)).await?;
-                    if let Some(text) = extract_text(&bytes) {
-                        self.put_tagged(&text_key, text.as_bytes().to_vec(), Some(&sha))
-                            .await?;
-                    }
-                    self.crash(CrashPoint::AfterTextWritten)?;
-                    return Ok(());
-                }
-                match extract_text(&bytes) {
-                    Some(text) => {
-                        self.put_tagged(&text_key, text.as_bytes().to_vec(), Some(&sha))
-                            .await?
-                    }
-                    // Overwriting a text file with a binary one must not leave the old text behind.
-                    None => self.delete_one(&text_key).await?,
-                }
-                self.crash(CrashPoint::AfterTextWritten)?;
-                self.put_tagged(&r.key, bytes, Some(&sha)).await
+                self.store_file(&r, bytes).await
             })
             .await;
         if let Err(ScopedError::Storage { .. }) = &written {
@@ -1036,6 +1033,35 @@ impl ScopedStore {
         }
         written?;
         Ok(r)
+    }
+
+    /// Stores a file and its extracted text at `r`, the text first, so a file is never visible
+    /// without its text; each stamped with the file's sha256. The caller holds the session's
+    /// lock and has checked the access ([`Self::write`]).
+    pub(crate) async fn store_file(&self, r: &Resolved, bytes: Vec<u8>) -> Result<(), ScopedError> {
+        let text_key = self.text_key(r);
+        let sha = hex::encode(Sha256::digest(&bytes));
+        if self.is(ScopedMutant::FileBeforeText) {
+            // The mutant stores the file first: a crash before the text leaves a file
+            // without it, after the text both (the crash point comes after both).
+            self.put_tagged(&r.key, bytes.clone(), Some(&sha)).await?;
+            if let Some(text) = extract_text(&bytes) {
+                self.put_tagged(&text_key, text.as_bytes().to_vec(), Some(&sha))
+                    .await?;
+            }
+            self.crash(CrashPoint::AfterTextWritten)?;
+            return Ok(());
+        }
+        match extract_text(&bytes) {
+            Some(text) => {
+                self.put_tagged(&text_key, text.as_bytes().to_vec(), Some(&sha))
+                    .await?
+            }
+            // Overwriting a text file with a binary one must not leave the old text behind.
+            None => self.delete_one(&text_key).await?,
+        }
+        self.crash(CrashPoint::AfterTextWritten)?;
+        self.put_tagged(&r.key, bytes, Some(&sha)).await
     }
 
     pub async fn read(&self, turn: &TurnSpace, path: &str) -> Result<Vec<u8>, ScopedError> {
@@ -1492,14 +1518,19 @@ impl ScopedStore {
     pub async fn sweep(&self) -> Result<SweepReport, ScopedError> {
         let before = self.requests();
         let mut report = SweepReport::default();
+        // What an earlier sweep left unfinished, whatever swept it (SPEC SL-2.4).
+        self.finish_unfinished_sweeps(&mut report).await?;
         if self.is(ScopedMutant::AgeOnlyExpiry) {
             self.sweep_by_age(layout::SESSIONS_CLASS_PREFIX, &mut report)
                 .await?;
         } else {
             self.sweep_idle_sessions(&mut report).await?;
         }
-        // The policy sweeper's count policies (SPEC SL-2), beside the idle sweep.
-        self.sweep_session_counts(&mut report).await?;
+        // The policy sweeper (SPEC SL-1): count policies and closes, beside the idle sweep.
+        self.sweep_policies(&mut report).await?;
+        // Erasure obligations (SPEC SL-4), before SC-6's: the deletions an erasure's subject
+        // recorded are the erasure's, met with its proof.
+        self.sweep_erasures(&mut report).await?;
         if self.is(ScopedMutant::SkillsSwept) {
             self.sweep_by_age(layout::SKILLS_CLASS_PREFIX, &mut report)
                 .await?;
@@ -1590,6 +1621,9 @@ impl ScopedStore {
                         claim,
                     )
                     .await?;
+                // The close-waits-for-ttl mutant keeps a closed session past its TTL until its
+                // grace ends (SPEC SL-3.1 takes the earlier of the two).
+                let sessions = self.held_by_close_grace(tx.as_mut(), sessions).await?;
                 if let Some(pause) = &self.cfg.sweep_pause {
                     // Once per rendezvous: a later chunk of the same sweep does not stop again.
                     if !pause.used.swap(true, Ordering::SeqCst) {

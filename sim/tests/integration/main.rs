@@ -3,7 +3,6 @@
 //! binaries of their own because they set environment variables, which every thread of a
 //! process shares: `real_tier_no_postgres` and `real_tier_pg_template`.
 
-mod count_sweep_batches;
 mod lifecycle_aws;
 mod metadata_differential;
 mod real_tier_container;

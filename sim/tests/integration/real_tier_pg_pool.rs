@@ -183,6 +183,8 @@ async fn a_reused_database_is_new_in_every_table_and_sequence_and_keeps_no_sessi
         "INSERT INTO storage_deletions (prefix, entity_kind, entity_id) VALUES ('sessions/w9/', 'session', 's9')",
         "INSERT INTO storage_deletion_records (deletion_id, prefix, objects_deleted, completed_at_ms)
          SELECT id, prefix, 0, 0 FROM storage_deletions",
+        "INSERT INTO erasure_obligations (workspace_id, requested_at_ms, deadline_ms) VALUES ('w9', 0, 1)",
+        "INSERT INTO erasure_proofs (erasure_id, key, written_at_ms) VALUES (1, 'sessions/w9/a/s/f', 0)",
     ] {
         sqlx::query(sql).execute(&db.pool).await.unwrap();
     }

@@ -14,6 +14,7 @@ use tidemark_reference::scoped::{
     Access, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, SweepPause, SweepReport,
 };
 
+use super::erasure::subject_text;
 use super::people::PeopleClient;
 
 use super::remote::{
@@ -218,6 +219,36 @@ pub enum ScopedOp {
         turn: Turn,
         content: String,
     },
+    /// The host closes the session (SPEC SL-3): swept `close_grace_days` after, unless activity
+    /// reopens it first.
+    CloseSession {
+        turn: Turn,
+    },
+    /// Two sweeps run at once (SPEC SL-1.3): the second starts once the first has claimed its
+    /// policy sessions and before it deletes anything. Answered with what both swept together.
+    ConcurrentSweeps,
+    /// Requests the erasure of a workspace (`agent` absent) or of one of its agents, to be met
+    /// by `deadline_ms` (SPEC SL-4.1); a deadline before the request's time is carried too, so
+    /// a scenario can stage its refusal (SL-1.4).
+    RequestErasure {
+        workspace: String,
+        #[serde(default)]
+        agent: Option<String>,
+        deadline_ms: i64,
+    },
+    /// The state of each erasure obligation of a subject, read by the harness from the
+    /// implementation's database (SPEC SL-4.4, SL-4.7).
+    ErasureStates {
+        workspace: String,
+        #[serde(default)]
+        agent: Option<String>,
+    },
+    /// The keys the proofs of a subject's erasures name, read likewise (SL-4.3, SL-4.7).
+    ErasureProof {
+        workspace: String,
+        #[serde(default)]
+        agent: Option<String>,
+    },
     /// Replaces a workspace's retention whole (SPEC SL-5.1): its own idle TTL in days, or `None`
     /// for the deployment's again. Any integer is carried, so a scenario can stage the refusal
     /// of an absurd one (SL-1.4, SL-5.2).
@@ -307,6 +338,11 @@ pub enum ScopedOutcome {
     Credentials {
         headers: BTreeMap<String, String>,
     },
+    /// The states of a subject's erasure obligations, sorted (`pending`, `overdue 2d`, `met`,
+    /// `missed 1h`: [`super::erasure::state_text`]).
+    Erasures {
+        states: Vec<String>,
+    },
 }
 
 /// Plays scoped operations against the reference in process: the harness's steps on its own
@@ -372,6 +408,11 @@ fn config_from(
                     RealTierError::Scoped(ScopedError::Config(format!(
                         "tool_output_limit_bytes = {v}"
                     )))
+                })?
+            }
+            "close_grace_days" => {
+                config.close_grace_days = u32::try_from(*v).map_err(|_| {
+                    RealTierError::Scoped(ScopedError::Config(format!("close_grace_days = {v}")))
                 })?
             }
             "lifecycle_rule_limit" => {
@@ -609,11 +650,40 @@ impl ScopedDriver {
                 .await
                 .map_err(Failure::Harness)?,
             },
+            ScopedOp::ErasureStates { workspace, agent } => ScopedOutcome::Erasures {
+                states: self
+                    .erasure_ledger()
+                    .await?
+                    .states(&subject_text(workspace, agent.as_deref()), now.as_millis())?,
+            },
+            ScopedOp::ErasureProof { workspace, agent } => ScopedOutcome::Keys {
+                keys: self
+                    .erasure_ledger()
+                    .await?
+                    .proof(&subject_text(workspace, agent.as_deref()), now.as_millis())?,
+            },
             other => {
                 return Err(Failure::Harness(format!(
                     "{} is not a harness step",
                     op_name(other)
                 )))
+            }
+        })
+    }
+}
+
+impl ScopedDriver {
+    /// The erasure obligations and proofs as the reference keeps them: read with its declared
+    /// queries from PostgreSQL (SL-4.7), or from the in-memory store on the simulation tier.
+    async fn erasure_ledger(&self) -> Result<super::erasure::ErasureLedger, Failure> {
+        Ok(match &self.tier {
+            DriverTier::Real { db, .. } => {
+                super::erasure::ErasureQueries::reference()
+                    .read(&db.pool)
+                    .await?
+            }
+            DriverTier::Sim { .. } => {
+                super::erasure::ErasureLedger::of_metadata(self.meta.as_ref()).await?
             }
         })
     }

@@ -247,6 +247,11 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
 /// Why the generator never reaches part SL's mutants.
 const NO_POLICY_OPERATION: &str = "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it";
 
+/// Why the generator never reaches the mutants of a session's close and of the policy sweep.
+const NO_CLOSE_OPERATION: &str = "the generator closes no session and sets no count policy (SPEC SL-3, SL-2), so the policy sweep it runs never has a session to take; the scenarios kill it";
+/// Why the generator never reaches the erasure obligations' mutants (SPEC SL-4).
+const NO_ERASURE_OPERATION: &str = "the generator has no erasure request (SPEC SL-4) and its model keeps no erasure obligation; the scenarios kill it";
+
 /// Why the generator never reaches the mutants of the people's API's HTTP layer.
 const PEOPLE_HTTP_LAYER: &str = "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge";
 
@@ -378,8 +383,88 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         PEOPLE_HTTP_LAYER,
     ),
     (
+        "erasure-overdue-closed",
+        NO_ERASURE_OPERATION,
+    ),
+    (
+        "erasure-late-stamped-on-time",
+        NO_ERASURE_OPERATION,
+    ),
+    (
+        "erasure-proof-before-deletion",
+        NO_ERASURE_OPERATION,
+    ),
+    (
+        "erasure-without-write-ahead",
+        NO_ERASURE_OPERATION,
+    ),
+    (
+        "erasure-proof-counts-the-backstop",
+        NO_ERASURE_OPERATION,
+    ),
+    (
+        "recreated-under-pending-erasure",
+        NO_ERASURE_OPERATION,
+    ),
+    (
+        "erasure-keeps-the-rows",
+        NO_ERASURE_OPERATION,
+    ),
+    (
+        "erasure-past-deadline-accepted",
+        NO_ERASURE_OPERATION,
+    ),
+    (
         "person-skips-unfinished-sweep",
         "seldom in the generator's reach: a person's request must come to a session after a sweep failed part-way through it and before anything else touched it; 1,000 seeds on the memory tier staged none, so the scenario that stages it kills it",
+    ),
+    (
+        "close-is-activity",
+        NO_CLOSE_OPERATION,
+    ),
+    (
+        "close-waits-for-ttl",
+        NO_CLOSE_OPERATION,
+    ),
+    (
+        "close-sweeps-waiting",
+        NO_CLOSE_OPERATION,
+    ),
+    (
+        "repeated-close-moves-time",
+        NO_CLOSE_OPERATION,
+    ),
+    (
+        "activity-keeps-close",
+        NO_CLOSE_OPERATION,
+    ),
+    (
+        "policy-deletes-per-session",
+        NO_CLOSE_OPERATION,
+    ),
+    (
+        "policy-marks-before-deleting",
+        NO_CLOSE_OPERATION,
+    ),
+    (
+        "policy-sweep-unclaimed",
+        NO_CLOSE_OPERATION,
+    ),
+    (
+        "sweeper-drops-backstop",
+        NO_CLOSE_OPERATION,
+    ),
+    (
+        "count-ranks-emptied-sessions",
+        NO_POLICY_OPERATION,
+    ),
+    (
+        "unfinished-count-sweep-left",
+        NO_POLICY_OPERATION,
+    ),
+    (
+        "overflow-overwrites",
+        "the generator has no retention-policy operation yet (a tool result too large to show, written again after the guest edited its file: SPEC SL-7.1); the scenarios kill it",
     ),
     ("workspace-retention-merged", NO_WORKSPACE_RETENTION),
     ("workspace-ttl-only-shortens", NO_WORKSPACE_RETENTION),

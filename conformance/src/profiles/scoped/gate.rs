@@ -82,6 +82,12 @@ pub trait ScopedInstance: Send {
         None
     }
 
+    /// The read-only queries for its erasure obligations and proofs (SPEC SL-4.7), which an
+    /// implementation claiming `erasure_obligations` declares.
+    fn erasure(&self) -> Option<super::erasure::ErasureQueries> {
+        None
+    }
+
     /// The base URL of its people's files API (SPEC part SF; PROTOCOL.md: `init_ok`'s
     /// `people_api`), if it serves one (and claims the `people_api` capability).
     fn people_api(&self) -> Option<String> {
@@ -133,6 +139,10 @@ impl Endpoint for InProcess<'_> {
 
     fn ledger(&self) -> Result<Option<LedgerQueries>, String> {
         Ok(self.instance.as_ref().and_then(|i| i.ledger()))
+    }
+
+    fn erasure(&self) -> Result<Option<super::erasure::ErasureQueries>, String> {
+        Ok(self.instance.as_ref().and_then(|i| i.erasure()))
     }
 
     fn people_api(&self) -> Result<Option<String>, String> {

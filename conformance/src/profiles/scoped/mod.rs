@@ -2,14 +2,16 @@
 //! the profile owns lives in this folder:
 //!
 //! - [`script`]: its scenario files (`scenarios/scoped/*.tdm`) and their step vocabulary;
-//!   [`play`]: a parsed scenario run step by step.
+//!   [`play`]: a parsed scenario run step by step; [`bindings`]: the paths a scenario names
+//!   after the implementation chose them (`=> overflowed as OUT`).
 //! - [`driver`]: the reference implementation on the real tier (the disk S3 store over loopback
 //!   HTTP through aws-sdk-s3, and a real PostgreSQL) or the simulation tier, and the operations
 //!   and outcomes a step speaks ([`ScopedOp`], [`ScopedOutcome`]).
 //! - [`remote`]: the profile split where the process protocol splits it.
 //! - [`process`] and [`gate`]: an implementation behind the process protocol, and the one-call
 //!   Rust gate.
-//! - [`ledger`]: the deletion ledger read from the implementation's database.
+//! - [`ledger`]: the deletion ledger read from the implementation's database; [`erasure`]:
+//!   erasure obligations and their proofs, read and judged likewise (SPEC SL-4).
 //! - [`uuid_ids`]: the UUIDs every short identifier becomes.
 //! - [`model`]: the executable model of part SC, and the operations exploration generates.
 //! - [`explore`] and [`fixture`]: `tidemark explore --profile scoped` and its saved failures.
@@ -21,7 +23,10 @@
 
 pub mod bench;
 pub mod bench_retention;
+pub mod bindings;
 pub mod driver;
+pub mod erasure;
+pub mod erasure_script;
 pub mod explore;
 pub mod fixture;
 pub mod gate;
@@ -32,6 +37,8 @@ pub mod play;
 pub mod process;
 pub mod remote;
 pub mod script;
+pub mod script_close;
+pub mod sweeps_at_once;
 pub mod text_segment;
 pub mod uuid_ids;
 pub mod variants;
@@ -188,7 +195,9 @@ async fn steps_in_process(
 ) -> Result<(), crate::play::Failure> {
     use self::process::{expect_text, outcome_text, rel};
     let mut now = tidemark_sim::clock::EPOCH;
+    let mut bindings = bindings::Bindings::default();
     for step in &s.steps {
+        let step = &bindings.resolve(step);
         let op = match &step.action {
             script::Action::Advance(ms) => {
                 now = now.plus_ms(*ms);
@@ -211,6 +220,7 @@ async fn steps_in_process(
         if !step.expect.matches(&got) {
             return Err(fail(outcome_text(&got)));
         }
+        bindings.observe(step, &got);
     }
     Ok(())
 }
@@ -309,6 +319,7 @@ impl super::Profile for ScopedProfile {
 
     fn check_claims(&self, claims: &crate::protocol::InitOk) -> Result<(), String> {
         ledger::LedgerQueries::declared(claims)?;
+        erasure::ErasureQueries::declared(claims)?;
         text_segment::declared(claims)?;
         people::declared(claims).map(|_| ())
     }

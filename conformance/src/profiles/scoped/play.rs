@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use super::bindings::Bindings;
 use super::driver::{ScopedDriver, ScopedOutcome};
 use super::script::{Action, Script, Step};
 use crate::play::{Failure, Located, Mismatch, StepPlayer};
@@ -163,6 +164,7 @@ async fn play_steps(
         driver,
         now: tidemark_sim::clock::EPOCH,
         outcomes,
+        bindings: Bindings::default(),
     };
     crate::play::play(&mut player, &script.steps).await
 }
@@ -178,10 +180,12 @@ impl Located for Step {
 
 /// One scoped scenario's steps against its driver: `advance` moves the clock handed to every
 /// operation; an operation's outcome is recorded, then compared with the step's expectation.
+/// A path the scenario named after the implementation chose it is resolved first.
 struct ScopedPlayer<'a> {
     driver: &'a mut ScopedDriver,
     now: Timestamp,
     outcomes: &'a mut Vec<(usize, ScopedOutcome)>,
+    bindings: Bindings,
 }
 
 impl StepPlayer for ScopedPlayer<'_> {
@@ -189,6 +193,7 @@ impl StepPlayer for ScopedPlayer<'_> {
     type Outcome = ScopedOutcome;
 
     async fn perform(&mut self, step: &Step) -> Result<Option<ScopedOutcome>, Mismatch> {
+        let step = &self.bindings.resolve(step);
         match &step.action {
             Action::Advance(ms) => {
                 self.now = self.now.plus_ms(*ms);
@@ -205,9 +210,11 @@ impl StepPlayer for ScopedPlayer<'_> {
 
     fn observe(&mut self, step: &Step, outcome: &ScopedOutcome) {
         self.outcomes.push((step.line, outcome.clone()));
+        self.bindings.observe(step, outcome);
     }
 
     fn compare(&self, step: &Step, outcome: &ScopedOutcome) -> Result<(), Mismatch> {
+        let step = &self.bindings.resolve(step);
         if step.expect.matches(outcome) {
             Ok(())
         } else {

@@ -29,6 +29,7 @@ use tidemark_sim::real_tier::server::{ACCESS_KEY, REGION, SECRET_KEY};
 use tidemark_sim::real_tier::{PgProvider, RealTier, TestDatabase};
 use tidemark_sim::trace::Trace;
 
+use super::erasure::{subject_text, ErasureLedger, ErasureQueries};
 use super::ledger::LedgerQueries;
 use crate::driver::DriverError;
 use crate::play::Failure;
@@ -275,6 +276,8 @@ pub trait Endpoint {
     async fn restart(&mut self) -> Result<(), DriverError>;
     /// The ledger queries the running instance declared, if any.
     fn ledger(&self) -> Result<Option<LedgerQueries>, String>;
+    /// The erasure ledger's queries the running instance declared, if any (SL-4.7).
+    fn erasure(&self) -> Result<Option<ErasureQueries>, String>;
     /// The base URL of the running instance's people's files API (`init_ok`'s `people_api`),
     /// if it named one.
     fn people_api(&self) -> Result<Option<String>, String>;
@@ -299,6 +302,14 @@ impl Endpoint for ProcessSession {
         Ok(self
             .claims()
             .map(LedgerQueries::declared)
+            .transpose()?
+            .flatten())
+    }
+
+    fn erasure(&self) -> Result<Option<ErasureQueries>, String> {
+        Ok(self
+            .claims()
+            .map(ErasureQueries::declared)
             .transpose()?
             .flatten())
     }
@@ -333,7 +344,10 @@ async fn steps(
     // new process need not know the tokens the old one minted (PROTOCOL.md).
     let mut people = super::people::PeopleClient::with_timeout(session.people_timeout());
     let mut persons: BTreeMap<String, ScopedOp> = BTreeMap::new();
+    // Paths the scenario names after the implementation chose them (`overflowed as OUT`).
+    let mut bindings = super::bindings::Bindings::default();
     for step in &script.steps {
+        let step = &bindings.resolve(step);
         let op = match &step.action {
             Action::Advance(ms) => {
                 now = now.plus_ms(*ms);
@@ -421,6 +435,7 @@ async fn steps(
         if !step.expect.matches(&got) {
             return Err(fail(outcome_text(&got)));
         }
+        bindings.observe(step, &got);
     }
     Ok(())
 }
@@ -512,6 +527,18 @@ async fn harness_step(
                 .await
                 .map_err(harness)?,
         },
+        ScopedOp::ErasureStates { workspace, agent } => ScopedOutcome::Erasures {
+            states: erasure_ledger(session, provided)
+                .await?
+                .states(&subject_text(workspace, agent.as_deref()), now.as_millis())
+                .map_err(|e| DriverError(format!("the erasure ledger declared in init_ok: {e}")))?,
+        },
+        ScopedOp::ErasureProof { workspace, agent } => ScopedOutcome::Keys {
+            keys: erasure_ledger(session, provided)
+                .await?
+                .proof(&subject_text(workspace, agent.as_deref()), now.as_millis())
+                .map_err(|e| DriverError(format!("the erasure ledger declared in init_ok: {e}")))?,
+        },
         other => {
             return Err(harness(format!(
                 "{} is not a harness-side step",
@@ -535,6 +562,28 @@ fn ledger_queries(session: &impl Endpoint) -> Result<(LedgerQueries, &'static st
             "the ledger in SC-6.6's tables (declare `ledger` in init_ok if yours are named otherwise)",
         ),
     })
+}
+
+/// The erasure ledger read from the program's database with the queries it declared in
+/// `init_ok` (SL-4.7): a program claiming `erasure_obligations` must declare them.
+async fn erasure_ledger(
+    session: &impl Endpoint,
+    provided: &Provided,
+) -> Result<ErasureLedger, DriverError> {
+    let queries = session
+        .erasure()
+        .map_err(|e| DriverError(format!("the erasure ledger declared in init_ok is malformed: {e}")))?
+        .ok_or_else(|| {
+            DriverError(format!(
+                "the implementation claims {} but declares no `{}` queries in init_ok (SL-4.7: the harness reads obligations and proofs with them)",
+                remote::ERASURE_OBLIGATIONS,
+                super::erasure::DECLARED_FIELD
+            ))
+        })?;
+    queries
+        .read(&provided.db.pool)
+        .await
+        .map_err(|e| DriverError(format!("the erasure ledger declared in init_ok: {e}")))
 }
 
 /// A list as a scenario spells it: an item that holds a comma, a bracket or a quote, or is
@@ -571,7 +620,9 @@ pub fn expect_text(e: &Expect) -> String {
         } => format!("swept {sessions} sessions, {deletions} deletions"),
         Expect::Crashed => "crashed".into(),
         Expect::Published => "published".into(),
-        Expect::Overflowed => "overflowed".into(),
+        Expect::Overflowed(None) => "overflowed".into(),
+        Expect::Overflowed(Some(name)) => format!("overflowed as {name}"),
+        Expect::Erasures(states) => list_text(states),
     }
 }
 
@@ -598,5 +649,6 @@ pub fn outcome_text(o: &ScopedOutcome) -> String {
         ScopedOutcome::Credentials { headers } => {
             format!("credentials ({} headers)", headers.len())
         }
+        ScopedOutcome::Erasures { states } => list_text(states),
     }
 }

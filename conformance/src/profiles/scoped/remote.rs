@@ -59,6 +59,18 @@ pub const PEOPLE_API: &str = "people_api";
 /// The capability a program claims to be sent SPEC part SL's requests (retention policies).
 pub const RETENTION_POLICIES: &str = "retention_policies";
 
+/// The capability a program claims to be sent `close_session` (SPEC SL-3) and to sweep what
+/// it closed: a program claiming only [`RETENTION_POLICIES`] skips the scenarios of a close.
+pub const SESSION_CLOSE: &str = "session_close";
+
+/// The capability a program claims to be sent `concurrent_sweeps` (SPEC SL-1.3) and run two
+/// sweeps at once itself, as [`WRITE_DURING_SWEEP`] races a write.
+pub const CONCURRENT_SWEEPS: &str = "concurrent_sweeps";
+
+/// The capability a program claims to be sent erasure requests (SPEC SL-4) and to have its
+/// erasure obligations and proofs read with the queries it declares in `init_ok`'s `erasure`.
+pub const ERASURE_OBLIGATIONS: &str = "erasure_obligations";
+
 /// The capability a program claims to be sent SPEC SL-5's request (a workspace's own retention,
 /// `set_workspace_retention`), and to build its lifecycle rules from the retentions it accepted.
 pub const WORKSPACE_RETENTION: &str = "workspace_retention";
@@ -71,6 +83,10 @@ pub fn capability_needed(op: &ScopedOp) -> Option<&'static str> {
         (_, Side::ImplementationWith(c)) => Some(c),
         (_, Side::People) => Some(PEOPLE_API),
         (ScopedOp::RunAgeRule { .. }, _) => Some(WRITTEN_AT_STAMP),
+        // Read with the queries only a program claiming it declares (SL-4.7).
+        (ScopedOp::ErasureStates { .. } | ScopedOp::ErasureProof { .. }, _) => {
+            Some(ERASURE_OBLIGATIONS)
+        }
         _ => None,
     }
 }
@@ -102,6 +118,9 @@ pub fn side(op: &ScopedOp) -> Side {
         ScopedOp::SetSessionCount { .. }
         | ScopedOp::Promote { .. }
         | ScopedOp::ToolOutput { .. } => Side::ImplementationWith(RETENTION_POLICIES),
+        ScopedOp::CloseSession { .. } => Side::ImplementationWith(SESSION_CLOSE),
+        ScopedOp::ConcurrentSweeps => Side::ImplementationWith(CONCURRENT_SWEEPS),
+        ScopedOp::RequestErasure { .. } => Side::ImplementationWith(ERASURE_OBLIGATIONS),
         ScopedOp::SetWorkspaceRetention { .. } => Side::ImplementationWith(WORKSPACE_RETENTION),
         ScopedOp::Restart
         | ScopedOp::Faults { .. }
@@ -110,7 +129,9 @@ pub fn side(op: &ScopedOp) -> Side {
         | ScopedOp::PendingDeletions
         | ScopedOp::DeletionRecords
         | ScopedOp::LifecycleRules
-        | ScopedOp::RunAgeRule { .. } => Side::Harness,
+        | ScopedOp::RunAgeRule { .. }
+        | ScopedOp::ErasureStates { .. }
+        | ScopedOp::ErasureProof { .. } => Side::Harness,
     }
 }
 
@@ -188,6 +209,10 @@ pub fn config_for(
             "tool_output_limit_bytes" => {
                 config.tool_output_limit_bytes = u64::try_from(*v)
                     .map_err(|_| format!("tool_output_limit_bytes = {v} is out of range"))?
+            }
+            "close_grace_days" => {
+                config.close_grace_days = u32::try_from(*v)
+                    .map_err(|_| format!("close_grace_days = {v} is out of range"))?
             }
             "lifecycle_rule_limit" => {
                 config.lifecycle_rule_limit = usize::try_from(*v)
@@ -388,6 +413,30 @@ impl ScopedService {
                     path: written?.guest_path(),
                 }
             }
+            ScopedOp::ConcurrentSweeps => {
+                let pause = Arc::new(SweepPause::default());
+                let mut config = self.config.clone();
+                config.policy_pause = Some(pause.clone());
+                self.reopen(config).await?;
+                // A second store over the same bucket and database: another process's sweeper.
+                let other = ScopedStore::with_metadata(
+                    self.s3.clone(),
+                    self.meta.clone(),
+                    self.config.clone(),
+                    Arc::new(self.clock.clone()),
+                )
+                .await?;
+                let store: &ScopedStore = &self.store;
+                let (first, second) =
+                    super::sweeps_at_once::race(store, &pause, &other, store.metadata().as_ref())
+                        .await;
+                self.reopen(self.config.clone()).await?;
+                let (first, second) = (first?, second?);
+                ScopedOutcome::Swept {
+                    sessions: first.sessions_swept + second.sessions_swept,
+                    obligations: first.obligations_completed + second.obligations_completed,
+                }
+            }
             ScopedOp::CrashAt { point } => {
                 let mut config = self.config.clone();
                 config.crash_at = Some(crash_point(&point.0)?);
@@ -426,6 +475,7 @@ pub fn is_store_operation(op: &ScopedOp) -> bool {
     !matches!(
         op,
         ScopedOp::WriteDuringSweep { .. }
+            | ScopedOp::ConcurrentSweeps
             | ScopedOp::CrashAt { .. }
             | ScopedOp::Restart
             | ScopedOp::Faults { .. }
@@ -437,6 +487,8 @@ pub fn is_store_operation(op: &ScopedOp) -> bool {
             | ScopedOp::RunAgeRule { .. }
             | ScopedOp::Person { .. }
             | ScopedOp::People { .. }
+            | ScopedOp::ErasureStates { .. }
+            | ScopedOp::ErasureProof { .. }
     )
 }
 
@@ -574,6 +626,10 @@ pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutc
             s.set_session_count(workspace, agent, *keep_last).await?;
             ScopedOutcome::Ok
         }
+        ScopedOp::CloseSession { turn } => {
+            s.close_session(&space(s, turn)?).await?;
+            ScopedOutcome::Ok
+        }
         ScopedOp::Promote { turn, from, to } => ScopedOutcome::Written {
             path: s.promote(&space(s, turn)?, from, to).await?.guest_path(),
         },
@@ -588,6 +644,15 @@ pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutc
                 },
                 ToolOutput::Written(path) => ScopedOutcome::Written { path },
             }
+        }
+        ScopedOp::RequestErasure {
+            workspace,
+            agent,
+            deadline_ms,
+        } => {
+            s.request_erasure(workspace, agent.as_deref(), *deadline_ms)
+                .await?;
+            ScopedOutcome::Ok
         }
         other => {
             return Err(ScopedError::Config(format!(
@@ -627,6 +692,7 @@ fn turn_mut(op: &mut ScopedOp) -> Option<&mut Turn> {
         | ScopedOp::Delete { turn, .. }
         | ScopedOp::Promote { turn, .. }
         | ScopedOp::ToolOutput { turn, .. }
+        | ScopedOp::CloseSession { turn }
         | ScopedOp::DeleteSession { turn } => Some(turn),
         _ => None,
     }

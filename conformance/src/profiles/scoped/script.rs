@@ -31,11 +31,17 @@
 //! - `apply lifecycle BACKSTOP_DAYS`, `lifecycle age-only PREFIX DAYS` (runs an age-only rule
 //!   with AWS semantics and answers the keys it deleted)
 //! - `bucket PREFIX`, `pending deletions`, `deletion records`, `lifecycle rules`
+//! - `close session W/A/S`, `sweep twice at once` (SPEC SL-3, SL-1.3; parsed by
+//!   `script_close.rs`, which [`action`] falls through to)
+//! - `erase workspace W within D`, `erase agent W/A within D`, `erasure of SUBJECT`,
+//!   `proof of SUBJECT` (SPEC SL-4; their parsing is `erasure_script.rs`'s)
 //! - `retention of W ttl N days`, `retention of W default` (a workspace's retention, SL-5)
 //!
 //! Expectations after `=>` (a step without one must answer `ok`): `ok`, `written PATH`,
 //! `"CONTENT"`, `text "TEXT"`, `no text`, `[a, b, ...]`, `in order [a, b, ...]`, `refused REASON`,
-//! `swept N sessions, M deletions`, `crashed`, `published`.
+//! `swept N sessions, M deletions`, `crashed`, `published`, `overflowed`, `overflowed as NAME`
+//! (binds NAME to the path answered, for later steps' paths: `bindings.rs`), and an erasure's
+//! state (`pending`, `met`, `overdue D`, `missed D`).
 //!
 //! Why one file: the vocabulary is one table of step shapes, each parsed beside the
 //! expectations it may take and the load errors it gives at its line; split by step family, the
@@ -138,8 +144,12 @@ pub enum Expect {
     },
     Crashed,
     Published,
-    /// A tool result written to a session file, at a path the implementation chose (SL-7.1).
-    Overflowed,
+    /// A tool result written to a session file, at a path the implementation chose (SL-7.1);
+    /// `overflowed as NAME` binds NAME to that path for the steps below (`bindings.rs`).
+    Overflowed(Option<String>),
+    /// The states of a subject's erasure obligations, in `erasure::state_text`'s spelling
+    /// (SL-4.4), compared as a set with repeats.
+    Erasures(Vec<String>),
 }
 
 impl Expect {
@@ -175,7 +185,12 @@ impl Expect {
             ) => sessions == s && deletions == o,
             (Expect::Crashed, ScopedOutcome::Crashed { .. }) => true,
             (Expect::Published, ScopedOutcome::Published { .. }) => true,
-            (Expect::Overflowed, ScopedOutcome::Written { path }) => path.starts_with("session/"),
+            (Expect::Overflowed(_), ScopedOutcome::Written { path }) => {
+                path.starts_with("session/")
+            }
+            (Expect::Erasures(l), ScopedOutcome::Erasures { states }) => {
+                sorted(l) == sorted(states)
+            }
             _ => false,
         }
     }
@@ -404,6 +419,8 @@ pub const SCOPED_KNOBS: &[(&str, i64, i64)] = &[
     ("max_upload_bytes", 1, 1 << 40),
     // SL-7.1: a tool result over this many bytes is written to a session file (up to 1 GiB).
     ("tool_output_limit_bytes", 1, 1 << 30),
+    // SL-3.1: a closed session is swept this many days after its close (default 7).
+    ("close_grace_days", 1, 36_500),
     // SL-5.4: the most lifecycle rules the bucket holds, S3's 1,000 at most and the three class
     // rules at least; lowered, a scenario stages the budget with a few workspaces.
     ("lifecycle_rule_limit", 3, 1000),
@@ -735,6 +752,15 @@ fn action(w: &[String]) -> Result<Action, String> {
             to: unquote_or(to),
         },
         ["pending", "deletions"] => ScopedOp::PendingDeletions,
+        ["erase", "workspace" | "agent", _, "within", _] => super::erasure_script::erase(&s)?,
+        ["erasure", "of", subject] => {
+            let (workspace, agent) = super::erasure_script::subject(subject)?;
+            ScopedOp::ErasureStates { workspace, agent }
+        }
+        ["proof", "of", subject] => {
+            let (workspace, agent) = super::erasure_script::subject(subject)?;
+            ScopedOp::ErasureProof { workspace, agent }
+        }
         ["deletion", "records"] => ScopedOp::DeletionRecords,
         [t, "write", path, content] => ScopedOp::Write {
             turn: turn(t)?,
@@ -777,7 +803,10 @@ fn action(w: &[String]) -> Result<Action, String> {
             kind: WaitKindName(one_of(kind, "wait kind", WAIT_KINDS)?),
             id: id.into(),
         },
-        _ => return Err(format!("no such step: {}", clip(&s.join(" ")))),
+        _ => match super::script_close::action(&s, turn) {
+            Some(op) => op?,
+            None => return Err(format!("no such step: {}", clip(&s.join(" ")))),
+        },
     };
     Ok(Action::Op(op))
 }
@@ -804,7 +833,13 @@ fn expect(w: &[String]) -> Result<Expect, String> {
         ["ok"] => Expect::Ok,
         ["crashed"] => Expect::Crashed,
         ["published"] => Expect::Published,
-        ["overflowed"] => Expect::Overflowed,
+        ["overflowed"] => Expect::Overflowed(None),
+        ["overflowed", "as", name] => {
+            Expect::Overflowed(Some(super::bindings::binding_name(name)?))
+        }
+        ["pending" | "met"] | ["overdue" | "missed", _] => {
+            Expect::Erasures(vec![super::erasure::parse_state(&s)?])
+        }
         ["written", p] => Expect::Written(unquote_or(p)),
         ["refused", r] => Expect::Refused(one_of(r, "refusal reason", REASONS)?),
         ["no", "text"] => Expect::Text(None),
@@ -906,6 +941,10 @@ pub fn parse_with(
             Some(e) => expect(&words(e).map_err(|m| err(line, m))?).map_err(|m| err(line, m))?,
             None => Expect::Ok,
         };
+        // An erasure's deadline is written from the step's clock (`within 7d`).
+        let action = super::erasure_script::dated(action, offset_ms);
+        let expect =
+            super::erasure_script::expectation(&action, expect).map_err(|m| err(line, m))?;
         steps.push(Step {
             line,
             text: l.to_string(),
@@ -913,6 +952,7 @@ pub fn parse_with(
             expect,
         });
     }
+    super::bindings::check(&mut steps).map_err(|(line, m)| err(line, m))?;
     Ok(Script {
         file: file.to_path_buf(),
         name: header.name,

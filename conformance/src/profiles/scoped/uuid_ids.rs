@@ -237,6 +237,26 @@ impl IdMap {
                 turn: self.turn(&turn),
                 content,
             },
+            CloseSession { turn } => CloseSession {
+                turn: self.turn(&turn),
+            },
+            RequestErasure {
+                workspace,
+                agent,
+                deadline_ms,
+            } => RequestErasure {
+                workspace: self.id(&workspace),
+                agent: agent.map(|a| self.id(&a)),
+                deadline_ms,
+            },
+            ErasureStates { workspace, agent } => ErasureStates {
+                workspace: self.id(&workspace),
+                agent: agent.map(|a| self.id(&a)),
+            },
+            ErasureProof { workspace, agent } => ErasureProof {
+                workspace: self.id(&workspace),
+                agent: agent.map(|a| self.id(&a)),
+            },
             SetWorkspaceRetention {
                 workspace,
                 session_file_ttl_days,
@@ -245,6 +265,7 @@ impl IdMap {
                 session_file_ttl_days,
             },
             other @ (Sweep
+            | ConcurrentSweeps
             | CrashAt { .. }
             | Restart
             | Faults { .. }
@@ -276,6 +297,7 @@ fn answers_keys(op: &ScopedOp) -> bool {
             | ScopedOp::RunAgeRule { .. }
             | ScopedOp::PendingDeletions
             | ScopedOp::DeletionRecords
+            | ScopedOp::ErasureProof { .. }
     )
 }
 

@@ -30,6 +30,8 @@ use async_trait::async_trait;
 use tokio::sync::Notify;
 
 use super::{Entity, MetaTx, Metadata, SessionKey, SessionLayers, SessionStanding};
+
+mod erasure;
 use crate::scoped::error::ScopedError;
 use crate::scoped::permissions::ScopeSettings;
 use crate::scoped::store::{DeletionObligation, DeletionRecord, WaitKind};
@@ -40,6 +42,8 @@ struct SessionRow {
     files_swept_at_ms: Option<i64>,
     sweep_unfinished_at_ms: Option<i64>,
     created_at_ms: i64,
+    /// When the host closed the session (SPEC SL-3); cleared by activity.
+    closed_at_ms: Option<i64>,
 }
 
 /// `(session, kind, wait_id)`: the primary key of `session_waits`.
@@ -55,6 +59,8 @@ struct Tables {
     records: BTreeMap<i64, DeletionRecord>,
     /// `agent_session_counts`: (workspace, agent) -> keep_last (SPEC SL-2).
     session_counts: BTreeMap<(String, String), i64>,
+    /// Erasure obligations and their proofs (SPEC SL-4).
+    erasure: erasure::ErasureTables,
     /// `workspace_retention`: workspace -> its own idle TTL in days (SPEC SL-5.1).
     workspace_retention: BTreeMap<String, i64>,
     /// `lifecycle_applied`: the session backstop last put on the bucket (SPEC SL-5.2).
@@ -69,6 +75,9 @@ enum RowKey {
     Session(SessionKey),
     Wait(WaitRow),
     Deletion(i64),
+    /// An erasure obligation (SPEC SL-4), and a key of its proof.
+    Erasure(i64),
+    ErasureProof(i64, String),
 }
 
 /// A transaction's writes, row by row (`None`: deleted), over the committed tables.
@@ -82,6 +91,7 @@ struct Overlay {
     records: BTreeMap<i64, DeletionRecord>,
     /// Count policies removed by a cascade (an agent's deletion).
     session_counts_removed: BTreeSet<(String, String)>,
+    erasure: erasure::ErasureOverlay,
 }
 
 impl Overlay {
@@ -123,6 +133,7 @@ impl Overlay {
         for k in self.session_counts_removed {
             t.session_counts.remove(&k);
         }
+        self.erasure.apply(&mut t.erasure);
     }
 }
 
@@ -134,6 +145,7 @@ struct State {
     next_tx: u64,
     next_deletion_id: i64,
     next_record_id: i64,
+    next_erasure_id: i64,
 }
 
 impl State {
@@ -335,6 +347,7 @@ impl Metadata for MemoryMetadata {
                         files_swept_at_ms: None,
                         sweep_unfinished_at_ms: None,
                         created_at_ms: now_ms,
+                        closed_at_ms: None,
                     },
                 );
                 Some(true)
@@ -883,6 +896,7 @@ impl MetaTx for MemTx {
             last_activity_ms: r.last_activity_ms.max(now_ms),
             files_swept_at_ms: None,
             sweep_unfinished_at_ms: None,
+            closed_at_ms: None,
             ..r
         })
         .await;
@@ -938,47 +952,131 @@ impl MetaTx for MemTx {
         Ok(picked)
     }
 
-    async fn agent_sessions(
+    async fn claim_agent_sessions(
         &mut self,
         ws: &str,
         agent: Option<&str>,
     ) -> Result<Vec<SessionStanding>, ScopedError> {
-        // A plain read: committed rows and this transaction's own, whoever holds them.
-        let st = self.shared.lock();
-        let view = self.view(&st);
-        let agents = match agent {
-            Some(a) => vec![a.to_string()],
-            None => view.agents_of(ws),
-        };
-        Ok(agents
-            .iter()
-            .flat_map(|a| view.sessions_of(ws, a))
-            .filter_map(|k| {
-                let r = view.session(&k)?;
-                Some(SessionStanding {
-                    waiting: view.has_wait(&k),
-                    key: k,
-                    last_activity_ms: r.last_activity_ms,
-                    created_at_ms: r.created_at_ms,
-                    swept: r.files_swept_at_ms.is_some(),
-                })
-            })
-            .collect())
-    }
-
-    async fn claim_sessions(
-        &mut self,
-        keys: &[SessionKey],
-    ) -> Result<Vec<SessionKey>, ScopedError> {
         let me = self.id;
         let mut st = self.shared.lock();
-        let wanted: BTreeSet<&SessionKey> = keys.iter().collect();
+        let standings: Vec<SessionStanding> = {
+            let view = self.view(&st);
+            let agents = match agent {
+                Some(a) => vec![a.to_string()],
+                None => view.agents_of(ws),
+            };
+            agents
+                .iter()
+                .flat_map(|a| view.sessions_of(ws, a))
+                .filter(|k| !st.held_by_other(&RowKey::Session(k.clone()), Some(me)))
+                .filter_map(|k| {
+                    let r = view.session(&k)?;
+                    Some(SessionStanding {
+                        waiting: view.has_wait(&k),
+                        key: k,
+                        last_activity_ms: r.last_activity_ms,
+                        created_at_ms: r.created_at_ms,
+                        swept: r.files_swept_at_ms.is_some(),
+                        sweep_unfinished: r.sweep_unfinished_at_ms.is_some(),
+                    })
+                })
+                .collect()
+        };
+        for s in &standings {
+            st.locks.insert(RowKey::Session(s.key.clone()), me);
+        }
+        Ok(standings)
+    }
+
+    async fn closed_at(&mut self, key: &SessionKey) -> Result<Option<i64>, ScopedError> {
+        let st = self.shared.lock();
+        Ok(self.view(&st).session(key).and_then(|r| r.closed_at_ms))
+    }
+
+    async fn set_closed_at(
+        &mut self,
+        key: &SessionKey,
+        closed_at_ms: Option<i64>,
+    ) -> Result<(), ScopedError> {
+        self.update_session(key, |r| SessionRow { closed_at_ms, ..r })
+            .await;
+        Ok(())
+    }
+
+    async fn claim_closed_sessions(
+        &mut self,
+        cutoff_ms: i64,
+        limit: i64,
+        ignoring_waits: bool,
+        claim: bool,
+    ) -> Result<Vec<SessionStanding>, ScopedError> {
+        let limit = usize::try_from(limit.max(0)).unwrap_or(usize::MAX);
+        let me = self.id;
+        let mut st = self.shared.lock();
+        let picked: Vec<SessionStanding> = {
+            // Without the claim the mutant reads outside the transaction: committed rows only.
+            let empty = Overlay::default();
+            let view = View {
+                t: &st.tables,
+                o: if claim { &self.overlay } else { &empty },
+            };
+            let mut keys: BTreeSet<&SessionKey> = st.tables.sessions.keys().collect();
+            keys.extend(view.o.sessions.keys());
+            let mut v: Vec<(i64, SessionStanding)> = keys
+                .into_iter()
+                .filter_map(|k| view.session(k).map(|r| (k, r)))
+                .filter_map(|(k, r)| {
+                    let closed = r.closed_at_ms.filter(|c| *c <= cutoff_ms)?;
+                    (r.files_swept_at_ms.is_none()).then_some((k, r, closed))
+                })
+                .map(|(k, r, closed)| {
+                    let standing = SessionStanding {
+                        key: k.clone(),
+                        last_activity_ms: r.last_activity_ms,
+                        created_at_ms: r.created_at_ms,
+                        swept: false,
+                        // Not ranked: the close sweep takes every closed session past its grace.
+                        sweep_unfinished: false,
+                        waiting: view.has_wait(k),
+                    };
+                    (closed, standing)
+                })
+                .filter(|(_, s)| ignoring_waits || !s.waiting)
+                .filter(|(_, s)| {
+                    !claim || !st.held_by_other(&RowKey::Session(s.key.clone()), Some(me))
+                })
+                .collect();
+            // ORDER BY closed_at_ms, workspace_id, agent_id, id
+            v.sort_by(|a, b| (a.0, &a.1.key).cmp(&(b.0, &b.1.key)));
+            v.into_iter().take(limit).map(|(_, s)| s).collect()
+        };
+        if claim {
+            for s in &picked {
+                st.locks.insert(RowKey::Session(s.key.clone()), me);
+            }
+        }
+        Ok(picked)
+    }
+
+    async fn claim_unfinished_sessions(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<SessionKey>, ScopedError> {
+        let limit = usize::try_from(limit.max(0)).unwrap_or(usize::MAX);
+        let me = self.id;
+        let mut st = self.shared.lock();
         let picked: Vec<SessionKey> = {
             let view = self.view(&st);
-            wanted
-                .into_iter()
-                .filter(|k| view.session(k).is_some())
+            let mut keys: BTreeSet<&SessionKey> = st.tables.sessions.keys().collect();
+            keys.extend(self.overlay.sessions.keys());
+            // ORDER BY workspace_id, agent_id, id: the keys' own order.
+            keys.into_iter()
+                .filter(|k| {
+                    view.session(k)
+                        .is_some_and(|r| r.sweep_unfinished_at_ms.is_some())
+                })
                 .filter(|k| !st.held_by_other(&RowKey::Session((*k).clone()), Some(me)))
+                .take(limit)
                 .cloned()
                 .collect()
         };
@@ -1021,6 +1119,8 @@ impl MetaTx for MemTx {
             ids.into_iter()
                 .filter_map(|id| view.deletion(id))
                 .filter(|d| d.done_at_ms.is_none())
+                // An erasure's deletion obligations are met with it (SPEC SL-4).
+                .filter(|d| !view.held_by_erasure(d.id))
                 .filter(|d| !st.held_by_other(&RowKey::Deletion(d.id), Some(self.id)))
                 .take(limit)
                 .map(|d| (d.id, d.prefix))

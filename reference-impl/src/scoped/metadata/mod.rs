@@ -16,6 +16,7 @@
 //! committed when it ran plus its own transaction's writes; a write waits for a row another
 //! transaction holds; a non-transactional operation is one statement, committed at once.
 
+pub mod erasure;
 pub mod memory;
 pub mod postgres;
 
@@ -25,6 +26,7 @@ use super::error::ScopedError;
 use super::permissions::ScopeSettings;
 use super::store::{DeletionObligation, DeletionRecord, WaitKind};
 
+pub use erasure::{ErasureMetadata, ErasureObligation, ErasureProof, ErasureTx};
 pub use memory::MemoryMetadata;
 pub use postgres::PostgresMetadata;
 
@@ -82,14 +84,18 @@ pub struct SessionStanding {
     pub created_at_ms: i64,
     /// Its files are swept already (`files_swept_at_ms` is set).
     pub swept: bool,
+    /// A sweep is removing its files and failed on some (`sweep_unfinished_at_ms` is set):
+    /// expired all the same (SC-5.5), so it holds no place among the N (SPEC SL-2.1).
+    pub sweep_unfinished: bool,
     /// Work is queued, parked or waiting in it (SC-5.2).
     pub waiting: bool,
 }
 
 /// The metadata store. Operations outside a transaction are single statements, committed at
 /// once (each waits, as a PostgreSQL statement would, for a row an open transaction holds).
+/// Erasure obligations (SPEC SL-4) are [`ErasureMetadata`]'s.
 #[async_trait]
-pub trait Metadata: Send + Sync {
+pub trait Metadata: ErasureMetadata + Send + Sync {
     /// Brings the store up to its schema. Idempotent.
     async fn migrate(&self) -> Result<(), ScopedError>;
 
@@ -198,9 +204,9 @@ pub trait Metadata: Send + Sync {
     }
 }
 
-/// One open transaction.
+/// One open transaction. Erasure obligations (SPEC SL-4) are [`ErasureTx`]'s.
 #[async_trait]
-pub trait MetaTx: Send {
+pub trait MetaTx: ErasureTx + Send {
     /// `SELECT … FOR UPDATE` of the session row (waiting for another holder), with its
     /// workspace's and agent's settings; `None` when there is no such session.
     async fn lock_session(
@@ -209,7 +215,8 @@ pub trait MetaTx: Send {
     ) -> Result<Option<SessionLayers>, ScopedError>;
 
     /// Records activity: `last_activity_ms = max(last_activity_ms, now_ms)`, and clears
-    /// `files_swept_at_ms` and `sweep_unfinished_at_ms`.
+    /// `files_swept_at_ms`, `sweep_unfinished_at_ms` and `closed_at_ms` (activity reopens a
+    /// closed session, SPEC SL-3.2).
     async fn touch(&mut self, key: &SessionKey, now_ms: i64) -> Result<(), ScopedError>;
 
     /// Sessions not yet swept, idle at `now_ms` for at least their workspace's TTL (its own,
@@ -228,19 +235,47 @@ pub trait MetaTx: Send {
     ) -> Result<Vec<SessionKey>, ScopedError>;
 
     /// The agent's sessions (every agent's of the workspace when `agent` is `None`: the
-    /// count-per-workspace mutant), in key order, as committed (and as this transaction wrote
-    /// them), read without a lock: a count ranks them (SPEC SL-2) and claims only the sessions
-    /// it sweeps ([`MetaTx::claim_sessions`]), so a conversation being written is never held.
-    async fn agent_sessions(
+    /// count-per-workspace mutant), in key order, locked for this transaction; rows another
+    /// transaction holds are skipped (`FOR UPDATE SKIP LOCKED`): a session being written is
+    /// left out of the ranking, which only ever keeps more (SPEC SL-2).
+    async fn claim_agent_sessions(
         &mut self,
         ws: &str,
         agent: Option<&str>,
     ) -> Result<Vec<SessionStanding>, ScopedError>;
 
-    /// Those of `keys` that exist, each once, in key order, locked for this transaction; rows another
-    /// transaction holds are skipped (`FOR UPDATE SKIP LOCKED`, SPEC SL-1.3).
-    async fn claim_sessions(&mut self, keys: &[SessionKey])
-        -> Result<Vec<SessionKey>, ScopedError>;
+    /// When the host closed the session (`closed_at_ms`, SPEC SL-3), read in this transaction
+    /// (which holds the row, or sees it as committed); `None` for an open session or none.
+    async fn closed_at(&mut self, key: &SessionKey) -> Result<Option<i64>, ScopedError>;
+
+    /// `closed_at_ms = closed_at_ms` (waits for the row if another transaction holds it).
+    async fn set_closed_at(
+        &mut self,
+        key: &SessionKey,
+        closed_at_ms: Option<i64>,
+    ) -> Result<(), ScopedError>;
+
+    /// Closed sessions not yet swept, closed at or before `cutoff_ms`, with no wait (unless
+    /// `ignoring_waits`), earliest close first, at most `limit`, as an agent's sessions are
+    /// ranked ([`SessionStanding`]). With `claim` they are locked for this transaction and rows
+    /// another transaction holds are skipped (`FOR UPDATE SKIP LOCKED`); without it they are
+    /// merely read, outside the transaction (the policy-sweep-unclaimed mutant).
+    async fn claim_closed_sessions(
+        &mut self,
+        cutoff_ms: i64,
+        limit: i64,
+        ignoring_waits: bool,
+        claim: bool,
+    ) -> Result<Vec<SessionStanding>, ScopedError>;
+
+    /// Sessions a sweep left unfinished (`sweep_unfinished_at_ms` is set), in key order, at
+    /// most `limit`, locked for this transaction; rows another transaction holds are skipped
+    /// (`FOR UPDATE SKIP LOCKED`). Whatever swept them (the idle TTL or a count), the next
+    /// sweep finishes them (SPEC SL-2.4, SL-1.2).
+    async fn claim_unfinished_sessions(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<SessionKey>, ScopedError>;
 
     /// `sweep_unfinished_at_ms = now_ms`: a sweep deleted part of the session's files.
     async fn mark_sweep_unfinished(

@@ -4,6 +4,8 @@
 use async_trait::async_trait;
 use sqlx::{PgPool, Postgres, Row, Transaction};
 
+mod erasure;
+
 use super::{Entity, MetaTx, Metadata, SessionKey, SessionLayers, SessionStanding};
 use crate::scoped::error::ScopedError;
 use crate::scoped::permissions::{Access, ScopeSettings};
@@ -31,6 +33,22 @@ const CANDIDATES_IGNORING_WAITS_SQL: &str =
       ORDER BY s.last_activity_ms, s.workspace_id, s.agent_id, s.id
       LIMIT $2
       FOR UPDATE OF s SKIP LOCKED";
+
+/// The close sweep's candidates (SPEC SL-3.1): closed at or before `$1`, not swept yet; the
+/// caller adds the wait filter, the order, `LIMIT $2` and the claim.
+const CLOSED_SQL: &str = "SELECT s.workspace_id, s.agent_id, s.id, s.last_activity_ms,
+            COALESCE(s.created_at_ms, s.last_activity_ms),
+            EXISTS (SELECT 1 FROM session_waits w
+                     WHERE w.workspace_id = s.workspace_id AND w.agent_id = s.agent_id
+                       AND w.session_id = s.id)
+       FROM sessions s
+      WHERE s.closed_at_ms IS NOT NULL AND s.closed_at_ms <= $1
+        AND s.files_swept_at_ms IS NULL";
+
+/// A closed session with a wait is never swept by its close (SC-5.2).
+const CLOSED_WITHOUT_WAITS_SQL: &str = "AND NOT EXISTS (SELECT 1 FROM session_waits w
+                      WHERE w.workspace_id = s.workspace_id AND w.agent_id = s.agent_id
+                        AND w.session_id = s.id)";
 
 fn access_col(row: &sqlx::postgres::PgRow, col: &str) -> Result<Option<Access>, ScopedError> {
     let v: Option<String> = row.try_get(col).map_err(ScopedError::db("read settings"))?;
@@ -464,7 +482,8 @@ impl MetaTx for PgTx {
         sqlx::query(
             "UPDATE sessions SET last_activity_ms = GREATEST(last_activity_ms, $4),
                                  files_swept_at_ms = NULL,
-                                 sweep_unfinished_at_ms = NULL
+                                 sweep_unfinished_at_ms = NULL,
+                                 closed_at_ms = NULL
               WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
         )
         .bind(&key.workspace)
@@ -521,7 +540,7 @@ impl MetaTx for PgTx {
             .map_err(ScopedError::db("row"))
     }
 
-    async fn agent_sessions(
+    async fn claim_agent_sessions(
         &mut self,
         ws: &str,
         agent: Option<&str>,
@@ -531,16 +550,18 @@ impl MetaTx for PgTx {
                     s.files_swept_at_ms IS NOT NULL,
                     EXISTS (SELECT 1 FROM session_waits w
                              WHERE w.workspace_id = s.workspace_id AND w.agent_id = s.agent_id
-                               AND w.session_id = s.id)
+                               AND w.session_id = s.id),
+                    s.sweep_unfinished_at_ms IS NOT NULL
                FROM sessions s
               WHERE s.workspace_id = $1 AND ($2::text IS NULL OR s.agent_id = $2)
-              ORDER BY s.agent_id, s.id",
+              ORDER BY s.agent_id, s.id
+              FOR UPDATE OF s SKIP LOCKED",
         )
         .bind(ws)
         .bind(agent)
         .fetch_all(&mut *self.tx)
         .await
-        .map_err(ScopedError::db("read agent sessions"))?;
+        .map_err(ScopedError::db("claim agent sessions"))?;
         rows.iter()
             .map(|r| {
                 Ok(SessionStanding {
@@ -549,37 +570,116 @@ impl MetaTx for PgTx {
                     created_at_ms: r.try_get(3)?,
                     swept: r.try_get(4)?,
                     waiting: r.try_get(5)?,
+                    sweep_unfinished: r.try_get(6)?,
                 })
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(ScopedError::db("row"))
     }
 
-    async fn claim_sessions(
-        &mut self,
-        keys: &[SessionKey],
-    ) -> Result<Vec<SessionKey>, ScopedError> {
-        let ws: Vec<&str> = keys.iter().map(|k| k.workspace.as_str()).collect();
-        let agents: Vec<&str> = keys.iter().map(|k| k.agent.as_str()).collect();
-        let ids: Vec<&str> = keys.iter().map(|k| k.session.as_str()).collect();
-        let rows: Vec<(String, String, String)> = sqlx::query_as(
-            "SELECT s.workspace_id, s.agent_id, s.id
-               FROM sessions s
-               JOIN (SELECT DISTINCT * FROM unnest($1::text[], $2::text[], $3::text[])) AS k (w, a, i)
-                 ON s.workspace_id = k.w AND s.agent_id = k.a AND s.id = k.i
-              ORDER BY s.workspace_id, s.agent_id, s.id
-              FOR UPDATE OF s SKIP LOCKED",
+    async fn closed_at(&mut self, key: &SessionKey) -> Result<Option<i64>, ScopedError> {
+        let v: Option<Option<i64>> = sqlx::query_scalar(
+            "SELECT closed_at_ms FROM sessions
+              WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
         )
-        .bind(ws)
-        .bind(agents)
-        .bind(ids)
+        .bind(&key.workspace)
+        .bind(&key.agent)
+        .bind(&key.session)
+        .fetch_optional(&mut *self.tx)
+        .await
+        .map_err(ScopedError::db("read close"))?;
+        Ok(v.flatten())
+    }
+
+    async fn set_closed_at(
+        &mut self,
+        key: &SessionKey,
+        closed_at_ms: Option<i64>,
+    ) -> Result<(), ScopedError> {
+        sqlx::query(
+            "UPDATE sessions SET closed_at_ms = $4
+              WHERE workspace_id = $1 AND agent_id = $2 AND id = $3",
+        )
+        .bind(&key.workspace)
+        .bind(&key.agent)
+        .bind(&key.session)
+        .bind(closed_at_ms)
+        .execute(&mut *self.tx)
+        .await
+        .map_err(ScopedError::db("close session"))?;
+        Ok(())
+    }
+
+    async fn claim_closed_sessions(
+        &mut self,
+        cutoff_ms: i64,
+        limit: i64,
+        ignoring_waits: bool,
+        claim: bool,
+    ) -> Result<Vec<SessionStanding>, ScopedError> {
+        let sql =
+            format!(
+            "{CLOSED_SQL} {} ORDER BY s.closed_at_ms, s.workspace_id, s.agent_id, s.id LIMIT $2 {}",
+            if ignoring_waits { "" } else { CLOSED_WITHOUT_WAITS_SQL },
+            if claim { "FOR UPDATE OF s SKIP LOCKED" } else { "" },
+        );
+        let q = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(cutoff_ms)
+            .bind(limit);
+        let rows = if claim {
+            q.fetch_all(&mut *self.tx).await
+        } else {
+            // The policy-sweep-unclaimed bug: candidates read outside the transaction, without
+            // claiming their rows, so a second sweep takes the same sessions.
+            q.fetch_all(&self.pool).await
+        }
+        .map_err(ScopedError::db("claim closed sessions"))?;
+        rows.iter()
+            .map(|r| {
+                Ok(SessionStanding {
+                    key: SessionKey::new(
+                        r.try_get::<&str, _>(0)?,
+                        r.try_get::<&str, _>(1)?,
+                        r.try_get::<&str, _>(2)?,
+                    ),
+                    last_activity_ms: r.try_get(3)?,
+                    created_at_ms: r.try_get(4)?,
+                    swept: false,
+                    // Not ranked: the close sweep takes every closed session past its grace.
+                    sweep_unfinished: false,
+                    waiting: r.try_get(5)?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(ScopedError::db("row"))
+    }
+
+    async fn claim_unfinished_sessions(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<SessionKey>, ScopedError> {
+        // The partial index `sessions_sweep_unfinished` holds only these rows.
+        let rows = sqlx::query(
+            "SELECT workspace_id, agent_id, id FROM sessions
+              WHERE sweep_unfinished_at_ms IS NOT NULL
+              ORDER BY workspace_id, agent_id, id
+              LIMIT $1
+              FOR UPDATE SKIP LOCKED",
+        )
+        .bind(limit)
         .fetch_all(&mut *self.tx)
         .await
-        .map_err(ScopedError::db("claim sessions"))?;
-        Ok(rows
-            .into_iter()
-            .map(|(w, a, s)| SessionKey::new(&w, &a, &s))
-            .collect())
+        .map_err(ScopedError::db("claim unfinished sessions"))?;
+        rows.iter()
+            .map(|r| {
+                Ok(SessionKey::new(
+                    r.try_get::<&str, _>(0)?,
+                    r.try_get::<&str, _>(1)?,
+                    r.try_get::<&str, _>(2)?,
+                ))
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(ScopedError::db("row"))
     }
 
     async fn mark_sweep_unfinished(
@@ -620,6 +720,7 @@ impl MetaTx for PgTx {
         let rows = sqlx::query(
             "SELECT id, prefix FROM storage_deletions
               WHERE done_at_ms IS NULL
+                AND erasure_id IS NULL -- an erasure's are met with it (SL-4)
               ORDER BY id
               LIMIT $1
               FOR UPDATE SKIP LOCKED",

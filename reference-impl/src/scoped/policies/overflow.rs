@@ -5,11 +5,16 @@ use sha2::{Digest, Sha256};
 
 use crate::scoped::error::ScopedError;
 use crate::scoped::layout::TurnSpace;
-use crate::scoped::store::ScopedStore;
-use crate::scoped::ScopedMutant;
+use crate::scoped::store::{session_key, ScopedStore};
+use crate::scoped::{Access, ScopedMutant};
 
 /// SL-7.1's default `tool_output_limit_bytes`.
 pub const DEFAULT_TOOL_OUTPUT_LIMIT_BYTES: u64 = 65_536;
+
+/// How many names an overflow tries. A name is passed by only when a file other than this very
+/// result holds it (the guest wrote or changed it), so a second is seldom needed and the last
+/// is never reached but by a guest filling the names on purpose.
+const OVERFLOW_NAMES: usize = 16;
 
 /// What a tool result became.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,9 +26,13 @@ pub enum ToolOutput {
 }
 
 impl ScopedStore {
-    /// Answers a tool result inline, or writes it under `session/tool-output/` (the path is
-    /// this implementation's choice: the content's hash, so a result repeated is one file) as
-    /// a write of the session, activity and extracted text included (SL-7.2).
+    /// Answers a tool result inline, or writes it under `session/tool-output/` as a write of
+    /// the session, activity and extracted text included (SL-7.2). The path is this
+    /// implementation's choice: named by the content's hash, `<hash>.txt`, then `<hash>-2.txt`
+    /// and on, the first that holds no file or holds this very result (SL-7.1: an overflow
+    /// never replaces another file, and an answer's path never comes to read another result).
+    /// The names are tried under the session's lock, so no write of the session lands between
+    /// the look and the write.
     pub async fn tool_output(
         &self,
         turn: &TurnSpace,
@@ -32,16 +41,47 @@ impl ScopedStore {
         if bytes.len() as u64 <= self.config().tool_output_limit_bytes {
             return Ok(ToolOutput::Inline(bytes));
         }
-        let name = &hex::encode(Sha256::digest(&bytes))[..16];
+        let sha = hex::encode(Sha256::digest(&bytes));
         // The mutant writes it where the agent's files live: it outlives the conversation.
         let scope = if self.is(ScopedMutant::OverflowOutsideSession) {
             "agent"
         } else {
             "session"
         };
+        // The mutant writes at the hash's name whatever holds it.
+        let overwrites = self.is(ScopedMutant::OverflowOverwrites);
         let written = self
-            .write(turn, &format!("{scope}/tool-output/{name}.txt"), bytes)
-            .await?;
-        Ok(ToolOutput::Written(written.guest_path()))
+            .in_session(turn, "commit tool output", async |perms| {
+                for n in 1..=OVERFLOW_NAMES {
+                    let suffix = if n == 1 { String::new() } else { format!("-{n}") };
+                    let path = format!("{scope}/tool-output/{}{suffix}.txt", &sha[..16]);
+                    let r = self.resolve_for_change(&path, turn).await?;
+                    self.require(&perms, &r, Access::ReadWrite)?;
+                    let taken = match self.head_stamp(&r.key).await? {
+                        None => false,
+                        Some(stamp) => stamp.as_deref() != Some(sha.as_str()),
+                    };
+                    if taken && !overwrites {
+                        continue;
+                    }
+                    self.store_file(&r, bytes).await?;
+                    return Ok(r);
+                }
+                Err(ScopedError::Storage {
+                    operation: "PutObject",
+                    message: format!(
+                        "the {OVERFLOW_NAMES} names a tool result of sha256 {sha} may take all hold other files"
+                    ),
+                })
+            })
+            .await;
+        if let Err(ScopedError::Storage { .. }) = &written {
+            // As a failed write does (`ScopedStore::write`): the text may have landed before
+            // the file failed, and the next sweep must look at the session again.
+            if !self.is(ScopedMutant::FailedWriteKeepsTheMark) {
+                self.metadata().unmark_swept(&session_key(turn)).await?;
+            }
+        }
+        Ok(ToolOutput::Written(written?.guest_path()))
     }
 }

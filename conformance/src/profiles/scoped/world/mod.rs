@@ -61,6 +61,12 @@ const NO_PERSON_GUEST: &str =
 /// Why the world never reaches part SL's mutants.
 const NO_POLICY_CALL: &str = "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it";
 
+/// Why the world never reaches the mutants of a session's close and of the policy sweep.
+const NO_CLOSE_CALL: &str = "the world's host closes no session and sets no count policy (SPEC SL-3, SL-2), so its sweeper's policy sweep never has a session to take; the scenarios kill it";
+
+/// Why the world never reaches the erasure obligations' mutants (SPEC SL-4).
+const NO_ERASURE_CALL: &str = "the world has no erasure request (SPEC SL-4); the scenarios kill it";
+
 const APP: &str = "app";
 const STORE: &str = "s3";
 const PORT: u16 = 7000;
@@ -775,6 +781,86 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "person-skips-unfinished-sweep",
         NO_PERSON_GUEST,
+    ),
+    (
+        "close-is-activity",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "close-waits-for-ttl",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "close-sweeps-waiting",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "repeated-close-moves-time",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "activity-keeps-close",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "policy-deletes-per-session",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "policy-marks-before-deleting",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "policy-sweep-unclaimed",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "sweeper-drops-backstop",
+        NO_CLOSE_CALL,
+    ),
+    (
+        "erasure-overdue-closed",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-late-stamped-on-time",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-proof-before-deletion",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-without-write-ahead",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-proof-counts-the-backstop",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "recreated-under-pending-erasure",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-keeps-the-rows",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "erasure-past-deadline-accepted",
+        NO_ERASURE_CALL,
+    ),
+    (
+        "count-ranks-emptied-sessions",
+        NO_POLICY_CALL,
+    ),
+    (
+        "unfinished-count-sweep-left",
+        NO_POLICY_CALL,
+    ),
+    (
+        "overflow-overwrites",
+        "the world has no retention-policy operation yet (a tool result too large to show, written again after the guest edited its file: SPEC SL-7.1); the scenarios kill it",
     ),
     ("workspace-retention-merged", NO_WORKSPACE_RETENTION),
     ("workspace-ttl-only-shortens", NO_WORKSPACE_RETENTION),

@@ -1,0 +1,59 @@
+"""The bucket's lifecycle configuration (SPEC.md SC-7): the three class rules, validated before
+they are sent, put whole so they replace whatever the bucket had (SC-7.5). Lifecycle rules are the
+backstop that keeps working when the sweeper does not (SL-1.1); no policy of part SL changes them
+here."""
+
+from layout import Refused
+
+ABORT_MULTIPART_DAYS = 7  # SC-7.1
+
+
+def rules(backstop_days):
+    """SC-7.1: sessions/ expires after the backstop, agents/ and workspaces/ never expire; each
+    aborts unfinished multipart uploads. skills/ has no rule. The ids are this example's own."""
+    abort = {"DaysAfterInitiation": ABORT_MULTIPART_DAYS}
+    return [
+        {"ID": "sessions-backstop", "Filter": {"Prefix": "sessions/"}, "Status": "Enabled",
+         "Expiration": {"Days": backstop_days}, "AbortIncompleteMultipartUpload": abort},
+        {"ID": "agents-kept", "Filter": {"Prefix": "agents/"}, "Status": "Enabled",
+         "AbortIncompleteMultipartUpload": abort},
+        {"ID": "workspaces-kept", "Filter": {"Prefix": "workspaces/"}, "Status": "Enabled",
+         "AbortIncompleteMultipartUpload": abort},
+    ]
+
+
+def apply(store, backstop_days, ttl_days):
+    """PROTOCOL.md `apply_lifecycle`: validate (SC-7.2), then put the configuration whole."""
+    configuration = rules(backstop_days)
+    validate(configuration, backstop_days, ttl_days)
+    store.put_lifecycle(configuration)
+    return {"outcome": "ok"}
+
+
+def validate(configuration, backstop_days, ttl_days):
+    """SC-7.2: the configuration is checked before it is sent; a refusal is `config`."""
+
+    def bad(why):
+        raise Refused("config", f"lifecycle configuration refused: {why}")
+
+    if len(configuration) > 1000:
+        bad("more than 1,000 rules")
+    ids = [rule.get("ID", "") for rule in configuration]
+    if len(set(ids)) != len(ids) or any(not 1 <= len(i) <= 255 for i in ids):
+        bad("rule ids must be unique and 1-255 characters")
+    for rule in configuration:
+        filt = rule.get("Filter", {})
+        kinds = [k for k in ("Prefix", "Tag", "ObjectSizeGreaterThan", "ObjectSizeLessThan", "And") if k in filt]
+        if len(kinds) != 1:
+            bad(f"rule {rule['ID']} needs exactly one filter")
+        if kinds == ["And"] and sum(len(v) if isinstance(v, list) else 1 for v in filt["And"].values()) < 2:
+            bad(f"rule {rule['ID']}: an And filter needs at least two conditions")
+        tagged = kinds == ["Tag"] or (kinds == ["And"] and "Tags" in filt["And"])
+        if tagged and "AbortIncompleteMultipartUpload" in rule:
+            bad(f"rule {rule['ID']}: a tag-filtered rule cannot abort multipart uploads")
+        days = [rule.get("Expiration", {}).get("Days"),
+                rule.get("AbortIncompleteMultipartUpload", {}).get("DaysAfterInitiation")]
+        if any(d is not None and (not isinstance(d, int) or d < 1) for d in days):
+            bad(f"rule {rule['ID']}: days must be whole and at least 1")
+    if backstop_days <= ttl_days:
+        bad(f"the session backstop ({backstop_days} days) must be longer than the idle TTL ({ttl_days} days)")
