@@ -75,6 +75,14 @@ impl RuleCoverage {
     }
 }
 
+/// The parts of SPEC.md a profile's rules come from: its own and those its scenarios also cite
+/// (the scoped profile's SF and SL), whose rules its exploration may decide too.
+pub fn parts_of(vocabulary: &crate::scenario::header::HeaderVocabulary) -> Vec<&'static str> {
+    std::iter::once(vocabulary.rule_prefix)
+        .chain(vocabulary.also_cites.iter().copied())
+        .collect()
+}
+
 /// The rule ids of SPEC.md starting with one of `prefixes`, in order.
 pub fn rules_of(spec: &Path, prefixes: &[&str]) -> Result<Vec<String>, String> {
     let index = crate::spec::RuleIndex::load(spec)
@@ -256,7 +264,7 @@ pub fn of_run(
     use crate::report::Verdict;
     let prefixes: Vec<&str> = profiles
         .iter()
-        .map(|p| p.vocabulary().rule_prefix)
+        .flat_map(|p| parts_of(p.vocabulary()))
         .collect();
     let rules = rules_of(spec, &prefixes)?;
     let mut citations: BTreeMap<String, Vec<String>> = BTreeMap::new();

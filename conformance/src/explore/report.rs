@@ -143,7 +143,7 @@ pub fn coverage(report: &ExploreReport) -> Result<crate::coverage::Coverage, Str
     let profile = crate::profiles::named(&report.profile)?;
     let spec = crate::default_spec_path();
     let scenarios = crate::default_scenarios_dir();
-    let rules = crate::coverage::rules_of(&spec, &[profile.vocabulary().rule_prefix])?;
+    let rules = crate::coverage::rules_of(&spec, &crate::coverage::parts_of(profile.vocabulary()))?;
     let citations = crate::coverage::citations(profile, &scenarios, &spec);
     Ok(crate::coverage::Coverage::new(
         rules,

@@ -90,7 +90,7 @@ impl Explorer for ScopedExplorer<'_> {
             ops,
             mutant,
             None,
-            IdStyle::Uuid,
+            IdStyle::CURRENT,
             &self.variants,
         )
         .await
@@ -165,11 +165,21 @@ impl Explorer for ScopedExplorer<'_> {
         ops: &Vec<ModelOp>,
         _passed: &SequenceRun,
     ) -> Option<Vec<(&'static str, u64)>> {
-        Some(ops.iter().map(|op| (operation(Some(op)).1, 1)).collect())
+        Some(
+            ops.iter()
+                .flat_map(|op| {
+                    let also = match op {
+                        ModelOp::People(r) => r.also_decides(),
+                        _ => None,
+                    };
+                    std::iter::once((operation(Some(op)).1, 1)).chain(also.map(|rule| (rule, 1)))
+                })
+                .collect(),
+        )
     }
 
     fn rules_counting(&self) -> &'static str {
-        "every operation of a passing seed, counted by its operation's rule as the signature table names it (the model does not record a finer deciding rule per outcome)"
+        "every operation of a passing seed, counted by its operation's rule as the signature table names it, and a person's request for a file of their own session also by SF-2.3, which decides its access (the model does not record a finer deciding rule per outcome)"
     }
 
     fn divergence_text<'d>(&self, d: &'d Divergence) -> DivergenceText<'d> {
@@ -240,6 +250,7 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
         Some(ModelOp::JumpBack { .. }) => ("clock jump back", "SC-5.1"),
         Some(ModelOp::Hostile { .. }) => ("hostile spelling", "SC-2.2"),
         Some(ModelOp::Person { .. }) => ("a person's request", "SF-2.3"),
+        Some(ModelOp::People(r)) => r.operation(),
         None => ("the end", "SC-5.3"),
     }
 }
@@ -249,11 +260,9 @@ const NO_POLICY_OPERATION: &str = "the generator has no retention-policy operati
 
 /// Why the generator never reaches the mutants of a session's close and of the policy sweep.
 const NO_CLOSE_OPERATION: &str = "the generator closes no session and sets no count policy (SPEC SL-3, SL-2), so the policy sweep it runs never has a session to take; the scenarios kill it";
+
 /// Why the generator never reaches the erasure obligations' mutants (SPEC SL-4).
 const NO_ERASURE_OPERATION: &str = "the generator has no erasure request (SPEC SL-4) and its model keeps no erasure obligation; the scenarios kill it";
-
-/// Why the generator never reaches the mutants of the people's API's HTTP layer.
-const PEOPLE_HTTP_LAYER: &str = "the generator's people reach the store's door for the people's files API, not its HTTP layer (URLs, statuses, bodies), which the scenarios judge";
 
 /// Why the generator never reaches the mutants of SPEC SL-5 (retention per workspace).
 const NO_WORKSPACE_RETENTION: &str = "the generator never sets a workspace's retention nor puts a lifecycle configuration (SPEC SL-5); the scenarios kill it";
@@ -291,14 +300,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "the generator never runs an age-only lifecycle rule over the bucket, the one reader of the stamp",
     ),
     (
-        "dotted-ids-accepted",
-        "the generator's identifiers are valid ones; an identifier's alphabet is the scenarios'",
-    ),
-    (
-        "trailing-slash-trimmed",
-        "none of the generator's paths, hostile spellings included, ends in `/`",
-    ),
-    (
         "skills-writable",
         "the generator only reads skill files, never writes one",
     ),
@@ -311,44 +312,8 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "the generator deletes only session files, which every turn may read and write",
     ),
     (
-        "permission-before-shape",
-        "the generator's malformed paths all start in the session scope, which every turn may read and write, so checking its permission first refuses nothing",
-    ),
-    (
         "repeated-create-is-activity",
         "the generator creates each session once, at setup",
-    ),
-    (
-        "upload-echoes-raw-path",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "url-decoded-twice",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "encoded-slash-splits",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "upload-unbounded",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "session-before-credentials",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "download-served-inline",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "path-refusal-is-server-error",
-        PEOPLE_HTTP_LAYER,
-    ),
-    (
-        "lookalike-scope-accepted",
-        PEOPLE_HTTP_LAYER,
     ),
     (
         "count-by-creation",
@@ -377,10 +342,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "overflow-outside-session",
         "the generator has no retention-policy operation yet (a tool result too large to show: SPEC part SL); the scenarios kill it",
-    ),
-    (
-        "plus-as-space",
-        PEOPLE_HTTP_LAYER,
     ),
     (
         "erasure-overdue-closed",
@@ -413,10 +374,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "erasure-past-deadline-accepted",
         NO_ERASURE_OPERATION,
-    ),
-    (
-        "person-skips-unfinished-sweep",
-        "seldom in the generator's reach: a person's request must come to a session after a sweep failed part-way through it and before anything else touched it; 1,000 seeds on the memory tier staged none, so the scenario that stages it kills it",
     ),
     (
         "close-is-activity",

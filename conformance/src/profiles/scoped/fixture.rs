@@ -24,8 +24,9 @@ pub struct ScopedSetting {
 }
 
 /// A saved scoped failure, in the one saved-failure format ([`SavedFailure`]). Its seed also
-/// seeds the S3 fault generator. Generator 1 gave the store short ids (`w1`), 2 gives UUIDs
-/// ([`IdStyle`]); a replay uses the file's own version, so its trace hash still holds.
+/// seeds the S3 fault generator. Generator 1 gave the store short ids (`w1`), 2 to 4 UUIDs, 5 a
+/// UUID per session ([`IdStyle`]); a replay uses the file's own version, so its trace hash still
+/// holds.
 pub type ScopedFixture = SavedFailure<ModelOp, ScopedSetting>;
 
 pub const PROFILE: &str = "scoped";
@@ -64,7 +65,7 @@ impl ScopedFixture {
             version: crate::explore::saved::FORMAT_VERSION,
             profile: PROFILE.into(),
             seed,
-            generator: IdStyle::Uuid.version(),
+            generator: IdStyle::CURRENT.version(),
             mutant: mutant.map(|m| m.id().to_string()),
             setting: ScopedSetting {
                 tier: tier.name().to_string(),
@@ -80,7 +81,7 @@ impl ScopedFixture {
         let f = SavedFailure::load_as(path, PROFILE)?;
         if IdStyle::of_version(f.generator).is_none() {
             return Err(format!(
-                "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs; 3, UUIDs and a workspace deleted beside published skills)",
+                "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs; 3, UUIDs and a workspace deleted beside published skills; 4, people through the store's door; 5, people over HTTP and a UUID per session)",
                 path.display(),
                 f.generator
             ));
@@ -90,7 +91,7 @@ impl ScopedFixture {
 
     /// The identifiers this fixture's generator version gave the store.
     pub fn ids(&self) -> IdStyle {
-        IdStyle::of_version(self.generator).unwrap_or(IdStyle::Uuid)
+        IdStyle::of_version(self.generator).unwrap_or(IdStyle::CURRENT)
     }
 
     pub fn mutant(&self) -> Result<Option<ScopedMutant>, String> {
@@ -220,8 +221,9 @@ mod tests {
             old.ops.clone(),
             &d,
         );
-        // Version 4: UUIDs, a workspace deleted beside published skills, and people in the mix.
-        assert_eq!(f.generator, 4);
+        // Version 5: UUIDs (one per session), a workspace deleted beside published skills, and
+        // people's requests over HTTP in the mix.
+        assert_eq!(f.generator, 5);
         let ws = crate::profiles::scoped::model::IdStyle::Uuid.id("w1");
         assert!(
             f.divergence.contains(&format!("workspaces/{ws}/")),

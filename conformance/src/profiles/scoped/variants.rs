@@ -151,7 +151,7 @@ mod tests {
                 &ops,
                 None,
                 None,
-                IdStyle::Uuid,
+                IdStyle::CURRENT,
                 declared,
             ))
         };

@@ -14,12 +14,15 @@
 //!
 //! Why one file of this length: running a sequence and checking it after every sweep (the
 //! bucket, the ledger) share the run's state; the operations are in `ops.rs`, the model's
-//! state in `state.rs`, outcomes in `outcome.rs`.
+//! state in `state.rs`, outcomes in `outcome.rs`, people's requests over HTTP (SPEC part SF)
+//! in `people_http.rs` with their URL spellings in `people_urls.rs`.
 
 pub mod hostile;
 pub mod ops;
 mod outcome;
 mod people;
+pub mod people_http;
+pub mod people_urls;
 mod state;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -87,7 +90,7 @@ pub async fn run_ops(
     mutant: Option<ScopedMutant>,
     faults: Option<FaultPlan>,
 ) -> Result<SequenceRun, SequenceError> {
-    run_ops_with(tier, seed, ops, mutant, faults, IdStyle::Uuid).await
+    run_ops_with(tier, seed, ops, mutant, faults, IdStyle::CURRENT).await
 }
 
 /// [`run_ops`] with the identifiers of a given generator version (a saved fixture's).
@@ -179,6 +182,8 @@ struct Runner<'a> {
     ids: IdStyle,
     /// The SPEC.md variants the reference takes, which the model follows.
     variants: Declared,
+    /// The people's files API and its client, from the first person's request over HTTP.
+    people_http: Option<people_http::PeopleHttp>,
 }
 
 impl<'a> Runner<'a> {
@@ -205,6 +210,7 @@ impl<'a> Runner<'a> {
         let mut config = ScopedConfig::new(BUCKET);
         config.session_file_ttl_days = TTL_DAYS as u32;
         config.mutant = mutant;
+        config.max_upload_bytes = people_http::MAX_UPLOAD_BYTES;
         config.alternatives = crate::profiles::scoped::variants::alternatives(variants);
         let store = ScopedStore::with_metadata(
             client.clone(),
@@ -235,7 +241,7 @@ impl<'a> Runner<'a> {
         let turns: Vec<TurnSpace> = SESSIONS
             .iter()
             .map(|(a, s)| {
-                TurnSpace::new(&ws, &ids.id(a), &ids.id(s))
+                TurnSpace::new(&ws, &ids.id(a), &ids.session_id(a, s))
                     .expect("fixed valid names")
                     .with_skill("kit", &skill_sha)
             })
@@ -275,6 +281,7 @@ impl<'a> Runner<'a> {
             swept_files: 0,
             ids,
             variants: variants.clone(),
+            people_http: None,
         })
     }
 
@@ -469,6 +476,7 @@ impl<'a> Runner<'a> {
                 self.person(session(s), person, action, p, scope, step, now)
                     .await
             }
+            ModelOp::People(ref r) => self.people(step, r).await,
             ModelOp::MissingScope {
                 session: s,
                 path: p,
@@ -810,9 +818,10 @@ impl<'a> Runner<'a> {
         let model = &self.model;
         let id = |short: &str| self.ids.id(short);
         let ws = id(WORKSPACE);
+        let turns = &self.turns;
         let sessions = SESSIONS.iter().enumerate().map(|(j, (a, s))| {
             (
-                format!("sessions/{ws}/{}/{}/", id(a), id(s)),
+                format!("sessions/{ws}/{}/{}/", turns[j].agent, turns[j].session),
                 format!("{a}/{s}"),
                 model.sessions[j].files.keys().cloned().collect(),
             )
@@ -857,12 +866,8 @@ impl<'a> Runner<'a> {
         // A session the sweep emptied keeps nothing: no file, and no text a failed write left.
         for &j in &self.model.emptied {
             let (a, s) = SESSIONS[j];
-            let prefix = format!(
-                "sessions/{}/{}/{}/",
-                self.ids.id(WORKSPACE),
-                self.ids.id(a),
-                self.ids.id(s)
-            );
+            let t = &self.turns[j];
+            let prefix = format!("sessions/{}/{}/{}/", t.workspace, t.agent, t.session);
             let left = self.mem.keys(BUCKET, &prefix);
             if !left.is_empty() {
                 return diverged(

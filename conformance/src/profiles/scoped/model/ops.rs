@@ -16,29 +16,37 @@ pub const SESSIONS: [(&str, &str); 4] = [("a1", "s1"), ("a1", "s2"), ("a2", "s1"
 pub const AGENTS: [&str; 2] = ["a1", "a2"];
 
 /// How the model's short names (`w1`, `a1`, `s1`) reach the store: version 1 of the generator
-/// sent them as they are; version 2 (the default) sends a UUID for each, as real systems name
-/// things, drawn by the seeded generator (see [`crate::profiles::scoped::uuid_ids`]). Traces and
-/// divergences keep the short names as labels; a fixture saved by version 1 replays with
-/// version 1's ids, so its trace hash still holds.
+/// sent them as they are; versions 2 to 4 send a UUID for each short name, as real systems name
+/// things, drawn by the seeded generator (see [`crate::profiles::scoped::uuid_ids`]), so two
+/// agents' `s1` shared one; version 5 (the default) gives every session its own UUID, since the
+/// people's files API names a session by its id alone (SF-2.2). Traces and divergences keep the
+/// short names as labels; a fixture saved by an older version replays with that version's ids,
+/// so its trace hash still holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IdStyle {
     Short,
     Uuid,
+    UniqueUuid,
 }
 
 /// The only workspace the model uses, by its short name.
 pub const WORKSPACE: &str = "w1";
 
 impl IdStyle {
+    /// The style a seed's workload runs with today.
+    pub const CURRENT: IdStyle = IdStyle::UniqueUuid;
+
     /// The generator version a fixture records for this style.
     /// Version 3 is version 2 (UUIDs) with a workspace deleted beside published skills
     /// ([`ModelOp::WorkspaceBeside`]) in the mix; version 4 adds people's requests through the
-    /// people's files API's door of the store ([`ModelOp::Person`], SPEC part SF); a seed's
-    /// workload is version 4's.
+    /// people's files API's door of the store ([`ModelOp::Person`], SPEC part SF); version 5
+    /// sends them over HTTP instead ([`ModelOp::People`]) with every session its own UUID; a
+    /// seed's workload is version 5's.
     pub fn version(self) -> u32 {
         match self {
             IdStyle::Short => 1,
             IdStyle::Uuid => 4,
+            IdStyle::UniqueUuid => 5,
         }
     }
 
@@ -47,6 +55,7 @@ impl IdStyle {
         match v {
             1 => Some(IdStyle::Short),
             2..=4 => Some(IdStyle::Uuid),
+            5 => Some(IdStyle::UniqueUuid),
             _ => None,
         }
     }
@@ -55,7 +64,17 @@ impl IdStyle {
     pub fn id(self, short: &str) -> String {
         match self {
             IdStyle::Short => short.to_string(),
-            IdStyle::Uuid => crate::profiles::scoped::uuid_ids::uuid_for("scoped-model", short),
+            IdStyle::Uuid | IdStyle::UniqueUuid => {
+                crate::profiles::scoped::uuid_ids::uuid_for("scoped-model", short)
+            }
+        }
+    }
+
+    /// The identifier the store is given for `agent`'s session `session`.
+    pub fn session_id(self, agent: &str, session: &str) -> String {
+        match self {
+            IdStyle::Short | IdStyle::Uuid => self.id(session),
+            IdStyle::UniqueUuid => self.id(&format!("{agent}/{session}")),
         }
     }
 }
@@ -175,6 +194,8 @@ pub enum ModelOp {
     /// A person's request through the people's files API's door of the store (SPEC part SF):
     /// `person` of [`PEOPLE`], `action` 0 upload, 1 download, 2 list, 3 remove, in `scope` 0
     /// session, 1 agent, 2 workspace (a download only: the model keeps no workspace files).
+    /// Generator version 4 drew it; version 5 sends people's requests over HTTP instead
+    /// ([`ModelOp::People`]), and this one stays so a version-4 sequence replays as it ran.
     Person {
         session: u8,
         person: u8,
@@ -182,6 +203,9 @@ pub enum ModelOp {
         path: u8,
         scope: u8,
     },
+    /// A person's request over HTTP to the people's files API the reference serves on
+    /// loopback (SPEC part SF, generator version 5): [`super::people_http::PeopleRequest`].
+    People(super::people_http::PeopleRequest),
 }
 
 impl ModelOp {
@@ -203,6 +227,7 @@ impl ModelOp {
             | ModelOp::DeleteSession { session: s }
             | ModelOp::Hostile { session: s, .. }
             | ModelOp::Person { session: s, .. } => Some(session(s)),
+            ModelOp::People(ref r) => Some(session(r.session)),
             _ => None,
         }
     }
@@ -218,7 +243,7 @@ impl ModelOp {
     }
 }
 
-/// The people of a version-4 sequence: name, whether they are in every session's conversation,
+/// The people of a sequence (version 4 and 5): name, whether they are in every session's conversation,
 /// their `agent_files` and `workspace_files` authorities, and whether they belong to another
 /// workspace (`w9`, which the model never creates: every session is unknown to them, SF-2.2).
 pub const PEOPLE: [(&str, bool, Access, Access, bool); 4] = [
@@ -386,6 +411,7 @@ impl fmt::Display for ModelOp {
                     )
                 }
             }
+            ModelOp::People(r) => r.fmt(f),
             ModelOp::Hostile {
                 session,
                 spelling,
@@ -416,7 +442,7 @@ pub fn traversal(p: u8, encoded: bool) -> String {
 /// faulty sweep 2, crashing sweep 2, write during a sweep 5, session deletion 5, agent deletion 1,
 /// store faults 3 (requests 5–20%, keys 10–40%), heal 3, clock jump back 4 (1–48 hours),
 /// hostile spelling 7 (half writes), a workspace deleted beside published skills 1, a person's
-/// request 10 (out of 160 in all).
+/// request over HTTP 40 ([`super::people_http::draw`]; out of 190 in all).
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
@@ -425,7 +451,7 @@ pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
 fn one(rng: &mut ChaCha8Rng) -> ModelOp {
     let session = rng.gen_range(0..SESSIONS.len() as u8);
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..160u32) {
+    match rng.gen_range(0..190u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
@@ -502,13 +528,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         },
         147 => ModelOp::WorkspaceBeside,
         148..=149 => ModelOp::List { session },
-        150..=159 => ModelOp::Person {
-            session,
-            person: rng.gen_range(0..PEOPLE.len() as u8),
-            action: rng.gen_range(0..4),
-            path: p,
-            scope: rng.gen_range(0..3),
-        },
+        150..=189 => super::people_http::draw(rng, session, p),
         _ => ModelOp::Hostile {
             session,
             spelling: rng.gen_range(0..super::hostile::SPELLINGS.len() as u8),

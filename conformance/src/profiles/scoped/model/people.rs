@@ -2,7 +2,8 @@
 //! people's files API: the same files as the agents', a person's own access instead of the
 //! settings cascade (SF-2.3, SF-2.4), only an upload or a removal as activity (SF-4.2), a
 //! listing that leaves out what the person may not read (SF-2.6), and a session of another
-//! workspace unknown (SF-2.2). The HTTP layer (URLs, statuses, bodies) is the scenarios'.
+//! workspace unknown (SF-2.2). Generator version 4 drew these; version 5 sends people's
+//! requests over HTTP (`people_http.rs`), and this door stays so a version-4 sequence replays.
 
 use std::collections::BTreeSet;
 
@@ -13,7 +14,7 @@ use super::{diverged, Runner, Step};
 
 /// The workspace the outsider belongs to: never created, so none of the model's sessions is
 /// theirs.
-const OUTSIDE: &str = "w9";
+pub(super) const OUTSIDE: &str = "w9";
 
 impl Runner<'_> {
     #[allow(clippy::too_many_arguments)] // One person's request, as the operation names it.
