@@ -264,6 +264,9 @@ const NO_CLOSE_OPERATION: &str = "the generator closes no session and sets no co
 /// Why the generator never reaches the erasure obligations' mutants (SPEC SL-4).
 const NO_ERASURE_OPERATION: &str = "the generator has no erasure request (SPEC SL-4) and its model keeps no erasure obligation; the scenarios kill it";
 
+/// Why the generator never reaches the mutants of SPEC SL-5 (retention per workspace).
+const NO_WORKSPACE_RETENTION: &str = "the generator never sets a workspace's retention nor puts a lifecycle configuration (SPEC SL-5); the scenarios kill it";
+
 /// Scoped mutants the exploration generator never reaches, and why; the scenarios kill each
 /// of them (`tidemark mutants --profile scoped`). Reaching them needs the store's error classes
 /// and lifecycle configurations among the generated operations: a new generator version.
@@ -420,6 +423,12 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "overflow-overwrites",
         "the generator has no retention-policy operation yet (a tool result too large to show, written again after the guest edited its file: SPEC SL-7.1); the scenarios kill it",
     ),
+    ("workspace-retention-merged", NO_WORKSPACE_RETENTION),
+    ("workspace-ttl-only-shortens", NO_WORKSPACE_RETENTION),
+    ("workspace-ttl-at-backstop", NO_WORKSPACE_RETENTION),
+    ("workspace-rule-at-default", NO_WORKSPACE_RETENTION),
+    ("workspace-rules-over-budget", NO_WORKSPACE_RETENTION),
+    ("workspace-rules-by-id", NO_WORKSPACE_RETENTION),
 ];
 
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's

@@ -50,7 +50,11 @@ impl ScopedStore {
     /// with no wait (SL-2.3). A session a sweep emptied, or left unfinished, holds nothing to
     /// keep and takes no place among the N (SL-2.1); an unfinished one is the next sweep's to
     /// finish whatever the count says ([`ScopedStore::finish_unfinished_sweeps`], SL-2.4).
-    pub(super) fn beyond_the_count(&self, standings: Vec<SessionStanding>, keep_last: i64) -> Vec<SessionKey> {
+    pub(super) fn beyond_the_count(
+        &self,
+        standings: Vec<SessionStanding>,
+        keep_last: i64,
+    ) -> Vec<SessionKey> {
         // The mutant ranks every session, emptied or not, and passes the emptied ones by only
         // after the count has skipped its N.
         let ranks_emptied = self.is(ScopedMutant::CountRanksEmptiedSessions);

@@ -620,6 +620,9 @@ fn sweep_started(line: &str) -> Option<i64> {
     rest.split(':').next()?.parse().ok()
 }
 
+/// Why the world never reaches the mutants of SPEC SL-5 (retention per workspace).
+const NO_WORKSPACE_RETENTION: &str = "the world never sets a workspace's retention nor puts a lifecycle configuration (SPEC SL-5); the scenarios kill it";
+
 /// Scoped mutants the world cannot reach, and why; the scenarios kill each of them
 /// (`tidemark mutants --profile scoped`).
 pub const OUT_OF_REACH: &[(&str, &str)] = &[
@@ -859,6 +862,12 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "overflow-overwrites",
         "the world has no retention-policy operation yet (a tool result too large to show, written again after the guest edited its file: SPEC SL-7.1); the scenarios kill it",
     ),
+    ("workspace-retention-merged", NO_WORKSPACE_RETENTION),
+    ("workspace-ttl-only-shortens", NO_WORKSPACE_RETENTION),
+    ("workspace-ttl-at-backstop", NO_WORKSPACE_RETENTION),
+    ("workspace-rule-at-default", NO_WORKSPACE_RETENTION),
+    ("workspace-rules-over-budget", NO_WORKSPACE_RETENTION),
+    ("workspace-rules-by-id", NO_WORKSPACE_RETENTION),
 ];
 
 /// `tidemark world --profile scoped`: the scoped world as the engine plays and hunts it.
