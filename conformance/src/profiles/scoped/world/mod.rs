@@ -28,17 +28,22 @@
 //! plans, [`oracle`] the safety model in every guest and the liveness check.
 
 mod guests;
+mod liveness;
 mod oracle;
+mod paths;
+mod people;
+mod person_oracle;
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rand::{Rng, RngCore};
 use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata};
+use tidemark_reference::scoped::people::PeopleRoutes;
 use tidemark_reference::scoped::{Access, ScopedConfig, ScopedError, ScopedMutant, ScopedStore};
 
 use crate::profiles::scoped::driver::{ScopedOp, ScopedOutcome, Turn};
@@ -46,17 +51,14 @@ use crate::world::clock::WorldClock;
 use crate::world::lock;
 use crate::world::net::{serve_lines, Envelope};
 use guests::{admin_ops, content_for, guest_plan};
-use oracle::{liveness, Guest};
+use liveness::{kept, liveness};
+use oracle::{Curated, Guest};
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::memory_s3::MemoryHandle;
 use tidemark_sim::real_tier::{FaultHandle, FaultPlan};
 use tidemark_sim::seed::MasterSeed;
 use tidemark_sim::trace::Trace;
 use tidemark_sim::turmoil_s3::{endpoint, faulty_memory_service, serve, sim_s3_client, S3_PORT};
-
-/// Why the world never reaches the people's API's mutants.
-const NO_PERSON_GUEST: &str =
-    "the world has no person guest: the people's files API (part SF) is not yet among its calls";
 
 /// Why the world never reaches part SL's mutants.
 const NO_POLICY_CALL: &str = "the world has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it";
@@ -66,6 +68,10 @@ const STORE: &str = "s3";
 const PORT: u16 = 7000;
 const BUCKET: &str = "tidemark";
 const GUESTS: usize = 3;
+/// One person guest per agent guest, all on one host (their browsers behind one network:
+/// a host more costs every step of the world).
+const PEOPLE: usize = GUESTS;
+const PEOPLE_HOST: &str = "people";
 const OPS_PER_CLIENT: usize = 30;
 const TTL_DAYS: u32 = 7;
 /// How often the sweeper looks at the world clock, in turmoil time.
@@ -90,6 +96,8 @@ type Log = Arc<Mutex<Vec<(i64, String)>>>;
 fn summary(o: &ScopedOutcome) -> String {
     match o {
         ScopedOutcome::Refused { reason, .. } => format!("refused {reason}"),
+        // Tokens are the API's own business, not the trace's.
+        ScopedOutcome::Credentials { .. } => "credentials".into(),
         o => format!("{o:?}"),
     }
 }
@@ -126,15 +134,18 @@ async fn apply(
     Ok(outcome)
 }
 
-/// The `app` host: a store over the shared metadata, a startup sweep, the hourly sweeper, and
-/// the JSON-lines server.
+/// The `app` host: a store over the shared metadata, a startup sweep, the hourly sweeper, the
+/// JSON-lines server, and the people's files API over the same store (its clock the world's,
+/// its tokens minted with this boot's secret).
 async fn serve_app(
     meta: MemoryMetadata,
     cfg: ScopedConfig,
     clock: WorldClock,
     log: Log,
     skills: Skills,
+    (seed, boots): (u64, Arc<AtomicUsize>),
 ) -> turmoil::Result {
+    let boot = boots.fetch_add(1, Ordering::SeqCst) + 1;
     let s3 = sim_s3_client(&endpoint(STORE, S3_PORT), S3_TIMEOUT);
     // The bucket exists after the first boot; a later boot's attempt is refused and ignored.
     let _ = s3.create_bucket().bucket(BUCKET).send().await;
@@ -160,6 +171,12 @@ async fn serve_app(
             lock(&log).push((clock.rel(), line));
         }
     };
+    let routes = PeopleRoutes::new(
+        Arc::new(RwLock::new(store.clone())),
+        None,
+        people::secret(seed, boot).as_bytes(),
+    );
+    tokio::spawn(people::serve_people(routes.clone()));
     lock(&log).push((clock.rel(), "app starts".into()));
     sweep("startup sweep").await;
     {
@@ -176,14 +193,22 @@ async fn serve_app(
         });
     }
     serve_lines(PORT, move |env: Envelope<ScopedOp>| {
-        let (store, log, clock, skills) =
-            (store.clone(), log.clone(), clock.clone(), skills.clone());
+        let (store, log, clock, skills, routes) = (
+            store.clone(),
+            log.clone(),
+            clock.clone(),
+            skills.clone(),
+            routes.clone(),
+        );
         async move {
-            let outcome = match apply(&store, &skills, &env.op).await {
-                Ok(o) => o,
-                Err(e) => ScopedOutcome::Refused {
-                    reason: e.kind().to_string(),
-                    message: String::new(),
+            let outcome = match &env.op {
+                ScopedOp::Person { .. } => people::mint(&routes, &env.op),
+                op => match apply(&store, &skills, op).await {
+                    Ok(o) => o,
+                    Err(e) => ScopedOutcome::Refused {
+                        reason: e.kind().to_string(),
+                        message: String::new(),
+                    },
                 },
             };
             lock(&log).push((
@@ -219,6 +244,9 @@ enum Fault {
     Repair,
     Crash,
     Restart,
+    /// The people cut off from `app`, and back.
+    PartitionPeople,
+    RepairPeople,
 }
 
 /// The fault schedule of a seed, in turmoil milliseconds.
@@ -274,6 +302,13 @@ fn faults(master: MasterSeed) -> Vec<(u64, Fault)> {
         out.push((at, Fault::S3(slow)));
         out.push((at + rng.gen_range(500..1_500), Fault::S3Heal));
     }
+    // The people's links, from their own stream (the schedule above stays a seed's own).
+    let mut rng = master.stream("scoped-world-people-faults");
+    for _ in 0..rng.gen_range(0..3) {
+        let at = rng.gen_range(200..4_500);
+        out.push((at, Fault::PartitionPeople));
+        out.push((at + rng.gen_range(100..1_500), Fault::RepairPeople));
+    }
     out.sort_by_key(|(at, _)| *at);
     out
 }
@@ -289,13 +324,15 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
     let meta = MemoryMetadata::new();
     let mut cfg = ScopedConfig::new(BUCKET);
     cfg.session_file_ttl_days = TTL_DAYS;
+    cfg.max_upload_bytes = people::MAX_UPLOAD_BYTES;
     cfg.mutant = mutant;
     // LastModified is not what the scoped profile measures age by; a fixed clock keeps the
     // store's answers independent of the world's jumps.
     let s3_clock = Arc::new(tidemark_reference::clock::ManualClock::starting_at(EPOCH));
     let (service, objects, s3_faults): (_, MemoryHandle, FaultHandle) =
         faulty_memory_service(s3_clock, master.stream("scoped-world-s3").next_u64());
-    let clients_left = Arc::new(AtomicUsize::new(GUESTS + 1));
+    let clients_left = Arc::new(AtomicUsize::new(GUESTS + PEOPLE + 1));
+    let boots = Arc::new(AtomicUsize::new(0));
     let healed = Arc::new(AtomicBool::new(false));
     let audited = Arc::new(AtomicBool::new(false));
     let heal_at = Arc::new(AtomicI64::new(i64::MAX));
@@ -308,12 +345,13 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
     sim.host(STORE, move || serve(service.clone(), S3_PORT));
     let skills: Skills = Arc::default();
     {
-        let (meta, cfg, clock, log, skills) = (
+        let (meta, cfg, clock, log, skills, boots) = (
             meta.clone(),
             cfg.clone(),
             clock.clone(),
             log.clone(),
             skills.clone(),
+            boots.clone(),
         );
         sim.host(APP, move || {
             serve_app(
@@ -322,6 +360,7 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
                 clock.clone(),
                 log.clone(),
                 skills.clone(),
+                (seed, boots.clone()),
             )
         });
     }
@@ -387,8 +426,14 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
     // What setup confirmed: the reference file written, the skill published.
     let set_up: Arc<Mutex<Option<(bool, bool)>>> = Arc::default();
     let violations: Arc<Mutex<Vec<String>>> = Arc::default();
-    for c in 0..GUESTS {
-        let (left, set_up, setup, clock, log, violations, reference) = (
+    // Each guest's model, shared with its person; the home workspace's curated files, with
+    // every guest.
+    let curated: Curated = Arc::default();
+    let models: Vec<Arc<Mutex<Guest>>> = (0..GUESTS)
+        .map(|c| Arc::new(Mutex::new(Guest::new(c, curated.clone()))))
+        .collect();
+    for (c, model) in models.iter().enumerate() {
+        let (left, set_up, setup, clock, log, violations, reference, model) = (
             clients_left.clone(),
             set_up.clone(),
             setup.clone(),
@@ -396,6 +441,7 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
             log.clone(),
             violations.clone(),
             reference.clone(),
+            model.clone(),
         );
         sim.client(format!("g{c}"), async move {
             if c == 0 {
@@ -426,29 +472,37 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
             };
-            let mut guest = Guest::new(c);
-            guest.reference = ref_ok.then_some(reference);
-            guest.skill_published = skill_ok;
-            let plan = guest_plan(master, &guest);
+            let plan = {
+                let mut guest = lock(&model);
+                guest.reference = ref_ok.then_some(reference);
+                guest.skill_published = skill_ok;
+                guest_plan(master, &guest)
+            };
             let mut seq = 0;
             for (pause_ms, sess, op, retry) in plan {
                 tokio::time::sleep(Duration::from_millis(pause_ms)).await;
                 for _ in 0..if retry { 50 } else { 1 } {
                     seq += 1;
+                    let ticket = lock(&model).begin(sess, &op);
                     let sent = clock.rel();
                     let answer = tokio::time::timeout(CALL_TIMEOUT, call(c, seq, op.clone())).await;
                     let replied = clock.rel();
-                    let done = match answer {
-                        Ok(Ok(out)) => {
-                            guest.observe(sess, &op, sent, replied, &out);
-                            !matches!(out, ScopedOutcome::Refused { .. })
-                        }
-                        _ => {
-                            guest.unknown(sess, &op);
-                            false
-                        }
+                    let (done, found) = {
+                        let mut guest = lock(&model);
+                        let done = match answer {
+                            Ok(Ok(out)) => {
+                                guest.observe(sess, &op, &ticket, (sent, replied), &out);
+                                !matches!(out, ScopedOutcome::Refused { .. })
+                            }
+                            _ => {
+                                guest.unknown(sess, &op);
+                                false
+                            }
+                        };
+                        let found: Vec<String> = guest.violations.drain(..).collect();
+                        (done, found)
                     };
-                    for v in guest.violations.drain(..) {
+                    for v in found {
                         lock(&log).push((replied, format!("VIOLATION {v}")));
                         lock(&violations).push(v);
                     }
@@ -459,6 +513,35 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
                 }
             }
             left.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        });
+    }
+    {
+        let people: Vec<people::PersonCtx> = (models.iter().enumerate())
+            .map(|(c, model)| people::PersonCtx {
+                c,
+                master,
+                guest: model.clone(),
+                grant: people::grant(master, c),
+                boots: boots.clone(),
+                clock: clock.clone(),
+                log: log.clone(),
+                violations: violations.clone(),
+            })
+            .collect();
+        let (left, set_up) = (clients_left.clone(), set_up.clone());
+        sim.client(PEOPLE_HOST, async move {
+            while lock(&set_up).is_none() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let persons: Vec<_> = people
+                .into_iter()
+                .map(|p| tokio::spawn(people::person(p)))
+                .collect();
+            for p in persons {
+                p.await?;
+                left.fetch_sub(1, Ordering::SeqCst);
+            }
             Ok(())
         });
     }
@@ -544,6 +627,8 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
                         crashed = false;
                     }
                 }
+                Fault::PartitionPeople => sim.partition(APP, PEOPLE_HOST),
+                Fault::RepairPeople => sim.repair(APP, PEOPLE_HOST),
             }
             lock(&log).push((clock.rel_at(elapsed_ms), format!("fault {f:?}")));
             next_fault += 1;
@@ -551,6 +636,7 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
         if !healed.load(Ordering::SeqCst) && clients_left.load(Ordering::SeqCst) == 0 {
             s3_faults.heal();
             sim.repair(APP, STORE);
+            sim.repair(APP, PEOPLE_HOST);
             if crashed {
                 sim.bounce(APP);
                 crashed = false;
@@ -595,6 +681,9 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
     }
     if failure.is_none() {
         failure = liveness(&meta, &objects, &log, heal_at.load(Ordering::SeqCst)).err();
+    }
+    if failure.is_none() {
+        failure = kept(&models, &objects, &log, heal_at.load(Ordering::SeqCst)).err();
     }
     ScopedWorldResult {
         trace,
@@ -682,62 +771,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "the world's one skill version is published in the home workspace its guests keep reading, which no one deletes; the workspace the admin deletes holds none",
     ),
     (
-        "upload-echoes-raw-path",
-        NO_PERSON_GUEST,
-    ),
-    (
-        "people-listing-refuses",
-        NO_PERSON_GUEST,
-    ),
-    (
-        "foreign-session-served",
-        NO_PERSON_GUEST,
-    ),
-    (
-        "person-wrong-scope-authority",
-        NO_PERSON_GUEST,
-    ),
-    (
-        "url-decoded-twice",
-        NO_PERSON_GUEST,
-    ),
-    (
-        "upload-not-activity",
-        NO_PERSON_GUEST,
-    ),
-    (
-        "person-delete-needs-only-read",
-        NO_PERSON_GUEST,
-    ),
-    (
-        "encoded-slash-splits",
-        NO_PERSON_GUEST,
-    ),
-    (
-        "upload-unbounded",
-        NO_PERSON_GUEST,
-    ),
-    (
-        "session-before-credentials",
-        NO_PERSON_GUEST,
-    ),
-    (
-        "download-served-inline",
-        NO_PERSON_GUEST,
-    ),
-    (
-        "path-refusal-is-server-error",
-        NO_PERSON_GUEST,
-    ),
-    (
-        "lookalike-scope-accepted",
-        NO_PERSON_GUEST,
-    ),
-    (
-        "person-capped-by-agent-settings",
-        NO_PERSON_GUEST,
-    ),
-    (
         "count-by-creation",
         NO_POLICY_CALL,
     ),
@@ -764,14 +797,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "overflow-outside-session",
         "the world has no retention-policy operation yet (a tool result too large to show: SPEC part SL); the scenarios kill it",
-    ),
-    (
-        "plus-as-space",
-        NO_PERSON_GUEST,
-    ),
-    (
-        "person-skips-unfinished-sweep",
-        NO_PERSON_GUEST,
     ),
 ];
 
