@@ -8,7 +8,7 @@ use tidemark_reference::scoped::Access;
 use tidemark_sim::seed::MasterSeed;
 
 use super::oracle::{refused_spellings, Guest, Sess, TRAVERSALS};
-use super::people::readable_by_agent;
+use super::person_plan::readable_by_agent;
 use super::{turn, AGENTS, EXPOSED, GUESTS, OPS_PER_CLIENT, REF_PATH, SKILL_PATH};
 use crate::profiles::scoped::driver::{ScopedOp, Turn, WaitKindName};
 

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use tidemark_reference::clock::DAY_MS;
 
+use super::claims::{Request, Sweeps};
 use super::paths::{net_ms, PathModel, Ticket};
 use super::{
     summary, turn, AGENTS, EXPOSED, HOME, REF_PATH, SKILL_CONTENT, SKILL_NAME, SKILL_PATH, TTL_DAYS,
@@ -91,6 +92,8 @@ pub(super) struct SessionModel {
     /// The wait is known to have been in place before the session could have expired.
     pub(super) protected: bool,
     pub(super) paths: BTreeMap<String, PathModel>,
+    /// Every request to the session, the guest's and its person's (`super::claims`).
+    pub(super) requests: Vec<Request>,
 }
 
 impl SessionModel {
@@ -101,6 +104,7 @@ impl SessionModel {
             wait_confirmed: false,
             protected: false,
             paths: BTreeMap::new(),
+            requests: Vec::new(),
         }
     }
 
@@ -128,6 +132,8 @@ pub(super) struct Guest {
     /// Agent-scope files of the shut session's agent, which only the person writes.
     pub(super) shut_agent_paths: BTreeMap<String, PathModel>,
     pub(super) curated: Curated,
+    /// The sweeps `app` ran to their end.
+    pub(super) sweeps: Sweeps,
     /// What setup put in the home workspace, if setup confirmed it.
     pub(super) reference: Option<String>,
     pub(super) skill_published: bool,
@@ -159,7 +165,7 @@ fn home_turn(agent: &str, session: &str) -> Turn {
 }
 
 impl Guest {
-    pub(super) fn new(c: usize, curated: Curated) -> Guest {
+    pub(super) fn new(c: usize, curated: Curated, sweeps: Sweeps) -> Guest {
         let sessions = vec![
             (
                 Sess::Kept,
@@ -184,6 +190,7 @@ impl Guest {
             agent_paths: BTreeMap::new(),
             shut_agent_paths: BTreeMap::new(),
             curated,
+            sweeps,
             reference: None,
             skill_published: false,
             violations: Vec::new(),
@@ -336,8 +343,45 @@ impl Guest {
         }
     }
 
+    /// Records a request to `s`: sent at `ticket`'s network time, answered now (`None`: no
+    /// answer came) at world ms `replied`.
+    pub(super) fn record(&mut self, s: Sess, ticket: &Ticket, answered: Option<i64>) {
+        let request = Request {
+            sent_net: ticket.sent_ms,
+            replied_net: answered.map_or(u64::MAX, |_| net_ms()),
+            replied_at: answered.unwrap_or(i64::MAX),
+        };
+        self.session_mut(s).requests.push(request);
+    }
+
+    /// Whether `path`, read through `s` by a request sent at `ticket`, is certainly gone: a
+    /// sweep claimed the session after its last write (`super::claims`).
+    pub(super) fn swept_away(&self, s: Sess, ticket: &Ticket, path: &str) -> bool {
+        path.starts_with("session/")
+            && s != Sess::Exposed
+            && self
+                .session(s)
+                .claimed(&self.sweeps, ticket.sent_ms)
+                .is_some_and(|net| {
+                    self.session(s)
+                        .paths
+                        .get(path)
+                        .is_none_or(|m| !m.written_since(net))
+                })
+    }
+
+    /// An operation whose connection never opened: it never reached `app`.
+    pub(super) fn unsent(&mut self, s: Sess, op: &ScopedOp) {
+        if let Some((path, _)) = self.tracked_write(s, op) {
+            if let Some(m) = self.path_model(s, &path) {
+                m.settle();
+            }
+        }
+    }
+
     /// An operation whose answer never came (timeout, connection lost): it may have happened.
-    pub(super) fn unknown(&mut self, s: Sess, op: &ScopedOp) {
+    pub(super) fn unknown(&mut self, s: Sess, op: &ScopedOp, ticket: &Ticket) {
+        self.record(s, ticket, None);
         let (path, v) = match op {
             ScopedOp::Write { path, content, .. } => (path, Some(content.clone())),
             ScopedOp::Delete { path, .. } => (path, None),
@@ -373,6 +417,7 @@ impl Guest {
                 m.settle();
             }
         }
+        self.record(s, ticket, Some(replied));
         let refused = match out {
             ScopedOutcome::Refused { reason, .. } => Some(reason.as_str()),
             _ => None,
@@ -642,6 +687,12 @@ impl Guest {
             return;
         }
         let kept = s == Sess::Kept && self.session(s).protected;
+        let swept = self.swept_away(s, ticket, path);
+        if swept && answer.is_some() {
+            let w = format!("{name}: {path} reads {answer:?}, though a sweep claimed the session after its last write (SC-5.5)");
+            self.violation(at, w);
+            return;
+        }
         let Some((ok, allowed)) = self.with_path(s, path, |m| {
             let w = ticket.window(path, m);
             let ok = w.accepts(&answer);
@@ -681,7 +732,12 @@ impl Guest {
         let mut known: BTreeMap<String, (bool, bool)> = BTreeMap::new();
         let mut add = |p: &String, m: &PathModel| {
             let w = ticket.window(p, m);
-            known.insert(p.clone(), (w.must_exist(), w.must_not_exist()));
+            let verdict = if self.swept_away(s, ticket, p) {
+                (false, true)
+            } else {
+                (w.must_exist(), w.must_not_exist())
+            };
+            known.insert(p.clone(), verdict);
         };
         self.session(s).paths.iter().for_each(|(p, m)| add(p, m));
         let mut problems = Vec::new();

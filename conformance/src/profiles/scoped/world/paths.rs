@@ -81,6 +81,11 @@ impl PathModel {
         }
     }
 
+    /// Whether anything was sent to the path at or after network ms `net` (or may still land).
+    pub(super) fn written_since(&self, net: u64) -> bool {
+        self.haunted || self.pending.is_some() || self.sent.iter().any(|(at, _)| *at >= net)
+    }
+
     /// What a read sent now may find.
     pub(super) fn seen(&self) -> Seen {
         let mut values = self.allowed.clone();

@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::oracle::{is_infra, Guest, Sess};
 use super::paths::{net_ms, Ticket};
-use super::people::{Answer, Expect, Grant, PersonOp, Target, Who};
+use super::people::Answer;
+use super::person_plan::{Expect, Grant, PersonOp, Target, Who};
 use super::REF_PATH;
 use crate::profiles::scoped::driver::{PeopleCall, ScopedOutcome};
 use crate::world::lock;
@@ -97,7 +98,14 @@ impl Guest {
             PeopleCall::Remove { url_path } => format!("DELETE {url_path}"),
             PeopleCall::List | PeopleCall::UploadScopes => "GET (listing)".into(),
         };
+        if let (Target::In(s), Who::Own | Who::Foreign, false) =
+            (op.target, op.who, matches!(answer, Answer::Unsent))
+        {
+            let answered = (!matches!(answer, Answer::Unknown)).then_some(replied);
+            self.record(s, ticket, answered);
+        }
         let (out, writable) = match answer {
+            Answer::Unsent => return,
             Answer::Unknown => {
                 if let Some((s, path, v)) = write {
                     self.with_path(s, &path, |m| m.haunt(v));
@@ -240,6 +248,9 @@ impl Guest {
                     ScopedOutcome::Refused { reason, .. } if reason == "not_found" => None,
                     _ => return Err(format!("the download was answered {out:?}")),
                 };
+                if answer.is_some() && self.swept_away(s, ticket, path) {
+                    return Err(format!("{path} downloads as {answer:?}, though a sweep claimed the session after its last write: a request finishes an interrupted sweep first (SF-4.1, SC-5.5)"));
+                }
                 let verdict = self.with_path(s, path, |m| {
                     let w = ticket.window(path, m);
                     let ok = w.accepts(&answer);
@@ -328,7 +339,12 @@ impl Guest {
         let mut known: BTreeMap<String, (bool, bool)> = BTreeMap::new();
         let mut add = |p: &String, m: &super::paths::PathModel| {
             let w = ticket.window(p, m);
-            known.insert(p.clone(), (w.must_exist(), w.must_not_exist()));
+            let verdict = if self.swept_away(s, ticket, p) {
+                (false, true)
+            } else {
+                (w.must_exist(), w.must_not_exist())
+            };
+            known.insert(p.clone(), verdict);
         };
         self.session(s).paths.iter().for_each(|(p, m)| add(p, m));
         if readable("agent/") {
