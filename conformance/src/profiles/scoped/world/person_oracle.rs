@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::oracle::{is_infra, Guest, Sess};
+use super::oracle::{is_infra, may_land, Guest, Sess};
 use super::paths::{net_ms, Ticket};
 use super::people::Answer;
 use super::person_plan::{Expect, Grant, PersonOp, Target, Who};
@@ -215,6 +215,17 @@ impl Guest {
             };
         }
         if refused.is_some_and(is_infra) {
+            // It may still land if the store timed out (`may_land`).
+            if let (true, Some(v)) = (
+                may_land(ticket),
+                match &op.call {
+                    PeopleCall::Upload { content, .. } => Some(Some(content.clone())),
+                    PeopleCall::Remove { .. } => Some(None),
+                    _ => None,
+                },
+            ) {
+                self.with_path(s, path, |m| m.haunt(v));
+            }
             return Ok(());
         }
         if path == REF_PATH {
