@@ -43,7 +43,7 @@ const ROWS: &str = "rows";
 /// SL's policies, a session's close and two sweeps at once. Rows:
 /// a reap's batch size and crash fault. The scratchpad's (SP-1.2's recommended digest unless a
 /// thread is named by its id alone, binary content) are the in-process reference's.
-const OTHER_CAPABILITIES: [&str; 9] = [
+const OTHER_CAPABILITIES: [&str; 10] = [
     remote::CRASH_POINTS,
     remote::WRITE_DURING_SWEEP,
     remote::WRITTEN_AT_STAMP,
@@ -52,6 +52,7 @@ const OTHER_CAPABILITIES: [&str; 9] = [
     remote::SESSION_CLOSE,
     remote::CONCURRENT_SWEEPS,
     remote::ERASURE_OBLIGATIONS,
+    remote::WORKSPACE_RETENTION,
     tidemark_conformance::profiles::rows::contract::REAP_BATCHES,
 ];
 

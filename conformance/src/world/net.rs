@@ -28,7 +28,18 @@ pub async fn call<Op: Serialize, Out: DeserializeOwned>(
     seq: usize,
     op: Op,
 ) -> std::io::Result<Out> {
-    let mut stream = turmoil::net::TcpStream::connect((host, port)).await?;
+    let stream = turmoil::net::TcpStream::connect((host, port)).await?;
+    call_over(stream, client, seq, op).await
+}
+
+/// [`call`] over a connection the caller opened: a guest that must know whether its request
+/// could have reached the host (a connection never opened carried nothing) connects first.
+pub async fn call_over<Op: Serialize, Out: DeserializeOwned>(
+    mut stream: turmoil::net::TcpStream,
+    client: usize,
+    seq: usize,
+    op: Op,
+) -> std::io::Result<Out> {
     let mut line = serde_json::to_string(&Envelope { client, seq, op })?;
     line.push('\n');
     stream.write_all(line.as_bytes()).await?;

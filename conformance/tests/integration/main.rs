@@ -37,4 +37,5 @@ mod sandbox;
 mod scoped_uuid_ids;
 mod scoped_world;
 mod strict_harness;
+mod workspace_retention_scale;
 mod world;

@@ -292,6 +292,7 @@ fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
         "delete_workspace",
         "sweep",
         "apply_lifecycle",
+        "set_workspace_retention",
         "crash_at",
         "write_during_sweep",
         "close_session",

@@ -111,6 +111,96 @@ fn a_write_racing_a_sweep_that_does_not_lock_its_candidates_is_lost_and_the_safe
 }
 
 #[test]
+fn people_upload_download_list_and_are_refused_over_turmoil_http_beside_the_agents() {
+    let lines: Vec<String> = (0..4)
+        .flat_map(|seed| {
+            let r = run_scoped_world(seed, None);
+            assert!(
+                r.failure.is_none(),
+                "seed {seed}: {}\n{}",
+                r.failure.unwrap_or_default(),
+                r.trace.tail(12).join("\n")
+            );
+            r.trace.lines().to_vec()
+        })
+        .collect();
+    let person = |l: &&String| {
+        l.split(' ')
+            .any(|w| w.starts_with('p') && w[1..].parse::<u8>().is_ok())
+    };
+    // Something a person did landed and came back, and every kind of refusal SF decides was
+    // asked for: a world whose people were all refused would prove nothing.
+    for (what, needle) in [
+        ("an upload stored", "=> Written"),
+        ("a listing answered", "=> listing"),
+        ("a download answered", "=> Content"),
+        ("a request without credentials", "(anonymous)"),
+        (
+            "a request refused unauthenticated",
+            "refused unauthenticated",
+        ),
+        ("another workspace's person refused", "(foreign)"),
+        ("a session nobody has", "refused unknown_entity"),
+        ("a body past the limit", "refused too_large"),
+        ("an encoded traversal", "refused traversal"),
+        ("a look-alike scope", "refused unknown_scope"),
+        ("a removal", "DELETE"),
+    ] {
+        assert!(
+            lines.iter().filter(person).any(|l| l.contains(needle)),
+            "no person's request shows {what} in four seeds"
+        );
+    }
+}
+
+#[test]
+fn the_people_oracle_catches_every_mutant_of_the_people_api_it_reaches_within_five_seeds() {
+    use tidemark_reference::scoped::ScopedMutant;
+    for m in [
+        ScopedMutant::UploadEchoesRawPath,
+        ScopedMutant::PeopleListingRefuses,
+        ScopedMutant::ForeignSessionServed,
+        ScopedMutant::PersonWrongScopeAuthority,
+        ScopedMutant::UrlDecodedTwice,
+        ScopedMutant::UploadNotActivity,
+        ScopedMutant::PersonDeleteNeedsOnlyRead,
+        ScopedMutant::EncodedSlashSplits,
+        ScopedMutant::UploadUnbounded,
+        ScopedMutant::SessionBeforeCredentials,
+        ScopedMutant::DownloadServedInline,
+        ScopedMutant::PathRefusalIsServerError,
+        ScopedMutant::LookalikeScopeAccepted,
+        ScopedMutant::PersonCappedByAgentSettings,
+        ScopedMutant::PlusAsSpace,
+    ] {
+        let caught = (0..5).find_map(|seed| {
+            run_scoped_world(seed, Some(m))
+                .failure
+                .filter(|f| f.starts_with("safety: "))
+        });
+        assert!(
+            caught.is_some(),
+            "{} passes the people's oracle on five world seeds",
+            m.id()
+        );
+    }
+}
+
+#[test]
+fn a_persons_request_served_from_what_an_interrupted_sweep_left_is_caught_within_sixty_seeds() {
+    use tidemark_reference::scoped::ScopedMutant;
+    let caught = (0..60).find_map(|seed| {
+        run_scoped_world(seed, Some(ScopedMutant::PersonSkipsUnfinishedSweep))
+            .failure
+            .filter(|f| f.starts_with("safety: "))
+    });
+    assert!(
+        caught.is_some(),
+        "person-skips-unfinished-sweep passes the safety oracle on sixty world seeds"
+    );
+}
+
+#[test]
 fn guests_promote_and_overflow_and_the_oracle_catches_every_mutant_of_part_sl_in_its_reach_within_eight_seeds(
 ) {
     use tidemark_reference::scoped::ScopedMutant;

@@ -48,35 +48,12 @@ const SF_WITHOUT_MUTANT: &[(&str, &str)] = &[
     ),
 ];
 
-/// Why an SL rule is neither staged nor bitten yet.
-const NOT_BUILT: &str = "the reference does not build it yet (issue 23's slices built the policy sweep, the count policy, a session's close, erasure obligations, promotion and tool-output overflow); its scenarios come with it";
-
-/// The SL rules no scenario stages yet, and why.
-const SL_NOT_STAGED: &[(&str, &str)] = &[
-    ("SL-5.1", NOT_BUILT),
-    ("SL-5.2", NOT_BUILT),
-    ("SL-5.3", NOT_BUILT),
-    ("SL-5.4", NOT_BUILT),
-];
+/// The SL rules no scenario stages yet, and why: none since retention per workspace (SL-5),
+/// the last of issue 23's slices, was built.
+const SL_NOT_STAGED: &[(&str, &str)] = &[];
 
 /// The SL rules no mutant breaks, and why none is killed by a scenario yet.
 const SL_WITHOUT_MUTANT: &[(&str, &str)] = &[
-    (
-        "SL-5.1",
-        NOT_BUILT,
-    ),
-    (
-        "SL-5.2",
-        NOT_BUILT,
-    ),
-    (
-        "SL-5.3",
-        NOT_BUILT,
-    ),
-    (
-        "SL-5.4",
-        NOT_BUILT,
-    ),
     (
         "SL-6.4",
         "survival of the sweep and the deletion is staged; a promotion raced against a sweep (a `promote ... during sweep` step and its mutant) is not built yet",

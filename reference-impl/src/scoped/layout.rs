@@ -173,6 +173,11 @@ pub fn workspace_prefix(ws: &Id) -> String {
 pub fn agent_prefix(ws: &Id, agent: &Id) -> String {
     format!("agents/{ws}/{agent}/")
 }
+/// All sessions of one workspace: `sessions/<ws>/`, the prefix of a workspace's own backstop
+/// lifecycle rule (SPEC SL-5.3).
+pub fn workspace_sessions_prefix(ws: &Id) -> String {
+    format!("sessions/{ws}/")
+}
 /// All sessions of one agent: `sessions/<ws>/<agent>/`.
 pub fn agent_sessions_prefix(ws: &Id, agent: &Id) -> String {
     format!("sessions/{ws}/{agent}/")

@@ -86,11 +86,17 @@ pub enum ScopedMutant {
     CountRanksEmptiedSessions,
     UnfinishedCountSweepLeft,
     OverflowOverwrites,
+    WorkspaceRetentionMerged,
+    WorkspaceTtlOnlyShortens,
+    WorkspaceTtlAtBackstop,
+    WorkspaceRuleAtDefault,
+    WorkspaceRulesOverBudget,
+    WorkspaceRulesById,
     OverflowAtTheLimit,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 82] = [
+    pub const ALL: [ScopedMutant; 88] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -172,6 +178,12 @@ impl ScopedMutant {
         ScopedMutant::CountRanksEmptiedSessions,
         ScopedMutant::UnfinishedCountSweepLeft,
         ScopedMutant::OverflowOverwrites,
+        ScopedMutant::WorkspaceRetentionMerged,
+        ScopedMutant::WorkspaceTtlOnlyShortens,
+        ScopedMutant::WorkspaceTtlAtBackstop,
+        ScopedMutant::WorkspaceRuleAtDefault,
+        ScopedMutant::WorkspaceRulesOverBudget,
+        ScopedMutant::WorkspaceRulesById,
         ScopedMutant::OverflowAtTheLimit,
     ];
 
@@ -261,6 +273,12 @@ impl ScopedMutant {
             ScopedMutant::CountRanksEmptiedSessions => "count-ranks-emptied-sessions",
             ScopedMutant::UnfinishedCountSweepLeft => "unfinished-count-sweep-left",
             ScopedMutant::OverflowOverwrites => "overflow-overwrites",
+            ScopedMutant::WorkspaceRetentionMerged => "workspace-retention-merged",
+            ScopedMutant::WorkspaceTtlOnlyShortens => "workspace-ttl-only-shortens",
+            ScopedMutant::WorkspaceTtlAtBackstop => "workspace-ttl-at-backstop",
+            ScopedMutant::WorkspaceRuleAtDefault => "workspace-rule-at-default",
+            ScopedMutant::WorkspaceRulesOverBudget => "workspace-rules-over-budget",
+            ScopedMutant::WorkspaceRulesById => "workspace-rules-by-id",
             ScopedMutant::OverflowAtTheLimit => "overflow-at-the-limit",
         }
     }
@@ -511,6 +529,24 @@ impl ScopedMutant {
             ScopedMutant::OverflowOverwrites => {
                 "a tool result is written at the path its content's hash names, whatever holds it: the same result overflowing again overwrites the guest's edit of that file"
             }
+            ScopedMutant::WorkspaceRetentionMerged => {
+                "a workspace's retention PUT is merged into the old one: a PUT leaving the TTL unset keeps the TTL the host took away"
+            }
+            ScopedMutant::WorkspaceTtlOnlyShortens => {
+                "a workspace's TTL longer than the deployment's is clamped to it: the workspace's conversations lose their files before the retention it set"
+            }
+            ScopedMutant::WorkspaceTtlAtBackstop => {
+                "a workspace's TTL equal to the bucket's session backstop is accepted: the backstop deletes files the workspace keeps"
+            }
+            ScopedMutant::WorkspaceRuleAtDefault => {
+                "every workspace with a retention gets a lifecycle rule, one at or above the deployment's TTL too: the 1,000-rule budget is spent on rules that change nothing"
+            }
+            ScopedMutant::WorkspaceRulesOverBudget => {
+                "a lifecycle rule for every shorter workspace, past the bucket's budget: the configuration is refused and the bucket keeps no new rule at all"
+            }
+            ScopedMutant::WorkspaceRulesById => {
+                "the budget's workspace rules go to the first workspaces by id, not the shortest TTLs: a workspace with the longest gap to the backstop is left without its rule"
+            }
             ScopedMutant::OverflowAtTheLimit => {
                 "a tool result exactly at tool_output_limit_bytes is written to a file instead of shown (the limit compared with < where at or under is shown): the model is sent to read a file for output it could have seen"
             }
@@ -602,6 +638,12 @@ impl ScopedMutant {
             ScopedMutant::CountRanksEmptiedSessions => &["SL-2.1"],
             ScopedMutant::UnfinishedCountSweepLeft => &["SL-2.4"],
             ScopedMutant::OverflowOverwrites => &["SL-7.1"],
+            ScopedMutant::WorkspaceRetentionMerged => &["SL-5.1"],
+            ScopedMutant::WorkspaceTtlOnlyShortens => &["SL-5.1"],
+            ScopedMutant::WorkspaceTtlAtBackstop => &["SL-5.2"],
+            ScopedMutant::WorkspaceRuleAtDefault => &["SL-5.3"],
+            ScopedMutant::WorkspaceRulesOverBudget => &["SL-5.4"],
+            ScopedMutant::WorkspaceRulesById => &["SL-5.4"],
             ScopedMutant::OverflowAtTheLimit => &["SL-7.1"],
         }
     }

@@ -73,6 +73,20 @@ CREATE TABLE IF NOT EXISTS agent_session_counts (
     FOREIGN KEY (workspace_id, agent_id) REFERENCES agents (workspace_id, id) ON DELETE CASCADE
 );
 
+-- A workspace's own idle TTL (SPEC SL-5.1), replacing the deployment's for its sessions; gone
+-- with its workspace.
+CREATE TABLE IF NOT EXISTS workspace_retention (
+    workspace_id          text    PRIMARY KEY REFERENCES workspaces (id) ON DELETE CASCADE,
+    session_file_ttl_days integer NOT NULL CHECK (session_file_ttl_days BETWEEN 1 AND 36500)
+);
+
+-- The session backstop of the lifecycle configuration last put on the bucket: a workspace's TTL
+-- must stay shorter than it (SPEC SL-5.2). One row at most.
+CREATE TABLE IF NOT EXISTS lifecycle_applied (
+    singleton             boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    session_backstop_days integer NOT NULL
+);
+
 CREATE INDEX IF NOT EXISTS sessions_sweep_candidates
     ON sessions (last_activity_ms)
     WHERE files_swept_at_ms IS NULL;

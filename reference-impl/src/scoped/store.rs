@@ -93,6 +93,9 @@ pub struct ScopedConfig {
     /// Harness hook: the policy sweep stops after claiming its sessions and before listing
     /// them, until released, so a test can run a second sweep beside it (SPEC SL-1.3).
     pub policy_pause: Option<Arc<SweepPause>>,
+    /// The most lifecycle rules the bucket may hold (SPEC SL-5.4): S3's 1,000, lowered only so
+    /// a scenario can stage the budget with a few workspaces.
+    pub lifecycle_rule_limit: usize,
 }
 
 /// SF-4.3's default upload limit: 25 MiB.
@@ -125,6 +128,7 @@ impl ScopedConfig {
             tool_output_limit_bytes: super::policies::overflow::DEFAULT_TOOL_OUTPUT_LIMIT_BYTES,
             close_grace_days: super::policies::close::DEFAULT_CLOSE_GRACE_DAYS,
             policy_pause: None,
+            lifecycle_rule_limit: super::lifecycle::MAX_RULES,
         }
     }
 
@@ -1538,13 +1542,19 @@ impl ScopedStore {
         Ok(report)
     }
 
-    /// SQL selecting the sweep's candidates. Public so the plan can be shown (EXPLAIN) and
-    /// checked to use `sessions_sweep_candidates`.
+    /// SQL selecting the sweep's candidates: `$1` is now, `$2` the chunk, `$3` the deployment's
+    /// TTL in milliseconds, which a workspace's own replaces (SPEC SL-5.1). The first bound on
+    /// `last_activity_ms` (now minus the shortest TTL in force) is the index's range; the second
+    /// is each session's own. Public so the plan can be shown (EXPLAIN) and checked to use
+    /// `sessions_sweep_candidates`.
     pub const CANDIDATES_SQL: &'static str =
         "SELECT s.workspace_id, s.agent_id, s.id, s.last_activity_ms
            FROM sessions s
+           LEFT JOIN workspace_retention r ON r.workspace_id = s.workspace_id
           WHERE s.files_swept_at_ms IS NULL
-            AND s.last_activity_ms <= $1
+            AND s.last_activity_ms <= $1 - LEAST($3, (SELECT min(session_file_ttl_days)::bigint * 86400000
+                                                        FROM workspace_retention))
+            AND s.last_activity_ms <= $1 - COALESCE(r.session_file_ttl_days::bigint * 86400000, $3)
             AND NOT EXISTS (SELECT 1 FROM session_waits w
                              WHERE w.workspace_id = s.workspace_id AND w.agent_id = s.agent_id
                                AND w.session_id = s.id)
@@ -1593,7 +1603,7 @@ impl ScopedStore {
     }
 
     async fn sweep_idle_sessions(&self, report: &mut SweepReport) -> Result<(), ScopedError> {
-        let cutoff = self.now().0.saturating_sub(self.cfg.ttl_ms());
+        let now = self.now().0;
         let ignoring_waits = self.is(ScopedMutant::WaitsIgnored);
         // The sweep-unlocked bug: candidates read without claiming their rows, so a write can
         // touch the session and land between the listing and the deletion.
@@ -1603,7 +1613,13 @@ impl ScopedStore {
             // Any error rolls back at once and releases the claimed rows (see `settle`).
             let result: Result<bool, ScopedError> = async {
                 let sessions = tx
-                    .claim_idle_sessions(cutoff, self.cfg.sweep_chunk, ignoring_waits, claim)
+                    .claim_idle_sessions(
+                        now,
+                        self.cfg.ttl_ms(),
+                        self.cfg.sweep_chunk,
+                        ignoring_waits,
+                        claim,
+                    )
                     .await?;
                 // The close-waits-for-ttl mutant keeps a closed session past its TTL until its
                 // grace ends (SPEC SL-3.1 takes the earlier of the two).

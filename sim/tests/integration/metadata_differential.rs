@@ -2,8 +2,9 @@
 //! PostgreSQL: the same seeded random operation sequences (entities, waits, activity, sweeps
 //! that claim or merely read, two claims at once, obligations met or abandoned, deletions with
 //! their cascades and triggers, closes and the close sweep's claims, erasures recorded, proven
-//! and met, commits and rollbacks) run on both, and every answer and the
-//! tables after every step must be equal, ids included.
+//! and met, workspaces' own idle TTLs and the idle claims they shorten or lengthen, commits and
+//! rollbacks) run on both, and every answer and the tables after every step must be equal, ids
+//! included.
 
 use std::sync::Arc;
 
@@ -129,7 +130,7 @@ async fn step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<String
             let (mask, unfinished): (u32, u32) = (rng.gen(), rng.gen());
             let mut tx = m.begin().await.map_err(err)?;
             let got = tx
-                .claim_idle_sessions(cutoff, limit, ignoring, claim)
+                .claim_idle_sessions(cutoff, 0, limit, ignoring, claim)
                 .await
                 .map_err(err)?;
             for (i, k) in got.iter().enumerate() {
@@ -155,11 +156,11 @@ async fn step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<String
             let mut a = m.begin().await.map_err(err)?;
             let mut b = m.begin().await.map_err(err)?;
             let ga = a
-                .claim_idle_sessions(cutoff, l1, false, true)
+                .claim_idle_sessions(cutoff, 0, l1, false, true)
                 .await
                 .map_err(err)?;
             let gb = b
-                .claim_idle_sessions(cutoff, l2, false, true)
+                .claim_idle_sessions(cutoff, 0, l2, false, true)
                 .await
                 .map_err(err)?;
             let oa = a.claim_obligations(l1).await.map_err(err)?;
@@ -368,6 +369,36 @@ async fn close_step(m: &dyn Metadata, rng: &mut ChaCha8Rng, now: i64) -> Result<
     })
 }
 
+/// One random step of a workspace's own idle TTL (SPEC SL-5.1) on `m`: a retention set, replaced
+/// or removed, or the idle sweep's claim some days ahead, where a workspace's TTL shorter than
+/// the default takes sessions the default keeps and a longer one keeps them. Drawn from a
+/// stream of its own, so the steps of [`step`] keep their sequences.
+async fn retention_step(
+    m: &dyn Metadata,
+    rng: &mut ChaCha8Rng,
+    now: i64,
+) -> Result<String, String> {
+    use tidemark_reference::clock::DAY_MS;
+    Ok(if rng.gen_bool(0.5) {
+        let ws = pick(rng, &["w1", "w2", "w3"]);
+        let days = pick(rng, &[None, Some(1), Some(2), Some(3)]);
+        format!(
+            "retention {ws} {days:?}: {:?}",
+            m.set_workspace_retention(ws, days).await.map_err(err)?
+        )
+    } else {
+        let ahead = rng.gen_range(0..5) * DAY_MS;
+        let (limit, claim) = (rng.gen_range(1..8), rng.gen_bool(0.7));
+        let mut tx = m.begin().await.map_err(err)?;
+        let got = tx
+            .claim_idle_sessions(now + ahead, 2 * DAY_MS, limit, false, claim)
+            .await
+            .map_err(err)?;
+        tx.rollback().await.map_err(err)?;
+        format!("idle {ahead} ahead {limit} claim={claim}: {got:?}")
+    })
+}
+
 /// Everything observable through the trait, as text.
 async fn tables(m: &dyn Metadata) -> Result<String, String> {
     let mut out = format!(
@@ -384,7 +415,7 @@ async fn tables(m: &dyn Metadata) -> Result<String, String> {
     let mut tx = m.begin().await.map_err(err)?;
     for ignoring in [true, false] {
         let all = tx
-            .claim_idle_sessions(i64::MAX, 1000, ignoring, false)
+            .claim_idle_sessions(i64::MAX, 0, 1000, ignoring, false)
             .await
             .map_err(err)?;
         out.push_str(&format!("unswept ignoring={ignoring} {all:?}\n"));
@@ -418,6 +449,10 @@ async fn tables(m: &dyn Metadata) -> Result<String, String> {
         ));
     }
     tx.rollback().await.map_err(err)?;
+    out.push_str(&format!(
+        "retention {:?}\n",
+        m.workspace_retentions().await.map_err(err)?
+    ));
     for ws in ["w1", "w2"] {
         out.push_str(&format!(
             "{ws} {:?} ",
@@ -462,6 +497,7 @@ async fn the_in_memory_metadata_answers_every_operation_as_postgresql_does() {
         }
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut closes = ChaCha8Rng::seed_from_u64(seed ^ 0xc105e);
+        let mut retentions = ChaCha8Rng::seed_from_u64(seed ^ 0x5e7e);
         let mut log = Vec::new();
         for i in 0..STEPS {
             let now = (i as i64) * 1000;
@@ -482,6 +518,18 @@ async fn the_in_memory_metadata_answers_every_operation_as_postgresql_does() {
                 assert_eq!(
                     b, a,
                     "seed {seed}, step {i}: memory (left) and PostgreSQL (right) close differently\nsteps:\n{}",
+                    log.join("\n")
+                );
+            }
+            if retentions.gen_bool(0.3) {
+                let mut c1 = ChaCha8Rng::seed_from_u64(retentions.gen());
+                let mut c2 = c1.clone();
+                let a = retention_step(&real, &mut c1, now).await;
+                let b = retention_step(&mem, &mut c2, now).await;
+                log.push(format!("{a:?}"));
+                assert_eq!(
+                    b, a,
+                    "seed {seed}, step {i}: memory (left) and PostgreSQL (right) retain differently\nsteps:\n{}",
                     log.join("\n")
                 );
             }

@@ -178,6 +178,8 @@ async fn a_reused_database_is_new_in_every_table_and_sequence_and_keeps_no_sessi
         "INSERT INTO sessions (workspace_id, agent_id, id, last_activity_ms) VALUES ('w1', 'a1', 's1', 0)",
         "INSERT INTO session_waits VALUES ('w1', 'a1', 's1', 'queued', 'q1')",
         "INSERT INTO agent_session_counts (workspace_id, agent_id, keep_last) VALUES ('w1', 'a1', 3)",
+        "INSERT INTO workspace_retention (workspace_id, session_file_ttl_days) VALUES ('w1', 7)",
+        "INSERT INTO lifecycle_applied (session_backstop_days) VALUES (365)",
         "INSERT INTO storage_deletions (prefix, entity_kind, entity_id) VALUES ('sessions/w9/', 'session', 's9')",
         "INSERT INTO storage_deletion_records (deletion_id, prefix, objects_deleted, completed_at_ms)
          SELECT id, prefix, 0, 0 FROM storage_deletions",

@@ -89,15 +89,25 @@ async fn the_sweep_of_a_thousand_expired_sessions_among_ten_thousand_stays_withi
     let seeding = t0.elapsed();
 
     clock.advance_ms(40 * DAY_MS);
-    let cutoff = clock.now().0 - 30 * DAY_MS;
 
-    // The plan of the candidate query.
+    // The plan of the candidate query (now, the chunk, the deployment's TTL), with a workspace
+    // of its own shorter TTL in the database (SPEC SL-5.1), which joins and bounds the scan.
+    store
+        .create_workspace("short", ScopeSettings::default())
+        .await
+        .unwrap();
+    store
+        .set_workspace_retention("short", Some(7))
+        .await
+        .unwrap();
+    sqlx::query("ANALYZE").execute(&db.pool).await.unwrap();
     let plan: Vec<String> = sqlx::query(sqlx::AssertSqlSafe(format!(
         "EXPLAIN {}",
         ScopedStore::CANDIDATES_SQL
     )))
-    .bind(cutoff)
+    .bind(clock.now().0)
     .bind(1000_i64)
+    .bind(30 * DAY_MS)
     .fetch_all(&db.pool)
     .await
     .unwrap()

@@ -6,7 +6,8 @@ use std::time::Instant;
 /// The scoped profile's figures, measured side by side in one run: exploration seeds per second
 /// on the memory tier and on the PostgreSQL tier over the same seeds, their ratio, and the wall
 /// time of the scoped suite (as `tidemark run --profile scoped` runs it, PostgreSQL's start
-/// included).
+/// included), the people's files API's requests per second, and the retention figures
+/// ([`super::bench_retention`]).
 pub fn scoped(seeds: u64, jobs: std::num::NonZeroUsize) -> Result<String, String> {
     use crate::explore::engine::explore_seeds;
     use crate::profiles::scoped::explore::ScopedExplorer;
@@ -56,6 +57,7 @@ pub fn scoped(seeds: u64, jobs: std::num::NonZeroUsize) -> Result<String, String
             per_second.push(seeds as f64 / run.elapsed.as_secs_f64().max(1e-9));
         }
         let people = people_api(REQUESTS).await?;
+        let retention = super::bench_retention::figures().await?;
         let _ = writeln!(
             s,
             "scoped suite: {} scenarios in {:.2} s (--jobs {jobs}, PostgreSQL's start included)",
@@ -71,6 +73,7 @@ pub fn scoped(seeds: u64, jobs: std::num::NonZeroUsize) -> Result<String, String
             100.0 * per_second[1] / per_second[0]
         );
         let _ = writeln!(s, "{people}");
+        let _ = writeln!(s, "{retention}");
         Ok(s)
     })
 }

@@ -249,6 +249,14 @@ pub enum ScopedOp {
         #[serde(default)]
         agent: Option<String>,
     },
+    /// Replaces a workspace's retention whole (SPEC SL-5.1): its own idle TTL in days, or `None`
+    /// for the deployment's again. Any integer is carried, so a scenario can stage the refusal
+    /// of an absurd one (SL-1.4, SL-5.2).
+    SetWorkspaceRetention {
+        workspace: String,
+        #[serde(default)]
+        session_file_ttl_days: Option<i64>,
+    },
 }
 
 /// The person a scenario names for a request carrying no credentials.
@@ -405,6 +413,13 @@ fn config_from(
             "close_grace_days" => {
                 config.close_grace_days = u32::try_from(*v).map_err(|_| {
                     RealTierError::Scoped(ScopedError::Config(format!("close_grace_days = {v}")))
+                })?
+            }
+            "lifecycle_rule_limit" => {
+                config.lifecycle_rule_limit = usize::try_from(*v).map_err(|_| {
+                    RealTierError::Scoped(ScopedError::Config(format!(
+                        "lifecycle_rule_limit = {v}"
+                    )))
                 })?
             }
             other => {

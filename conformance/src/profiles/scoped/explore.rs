@@ -267,6 +267,9 @@ const NO_CLOSE_OPERATION: &str =
 /// Why the generator never reaches the erasure obligations' mutants (SPEC SL-4).
 const NO_ERASURE_OPERATION: &str = "the generator has no erasure request (SPEC SL-4) and its model keeps no erasure obligation; the scenarios kill it";
 
+/// Why the generator never reaches the mutants of SPEC SL-5 (retention per workspace).
+const NO_WORKSPACE_RETENTION: &str = "the generator never sets a workspace's retention nor puts a lifecycle configuration (SPEC SL-5); the scenarios kill it";
+
 /// Scoped mutants the exploration generator never reaches, and why; the scenarios kill each
 /// of them (`tidemark mutants --profile scoped`). Reaching them needs the store's error classes
 /// and lifecycle configurations among the generated operations: a new generator version.
@@ -383,6 +386,12 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "count-ranks-emptied-sessions",
         "seldom in the generator's reach: an emptied session must be newer than an older one whose wait went after the count swept past it, with the count raised in between and nothing touching either; 400 seeds on the memory tier staged none, so the scenario that stages it kills it",
     ),
+    ("workspace-retention-merged", NO_WORKSPACE_RETENTION),
+    ("workspace-ttl-only-shortens", NO_WORKSPACE_RETENTION),
+    ("workspace-ttl-at-backstop", NO_WORKSPACE_RETENTION),
+    ("workspace-rule-at-default", NO_WORKSPACE_RETENTION),
+    ("workspace-rules-over-budget", NO_WORKSPACE_RETENTION),
+    ("workspace-rules-by-id", NO_WORKSPACE_RETENTION),
 ];
 
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's

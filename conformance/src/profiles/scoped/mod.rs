@@ -22,6 +22,7 @@
 //! suite and the mutant catalogue.
 
 pub mod bench;
+pub mod bench_retention;
 pub mod bindings;
 pub mod driver;
 pub mod erasure;

@@ -133,18 +133,7 @@ impl PeopleClient {
         call: &PeopleCall,
     ) -> Result<ScopedOutcome, String> {
         let base = loopback_base_url(base_url)?;
-        let (method, url_path, body) = match call {
-            PeopleCall::Upload { url_path, content } => {
-                ("PUT", Some(url_path.as_str()), content.as_bytes().to_vec())
-            }
-            PeopleCall::Download { url_path } => ("GET", Some(url_path.as_str()), Vec::new()),
-            PeopleCall::Remove { url_path } => ("DELETE", Some(url_path.as_str()), Vec::new()),
-            PeopleCall::List | PeopleCall::UploadScopes => ("GET", None, Vec::new()),
-        };
-        let target = match url_path {
-            Some(p) => format!("/v1/agent-sessions/{session}/files/{p}"),
-            None => format!("/v1/agent-sessions/{session}/files"),
-        };
+        let (method, target, body) = request_parts(session, call);
         let request_name = format!("{method} {target}");
         let fail = |what: String| format!("{request_name}: {what}");
         let mut builder = hyper::Request::builder()
@@ -185,8 +174,27 @@ impl PeopleClient {
     }
 }
 
-/// An answer judged against SF's shapes and turned into an outcome.
-fn judge(
+/// The method, request target and body of `call` to session `session` (SF-1.1): the URL path
+/// after `/files/` exactly as the call spells it.
+pub(crate) fn request_parts(session: &str, call: &PeopleCall) -> (&'static str, String, Vec<u8>) {
+    let (method, url_path, body) = match call {
+        PeopleCall::Upload { url_path, content } => {
+            ("PUT", Some(url_path.as_str()), content.as_bytes().to_vec())
+        }
+        PeopleCall::Download { url_path } => ("GET", Some(url_path.as_str()), Vec::new()),
+        PeopleCall::Remove { url_path } => ("DELETE", Some(url_path.as_str()), Vec::new()),
+        PeopleCall::List | PeopleCall::UploadScopes => ("GET", None, Vec::new()),
+    };
+    let target = match url_path {
+        Some(p) => format!("/v1/agent-sessions/{session}/files/{p}"),
+        None => format!("/v1/agent-sessions/{session}/files"),
+    };
+    (method, target, body)
+}
+
+/// An answer judged against SF's shapes and turned into an outcome (the scoped world's person
+/// guests judge theirs with it too).
+pub(crate) fn judge(
     call: &PeopleCall,
     status: u16,
     headers: &http::HeaderMap,

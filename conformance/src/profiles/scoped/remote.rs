@@ -71,6 +71,10 @@ pub const CONCURRENT_SWEEPS: &str = "concurrent_sweeps";
 /// erasure obligations and proofs read with the queries it declares in `init_ok`'s `erasure`.
 pub const ERASURE_OBLIGATIONS: &str = "erasure_obligations";
 
+/// The capability a program claims to be sent SPEC SL-5's request (a workspace's own retention,
+/// `set_workspace_retention`), and to build its lifecycle rules from the retentions it accepted.
+pub const WORKSPACE_RETENTION: &str = "workspace_retention";
+
 /// The capability a step needs of the implementation, if any: one sent only to a program
 /// claiming it, or a harness step that reads what only such a program writes (an age-only rule
 /// reads the write stamps, SC-7.4).
@@ -117,6 +121,7 @@ pub fn side(op: &ScopedOp) -> Side {
         ScopedOp::CloseSession { .. } => Side::ImplementationWith(SESSION_CLOSE),
         ScopedOp::ConcurrentSweeps => Side::ImplementationWith(CONCURRENT_SWEEPS),
         ScopedOp::RequestErasure { .. } => Side::ImplementationWith(ERASURE_OBLIGATIONS),
+        ScopedOp::SetWorkspaceRetention { .. } => Side::ImplementationWith(WORKSPACE_RETENTION),
         ScopedOp::Restart
         | ScopedOp::Faults { .. }
         | ScopedOp::Heal
@@ -208,6 +213,10 @@ pub fn config_for(
             "close_grace_days" => {
                 config.close_grace_days = u32::try_from(*v)
                     .map_err(|_| format!("close_grace_days = {v} is out of range"))?
+            }
+            "lifecycle_rule_limit" => {
+                config.lifecycle_rule_limit = usize::try_from(*v)
+                    .map_err(|_| format!("lifecycle_rule_limit = {v} is out of range"))?
             }
             other => return Err(format!("the scoped reference has no knob {other:?}")),
         }
@@ -595,11 +604,18 @@ pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutc
         ScopedOp::ApplyLifecycle {
             session_backstop_days,
         } => {
-            s.apply_lifecycle(&LifecycleConfiguration::for_profile(
-                *session_backstop_days,
-                7,
-            ))
-            .await?;
+            // SC-7.1's three rules, and a rule per workspace shorter than the deployment
+            // (SPEC SL-5.3; none while no workspace has set its own retention).
+            s.apply_lifecycle_with_retention(*session_backstop_days)
+                .await?;
+            ScopedOutcome::Ok
+        }
+        ScopedOp::SetWorkspaceRetention {
+            workspace,
+            session_file_ttl_days,
+        } => {
+            s.set_workspace_retention(workspace, *session_file_ttl_days)
+                .await?;
             ScopedOutcome::Ok
         }
         ScopedOp::SetSessionCount {
@@ -791,7 +807,8 @@ pub async fn run_age_rule(
 /// what SPEC SC-7.1 pins and not by the ids, which are the implementation's choice: a rule is
 /// `PREFIX` (`""` for an empty one; a filter that is not a prefix is spelled `tag:K=V`,
 /// `size>N`, `size<N`, `and(...)` or `no-filter`), then `expire Nd` or `expire on DATE`,
-/// `abort Nd`, and `disabled` when it is not enabled, with anything else the rule carries
+/// `abort Nd` (left out of a workspace's own rule under `sessions/` when no shorter than the
+/// session class rule's, which covers it: SPEC SL-5.3), and `disabled` when it is not enabled, with anything else the rule carries
 /// (noncurrent versions, transitions, delete markers) named so that it never matches silently.
 /// Ids that SC-7.2 forbids (empty, longer than 255 characters, or used twice) add one entry
 /// naming them, so no expectation can match them either.
@@ -859,6 +876,31 @@ pub async fn lifecycle_rules(
         }
         "no-filter".into()
     };
+    // A rule's prefix, in either spelling (the filter's, or the older one outside it).
+    #[allow(deprecated)]
+    let prefix_of = |r: &aws_sdk_s3::types::LifecycleRule| -> Option<String> {
+        r.filter()
+            .and_then(|f| f.prefix())
+            .or(r.prefix())
+            .map(str::to_string)
+    };
+    let abort_of = |r: &aws_sdk_s3::types::LifecycleRule| {
+        r.abort_incomplete_multipart_upload()
+            .and_then(|a| a.days_after_initiation())
+    };
+    // The session class's multipart abort covers every workspace's own rule under it (SPEC
+    // SL-5.3): where rules overlap the shortest wins (SC-7.3), so a workspace rule's abort no
+    // shorter than the class's changes nothing and is the implementation's own to carry or not.
+    let class_abort = got
+        .rules()
+        .iter()
+        .filter(|r| prefix_of(r).as_deref() == Some("sessions/"))
+        .filter_map(abort_of)
+        .min();
+    let redundant_abort = |r: &aws_sdk_s3::types::LifecycleRule| {
+        let nested = prefix_of(r).is_some_and(|p| p.starts_with("sessions/") && p != "sessions/");
+        matches!((abort_of(r), class_abort), (Some(a), Some(c)) if nested && a >= c)
+    };
     let mut rules: Vec<(String, String)> = Vec::new();
     let mut ids = std::collections::BTreeMap::<String, usize>::new();
     #[allow(deprecated)]
@@ -881,10 +923,7 @@ pub async fn lifecycle_rules(
                 d.push_str(" expire delete-markers");
             }
         }
-        if let Some(days) = r
-            .abort_incomplete_multipart_upload()
-            .and_then(|a| a.days_after_initiation())
-        {
+        if let Some(days) = abort_of(r).filter(|_| !redundant_abort(r)) {
             d.push_str(&format!(" abort {days}d"));
         }
         if r.noncurrent_version_expiration().is_some() {

@@ -35,6 +35,7 @@
 //!   `script_close.rs`, which [`action`] falls through to)
 //! - `erase workspace W within D`, `erase agent W/A within D`, `erasure of SUBJECT`,
 //!   `proof of SUBJECT` (SPEC SL-4; their parsing is `erasure_script.rs`'s)
+//! - `retention of W ttl N days`, `retention of W default` (a workspace's retention, SL-5)
 //!
 //! Expectations after `=>` (a step without one must answer `ok`): `ok`, `written PATH`,
 //! `"CONTENT"`, `text "TEXT"`, `no text`, `[a, b, ...]`, `in order [a, b, ...]`, `refused REASON`,
@@ -420,6 +421,9 @@ pub const SCOPED_KNOBS: &[(&str, i64, i64)] = &[
     ("tool_output_limit_bytes", 1, 1 << 30),
     // SL-3.1: a closed session is swept this many days after its close (default 7).
     ("close_grace_days", 1, 36_500),
+    // SL-5.4: the most lifecycle rules the bucket holds, S3's 1,000 at most and the three class
+    // rules at least; lowered, a scenario stages the budget with a few workspaces.
+    ("lifecycle_rule_limit", 3, 1000),
 ];
 
 fn knob(name: &str, value: &str, knobs: &mut BTreeMap<String, i64>) -> Result<(), String> {
@@ -727,6 +731,17 @@ fn action(w: &[String]) -> Result<Action, String> {
                 keep_last: None,
             }
         }
+        ["retention", "of", ws, "ttl", n, "days" | "day"] => ScopedOp::SetWorkspaceRetention {
+            workspace: ws.into(),
+            session_file_ttl_days: Some(
+                n.parse()
+                    .map_err(|_| format!("a TTL is a whole number of days, not {:?}", clip(n)))?,
+            ),
+        },
+        ["retention", "of", ws, "default"] => ScopedOp::SetWorkspaceRetention {
+            workspace: ws.into(),
+            session_file_ttl_days: None,
+        },
         [t, "tool", "output", content] => ScopedOp::ToolOutput {
             turn: turn(t)?,
             content: unquote(content)?,

@@ -257,6 +257,13 @@ impl IdMap {
                 workspace: self.id(&workspace),
                 agent: agent.map(|a| self.id(&a)),
             },
+            SetWorkspaceRetention {
+                workspace,
+                session_file_ttl_days,
+            } => SetWorkspaceRetention {
+                workspace: self.id(&workspace),
+                session_file_ttl_days,
+            },
             other @ (Sweep
             | ConcurrentSweeps
             | CrashAt { .. }
@@ -313,6 +320,19 @@ impl Script {
                 if answers_keys(op) {
                     for item in items.iter_mut() {
                         *item = ids.key(item);
+                    }
+                }
+                // A lifecycle rule is described from its prefix on (`sessions/w1/ expire 12d`):
+                // a workspace's own rule names it (SPEC SL-5.3).
+                if matches!(op, ScopedOp::LifecycleRules) {
+                    for item in items.iter_mut() {
+                        let (prefix, rest) = item.split_once(' ').unwrap_or((item.as_str(), ""));
+                        let mapped = ids.key(prefix);
+                        *item = if rest.is_empty() {
+                            mapped
+                        } else {
+                            format!("{mapped} {rest}")
+                        };
                     }
                 }
             }

@@ -61,6 +61,10 @@ struct Tables {
     session_counts: BTreeMap<(String, String), i64>,
     /// Erasure obligations and their proofs (SPEC SL-4).
     erasure: erasure::ErasureTables,
+    /// `workspace_retention`: workspace -> its own idle TTL in days (SPEC SL-5.1).
+    workspace_retention: BTreeMap<String, i64>,
+    /// `lifecycle_applied`: the session backstop last put on the bucket (SPEC SL-5.2).
+    applied_session_backstop: Option<i64>,
 }
 
 /// A lockable row.
@@ -103,6 +107,10 @@ impl Overlay {
             }
         }
         for (k, v) in self.workspaces {
+            if v.is_none() {
+                // The retention goes with its workspace (ON DELETE CASCADE).
+                t.workspace_retention.remove(&k);
+            }
             put(&mut t.workspaces, k, v);
         }
         for (k, v) in self.agents {
@@ -523,9 +531,70 @@ impl Metadata for MemoryMetadata {
             .collect())
     }
 
+    async fn set_workspace_retention(
+        &self,
+        ws: &str,
+        ttl_days: Option<i64>,
+    ) -> Result<bool, ScopedError> {
+        // The foreign-key check shares the workspace row: it waits for a deleter holding it.
+        let parent = RowKey::Workspace(ws.to_string());
+        Ok(self
+            .shared
+            .until_free(|st| {
+                if st.held_by_other(&parent, None) {
+                    return None;
+                }
+                if !st.tables.workspaces.contains_key(ws) {
+                    return Some(false);
+                }
+                match ttl_days {
+                    Some(d) => st.tables.workspace_retention.insert(ws.to_string(), d),
+                    None => st.tables.workspace_retention.remove(ws),
+                };
+                Some(true)
+            })
+            .await)
+    }
+
+    async fn workspace_retentions(&self) -> Result<Vec<(String, i64)>, ScopedError> {
+        Ok(self
+            .shared
+            .lock()
+            .tables
+            .workspace_retention
+            .iter()
+            .map(|(w, d)| (w.clone(), *d))
+            .collect())
+    }
+
+    async fn applied_session_backstop(&self) -> Result<Option<i64>, ScopedError> {
+        Ok(self.shared.lock().tables.applied_session_backstop)
+    }
+
+    async fn record_applied_session_backstop(&self, days: i64) -> Result<(), ScopedError> {
+        self.shared.lock().tables.applied_session_backstop = Some(days);
+        Ok(())
+    }
+
     async fn lock_waiters(&self) -> Result<u64, ScopedError> {
         Ok(self.shared.waiting.load(Ordering::SeqCst))
     }
+}
+
+/// Whether a session last active at `last_activity_ms` has been idle its workspace's TTL at
+/// `now_ms` (`CANDIDATES_SQL`'s bound): the workspace's own (SPEC SL-5.1), else the default.
+fn idle_long_enough(
+    t: &Tables,
+    key: &SessionKey,
+    last_activity_ms: i64,
+    now_ms: i64,
+    default_ttl_ms: i64,
+) -> bool {
+    let ttl_ms = t
+        .workspace_retention
+        .get(&key.workspace)
+        .map_or(default_ttl_ms, |d| d.saturating_mul(crate::clock::DAY_MS));
+    last_activity_ms <= now_ms.saturating_sub(ttl_ms)
 }
 
 /// An open in-memory transaction.
@@ -604,11 +673,13 @@ impl View<'_> {
 
     /// Sessions of an agent, in key order.
     fn sessions_of(&self, ws: &str, agent: &str) -> Vec<SessionKey> {
+        // The table is ordered by (workspace, agent, session): the agent's rows are one range.
         let mut v: BTreeSet<SessionKey> = self
             .t
             .sessions
-            .keys()
-            .filter(|k| k.workspace == ws && k.agent == agent)
+            .range(SessionKey::new(ws, agent, "")..)
+            .map(|(k, _)| k)
+            .take_while(|k| k.workspace == ws && k.agent == agent)
             .cloned()
             .collect();
         for (k, row) in &self.o.sessions {
@@ -764,7 +835,8 @@ impl MemTx {
     fn candidates(
         &self,
         st: &State,
-        cutoff_ms: i64,
+        now_ms: i64,
+        default_ttl_ms: i64,
         ignoring_waits: bool,
     ) -> Vec<(i64, SessionKey)> {
         let view = self.view(st);
@@ -773,7 +845,10 @@ impl MemTx {
         let mut v: Vec<(i64, SessionKey)> = keys
             .into_iter()
             .filter_map(|k| view.session(k).map(|r| (k, r)))
-            .filter(|(_, r)| r.files_swept_at_ms.is_none() && r.last_activity_ms <= cutoff_ms)
+            .filter(|(k, r)| {
+                r.files_swept_at_ms.is_none()
+                    && idle_long_enough(&st.tables, k, r.last_activity_ms, now_ms, default_ttl_ms)
+            })
             .filter(|(k, _)| ignoring_waits || !view.has_wait(k))
             .map(|(k, r)| (r.last_activity_ms, k.clone()))
             .collect();
@@ -830,7 +905,8 @@ impl MetaTx for MemTx {
 
     async fn claim_idle_sessions(
         &mut self,
-        cutoff_ms: i64,
+        now_ms: i64,
+        default_ttl_ms: i64,
         limit: i64,
         ignoring_waits: bool,
         claim: bool,
@@ -847,7 +923,16 @@ impl MetaTx for MemTx {
                 .tables
                 .sessions
                 .iter()
-                .filter(|(_, r)| r.files_swept_at_ms.is_none() && r.last_activity_ms <= cutoff_ms)
+                .filter(|(k, r)| {
+                    r.files_swept_at_ms.is_none()
+                        && idle_long_enough(
+                            &st.tables,
+                            k,
+                            r.last_activity_ms,
+                            now_ms,
+                            default_ttl_ms,
+                        )
+                })
                 .filter(|(k, _)| ignoring_waits || !outside.has_wait(k))
                 .map(|(k, r)| (r.last_activity_ms, k.clone()))
                 .collect();
@@ -855,7 +940,7 @@ impl MetaTx for MemTx {
             return Ok(v.into_iter().take(limit).map(|(_, k)| k).collect());
         }
         let picked: Vec<SessionKey> = self
-            .candidates(&st, cutoff_ms, ignoring_waits)
+            .candidates(&st, now_ms, default_ttl_ms, ignoring_waits)
             .into_iter()
             .map(|(_, k)| k)
             .filter(|k| !st.held_by_other(&RowKey::Session(k.clone()), Some(self.id)))
@@ -1301,7 +1386,7 @@ mod tests {
             .unwrap();
         m.insert_session(&key("w1", "a1", "s1"), 0).await.unwrap();
         let mut tx = m.begin().await.unwrap();
-        let idle = tx.claim_idle_sessions(0, 10, false, true).await.unwrap();
+        let idle = tx.claim_idle_sessions(0, 0, 10, false, true).await.unwrap();
         assert!(idle.contains(&key("w1", "a1", "s1")));
         assert!(m.session_exists(&key("w2", "b1", "t1")).await.unwrap());
     }
@@ -1332,7 +1417,7 @@ mod tests {
             let mut tx = m2.begin().await.unwrap();
             tx.lock_session(&k2).await.unwrap();
             // Claimed by this transaction now: the candidates cut off at 60 must not skip it.
-            let seen = tx.claim_idle_sessions(60, 10, true, true).await.unwrap();
+            let seen = tx.claim_idle_sessions(60, 0, 10, true, true).await.unwrap();
             tx.commit().await.unwrap();
             seen
         });
@@ -1356,18 +1441,27 @@ mod tests {
         let mut writer = m.begin().await.unwrap();
         writer.lock_session(&key("w1", "a1", "s2")).await.unwrap();
         let mut sweep = m.begin().await.unwrap();
-        let claimed = sweep.claim_idle_sessions(0, 2, true, true).await.unwrap();
+        let claimed = sweep
+            .claim_idle_sessions(0, 0, 2, true, true)
+            .await
+            .unwrap();
         assert_eq!(claimed, [key("w1", "a1", "s1"), key("w1", "a2", "s3")]);
         let mut other = m.begin().await.unwrap();
-        let rest = other.claim_idle_sessions(0, 10, true, true).await.unwrap();
+        let rest = other
+            .claim_idle_sessions(0, 0, 10, true, true)
+            .await
+            .unwrap();
         assert_eq!(rest, [key("w2", "b1", "t1")]);
         // Read without claiming, everything is there.
-        let unlocked = other.claim_idle_sessions(0, 10, true, false).await.unwrap();
+        let unlocked = other
+            .claim_idle_sessions(0, 0, 10, true, false)
+            .await
+            .unwrap();
         assert_eq!(unlocked.len(), 4);
         // A session with a wait is not a candidate unless waits are ignored.
         let mut fresh = m.begin().await.unwrap();
         let not_ignoring = fresh
-            .claim_idle_sessions(0, 10, false, false)
+            .claim_idle_sessions(0, 0, 10, false, false)
             .await
             .unwrap();
         assert!(!not_ignoring.contains(&key("w1", "a1", "s1")));

@@ -175,6 +175,25 @@ pub trait Metadata: ErasureMetadata + Send + Sync {
     /// Every count policy `(workspace, agent, keep_last)`, in key order.
     async fn session_counts(&self) -> Result<Vec<(String, String, i64)>, ScopedError>;
 
+    /// Sets (`Some(days)`) or removes (`None`) a workspace's own idle TTL (SPEC SL-5.1): the
+    /// retention is replaced whole. `false` when the workspace does not exist. The workspace's
+    /// deletion removes it (a cascade).
+    async fn set_workspace_retention(
+        &self,
+        ws: &str,
+        ttl_days: Option<i64>,
+    ) -> Result<bool, ScopedError>;
+
+    /// Every workspace's own idle TTL `(workspace, days)`, in workspace order.
+    async fn workspace_retentions(&self) -> Result<Vec<(String, i64)>, ScopedError>;
+
+    /// The session backstop, in days, of the last lifecycle configuration put on the bucket
+    /// (SPEC SL-5.2 measures a workspace's TTL against it); `None` before the first.
+    async fn applied_session_backstop(&self) -> Result<Option<i64>, ScopedError>;
+
+    /// Remembers the session backstop of the configuration just put on the bucket.
+    async fn record_applied_session_backstop(&self, days: i64) -> Result<(), ScopedError>;
+
     /// Harness probe: how many statements are waiting for a row lock right now. A race test
     /// uses it to see that a write is blocked behind a sweep rather than merely slow.
     async fn lock_waiters(&self) -> Result<u64, ScopedError>;
@@ -200,14 +219,16 @@ pub trait MetaTx: ErasureTx + Send {
     /// closed session, SPEC SL-3.2).
     async fn touch(&mut self, key: &SessionKey, now_ms: i64) -> Result<(), ScopedError>;
 
-    /// Sessions not yet swept whose activity is at or before `cutoff_ms` and (unless
+    /// Sessions not yet swept, idle at `now_ms` for at least their workspace's TTL (its own,
+    /// SPEC SL-5.1, else `default_ttl_ms`: `last_activity_ms <= now_ms - ttl`) and (unless
     /// `ignoring_waits`) with no wait, oldest first, at most `limit`. With `claim` they are
     /// locked for this transaction and rows another transaction holds are skipped
     /// (`FOR UPDATE SKIP LOCKED`); without it they are merely read, outside the transaction
     /// (the sweep-unlocked mutant).
     async fn claim_idle_sessions(
         &mut self,
-        cutoff_ms: i64,
+        now_ms: i64,
+        default_ttl_ms: i64,
         limit: i64,
         ignoring_waits: bool,
         claim: bool,

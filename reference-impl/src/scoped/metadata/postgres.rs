@@ -23,11 +23,13 @@ impl PostgresMetadata {
     }
 }
 
+/// [`ScopedStore::CANDIDATES_SQL`] without its wait check (the waits-ignored mutant).
 const CANDIDATES_IGNORING_WAITS_SQL: &str =
     "SELECT s.workspace_id, s.agent_id, s.id, s.last_activity_ms
        FROM sessions s
+       LEFT JOIN workspace_retention r ON r.workspace_id = s.workspace_id
       WHERE s.files_swept_at_ms IS NULL
-        AND s.last_activity_ms <= $1
+        AND s.last_activity_ms <= $1 - COALESCE(r.session_file_ttl_days::bigint * 86400000, $3)
       ORDER BY s.last_activity_ms, s.workspace_id, s.agent_id, s.id
       LIMIT $2
       FOR UPDATE OF s SKIP LOCKED";
@@ -347,6 +349,73 @@ impl Metadata for PostgresMetadata {
             .map_err(ScopedError::db("row"))
     }
 
+    async fn set_workspace_retention(
+        &self,
+        ws: &str,
+        ttl_days: Option<i64>,
+    ) -> Result<bool, ScopedError> {
+        // One statement each way, so a retention is never half replaced; the workspace's row
+        // is shared (FOR KEY SHARE) by the insert's foreign key, so a deleter waits or wins.
+        let affected = match ttl_days {
+            Some(days) => sqlx::query(
+                "INSERT INTO workspace_retention (workspace_id, session_file_ttl_days)
+                 SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM workspaces WHERE id = $1)
+                 ON CONFLICT (workspace_id)
+                 DO UPDATE SET session_file_ttl_days = EXCLUDED.session_file_ttl_days",
+            )
+            .bind(ws)
+            .bind(days as i32)
+            .execute(&self.pool)
+            .await
+            .map_err(ScopedError::db("set workspace retention"))?
+            .rows_affected(),
+            None => {
+                sqlx::query("DELETE FROM workspace_retention WHERE workspace_id = $1")
+                    .bind(ws)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(ScopedError::db("set workspace retention"))?;
+                0
+            }
+        };
+        if affected > 0 {
+            return Ok(true);
+        }
+        self.workspace_exists(ws).await
+    }
+
+    async fn workspace_retentions(&self) -> Result<Vec<(String, i64)>, ScopedError> {
+        let rows: Vec<(String, i32)> = sqlx::query_as(
+            "SELECT workspace_id, session_file_ttl_days FROM workspace_retention
+              ORDER BY workspace_id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(ScopedError::db("read workspace retention"))?;
+        Ok(rows.into_iter().map(|(w, d)| (w, i64::from(d))).collect())
+    }
+
+    async fn applied_session_backstop(&self) -> Result<Option<i64>, ScopedError> {
+        let days: Option<i32> =
+            sqlx::query_scalar("SELECT session_backstop_days FROM lifecycle_applied")
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(ScopedError::db("read the applied backstop"))?;
+        Ok(days.map(i64::from))
+    }
+
+    async fn record_applied_session_backstop(&self, days: i64) -> Result<(), ScopedError> {
+        sqlx::query(
+            "INSERT INTO lifecycle_applied (singleton, session_backstop_days) VALUES (true, $1)
+             ON CONFLICT (singleton) DO UPDATE SET session_backstop_days = EXCLUDED.session_backstop_days",
+        )
+        .bind(i32::try_from(days).unwrap_or(i32::MAX))
+        .execute(&self.pool)
+        .await
+        .map_err(ScopedError::db("record the applied backstop"))?;
+        Ok(())
+    }
+
     async fn lock_waiters(&self) -> Result<u64, ScopedError> {
         let n: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM pg_stat_activity
@@ -429,7 +498,8 @@ impl MetaTx for PgTx {
 
     async fn claim_idle_sessions(
         &mut self,
-        cutoff_ms: i64,
+        now_ms: i64,
+        default_ttl_ms: i64,
         limit: i64,
         ignoring_waits: bool,
         claim: bool,
@@ -441,8 +511,9 @@ impl MetaTx for PgTx {
         };
         let rows = if claim {
             sqlx::query(sql)
-                .bind(cutoff_ms)
+                .bind(now_ms)
                 .bind(limit)
+                .bind(default_ttl_ms)
                 .fetch_all(&mut *self.tx)
                 .await
         } else {
@@ -450,8 +521,9 @@ impl MetaTx for PgTx {
             // can touch the session and land between the listing and the deletion.
             let unlocked = sql.replace("FOR UPDATE OF s SKIP LOCKED", "");
             sqlx::query(sqlx::AssertSqlSafe(unlocked))
-                .bind(cutoff_ms)
+                .bind(now_ms)
                 .bind(limit)
+                .bind(default_ttl_ms)
                 .fetch_all(&self.pool)
                 .await
         }

@@ -39,6 +39,9 @@ impl Person {
 
 /// The tokens this process minted. A token is the sha256 of a secret the deployment hands in
 /// and a counter: unguessable without the secret, and the same on every run given the same one.
+/// So every process needs a secret of its own: a restarted process given its predecessor's
+/// secret mints that process's first token again, for whoever asks first, and a person's old
+/// token would name someone else (the scoped world found it; it hands each boot its own secret).
 pub struct Credentials {
     secret: Vec<u8>,
     issued: Mutex<BTreeMap<String, Person>>,

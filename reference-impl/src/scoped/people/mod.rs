@@ -3,7 +3,8 @@
 //!
 //! - [`url`]: a request's path to a session, a scope and a guest path, decoded exactly once.
 //! - [`credentials`]: the reference's own credential scheme, opaque bearer tokens it mints.
-//! - [`server`]: the routes, served by axum on a loopback listener.
+//! - [`server`]: the routes, served by axum on a loopback listener, or on a listener the caller
+//!   owns ([`PeopleRoutes`]: the scoped turmoil world serves them over simulated TCP).
 
 pub mod credentials;
 pub mod server;
@@ -17,7 +18,7 @@ use super::store::ScopedStore;
 use super::ScopedError;
 
 pub use credentials::{Credentials, Person};
-pub use server::PeopleApi;
+pub use server::{PeopleApi, PeopleRoutes};
 
 /// The store a running API serves. A process that reopens its store (after an injected crash,
 /// or a harness's restart in process) puts the new one here, and the next request uses it.

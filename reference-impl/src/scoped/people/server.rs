@@ -32,7 +32,7 @@ pub const NOW_HEADER: &str = "tidemark-now-ms";
 /// and every connection it serves.
 pub struct PeopleApi {
     base_url: String,
-    state: Arc<ApiState>,
+    routes: PeopleRoutes,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -59,16 +59,8 @@ impl PeopleApi {
     ) -> std::io::Result<PeopleApi> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let base_url = format!("http://{}", listener.local_addr()?);
-        let state = Arc::new(ApiState {
-            store,
-            clock,
-            credentials: Credentials::new(secret),
-        });
-        let app = Router::new()
-            .route("/v1/agent-sessions/{id}/files", any(handle))
-            .route("/v1/agent-sessions/{id}/files/{*path}", any(handle))
-            .fallback(handle)
-            .with_state(state.clone());
+        let routes = PeopleRoutes::new(store, clock, secret);
+        let serving = routes.clone();
         let task = tokio::spawn(async move {
             // Connections end with the listener: aborting this task drops the set.
             let mut connections = tokio::task::JoinSet::new();
@@ -76,18 +68,14 @@ impl PeopleApi {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
-                let service = TowerToHyperService::new(app.clone());
-                connections.spawn(async move {
-                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
+                let routes = serving.clone();
+                connections.spawn(async move { routes.serve_connection(stream).await });
                 while connections.try_join_next().is_some() {}
             }
         });
         Ok(PeopleApi {
             base_url,
-            state,
+            routes,
             task,
         })
     }
@@ -99,7 +87,49 @@ impl PeopleApi {
 
     /// Credentials for `person`: the headers their requests carry.
     pub fn mint(&self, person: Person) -> BTreeMap<String, String> {
+        self.routes.mint(person)
+    }
+}
+
+/// The API's routes and the credentials they accept, for whoever owns the listener:
+/// [`PeopleApi::serve`] on loopback, or a simulation's host over its simulated network (the
+/// scoped turmoil world serves them over turmoil's TCP). Clones share the credentials.
+#[derive(Clone)]
+pub struct PeopleRoutes {
+    state: Arc<ApiState>,
+    app: Router,
+}
+
+impl PeopleRoutes {
+    /// The routes over the store in `store`; `clock` and `secret` as for [`PeopleApi::serve`].
+    pub fn new(store: StoreSlot, clock: Option<ManualClock>, secret: &[u8]) -> PeopleRoutes {
+        let state = Arc::new(ApiState {
+            store,
+            clock,
+            credentials: Credentials::new(secret),
+        });
+        let app = Router::new()
+            .route("/v1/agent-sessions/{id}/files", any(handle))
+            .route("/v1/agent-sessions/{id}/files/{*path}", any(handle))
+            .fallback(handle)
+            .with_state(state.clone());
+        PeopleRoutes { state, app }
+    }
+
+    /// Credentials for `person`: the headers their requests carry.
+    pub fn mint(&self, person: Person) -> BTreeMap<String, String> {
         self.state.credentials.mint(person)
+    }
+
+    /// Serves one accepted connection (HTTP/1.1 or HTTP/2) until the client closes it.
+    pub async fn serve_connection<I>(&self, io: I)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let service = TowerToHyperService::new(self.app.clone());
+        let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+            .serve_connection(TokioIo::new(io), service)
+            .await;
     }
 }
 

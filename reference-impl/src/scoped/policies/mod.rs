@@ -11,8 +11,7 @@
 //! - [`erasure`]: erasure obligations with a deadline, and their proofs (SL-4).
 //! - [`unfinished`]: the sessions a sweep left unfinished, finished by the next one whatever
 //!   swept them (SL-2.4, SL-1.2).
-//!
-//! Not built yet (issue 23): retention per workspace and its lifecycle rules (SL-5).
+//! - [`workspace_retention`]: a workspace's own idle TTL and its backstop lifecycle rule (SL-5).
 
 pub mod close;
 pub mod count;
@@ -21,6 +20,7 @@ pub mod overflow;
 pub mod promotion;
 pub mod sweep;
 pub mod unfinished;
+pub mod workspace_retention;
 
 /// The largest count a policy may keep (SL-1.4): past it, a count is a typo, not a policy.
 pub const MAX_KEEP_LAST: i64 = 100_000;

@@ -9,6 +9,7 @@ use tidemark_reference::scoped::Access;
 use tidemark_sim::seed::MasterSeed;
 
 use super::oracle::{refused_spellings, Guest, Sess, PROMOTED, TRAVERSALS};
+use super::person_plan::readable_by_agent;
 use super::{
     turn, AGENTS, EXPOSED, GUESTS, HOME, OPS_PER_CLIENT, REF_PATH, SKILL_PATH,
     TOOL_OUTPUT_LIMIT_BYTES,
@@ -44,6 +45,7 @@ pub(super) fn guest_plan(master: MasterSeed, g: &Guest) -> Plan {
     // Hostile spellings draw from their own stream, so adding spellings never moves the rest
     // of a guest's plan (the races a seed is known to stage stay staged).
     let mut hostile_rng = master.stream(&format!("scoped-world-guest-{c}-hostile"));
+    let mut people_rng = master.stream(&format!("scoped-world-guest-{c}-people"));
     // Part SL's calls likewise: they come between the others, which keep their draws.
     let mut policy_rng = master.stream(&format!("scoped-world-guest-{c}-policy"));
     let mut n = 0;
@@ -164,6 +166,23 @@ pub(super) fn guest_plan(master: MasterSeed, g: &Guest) -> Plan {
             (s, op)
         };
         plan.push((pause, s, op, false));
+        // What the guest's person uploads, read by the agent by the same name (its own
+        // stream, so the rest of the plan stays as it was).
+        if people_rng.gen_bool(0.2) {
+            let names = readable_by_agent(c);
+            let path = &names[people_rng.gen_range(0..names.len())];
+            let s = if people_rng.gen_bool(0.7) {
+                Sess::Active
+            } else {
+                Sess::Kept
+            };
+            let op = if people_rng.gen_bool(0.5) {
+                read(s, path)
+            } else {
+                read_text(s, path)
+            };
+            plan.push((5, s, op, false));
+        }
         if policy_rng.gen_bool(0.2) {
             let tag = plan.len();
             for (s, op) in policy_calls(&mut policy_rng, g, tag) {

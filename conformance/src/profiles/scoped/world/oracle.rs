@@ -1,22 +1,24 @@
 //! The scoped world's oracle. Safety: each guest's exact model of what it wrote ([`Guest`]),
-//! every answer checked against it as it arrives (`Guest::observe`). Liveness: after the heal
-//! and one sweep, what the store and the metadata hold ([`liveness`]). Part SL's share (count
-//! policies, promotions, tool results) is in [`policies`].
+//! every answer checked against it as it arrives (`Guest::observe`; a person's answers in
+//! `super::person_oracle`, against the same model). Liveness: after the heal and one sweep,
+//! what the store and the metadata hold (`super::liveness`). Part SL's share (count policies,
+//! promotions, tool results) is in [`policies`]. Past 800 lines because a guest's verdicts all
+//! read and change its one model; what else could go has gone to `paths`, `claims`, `policies`.
 
-mod policies;
+pub(super) mod policies;
 pub(super) use policies::PROMOTED;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 use tidemark_reference::clock::DAY_MS;
-use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata, SessionKey};
-use tidemark_sim::clock::EPOCH;
-use tidemark_sim::real_tier::memory_s3::MemoryHandle;
 
+use super::claims::{Request, Sweeps};
+use super::paths::{net_ms, PathModel, Ticket};
 use super::{
-    summary, sweep_started, turn, AGENTS, BUCKET, EXPOSED, HOME, REF_PATH, SKILL_CONTENT,
-    SKILL_NAME, SKILL_PATH, TTL_DAYS,
+    summary, turn, AGENTS, EXPOSED, HOME, REF_PATH, SKILL_CONTENT, SKILL_NAME, SKILL_PATH, TTL_DAYS,
 };
 use crate::profiles::scoped::driver::{ScopedOp, ScopedOutcome, Turn};
+use crate::world::lock;
 
 /// How close to the TTL a session's idle time may come before the oracle stops promising its
 /// files. The server stamps activity when it handles a request (after the guest sent it) and the
@@ -61,12 +63,9 @@ pub(super) fn refused_spellings(t: &Turn) -> Vec<(String, &'static str, &'static
 }
 
 /// Whether `content` may be read at `path` from turn `t`: session files must carry the
-/// session's identity, agent files the agent's (a promoted one, a session file's of that
-/// agent), workspace files the workspace's.
+/// session's identity, agent files the agent's, workspace files the workspace's.
 fn identity_ok(t: &Turn, path: &str, content: &str) -> bool {
-    if let Some(ok) =
-        policies::promoted_identity(&format!("{}/{}/", t.workspace, t.agent), path, content)
-    {
+    if let Some(ok) = policies::promoted_identity(t, path, content) {
         return ok;
     }
     let owner = match path.split('/').next() {
@@ -77,48 +76,6 @@ fn identity_ok(t: &Turn, path: &str, content: &str) -> bool {
         _ => return false,
     };
     content.starts_with(&owner) && content.contains(&format!("/{path}#"))
-}
-
-/// What a reply may be for one path: `None` is "not found".
-#[derive(Clone, Debug, Default)]
-struct PathModel {
-    allowed: BTreeSet<Option<String>>,
-    /// A write or delete whose outcome the guest never learned: it may land at any time, so
-    /// from then on any content the guest wrote there (or none) is acceptable.
-    haunted: bool,
-    written: BTreeSet<String>,
-}
-
-impl PathModel {
-    fn absent() -> PathModel {
-        PathModel {
-            allowed: BTreeSet::from([None]),
-            ..PathModel::default()
-        }
-    }
-
-    fn accepts(&self, v: &Option<String>) -> bool {
-        if self.haunted {
-            v.as_ref().is_none_or(|c| self.written.contains(c))
-        } else {
-            self.allowed.contains(v)
-        }
-    }
-
-    fn set(&mut self, v: Option<String>) {
-        if let Some(c) = &v {
-            self.written.insert(c.clone());
-        }
-        self.allowed = BTreeSet::from([v]);
-    }
-
-    fn must_exist(&self) -> bool {
-        !self.haunted && !self.allowed.contains(&None)
-    }
-
-    fn must_not_exist(&self) -> bool {
-        !self.haunted && self.allowed.len() == 1 && self.allowed.contains(&None)
-    }
 }
 
 /// Which of a guest's sessions an operation goes to.
@@ -134,15 +91,17 @@ pub(super) enum Sess {
     Exposed,
 }
 
-struct SessionModel {
-    turn: Turn,
+pub(super) struct SessionModel {
+    pub(super) turn: Turn,
     /// World ms the guest sent the first request that may have created the session, and then
-    /// each later operation that succeeded (its own operations are its only activity).
-    last_activity: Option<i64>,
-    wait_confirmed: bool,
+    /// each later operation of the guest, or upload or removal of its person, that succeeded.
+    pub(super) last_activity: Option<i64>,
+    pub(super) wait_confirmed: bool,
     /// The wait is known to have been in place before the session could have expired.
-    protected: bool,
-    paths: BTreeMap<String, PathModel>,
+    pub(super) protected: bool,
+    pub(super) paths: BTreeMap<String, PathModel>,
+    /// Every request to the session, the guest's and its person's (`super::claims`).
+    pub(super) requests: Vec<Request>,
 }
 
 impl SessionModel {
@@ -153,11 +112,12 @@ impl SessionModel {
             wait_confirmed: false,
             protected: false,
             paths: BTreeMap::new(),
+            requests: Vec::new(),
         }
     }
 
     /// Whether a sweep may have found the session idle for the TTL by `at`.
-    fn expirable(&self, at: i64) -> bool {
+    pub(super) fn expirable(&self, at: i64) -> bool {
         !self.protected
             && self
                 .last_activity
@@ -165,35 +125,46 @@ impl SessionModel {
     }
 }
 
-/// One guest's exact model of what it wrote, and the verdicts on what it was told.
+/// The files people upload to the home workspace's scope, by guest path: every guest lists
+/// them, so every guest's model shares them.
+pub(super) type Curated = Arc<Mutex<BTreeMap<String, PathModel>>>;
+
+/// One guest's exact model of what it and its person wrote, and the verdicts on what they
+/// were told (the guest and its person share it).
 pub(super) struct Guest {
     pub(super) c: usize,
-    sessions: Vec<(Sess, SessionModel)>,
-    /// Agent-scope files of the guest's own agent (written through Kept and Active).
-    agent_paths: BTreeMap<String, PathModel>,
+    pub(super) sessions: Vec<(Sess, SessionModel)>,
+    /// Agent-scope files of the guest's own agent (written through Kept and Active, by the
+    /// guest and its person).
+    pub(super) agent_paths: BTreeMap<String, PathModel>,
+    /// Agent-scope files of the shut session's agent, which only the person writes.
+    pub(super) shut_agent_paths: BTreeMap<String, PathModel>,
+    pub(super) curated: Curated,
+    /// The sweeps `app` ran to their end.
+    pub(super) sweeps: Sweeps,
     /// Part SL: what the count may take from the busy session, tool results unanswered.
-    policy: policies::PolicyWatch,
+    pub(super) policy: policies::PolicyWatch,
     /// What setup put in the home workspace, if setup confirmed it.
     pub(super) reference: Option<String>,
     pub(super) skill_published: bool,
     pub(super) violations: Vec<String>,
 }
 
-fn is_infra(reason: &str) -> bool {
+/// Whether a refusal is the store's or the database's failure.
+pub(super) fn is_infra(reason: &str) -> bool {
     matches!(reason, "storage_unavailable" | "database_unavailable")
 }
 
-/// Operations that count as the session's activity when they succeed (SC-4.3, SC-5.1).
-fn touches(op: &ScopedOp) -> bool {
-    matches!(
-        op,
-        ScopedOp::Activity { .. }
-            | ScopedOp::Write { .. }
-            | ScopedOp::Read { .. }
-            | ScopedOp::ReadText { .. }
-            | ScopedOp::List { .. }
-            | ScopedOp::Delete { .. }
-    )
+/// Whether a write or removal refused for the store's failure (`is_infra`), sent at `ticket`,
+/// may still land. SPEC SC-8.2 promises that a failed operation changes nothing visible, and a
+/// refusal quicker than the store client's timeout did not (the world's fault wrapper fails a
+/// request before it applies it: that is how a file stored before its text is caught). But a
+/// request the client gave up on at its timeout may be carried out by the store afterwards, and
+/// no implementation can know: the reference's PutObject timed out and landed after the answer
+/// in seed 177 of `tidemark world --profile scoped`. Such a write is held as one whose answer
+/// never came (`PathModel::haunt`).
+pub(super) fn may_land(ticket: &Ticket) -> bool {
+    net_ms().saturating_sub(ticket.sent_ms) >= super::S3_TIMEOUT.as_millis() as u64
 }
 
 fn home_turn(agent: &str, session: &str) -> Turn {
@@ -204,7 +175,7 @@ fn home_turn(agent: &str, session: &str) -> Turn {
 }
 
 impl Guest {
-    pub(super) fn new(c: usize) -> Guest {
+    pub(super) fn new(c: usize, curated: Curated, sweeps: Sweeps) -> Guest {
         let sessions = vec![
             (
                 Sess::Kept,
@@ -227,6 +198,9 @@ impl Guest {
             c,
             sessions,
             agent_paths: BTreeMap::new(),
+            shut_agent_paths: BTreeMap::new(),
+            curated,
+            sweeps,
             policy: policies::PolicyWatch::default(),
             reference: None,
             skill_published: false,
@@ -238,7 +212,7 @@ impl Guest {
         self.session(s).turn.clone()
     }
 
-    fn session(&self, s: Sess) -> &SessionModel {
+    pub(super) fn session(&self, s: Sess) -> &SessionModel {
         &self
             .sessions
             .iter()
@@ -247,7 +221,7 @@ impl Guest {
             .1
     }
 
-    fn session_mut(&mut self, s: Sess) -> &mut SessionModel {
+    pub(super) fn session_mut(&mut self, s: Sess) -> &mut SessionModel {
         &mut self
             .sessions
             .iter_mut()
@@ -258,6 +232,107 @@ impl Guest {
 
     fn violation(&mut self, at: i64, what: String) {
         self.violations.push(format!("g{} at {at}: {what}", self.c));
+    }
+
+    /// The guest's write or removal that its model follows, as `(path, value)`: a path its
+    /// person may read while the request is in flight.
+    fn tracked_write(&self, s: Sess, op: &ScopedOp) -> Option<(String, Option<String>)> {
+        let (path, v) = match op {
+            ScopedOp::Write { path, content, .. } => (path, Some(content.clone())),
+            ScopedOp::Delete { path, .. } => (path, None),
+            _ => return None,
+        };
+        let tracked = s != Sess::Exposed
+            && (path.starts_with("session/")
+                || (path.starts_with("agent/") && matches!(s, Sess::Kept | Sess::Active)))
+            && !refused_spellings(&self.turn(s))
+                .iter()
+                .any(|(p, ..)| p == path);
+        tracked.then(|| (path.clone(), v))
+    }
+
+    /// What the guest's request `op` in `s` takes as it is sent: its write registered, and what
+    /// each path it may read holds now.
+    pub(super) fn begin(&mut self, s: Sess, op: &ScopedOp) -> Ticket {
+        let mut ticket = Ticket {
+            sent_ms: net_ms(),
+            ..Ticket::default()
+        };
+        if let Some((path, v)) = self.tracked_write(s, op) {
+            if let Some(m) = self.path_model(s, &path) {
+                m.send(v, ticket.sent_ms);
+            }
+        }
+        self.policy_begin(s, op, ticket.sent_ms);
+        match op {
+            _ if s == Sess::Exposed => {}
+            ScopedOp::Read { path, .. } | ScopedOp::ReadText { path, .. } => {
+                ticket.seen = self.seen(s, true, true);
+                ticket.seen.retain(|p, _| p == path);
+            }
+            ScopedOp::List { .. } => ticket.seen = self.seen(s, s != Sess::Shut, s != Sess::Shut),
+            _ => {}
+        }
+        ticket
+    }
+
+    /// What each path of `s`'s session scope, and of its agent and workspace scopes when
+    /// asked, may hold now.
+    pub(super) fn seen(
+        &self,
+        s: Sess,
+        agent: bool,
+        workspace: bool,
+    ) -> BTreeMap<String, super::paths::Seen> {
+        let mut out: BTreeMap<_, _> = (self.session(s).paths.iter())
+            .map(|(p, m)| (p.clone(), m.seen()))
+            .collect();
+        if agent {
+            out.extend(
+                self.agent_scope(s)
+                    .iter()
+                    .map(|(p, m)| (p.clone(), m.seen())),
+            );
+        }
+        if workspace {
+            out.extend(
+                lock(&self.curated)
+                    .iter()
+                    .map(|(p, m)| (p.clone(), m.seen())),
+            );
+        }
+        out
+    }
+
+    /// The agent-scope paths reached through `s`.
+    pub(super) fn agent_scope(&self, s: Sess) -> &BTreeMap<String, PathModel> {
+        match s {
+            Sess::Shut => &self.shut_agent_paths,
+            _ => &self.agent_paths,
+        }
+    }
+
+    /// Runs `f` on the model of `path` reached through `s` (a person's too: the shut agent's
+    /// scope, and the home workspace's curated files), if the oracle follows it.
+    pub(super) fn with_path<R>(
+        &mut self,
+        s: Sess,
+        path: &str,
+        f: impl FnOnce(&mut PathModel) -> R,
+    ) -> Option<R> {
+        if path.starts_with("workspace/") && path != REF_PATH && s != Sess::Exposed {
+            let mut curated = lock(&self.curated);
+            Some(f(curated
+                .entry(path.to_string())
+                .or_insert_with(PathModel::absent)))
+        } else if path.starts_with("agent/") && s == Sess::Shut {
+            Some(f(self
+                .shut_agent_paths
+                .entry(path.to_string())
+                .or_insert_with(PathModel::absent)))
+        } else {
+            self.path_model(s, path).map(f)
+        }
     }
 
     /// The model of a session- or agent-scope path of a checked session.
@@ -280,8 +355,45 @@ impl Guest {
         }
     }
 
+    /// Records a request to `s`: sent at `ticket`'s network time, answered now (`None`: no
+    /// answer came) at world ms `replied`.
+    pub(super) fn record(&mut self, s: Sess, ticket: &Ticket, answered: Option<i64>) {
+        let request = Request {
+            sent_net: ticket.sent_ms,
+            replied_net: answered.map_or(u64::MAX, |_| net_ms()),
+            replied_at: answered.unwrap_or(i64::MAX),
+        };
+        self.session_mut(s).requests.push(request);
+    }
+
+    /// Whether `path`, read through `s` by a request sent at `ticket`, is certainly gone: a
+    /// sweep claimed the session after its last write (`super::claims`).
+    pub(super) fn swept_away(&self, s: Sess, ticket: &Ticket, path: &str) -> bool {
+        path.starts_with("session/")
+            && s != Sess::Exposed
+            && self
+                .session(s)
+                .claimed(&self.sweeps, ticket.sent_ms)
+                .is_some_and(|net| {
+                    self.session(s)
+                        .paths
+                        .get(path)
+                        .is_none_or(|m| !m.written_since(net))
+                })
+    }
+
+    /// An operation whose connection never opened: it never reached `app`.
+    pub(super) fn unsent(&mut self, s: Sess, op: &ScopedOp) {
+        if let Some((path, _)) = self.tracked_write(s, op) {
+            if let Some(m) = self.path_model(s, &path) {
+                m.settle();
+            }
+        }
+    }
+
     /// An operation whose answer never came (timeout, connection lost): it may have happened.
-    pub(super) fn unknown(&mut self, s: Sess, op: &ScopedOp) {
+    pub(super) fn unknown(&mut self, s: Sess, op: &ScopedOp, ticket: &Ticket) {
+        self.record(s, ticket, None);
         self.policy_unknown(s, op);
         let (path, v) = match op {
             ScopedOp::Write { path, content, .. } => (path, Some(content.clone())),
@@ -300,10 +412,7 @@ impl Guest {
             return;
         }
         if let Some(m) = self.path_model(s, path) {
-            m.haunted = true;
-            if let Some(c) = v {
-                m.written.insert(c);
-            }
+            m.haunt(v);
         }
     }
 
@@ -312,10 +421,16 @@ impl Guest {
         &mut self,
         s: Sess,
         op: &ScopedOp,
-        sent: i64,
-        replied: i64,
+        ticket: &Ticket,
+        (sent, replied): (i64, i64),
         out: &ScopedOutcome,
     ) {
+        if let Some((path, _)) = self.tracked_write(s, op) {
+            if let Some(m) = self.path_model(s, &path) {
+                m.settle();
+            }
+        }
+        self.record(s, ticket, Some(replied));
         let refused = match out {
             ScopedOutcome::Refused { reason, .. } => Some(reason.as_str()),
             _ => None,
@@ -434,7 +549,7 @@ impl Guest {
                 m.allowed.insert(None);
             }
         }
-        self.count_exposure(s);
+        self.policy_observe(s, refused, ticket);
         match op {
             ScopedOp::AddWait { .. } if ok => {
                 let expirable = self.session(s).expirable(replied);
@@ -443,10 +558,11 @@ impl Guest {
                 m.protected = !expirable;
             }
             ScopedOp::Write { path, content, .. } => {
-                self.check_write(s, &name, path, content, replied, out)
+                let slow = may_land(ticket);
+                self.check_write(s, &name, (path, content, slow), replied, out)
             }
             ScopedOp::Read { path, .. } | ScopedOp::ReadText { path, .. } => {
-                self.check_read(s, &name, path, replied, out)
+                self.check_read(s, &name, (path, ticket), replied, out)
             }
             ScopedOp::Delete { path, .. } => {
                 if let Some(m) = self.path_model(s, path) {
@@ -463,20 +579,20 @@ impl Guest {
                                 m.set(None);
                             }
                         }
+                        Some(r) if is_infra(r) && may_land(ticket) => m.haunt(None),
                         _ => {}
                     }
                 }
             }
-            ScopedOp::List { prefix: None, .. } => self.check_listing(s, &name, replied, out),
-            ScopedOp::Promote { from, to, .. } => {
-                self.check_promotion(s, &name, (from, to), replied, out)
+            ScopedOp::List { prefix: None, .. } => {
+                self.check_listing(s, &name, ticket, replied, out)
             }
-            ScopedOp::ToolOutput { content, .. } => {
-                self.check_tool_output(s, &name, content, replied, out)
+            ScopedOp::Promote { .. } | ScopedOp::ToolOutput { .. } => {
+                self.check_policy(s, &name, op, (ticket, replied), out)
             }
             _ => {}
         }
-        if ok && (touches(op) || policies::touches(op, out)) {
+        if ok && policies::touches(op, out) {
             let m = self.session_mut(s);
             m.last_activity = Some(sent);
             if m.wait_confirmed {
@@ -486,12 +602,12 @@ impl Guest {
         }
     }
 
+    /// `slow`: the refusal came after the store client's timeout (`may_land`).
     fn check_write(
         &mut self,
         s: Sess,
         name: &str,
-        path: &str,
-        content: &str,
+        (path, content, slow): (&str, &str, bool),
         at: i64,
         out: &ScopedOutcome,
     ) {
@@ -528,6 +644,7 @@ impl Guest {
                     m.set(Some(content.to_string()));
                 }
             }
+            Some(r) if is_infra(r) && slow => m.haunt(Some(content.to_string())),
             Some(r) if is_infra(r) => {}
             Some(r) => {
                 let w = format!(
@@ -538,7 +655,14 @@ impl Guest {
         }
     }
 
-    fn check_read(&mut self, s: Sess, name: &str, path: &str, at: i64, out: &ScopedOutcome) {
+    fn check_read(
+        &mut self,
+        s: Sess,
+        name: &str,
+        (path, ticket): (&str, &Ticket),
+        at: i64,
+        out: &ScopedOutcome,
+    ) {
         let answer: Result<Option<String>, &str> = match out {
             ScopedOutcome::Content { content } => Ok(Some(content.clone())),
             ScopedOutcome::Text { text: Some(t) } => Ok(Some(t.clone())),
@@ -584,10 +708,23 @@ impl Guest {
             return;
         }
         let kept = s == Sess::Kept && self.session(s).protected;
-        let Some(m) = self.path_model(s, path) else {
+        let swept = self.swept_away(s, ticket, path);
+        if swept && answer.is_some() {
+            let w = format!("{name}: {path} reads {answer:?}, though a sweep claimed the session after its last write (SC-5.5)");
+            self.violation(at, w);
+            return;
+        }
+        let Some((ok, allowed)) = self.with_path(s, path, |m| {
+            let w = ticket.window(path, m);
+            let ok = w.accepts(&answer);
+            if ok && w.quiet && !m.haunted {
+                m.set(answer.clone());
+            }
+            (ok, w.values)
+        }) else {
             return;
         };
-        if !m.accepts(&answer) {
+        if !ok {
             let why = if answer.is_none() && kept {
                 "its session holds a wait, so it is never swept (SC-5.2)"
             } else if answer.is_none() {
@@ -595,24 +732,35 @@ impl Guest {
             } else {
                 "the latest content the guest wrote is another (a refused or deleted write shows, or extracted text outlived its file)"
             };
-            let w = format!(
-                "{name}: {path} reads {answer:?}, expected one of {:?}: {why}",
-                m.allowed
-            );
+            let w = format!("{name}: {path} reads {answer:?}, expected one of {allowed:?}: {why}");
             self.violation(at, w);
-            return;
-        }
-        if !m.haunted {
-            m.set(answer);
         }
     }
 
-    fn check_listing(&mut self, s: Sess, name: &str, at: i64, out: &ScopedOutcome) {
+    fn check_listing(
+        &mut self,
+        s: Sess,
+        name: &str,
+        ticket: &Ticket,
+        at: i64,
+        out: &ScopedOutcome,
+    ) {
         let ScopedOutcome::Listing { paths } = out else {
             return;
         };
         let listed: BTreeSet<&str> = paths.iter().map(String::as_str).collect();
-        let mut known: BTreeMap<String, PathModel> = self.session(s).paths.clone();
+        // Whether each path must be listed, and whether it must not be.
+        let mut known: BTreeMap<String, (bool, bool)> = BTreeMap::new();
+        let mut add = |p: &String, m: &PathModel| {
+            let w = ticket.window(p, m);
+            let verdict = if self.swept_away(s, ticket, p) {
+                (false, true)
+            } else {
+                (w.must_exist(), w.must_not_exist())
+            };
+            known.insert(p.clone(), verdict);
+        };
+        self.session(s).paths.iter().for_each(|(p, m)| add(p, m));
         let mut problems = Vec::new();
         if let Some(w) = paths
             .windows(2)
@@ -628,31 +776,25 @@ impl Guest {
                 problems.push(format!("lists {p} from a scope with access none (SC-3.4)"));
             }
         } else {
-            known.extend(self.agent_paths.clone());
+            self.agent_paths.iter().for_each(|(p, m)| add(p, m));
+            lock(&self.curated).iter().for_each(|(p, m)| add(p, m));
             if self.reference.is_some() {
-                known.insert(REF_PATH.to_string(), {
-                    let mut m = PathModel::default();
-                    m.set(self.reference.clone());
-                    m
-                });
+                known.insert(REF_PATH.to_string(), (true, false));
             }
         }
-        for (p, m) in &known {
-            if m.must_exist() && !listed.contains(p.as_str()) {
+        for (p, (must_exist, must_not_exist)) in &known {
+            if *must_exist && !listed.contains(p.as_str()) {
                 problems.push(format!(
                     "does not list {p} (a listing with no prefix shows all three scopes, SC-3.4)"
                 ));
             }
-            if m.must_not_exist() && listed.contains(p.as_str()) {
+            if *must_not_exist && listed.contains(p.as_str()) {
                 problems.push(format!("lists {p}, which is gone"));
             }
         }
         for p in &listed {
             // The shut session's stray scopes are reported above.
-            if !known.contains_key(*p)
-                && (s != Sess::Shut || p.starts_with("session/"))
-                && !self.may_list_unknown(p)
-            {
+            if !known.contains_key(*p) && self.unknown_listed_is_news(s, p) {
                 problems.push(format!("lists {p}, which nobody wrote"));
             }
         }
@@ -660,113 +802,4 @@ impl Guest {
             self.violation(at, format!("{name}: the listing {p}"));
         }
     }
-}
-
-/// After heal and one sweep: every obligation done, recorded and emptied (unless its entity
-/// lives again), nothing expired without a wait keeps a file, nothing left locked.
-pub(super) fn liveness(
-    meta: &MemoryMetadata,
-    objects: &MemoryHandle,
-    log: &[(i64, String)],
-    heal_at: i64,
-) -> Result<(), String> {
-    let after: Vec<(i64, &String)> = log
-        .iter()
-        .filter_map(|(_, l)| sweep_started(l).filter(|s| *s >= heal_at).map(|s| (s, l)))
-        .collect();
-    let Some((swept_at, _)) = after.first() else {
-        return Err("no sweep started after the heal".into());
-    };
-    let swept_at = *swept_at;
-    if let Some((_, l)) = after.iter().find(|(_, l)| l.contains("refused")) {
-        return Err(format!("a sweep after the heal failed: {l}"));
-    }
-    if meta.locked_rows() != 0 {
-        return Err(format!(
-            "{} rows are still locked once every host is gone",
-            meta.locked_rows()
-        ));
-    }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let (obligations, records) = rt.block_on(async {
-        (
-            meta.obligations().await.unwrap_or_default(),
-            meta.records().await.unwrap_or_default(),
-        )
-    });
-    let sessions: BTreeMap<SessionKey, (i64, Option<i64>)> = meta
-        .sessions()
-        .into_iter()
-        .map(|(k, last, swept)| (k, (last, swept)))
-        .collect();
-    let recorded: std::collections::BTreeSet<i64> = records.iter().map(|r| r.deletion_id).collect();
-    for o in &obligations {
-        if o.done_at_ms.is_none() {
-            return Err(format!(
-                "obligation {} ({}) is still pending",
-                o.id, o.prefix
-            ));
-        }
-        if !recorded.contains(&o.id) {
-            return Err(format!(
-                "obligation {} ({}) is done without a record",
-                o.id, o.prefix
-            ));
-        }
-        let lives_again = match o.entity_kind.as_str() {
-            "session" => sessions.keys().any(|k| o.prefix == k.prefix()),
-            "agent" => {
-                let mut parts = o.prefix.split('/').skip(1);
-                match (parts.next(), parts.next()) {
-                    (Some(ws), Some(a)) => meta.agent_row_exists(ws, a),
-                    _ => false,
-                }
-            }
-            _ => meta.workspace_row_exists(&o.entity_id),
-        };
-        let left = objects.keys(BUCKET, &o.prefix);
-        if !lives_again && !left.is_empty() {
-            return Err(format!(
-                "obligation {} ({}) is recorded done but {} objects remain: {:?}",
-                o.id,
-                o.prefix,
-                left.len(),
-                &left[..left.len().min(3)]
-            ));
-        }
-    }
-    let cutoff = EPOCH.as_millis() + swept_at - i64::from(TTL_DAYS) * DAY_MS;
-    for (k, (last, _)) in &sessions {
-        if *last <= cutoff && !meta.has_wait(k) {
-            let left = objects.keys(BUCKET, &k.prefix());
-            if !left.is_empty() {
-                return Err(format!(
-                    "session {} expired (last activity {}) but keeps {:?}",
-                    k.prefix(),
-                    last - EPOCH.as_millis(),
-                    left
-                ));
-            }
-        }
-    }
-    policies::liveness(meta, objects)?;
-    // Every object belongs to a live row: what a deleted row (or its cascade) owned must have
-    // been recorded as an obligation and swept.
-    for key in objects.keys(BUCKET, "") {
-        let parts: Vec<&str> = key.split('/').collect();
-        let live = match parts.as_slice() {
-            ["sessions", ws, a, s, ..] => sessions.contains_key(&SessionKey::new(ws, a, s)),
-            ["agents", ws, a, ..] => meta.agent_row_exists(ws, a),
-            ["workspaces", ws, ..] | ["skills", ws, ..] => meta.workspace_row_exists(ws),
-            _ => false,
-        };
-        if !live {
-            return Err(format!(
-                "{key} outlives its row, and no obligation removed it"
-            ));
-        }
-    }
-    Ok(())
 }

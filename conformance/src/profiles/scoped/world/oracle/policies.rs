@@ -16,8 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata, SessionKey};
 use tidemark_sim::real_tier::memory_s3::MemoryHandle;
 
-use super::{is_infra, Guest, Sess, EXPIRY_MARGIN_MS};
-use crate::profiles::scoped::driver::{ScopedOp, ScopedOutcome};
+use super::{is_infra, may_land, Guest, Sess, EXPIRY_MARGIN_MS};
+use crate::profiles::scoped::driver::{PeopleCall, ScopedOp, ScopedOutcome, Turn};
+use crate::profiles::scoped::world::paths::Ticket;
+use crate::profiles::scoped::world::person_plan::PersonOp;
 use crate::profiles::scoped::world::{summary, BUCKET, TOOL_OUTPUT_LIMIT_BYTES};
 
 /// Where a guest promotes its session files: `agent/kept/<the session file's path>`.
@@ -33,32 +35,119 @@ pub(in crate::profiles::scoped::world) struct PolicyWatch {
     /// A tool result over the limit went unanswered: a session file at a path only the
     /// implementation knows may exist.
     overflow_unknown: bool,
+    /// Tool results over the limit sent and not answered yet: a person's listing meanwhile may
+    /// show a file the guest learns of only with the answer.
+    overflow_pending: usize,
 }
 
-/// Whether `content` may be read at the promoted `path` of turn `t`'s agent: a session file's
-/// content of that agent, written at the session path the promotion copied.
-pub(super) fn promoted_identity(owner: &str, path: &str, content: &str) -> Option<bool> {
+/// Whether `content` may be read at the promoted `path` of turn `t`'s agent (`None`: not a
+/// promoted path): a session file's content of that agent, written at the session path the
+/// promotion copied.
+pub(super) fn promoted_identity(t: &Turn, path: &str, content: &str) -> Option<bool> {
     let rest = path.strip_prefix(PROMOTED)?;
-    Some(content.starts_with(owner) && content.contains(&format!("/session/{rest}#")))
+    let owner = format!("{}/{}/", t.workspace, t.agent);
+    Some(content.starts_with(&owner) && content.contains(&format!("/session/{rest}#")))
 }
 
-/// Whether a successful `op` answered `out` is activity of its session besides the file
-/// operations the oracle already counts: a promotion (SL-6.2), a tool result written to a file
+/// Whether a successful `op` answered `out` is activity of its session (SC-4.3, SC-5.1): a
+/// turn and every file operation, a promotion (SL-6.2), a tool result written to a file
 /// (SL-7.2; one shown inline writes nothing).
 pub(super) fn touches(op: &ScopedOp, out: &ScopedOutcome) -> bool {
     matches!(
+        op,
+        ScopedOp::Activity { .. }
+            | ScopedOp::Write { .. }
+            | ScopedOp::Read { .. }
+            | ScopedOp::ReadText { .. }
+            | ScopedOp::List { .. }
+            | ScopedOp::Delete { .. }
+            | ScopedOp::Promote { .. }
+    ) || matches!(
         (op, out),
-        (ScopedOp::Promote { .. }, ScopedOutcome::Written { .. })
-            | (ScopedOp::ToolOutput { .. }, ScopedOutcome::Written { .. })
+        (ScopedOp::ToolOutput { .. }, ScopedOutcome::Written { .. })
     )
 }
 
 impl Guest {
+    /// What part SL's request `op` in `s` takes as it is sent (`super::Guest::begin`): a
+    /// promotion's destination registered with every content its source may hold, a tool
+    /// result over the limit counted as in flight.
+    pub(super) fn policy_begin(&mut self, s: Sess, op: &ScopedOp, at_ms: u64) {
+        match op {
+            ScopedOp::Promote { from, to, .. }
+                if to.starts_with(PROMOTED) && matches!(s, Sess::Kept | Sess::Active) =>
+            {
+                let possible = self.possible_contents(s, from);
+                if let Some(m) = self.path_model(s, to) {
+                    for c in possible {
+                        m.send(Some(c), at_ms);
+                    }
+                }
+            }
+            ScopedOp::ToolOutput { content, .. }
+                if content.len() as u64 > TOOL_OUTPUT_LIMIT_BYTES =>
+            {
+                self.policy.overflow_pending += 1;
+            }
+            _ => {}
+        }
+    }
+
+    /// The writer of part SL's request learnt its fate (answered, or never).
+    fn policy_settle(&mut self, s: Sess, op: &ScopedOp) {
+        match op {
+            ScopedOp::Promote { to, .. } if to.starts_with(PROMOTED) => {
+                if let Some(m) = self.path_model(s, to) {
+                    m.settle();
+                }
+            }
+            ScopedOp::ToolOutput { content, .. }
+                if content.len() as u64 > TOOL_OUTPUT_LIMIT_BYTES =>
+            {
+                self.policy.overflow_pending = self.policy.overflow_pending.saturating_sub(1);
+            }
+            _ => {}
+        }
+    }
+
+    /// Before judging the guest's answered request in `s`: a request to the kept session
+    /// refused by the store after the client's timeout may still land (`super::may_land`), and
+    /// be activity, at any time; and the count may have taken the busy session's files.
+    pub(super) fn policy_observe(&mut self, s: Sess, refused: Option<&str>, ticket: &Ticket) {
+        if s == Sess::Kept && refused.is_some_and(is_infra) && may_land(ticket) {
+            self.policy.kept_unknown = true;
+        }
+        self.count_exposure(s);
+    }
+
+    /// A person's request whose answer never came: an upload or removal in the kept session
+    /// may land, and be activity, at any time.
+    pub(in crate::profiles::scoped::world) fn person_unknown(&mut self, s: Sess, op: &PersonOp) {
+        if s == Sess::Kept
+            && matches!(
+                op.call,
+                PeopleCall::Upload { .. } | PeopleCall::Remove { .. }
+            )
+        {
+            self.policy.kept_unknown = true;
+        }
+    }
+
     /// Before judging an operation of the busy session: if the count may have found it past
     /// the last session since its last confirmed activity, its files may be gone.
-    pub(super) fn count_exposure(&mut self, s: Sess) {
+    pub(in crate::profiles::scoped::world) fn count_exposure(&mut self, s: Sess) {
+        if self.count_may_take(s) {
+            for m in self.session_mut(s).paths.values_mut() {
+                m.allowed.insert(None);
+            }
+        }
+    }
+
+    /// Whether the count may take session `s`'s files now: the busy session, unless it is
+    /// safely the newer of its agent's two.
+    pub(in crate::profiles::scoped::world) fn count_may_take(&self, s: Sess) -> bool {
         if s != Sess::Active {
-            return;
+            return false;
         }
         let safe = !self.policy.kept_unknown
             && match (
@@ -69,15 +158,11 @@ impl Guest {
                 (Some(_), None) => true,
                 (None, _) => false,
             };
-        if !safe {
-            for m in self.session_mut(s).paths.values_mut() {
-                m.allowed.insert(None);
-            }
-        }
+        !safe
     }
 
     /// After an operation that was activity of session `s`, answered at `replied`.
-    pub(super) fn active_at(&mut self, s: Sess, replied: i64) {
+    pub(in crate::profiles::scoped::world) fn active_at(&mut self, s: Sess, replied: i64) {
         if s == Sess::Kept {
             let latest = self.policy.kept_latest.unwrap_or(replied).max(replied);
             self.policy.kept_latest = Some(latest);
@@ -91,6 +176,7 @@ impl Guest {
         if s == Sess::Kept {
             self.policy.kept_unknown = true;
         }
+        self.policy_settle(s, op);
         match op {
             ScopedOp::ToolOutput { content, .. }
                 if content.len() as u64 > TOOL_OUTPUT_LIMIT_BYTES =>
@@ -100,7 +186,7 @@ impl Guest {
             ScopedOp::Promote { from, to, .. } if to.starts_with(PROMOTED) => {
                 let possible = self.possible_contents(s, from);
                 if let Some(m) = self.path_model(s, to) {
-                    m.haunted = true;
+                    m.haunt(None);
                     m.written.extend(possible);
                 }
             }
@@ -108,10 +194,18 @@ impl Guest {
         }
     }
 
+    /// Whether `path`, listed in `s` and unknown to the model, is news (the guest's listing
+    /// check: the shut session's stray scopes are reported apart, and a tool result's file
+    /// may exist that the guest has not learnt of yet).
+    pub(super) fn unknown_listed_is_news(&self, s: Sess, path: &str) -> bool {
+        (s != Sess::Shut || path.starts_with("session/")) && !self.may_list_unknown(path)
+    }
+
     /// Whether a listing may show `path` although the guest never learnt it: a tool result's
-    /// file whose answer never came.
-    pub(super) fn may_list_unknown(&self, path: &str) -> bool {
-        self.policy.overflow_unknown && path.starts_with("session/")
+    /// file whose answer never came, or has not come yet.
+    pub(in crate::profiles::scoped::world) fn may_list_unknown(&self, path: &str) -> bool {
+        (self.policy.overflow_unknown || self.policy.overflow_pending > 0)
+            && path.starts_with("session/")
     }
 
     /// What the session file `from` may hold: every content the guest wrote there that the
@@ -124,17 +218,45 @@ impl Guest {
         }
     }
 
+    /// Judges part SL's request `op` of the guest's (a promotion or a tool result).
+    pub(super) fn check_policy(
+        &mut self,
+        s: Sess,
+        name: &str,
+        op: &ScopedOp,
+        (ticket, at): (&Ticket, i64),
+        out: &ScopedOutcome,
+    ) {
+        match op {
+            ScopedOp::Promote { from, to, .. } => {
+                self.check_promotion(s, name, (from, to), (ticket, at), out)
+            }
+            ScopedOp::ToolOutput { content, .. } => {
+                self.check_tool_output(s, name, content, (ticket, at), out)
+            }
+            _ => {}
+        }
+    }
+
     /// SL-6: a promotion into a scope the turn may not write is refused `permission_denied`
     /// and writes nothing (SL-6.2); one that succeeds copied a file the session held (SL-6.1:
     /// the source stays, which the model keeps), and one refused `not_found` found none.
-    pub(super) fn check_promotion(
+    fn check_promotion(
         &mut self,
         s: Sess,
         name: &str,
         (from, to): (&str, &str),
-        at: i64,
+        (ticket, at): (&Ticket, i64),
         out: &ScopedOutcome,
     ) {
+        self.policy_settle(
+            s,
+            &ScopedOp::Promote {
+                turn: self.turn(s),
+                from: from.to_string(),
+                to: to.to_string(),
+            },
+        );
         let refused = match out {
             ScopedOutcome::Refused { reason, .. } => Some(reason.as_str()),
             _ => None,
@@ -171,7 +293,7 @@ impl Guest {
                 match one {
                     Some(c) => m.set(Some(c)),
                     None => {
-                        m.haunted = true;
+                        m.haunt(None);
                         m.written.extend(possible);
                     }
                 }
@@ -190,6 +312,13 @@ impl Guest {
                     m.set(None);
                 }
             }
+            (_, Some(r)) if is_infra(r) && may_land(ticket) => {
+                // Refused after the store client's timeout: the copy may still land.
+                if let Some(m) = self.path_model(s, to) {
+                    m.haunt(None);
+                    m.written.extend(possible);
+                }
+            }
             (_, Some(r)) if is_infra(r) => {}
             _ => self.violation(
                 at,
@@ -203,19 +332,30 @@ impl Guest {
 
     /// SL-7.1: a result at or under the limit is answered as it is; one over it is written to
     /// a session file the answer names (SL-7.2), which the session then lists.
-    pub(super) fn check_tool_output(
+    fn check_tool_output(
         &mut self,
         s: Sess,
         name: &str,
         content: &str,
-        at: i64,
+        (ticket, at): (&Ticket, i64),
         out: &ScopedOutcome,
     ) {
         let over = content.len() as u64 > TOOL_OUTPUT_LIMIT_BYTES;
+        self.policy_settle(
+            s,
+            &ScopedOp::ToolOutput {
+                turn: self.turn(s),
+                content: content.to_string(),
+            },
+        );
         match out {
             ScopedOutcome::Content { content: c } if !over && c == content => {}
             ScopedOutcome::Written { path } if over && path.starts_with("session/") => {
                 if let Some(m) = self.path_model(s, path) {
+                    // Written by the request sent at `ticket` (what a sweep that claimed the
+                    // session before it cannot have taken, `super::Guest::swept_away`).
+                    m.send(Some(content.to_string()), ticket.sent_ms);
+                    m.settle();
                     if m.haunted {
                         m.written.insert(content.to_string());
                     } else {
@@ -223,7 +363,12 @@ impl Guest {
                     }
                 }
             }
-            ScopedOutcome::Refused { reason, .. } if over && is_infra(reason) => {}
+            ScopedOutcome::Refused { reason, .. } if over && is_infra(reason) => {
+                if may_land(ticket) {
+                    // Refused after the store client's timeout: the file may still land.
+                    self.policy.overflow_unknown = true;
+                }
+            }
             out => self.violation(
                 at,
                 format!(
@@ -241,19 +386,26 @@ impl Guest {
     }
 }
 
+/// A session as liveness ranks it for its agent's count: its key, last activity, and whether
+/// a sweep emptied it.
+type Standing = (SessionKey, i64, bool);
+
 /// After the heal and one sweep: every count policy's sessions past the count (those with at
 /// least that many sessions of the agent strictly newer whose files are kept: a tie is the
 /// implementation's, SL-2.2, and an emptied session takes no place, SL-2.1) hold no object
 /// unless a wait keeps them (SL-2.3); and every promoted file has its text beside it (SL-6.3;
 /// SC-1.4 says where).
-pub(super) fn liveness(meta: &MemoryMetadata, objects: &MemoryHandle) -> Result<(), String> {
+pub(in crate::profiles::scoped::world) fn liveness(
+    meta: &MemoryMetadata,
+    objects: &MemoryHandle,
+) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| e.to_string())?;
     let counts = rt
         .block_on(meta.session_counts())
         .map_err(|e| e.to_string())?;
-    let mut by_agent: BTreeMap<(String, String), Vec<(SessionKey, i64, bool)>> = BTreeMap::new();
+    let mut by_agent: BTreeMap<(String, String), Vec<Standing>> = BTreeMap::new();
     for (k, last, swept) in meta.sessions() {
         by_agent
             .entry((k.workspace.clone(), k.agent.clone()))

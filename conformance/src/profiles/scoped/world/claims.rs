@@ -1,0 +1,65 @@
+//! When the oracle knows a sweep took a session's files (SC-5.5): a sweep that ran to its end
+//! and started when the session was certainly idle for the TTL claimed it, and a claimed
+//! session's files are gone for every request after the sweep, even where S3 failed part of
+//! the way (the next request deletes the rest first, SC-5.5 and SF-4.1). Everywhere else the
+//! oracle only knows that a session *may* have expired, and allows its files either way.
+//!
+//! "Certainly idle": no request to the session was in flight while the sweep ran (a request
+//! holding the session's row makes the sweep pass it by), and the latest any request to it
+//! could have been stamped, plus the TTL and a day (the clock jumps back by up to two hours),
+//! is before the sweep started. A request whose answer never came may land at any time, so
+//! after one the oracle is never certain again.
+
+use std::sync::{Arc, Mutex};
+
+use tidemark_reference::clock::DAY_MS;
+
+use super::oracle::SessionModel;
+use super::TTL_DAYS;
+use crate::world::lock;
+
+/// One sweep of `app`'s that ran to its end: when it started (world ms), and its network
+/// times (turmoil ms).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SweepRecord {
+    pub(super) started: i64,
+    pub(super) net_start: u64,
+    pub(super) net_end: u64,
+    pub(super) refused: bool,
+}
+
+/// Every sweep that ran to its end, as `app` records them (outside the trace).
+pub(super) type Sweeps = Arc<Mutex<Vec<SweepRecord>>>;
+
+/// One request to a session: sent and answered (turmoil ms, `u64::MAX` if no answer came),
+/// and answered at world ms.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Request {
+    pub(super) sent_net: u64,
+    pub(super) replied_net: u64,
+    pub(super) replied_at: i64,
+}
+
+const MARGIN_MS: i64 = TTL_DAYS as i64 * DAY_MS + DAY_MS;
+
+impl SessionModel {
+    /// The network time a sweep that certainly claimed the session started at, the latest of
+    /// those that ended before `before_net`.
+    pub(super) fn claimed(&self, sweeps: &Sweeps, before_net: u64) -> Option<u64> {
+        if self.last_activity.is_none() || self.wait_confirmed {
+            return None;
+        }
+        lock(sweeps)
+            .iter()
+            .filter(|r| !r.refused && r.net_end < before_net)
+            .filter(|r| {
+                self.requests.iter().all(|q| {
+                    let during = q.replied_net >= r.net_start && q.sent_net <= r.net_end;
+                    let after = q.sent_net > r.net_end;
+                    !during && (after || q.replied_at + MARGIN_MS <= r.started)
+                })
+            })
+            .map(|r| r.net_start)
+            .max()
+    }
+}
