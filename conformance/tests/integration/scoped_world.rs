@@ -199,3 +199,42 @@ fn a_persons_request_served_from_what_an_interrupted_sweep_left_is_caught_within
         "person-skips-unfinished-sweep passes the safety oracle on sixty world seeds"
     );
 }
+
+#[test]
+fn guests_promote_and_overflow_and_the_oracle_catches_every_mutant_of_part_sl_in_its_reach_within_eight_seeds(
+) {
+    use tidemark_reference::scoped::ScopedMutant;
+    let mut lines = Vec::new();
+    for seed in 0..4 {
+        let r = run_scoped_world(seed, None);
+        assert!(
+            r.failure.is_none(),
+            "seed {seed}: {}",
+            r.failure.unwrap_or_default()
+        );
+        lines.extend(r.trace.lines().iter().cloned());
+    }
+    for (what, call) in [
+        ("a promotion", "\"op\":\"promote\""),
+        ("a tool result", "\"op\":\"tool_output\""),
+    ] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains(call) && l.contains("=> Written")),
+            "seeds 0 to 3: {what} never wrote a file, so the world proved nothing of it"
+        );
+    }
+    use tidemark_conformance::profiles::scoped::world::OUT_OF_REACH;
+    for m in ScopedMutant::ALL
+        .into_iter()
+        .filter(|m| m.rules().iter().any(|r| r.starts_with("SL-")))
+        .filter(|m| OUT_OF_REACH.iter().all(|(id, _)| *id != m.id()))
+    {
+        assert!(
+            (0..8).any(|seed| run_scoped_world(seed, Some(m)).failure.is_some()),
+            "{} survives eight world seeds",
+            m.id()
+        );
+    }
+}

@@ -92,10 +92,11 @@ pub enum ScopedMutant {
     WorkspaceRuleAtDefault,
     WorkspaceRulesOverBudget,
     WorkspaceRulesById,
+    OverflowAtTheLimit,
 }
 
 impl ScopedMutant {
-    pub const ALL: [ScopedMutant; 87] = [
+    pub const ALL: [ScopedMutant; 88] = [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::ClampingResolution,
         ScopedMutant::WorkspaceWritableByDefault,
@@ -183,6 +184,7 @@ impl ScopedMutant {
         ScopedMutant::WorkspaceRuleAtDefault,
         ScopedMutant::WorkspaceRulesOverBudget,
         ScopedMutant::WorkspaceRulesById,
+        ScopedMutant::OverflowAtTheLimit,
     ];
 
     /// Stable kebab-case id, used on the command line and in scenario files.
@@ -277,6 +279,7 @@ impl ScopedMutant {
             ScopedMutant::WorkspaceRuleAtDefault => "workspace-rule-at-default",
             ScopedMutant::WorkspaceRulesOverBudget => "workspace-rules-over-budget",
             ScopedMutant::WorkspaceRulesById => "workspace-rules-by-id",
+            ScopedMutant::OverflowAtTheLimit => "overflow-at-the-limit",
         }
     }
 
@@ -544,6 +547,9 @@ impl ScopedMutant {
             ScopedMutant::WorkspaceRulesById => {
                 "the budget's workspace rules go to the first workspaces by id, not the shortest TTLs: a workspace with the longest gap to the backstop is left without its rule"
             }
+            ScopedMutant::OverflowAtTheLimit => {
+                "a tool result exactly at tool_output_limit_bytes is written to a file instead of shown (the limit compared with < where at or under is shown): the model is sent to read a file for output it could have seen"
+            }
         }
     }
 
@@ -638,6 +644,7 @@ impl ScopedMutant {
             ScopedMutant::WorkspaceRuleAtDefault => &["SL-5.3"],
             ScopedMutant::WorkspaceRulesOverBudget => &["SL-5.4"],
             ScopedMutant::WorkspaceRulesById => &["SL-5.4"],
+            ScopedMutant::OverflowAtTheLimit => &["SL-7.1"],
         }
     }
 

@@ -734,26 +734,42 @@ pub async fn race_write_against_sweep<W, T>(
 where
     W: std::future::Future<Output = T>,
 {
+    let (swept, written, _) = race_against_sweep(store, pause, meta, write).await;
+    (swept, written)
+}
+
+/// [`race_write_against_sweep`], also telling whether the write landed while the sweep was
+/// paused after claiming its candidates (`true`), rather than after the whole sweep: what the
+/// sweep does after that pause (part SL's count policies rank sessions by activity) sees it.
+pub async fn race_against_sweep<W, T>(
+    store: &ScopedStore,
+    pause: &SweepPause,
+    meta: &dyn Metadata,
+    write: impl FnOnce() -> W,
+) -> (Result<SweepReport, ScopedError>, T, bool)
+where
+    W: std::future::Future<Output = T>,
+{
     let sweep = store.sweep();
     tokio::pin!(sweep);
     // `biased`: tokio otherwise picks among ready branches at random, from a seed of its own.
     tokio::select! {
         biased;
-        swept = &mut sweep => (swept, write().await),
+        swept = &mut sweep => (swept, write().await, false),
         _ = pause.reached.notified() => {
             let write = write();
             tokio::pin!(write);
             let landed = race_until_blocked_on(&mut write, meta).await;
             pause.resume.notify_one();
             match landed {
-                Some(written) => (sweep.await, written),
+                Some(written) => (sweep.await, written, true),
                 // Blocked behind the sweep: the sweep finishes first, then the write is driven
                 // on. Polling both at once would let the write's S3 requests interleave with
                 // the rest of the sweep's by timing, and faults drawn per request would no
                 // longer replay by seed.
                 None => {
                     let swept = sweep.await;
-                    (swept, write.await)
+                    (swept, write.await, false)
                 }
             }
         }

@@ -16,8 +16,8 @@ use crate::explore::signature::{text_difference, Signature};
 use crate::explore::text::{tier_option, DivergenceText};
 use crate::profiles::scoped::model::Tier;
 use crate::profiles::scoped::model::{
-    generate, run_ops_taking, Divergence, IdStyle, ModelOp, SequenceError, SequenceRun,
-    DEFAULT_STEPS,
+    generate, run_ops_taking, Divergence, ModelOp, SequenceError, SequenceRun, DEFAULT_STEPS,
+    GENERATOR,
 };
 use crate::profiles::ExploreRequest;
 use crate::variants::Declared;
@@ -90,7 +90,7 @@ impl Explorer for ScopedExplorer<'_> {
             ops,
             mutant,
             None,
-            IdStyle::CURRENT,
+            GENERATOR,
             &self.variants,
         )
         .await
@@ -251,15 +251,18 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
         Some(ModelOp::Hostile { .. }) => ("hostile spelling", "SC-2.2"),
         Some(ModelOp::Person { .. }) => ("a person's request", "SF-2.3"),
         Some(ModelOp::People(r)) => r.operation(),
+        Some(ModelOp::SetCount { .. }) => ("count policy", "SL-2.1"),
+        Some(ModelOp::SetWorkspaceAccess { .. }) => ("agent workspace access", "SC-3.2"),
+        Some(ModelOp::Promote { .. }) => ("promotion", "SL-6.2"),
+        Some(ModelOp::PromoteDuringSweep { .. }) => ("promotion during a sweep", "SL-6.4"),
+        Some(ModelOp::ToolOutput { .. }) => ("tool output", "SL-7.1"),
         None => ("the end", "SC-5.3"),
     }
 }
 
-/// Why the generator never reaches part SL's mutants.
-const NO_POLICY_OPERATION: &str = "the generator has no retention-policy operation yet (a count policy, a promotion: SPEC part SL); the scenarios kill it";
-
 /// Why the generator never reaches the mutants of a session's close and of the policy sweep.
-const NO_CLOSE_OPERATION: &str = "the generator closes no session and sets no count policy (SPEC SL-3, SL-2), so the policy sweep it runs never has a session to take; the scenarios kill it";
+const NO_CLOSE_OPERATION: &str =
+    "the generator closes no session (SPEC SL-3); the scenarios kill it";
 
 /// Why the generator never reaches the erasure obligations' mutants (SPEC SL-4).
 const NO_ERASURE_OPERATION: &str = "the generator has no erasure request (SPEC SL-4) and its model keeps no erasure obligation; the scenarios kill it";
@@ -308,40 +311,8 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "the generator lists only with no prefix",
     ),
     (
-        "delete-needs-only-read",
-        "the generator deletes only session files, which every turn may read and write",
-    ),
-    (
         "repeated-create-is-activity",
         "the generator creates each session once, at setup",
-    ),
-    (
-        "count-by-creation",
-        NO_POLICY_OPERATION,
-    ),
-    (
-        "count-sweeps-waiting",
-        NO_POLICY_OPERATION,
-    ),
-    (
-        "promotion-without-text",
-        NO_POLICY_OPERATION,
-    ),
-    (
-        "promotion-moves",
-        NO_POLICY_OPERATION,
-    ),
-    (
-        "promotion-past-permissions",
-        NO_POLICY_OPERATION,
-    ),
-    (
-        "count-per-workspace",
-        NO_POLICY_OPERATION,
-    ),
-    (
-        "overflow-outside-session",
-        "the generator has no retention-policy operation yet (a tool result too large to show: SPEC part SL); the scenarios kill it",
     ),
     (
         "erasure-overdue-closed",
@@ -396,32 +367,24 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         NO_CLOSE_OPERATION,
     ),
     (
-        "policy-deletes-per-session",
-        NO_CLOSE_OPERATION,
-    ),
-    (
-        "policy-marks-before-deleting",
-        NO_CLOSE_OPERATION,
-    ),
-    (
-        "policy-sweep-unclaimed",
-        NO_CLOSE_OPERATION,
-    ),
-    (
         "sweeper-drops-backstop",
-        NO_CLOSE_OPERATION,
-    ),
-    (
-        "count-ranks-emptied-sessions",
-        NO_POLICY_OPERATION,
-    ),
-    (
-        "unfinished-count-sweep-left",
-        NO_POLICY_OPERATION,
+        "the generator never puts a lifecycle configuration on the bucket, so none can go",
     ),
     (
         "overflow-overwrites",
-        "the generator has no retention-policy operation yet (a tool result too large to show, written again after the guest edited its file: SPEC SL-7.1); the scenarios kill it",
+        "each of the generator's tool results is its own (its step is in it), so none overflows twice onto a file the guest edited in between (SPEC SL-7.1); the scenarios kill it",
+    ),
+    (
+        "policy-deletes-per-session",
+        "the model judges what the bucket holds after a sweep, not how many DeleteObjects requests the sweep sent; the scenarios count them",
+    ),
+    (
+        "policy-sweep-unclaimed",
+        "the generator never runs two sweeps at once (a write or a promotion races a sweep, never another sweep); the scenarios stage two",
+    ),
+    (
+        "count-ranks-emptied-sessions",
+        "seldom in the generator's reach: an emptied session must be newer than an older one whose wait went after the count swept past it, with the count raised in between and nothing touching either; 400 seeds on the memory tier staged none, so the scenario that stages it kills it",
     ),
     ("workspace-retention-merged", NO_WORKSPACE_RETENTION),
     ("workspace-ttl-only-shortens", NO_WORKSPACE_RETENTION),

@@ -5,7 +5,7 @@
 
 use crate::explore::saved::SavedFailure;
 use crate::profiles::scoped::model::{
-    run_ops_taking, trace_hash, Divergence, IdStyle, ModelOp, SequenceError, Tier,
+    run_ops_taking, trace_hash, Divergence, IdStyle, ModelOp, SequenceError, Tier, GENERATOR,
 };
 use crate::variants::Declared;
 use serde::{Deserialize, Serialize};
@@ -25,8 +25,8 @@ pub struct ScopedSetting {
 
 /// A saved scoped failure, in the one saved-failure format ([`SavedFailure`]). Its seed also
 /// seeds the S3 fault generator. Generator 1 gave the store short ids (`w1`), 2 to 4 UUIDs, 5 a
-/// UUID per session ([`IdStyle`]); a replay uses the file's own version, so its trace hash still
-/// holds.
+/// UUID per session ([`IdStyle`]), 6 a second of the clock per operation; a replay runs as the
+/// file's own version ran, so its trace hash still holds.
 pub type ScopedFixture = SavedFailure<ModelOp, ScopedSetting>;
 
 pub const PROFILE: &str = "scoped";
@@ -65,7 +65,7 @@ impl ScopedFixture {
             version: crate::explore::saved::FORMAT_VERSION,
             profile: PROFILE.into(),
             seed,
-            generator: IdStyle::CURRENT.version(),
+            generator: GENERATOR,
             mutant: mutant.map(|m| m.id().to_string()),
             setting: ScopedSetting {
                 tier: tier.name().to_string(),
@@ -81,7 +81,7 @@ impl ScopedFixture {
         let f = SavedFailure::load_as(path, PROFILE)?;
         if IdStyle::of_version(f.generator).is_none() {
             return Err(format!(
-                "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs; 3, UUIDs and a workspace deleted beside published skills; 4, people through the store's door; 5, people over HTTP and a UUID per session)",
+                "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs; 3, UUIDs and a workspace deleted beside published skills; 4, people through the store's door; 5, people over HTTP and a UUID per session; 6, retention policies and a second of the clock per operation)",
                 path.display(),
                 f.generator
             ));
@@ -127,14 +127,14 @@ pub struct ScopedReplay {
 pub async fn replay(tier: Tier<'_>, f: &ScopedFixture) -> Result<ScopedReplay, String> {
     let mutant = f.mutant()?;
     let variants = f.variants()?;
-    let run = run_ops_taking(tier, f.seed, &f.ops, mutant, None, f.ids(), &variants).await;
+    let run = run_ops_taking(tier, f.seed, &f.ops, mutant, None, f.generator, &variants).await;
     let (hash, divergence) = match &run {
         Err(SequenceError::Diverged(d)) => (Some(divergence_hash(d)), Some(divergence_line(d))),
         Err(SequenceError::Setup(e)) => return Err(format!("could not set up: {e}")),
         Ok(_) => (None, None),
     };
     let reference_passes = if mutant.is_some() {
-        match run_ops_taking(tier, f.seed, &f.ops, None, None, f.ids(), &variants).await {
+        match run_ops_taking(tier, f.seed, &f.ops, None, None, f.generator, &variants).await {
             Ok(_) => true,
             Err(SequenceError::Diverged(_)) => false,
             Err(SequenceError::Setup(e)) => return Err(format!("could not set up: {e}")),
@@ -221,9 +221,10 @@ mod tests {
             old.ops.clone(),
             &d,
         );
-        // Version 5: UUIDs (one per session), a workspace deleted beside published skills, and
-        // people's requests over HTTP in the mix.
-        assert_eq!(f.generator, 5);
+        // Version 6: UUIDs (one per session), a workspace deleted beside published skills,
+        // people's requests over HTTP and part SL's policies in the mix, each operation a
+        // second of the clock.
+        assert_eq!(f.generator, 6);
         let ws = crate::profiles::scoped::model::IdStyle::Uuid.id("w1");
         assert!(
             f.divergence.contains(&format!("workspaces/{ws}/")),

@@ -124,7 +124,7 @@ pub fn each_alternative() -> Vec<Declared> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profiles::scoped::model::{run_ops_taking, IdStyle, ModelOp, SequenceError, Tier};
+    use crate::profiles::scoped::model::{run_ops_taking, ModelOp, SequenceError, Tier, GENERATOR};
 
     /// Exploration runs the reference taking the declared choice and the model following it: a
     /// malformed path in a deleted session is `unknown_entity` under `session_first` and
@@ -151,7 +151,7 @@ mod tests {
                 &ops,
                 None,
                 None,
-                IdStyle::CURRENT,
+                GENERATOR,
                 declared,
             ))
         };

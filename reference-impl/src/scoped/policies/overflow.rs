@@ -38,7 +38,14 @@ impl ScopedStore {
         turn: &TurnSpace,
         bytes: Vec<u8>,
     ) -> Result<ToolOutput, ScopedError> {
-        if bytes.len() as u64 <= self.config().tool_output_limit_bytes {
+        let (len, limit) = (bytes.len() as u64, self.config().tool_output_limit_bytes);
+        // The mutant compares with `<`: a result exactly at the limit goes to a file.
+        let shown = if self.is(ScopedMutant::OverflowAtTheLimit) {
+            len < limit
+        } else {
+            len <= limit
+        };
+        if shown {
             return Ok(ToolOutput::Inline(bytes));
         }
         let sha = hex::encode(Sha256::digest(&bytes));

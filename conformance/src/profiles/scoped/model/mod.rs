@@ -23,6 +23,7 @@ mod outcome;
 mod people;
 pub mod people_http;
 pub mod people_urls;
+mod policies;
 mod state;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,10 +37,13 @@ use tidemark_reference::scoped::{
     ScopedStore, SweepPause, TurnSpace,
 };
 
-use crate::profiles::scoped::driver::race_write_against_sweep;
+use crate::profiles::scoped::driver::race_against_sweep;
 use crate::variants::Declared;
-use ops::{agent, path, session, traversal, AGENTS, SESSIONS, SKILL_FILES, WAIT_NAMES, WORKSPACE};
-pub use ops::{generate, IdStyle, ModelOp};
+use ops::{
+    agent, path, session, traversal, AGENTS, SESSIONS, SETUP_SESSIONS, SKILL_FILES, WAIT_NAMES,
+    WORKSPACE,
+};
+pub use ops::{generate, IdStyle, ModelOp, GENERATOR};
 pub use outcome::{trace_hash, Divergence, SequenceError, SequenceRun};
 use state::{kind, Model, SessionModel, TTL_DAYS};
 use tidemark_sim::clock::EPOCH;
@@ -90,19 +94,29 @@ pub async fn run_ops(
     mutant: Option<ScopedMutant>,
     faults: Option<FaultPlan>,
 ) -> Result<SequenceRun, SequenceError> {
-    run_ops_with(tier, seed, ops, mutant, faults, IdStyle::CURRENT).await
+    run_ops_with(tier, seed, ops, mutant, faults, GENERATOR).await
 }
 
-/// [`run_ops`] with the identifiers of a given generator version (a saved fixture's).
+/// [`run_ops`] as a given generator version ran its sequences (a saved fixture's): its
+/// identifiers ([`IdStyle`]) and its clock ([`ops::ticks`]).
 pub async fn run_ops_with(
     tier: Tier<'_>,
     seed: u64,
     ops: &[ModelOp],
     mutant: Option<ScopedMutant>,
     faults: Option<FaultPlan>,
-    ids: IdStyle,
+    generator: u32,
 ) -> Result<SequenceRun, SequenceError> {
-    run_ops_taking(tier, seed, ops, mutant, faults, ids, &Declared::defaults()).await
+    run_ops_taking(
+        tier,
+        seed,
+        ops,
+        mutant,
+        faults,
+        generator,
+        &Declared::defaults(),
+    )
+    .await
 }
 
 /// [`run_ops_with`], the reference taking the SPEC.md variants `variants` declares and the
@@ -113,7 +127,7 @@ pub async fn run_ops_taking(
     ops: &[ModelOp],
     mutant: Option<ScopedMutant>,
     faults: Option<FaultPlan>,
-    ids: IdStyle,
+    generator: u32,
     variants: &Declared,
 ) -> Result<SequenceRun, SequenceError> {
     let setup = |e: String| SequenceError::Setup(e);
@@ -126,8 +140,10 @@ pub async fn run_ops_taking(
         Tier::Postgres(pg) => pg,
         Tier::Memory => {
             let meta: Arc<dyn Metadata> = Arc::new(MemoryMetadata::new());
-            let mut runner =
-                Runner::start(&server, mem, meta, clock, mutant, faults, ids, variants).await?;
+            let mut runner = Runner::start(
+                &server, mem, meta, clock, mutant, faults, generator, variants,
+            )
+            .await?;
             return runner.run(seed, ops).await;
         }
     };
@@ -137,8 +153,10 @@ pub async fn run_ops_taking(
         .map_err(|e| setup(e.to_string()))?;
     let outcome = async {
         let meta: Arc<dyn Metadata> = Arc::new(PostgresMetadata::new(db.pool.clone()));
-        let mut runner =
-            Runner::start(&server, mem, meta, clock, mutant, faults, ids, variants).await?;
+        let mut runner = Runner::start(
+            &server, mem, meta, clock, mutant, faults, generator, variants,
+        )
+        .await?;
         runner.run(seed, ops).await
     }
     .await;
@@ -180,6 +198,8 @@ struct Runner<'a> {
     log: Vec<String>,
     swept_files: usize,
     ids: IdStyle,
+    /// Each operation takes a second of the clock ([`ops::ticks`]).
+    ticks: bool,
     /// The SPEC.md variants the reference takes, which the model follows.
     variants: Declared,
     /// The people's files API and its client, from the first person's request over HTTP.
@@ -195,9 +215,12 @@ impl<'a> Runner<'a> {
         clock: ManualClock,
         mutant: Option<ScopedMutant>,
         faults: Option<FaultPlan>,
-        ids: IdStyle,
+        generator: u32,
         variants: &Declared,
     ) -> Result<Runner<'a>, SequenceError> {
+        let ids = IdStyle::of_version(generator)
+            .ok_or_else(|| SequenceError::Setup(format!("no generator version {generator}")))?;
+        let ticks = ops::ticks(generator);
         let ws = ids.id(WORKSPACE);
         let setup = |e: String| SequenceError::Setup(e);
         let client = server.client();
@@ -212,6 +235,7 @@ impl<'a> Runner<'a> {
         config.mutant = mutant;
         config.max_upload_bytes = people_http::MAX_UPLOAD_BYTES;
         config.alternatives = crate::profiles::scoped::variants::alternatives(variants);
+        config.tool_output_limit_bytes = policies::TOOL_OUTPUT_LIMIT_BYTES;
         let store = ScopedStore::with_metadata(
             client.clone(),
             meta.clone(),
@@ -253,13 +277,18 @@ impl<'a> Runner<'a> {
             deleted_agents: BTreeSet::new(),
             emptied: BTreeSet::new(),
             beside_deleted: false,
+            policy: policies::PolicyModel::default(),
         };
-        for (i, t) in turns.iter().enumerate() {
+        for (i, t) in turns.iter().enumerate().take(SETUP_SESSIONS) {
+            if ticks {
+                clock.advance_ms(policies::TICK_MS);
+            }
             store
                 .create_session(t)
                 .await
                 .map_err(|e| setup(e.to_string()))?;
             model.sessions[i].last_activity = clock.now().0;
+            model.sessions[i].created = true;
         }
         // Faults from here on: S3 requests fail at random, DeleteObjects keys fail at random.
         if let Some(plan) = &faults {
@@ -280,6 +309,7 @@ impl<'a> Runner<'a> {
             log: Vec::new(),
             swept_files: 0,
             ids,
+            ticks,
             variants: variants.clone(),
             people_http: None,
         })
@@ -354,7 +384,13 @@ impl<'a> Runner<'a> {
     }
 
     async fn apply(&mut self, step: usize, op: &ModelOp) -> Step {
+        if self.ticks {
+            self.clock.advance_ms(policies::TICK_MS);
+        }
         let now = self.clock.now().0;
+        if let Some(i) = op.session_touched() {
+            self.start_session(i, now).await?;
+        }
         match *op {
             ModelOp::Write {
                 session: s,
@@ -521,18 +557,33 @@ impl<'a> Runner<'a> {
                         b"shared".to_vec(),
                     )
                     .await;
-                match (r, self.model.sessions[i].deleted) {
-                    (Err(ScopedError::Storage { .. }), _) if self.faulty() => {
+                // Read-only by default; an agent's own layer may open it (generator 5).
+                let writable = self
+                    .model
+                    .policy
+                    .workspace_access(SESSIONS[i].0)
+                    .can_write();
+                match (r, self.model.sessions[i].deleted, writable) {
+                    (Err(ScopedError::Storage { .. }), _, _) if self.faulty() => {
+                        self.model.sessions[i].write_failed();
                         self.note("failed: storage");
                         Ok(())
                     }
-                    (Err(ScopedError::PermissionDenied { .. }), false) => Ok(()),
-                    (Err(ScopedError::UnknownEntity { .. }), true) => Ok(()),
-                    (r, d) => {
-                        let want = if d {
-                            "workspace write: UnknownEntity (the session is deleted)"
-                        } else {
-                            "workspace write: PermissionDenied (read-only by default)"
+                    (Err(ScopedError::PermissionDenied { .. }), false, false) => Ok(()),
+                    (Ok(_), false, true) => {
+                        let files = &mut self.model.policy.workspace_files;
+                        files.insert(path(p).to_string(), "shared".to_string());
+                        self.model.sessions[i].touched(now);
+                        Ok(())
+                    }
+                    (Err(ScopedError::UnknownEntity { .. }), true, _) => Ok(()),
+                    (r, d, w) => {
+                        let want = match (d, w) {
+                            (true, _) => "workspace write: UnknownEntity (the session is deleted)",
+                            (false, false) => {
+                                "workspace write: PermissionDenied (read-only by default)"
+                            }
+                            (false, true) => "workspace write: Ok (the agent's layer opens it)",
                         };
                         diverged(want, format!("workspace write: {r:?}"))
                     }
@@ -545,9 +596,11 @@ impl<'a> Runner<'a> {
                     return Ok(());
                 }
                 let access = [Access::None, Access::Read, Access::ReadWrite][access as usize % 3];
+                // The agent's layer is replaced whole (SC-3.2): its workspace access, if a
+                // generator-5 operation set one, is sent again.
                 let settings = ScopeSettings {
                     agent: Some(access),
-                    workspace: None,
+                    workspace: self.model.policy.workspace_layer.get(a).copied(),
                 };
                 if let Err(e) = self
                     .store
@@ -683,6 +736,11 @@ impl<'a> Runner<'a> {
                 Ok(())
             }
             ModelOp::WorkspaceBeside => self.workspace_beside().await,
+            ModelOp::SetCount { .. }
+            | ModelOp::SetWorkspaceAccess { .. }
+            | ModelOp::Promote { .. }
+            | ModelOp::PromoteDuringSweep { .. }
+            | ModelOp::ToolOutput { .. } => self.policy(step, op, now).await,
             ModelOp::DeleteAgent { agent: a } => {
                 let a = agent(a);
                 if self.model.deleted_agents.contains(a) {
@@ -762,22 +820,22 @@ impl<'a> Runner<'a> {
     /// incomplete or interrupted sweep is followed by a healed one that must finish the job.
     async fn sweep_healing(&mut self) -> Step {
         let r = self.store.sweep().await;
-        self.finish_sweep(r, "sweep").await
+        self.finish_sweep(r, "sweep").await.map(|_| ())
     }
 
     /// Judges a sweep's result; under faults an incomplete or interrupted sweep is followed by
-    /// a healed one, which must finish the job.
+    /// a healed one, which must finish the job. Answers whether it swept again.
     async fn finish_sweep(
         &mut self,
         r: Result<tidemark_reference::scoped::SweepReport, ScopedError>,
         what: &str,
-    ) -> Step {
+    ) -> Result<bool, Stop> {
         let incomplete = match &r {
             Ok(r) => r.sessions_retried_later > 0 || r.obligations_retried_later > 0,
             Err(e) => matches!(e, ScopedError::Storage { .. }),
         };
         if !(incomplete && self.faulty()) {
-            return self.complete(r, what);
+            return self.complete(r, what).map(|()| false);
         }
         self.note(format!(
             "{what}: incomplete under faults; healed and swept again"
@@ -787,7 +845,7 @@ impl<'a> Runner<'a> {
         if let Some(plan) = &self.faults {
             self.server.faults().set_plan(plan.clone());
         }
-        self.complete(r, "the healed sweep")
+        self.complete(r, "the healed sweep").map(|()| true)
     }
 
     fn complete(
@@ -854,7 +912,17 @@ impl<'a> Runner<'a> {
                 SKILL_FILES.iter().map(|(p, _)| p.to_string()).collect(),
             )
         }));
-        for (prefix, name, want) in sessions.chain(agents).chain(skill).collect::<Vec<_>>() {
+        let workspace = std::iter::once((
+            format!("workspaces/{ws}/"),
+            "the workspace".to_string(),
+            self.model.policy.workspace_files.keys().cloned().collect(),
+        ));
+        for (prefix, name, want) in sessions
+            .chain(agents)
+            .chain(skill)
+            .chain(workspace)
+            .collect::<Vec<_>>()
+        {
             let got = files_under(&self.mem, &prefix);
             if got != want {
                 return diverged(
@@ -954,7 +1022,9 @@ impl<'a> Runner<'a> {
         let allowed = !agent_scope || self.model.access(a).can_write();
         match (r, deleted, allowed) {
             (Err(ScopedError::Storage { .. }), _, _) if self.faulty() => {
-                // A failed write changed nothing: not the file, not the activity.
+                // A failed write changed nothing: not the file, not the activity; it clears
+                // the swept mark (SC-5.4).
+                self.model.sessions[i].write_failed();
                 self.note("failed: storage");
             }
             (Ok(_), false, true) => {
@@ -1208,14 +1278,21 @@ impl<'a> Runner<'a> {
         let t = self.turns[i].clone();
         let guest = format!("session/{}", path(p));
         let bytes = content.clone().into_bytes();
-        let (swept, written) =
-            race_write_against_sweep(&racing, &pause, self.meta.as_ref(), || {
+        let (swept, written, landed_first) =
+            race_against_sweep(&racing, &pause, self.meta.as_ref(), || {
                 racing.write(&t, &guest, bytes)
             })
             .await;
         drop(racing);
-        self.finish_sweep(swept, "the raced sweep").await?;
-        self.swept_files += self.model.sweep(now);
+        let healed = self.finish_sweep(swept, "the raced sweep").await?;
+        // A write that landed while the sweep was paused (its session not claimed) is activity
+        // before the sweep's count policies rank the sessions (SL-2); a blocked one follows the
+        // whole sweep.
+        self.swept_files += if landed_first {
+            self.model.sweep_idle(now)
+        } else {
+            self.model.sweep(now)
+        };
         let deleted = self.model.sessions[i].deleted;
         match (written, deleted) {
             (Ok(_), false) => {
@@ -1228,6 +1305,7 @@ impl<'a> Runner<'a> {
             (Err(ScopedError::UnknownEntity { .. }), true) => {}
             (Err(ScopedError::Storage { .. }), _) if self.faulty() => {
                 // Its text may have landed after the sweep: the next sweep takes it.
+                self.model.sessions[i].write_failed();
                 self.model.emptied.remove(&i);
                 self.note("failed: storage")
             }
@@ -1241,6 +1319,14 @@ impl<'a> Runner<'a> {
                     format!("raced write: {r:?}"),
                 )
             }
+        }
+        if landed_first {
+            self.swept_files += self.model.sweep_counts();
+        }
+        if healed {
+            // The healed sweep ran after the write: it takes what a failed write left in an
+            // idle session (SC-5.4), and ranks the sessions with the write's activity (SL-2).
+            self.swept_files += self.model.sweep(now);
         }
         self.check_bucket_and_ledger().await
     }

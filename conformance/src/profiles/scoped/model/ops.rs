@@ -11,14 +11,27 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use tidemark_reference::scoped::Access;
 
-/// Sessions of the sequence, by index: (agent, session) in workspace `w1`.
-pub const SESSIONS: [(&str, &str); 4] = [("a1", "s1"), ("a1", "s2"), ("a2", "s1"), ("a2", "s2")];
+/// Sessions of the sequence, by index: (agent, session) in workspace `w1`. The first
+/// [`SETUP_SESSIONS`] are created at setup; the others (reached from generator 6 on) start at
+/// the first operation that names them, so an agent's sessions are created at different times
+/// and their activity comes out of creation order (SPEC SL-2.2).
+pub const SESSIONS: [(&str, &str); 7] = [
+    ("a1", "s1"),
+    ("a1", "s2"),
+    ("a2", "s1"),
+    ("a2", "s2"),
+    ("a1", "s3"),
+    ("a2", "s3"),
+    ("a1", "s4"),
+];
+/// How many of [`SESSIONS`] exist from setup on.
+pub const SETUP_SESSIONS: usize = 4;
 pub const AGENTS: [&str; 2] = ["a1", "a2"];
 
 /// How the model's short names (`w1`, `a1`, `s1`) reach the store: version 1 of the generator
 /// sent them as they are; versions 2 to 4 send a UUID for each short name, as real systems name
 /// things, drawn by the seeded generator (see [`crate::profiles::scoped::uuid_ids`]), so two
-/// agents' `s1` shared one; version 5 (the default) gives every session its own UUID, since the
+/// agents' `s1` shared one; versions 5 and on give every session its own UUID, since the
 /// people's files API names a session by its id alone (SF-2.2). Traces and divergences keep the
 /// short names as labels; a fixture saved by an older version replays with that version's ids,
 /// so its trace hash still holds.
@@ -27,6 +40,18 @@ pub enum IdStyle {
     Short,
     Uuid,
     UniqueUuid,
+}
+
+/// The generator version of today's seeds.
+pub const GENERATOR: u32 = 6;
+
+/// Whether a sequence of generator `version` gives each operation (and each session created at
+/// setup) a second of the clock of its own: from version 6, so no two sessions ever share a
+/// last activity and a count policy's ranking never meets a tie, which SPEC SL-2.2 leaves to
+/// the implementation. Older versions ran every operation between two advances at one instant,
+/// and replay as they ran.
+pub fn ticks(version: u32) -> bool {
+    version >= 6
 }
 
 /// The only workspace the model uses, by its short name.
@@ -40,8 +65,11 @@ impl IdStyle {
     /// Version 3 is version 2 (UUIDs) with a workspace deleted beside published skills
     /// ([`ModelOp::WorkspaceBeside`]) in the mix; version 4 adds people's requests through the
     /// people's files API's door of the store ([`ModelOp::Person`], SPEC part SF); version 5
-    /// sends them over HTTP instead ([`ModelOp::People`]) with every session its own UUID; a
-    /// seed's workload is version 5's.
+    /// sends them over HTTP instead ([`ModelOp::People`]) with every session its own UUID;
+    /// version 6 adds retention policies (count policies, promotions, tool output: SPEC part
+    /// SL), three sessions created when first used, and one second of the clock per operation
+    /// ([`ticks`]); a seed's workload is version 6's ([`GENERATOR`]). A style names the first
+    /// version that used it.
     pub fn version(self) -> u32 {
         match self {
             IdStyle::Short => 1,
@@ -55,7 +83,7 @@ impl IdStyle {
         match v {
             1 => Some(IdStyle::Short),
             2..=4 => Some(IdStyle::Uuid),
-            5 => Some(IdStyle::UniqueUuid),
+            5..=GENERATOR => Some(IdStyle::UniqueUuid),
             _ => None,
         }
     }
@@ -206,6 +234,42 @@ pub enum ModelOp {
     /// A person's request over HTTP to the people's files API the reference serves on
     /// loopback (SPEC part SF, generator version 5): [`super::people_http::PeopleRequest`].
     People(super::people_http::PeopleRequest),
+    /// Part SL's operations (generator 6), run by `policies.rs`. An agent's count policy
+    /// (SL-2): keep its last `keep` sessions, `None` removes it; any integer is sent, so an
+    /// absurd one's refusal is staged too (SL-1.4).
+    SetCount {
+        agent: u8,
+        keep: Option<i64>,
+    },
+    /// Sets the agent layer's workspace access (SC-3.2), keeping its agent access: 0 none,
+    /// 1 read, 2 read-write. A promotion to workspace scope needs read-write.
+    SetWorkspaceAccess {
+        agent: u8,
+        access: u8,
+    },
+    /// A promotion (SL-6) of the session file `path` to the file `dest` of agent scope
+    /// (`workspace` false) or workspace scope; `form` picks a well-formed request or one SPEC
+    /// refuses for its shape (`policies::PromotionForm`).
+    Promote {
+        session: u8,
+        path: u8,
+        dest: u8,
+        workspace: bool,
+        form: u8,
+    },
+    /// A well-formed promotion issued while a sweep holds its candidates (SL-6.4).
+    PromoteDuringSweep {
+        session: u8,
+        path: u8,
+        dest: u8,
+        workspace: bool,
+    },
+    /// A tool result handed to the store (SL-7): `size` 0 under `tool_output_limit_bytes`,
+    /// 1 at it, 2 one byte over it, 3 far over it.
+    ToolOutput {
+        session: u8,
+        size: u8,
+    },
 }
 
 impl ModelOp {
@@ -226,7 +290,10 @@ impl ModelOp {
             | ModelOp::WriteDuringSweep { session: s, .. }
             | ModelOp::DeleteSession { session: s }
             | ModelOp::Hostile { session: s, .. }
-            | ModelOp::Person { session: s, .. } => Some(session(s)),
+            | ModelOp::Person { session: s, .. }
+            | ModelOp::Promote { session: s, .. }
+            | ModelOp::PromoteDuringSweep { session: s, .. }
+            | ModelOp::ToolOutput { session: s, .. } => Some(session(s)),
             ModelOp::People(ref r) => Some(session(r.session)),
             _ => None,
         }
@@ -235,9 +302,10 @@ impl ModelOp {
     /// The agent the operation acts for: its session's, or the one it names.
     pub fn agent_touched(&self) -> Option<&'static str> {
         match *self {
-            ModelOp::SetAgentAccess { agent: a, .. } | ModelOp::DeleteAgent { agent: a } => {
-                Some(agent(a))
-            }
+            ModelOp::SetAgentAccess { agent: a, .. }
+            | ModelOp::DeleteAgent { agent: a }
+            | ModelOp::SetCount { agent: a, .. }
+            | ModelOp::SetWorkspaceAccess { agent: a, .. } => Some(agent(a)),
             _ => self.session_touched().map(|i| SESSIONS[i].0),
         }
     }
@@ -411,6 +479,11 @@ impl fmt::Display for ModelOp {
                     )
                 }
             }
+            ModelOp::SetCount { .. }
+            | ModelOp::SetWorkspaceAccess { .. }
+            | ModelOp::Promote { .. }
+            | ModelOp::PromoteDuringSweep { .. }
+            | ModelOp::ToolOutput { .. } => super::policies::describe(self, f),
             ModelOp::People(r) => r.fmt(f),
             ModelOp::Hostile {
                 session,
@@ -442,16 +515,24 @@ pub fn traversal(p: u8, encoded: bool) -> String {
 /// faulty sweep 2, crashing sweep 2, write during a sweep 5, session deletion 5, agent deletion 1,
 /// store faults 3 (requests 5–20%, keys 10–40%), heal 3, clock jump back 4 (1–48 hours),
 /// hostile spelling 7 (half writes), a workspace deleted beside published skills 1, a person's
-/// request over HTTP 40 ([`super::people_http::draw`]; out of 190 in all).
+/// request over HTTP 40 ([`super::people_http::draw`]), part SL's operations 30
+/// ([`super::policies::one`]), and from generator 6 five more writes during a sweep, five more
+/// sweeps, four more text reads and two more deletions (out of 236 in all).
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
 }
 
 fn one(rng: &mut ChaCha8Rng) -> ModelOp {
-    let session = rng.gen_range(0..SESSIONS.len() as u8);
+    // Three operations in four go to the sessions of setup, so each keeps enough files and
+    // activity for the races and sweeps the generator is for; the fourth to any session.
+    let session = if rng.gen_bool(0.75) {
+        rng.gen_range(0..SETUP_SESSIONS as u8)
+    } else {
+        rng.gen_range(0..SESSIONS.len() as u8)
+    };
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..190u32) {
+    match rng.gen_range(0..236u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
@@ -478,21 +559,21 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
             },
             hours: rng.gen_range(0..24),
         },
-        80..=96 => ModelOp::Sweep,
+        80..=96 | 225..=229 => ModelOp::Sweep,
         97..=98 => ModelOp::Write {
             session,
             path: p,
             agent_scope: true,
         },
         99..=100 => ModelOp::List { session },
-        101..=102 => ModelOp::Text { session, path: p },
+        101..=102 | 230..=233 => ModelOp::Text { session, path: p },
         103..=104 => ModelOp::Traversal {
             session,
             path: p,
             encoded: rng.gen_bool(0.5),
         },
         105 => ModelOp::MissingScope { session, path: p },
-        106 => ModelOp::Delete { session, path: p },
+        106 | 234..=235 => ModelOp::Delete { session, path: p },
         107 => ModelOp::WorkspaceWrite { session, path: p },
         108..=111 => ModelOp::SetAgentAccess {
             agent: rng.gen_range(0..AGENTS.len() as u8),
@@ -513,7 +594,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         119..=120 => ModelOp::CrashSweep {
             obligations: rng.gen_bool(0.5),
         },
-        43..=44 | 121..=123 => ModelOp::WriteDuringSweep { session, path: p },
+        43..=44 | 121..=123 | 220..=224 => ModelOp::WriteDuringSweep { session, path: p },
         124..=128 => ModelOp::DeleteSession { session },
         129 => ModelOp::DeleteAgent {
             agent: rng.gen_range(0..AGENTS.len() as u8),
@@ -529,6 +610,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         147 => ModelOp::WorkspaceBeside,
         148..=149 => ModelOp::List { session },
         150..=189 => super::people_http::draw(rng, session, p),
+        190..=219 => super::policies::one(rng, session, p),
         _ => ModelOp::Hostile {
             session,
             spelling: rng.gen_range(0..super::hostile::SPELLINGS.len() as u8),

@@ -1,5 +1,6 @@
 //! People's requests in a model sequence (SPEC part SF), through the store's door for the
-//! people's files API: the same files as the agents', a person's own access instead of the
+//! people's files API: the same files as the agents' (the workspace's too, once a generator-5
+//! sequence promotes or writes some), a person's own access instead of the
 //! settings cascade (SF-2.3, SF-2.4), only an upload or a removal as activity (SF-4.2), a
 //! listing that leaves out what the person may not read (SF-2.6), and a session of another
 //! workspace unknown (SF-2.2). Generator version 4 drew these; version 5 sends people's
@@ -36,7 +37,8 @@ impl Runner<'_> {
             workspace_files: Some(workspace_files),
         };
         let action = PERSON_ACTIONS[action as usize % 4];
-        // The model keeps no workspace files: only a download reaches workspace scope.
+        // Only a download reaches workspace scope: its files are the agents' (promoted, or
+        // written where an agent's layer opened it).
         let scope = match (action, scope % 3) {
             ("download", s) => PERSON_SCOPES[s as usize],
             (_, s) => PERSON_SCOPES[s as usize % 2],
@@ -81,7 +83,7 @@ impl Runner<'_> {
             match scope {
                 "session" => model.sessions[i].files.get(file).cloned(),
                 "agent" => model.agent_files.get(a).and_then(|f| f.get(file).cloned()),
-                _ => None,
+                _ => model.policy.workspace_files.get(file).cloned(),
             }
         };
         let want = |outcome: &str| {
@@ -106,6 +108,10 @@ impl Runner<'_> {
                     if let Some(files) = self.model.agent_files.get(a) {
                         expected.extend(files.keys().map(|f| format!("agent/{f}")));
                     }
+                }
+                if access("workspace").can_read() {
+                    let files = self.model.policy.workspace_files.keys();
+                    expected.extend(files.map(|f| format!("workspace/{f}")));
                 }
                 match (r, deleted) {
                     (Err(ScopedError::Storage { .. }), _) if faulty => self.note("failed: storage"),
@@ -168,6 +174,10 @@ impl Runner<'_> {
                 let had = held(&self.model).is_some();
                 match (r, deleted, writable, upload || had) {
                     (Err(ScopedError::Storage { .. }), _, _, _) if faulty => {
+                        if upload {
+                            // A failed write clears the swept mark (SC-5.4).
+                            self.model.sessions[i].write_failed();
+                        }
                         self.note("failed: storage")
                     }
                     (Ok(()), false, true, true) => {

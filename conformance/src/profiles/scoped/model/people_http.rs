@@ -105,7 +105,8 @@ pub struct PeopleRequest {
     /// An index into [`ACTIONS`].
     pub action: u8,
     /// `{scope}` of a plain URL: a download reaches any of the three scopes, an upload or a
-    /// removal session or agent scope (the model keeps no workspace files).
+    /// removal session or agent scope (the workspace's files are the agents': promoted, or
+    /// written where an agent's layer opened the scope).
     pub scope: u8,
     /// The file of a plain URL, an index into the model's paths.
     pub path: u8,
@@ -536,6 +537,11 @@ impl Runner<'_> {
                 let held = self.model.agent_files.get(a).into_iter().flatten();
                 files.extend(held.map(|(f, _)| format!("agent/{f}")));
             }
+            if access("workspace").can_read() {
+                // The workspace's files: promoted or written there (generator 6).
+                let held = self.model.policy.workspace_files.keys();
+                files.extend(held.map(|f| format!("workspace/{f}")));
+            }
             return Expect::Files(files);
         }
         if action == 4 {
@@ -556,7 +562,7 @@ impl Runner<'_> {
         let held = match scope {
             "session" => self.model.sessions[i].files.get(&name),
             "agent" => self.model.agent_files.get(a).and_then(|f| f.get(&name)),
-            _ => None,
+            _ => self.model.policy.workspace_files.get(&name),
         };
         match action {
             UPLOAD if !access(scope).can_write() => refused("permission_denied"),
@@ -651,6 +657,10 @@ impl Runner<'_> {
                     "storage_unavailable" | "database_unavailable"
                 )
             {
+                if r.action() == UPLOAD {
+                    // A failed write clears the swept mark (SC-5.4).
+                    self.model.sessions[i].write_failed();
+                }
                 self.note("failed: storage");
                 return Ok(());
             }

@@ -18,11 +18,24 @@ pub(super) struct SessionModel {
     pub(super) waits: BTreeSet<(u8, u8)>,
     pub(super) files: BTreeMap<String, String>,
     pub(super) deleted: bool,
+    /// The session exists or existed: created at setup, or by the first operation naming it.
+    pub(super) created: bool,
+    /// A sweep emptied it and marked it swept (SC-5.4), until activity or a failed write
+    /// (SC-5.4's decision) clears the mark: a count ranks only sessions not swept (SL-2.1).
+    pub(super) swept: bool,
 }
 
 impl SessionModel {
+    /// Activity (SC-5.1): the last activity never moves back, and the swept mark goes.
     pub(super) fn touched(&mut self, now: i64) {
         self.last_activity = self.last_activity.max(now);
+        self.swept = false;
+    }
+
+    /// A write that failed with the store clears the swept mark, so the next sweep takes what
+    /// it may have left (SC-5.4).
+    pub(super) fn write_failed(&mut self) {
+        self.swept = false;
     }
 }
 
@@ -39,15 +52,28 @@ pub(super) struct Model {
     /// Whether the workspace beside the model's was deleted (`ModelOp::WorkspaceBeside`): its
     /// neighbour's skill version must then outlive it.
     pub(super) beside_deleted: bool,
+    /// Part SL's state: count policies, the agent layers' workspace access, workspace files.
+    pub(super) policy: super::policies::PolicyModel,
 }
 
 impl Model {
-    /// Applies a sweep; returns how many files it removed.
+    /// Applies a sweep: idle sessions, deleted ones, then the count policies (SL-1.1); returns
+    /// how many files it removed.
     pub(super) fn sweep(&mut self, now: i64) -> usize {
+        self.sweep_idle(now) + self.sweep_counts()
+    }
+
+    /// The part of a sweep before its count policies: idle sessions (SC-5.3) and what deleted
+    /// sessions and agents left (SC-6). Starts the sweep's set of emptied sessions.
+    pub(super) fn sweep_idle(&mut self, now: i64) -> usize {
         let mut removed = 0;
         self.emptied.clear();
         for (i, s) in self.sessions.iter_mut().enumerate() {
+            if !s.created {
+                continue;
+            }
             if s.deleted || (s.waits.is_empty() && now - s.last_activity >= TTL_DAYS * DAY_MS) {
+                s.swept = !s.deleted;
                 removed += s.files.len();
                 s.files.clear();
                 self.emptied.insert(i);
@@ -73,7 +99,7 @@ impl Model {
             let s = &self.sessions[i];
             let (a, n) = SESSIONS[i];
             format!(
-                "session {a}/{n}: last activity {} (idle {}), {} files, {} waits{}{}",
+                "session {a}/{n}: last activity {} (idle {}), {} files, {} waits{}{}{}",
                 at(s.last_activity),
                 crate::html::timeline::duration(now - s.last_activity),
                 s.files.len(),
@@ -83,7 +109,8 @@ impl Model {
                     ", emptied by the last sweep"
                 } else {
                     ""
-                }
+                },
+                if s.created { "" } else { ", not created yet" }
             )
         };
         let mut out = vec![format!(
@@ -114,6 +141,7 @@ impl Model {
             }
             None => out.extend((0..self.sessions.len()).map(session_line)),
         }
+        out.extend(self.policy.state_lines());
         if let Some(a) = op.and_then(ModelOp::agent_touched) {
             let files = self.agent_files.get(a);
             out.push(format!(
@@ -141,7 +169,8 @@ impl Model {
     }
 
     /// What a listing with no prefix shows for session `i` (SC-2.5): its session files and, if
-    /// the agent scope is readable, its agent's files; the workspace scope holds nothing here.
+    /// the agent scope is readable, its agent's files, and the workspace's files (promoted or
+    /// written where an agent's layer opened the scope, generator 5) if that scope is.
     pub(super) fn listing(&self, i: usize) -> BTreeSet<String> {
         let agent = SESSIONS[i].0;
         let session = self.sessions[i]
@@ -154,7 +183,13 @@ impl Model {
             .filter(|_| self.access(agent).can_read())
             .into_iter()
             .flat_map(|f| f.keys().map(|p| format!("agent/{p}")));
-        session.chain(agent_files).collect()
+        let workspace_files = self
+            .policy
+            .workspace_files
+            .keys()
+            .filter(|_| self.policy.workspace_access(agent).can_read())
+            .map(|p| format!("workspace/{p}"));
+        session.chain(agent_files).chain(workspace_files).collect()
     }
 }
 

@@ -1,15 +1,19 @@
 //! The scoped world's workload: each guest's plan (its sessions created, the kept one given a
 //! wait and files, then operations from its own stream across its active, shut and exposed
-//! sessions, and the kept session read back at the end), and the person deleting and
-//! re-creating things in the exposed workspace.
+//! sessions, part SL's calls among them from a stream of their own, and the kept session read
+//! back at the end), and the person deleting and re-creating things (and setting count
+//! policies) in the exposed workspace.
 
 use rand::Rng;
 use tidemark_reference::scoped::Access;
 use tidemark_sim::seed::MasterSeed;
 
-use super::oracle::{refused_spellings, Guest, Sess, TRAVERSALS};
+use super::oracle::{refused_spellings, Guest, Sess, PROMOTED, TRAVERSALS};
 use super::person_plan::readable_by_agent;
-use super::{turn, AGENTS, EXPOSED, GUESTS, OPS_PER_CLIENT, REF_PATH, SKILL_PATH};
+use super::{
+    turn, AGENTS, EXPOSED, GUESTS, HOME, OPS_PER_CLIENT, REF_PATH, SKILL_PATH,
+    TOOL_OUTPUT_LIMIT_BYTES,
+};
 use crate::profiles::scoped::driver::{ScopedOp, Turn, WaitKindName};
 
 /// A path to refuse: the guest's own stream picks a traversal as it always has; then, half the
@@ -42,6 +46,8 @@ pub(super) fn guest_plan(master: MasterSeed, g: &Guest) -> Plan {
     // of a guest's plan (the races a seed is known to stage stay staged).
     let mut hostile_rng = master.stream(&format!("scoped-world-guest-{c}-hostile"));
     let mut people_rng = master.stream(&format!("scoped-world-guest-{c}-people"));
+    // Part SL's calls likewise: they come between the others, which keep their draws.
+    let mut policy_rng = master.stream(&format!("scoped-world-guest-{c}-policy"));
     let mut n = 0;
     let mut write = |s: Sess, path: &str| {
         n += 1;
@@ -177,6 +183,12 @@ pub(super) fn guest_plan(master: MasterSeed, g: &Guest) -> Plan {
             };
             plan.push((5, s, op, false));
         }
+        if policy_rng.gen_bool(0.2) {
+            let tag = plan.len();
+            for (s, op) in policy_calls(&mut policy_rng, g, tag) {
+                plan.push((policy_rng.gen_range(5..200), s, op, false));
+            }
+        }
     }
     // The end: the kept session, idle since the start, must still hold its files.
     for op in [
@@ -193,12 +205,88 @@ pub(super) fn guest_plan(master: MasterSeed, g: &Guest) -> Plan {
     plan
 }
 
-/// The person deleting (and re-creating) sessions, agents and the exposed workspace. Nothing
-/// in the home workspace is ever deleted, so the guests' checked sessions are theirs alone.
+/// One of part SL's calls of guest `g` (SPEC SL-6, SL-7), `tag` making its content unique: a
+/// session file promoted to the agent's `agent/kept/` and its text read back, a promotion
+/// into a scope the turn may not write (the read-only workspace, or the shut agent's scope),
+/// or a tool result under, at, just over or far over the limit.
+fn policy_calls(rng: &mut impl Rng, g: &Guest, tag: usize) -> Vec<(Sess, ScopedOp)> {
+    let promote = |s: Sess, from: &str, to: &str| ScopedOp::Promote {
+        turn: g.turn(s),
+        from: from.to_string(),
+        to: to.to_string(),
+    };
+    match rng.gen_range(0..10) {
+        0..=3 => {
+            let file = ["notes.md", "data.md"][rng.gen_range(0..2)];
+            let to = format!("{PROMOTED}{file}");
+            vec![
+                (
+                    Sess::Active,
+                    promote(Sess::Active, &format!("session/{file}"), &to),
+                ),
+                (
+                    Sess::Active,
+                    ScopedOp::ReadText {
+                        turn: g.turn(Sess::Active),
+                        path: to,
+                    },
+                ),
+            ]
+        }
+        4 => vec![(
+            Sess::Active,
+            promote(Sess::Active, "session/notes.md", REF_PATH),
+        )],
+        5 => vec![(
+            Sess::Shut,
+            promote(Sess::Shut, "session/n.md", &format!("{PROMOTED}n.md")),
+        )],
+        _ => {
+            let limit = TOOL_OUTPUT_LIMIT_BYTES as usize;
+            let len = [limit / 2, limit, limit + 1, limit * 3][rng.gen_range(0..4)];
+            let t = g.turn(Sess::Active);
+            let base = content_for(&t, "tool", &format!("g{}t{tag}", g.c));
+            let content = format!("{base:.<len$}");
+            vec![(Sess::Active, ScopedOp::ToolOutput { turn: t, content })]
+        }
+    }
+}
+
+/// The person deleting (and re-creating) sessions, agents and the exposed workspace, and
+/// setting, changing and removing the count policies of its agents (SPEC SL-2; liveness
+/// checks them). Nothing in the home workspace is ever deleted, so the guests' checked
+/// sessions are theirs alone.
 pub(super) fn admin_ops(master: MasterSeed) -> Vec<(u64, ScopedOp)> {
     let mut rng = master.stream("scoped-world-admin");
-    let mut out = Vec::new();
+    // Count policies draw from their own stream and come between the other calls.
+    let mut counts = master.stream("scoped-world-admin-counts");
+    // First, each guest's agent keeps its last session (SPEC SL-2): of its kept session (a
+    // wait) and its busy one, the count takes the busy one's files whenever the kept one is
+    // the newer (`oracle::policies`). Set here rather than at setup, so the guests' plans
+    // start as they did before part SL's calls joined them.
+    let mut out: Vec<(u64, ScopedOp)> = (0..GUESTS)
+        .map(|c| {
+            (
+                5,
+                ScopedOp::SetSessionCount {
+                    workspace: HOME.to_string(),
+                    agent: format!("g{c}"),
+                    keep_last: Some(1),
+                },
+            )
+        })
+        .collect();
     for _ in 0..OPS_PER_CLIENT / 3 {
+        if counts.gen_bool(0.3) {
+            out.push((
+                counts.gen_range(50..600),
+                ScopedOp::SetSessionCount {
+                    workspace: EXPOSED.to_string(),
+                    agent: AGENTS[counts.gen_range(0..AGENTS.len())].to_string(),
+                    keep_last: [None, Some(1), Some(2)][counts.gen_range(0..3)],
+                },
+            ));
+        }
         let ws = EXPOSED.to_string();
         let agent = AGENTS[rng.gen_range(0..AGENTS.len())].to_string();
         let op = match rng.gen_range(0..8) {

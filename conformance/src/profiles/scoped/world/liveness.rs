@@ -105,6 +105,7 @@ pub(super) fn liveness(
             }
         }
     }
+    super::oracle::policies::liveness(meta, objects)?;
     // Every object belongs to a live row: what a deleted row (or its cascade) owned must have
     // been recorded as an obligation and swept.
     for key in objects.keys(BUCKET, "") {
@@ -157,7 +158,9 @@ pub(super) fn kept(
         let g = lock(g);
         for (s, m) in &g.sessions {
             let t = &m.turn;
-            if *s == Sess::Exposed || m.expirable(swept_at) {
+            // The busy session's files are the count's whenever its kept one may be the newer
+            // (part SL, `super::oracle::policies`).
+            if *s == Sess::Exposed || m.expirable(swept_at) || g.count_may_take(*s) {
                 continue;
             }
             let prefix = format!(

@@ -1,7 +1,12 @@
 //! The scoped world's oracle. Safety: each guest's exact model of what it wrote ([`Guest`]),
 //! every answer checked against it as it arrives (`Guest::observe`; a person's answers in
 //! `super::person_oracle`, against the same model). Liveness: after the heal and one sweep,
-//! what the store and the metadata hold (`super::liveness`).
+//! what the store and the metadata hold (`super::liveness`). Part SL's share (count policies,
+//! promotions, tool results) is in [`policies`]. Past 800 lines because a guest's verdicts all
+//! read and change its one model; what else could go has gone to `paths`, `claims`, `policies`.
+
+pub(super) mod policies;
+pub(super) use policies::PROMOTED;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -60,6 +65,9 @@ pub(super) fn refused_spellings(t: &Turn) -> Vec<(String, &'static str, &'static
 /// Whether `content` may be read at `path` from turn `t`: session files must carry the
 /// session's identity, agent files the agent's, workspace files the workspace's.
 fn identity_ok(t: &Turn, path: &str, content: &str) -> bool {
+    if let Some(ok) = policies::promoted_identity(t, path, content) {
+        return ok;
+    }
     let owner = match path.split('/').next() {
         Some("session") => format!("{}/{}/{}/", t.workspace, t.agent, t.session),
         Some("agent") => format!("{}/{}/", t.workspace, t.agent),
@@ -134,6 +142,8 @@ pub(super) struct Guest {
     pub(super) curated: Curated,
     /// The sweeps `app` ran to their end.
     pub(super) sweeps: Sweeps,
+    /// Part SL: what the count may take from the busy session, tool results unanswered.
+    pub(super) policy: policies::PolicyWatch,
     /// What setup put in the home workspace, if setup confirmed it.
     pub(super) reference: Option<String>,
     pub(super) skill_published: bool,
@@ -155,19 +165,6 @@ pub(super) fn is_infra(reason: &str) -> bool {
 /// never came (`PathModel::haunt`).
 pub(super) fn may_land(ticket: &Ticket) -> bool {
     net_ms().saturating_sub(ticket.sent_ms) >= super::S3_TIMEOUT.as_millis() as u64
-}
-
-/// Operations that count as the session's activity when they succeed (SC-4.3, SC-5.1).
-fn touches(op: &ScopedOp) -> bool {
-    matches!(
-        op,
-        ScopedOp::Activity { .. }
-            | ScopedOp::Write { .. }
-            | ScopedOp::Read { .. }
-            | ScopedOp::ReadText { .. }
-            | ScopedOp::List { .. }
-            | ScopedOp::Delete { .. }
-    )
 }
 
 fn home_turn(agent: &str, session: &str) -> Turn {
@@ -204,6 +201,7 @@ impl Guest {
             shut_agent_paths: BTreeMap::new(),
             curated,
             sweeps,
+            policy: policies::PolicyWatch::default(),
             reference: None,
             skill_published: false,
             violations: Vec::new(),
@@ -265,6 +263,7 @@ impl Guest {
                 m.send(v, ticket.sent_ms);
             }
         }
+        self.policy_begin(s, op, ticket.sent_ms);
         match op {
             _ if s == Sess::Exposed => {}
             ScopedOp::Read { path, .. } | ScopedOp::ReadText { path, .. } => {
@@ -395,6 +394,7 @@ impl Guest {
     /// An operation whose answer never came (timeout, connection lost): it may have happened.
     pub(super) fn unknown(&mut self, s: Sess, op: &ScopedOp, ticket: &Ticket) {
         self.record(s, ticket, None);
+        self.policy_unknown(s, op);
         let (path, v) = match op {
             ScopedOp::Write { path, content, .. } => (path, Some(content.clone())),
             ScopedOp::Delete { path, .. } => (path, None),
@@ -549,6 +549,7 @@ impl Guest {
                 m.allowed.insert(None);
             }
         }
+        self.policy_observe(s, refused, ticket);
         match op {
             ScopedOp::AddWait { .. } if ok => {
                 let expirable = self.session(s).expirable(replied);
@@ -586,14 +587,18 @@ impl Guest {
             ScopedOp::List { prefix: None, .. } => {
                 self.check_listing(s, &name, ticket, replied, out)
             }
+            ScopedOp::Promote { .. } | ScopedOp::ToolOutput { .. } => {
+                self.check_policy(s, &name, op, (ticket, replied), out)
+            }
             _ => {}
         }
-        if ok && touches(op) {
+        if ok && policies::touches(op, out) {
             let m = self.session_mut(s);
             m.last_activity = Some(sent);
             if m.wait_confirmed {
                 m.protected = true;
             }
+            self.active_at(s, replied);
         }
     }
 
@@ -789,7 +794,7 @@ impl Guest {
         }
         for p in &listed {
             // The shut session's stray scopes are reported above.
-            if !known.contains_key(*p) && (s != Sess::Shut || p.starts_with("session/")) {
+            if !known.contains_key(*p) && self.unknown_listed_is_news(s, p) {
                 problems.push(format!("lists {p}, which nobody wrote"));
             }
         }

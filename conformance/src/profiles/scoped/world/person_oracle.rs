@@ -110,6 +110,10 @@ impl Guest {
                 if let Some((s, path, v)) = write {
                     self.with_path(s, &path, |m| m.haunt(v));
                 }
+                if let Target::In(s) = op.target {
+                    // It may land, and be activity, at any time (part SL's count).
+                    self.person_unknown(s, op);
+                }
                 return;
             }
             Answer::Misshapen(e) => {
@@ -122,6 +126,12 @@ impl Guest {
             ScopedOutcome::Refused { reason, .. } => Some(reason.as_str()),
             _ => None,
         };
+        if let (Some(r), Target::In(s)) = (refused, op.target) {
+            if is_infra(r) && may_land(ticket) {
+                // Refused after the store client's timeout: it may still land, as activity.
+                self.person_unknown(s, op);
+            }
+        }
         let shown = match out {
             ScopedOutcome::Refused { reason, .. } => format!("refused {reason}"),
             o => format!("{o:?}").chars().take(200).collect(),
@@ -164,6 +174,8 @@ impl Guest {
                 m.allowed.insert(None);
             }
         }
+        // And so may the count (part SL).
+        self.count_exposure(s);
         let verdict = match &op.expect {
             Expect::File(path) => self.person_file(s, op, grant, ticket, path, out),
             _ => self.person_listing(s, grant, ticket, out, writable.as_deref()),
@@ -182,6 +194,7 @@ impl Guest {
             if m.wait_confirmed {
                 m.protected = true;
             }
+            self.active_at(s, replied);
         }
     }
 
@@ -375,6 +388,7 @@ impl Guest {
                 ));
             }
             match known.get(*p) {
+                None if self.may_list_unknown(p) => {}
                 None => return Err(format!("the listing shows {p}, which nobody wrote")),
                 Some((_, true)) => return Err(format!("the listing shows {p}, which is gone")),
                 _ => {}
