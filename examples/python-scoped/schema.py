@@ -4,7 +4,8 @@
 The names are this implementation's own, deliberately not SC-6.6's defaults
 (`storage_deletions`, `storage_deletion_records`), so a run proves the harness reads the ledger
 through the declaration: obligations are `erasure_orders` (pending while `erased_ms` is null),
-records are `erasure_receipts`.
+records are `erasure_receipts`. The erasure obligations of part SL (SL-4.7, which has no
+default) are `subject_erasures` and their proofs `subject_erasure_keys`, read through `ERASURE`.
 """
 
 import layout

@@ -6,10 +6,11 @@ obligations in PostgreSQL (psycopg 3).
     target/py-scoped/bin/python examples/python-scoped/scoped.py
 
 Modules: layout.py (the only place keys and guest paths are known, SC-1.2), store.py (S3),
-schema.py (tables, triggers and the ledger queries declared in init_ok), lifecycle.py (SC-7),
-policies.py (part SL: the count policy, promotion, tool-output overflow), people.py (the people's
-API over HTTP), race.py (the write_during_sweep hook), this file (the operations, the sweep and
-the protocol). Time is an input: every timestamp comes from the request's now_ms.
+schema.py (tables, triggers and the ledger queries declared in init_ok), sweep.py (the sweep),
+lifecycle.py (SC-7), part SL's policies.py (the count, a close, promotion, tool-output overflow),
+retention.py (a workspace's own TTL and rules) and erasure.py (erasure obligations and proofs),
+people.py (the people's API over HTTP), race.py (the races only the program can stage), this
+file (the operations and the protocol). Time is an input: every timestamp comes from the request's now_ms.
 Logs go to stderr; stdout carries only protocol lines.
 """
 

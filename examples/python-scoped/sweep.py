@@ -22,8 +22,8 @@ LOWEST_KEY = ("", "", "")
 
 # The sessions whose files go whatever a count says, claimed with their locks (SC-5.6):
 #  - idle for their TTL (SC-5.3): the workspace's own (SL-5.1) where it set one, else the
-#    deployment's; the first bound (the shortest TTL in force) is only there so the partial index
-#    on last activity answers, the second decides;
+#    deployment's; the first bound (the shortest TTL in force) compares last activity with one
+#    value, as the partial index on it is read, and the second decides;
 #  - closed, their grace ended (SL-3.1: `now - closed >= grace`);
 #  - left unfinished by an earlier sweep (SC-5.5), whatever expired them (SL-2.4);
 # and never one that something waits in (SC-5.2, SL-3.1). A swept session is not examined again
