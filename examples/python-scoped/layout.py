@@ -74,6 +74,19 @@ def skills_prefix(ws):
     return f"skills/{ws}/"
 
 
+def workspace_sessions_prefix(ws):
+    """Every session of a workspace: the prefix of its own lifecycle rule (SL-5.3)."""
+    return f"sessions/{ws}/"
+
+
+def erasure_prefixes(ws, agent=None):
+    """SL-4.2: an erasure's subject is its whole classes, so what an earlier deletion left
+    unswept is erased too: a workspace's four class prefixes, an agent's two."""
+    if agent is None:
+        return [workspace_prefix(ws), skills_prefix(ws), f"agents/{ws}/", workspace_sessions_prefix(ws)]
+    return [agent_prefix(ws, agent), f"sessions/{ws}/{agent}/"]
+
+
 def text_key(prefix, rel):
     return f"{prefix}{TEXT_DIR}/{rel}"
 

@@ -1,8 +1,10 @@
-"""The bucket's lifecycle configuration (SPEC.md SC-7): the three class rules, validated before
-they are sent, put whole so they replace whatever the bucket had (SC-7.5). Lifecycle rules are the
-backstop that keeps working when the sweeper does not (SL-1.1); no policy of part SL changes them
-here."""
+"""The bucket's lifecycle configuration (SPEC.md SC-7): the three class rules and a rule per
+workspace whose own TTL is shorter than the deployment's (SL-5.3, built in retention.py), validated
+before they are sent, put whole so they replace whatever the bucket had (SC-7.5). Lifecycle rules
+are the backstop that keeps working when the sweeper does not (SL-1.1); the policies of part SL
+never take a class rule away."""
 
+import retention
 from layout import Refused
 
 ABORT_MULTIPART_DAYS = 7  # SC-7.1
@@ -22,22 +24,37 @@ def rules(backstop_days):
     ]
 
 
-def apply(store, backstop_days, ttl_days):
-    """PROTOCOL.md `apply_lifecycle`: validate (SC-7.2), then put the configuration whole."""
-    configuration = rules(backstop_days)
-    validate(configuration, backstop_days, ttl_days)
-    store.put_lifecycle(configuration)
+def apply(conn, store, backstop_days, ttl_days, rule_limit):
+    """PROTOCOL.md `apply_lifecycle`: build the configuration from every workspace's retention,
+    validate it (SC-7.2, SL-5.2), put it whole, and remember its session backstop as the bound of
+    the workspaces' TTLs (SL-5.2). The bound's row is held throughout, so no TTL is accepted
+    against the backstop this replaces; a refused or failed put leaves the bound as it was."""
+    with conn.transaction():
+        conn.execute("SELECT session_backstop_days FROM bucket_lifecycle FOR UPDATE")
+        retentions = conn.execute("SELECT ws_key, ttl_days FROM workspace_retention").fetchall()
+        if isinstance(backstop_days, int) and not isinstance(backstop_days, bool):
+            configuration = rules(backstop_days) + retention.workspace_rules(
+                retentions, backstop_days, ttl_days, rule_limit)
+        else:
+            configuration = rules(backstop_days)
+        validate(configuration, backstop_days, ttl_days, rule_limit)
+        longest = max((ttl for _, ttl in retentions), default=None)
+        if longest is not None and backstop_days <= longest:
+            raise Refused("config", f"lifecycle configuration refused: the session backstop ({backstop_days} days) "
+                          f"must be longer than every workspace's TTL (the longest is {longest} days)")
+        store.put_lifecycle(configuration)
+        conn.execute("UPDATE bucket_lifecycle SET session_backstop_days = %s", (backstop_days,))
     return {"outcome": "ok"}
 
 
-def validate(configuration, backstop_days, ttl_days):
+def validate(configuration, backstop_days, ttl_days, rule_limit=1000):
     """SC-7.2: the configuration is checked before it is sent; a refusal is `config`."""
 
     def bad(why):
         raise Refused("config", f"lifecycle configuration refused: {why}")
 
-    if len(configuration) > 1000:
-        bad("more than 1,000 rules")
+    if len(configuration) > min(rule_limit, 1000):
+        bad(f"more than {min(rule_limit, 1000):,} rules")
     ids = [rule.get("ID", "") for rule in configuration]
     if len(set(ids)) != len(ids) or any(not 1 <= len(i) <= 255 for i in ids):
         bad("rule ids must be unique and 1-255 characters")

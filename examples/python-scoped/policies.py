@@ -145,3 +145,18 @@ def tool_output(service, turn, content, limit):
         raise Refused("storage_unavailable", "no free name for the tool output's overflow file")
 
     return service.store_file(ids, plan)
+
+
+def close_session(service, turn):
+    """SL-3 (PROTOCOL.md `close_session`, capability `session_close`): the host closes a session.
+    A closed session is swept a grace after its close unless its idle TTL comes first (the sweep's
+    claim, sweep.py); closing is no activity (its last activity and swept mark stay), a repeated
+    close keeps the first close time, and activity clears the close (Scoped.touch, SL-3.2)."""
+    ids = service.turn_ids(turn)
+    closed = service.db().execute(
+        "UPDATE chat_sessions SET closed_ms = COALESCE(closed_ms, %s)"
+        " WHERE ws_key = %s AND agent_key = %s AND chat_key = %s RETURNING closed_ms",
+        (service.now_ms, *ids)).fetchone()
+    if closed is None:
+        raise Refused("unknown_entity", "no such session to close")
+    return {"outcome": "ok"}

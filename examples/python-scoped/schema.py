@@ -4,7 +4,8 @@
 The names are this implementation's own, deliberately not SC-6.6's defaults
 (`storage_deletions`, `storage_deletion_records`), so a run proves the harness reads the ledger
 through the declaration: obligations are `erasure_orders` (pending while `erased_ms` is null),
-records are `erasure_receipts`.
+records are `erasure_receipts`. The erasure obligations of part SL (SL-4.7, which has no
+default) are `subject_erasures` and their proofs `subject_erasure_keys`, read through `ERASURE`.
 """
 
 import layout
@@ -13,6 +14,15 @@ import layout
 LEDGER = {
     "obligations": "SELECT key_prefix AS prefix, erased_ms IS NULL AS pending FROM erasure_orders",
     "records": "SELECT key_prefix AS prefix FROM erasure_receipts",
+}
+
+# SL-4.7: the erasure ledger, read by the harness through these (there is no default). A proof row
+# is a key recorded deleted; one only written down (SL-4.3) is no part of it.
+ERASURE = {
+    "obligations": "SELECT erasure_id::text AS obligation, subject, deadline_ms, done_ms AS done_at_ms"
+                   " FROM subject_erasures",
+    "proofs": "SELECT erasure_id::text AS obligation, object_key AS key, deleted_ms AS deleted_at_ms"
+              " FROM subject_erasure_keys WHERE deleted_ms IS NOT NULL",
 }
 
 # The harness's clock reaches the AFTER DELETE triggers through this transaction-local setting,
@@ -40,12 +50,16 @@ CREATE TABLE IF NOT EXISTS chat_sessions (
     active_ms           bigint NOT NULL,
     files_cleared_ms    bigint,
     clear_unfinished_ms bigint,
+    closed_ms           bigint,  -- SL-3: the host's first close since the last activity
     PRIMARY KEY (ws_key, agent_key, chat_key),
     FOREIGN KEY (ws_key, agent_key) REFERENCES tenant_agents ON DELETE CASCADE
 );
 -- SC-5.4: the sweep's candidates come through this partial index, so swept sessions cost nothing.
 CREATE INDEX IF NOT EXISTS chat_sessions_idle ON chat_sessions (active_ms)
     WHERE files_cleared_ms IS NULL;
+-- SL-3.1: closed sessions still holding files, so the sweep finds the closes it owes cheaply.
+CREATE INDEX IF NOT EXISTS chat_sessions_closed ON chat_sessions (closed_ms)
+    WHERE files_cleared_ms IS NULL AND closed_ms IS NOT NULL;
 -- SC-5.2: something queued, parked or waiting keeps a session from the sweep.
 CREATE TABLE IF NOT EXISTS chat_holds (
     ws_key    text NOT NULL,
@@ -69,15 +83,53 @@ CREATE TABLE IF NOT EXISTS agent_keep_counts (
 -- SL-2.2: the count ranks an agent's sessions that still keep files by last activity.
 CREATE INDEX IF NOT EXISTS chat_sessions_ranked ON chat_sessions (ws_key, agent_key, active_ms DESC)
     WHERE files_cleared_ms IS NULL AND clear_unfinished_ms IS NULL;
--- SC-6.1 to SC-6.5: deletion obligations, kept once done as the record of what was asked.
+-- SL-5.1: a workspace's own idle TTL, the host's request apart from the workspace's settings, so
+-- creating the workspace again (SC-3.2) keeps it and deleting the workspace removes it.
+CREATE TABLE IF NOT EXISTS workspace_retention (
+    ws_key   text PRIMARY KEY REFERENCES tenant_workspaces ON DELETE CASCADE,
+    ttl_days integer NOT NULL CHECK (ttl_days BETWEEN 1 AND 36500)
+);
+-- SL-5.2: the session backstop of the last lifecycle configuration put on the bucket (null: none
+-- yet, SC-7.1's default). One row, locked by whoever reads the bound or changes it.
+CREATE TABLE IF NOT EXISTS bucket_lifecycle (
+    only_row              boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+    session_backstop_days integer
+);
+INSERT INTO bucket_lifecycle DEFAULT VALUES ON CONFLICT DO NOTHING;
+-- SL-4: erasure obligations (done while done_ms is set) and their proofs: each key written down
+-- before it is deleted (listed_ms), recorded deleted after (deleted_ms). agent_key is null for a
+-- workspace's erasure; subject is SL-4.7's spelling, <ws> or <ws>/<agent>.
+CREATE TABLE IF NOT EXISTS subject_erasures (
+    erasure_id   bigserial PRIMARY KEY,
+    subject      text NOT NULL,
+    ws_key       text NOT NULL,
+    agent_key    text,
+    requested_ms bigint NOT NULL,
+    deadline_ms  bigint NOT NULL,
+    done_ms      bigint
+);
+CREATE INDEX IF NOT EXISTS subject_erasures_pending ON subject_erasures (ws_key, agent_key)
+    WHERE done_ms IS NULL;
+CREATE TABLE IF NOT EXISTS subject_erasure_keys (
+    erasure_id bigint NOT NULL REFERENCES subject_erasures,
+    object_key text NOT NULL,
+    listed_ms  bigint NOT NULL,
+    deleted_ms bigint,
+    PRIMARY KEY (erasure_id, object_key)
+);
+-- SC-6.1 to SC-6.5: deletion obligations, kept once done as the record of what was asked. One an
+-- erasure holds (erasure_id, SL-4.2) is met by that erasure, never by SC-6's own sweep.
 CREATE TABLE IF NOT EXISTS erasure_orders (
     order_id   bigserial PRIMARY KEY,
     key_prefix text NOT NULL,
     ordered_ms bigint NOT NULL,
-    erased_ms  bigint
+    erased_ms  bigint,
+    erasure_id bigint REFERENCES subject_erasures
 );
 CREATE INDEX IF NOT EXISTS erasure_orders_pending ON erasure_orders (order_id)
-    WHERE erased_ms IS NULL;
+    WHERE erased_ms IS NULL AND erasure_id IS NULL;
+CREATE INDEX IF NOT EXISTS erasure_orders_held ON erasure_orders (erasure_id)
+    WHERE erased_ms IS NULL AND erasure_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS erasure_receipts (
     receipt_id     bigserial PRIMARY KEY,
     order_id       bigint NOT NULL REFERENCES erasure_orders,

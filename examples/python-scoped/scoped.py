@@ -6,10 +6,11 @@ obligations in PostgreSQL (psycopg 3).
     target/py-scoped/bin/python examples/python-scoped/scoped.py
 
 Modules: layout.py (the only place keys and guest paths are known, SC-1.2), store.py (S3),
-schema.py (tables, triggers and the ledger queries declared in init_ok), lifecycle.py (SC-7),
-policies.py (part SL: the count policy, promotion, tool-output overflow), people.py (the people's
-API over HTTP), race.py (the write_during_sweep hook), this file (the operations, the sweep and
-the protocol). Time is an input: every timestamp comes from the request's now_ms.
+schema.py (tables, triggers and the ledger queries declared in init_ok), sweep.py (the sweep),
+lifecycle.py (SC-7), part SL's policies.py (the count, a close, promotion, tool-output overflow),
+retention.py (a workspace's own TTL and rules) and erasure.py (erasure obligations and proofs),
+people.py (the people's API over HTTP), race.py (the races only the program can stage), this
+file (the operations and the protocol). Time is an input: every timestamp comes from the request's now_ms.
 Logs go to stderr; stdout carries only protocol lines.
 """
 
@@ -22,20 +23,23 @@ import urllib.parse
 
 import psycopg
 
+import erasure
 import layout
 import lifecycle
 import people
 import policies
 import race
+import retention
 import schema
+import sweep
 from layout import Refused
 from store import DELETE_BATCH, Store
 
 PROTOCOL = "tidemark/1"
-DAY_MS = 24 * 60 * 60 * 1000
+DAY_MS = sweep.DAY_MS
 DEFAULT_TTL_DAYS = 30  # SC-5.3
+DEFAULT_CLOSE_GRACE_DAYS = 7  # SL-3.1
 DEFAULT_MAX_UPLOAD = 26214400  # SF-4.3: 25 MiB
-CLAIM_CHUNK = 500  # sessions or obligations claimed (and locked) per transaction
 ACCESS = ("none", "read", "read-write")
 DEFAULT_ACCESS = {"agent": "read-write", "workspace": "read"}  # SC-3.2: the deployment layer
 CRASH_POINTS = ("after_text_written", "after_session_objects_deleted", "after_obligation_objects_deleted")
@@ -83,6 +87,8 @@ class Scoped:
         knobs = init.get("knobs", {})
         self.ttl_ms = int(knobs.get("session_file_ttl_days", DEFAULT_TTL_DAYS)) * DAY_MS
         self.tool_output_limit = int(knobs.get("tool_output_limit_bytes", policies.DEFAULT_TOOL_OUTPUT_LIMIT))
+        self.grace_ms = int(knobs.get("close_grace_days", DEFAULT_CLOSE_GRACE_DAYS)) * DAY_MS
+        self.rule_limit = int(knobs.get("lifecycle_rule_limit", retention.DEFAULT_RULE_LIMIT))
         self.store = Store(init["s3"])
         self.conn = None
         self.now_ms = 0
@@ -141,10 +147,12 @@ class Scoped:
 
     def touch(self, ids):
         """SC-5.1: activity never moves backwards; new activity also lifts the swept mark (SC-5.4)
-        and the unfinished mark (its leftovers were just deleted, SC-5.5)."""
+        and the unfinished mark (its leftovers were just deleted, SC-5.5), and reopens a closed
+        session (SL-3.2)."""
         self.conn.execute(
             "UPDATE chat_sessions SET active_ms = GREATEST(active_ms, %s), files_cleared_ms = NULL,"
-            "       clear_unfinished_ms = NULL WHERE ws_key = %s AND agent_key = %s AND chat_key = %s",
+            "       clear_unfinished_ms = NULL, closed_ms = NULL"
+            " WHERE ws_key = %s AND agent_key = %s AND chat_key = %s",
             (self.now_ms, *ids))
 
     def file_op(self, ids, op, activity=True):
@@ -330,10 +338,12 @@ class Scoped:
     def create_workspace(self, body):
         ws = layout.check_id("workspace", body.get("workspace"))
         levels = (access_of(body.get("agent_access")), access_of(body.get("workspace_access")))
-        self.db().execute(
-            "INSERT INTO tenant_workspaces VALUES (%s, %s, %s) ON CONFLICT (ws_key) DO UPDATE"
-            " SET agent_access = EXCLUDED.agent_access, workspace_access = EXCLUDED.workspace_access",
-            (ws, *levels))
+        with self.db().transaction():
+            erasure.refuse_if_pending(self.conn, ws)  # SL-4.6
+            self.conn.execute(
+                "INSERT INTO tenant_workspaces VALUES (%s, %s, %s) ON CONFLICT (ws_key) DO UPDATE"
+                " SET agent_access = EXCLUDED.agent_access, workspace_access = EXCLUDED.workspace_access",
+                (ws, *levels))
         return {"outcome": "ok"}
 
     def create_agent(self, body):
@@ -341,10 +351,12 @@ class Scoped:
         agent = layout.check_id("agent", body.get("agent"))
         levels = (access_of(body.get("agent_access")), access_of(body.get("workspace_access")))
         try:
-            self.db().execute(
-                "INSERT INTO tenant_agents VALUES (%s, %s, %s, %s) ON CONFLICT (ws_key, agent_key) DO UPDATE"
-                " SET agent_access = EXCLUDED.agent_access, workspace_access = EXCLUDED.workspace_access",
-                (ws, agent, *levels))
+            with self.db().transaction():
+                erasure.refuse_if_pending(self.conn, ws, agent)  # SL-4.6
+                self.conn.execute(
+                    "INSERT INTO tenant_agents VALUES (%s, %s, %s, %s) ON CONFLICT (ws_key, agent_key) DO UPDATE"
+                    " SET agent_access = EXCLUDED.agent_access, workspace_access = EXCLUDED.workspace_access",
+                    (ws, agent, *levels))
         except psycopg.errors.ForeignKeyViolation as e:
             raise Refused("unknown_entity", f"no workspace {ws}") from e
         return {"outcome": "ok"}
@@ -418,120 +430,10 @@ class Scoped:
                 self.store.put(prefix + path, content, self.now_ms, digest)
         return {"outcome": "published", "sha256": sha}
 
-    # --- The sweep (SC-5.3 to SC-6.5) --------------------------------------------------------
-
-    def erase(self, prefixes):
-        """List each owner's prefix and delete its keys with DeleteObjects, batched across owners.
-        Returns (owners any of whose keys failed, keys deleted per owner)."""
-        failed, owners, deleted = set(), {}, {owner: 0 for owner in prefixes}
-        for owner, prefix in prefixes.items():
-            try:
-                for key in self.store.keys(prefix):
-                    owners.setdefault(key, []).append(owner)
-            except Refused as e:
-                log(f"sweep: listing {prefix} failed: {e.message}")
-                failed.add(owner)
-        keys = [k for k, who in owners.items() if not failed.intersection(who)]
-        for start in range(0, len(keys), DELETE_BATCH):
-            batch = keys[start:start + DELETE_BATCH]
-            try:
-                refused = self.store.delete_batch(batch)
-            except Refused as e:
-                log(f"sweep: a delete batch failed: {e.message}")
-                refused = set(batch)
-            for key in batch:
-                if key in refused:
-                    failed.update(owners[key])
-                else:
-                    for owner in owners[key]:
-                        deleted[owner] += 1
-        return failed, deleted
+    # --- The sweep (sweep.py) ---------------------------------------------------------------
 
     def sweep(self, hook=None):
-        self.db()
-        sessions = self.sweep_sessions(hook)
-        obligations = self.sweep_obligations()
-        return {"outcome": "swept", "sessions": sessions, "obligations": obligations}
-
-    def sweep_sessions(self, hook):
-        """SC-5.3 to SC-5.6 and SL-1.2, SL-2: the sessions whose files go, claimed (locked) in
-        chunks, emptied with DeleteObjects batched across them all, and marked in the claiming
-        transaction. Two kinds are claimed together, so one batching serves both (SL-1.1's policy
-        sweep beside the idle one): sessions idle for the TTL with nothing waiting (through the
-        partial index), with those a sweep left unfinished (SC-5.5, whatever expired them), and
-        the sessions a count policy puts past its N (policies.py). A session both are counted
-        once in `sessions` (SL-2.4)."""
-        swept, after_idle, after_count = 0, ("", "", ""), ("", "", "")
-        idle_left = count_left = True
-        taken = set()
-        while idle_left or count_left:
-            with self.conn.transaction():
-                idle = self.conn.execute(
-                    "SELECT ws_key, agent_key, chat_key FROM chat_sessions s"
-                    " WHERE files_cleared_ms IS NULL AND (active_ms <= %s OR clear_unfinished_ms IS NOT NULL)"
-                    "   AND (ws_key, agent_key, chat_key) > (%s, %s, %s)"
-                    "   AND NOT EXISTS (SELECT 1 FROM chat_holds h WHERE h.ws_key = s.ws_key"
-                    "                   AND h.agent_key = s.agent_key AND h.chat_key = s.chat_key)"
-                    " ORDER BY ws_key, agent_key, chat_key LIMIT %s FOR UPDATE SKIP LOCKED",
-                    (self.now_ms - self.ttl_ms, *after_idle, CLAIM_CHUNK)).fetchall() if idle_left else []
-                if hook is not None:
-                    hook()  # write_during_sweep: the claim is made, nothing is deleted yet
-                    hook = None
-                counted = policies.count_candidates(self.conn, after_count, CLAIM_CHUNK) if count_left else []
-                idle_left, count_left = len(idle) == CLAIM_CHUNK, len(counted) == CLAIM_CHUNK
-                after_idle = idle[-1] if idle else after_idle
-                after_count = counted[-1] if counted else after_count
-                # A session this sweep already took (a count's whose keys failed is unfinished
-                # now, and the idle claim takes unfinished ones) waits for the next sweep.
-                rows = sorted(set(map(tuple, idle + counted)) - taken)
-                taken.update(rows)
-                if not rows:
-                    continue
-                failed, _ = self.erase({row: layout.session_prefix(*row) for row in rows})
-                self.reach("after_session_objects_deleted")
-                for row in rows:
-                    if row in failed:
-                        # SC-5.5: expired all the same; the next operation finishes the job.
-                        self.conn.execute(
-                            "UPDATE chat_sessions SET clear_unfinished_ms = %s"
-                            " WHERE ws_key = %s AND agent_key = %s AND chat_key = %s", (self.now_ms, *row))
-                    else:
-                        self.conn.execute(
-                            "UPDATE chat_sessions SET files_cleared_ms = %s, clear_unfinished_ms = NULL"
-                            " WHERE ws_key = %s AND agent_key = %s AND chat_key = %s", (self.now_ms, *row))
-                        swept += 1
-        return swept
-
-    def sweep_obligations(self):
-        """SC-6.3 to SC-6.5: pending obligations claimed in chunks through the partial index; a
-        prefix is recorded and marked done in one transaction, only once it is empty."""
-        done, after = 0, 0
-        while True:
-            with self.conn.transaction():
-                rows = self.conn.execute(
-                    "SELECT order_id, key_prefix FROM erasure_orders WHERE erased_ms IS NULL AND order_id > %s"
-                    " ORDER BY order_id LIMIT %s FOR UPDATE SKIP LOCKED", (after, CLAIM_CHUNK)).fetchall()
-                if not rows:
-                    return done
-                failed, deleted = self.erase(dict(rows))
-                self.reach("after_obligation_objects_deleted")
-                for order_id, prefix in rows:
-                    if order_id in failed:
-                        continue  # SC-6.4: stays pending
-                    try:
-                        if self.store.keys(prefix, limit=1):
-                            continue  # something landed meanwhile: not empty, not done
-                    except Refused:
-                        continue
-                    self.conn.execute(
-                        "INSERT INTO erasure_receipts (order_id, key_prefix, objects_erased, erased_ms)"
-                        " VALUES (%s, %s, %s, %s)", (order_id, prefix, deleted[order_id], self.now_ms))
-                    self.conn.execute("UPDATE erasure_orders SET erased_ms = %s WHERE order_id = %s",
-                                      (self.now_ms, order_id))
-                    done += 1
-            if len(rows) < CLAIM_CHUNK:
-                return done
-            after = rows[-1][0]
+        return sweep.run(self, hook)
 
     # --- Dispatch ----------------------------------------------------------------------------
 
@@ -572,7 +474,8 @@ class Scoped:
         if op == "sweep":
             return self.sweep()
         if op == "apply_lifecycle":
-            return lifecycle.apply(self.store, body["session_backstop_days"], self.ttl_ms // DAY_MS)
+            return lifecycle.apply(self.db(), self.store, body["session_backstop_days"], self.ttl_ms // DAY_MS,
+                                   self.rule_limit)
         if op == "crash_at":
             if body.get("point") not in CRASH_POINTS:
                 raise ValueError(f"unknown crash point {body.get('point')!r}")
@@ -589,6 +492,14 @@ class Scoped:
             return policies.promote(self, body["turn"], body["from"], body["to"])
         if op == "tool_output":
             return policies.tool_output(self, body["turn"], body["content"], self.tool_output_limit)
+        if op == "close_session":  # capability session_close
+            return policies.close_session(self, body["turn"])
+        if op == "concurrent_sweeps":  # capability concurrent_sweeps
+            return race.concurrent_sweeps(self)
+        if op == "request_erasure":  # capability erasure_obligations: erasure.py
+            return erasure.request(self, body)
+        if op == "set_workspace_retention":  # capability workspace_retention: retention.py
+            return retention.set_workspace_retention(self.db(), body)
         raise ValueError(f"unknown op {op!r}")
 
 
@@ -752,8 +663,9 @@ def main():
             init_ok = {"type": "init_ok", "in_reply_to": msg["id"], "protocol": PROTOCOL,
                        "implementation": "python-scoped example 1.2", "profiles": ["scoped"],
                        "capabilities": ["crash_points", "write_during_sweep", "written_at_stamp", "people_api",
-                                        "retention_policies"],
-                       "ledger": schema.LEDGER}
+                                        "retention_policies", "session_close", "concurrent_sweeps",
+                                        "erasure_obligations", "workspace_retention"],
+                       "ledger": schema.LEDGER, "erasure": schema.ERASURE}
             if api_url is not None:
                 init_ok["people_api"] = api_url
             send(init_ok)

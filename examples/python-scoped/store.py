@@ -148,3 +148,17 @@ class Store:
                   Bucket=self.bucket, LifecycleConfiguration={"Rules": rules})
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
             raise _refusal(e, "putting the lifecycle configuration") from e
+
+
+def delete_many(store, keys):
+    """DeleteObjects over any number of keys, at most 1,000 a request however many sessions or
+    obligations they belong to (SC-5.5, SL-1.2). Returns the keys not deleted: those the store
+    refused, and every key of a request that failed whole."""
+    refused = set()
+    for start in range(0, len(keys), DELETE_BATCH):
+        batch = keys[start:start + DELETE_BATCH]
+        try:
+            refused.update(store.delete_batch(batch))
+        except Refused:
+            refused.update(batch)
+    return refused
