@@ -142,24 +142,34 @@ CREATE OR REPLACE FUNCTION tidemark_triggers_off() RETURNS boolean LANGUAGE sql 
     SELECT coalesce(current_setting('tidemark.app_records', true), '') = 'on'
 $$;
 
+-- The deletion triggers are statement-level, reading the rows a statement (and every cascade it
+-- sets off) removed from its transition table, so each table's rows are recorded in a stated
+-- order, their key's by bytes, whatever order the rows lie in on disk: row-level triggers fire
+-- in the scan's (physical) order, so a cascade's obligation ids would follow where updates had
+-- moved the rows, and differ from the in-memory store's (SPEC SL-4's proofs name them). One
+-- statement's cascade fires each table's trigger once: the workspace's rows first, then its
+-- agents', then their sessions'.
 CREATE OR REPLACE FUNCTION tidemark_record_session_deletion() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF tidemark_triggers_off() THEN RETURN OLD; END IF;
+    IF tidemark_triggers_off() THEN RETURN NULL; END IF;
     INSERT INTO storage_deletions (prefix, entity_kind, entity_id, requested_at_ms)
-    VALUES ('sessions/' || OLD.workspace_id || '/' || OLD.agent_id || '/' || OLD.id || '/',
-            'session', OLD.id, tidemark_now_ms());
-    RETURN OLD;
+    SELECT 'sessions/' || o.workspace_id || '/' || o.agent_id || '/' || o.id || '/',
+           'session', o.id, tidemark_now_ms()
+      FROM gone_sessions o
+     ORDER BY o.workspace_id COLLATE "C", o.agent_id COLLATE "C", o.id COLLATE "C";
+    RETURN NULL;
 END $$;
 
 CREATE OR REPLACE FUNCTION tidemark_record_agent_deletion() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF tidemark_triggers_off() THEN RETURN OLD; END IF;
+    IF tidemark_triggers_off() THEN RETURN NULL; END IF;
     INSERT INTO storage_deletions (prefix, entity_kind, entity_id, requested_at_ms)
-    VALUES ('agents/' || OLD.workspace_id || '/' || OLD.id || '/',
-            'agent', OLD.id, tidemark_now_ms());
-    RETURN OLD;
+    SELECT 'agents/' || o.workspace_id || '/' || o.id || '/', 'agent', o.id, tidemark_now_ms()
+      FROM gone_agents o
+     ORDER BY o.workspace_id COLLATE "C", o.id COLLATE "C";
+    RETURN NULL;
 END $$;
 
 -- A workspace's deletion also removes its skill versions: "delete everything for this
@@ -167,22 +177,28 @@ END $$;
 CREATE OR REPLACE FUNCTION tidemark_record_workspace_deletion() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF tidemark_triggers_off() THEN RETURN OLD; END IF;
+    IF tidemark_triggers_off() THEN RETURN NULL; END IF;
     INSERT INTO storage_deletions (prefix, entity_kind, entity_id, requested_at_ms)
-    VALUES ('workspaces/' || OLD.id || '/', 'workspace', OLD.id, tidemark_now_ms()),
-           ('skills/' || OLD.id || '/', 'workspace', OLD.id, tidemark_now_ms());
-    RETURN OLD;
+    SELECT p.prefix, 'workspace', o.id, tidemark_now_ms()
+      FROM gone_workspaces o,
+           LATERAL (VALUES (1, 'workspaces/' || o.id || '/'), (2, 'skills/' || o.id || '/'))
+               AS p (n, prefix)
+     ORDER BY o.id COLLATE "C", p.n;
+    RETURN NULL;
 END $$;
 
 DROP TRIGGER IF EXISTS sessions_record_deletion ON sessions;
 CREATE TRIGGER sessions_record_deletion AFTER DELETE ON sessions
-    FOR EACH ROW EXECUTE FUNCTION tidemark_record_session_deletion();
+    REFERENCING OLD TABLE AS gone_sessions
+    FOR EACH STATEMENT EXECUTE FUNCTION tidemark_record_session_deletion();
 DROP TRIGGER IF EXISTS agents_record_deletion ON agents;
 CREATE TRIGGER agents_record_deletion AFTER DELETE ON agents
-    FOR EACH ROW EXECUTE FUNCTION tidemark_record_agent_deletion();
+    REFERENCING OLD TABLE AS gone_agents
+    FOR EACH STATEMENT EXECUTE FUNCTION tidemark_record_agent_deletion();
 DROP TRIGGER IF EXISTS workspaces_record_deletion ON workspaces;
 CREATE TRIGGER workspaces_record_deletion AFTER DELETE ON workspaces
-    FOR EACH ROW EXECUTE FUNCTION tidemark_record_workspace_deletion();
+    REFERENCING OLD TABLE AS gone_workspaces
+    FOR EACH STATEMENT EXECUTE FUNCTION tidemark_record_workspace_deletion();
 
 -- Erasure obligations (SPEC SL-4): the subject (a workspace, or an agent of one: agent_id),
 -- when it was requested, its deadline, and when it was met (null while pending). Recorded in

@@ -25,7 +25,7 @@ use sqlx::PgPool;
 use super::alternatives::Alternative;
 use super::error::{PathError, ScopedError};
 use super::layout::{self, Id, Purpose, Resolved, Scope, TurnSpace};
-use super::metadata::{Entity, MetaTx, Metadata, PostgresMetadata, SessionKey};
+use super::metadata::{Creation, Entity, MetaTx, Metadata, PostgresMetadata, SessionKey};
 use super::mutants::ScopedMutant;
 use super::permissions::{Access, Permissions, ScopeSettings};
 use crate::clock::{Clock, Timestamp, DAY_MS};
@@ -514,8 +514,14 @@ impl ScopedStore {
         settings: ScopeSettings,
     ) -> Result<(), ScopedError> {
         let ws = Id::new(ws)?;
-        self.refuse_under_pending_erasure(ws.as_str(), None).await?;
-        self.meta.upsert_workspace(ws.as_str(), settings).await
+        match self
+            .meta
+            .create_workspace_checked(ws.as_str(), settings, self.refuses_pending_erasure())
+            .await?
+        {
+            Creation::ErasurePending => Err(ScopedError::ErasurePending(format!("workspace {ws}"))),
+            Creation::Done | Creation::NoParent => Ok(()),
+        }
     }
 
     pub async fn create_agent(
@@ -525,19 +531,25 @@ impl ScopedStore {
         settings: ScopeSettings,
     ) -> Result<(), ScopedError> {
         let (ws, agent) = (Id::new(ws)?, Id::new(agent)?);
-        self.refuse_under_pending_erasure(ws.as_str(), Some(agent.as_str()))
-            .await?;
-        if !self
+        match self
             .meta
-            .upsert_agent(ws.as_str(), agent.as_str(), settings)
+            .create_agent_checked(
+                ws.as_str(),
+                agent.as_str(),
+                settings,
+                self.refuses_pending_erasure(),
+            )
             .await?
         {
-            return Err(ScopedError::UnknownEntity {
+            Creation::Done => Ok(()),
+            Creation::ErasurePending => {
+                Err(ScopedError::ErasurePending(format!("agent {ws}/{agent}")))
+            }
+            Creation::NoParent => Err(ScopedError::UnknownEntity {
                 kind: "workspace",
                 id: ws.to_string(),
-            });
+            }),
         }
-        Ok(())
     }
 
     /// A turn's space, its identifiers checked as this deployment checks them (SC-1.3).
@@ -586,7 +598,7 @@ impl ScopedStore {
     /// Opens a session; its activity clock starts now.
     pub async fn create_session(&self, turn: &TurnSpace) -> Result<(), ScopedError> {
         let key = session_key(turn);
-        if !self.meta.insert_session(&key, self.now().0).await? {
+        if !self.meta.create_session_checked(&key, self.now().0).await? {
             if !self.meta.session_exists(&key).await? {
                 return Err(ScopedError::UnknownEntity {
                     kind: "agent",

@@ -5,6 +5,7 @@
 
 mod lifecycle_aws;
 mod metadata_differential;
+mod policy_races;
 mod real_tier_container;
 mod real_tier_keys;
 mod real_tier_lifecycle;

@@ -445,7 +445,7 @@ async fn tables(m: &dyn Metadata) -> Result<String, String> {
     for ws in ["w1", "w2"] {
         out.push_str(&format!(
             "{ws} standings {:?}\n",
-            tx.claim_agent_sessions(ws, None).await.map_err(err)?
+            tx.agent_standings(ws, None).await.map_err(err)?
         ));
     }
     tx.rollback().await.map_err(err)?;

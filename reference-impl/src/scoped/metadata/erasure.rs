@@ -15,6 +15,19 @@
 use async_trait::async_trait;
 
 use crate::scoped::error::ScopedError;
+use crate::scoped::metadata::SessionKey;
+use crate::scoped::permissions::ScopeSettings;
+
+/// What a create under a subject an erasure may hold answered (SPEC SL-4.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Creation {
+    /// Inserted, or its settings replaced.
+    Done,
+    /// Its parent (the workspace of an agent) does not exist.
+    NoParent,
+    /// An erasure of the subject is pending: nothing was written.
+    ErasurePending,
+}
 
 /// A row of `erasure_obligations`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -64,11 +77,49 @@ pub trait ErasureMetadata {
 
     /// The keys written down for the erasure and not yet recorded deleted, by their bytes.
     async fn unrecorded_erasure_keys(&self, erasure_id: i64) -> Result<Vec<String>, ScopedError>;
+
+    /// Inserts the workspace or replaces its settings, unless (with `refuse_pending`) an
+    /// erasure of it is pending. The check and the write are one decision, taken under the
+    /// workspace's subject lock that an erasure's request holds until it commits
+    /// ([`ErasureTx::lock_subject`]): a create racing the erasure lands before it (and is
+    /// erased with it) or finds it pending, never between the two (SL-4.6).
+    async fn create_workspace_checked(
+        &self,
+        ws: &str,
+        settings: ScopeSettings,
+        refuse_pending: bool,
+    ) -> Result<Creation, ScopedError>;
+
+    /// [`Self::create_workspace_checked`] for an agent: under its workspace's subject lock
+    /// (shared) and its own; `NoParent` when the workspace does not exist (an erasure of the
+    /// workspace racing it is waited for, so it finds the workspace gone, not half gone).
+    async fn create_agent_checked(
+        &self,
+        ws: &str,
+        agent: &str,
+        settings: ScopeSettings,
+        refuse_pending: bool,
+    ) -> Result<Creation, ScopedError>;
+
+    /// [`super::Metadata::insert_session`] under its workspace's and agent's subject locks
+    /// (shared): an erasure of either racing it is waited for, so the session is created before
+    /// the erasure (and erased with it) or finds its agent gone.
+    async fn create_session_checked(
+        &self,
+        key: &SessionKey,
+        now_ms: i64,
+    ) -> Result<bool, ScopedError>;
 }
 
 /// The statements about erasures that run in a transaction.
 #[async_trait]
 pub trait ErasureTx {
+    /// Takes the subject's lock (a workspace's when `agent` is `None`, else the agent's, after
+    /// its workspace's shared) for the rest of the transaction, waiting for a create under it to
+    /// finish: an erasure's request takes it before it deletes the subject's row, so the creates
+    /// of [`ErasureMetadata`] see the erasure pending or come before it (SL-4.6).
+    async fn lock_subject(&mut self, ws: &str, agent: Option<&str>) -> Result<(), ScopedError>;
+
     /// Records an erasure of the subject at `now_ms` with its deadline, in the transaction that
     /// deleted the subject's row, and makes every pending deletion obligation under `prefixes`
     /// that no erasure holds yet (the trigger's, just written, and any left from before) the

@@ -78,6 +78,8 @@ enum RowKey {
     /// An erasure obligation (SPEC SL-4), and a key of its proof.
     Erasure(i64),
     ErasureProof(i64, String),
+    /// A subject's lock (`<ws>` or `<ws>/<agent>`), held by an erasure's request (SL-4.6).
+    Subject(String),
 }
 
 /// A transaction's writes, row by row (`None`: deleted), over the committed tables.
@@ -952,40 +954,52 @@ impl MetaTx for MemTx {
         Ok(picked)
     }
 
-    async fn claim_agent_sessions(
+    async fn agent_standings(
         &mut self,
         ws: &str,
         agent: Option<&str>,
     ) -> Result<Vec<SessionStanding>, ScopedError> {
+        let st = self.shared.lock();
+        let view = self.view(&st);
+        let agents = match agent {
+            Some(a) => vec![a.to_string()],
+            None => view.agents_of(ws),
+        };
+        Ok(agents
+            .iter()
+            .flat_map(|a| view.sessions_of(ws, a))
+            .filter_map(|k| {
+                let r = view.session(&k)?;
+                Some(SessionStanding {
+                    waiting: view.has_wait(&k),
+                    key: k,
+                    last_activity_ms: r.last_activity_ms,
+                    created_at_ms: r.created_at_ms,
+                    swept: r.files_swept_at_ms.is_some(),
+                    sweep_unfinished: r.sweep_unfinished_at_ms.is_some(),
+                })
+            })
+            .collect())
+    }
+
+    async fn claim_sessions(
+        &mut self,
+        keys: &[SessionKey],
+    ) -> Result<Vec<SessionKey>, ScopedError> {
         let me = self.id;
         let mut st = self.shared.lock();
-        let standings: Vec<SessionStanding> = {
+        let claimed: BTreeSet<SessionKey> = {
             let view = self.view(&st);
-            let agents = match agent {
-                Some(a) => vec![a.to_string()],
-                None => view.agents_of(ws),
-            };
-            agents
-                .iter()
-                .flat_map(|a| view.sessions_of(ws, a))
-                .filter(|k| !st.held_by_other(&RowKey::Session(k.clone()), Some(me)))
-                .filter_map(|k| {
-                    let r = view.session(&k)?;
-                    Some(SessionStanding {
-                        waiting: view.has_wait(&k),
-                        key: k,
-                        last_activity_ms: r.last_activity_ms,
-                        created_at_ms: r.created_at_ms,
-                        swept: r.files_swept_at_ms.is_some(),
-                        sweep_unfinished: r.sweep_unfinished_at_ms.is_some(),
-                    })
-                })
+            keys.iter()
+                .filter(|k| view.session(k).is_some())
+                .filter(|k| !st.held_by_other(&RowKey::Session((*k).clone()), Some(me)))
+                .cloned()
                 .collect()
         };
-        for s in &standings {
-            st.locks.insert(RowKey::Session(s.key.clone()), me);
+        for k in &claimed {
+            st.locks.insert(RowKey::Session(k.clone()), me);
         }
-        Ok(standings)
+        Ok(claimed.into_iter().collect())
     }
 
     async fn closed_at(&mut self, key: &SessionKey) -> Result<Option<i64>, ScopedError> {
@@ -1272,11 +1286,12 @@ impl MetaTx for MemTx {
 }
 
 /// The `storage_deletions` rows the triggers write for a cascade, `(prefix, kind, entity_id)`,
-/// with the prefixes of `schema.rs`'s trigger functions, in the order PostgreSQL fires them
-/// (as the differential test observed): level by level, the deleted row's own trigger first
-/// (a workspace's row, then its skills), then its children's (agents), then theirs (sessions,
-/// grouped by agent), because the rows a referential action deletes queue their triggers
-/// behind the ones already queued. Within a level, key order.
+/// with the prefixes of `schema.rs`'s trigger functions, in the order they write them: level
+/// by level, the deleted row's own table first (a workspace's row, then its skills), then its
+/// children's (agents), then theirs (sessions), each table's trigger firing once per
+/// statement; within a level, by key, byte by byte (`COLLATE "C"`), as `schema.rs`'s
+/// statement-level triggers order their transition tables. Never by where rows lie: so the
+/// ids of a cascade's obligations are the same on both stores however the rows were written.
 fn trigger_rows(c: &Cascade) -> Vec<(String, &'static str, String)> {
     let mut out = Vec::new();
     if let Some(ws) = &c.workspace {

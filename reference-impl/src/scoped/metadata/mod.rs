@@ -26,7 +26,7 @@ use super::error::ScopedError;
 use super::permissions::ScopeSettings;
 use super::store::{DeletionObligation, DeletionRecord, WaitKind};
 
-pub use erasure::{ErasureMetadata, ErasureObligation, ErasureProof, ErasureTx};
+pub use erasure::{Creation, ErasureMetadata, ErasureObligation, ErasureProof, ErasureTx};
 pub use memory::MemoryMetadata;
 pub use postgres::PostgresMetadata;
 
@@ -235,14 +235,21 @@ pub trait MetaTx: ErasureTx + Send {
     ) -> Result<Vec<SessionKey>, ScopedError>;
 
     /// The agent's sessions (every agent's of the workspace when `agent` is `None`: the
-    /// count-per-workspace mutant), in key order, locked for this transaction; rows another
-    /// transaction holds are skipped (`FOR UPDATE SKIP LOCKED`): a session being written is
-    /// left out of the ranking, which only ever keeps more (SPEC SL-2).
-    async fn claim_agent_sessions(
+    /// count-per-workspace mutant) as a count policy ranks them (SPEC SL-2), in key order,
+    /// read as committed (and as this transaction wrote them) without locking any: a write to
+    /// a session the count keeps never waits for the sweep that ranks it.
+    async fn agent_standings(
         &mut self,
         ws: &str,
         agent: Option<&str>,
     ) -> Result<Vec<SessionStanding>, ScopedError>;
+
+    /// Locks those of `keys` that still exist for this transaction, skipping rows another
+    /// transaction holds (`FOR UPDATE SKIP LOCKED`: a session being written is passed by), and
+    /// answers the ones it took, in key order. The count sweep claims only the sessions past
+    /// the count this way, then ranks again under its claims.
+    async fn claim_sessions(&mut self, keys: &[SessionKey])
+        -> Result<Vec<SessionKey>, ScopedError>;
 
     /// When the host closed the session (`closed_at_ms`, SPEC SL-3), read in this transaction
     /// (which holds the row, or sees it as committed); `None` for an open session or none.

@@ -540,7 +540,7 @@ impl MetaTx for PgTx {
             .map_err(ScopedError::db("row"))
     }
 
-    async fn claim_agent_sessions(
+    async fn agent_standings(
         &mut self,
         ws: &str,
         agent: Option<&str>,
@@ -554,14 +554,13 @@ impl MetaTx for PgTx {
                     s.sweep_unfinished_at_ms IS NOT NULL
                FROM sessions s
               WHERE s.workspace_id = $1 AND ($2::text IS NULL OR s.agent_id = $2)
-              ORDER BY s.agent_id, s.id
-              FOR UPDATE OF s SKIP LOCKED",
+              ORDER BY s.agent_id COLLATE \"C\", s.id COLLATE \"C\"",
         )
         .bind(ws)
         .bind(agent)
         .fetch_all(&mut *self.tx)
         .await
-        .map_err(ScopedError::db("claim agent sessions"))?;
+        .map_err(ScopedError::db("read agent sessions"))?;
         rows.iter()
             .map(|r| {
                 Ok(SessionStanding {
@@ -575,6 +574,42 @@ impl MetaTx for PgTx {
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(ScopedError::db("row"))
+    }
+
+    async fn claim_sessions(
+        &mut self,
+        keys: &[SessionKey],
+    ) -> Result<Vec<SessionKey>, ScopedError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let col = |f: fn(&SessionKey) -> &String| keys.iter().map(f).cloned().collect::<Vec<_>>();
+        let rows = sqlx::query(
+            "SELECT s.workspace_id, s.agent_id, s.id
+               FROM sessions s
+               JOIN unnest($1::text[], $2::text[], $3::text[]) AS k (w, a, id)
+                 ON s.workspace_id = k.w AND s.agent_id = k.a AND s.id = k.id
+              FOR UPDATE OF s SKIP LOCKED",
+        )
+        .bind(col(|k| &k.workspace))
+        .bind(col(|k| &k.agent))
+        .bind(col(|k| &k.session))
+        .fetch_all(&mut *self.tx)
+        .await
+        .map_err(ScopedError::db("claim sessions"))?;
+        let mut claimed = rows
+            .iter()
+            .map(|r| {
+                Ok(SessionKey::new(
+                    r.try_get::<&str, _>(0)?,
+                    r.try_get::<&str, _>(1)?,
+                    r.try_get::<&str, _>(2)?,
+                ))
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(ScopedError::db("row"))?;
+        claimed.sort();
+        Ok(claimed)
     }
 
     async fn closed_at(&mut self, key: &SessionKey) -> Result<Option<i64>, ScopedError> {

@@ -11,7 +11,9 @@
 //!   (SL-4.2, SL-4.3). A crash between deleting and recording leaves the keys written down;
 //!   the next sweep deletes them again and records them.
 //! - Lifecycle rules never meet an obligation (SL-4.5): only what a sweep deleted is recorded.
-//! - Creating the subject again while its erasure is pending is `erasure_pending` (SL-4.6).
+//! - Creating the subject again while its erasure is pending is `erasure_pending` (SL-4.6):
+//!   the check and the create are one decision under the subject's lock, which the request
+//!   holds from before it deletes the row until it commits (`metadata/erasure.rs`).
 //!
 //! A harness reads the obligations and proofs with [`OBLIGATIONS_SQL`] and [`PROOFS_SQL`],
 //! which the reference declares (SL-4.7).
@@ -91,6 +93,10 @@ impl ScopedStore {
         };
         let mut tx = self.metadata().begin().await?;
         let result: Result<i64, ScopedError> = async {
+            // Before the row goes: a create of the subject racing this request waits for it
+            // to commit and finds it pending, or lands first and is erased with it (SL-4.6).
+            tx.lock_subject(ws.as_str(), agent.as_ref().map(Id::as_str))
+                .await?;
             let deleted = if self.is(ScopedMutant::ErasureKeepsTheRows) {
                 existed
             } else {
@@ -124,22 +130,10 @@ impl ScopedStore {
         Ok(())
     }
 
-    /// `erasure_pending` if an erasure of the workspace (`agent` `None`) or of the agent is
-    /// pending: creating it again now would give the old erasure new files (SL-4.6).
-    pub(crate) async fn refuse_under_pending_erasure(
-        &self,
-        ws: &str,
-        agent: Option<&str>,
-    ) -> Result<(), ScopedError> {
-        if self.is(ScopedMutant::RecreatedUnderPendingErasure)
-            || !self.metadata().erasure_pending(ws, agent).await?
-        {
-            return Ok(());
-        }
-        Err(ScopedError::ErasurePending(match agent {
-            None => format!("workspace {ws}"),
-            Some(a) => format!("agent {ws}/{a}"),
-        }))
+    /// Whether a create refuses its subject while an erasure of it is pending (SL-4.6); the
+    /// mutant lets it through.
+    pub(crate) fn refuses_pending_erasure(&self) -> bool {
+        !self.is(ScopedMutant::RecreatedUnderPendingErasure)
     }
 
     /// The erasures, a chunk of pending ones per transaction: each one's keys (those written

@@ -5,9 +5,10 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::scoped::alternatives::Alternative;
 use crate::scoped::error::ScopedError;
 use crate::scoped::layout::{Resolved, Scope, TurnSpace};
-use crate::scoped::store::{extract_text, ScopedStore};
+use crate::scoped::store::{extract_text, session_key, ScopedStore};
 use crate::scoped::{Access, ScopedMutant};
 
 impl ScopedStore {
@@ -30,23 +31,33 @@ impl ScopedStore {
             )
             .await?;
         let dst = self.resolve_for_change(to, turn).await?;
-        if src.scope != Scope::Session {
-            return Err(ScopedError::InvalidPolicy(format!(
-                "only a session file is promoted, not {from:?}"
-            )));
+        let wrong_scope = if src.scope != Scope::Session {
+            Some(format!("only a session file is promoted, not {from:?}"))
+        } else if dst.scope == Scope::Session {
+            Some(format!(
+                "a file is promoted to agent or workspace scope, not to {to:?}"
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = wrong_scope {
+            // The scope checks are the paths' shape (SL-6.2): under SC-3.5's variant
+            // `path_check_order=session_first` the session row comes before them, as before
+            // any other shape.
+            if self.config().takes(Alternative::SessionBeforeShape)
+                && !self.metadata().session_exists(&session_key(turn)).await?
+            {
+                return Err(ScopedError::UnknownEntity {
+                    kind: "session",
+                    id: turn.session.to_string(),
+                });
+            }
+            return Err(ScopedError::InvalidPolicy(why));
         }
-        match dst.scope {
-            Scope::Skill => {
-                return Err(ScopedError::ReadOnly {
-                    path: to.to_string(),
-                })
-            }
-            Scope::Session => {
-                return Err(ScopedError::InvalidPolicy(format!(
-                    "a file is promoted to agent or workspace scope, not to {to:?}"
-                )))
-            }
-            Scope::Agent | Scope::Workspace => {}
+        if dst.scope == Scope::Skill {
+            return Err(ScopedError::ReadOnly {
+                path: to.to_string(),
+            });
         }
         self.in_session(turn, "commit promotion", async |perms| {
             if !self.is(ScopedMutant::PromotionPastPermissions) {

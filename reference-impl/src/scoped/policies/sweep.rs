@@ -10,9 +10,12 @@
 //!   unfinished if any of its keys failed (SC-5.5), before it commits. A crash before the
 //!   commit leaves the rows unmarked and the next sweep lists what is left and marks it; no mark
 //!   is ever written for a deletion that did not happen.
-//! - A pass takes at most `sweep_chunk` sessions, and stops claiming agents' sessions to rank
-//!   once it holds that many, so a transaction's locks stay bounded (an agent's sessions are
-//!   claimed whole, so one agent with more is ranked in one pass all the same).
+//! - A pass takes at most `sweep_chunk` sessions, and stops ranking agents once it holds that
+//!   many, so a transaction's locks stay bounded (an agent's sessions past its count are
+//!   claimed together, so one agent with more is swept in one pass all the same). A count ranks
+//!   its agent's sessions as committed, without locking them, and claims only those past the
+//!   count: the sessions it keeps are never locked by the sweep, so the conversations going on
+//!   in them never wait for it.
 //!
 //! The lifecycle rules are left alone (SL-1.1): the backstop stays on the bucket whatever the
 //! policies sweep.
@@ -97,22 +100,31 @@ impl ScopedStore {
         report: &mut SweepReport,
     ) -> Result<Pass, ScopedError> {
         let mut doomed: BTreeSet<SessionKey> = BTreeSet::new();
-        // Rows this pass holds: a count claims every session of its agent to rank them, so the
-        // pass stops taking agents once it holds a chunk's worth (writes to those sessions wait
-        // for the pass to commit).
+        // Rows this pass holds: a count ranks its agent's sessions without locking them and
+        // claims only those past the count (a write to a session it keeps never waits for the
+        // sweep), so the pass stops taking agents once it holds a chunk's worth.
         let mut held = 0;
         while *next_agent < counts.len() && doomed.len() < chunk && held < chunk {
             let (ws, agent, keep_last) = &counts[*next_agent];
             *next_agent += 1;
-            let standings = tx
-                .claim_agent_sessions(
-                    ws,
-                    // The mutant counts the workspace's sessions, every agent's.
-                    (!self.is(ScopedMutant::CountPerWorkspace)).then_some(agent.as_str()),
-                )
-                .await?;
-            held += standings.len();
-            doomed.extend(self.beyond_the_count(standings, *keep_last));
+            // The mutant counts the workspace's sessions, every agent's.
+            let agent = (!self.is(ScopedMutant::CountPerWorkspace)).then_some(agent.as_str());
+            let past = self.beyond_the_count(tx.agent_standings(ws, agent).await?, *keep_last);
+            if past.is_empty() {
+                continue;
+            }
+            // A session being written is passed by (`SKIP LOCKED`): its activity may make it
+            // the newest, and the next sweep ranks it again.
+            let claimed = tx.claim_sessions(&past).await?;
+            held += claimed.len();
+            // Ranked again under the claims: activity committed between the first reading and
+            // the claim may have brought a claimed session back among the N (a kept one only
+            // grows newer, and what it displaces is the next sweep's).
+            let still: BTreeSet<SessionKey> = self
+                .beyond_the_count(tx.agent_standings(ws, agent).await?, *keep_last)
+                .into_iter()
+                .collect();
+            doomed.extend(claimed.into_iter().filter(|k| still.contains(k)));
         }
         let mut closes_more = false;
         if doomed.len() < chunk {

@@ -438,17 +438,13 @@ impl Runner<'_> {
         let want: Option<&str> = match shape {
             Shape::Refused(reason) => Some(self.malformed_reason(i, reason)),
             // The scope checks belong with the paths' shape, before the session row (SL-6.2);
-            // under SC-3.5's variant `session_first` after it (and see `also`).
+            // under SC-3.5's variant `session_first` after it, as every shape is.
             Shape::InvalidPolicy => Some(self.malformed_reason(i, "invalid_policy")),
             Shape::WellFormed if deleted => Some("unknown_entity"),
             Shape::WellFormed if !writable => Some("permission_denied"),
             Shape::WellFormed if source.is_none() => Some("not_found"),
             Shape::WellFormed => None,
         };
-        // SC-3.5's variant `session_first` puts the row before the shape, and SL-6.2 puts the
-        // scope checks with the shape; the reference taking that variant still answers them
-        // first. Both answers are true (SC-3.5), so either is taken.
-        let also = (shape == Shape::InvalidPolicy && deleted).then_some("invalid_policy");
         let what = format!("{} promote {} to {to}", who(i), path(p));
         match (r, want) {
             (Err(ScopedError::Storage { .. }), _) if self.faulty() => {
@@ -457,7 +453,7 @@ impl Runner<'_> {
                 self.note("failed: storage");
                 Ok(())
             }
-            (Err(e), Some(reason)) if e.kind() == reason || Some(e.kind()) == also => Ok(()),
+            (Err(e), Some(reason)) if e.kind() == reason => Ok(()),
             (Ok(r), None) if r.guest_path() == to => {
                 let content = source.expect("a well-formed promotion of a file the model holds");
                 let files = match scope {

@@ -477,7 +477,7 @@ pub fn run_scoped_world(seed: u64, mutant: Option<ScopedMutant>) -> ScopedWorldR
                                 !matches!(out, ScopedOutcome::Refused { .. })
                             }
                             _ if !connected.load(Ordering::SeqCst) => {
-                                guest.unsent(sess, &op);
+                                guest.unsent(sess, &op, &ticket);
                                 false
                             }
                             _ => {

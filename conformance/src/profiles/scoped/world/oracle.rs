@@ -102,6 +102,10 @@ pub(super) struct SessionModel {
     pub(super) paths: BTreeMap<String, PathModel>,
     /// Every request to the session, the guest's and its person's (`super::claims`).
     pub(super) requests: Vec<Request>,
+    /// The network ms of each request sent to the session and not yet in `requests` (its
+    /// answer, or its timeout, still to come): it may be holding the session's row now, so no
+    /// sweep running meanwhile certainly claimed the session (`super::claims`).
+    pub(super) in_flight: Vec<u64>,
 }
 
 impl SessionModel {
@@ -113,6 +117,7 @@ impl SessionModel {
             protected: false,
             paths: BTreeMap::new(),
             requests: Vec::new(),
+            in_flight: Vec::new(),
         }
     }
 
@@ -263,6 +268,7 @@ impl Guest {
                 m.send(v, ticket.sent_ms);
             }
         }
+        self.sent(s, ticket.sent_ms);
         self.policy_begin(s, op, ticket.sent_ms);
         match op {
             _ if s == Sess::Exposed => {}
@@ -358,6 +364,7 @@ impl Guest {
     /// Records a request to `s`: sent at `ticket`'s network time, answered now (`None`: no
     /// answer came) at world ms `replied`.
     pub(super) fn record(&mut self, s: Sess, ticket: &Ticket, answered: Option<i64>) {
+        self.landed_or_unsent(s, ticket.sent_ms);
         let request = Request {
             sent_net: ticket.sent_ms,
             replied_net: answered.map_or(u64::MAX, |_| net_ms()),
@@ -382,8 +389,23 @@ impl Guest {
                 })
     }
 
+    /// A request to `s` sent at network ms `at`: in flight until it is recorded or found
+    /// unsent.
+    pub(super) fn sent(&mut self, s: Sess, at: u64) {
+        self.session_mut(s).in_flight.push(at);
+    }
+
+    /// The request to `s` sent at network ms `at` is in flight no more.
+    pub(super) fn landed_or_unsent(&mut self, s: Sess, at: u64) {
+        let in_flight = &mut self.session_mut(s).in_flight;
+        if let Some(i) = in_flight.iter().position(|t| *t == at) {
+            in_flight.remove(i);
+        }
+    }
+
     /// An operation whose connection never opened: it never reached `app`.
-    pub(super) fn unsent(&mut self, s: Sess, op: &ScopedOp) {
+    pub(super) fn unsent(&mut self, s: Sess, op: &ScopedOp, ticket: &Ticket) {
+        self.landed_or_unsent(s, ticket.sent_ms);
         if let Some((path, _)) = self.tracked_write(s, op) {
             if let Some(m) = self.path_model(s, &path) {
                 m.settle();

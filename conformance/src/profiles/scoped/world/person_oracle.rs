@@ -46,6 +46,10 @@ impl Guest {
             let at = ticket.sent_ms;
             self.with_path(s, &path, |m| m.send(v, at));
         }
+        if let (Target::In(s), Who::Own | Who::Foreign) = (op.target, op.who) {
+            // As `person_observe` records it: a request that reaches the session.
+            self.sent(s, ticket.sent_ms);
+        }
         if let (Who::Own, Target::In(s)) = (op.who, op.target) {
             match (&op.call, &op.expect) {
                 (PeopleCall::Download { .. }, Expect::File(path)) => {
@@ -98,11 +102,13 @@ impl Guest {
             PeopleCall::Remove { url_path } => format!("DELETE {url_path}"),
             PeopleCall::List | PeopleCall::UploadScopes => "GET (listing)".into(),
         };
-        if let (Target::In(s), Who::Own | Who::Foreign, false) =
-            (op.target, op.who, matches!(answer, Answer::Unsent))
-        {
-            let answered = (!matches!(answer, Answer::Unknown)).then_some(replied);
-            self.record(s, ticket, answered);
+        if let (Target::In(s), Who::Own | Who::Foreign) = (op.target, op.who) {
+            if matches!(answer, Answer::Unsent) {
+                self.landed_or_unsent(s, ticket.sent_ms);
+            } else {
+                let answered = (!matches!(answer, Answer::Unknown)).then_some(replied);
+                self.record(s, ticket, answered);
+            }
         }
         let (out, writable) = match answer {
             Answer::Unsent => return,

@@ -8,11 +8,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 
-use super::{MemTx, MemoryMetadata, RowKey, View};
+use super::{MemTx, MemoryMetadata, RowKey, SessionRow, View};
 use crate::scoped::error::ScopedError;
 use crate::scoped::metadata::erasure::{
-    ErasureMetadata, ErasureObligation, ErasureProof, ErasureTx,
+    Creation, ErasureMetadata, ErasureObligation, ErasureProof, ErasureTx,
 };
+use crate::scoped::metadata::SessionKey;
+use crate::scoped::permissions::ScopeSettings;
 use crate::scoped::store::DeletionRecord;
 
 /// The committed rows: `erasure_obligations`, `erasure_proofs`, and
@@ -30,6 +32,22 @@ pub(super) struct ErasureOverlay {
     obligations: BTreeMap<i64, ErasureObligation>,
     proofs: BTreeMap<(i64, String), ErasureProof>,
     deletion_erasure: BTreeMap<i64, i64>,
+}
+
+impl ErasureTables {
+    /// Whether an erasure of the subject is pending, as committed.
+    fn pending(&self, ws: &str, agent: Option<&str>) -> bool {
+        self.obligations
+            .values()
+            .any(|e| e.workspace == ws && e.agent.as_deref() == agent && e.done_at_ms.is_none())
+    }
+}
+
+/// The subject locks of a workspace and of one of its agents.
+fn subjects(ws: &str, agent: Option<&str>) -> Vec<RowKey> {
+    let mut v = vec![RowKey::Subject(ws.to_string())];
+    v.extend(agent.map(|a| RowKey::Subject(format!("{ws}/{a}"))));
+    v
 }
 
 impl ErasureOverlay {
@@ -168,6 +186,93 @@ impl ErasureMetadata for MemoryMetadata {
         Ok(())
     }
 
+    async fn create_workspace_checked(
+        &self,
+        ws: &str,
+        settings: ScopeSettings,
+        refuse_pending: bool,
+    ) -> Result<Creation, ScopedError> {
+        // One statement under the state's mutex, once no erasure holds the subject or the row.
+        let mut held = subjects(ws, None);
+        held.push(RowKey::Workspace(ws.to_string()));
+        Ok(self
+            .shared
+            .until_free(|st| {
+                if held.iter().any(|r| st.held_by_other(r, None)) {
+                    return None;
+                }
+                if refuse_pending && st.tables.erasure.pending(ws, None) {
+                    return Some(Creation::ErasurePending);
+                }
+                st.tables.workspaces.insert(ws.to_string(), settings);
+                Some(Creation::Done)
+            })
+            .await)
+    }
+
+    async fn create_agent_checked(
+        &self,
+        ws: &str,
+        agent: &str,
+        settings: ScopeSettings,
+        refuse_pending: bool,
+    ) -> Result<Creation, ScopedError> {
+        let mut held = subjects(ws, Some(agent));
+        held.push(RowKey::Workspace(ws.to_string()));
+        held.push(RowKey::Agent(ws.to_string(), agent.to_string()));
+        Ok(self
+            .shared
+            .until_free(|st| {
+                if held.iter().any(|r| st.held_by_other(r, None)) {
+                    return None;
+                }
+                if refuse_pending && st.tables.erasure.pending(ws, Some(agent)) {
+                    return Some(Creation::ErasurePending);
+                }
+                if !st.tables.workspaces.contains_key(ws) {
+                    return Some(Creation::NoParent);
+                }
+                st.tables
+                    .agents
+                    .insert((ws.to_string(), agent.to_string()), settings);
+                Some(Creation::Done)
+            })
+            .await)
+    }
+
+    async fn create_session_checked(
+        &self,
+        key: &SessionKey,
+        now_ms: i64,
+    ) -> Result<bool, ScopedError> {
+        let mut held = subjects(&key.workspace, Some(&key.agent));
+        held.push(RowKey::Agent(key.workspace.clone(), key.agent.clone()));
+        held.push(RowKey::Session(key.clone()));
+        Ok(self
+            .shared
+            .until_free(|st| {
+                if held.iter().any(|r| st.held_by_other(r, None)) {
+                    return None;
+                }
+                let agent = (key.workspace.clone(), key.agent.clone());
+                if !st.tables.agents.contains_key(&agent) || st.tables.sessions.contains_key(key) {
+                    return Some(false);
+                }
+                st.tables.sessions.insert(
+                    key.clone(),
+                    SessionRow {
+                        last_activity_ms: now_ms,
+                        files_swept_at_ms: None,
+                        sweep_unfinished_at_ms: None,
+                        created_at_ms: now_ms,
+                        closed_at_ms: None,
+                    },
+                );
+                Some(true)
+            })
+            .await)
+    }
+
     async fn unrecorded_erasure_keys(&self, erasure_id: i64) -> Result<Vec<String>, ScopedError> {
         Ok(self
             .shared
@@ -184,6 +289,13 @@ impl ErasureMetadata for MemoryMetadata {
 
 #[async_trait]
 impl ErasureTx for MemTx {
+    async fn lock_subject(&mut self, ws: &str, agent: Option<&str>) -> Result<(), ScopedError> {
+        for row in subjects(ws, agent) {
+            self.take(row).await;
+        }
+        Ok(())
+    }
+
     async fn record_erasure(
         &mut self,
         ws: &str,

@@ -9,8 +9,49 @@ use sqlx::Row;
 use super::{PgTx, PostgresMetadata};
 use crate::scoped::error::ScopedError;
 use crate::scoped::metadata::erasure::{
-    ErasureMetadata, ErasureObligation, ErasureProof, ErasureTx,
+    Creation, ErasureMetadata, ErasureObligation, ErasureProof, ErasureTx,
 };
+use crate::scoped::metadata::SessionKey;
+use crate::scoped::permissions::{Access, ScopeSettings};
+
+/// A subject's lock (SL-4.6): a transaction-scoped advisory lock on the hash of its name
+/// (`<ws>` or `<ws>/<agent>`; an identifier holds no `/`). Two names sharing a hash only wait
+/// for each other. Exclusive for an erasure's request and a create of the subject itself,
+/// shared for what is created under it.
+const SUBJECT_LOCK: &str =
+    "SELECT pg_advisory_xact_lock(hashtextextended('tidemark subject ' || $1, 0))";
+const SUBJECT_LOCK_SHARED: &str =
+    "SELECT pg_advisory_xact_lock_shared(hashtextextended('tidemark subject ' || $1, 0))";
+
+async fn lock(tx: &mut sqlx::PgConnection, name: &str, shared: bool) -> Result<(), ScopedError> {
+    sqlx::query(if shared {
+        SUBJECT_LOCK_SHARED
+    } else {
+        SUBJECT_LOCK
+    })
+    .bind(name)
+    .execute(tx)
+    .await
+    .map_err(ScopedError::db("lock subject"))?;
+    Ok(())
+}
+
+async fn pending(
+    tx: &mut sqlx::PgConnection,
+    ws: &str,
+    agent: Option<&str>,
+) -> Result<bool, ScopedError> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM erasure_obligations
+                         WHERE workspace_id = $1 AND agent_id IS NOT DISTINCT FROM $2
+                           AND done_at_ms IS NULL)",
+    )
+    .bind(ws)
+    .bind(agent)
+    .fetch_one(tx)
+    .await
+    .map_err(ScopedError::db("find pending erasure"))
+}
 
 const OBLIGATION_COLUMNS: &str =
     "id, workspace_id, agent_id, requested_at_ms, deadline_ms, done_at_ms";
@@ -100,6 +141,93 @@ impl ErasureMetadata for PostgresMetadata {
         Ok(())
     }
 
+    async fn create_workspace_checked(
+        &self,
+        ws: &str,
+        settings: ScopeSettings,
+        refuse_pending: bool,
+    ) -> Result<Creation, ScopedError> {
+        let mut tx = self.pool.begin().await.map_err(ScopedError::db("begin"))?;
+        lock(&mut tx, ws, false).await?;
+        if refuse_pending && pending(&mut tx, ws, None).await? {
+            tx.rollback().await.map_err(ScopedError::db("rollback"))?;
+            return Ok(Creation::ErasurePending);
+        }
+        sqlx::query(
+            "INSERT INTO workspaces (id, agent_access, workspace_access) VALUES ($1, $2, $3)
+             ON CONFLICT (id) DO UPDATE SET agent_access = EXCLUDED.agent_access,
+                                            workspace_access = EXCLUDED.workspace_access",
+        )
+        .bind(ws)
+        .bind(settings.agent.map(Access::as_str))
+        .bind(settings.workspace.map(Access::as_str))
+        .execute(&mut *tx)
+        .await
+        .map_err(ScopedError::db("create workspace"))?;
+        tx.commit().await.map_err(ScopedError::db("commit"))?;
+        Ok(Creation::Done)
+    }
+
+    async fn create_agent_checked(
+        &self,
+        ws: &str,
+        agent: &str,
+        settings: ScopeSettings,
+        refuse_pending: bool,
+    ) -> Result<Creation, ScopedError> {
+        let mut tx = self.pool.begin().await.map_err(ScopedError::db("begin"))?;
+        lock(&mut tx, ws, true).await?;
+        lock(&mut tx, &format!("{ws}/{agent}"), false).await?;
+        if refuse_pending && pending(&mut tx, ws, Some(agent)).await? {
+            tx.rollback().await.map_err(ScopedError::db("rollback"))?;
+            return Ok(Creation::ErasurePending);
+        }
+        let r = sqlx::query(
+            "INSERT INTO agents (workspace_id, id, agent_access, workspace_access)
+             SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM workspaces WHERE id = $1)
+             ON CONFLICT (workspace_id, id) DO UPDATE SET agent_access = EXCLUDED.agent_access,
+                                                         workspace_access = EXCLUDED.workspace_access",
+        )
+        .bind(ws)
+        .bind(agent)
+        .bind(settings.agent.map(Access::as_str))
+        .bind(settings.workspace.map(Access::as_str))
+        .execute(&mut *tx)
+        .await
+        .map_err(ScopedError::db("create agent"))?;
+        tx.commit().await.map_err(ScopedError::db("commit"))?;
+        Ok(if r.rows_affected() > 0 {
+            Creation::Done
+        } else {
+            Creation::NoParent
+        })
+    }
+
+    async fn create_session_checked(
+        &self,
+        key: &SessionKey,
+        now_ms: i64,
+    ) -> Result<bool, ScopedError> {
+        let mut tx = self.pool.begin().await.map_err(ScopedError::db("begin"))?;
+        lock(&mut tx, &key.workspace, true).await?;
+        lock(&mut tx, &format!("{}/{}", key.workspace, key.agent), true).await?;
+        let r = sqlx::query(
+            "INSERT INTO sessions (workspace_id, agent_id, id, last_activity_ms, created_at_ms)
+             SELECT $1, $2, $3, $4, $4
+              WHERE EXISTS (SELECT 1 FROM agents WHERE workspace_id = $1 AND id = $2)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(&key.workspace)
+        .bind(&key.agent)
+        .bind(&key.session)
+        .bind(now_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(ScopedError::db("create session"))?;
+        tx.commit().await.map_err(ScopedError::db("commit"))?;
+        Ok(r.rows_affected() > 0)
+    }
+
     async fn unrecorded_erasure_keys(&self, erasure_id: i64) -> Result<Vec<String>, ScopedError> {
         sqlx::query_scalar(
             "SELECT key FROM erasure_proofs WHERE erasure_id = $1 AND deleted_at_ms IS NULL
@@ -114,6 +242,16 @@ impl ErasureMetadata for PostgresMetadata {
 
 #[async_trait]
 impl ErasureTx for PgTx {
+    async fn lock_subject(&mut self, ws: &str, agent: Option<&str>) -> Result<(), ScopedError> {
+        match agent {
+            None => lock(&mut self.tx, ws, false).await,
+            Some(a) => {
+                lock(&mut self.tx, ws, true).await?;
+                lock(&mut self.tx, &format!("{ws}/{a}"), false).await
+            }
+        }
+    }
+
     async fn record_erasure(
         &mut self,
         ws: &str,
