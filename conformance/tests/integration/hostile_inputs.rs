@@ -757,7 +757,7 @@ fn loader_a_symlinked_profile_folder_inside_the_tree_loads_each_scenario_once() 
 fn number_a_reaped_total_past_u64_is_not_a_small_one() {
     use tidemark_conformance::profiles::rows::runner::{matches, Outcome};
     use tidemark_conformance::profiles::rows::script::Expect;
-    let report = tidemark_reference::rows::reaper::ReapReport {
+    let report = tidemark_reference::rows::ReapReport {
         streamed_events: u64::MAX,
         tool_invocations: 1,
         ..Default::default()

@@ -2,9 +2,9 @@
 //! same verdict for every scenario, and, with a mutant switched on, the same failures.
 
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
+use tidemark_conformance::profiles::scratchpad as suite;
 use tidemark_conformance::profiles::scratchpad::gate;
-use tidemark_conformance::profiles::scratchpad::scenario::Scenario;
-use tidemark_conformance::profiles::scratchpad::suite;
+use tidemark_conformance::profiles::scratchpad::script::Scenario;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::report::{RunReport, Verdict};
 use tidemark_conformance::{default_scenarios_dir, default_spec_path};

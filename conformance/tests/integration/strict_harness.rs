@@ -7,10 +7,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
+use tidemark_conformance::profiles::scratchpad as suite;
 use tidemark_conformance::profiles::scratchpad::gate::{self, Selection};
 use tidemark_conformance::profiles::scratchpad::runner::run_scenario;
-use tidemark_conformance::profiles::scratchpad::scenario::parse_str;
-use tidemark_conformance::profiles::scratchpad::suite;
+use tidemark_conformance::profiles::scratchpad::script::parse_str;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::report::{self, CaseReport, RunReport, Verdict};
 use tidemark_conformance::spec::{repo_root, RuleIndex};
@@ -314,9 +314,11 @@ mod simulated_time_on_disk {
     use super::*;
     use std::sync::{Arc, Mutex};
     use tidemark_conformance::driver::DriverError;
+    use tidemark_conformance::profiles::scratchpad::contract::{
+        Driver, DriverFactory, Environment,
+    };
     use tidemark_conformance::profiles::scratchpad::contract::{Outcome, Request};
-    use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
-    use tidemark_conformance::profiles::scratchpad::scenario::Profile;
+    use tidemark_conformance::profiles::scratchpad::script::Profile;
     use tidemark_reference::clock::Timestamp;
 
     /// The modification time of every path under a root (links not followed), relative to the

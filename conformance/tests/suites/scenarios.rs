@@ -8,13 +8,13 @@
 
 use libtest_mimic::{Failed, Trial};
 use tidemark_conformance::driver::DriverError;
-use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
+use tidemark_conformance::profiles::scratchpad as suite;
+use tidemark_conformance::profiles::scratchpad::contract::{Driver, DriverFactory, Environment};
 use tidemark_conformance::profiles::scratchpad::explore::fixture;
 use tidemark_conformance::profiles::scratchpad::gate::skip_reason;
 use tidemark_conformance::profiles::scratchpad::mutants::run_scratchpad_mutants;
 use tidemark_conformance::profiles::scratchpad::runner::run_scenario;
-use tidemark_conformance::profiles::scratchpad::scenario::{Profile, Scenario};
-use tidemark_conformance::profiles::scratchpad::suite;
+use tidemark_conformance::profiles::scratchpad::script::{Profile, Scenario};
 use tidemark_conformance::profiles::scratchpad::variants;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::{default_scenarios_dir, default_spec_path};

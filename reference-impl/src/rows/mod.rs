@@ -7,21 +7,26 @@
 //!   expire, each with its own sweep (SR-3, SR-4).
 //! - [`catalog`]: catalog snapshots and the models naming them, `forget_old_snapshots` (SR-5).
 //! - this file: workspaces, sessions, and the rows kept on purpose (SR-6), which no sweep touches.
-//! - [`reaper`]: the tick (SR-7).
-//! - [`schema`]: the tables, cascades and the indexes each sweep reads (SR-8).
+//! - [`retention`]: the reaper's tick (SR-7), which calls the sweeps; [`batch`]: the bounded
+//!   batches every sweep deletes in, and how (`ReapConfig`).
+//! - [`schema`]: the tables, cascades and the indexes each sweep reads (SR-8), and the values
+//!   its columns name (the expiring stores, a reply's states).
 //! - [`memory`]: the same tables in memory, for [`RowsStore::in_memory`]. Every operation (and
 //!   every sweep) has its PostgreSQL statement and its in-memory half side by side in its
 //!   rule's file, so a rule reads once and changes in one place.
 //!
+//! - [`mutants`] and [`alternatives`]: the mutants and the variants' other choices.
+//!
 //! Time is handed in: every operation that records or decides on time takes `now`.
 
 pub mod alternatives;
+pub mod batch;
 pub mod catalog;
 pub mod expiring;
 pub(crate) mod memory;
 pub mod mutants;
-pub mod reaper;
 pub mod replies;
+pub mod retention;
 pub mod schema;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -32,10 +37,11 @@ use crate::clock::Timestamp;
 use memory::Tables;
 
 pub use alternatives::Alternative;
-pub use expiring::ExpiringStore;
+pub use batch::ReapConfig;
 pub use mutants::RowsMutant;
-pub use reaper::{ReapConfig, ReapReport};
-pub use replies::{ReplyState, TranscriptReply};
+pub use replies::TranscriptReply;
+pub use retention::ReapReport;
+pub use schema::{ExpiringStore, ReplyState};
 
 /// Everything a rows operation can fail with. Unknown things are typed, never a bare
 /// database error, so a caller can tell its own mistake from an outage.

@@ -26,7 +26,7 @@ use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tidemark_reference::rows::{ExpiringStore, TABLES};
 use tidemark_sim::seed::MasterSeed;
 
-use super::script::{Action, Counted};
+use crate::profiles::rows::script::{Action, Counted};
 
 /// The generator's version, saved with every failure: a seed names a workload only together
 /// with it. A replay runs the saved operations and never regenerates.
