@@ -12,6 +12,7 @@ mod explore_known;
 mod hostile_inputs;
 mod interrupted_runs;
 mod malformed_scenarios;
+mod module_circles;
 mod parser_fuzz;
 mod people_client;
 mod policy_sweep;
