@@ -4,6 +4,11 @@
 //! The transcript read replays them, and sealing an interrupted reply writes its text from them.
 //! So an event's expiry starts only when its reply is finished (or sealed, or deleted): until
 //! then `forget_after_ms` is NULL and no age can make it expire.
+//!
+//! Why this file passes 800 lines: it has one reason, SR-2, and every operation on a reply keeps
+//! its PostgreSQL statement and its in-memory half side by side (as every rule's file does,
+//! `memory.rs`), so the rule reads once and changes in one place; split by backend, a change
+//! to SR-2 would be two edits that must agree.
 
 use sqlx::Row;
 
