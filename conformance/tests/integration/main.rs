@@ -38,5 +38,6 @@ mod sandbox;
 mod scoped_uuid_ids;
 mod scoped_world;
 mod strict_harness;
+mod support;
 mod workspace_retention_scale;
 mod world;

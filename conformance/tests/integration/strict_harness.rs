@@ -3,6 +3,7 @@
 //! reproduces a run from another folder, and `tidemark replay` tells its three outcomes apart by
 //! exit status.
 
+use super::support::block_on;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -17,14 +18,6 @@ use tidemark_conformance::spec::{repo_root, RuleIndex};
 use tidemark_conformance::{default_scenarios_dir, default_spec_path};
 
 const HEAD: &str = "scenario: an example\nprofile: scratchpad\nrules: SP-1.1\n";
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(f)
-}
 
 /// Runs a scenario text against the reference in process and reports it.
 fn run_text(text: &str) -> RunReport {
