@@ -362,7 +362,7 @@ fn use_names(code: &str) -> Vec<(String, Vec<String>)> {
         let Some(body) = body else { continue };
         let (trees, _) = path_tree(body, 0);
         let renames: BTreeMap<&str, &str> = body
-            .split(|c| c == ',' || c == '{' || c == '}')
+            .split([',', '{', '}'])
             .filter_map(|part| {
                 let mut w = part.split_whitespace();
                 let path = w.next()?;

@@ -189,7 +189,7 @@ async fn read_rows(endpoint: &ReferenceRows, learnt: &Learnt) -> Result<State, S
     Ok(st)
 }
 
-/// An outcome as one line of a transcript's place in the state, or of a trace.
+/// An outcome as the trace records it: a refusal by its reason only (messages are free text).
 pub fn outcome_line(o: &Outcome) -> String {
     match o {
         Outcome::Refused { reason, .. } => format!("refused {reason}"),

@@ -274,8 +274,6 @@ fn reap_config(batch: i64, crash_after: Option<u64>) -> ReapConfig {
     ReapConfig { batch, ..base }
 }
 
-/// An outcome as the trace records it: a refusal by its reason only (messages are free text).
-
 /// Runs `ops` on a fresh store on `tier` with `mutant` switched on (or the reference), every
 /// reap in batches of `batch`.
 pub async fn run_ops(
