@@ -18,13 +18,14 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use tidemark_conformance::profiles::rows::contract::{ReferenceRows, RowsOp};
+use tidemark_conformance::profiles::rows::contract::RowsOp;
+use tidemark_conformance::profiles::rows::reference::ReferenceRows;
 use tidemark_conformance::profiles::scoped::erasure::{self, ErasureQueries};
 use tidemark_conformance::profiles::scoped::remote::{self, S3Access, ScopedService};
 use tidemark_conformance::profiles::scoped::text_segment;
 use tidemark_conformance::profiles::scoped::ScopedOp;
-use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
-use tidemark_conformance::profiles::scratchpad::scenario::{Knobs, Profile};
+use tidemark_conformance::profiles::scratchpad::contract::{Driver, DriverFactory, Environment};
+use tidemark_conformance::profiles::scratchpad::script::{Knobs, Profile};
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::protocol::{
     ErrorReply, FromImplementation, Init, InitOk, Reply, RequestEnvelope, ToImplementation,

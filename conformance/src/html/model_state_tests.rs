@@ -64,8 +64,8 @@ fn a_scoped_divergence_shows_the_sessions_activity_files_and_its_agents() {
 
 #[test]
 fn a_rows_divergence_shows_the_rows_the_model_holds() {
-    use crate::profiles::rows::explore_run::Tier;
-    use crate::profiles::rows::fixture;
+    use crate::profiles::rows::explore::fixture;
+    use crate::profiles::rows::explore::run::Tier;
     let path = repo_root().join("fixtures/explore/rows/rows-settled-items-swept-seed-13.json");
     let f = fixture::load(&path).unwrap();
     let r = block_on(fixture::replay(Tier::Memory, &f)).unwrap();

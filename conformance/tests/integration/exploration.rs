@@ -59,8 +59,10 @@ fn random_search_finds_the_directory_mtime_mutant_and_shrinks_it() {
 #[test]
 fn the_model_follows_a_declared_variant_and_random_search_finds_an_undeclared_one() {
     use tidemark_conformance::driver::DriverError;
-    use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
-    use tidemark_conformance::profiles::scratchpad::scenario::Profile;
+    use tidemark_conformance::profiles::scratchpad::contract::{
+        Driver, DriverFactory, Environment,
+    };
+    use tidemark_conformance::profiles::scratchpad::script::Profile;
     use tidemark_conformance::profiles::scratchpad::variants;
     use tidemark_conformance::variants::Declared;
 

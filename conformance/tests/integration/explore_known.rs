@@ -10,20 +10,13 @@
 use std::path::Path;
 use std::process::Command;
 
+use super::support::block_on;
 use tidemark_conformance::expectations::Expectations;
 use tidemark_conformance::explore::engine::{run_seeds, Explorer, Failed};
 use tidemark_conformance::explore::signature::KnownDifferences;
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
 use tidemark_conformance::profiles::scratchpad::explore::ScratchpadExplorer;
 use tidemark_conformance::spec::repo_root;
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
 
 fn program(command: &str) -> ProcessFactory {
     let command = AdapterCommand::parse(command, &repo_root()).unwrap();

@@ -2,7 +2,7 @@
 //! snapshotted, because a person reads it.
 
 use std::path::Path;
-use tidemark_conformance::profiles::scratchpad::scenario::parse_str;
+use tidemark_conformance::profiles::scratchpad::script::parse_str;
 use tidemark_conformance::spec::RuleIndex;
 
 fn error_of(text: &str) -> String {
@@ -72,7 +72,7 @@ fn a_caller_without_a_channel_is_explained() {
 
 #[test]
 fn the_whole_suite_loads() {
-    let scenarios = tidemark_conformance::profiles::scratchpad::suite::load(
+    let scenarios = tidemark_conformance::profiles::scratchpad::load(
         &tidemark_conformance::default_scenarios_dir(),
         &tidemark_conformance::default_spec_path(),
     )
@@ -126,7 +126,7 @@ fn fixture_error(relative: &str) -> String {
         }
     } else {
         let rules = RuleIndex::load(&tidemark_conformance::default_spec_path()).unwrap();
-        match tidemark_conformance::profiles::scratchpad::scenario::parse_file(&path, &rules) {
+        match tidemark_conformance::profiles::scratchpad::script::parse_file(&path, &rules) {
             Ok(s) => panic!("{relative} should not load; parsed {} steps", s.steps.len()),
             Err(e) => e.to_string(),
         }
@@ -218,7 +218,7 @@ fn two_files_with_one_test_name_are_an_error() {
     std::fs::write(tmp.path().join("a-b.tdm"), &text).unwrap();
     std::fs::write(tmp.path().join("a_b.tdm"), &text).unwrap();
     let rules = RuleIndex::parse("**SP-1.1** x\n");
-    let e = tidemark_conformance::profiles::scratchpad::scenario::load_dir(tmp.path(), &rules)
+    let e = tidemark_conformance::profiles::scratchpad::script::load_dir(tmp.path(), &rules)
         .unwrap_err()
         .to_string()
         .replace(&format!("{}/", tmp.path().display()), "");
@@ -234,7 +234,7 @@ fn a_symlink_loop_in_the_scenario_directory_loads_each_scenario_once() {
     std::os::unix::fs::symlink(tmp.path(), sub.join("loop")).unwrap();
     let rules = RuleIndex::parse("**SP-1.1** x\n");
     let loaded =
-        tidemark_conformance::profiles::scratchpad::scenario::load_dir(tmp.path(), &rules).unwrap();
+        tidemark_conformance::profiles::scratchpad::script::load_dir(tmp.path(), &rules).unwrap();
     assert_eq!(loaded.len(), 1);
 }
 

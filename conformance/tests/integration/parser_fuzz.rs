@@ -182,7 +182,7 @@ fn apply(text: &str, m: &Mutation) -> String {
 fn check_both(file: &Path, text: &str) -> Result<(), TestCaseError> {
     let lines = text.lines().count().max(1);
     if let Err(e) =
-        tidemark_conformance::profiles::scratchpad::scenario::parse_str(file, text, rules())
+        tidemark_conformance::profiles::scratchpad::script::parse_str(file, text, rules())
     {
         prop_assert!(
             (1..=lines).contains(&e.line),

@@ -4,9 +4,9 @@
 
 use libtest_mimic::{Arguments, Conclusion};
 use tidemark_conformance::driver::DriverError;
-use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
+use tidemark_conformance::profiles::scratchpad::contract::{Driver, DriverFactory, Environment};
 use tidemark_conformance::profiles::scratchpad::gate::Gate;
-use tidemark_conformance::profiles::scratchpad::scenario::Profile;
+use tidemark_conformance::profiles::scratchpad::script::Profile;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_reference::scratchpad::ScratchpadMutant;
 

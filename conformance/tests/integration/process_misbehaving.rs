@@ -1,12 +1,13 @@
 //! Adapters that break the protocol: each failure names the scenario, the step and what
 //! happened, the wait is bounded, the next scenario still runs, and no process is left behind.
 
+use super::support::block_on;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tidemark_conformance::play::Failure;
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
+use tidemark_conformance::profiles::scratchpad as suite;
 use tidemark_conformance::profiles::scratchpad::gate::{self, Selection};
-use tidemark_conformance::profiles::scratchpad::suite;
 use tidemark_conformance::report::{RunReport, Verdict};
 use tidemark_conformance::spec::repo_root;
 use tidemark_conformance::{default_scenarios_dir, default_spec_path};
@@ -20,14 +21,6 @@ const TWO_SCENARIOS: [&str; 2] = [
 /// The bound for the adapter that never answers; the others get the default, so a loaded machine
 /// cannot turn their misbehaviour into a timeout.
 const SHORT_REPLY_TIMEOUT: Duration = Duration::from_millis(400);
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(f)
-}
 
 async fn factory(fixture: &str, reply_timeout: Duration) -> ProcessFactory {
     let command = AdapterCommand::parse(

@@ -1,24 +1,17 @@
 //! The reference implementation behind the protocol behaves exactly as it does in-process: the
 //! same verdict for every scenario, and, with a mutant switched on, the same failures.
 
+use super::support::block_on;
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
+use tidemark_conformance::profiles::scratchpad as suite;
 use tidemark_conformance::profiles::scratchpad::gate;
-use tidemark_conformance::profiles::scratchpad::scenario::Scenario;
-use tidemark_conformance::profiles::scratchpad::suite;
+use tidemark_conformance::profiles::scratchpad::script::Scenario;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
-use tidemark_conformance::report::{RunReport, Verdict};
+use tidemark_conformance::report::RunReport;
 use tidemark_conformance::{default_scenarios_dir, default_spec_path};
 use tidemark_reference::scratchpad::ScratchpadMutant;
 
 const ADAPTER: &str = env!("CARGO_BIN_EXE_tidemark-reference-adapter");
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(f)
-}
 
 fn scenarios() -> Vec<Scenario> {
     suite::load(&default_scenarios_dir(), &default_spec_path()).expect("the suite loads")
@@ -54,18 +47,7 @@ fn in_process(scenarios: &[Scenario], mutant: Option<ScratchpadMutant>) -> RunRe
 /// Each scenario's test name and verdict, failures compared by where they failed and what came
 /// back (the actual outcome), which must not depend on the path taken.
 fn verdicts(report: &RunReport) -> Vec<(String, String)> {
-    report
-        .cases
-        .iter()
-        .map(|c| {
-            let verdict = match &c.verdict {
-                Verdict::Passed => "passed".to_string(),
-                Verdict::Failed(f) => format!("failed at line {}: {}", f.line, f.actual),
-                Verdict::Skipped { reason } => format!("skipped: {reason}"),
-            };
-            (c.test_name.clone(), verdict)
-        })
-        .collect()
+    super::support::verdicts(&report.cases)
 }
 
 #[test]

@@ -7,6 +7,7 @@
 
 use std::num::NonZeroUsize;
 
+use super::support::{block_on, verdicts};
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
 use tidemark_conformance::profiles::rows::contract::Observation;
 use tidemark_conformance::profiles::rows::queries::RowsQueries;
@@ -22,14 +23,6 @@ const ADAPTER: &str = env!("CARGO_BIN_EXE_tidemark-reference-adapter");
 const TIDEMARK: &str = env!("CARGO_BIN_EXE_tidemark");
 /// The Python example's interpreter: the venv `.ci/run` sets up for the Python examples.
 const PYTHON: &str = "target/py-scoped/bin/python";
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(f)
-}
 
 fn scripts() -> Vec<Script> {
     tidemark_conformance::profiles::rows::load(
@@ -48,21 +41,6 @@ async fn through(command: &str, pg: &PgProvider, scripts: &[Script]) -> Vec<Case
     process::check(&factory, scripts, NonZeroUsize::MIN, Some(pg))
         .await
         .expect("the rows suite runs")
-}
-
-/// Test name and, for a failure, its line and actual outcome.
-fn verdicts(cases: &[CaseReport]) -> Vec<(String, String)> {
-    cases
-        .iter()
-        .map(|c| {
-            let v = match &c.verdict {
-                Verdict::Passed => "passed".to_string(),
-                Verdict::Failed(f) => format!("failed at line {}: {}", f.line, f.actual),
-                Verdict::Skipped { reason } => format!("skipped: {reason}"),
-            };
-            (c.test_name.clone(), v)
-        })
-        .collect()
 }
 
 /// A variant declared in `init_ok` is followed through the protocol: the adapter taking each

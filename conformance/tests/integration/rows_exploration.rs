@@ -5,8 +5,8 @@
 use tidemark_conformance::explore::engine::Explorer;
 use tidemark_conformance::explore::engine::{explore_seeds, hunt, hunt_report, Failed, Seeds};
 use tidemark_conformance::explore::Shard;
+use tidemark_conformance::profiles::rows::explore::run::{Databases, RunError, Tier};
 use tidemark_conformance::profiles::rows::explore::{run_seed, RowsExplorer};
-use tidemark_conformance::profiles::rows::explore_run::{Databases, RunError, Tier};
 use tidemark_reference::rows::RowsMutant;
 use tidemark_sim::real_tier::PgProvider;
 
@@ -139,8 +139,8 @@ fn a_shrunk_failure_keeps_only_the_operations_that_matter() {
 /// removes nothing, so it never dies.
 #[test]
 fn a_crashed_tick_and_its_restart_are_checked_against_the_batches_and_the_model() {
-    use tidemark_conformance::profiles::rows::explore_ops::ExploreOp;
-    use tidemark_conformance::profiles::rows::explore_run::run_ops;
+    use tidemark_conformance::profiles::rows::explore::ops::ExploreOp;
+    use tidemark_conformance::profiles::rows::explore::run::run_ops;
     use tidemark_conformance::profiles::rows::script::Action;
     use tidemark_reference::rows::ExpiringStore;
     let mut ops: Vec<ExploreOp> = ["a", "b", "c"]
@@ -180,9 +180,9 @@ fn a_crashed_tick_and_its_restart_are_checked_against_the_batches_and_the_model(
 /// the same seeds pass at that detail, and it still finds a mutant that leaves a row behind.
 #[test]
 fn read_by_counts_alone_the_reference_still_passes_and_a_leftover_prompt_is_found() {
-    use tidemark_conformance::profiles::rows::explore_ops::{generate, DEFAULT_STEPS};
-    use tidemark_conformance::profiles::rows::explore_run::run_ops_at;
-    use tidemark_conformance::profiles::rows::explore_state::Detail;
+    use tidemark_conformance::profiles::rows::explore::ops::{generate, DEFAULT_STEPS};
+    use tidemark_conformance::profiles::rows::explore::run::run_ops_at;
+    use tidemark_conformance::profiles::rows::model::state::Detail;
     on_postgres(async |tier| {
         for seed in 0..3 {
             let (batch, ops) = generate(seed, DEFAULT_STEPS);
@@ -210,7 +210,7 @@ fn read_by_counts_alone_the_reference_still_passes_and_a_leftover_prompt_is_foun
 #[test]
 fn the_memory_tier_passes_the_reference_finds_every_mutant_and_matches_postgres() {
     use tidemark_conformance::profiles::rows::explore::run_seed_at;
-    use tidemark_conformance::profiles::rows::explore_state::Detail;
+    use tidemark_conformance::profiles::rows::model::state::Detail;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

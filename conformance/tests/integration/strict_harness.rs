@@ -3,28 +3,21 @@
 //! reproduces a run from another folder, and `tidemark replay` tells its three outcomes apart by
 //! exit status.
 
+use super::support::block_on;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
+use tidemark_conformance::profiles::scratchpad as suite;
 use tidemark_conformance::profiles::scratchpad::gate::{self, Selection};
 use tidemark_conformance::profiles::scratchpad::runner::run_scenario;
-use tidemark_conformance::profiles::scratchpad::scenario::parse_str;
-use tidemark_conformance::profiles::scratchpad::suite;
+use tidemark_conformance::profiles::scratchpad::script::parse_str;
 use tidemark_conformance::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_conformance::report::{self, CaseReport, RunReport, Verdict};
 use tidemark_conformance::spec::{repo_root, RuleIndex};
 use tidemark_conformance::{default_scenarios_dir, default_spec_path};
 
 const HEAD: &str = "scenario: an example\nprofile: scratchpad\nrules: SP-1.1\n";
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(f)
-}
 
 /// Runs a scenario text against the reference in process and reports it.
 fn run_text(text: &str) -> RunReport {
@@ -314,9 +307,11 @@ mod simulated_time_on_disk {
     use super::*;
     use std::sync::{Arc, Mutex};
     use tidemark_conformance::driver::DriverError;
+    use tidemark_conformance::profiles::scratchpad::contract::{
+        Driver, DriverFactory, Environment,
+    };
     use tidemark_conformance::profiles::scratchpad::contract::{Outcome, Request};
-    use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
-    use tidemark_conformance::profiles::scratchpad::scenario::Profile;
+    use tidemark_conformance::profiles::scratchpad::script::Profile;
     use tidemark_reference::clock::Timestamp;
 
     /// The modification time of every path under a root (links not followed), relative to the

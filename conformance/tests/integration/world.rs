@@ -48,7 +48,7 @@ fn the_world_finds_a_sweeper_that_skips_its_startup_sweep() {
 #[test]
 fn every_mutant_out_of_the_worlds_reach_is_a_real_one_killed_by_a_scenario() {
     use tidemark_reference::scratchpad::ScratchpadMutant;
-    let suite = tidemark_conformance::profiles::scratchpad::suite::load(
+    let suite = tidemark_conformance::profiles::scratchpad::load(
         &tidemark_conformance::default_scenarios_dir(),
         &tidemark_conformance::default_spec_path(),
     )

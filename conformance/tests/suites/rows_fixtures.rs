@@ -5,8 +5,8 @@
 //! cluster); one is started for the whole file.
 
 use libtest_mimic::Trial;
-use tidemark_conformance::profiles::rows::explore_run::{Databases, Tier};
-use tidemark_conformance::profiles::rows::fixture::{self as rows_fixture, default_dir};
+use tidemark_conformance::profiles::rows::explore::fixture::{self as rows_fixture, default_dir};
+use tidemark_conformance::profiles::rows::explore::run::{Databases, Tier};
 
 use super::shared::{saved_failure_verdict, Replayed, Shared};
 

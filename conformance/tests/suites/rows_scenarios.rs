@@ -12,7 +12,10 @@
 use libtest_mimic::{Failed, Trial};
 use tidemark_conformance::variants::Declared;
 
-use super::shared::{every_rule_bites, every_rule_cited, root, rows_scripts, Claims, Shared};
+use super::shared::{
+    every_rule_bites, every_rule_cited, failure_line, mutant_verdict, root, rows_scripts, Claims,
+    Shared,
+};
 use tidemark_conformance::profiles::rows::model::Model;
 use tidemark_conformance::profiles::rows::runner;
 use tidemark_conformance::profiles::rows::script::{Action, Script};
@@ -174,16 +177,7 @@ fn failures(
                 &mut Vec::new(),
             ))
             .err()
-            .map(|f| {
-                format!(
-                    "  {}:{}: {} (expected {}, got {})",
-                    s.file.display(),
-                    f.line,
-                    f.step,
-                    f.expected,
-                    f.actual
-                )
-            })
+            .map(|f| failure_line(&s.file, &f, ""))
         })
         .collect()
 }
@@ -218,14 +212,7 @@ fn variant_trials(
                     &mut Trace::new(),
                     &mut Vec::new(),
                 )) {
-                    failed.push(format!(
-                        "  {}:{}: {} on PostgreSQL (expected {}, got {})",
-                        s.file.display(),
-                        f.line,
-                        f.step,
-                        f.expected,
-                        f.actual
-                    ));
+                    failed.push(failure_line(&s.file, &f, " on PostgreSQL"));
                 }
             }
             Ok(failed)
@@ -333,11 +320,7 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
             format!("mutant::rows::{}", m.id().replace('-', "_")),
             move || {
                 if killers.is_empty() {
-                    return Err(Failed::from(format!(
-                        "no scenario names mutant {} ({}) in `kills:`",
-                        m.id(),
-                        m.description()
-                    )));
+                    return mutant_verdict(m.id(), m.description(), false, &[]);
                 }
                 // Every claim must hold: each scenario naming the mutant fails under it.
                 let pg = get_pg()?;
@@ -359,16 +342,7 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
                         Ok(()) => survived.push(s.test_name()),
                     }
                 }
-                if survived.is_empty() {
-                    Ok(())
-                } else {
-                    Err(Failed::from(format!(
-                        "mutant {} ({}) survives {}, which names it in `kills:`",
-                        m.id(),
-                        m.description(),
-                        survived.join(", ")
-                    )))
-                }
+                mutant_verdict(m.id(), m.description(), true, &survived)
             },
         ));
     }

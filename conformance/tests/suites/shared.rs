@@ -3,10 +3,11 @@
 //! (libtest-mimic's exit skips destructors).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use libtest_mimic::{Failed, Trial};
+use tidemark_conformance::play::Failure;
 use tidemark_conformance::profiles::scoped::script::{self, Script};
 use tidemark_conformance::variants::Declared;
 use tidemark_sim::real_tier::PgProvider;
@@ -324,4 +325,49 @@ where
         ));
     }
     trials
+}
+
+/// One failing scenario as a line of a trial's message: its file and line, the step, what was
+/// expected and what came (`where_` says where it ran, when a trial plays on more than one).
+pub fn failure_line(file: &Path, f: &Failure, where_: &str) -> String {
+    format!(
+        "  {}:{}: {}{where_} (expected {}, got {})",
+        file.display(),
+        f.line,
+        f.step,
+        f.expected,
+        f.actual
+    )
+}
+
+/// A mutant trial's verdict: a mutant no scenario names in `kills:` fails (every mutant must be
+/// killed by a named scenario), and so does one that survives a scenario naming it.
+pub fn mutant_verdict(
+    id: &str,
+    description: &str,
+    named: bool,
+    survived: &[String],
+) -> Result<(), Failed> {
+    if !named {
+        return Err(Failed::from(format!(
+            "no scenario names mutant {id} ({description}) in `kills:`"
+        )));
+    }
+    if survived.is_empty() {
+        return Ok(());
+    }
+    Err(Failed::from(format!(
+        "mutant {id} ({description}) survives {}, which names it in `kills:`",
+        survived.join(", ")
+    )))
+}
+
+/// A future run to its end on a runtime of its own, for a trial that runs outside the shared
+/// runtime.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(f)
 }

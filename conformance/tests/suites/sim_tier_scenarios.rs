@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use libtest_mimic::{Failed, Trial};
 
-use super::shared::{scoped_scripts, Shared};
+use super::shared::{failure_line, scoped_scripts, Shared};
 use tidemark_conformance::profiles::scoped::play;
 use tidemark_conformance::profiles::scoped::play::{Backend, Recorded};
 use tidemark_conformance::profiles::scoped::script::Script;
@@ -88,16 +88,7 @@ fn failures(
             ))
             .result
             .err()
-            .map(|f| {
-                format!(
-                    "  {}:{}: {} (expected {}, got {})",
-                    s.file.display(),
-                    f.line,
-                    f.step,
-                    f.expected,
-                    f.actual
-                )
-            })
+            .map(|f| failure_line(&s.file, &f, ""))
         })
         .collect()
 }

@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use tidemark_conformance::driver::DriverError;
 use tidemark_conformance::profiles::scratchpad::contract::{Bytes, Entry, Outcome, Request};
-use tidemark_conformance::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
-use tidemark_conformance::profiles::scratchpad::scenario::Profile;
+use tidemark_conformance::profiles::scratchpad::contract::{Driver, DriverFactory, Environment};
+use tidemark_conformance::profiles::scratchpad::script::Profile;
 use tidemark_reference::clock::{ManualClock, Timestamp};
 use tidemark_reference::scratchpad::{CallContext, ScratchError, Scratchpad, ScratchpadConfig};
 

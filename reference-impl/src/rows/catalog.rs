@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 
 use super::alternatives::Alternative;
+use super::batch::{BatchSql, ReapConfig};
 use super::memory::{self, delete_batch, Tables};
-use super::reaper::{BatchSql, ReapConfig};
 use super::{lock, sqlstate, Backend, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION};
 use crate::clock::Timestamp;
 
@@ -13,7 +13,7 @@ use crate::clock::Timestamp;
 pub const KEEP_NEWEST: i64 = 3;
 
 /// One batch of [`RowsStore::forget_old_snapshots`] (a keyset batch,
-/// `reaper::BatchSql::Keyset`, reading on after the id `$4` the previous batch stopped at).
+/// `batch::BatchSql::Keyset`, reading on after the id `$4` the previous batch stopped at).
 /// Newest is by id, the order snapshots were taken, never by `taken_at_ms`: a clock that jumps
 /// back must not make the latest snapshot look old (SR-5.2). `$1` (now) and `$3` are unused;
 /// the rule has no clock. Only snapshots older than the newest three are read, and those left

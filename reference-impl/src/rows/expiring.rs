@@ -5,8 +5,9 @@
 
 use std::collections::BTreeMap;
 
+use super::batch::{BatchSql, ReapConfig};
 use super::memory::{self, delete_batch};
-use super::reaper::{BatchSql, ReapConfig};
+use super::schema::ExpiringStore;
 use super::{
     lock, sqlstate, Backend, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION,
     UNIQUE_VIOLATION,
@@ -18,7 +19,7 @@ pub const INVOCATION_TTL_MS: i64 = DAY_MS;
 /// How long a trigger firing is kept, from firing (SR-3.2).
 pub const FIRING_TTL_MS: i64 = 30 * DAY_MS;
 
-/// The batch statement of an `expires_at_ms` rule (a keyset batch, `reaper::BatchSql::Keyset`):
+/// The batch statement of an `expires_at_ms` rule (a keyset batch, `batch::BatchSql::Keyset`):
 /// expired means `expires_at_ms <= now` (SR-1.3), read through the table's `(expires_at_ms, id)`
 /// index in its own order from the key (`$3`, `$4`) of the last row the previous batch removed,
 /// so no batch sorts or walks again what earlier ones removed (SR-8.1). `$id` is how `$4` (text)
@@ -57,32 +58,7 @@ macro_rules! strict_sql {
     };
 }
 
-/// The stores whose rows carry their own expiry (SR-4.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ExpiringStore {
-    LiveSessions,
-    RefreshTokens,
-    WebhookDeliveries,
-    BreakerSightings,
-}
-
 impl ExpiringStore {
-    pub const ALL: [ExpiringStore; 4] = [
-        ExpiringStore::LiveSessions,
-        ExpiringStore::RefreshTokens,
-        ExpiringStore::WebhookDeliveries,
-        ExpiringStore::BreakerSightings,
-    ];
-
-    pub fn table(self) -> &'static str {
-        match self {
-            ExpiringStore::LiveSessions => "live_sessions",
-            ExpiringStore::RefreshTokens => "refresh_tokens",
-            ExpiringStore::WebhookDeliveries => "webhook_deliveries",
-            ExpiringStore::BreakerSightings => "breaker_sightings",
-        }
-    }
-
     /// One batch of this store's sweep (`$1` now, `$2` batch size, `$3`/`$4` where the last
     /// batch stopped).
     pub fn sweep_sql(self) -> &'static str {

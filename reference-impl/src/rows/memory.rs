@@ -20,8 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::expiring::ExpiringStore;
-use super::ReplyState;
+use super::schema::{ExpiringStore, ReplyState};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Session {
@@ -249,7 +248,7 @@ pub(crate) fn delete_batch<K: Ord + Clone, V, O: Ord>(
 mod tests {
     use super::*;
     use crate::clock::{Timestamp, DAY_MS};
-    use crate::rows::reaper::ReapConfig;
+    use crate::rows::batch::ReapConfig;
     use crate::rows::{RowsConfig, RowsStore};
 
     const T0: Timestamp = Timestamp::from_millis(1_000_000);

@@ -7,21 +7,28 @@
 //!   expire, each with its own sweep (SR-3, SR-4).
 //! - [`catalog`]: catalog snapshots and the models naming them, `forget_old_snapshots` (SR-5).
 //! - this file: workspaces, sessions, and the rows kept on purpose (SR-6), which no sweep touches.
-//! - [`reaper`]: the tick (SR-7).
-//! - [`schema`]: the tables, cascades and the indexes each sweep reads (SR-8).
+//! - [`retention`]: the reaper's tick (SR-7), which calls the sweeps; [`batch`]: the bounded
+//!   batches every sweep deletes in, and how (`ReapConfig`).
+//! - [`schema`]: the tables, cascades and the indexes each sweep reads (SR-8), and the values
+//!   its columns name (the expiring stores, a reply's states).
 //! - [`memory`]: the same tables in memory, for [`RowsStore::in_memory`]. Every operation (and
 //!   every sweep) has its PostgreSQL statement and its in-memory half side by side in its
 //!   rule's file, so a rule reads once and changes in one place.
 //!
+//! - [`mutants`] and [`alternatives`]: the mutants and the variants' other choices.
+//!
 //! Time is handed in: every operation that records or decides on time takes `now`.
 
 pub mod alternatives;
+pub mod batch;
 pub mod catalog;
+pub mod config;
+pub mod error;
 pub mod expiring;
 pub(crate) mod memory;
 pub mod mutants;
-pub mod reaper;
 pub mod replies;
+pub mod retention;
 pub mod schema;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -32,113 +39,14 @@ use crate::clock::Timestamp;
 use memory::Tables;
 
 pub use alternatives::Alternative;
-pub use expiring::ExpiringStore;
+pub use batch::ReapConfig;
+pub use config::RowsConfig;
+pub use error::RowsError;
+pub(crate) use error::{sqlstate, FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION};
 pub use mutants::RowsMutant;
-pub use reaper::{ReapConfig, ReapReport};
-pub use replies::{ReplyState, TranscriptReply};
-
-/// Everything a rows operation can fail with. Unknown things are typed, never a bare
-/// database error, so a caller can tell its own mistake from an outage.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RowsError {
-    #[error("unknown workspace {0:?}")]
-    UnknownWorkspace(String),
-    #[error("unknown session {0:?}")]
-    UnknownSession(String),
-    #[error("unknown reply {0}")]
-    UnknownReply(i64),
-    #[error("unknown snapshot {0}")]
-    UnknownSnapshot(i64),
-    #[error("unknown action item {0}")]
-    UnknownItem(i64),
-    /// Only a store taking `unknown_model_drops=refused` answers it (SR-5.1's variant).
-    #[error("unknown model {0:?}")]
-    UnknownModel(String),
-    #[error("unknown event kind {0:?}: {1}")]
-    UnknownKind(String, &'static str),
-    #[error("reply {id} is {state}; {wanted}")]
-    ReplyState {
-        id: i64,
-        state: &'static str,
-        wanted: &'static str,
-    },
-    #[error("{id:?} already exists")]
-    AlreadyExists { id: String },
-    #[error("database error during {op}: {message}")]
-    Database { op: &'static str, message: String },
-}
-
-impl RowsError {
-    /// The stable reason code (SPEC SR-9.1).
-    pub fn code(&self) -> &'static str {
-        match self {
-            RowsError::UnknownWorkspace(_) => "unknown_workspace",
-            RowsError::UnknownSession(_) => "unknown_session",
-            RowsError::UnknownReply(_) => "unknown_reply",
-            RowsError::UnknownSnapshot(_) => "unknown_snapshot",
-            RowsError::UnknownItem(_) => "unknown_item",
-            RowsError::UnknownModel(_) => "unknown_model",
-            RowsError::UnknownKind(..) => "unknown_kind",
-            RowsError::ReplyState { .. } => "reply_state",
-            RowsError::AlreadyExists { .. } => "already_exists",
-            RowsError::Database { .. } => "database_unavailable",
-        }
-    }
-
-    pub(crate) fn db(op: &'static str) -> impl Fn(sqlx::Error) -> RowsError {
-        move |e| RowsError::Database {
-            op,
-            message: e.to_string(),
-        }
-    }
-}
-
-/// The SQLSTATE of a database error, if it is one.
-pub(crate) fn sqlstate(e: &sqlx::Error) -> Option<String> {
-    e.as_database_error()
-        .and_then(|d| d.code())
-        .map(|c| c.into_owned())
-}
-pub(crate) const FOREIGN_KEY_VIOLATION: &str = "23503";
-pub(crate) const UNIQUE_VIOLATION: &str = "23505";
-
-/// How a deployment of the rows reference behaves: the correct design unless a mutant is set
-/// (conformance's mutant runs switch one on at run time), taking the default of every SPEC.md
-/// variant unless `alternatives` names its other choice.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RowsConfig {
-    pub mutant: Option<RowsMutant>,
-    /// The variants this store takes the other way; the defaults when both are false.
-    pub target_before_kind: bool,
-    pub unknown_model_drop_refused: bool,
-}
-
-impl RowsConfig {
-    /// The reference with `mutant` switched on (or none), every variant at its default.
-    pub fn with_mutant(mutant: Option<RowsMutant>) -> RowsConfig {
-        RowsConfig {
-            mutant,
-            ..RowsConfig::default()
-        }
-    }
-
-    /// These settings taking `a` too.
-    pub fn taking(mut self, a: Alternative) -> RowsConfig {
-        match a {
-            Alternative::TargetBeforeKind => self.target_before_kind = true,
-            Alternative::UnknownModelDropRefused => self.unknown_model_drop_refused = true,
-        }
-        self
-    }
-
-    /// Whether these settings take `a`.
-    pub fn takes(&self, a: Alternative) -> bool {
-        match a {
-            Alternative::TargetBeforeKind => self.target_before_kind,
-            Alternative::UnknownModelDropRefused => self.unknown_model_drop_refused,
-        }
-    }
-}
+pub use replies::TranscriptReply;
+pub use retention::ReapReport;
+pub use schema::{ExpiringStore, ReplyState};
 
 /// Where a store's rows live.
 #[derive(Clone)]

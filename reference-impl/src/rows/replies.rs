@@ -4,12 +4,18 @@
 //! The transcript read replays them, and sealing an interrupted reply writes its text from them.
 //! So an event's expiry starts only when its reply is finished (or sealed, or deleted): until
 //! then `forget_after_ms` is NULL and no age can make it expire.
+//!
+//! Why this file passes 800 lines: it has one reason, SR-2, and every operation on a reply keeps
+//! its PostgreSQL statement and its in-memory half side by side (as every rule's file does,
+//! `memory.rs`), so the rule reads once and changes in one place; split by backend, a change
+//! to SR-2 would be two edits that must agree.
 
 use sqlx::Row;
 
 use super::alternatives::Alternative;
+use super::batch::{BatchSql, ReapConfig};
 use super::memory::{self, delete_batch, Tables};
-use super::reaper::{BatchSql, ReapConfig};
+use super::schema::ReplyState;
 use super::{lock, sqlstate, Backend, RowsError, RowsMutant, RowsStore, FOREIGN_KEY_VIOLATION};
 use crate::clock::{Timestamp, DAY_MS};
 
@@ -33,33 +39,6 @@ pub const TEXT_KIND: &str = "chat.delta";
 /// How long streamed events outlive their reply's end: a poll cursor from a tab left open
 /// overnight still finds them (SR-2.3).
 pub const STREAMED_GRACE_MS: i64 = DAY_MS;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReplyState {
-    /// Streaming; the text is its `chat.delta` events.
-    Writing,
-    /// Interrupted and not yet sealed; the text is still its events.
-    Stopped,
-    /// Finished or sealed; the text is the row's.
-    Finished,
-}
-
-impl ReplyState {
-    fn parse(s: &str) -> ReplyState {
-        match s {
-            "writing" => ReplyState::Writing,
-            "stopped" => ReplyState::Stopped,
-            _ => ReplyState::Finished,
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReplyState::Writing => "writing",
-            ReplyState::Stopped => "stopped",
-            ReplyState::Finished => "finished",
-        }
-    }
-}
 
 /// One reply as the transcript read shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -707,7 +686,7 @@ fn forget_streamed_batch(t: &mut Tables, now: i64, limit: usize) -> u64 {
     )
 }
 
-/// One batch of [`RowsStore::forget_streamed`] (a keyset batch, `reaper::BatchSql::Keyset`):
+/// One batch of [`RowsStore::forget_streamed`] (a keyset batch, `batch::BatchSql::Keyset`):
 /// `$1` is now, `$2` the batch size, `$3`/`$4` the key of the last event the previous batch
 /// removed. Only stamped events are in the partial index `(forget_after_ms, id)`, read in its
 /// own order from where the last batch stopped, so unfinished replies' events and removed rows

@@ -13,6 +13,10 @@
 //!   it expire; finishing, sealing or deleting the reply stamps it (SR-2).
 //! - Kept-on-purpose rows (settled items, held requests, session prompts) have no expiry column
 //!   at all: nothing can sweep them by mistake, only a cascade removes them (SR-6).
+//!
+//! The values its columns name are here too, for every file that reads or writes them: the four
+//! stores kept until they expire ([`ExpiringStore`]; each one's sweep is in `expiring.rs`) and a
+//! reply's states ([`ReplyState`]).
 
 use sqlx::PgPool;
 
@@ -169,4 +173,58 @@ pub async fn migrate(pool: &PgPool) -> Result<(), RowsError> {
         .map_err(RowsError::db("migrate"))?;
     tx.commit().await.map_err(RowsError::db("migrate"))?;
     Ok(())
+}
+
+/// The stores whose rows carry their own expiry (SR-4.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ExpiringStore {
+    LiveSessions,
+    RefreshTokens,
+    WebhookDeliveries,
+    BreakerSightings,
+}
+
+impl ExpiringStore {
+    pub const ALL: [ExpiringStore; 4] = [
+        ExpiringStore::LiveSessions,
+        ExpiringStore::RefreshTokens,
+        ExpiringStore::WebhookDeliveries,
+        ExpiringStore::BreakerSightings,
+    ];
+
+    pub fn table(self) -> &'static str {
+        match self {
+            ExpiringStore::LiveSessions => "live_sessions",
+            ExpiringStore::RefreshTokens => "refresh_tokens",
+            ExpiringStore::WebhookDeliveries => "webhook_deliveries",
+            ExpiringStore::BreakerSightings => "breaker_sightings",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyState {
+    /// Streaming; the text is its `chat.delta` events.
+    Writing,
+    /// Interrupted and not yet sealed; the text is still its events.
+    Stopped,
+    /// Finished or sealed; the text is the row's.
+    Finished,
+}
+
+impl ReplyState {
+    pub(crate) fn parse(s: &str) -> ReplyState {
+        match s {
+            "writing" => ReplyState::Writing,
+            "stopped" => ReplyState::Stopped,
+            _ => ReplyState::Finished,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplyState::Writing => "writing",
+            ReplyState::Stopped => "stopped",
+            ReplyState::Finished => "finished",
+        }
+    }
 }

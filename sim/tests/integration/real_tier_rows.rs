@@ -4,7 +4,7 @@
 
 use sqlx::Row;
 use tidemark_reference::clock::{Timestamp, DAY_MS};
-use tidemark_reference::rows::reaper::ReapConfig;
+use tidemark_reference::rows::ReapConfig;
 use tidemark_reference::rows::{ExpiringStore, ReplyState, RowsError, RowsStore};
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::{PgProvider, TestDatabase};
@@ -593,7 +593,7 @@ async fn sweep_plans(
 /// range makes each batch cost what expired and a reap cost what expired squared.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_sweep_reads_its_expired_rows_in_order_from_an_index_without_a_scan_or_a_sort() {
-    use tidemark_reference::rows::reaper::StatementLog;
+    use tidemark_reference::rows::batch::StatementLog;
     // The statements: one tick on an empty database, each sweep's statement recorded as it runs.
     let empty = rows("rows_plans_recorded").await;
     let log = StatementLog::default();

@@ -2,38 +2,39 @@
 //! removes the rest, on PostgreSQL or in memory. Everything the profile owns lives in this folder:
 //!
 //! - [`script`]: its scenario files (`scenarios/rows/*.tdm`), read with the shared header and
-//!   lexer, in its own step vocabulary (`scenarios/rows/README.md`); `grammar.rs` reads one
-//!   step line's action and expectation.
+//!   lexer, in its own step vocabulary (`scenarios/rows/README.md`); `script/grammar.rs` reads
+//!   one step line's action and expectation.
 //! - [`contract`]: the operations and outcomes as data, and the endpoint a scenario is played
-//!   against (the reference in process behind it); [`runner`] plays each scenario through it on
-//!   its own fresh database or in-memory store (`--tier`), the clock handed in with every step.
+//!   against; [`reference`](mod@reference): the reference in process behind it; [`runner`] plays each scenario
+//!   through it on its own fresh database or in-memory store (`--tier`), the clock handed in
+//!   with every step.
 //! - [`process`]: the same scenarios against a program through the process protocol, the
 //!   database's URL handed over in `init`; [`queries`]: the read-only SQL the harness counts
 //!   what remains with, declared by the program or the reference's schema by default.
 //! - [`model`]: the executable model of part SR, in memory, which predicts every scenario's
-//!   outcomes, and is exploration's oracle and the world's.
-//! - [`explore`] (with `explore_ops`, `explore_run`, `explore_state`) and [`fixture`]:
+//!   outcomes, and is exploration's oracle and the world's; `model/state.rs`: a deployment's
+//!   whole state as lines, the form the model's and an implementation's are compared in.
+//! - [`explore`] (`ops.rs` the generator, `run.rs` one sequence beside the model,
+//!   `observe.rs` the reference's state read, `fixture.rs` the saved failures):
 //!   `tidemark explore --profile rows`, its saved failures and their replay.
+//! - [`mutants`]: the mutant run; [`variants`]: the variants; [`bench`](mod@bench) (with `scale.rs`): the
+//!   reap at scale.
 //! - [`world`]: the turmoil world: the reference in memory as a server, writers and a reaper
 //!   on a simulated clock, faults from the seed, safety after every tick and liveness after
 //!   the heal.
 //!
 //! This module is the command line's entry point: one PostgreSQL for a run (or none in
-//! memory), the suite and the mutant catalogue, exploration, replay and the world.
+//! memory), the suite, and the profile interface over the parts above.
 
 pub mod bench;
 pub mod contract;
 pub mod explore;
-pub mod explore_ops;
-pub mod explore_run;
-pub mod explore_state;
-pub mod fixture;
-mod grammar;
 pub mod model;
+pub mod mutants;
 pub mod process;
 pub mod queries;
+pub mod reference;
 pub mod runner;
-pub mod scale;
 pub mod script;
 pub mod variants;
 pub mod world;
@@ -134,84 +135,6 @@ pub async fn check_in_process(
         .await
 }
 
-/// One mutant and the scenarios naming it in `kills:` that fail under it: the first, or
-/// (`all_killers`) every one. Empty: it survives.
-#[derive(Clone, Debug)]
-pub struct RowsMutantResult {
-    pub mutant: RowsMutant,
-    pub killed_by: Vec<String>,
-}
-
-/// Every rows mutant (or only `only`) against the scenarios naming it, on `tier`, up to `jobs`
-/// mutants at once.
-pub async fn mutants(
-    tier: Tier<'_>,
-    scripts: &[Script],
-    only: Option<&str>,
-    all_killers: bool,
-    jobs: NonZeroUsize,
-) -> Vec<RowsMutantResult> {
-    futures::stream::iter(
-        RowsMutant::ALL
-            .into_iter()
-            .filter(|m| only.is_none_or(|o| o == m.id())),
-    )
-    .map(|m| async move {
-        let mut killed_by = Vec::new();
-        for s in runner::killers(scripts, m) {
-            if runner::run_on(tier, s, Some(m), &mut Trace::new(), &mut Vec::new())
-                .await
-                .is_err()
-            {
-                killed_by.push(s.test_name());
-                if !all_killers {
-                    break;
-                }
-            }
-        }
-        RowsMutantResult {
-            mutant: m,
-            killed_by,
-        }
-    })
-    .buffered(jobs.get())
-    .collect()
-    .await
-}
-
-/// Mutant table lines in the shape of the other profiles'.
-pub fn mutant_table(results: &[RowsMutantResult]) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let width = results
-        .iter()
-        .map(|r| r.mutant.id().len())
-        .max()
-        .unwrap_or(0);
-    for r in results {
-        let id = r.mutant.id();
-        match r.killed_by.as_slice() {
-            [] => {
-                let _ = writeln!(
-                    s,
-                    "SURVIVED  {:<11} {id:<width$}  {}: no scenario fails",
-                    "rows",
-                    r.mutant.description()
-                );
-            }
-            by => {
-                let _ = writeln!(
-                    s,
-                    "KILLED    {:<11} {id:<width$}  by {}",
-                    "rows",
-                    by.join(", ")
-                );
-            }
-        }
-    }
-    s
-}
-
 /// The rows profile (SPEC part SR) behind the profile interface.
 pub struct RowsProfile;
 
@@ -307,9 +230,9 @@ impl super::Profile for RowsProfile {
             _ => Some(postgres().await?),
         };
         let tier = pg.as_ref().map_or(Tier::Memory, Tier::Postgres);
-        let results = mutants(tier, &scripts, request.only, request.all_killers, jobs).await;
+        let results = mutants::run(tier, &scripts, request.only, request.all_killers, jobs).await;
         Ok(super::MutantRows {
-            rows: mutant_table(&results),
+            rows: mutants::table(&results),
             killed: results.iter().filter(|r| !r.killed_by.is_empty()).count(),
             survived: results.iter().filter(|r| r.killed_by.is_empty()).count(),
         })
@@ -326,7 +249,7 @@ impl super::Profile for RowsProfile {
     }
 
     fn owns_fixture(&self, path: &Path) -> bool {
-        fixture::is_rows(path)
+        explore::fixture::is_rows(path)
     }
 
     fn replay(

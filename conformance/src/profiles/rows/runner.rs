@@ -8,13 +8,14 @@
 //! one step.
 
 use tidemark_reference::clock::Timestamp;
-use tidemark_reference::rows::reaper::ReapReport;
+use tidemark_reference::rows::ReapReport;
 use tidemark_reference::rows::{RowsConfig, RowsMutant, RowsStore};
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::PgProvider;
 use tidemark_sim::trace::Trace;
 
-use super::contract::{Observation, ReferenceRows, RowsEndpoint, RowsOp, RowsOutcome, UNMADE};
+use super::contract::{Observation, RowsEndpoint, RowsOp, RowsOutcome, UNMADE};
+use super::reference::ReferenceRows;
 use super::script::{transcript_text, Action, Counted, Entry, Expect, Ids, Script, Step, SWEEPS};
 use crate::play::{Failure, Located, Mismatch, StepPlayer};
 use crate::variants::Declared;

@@ -64,8 +64,8 @@ pub fn each_alternative() -> Vec<Declared> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profiles::rows::explore_ops::ExploreOp;
-    use crate::profiles::rows::explore_run::{run_ops_taking, RunError, Tier};
+    use crate::profiles::rows::explore::ops::ExploreOp;
+    use crate::profiles::rows::explore::run::{run_ops_taking, RunError, Tier};
     use crate::profiles::rows::script::Action;
 
     /// Exploration runs the reference taking the declared choice and the model following it:

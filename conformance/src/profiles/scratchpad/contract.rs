@@ -1,8 +1,19 @@
 //! The contract between the harness and an implementation, as data: the requests a scenario
 //! sends and the outcomes an implementation returns. The same types are the JSON of the
 //! out-of-process protocol (PROTOCOL.md), so a scenario means the same thing in every language.
+//!
+//! The runner reaches an implementation through a [`Driver`] per scenario, made by a
+//! [`DriverFactory`] for the scenario's [`Profile`] and [`Knobs`]: the in-process reference
+//! (`reference.rs`) and a program speaking the protocol (`process.rs`) are both drivers.
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use tidemark_reference::clock::Timestamp;
+
+use crate::driver::DriverError;
 
 /// Who is calling, and where. Inside a thread the session is the thread (shared); in a channel
 /// outside a thread it is the channel-and-user pairing (private).
@@ -196,3 +207,86 @@ pub const SCRATCHPAD_REASONS: &[&str] = &[
     "is_a_directory",
     "not_a_directory",
 ];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Profile {
+    Scratchpad,
+}
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Scratchpad => "scratchpad",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Profile> {
+        match s {
+            "scratchpad" => Some(Profile::Scratchpad),
+            _ => None,
+        }
+    }
+    /// The prefix of this profile's rule ids in SPEC.md.
+    pub fn rule_prefix(self) -> &'static str {
+        match self {
+            Profile::Scratchpad => "SP-",
+        }
+    }
+}
+
+/// Knob values handed to the implementation at start: byte sizes in bytes, durations in
+/// milliseconds, counts as counts. `mounted = false` hands it an empty root (`knob root
+/// unmounted`); `root_missing` hands it the path of a root that does not exist (`knob root
+/// missing`). Both are unmounted roots (SP-1.3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Knobs {
+    pub values: BTreeMap<String, i64>,
+    pub mounted: bool,
+    pub root_missing: bool,
+}
+
+impl Default for Knobs {
+    fn default() -> Self {
+        Knobs {
+            values: BTreeMap::new(),
+            mounted: true,
+            root_missing: false,
+        }
+    }
+}
+
+/// What the harness provides to one scenario's implementation.
+#[derive(Clone, Debug)]
+pub struct Environment {
+    /// The scratch root: empty when the scenario runs unmounted (`knob root unmounted`), the
+    /// path of a root that does not exist with `knob root missing` (SP-1.3).
+    pub root: PathBuf,
+    /// The implementation's working directory, which must never be written to.
+    pub workdir: PathBuf,
+    pub knobs: Knobs,
+}
+
+#[async_trait]
+pub trait Driver: Send {
+    /// Performs one request at simulated time `now`. `Request::Start` (re)starts the
+    /// implementation from what it persisted.
+    async fn call(&mut self, now: Timestamp, request: &Request) -> Result<Outcome, DriverError>;
+    /// Stops the implementation abruptly, as a crash would: no shutdown hook runs.
+    async fn stop(&mut self) -> Result<(), DriverError>;
+}
+
+pub trait DriverFactory: Send + Sync {
+    /// A short name for reports, e.g. `reference` or the command line of a program.
+    fn name(&self) -> String;
+    fn supports(&self, profile: Profile) -> bool;
+    /// The optional behaviours the implementation claims (PROTOCOL.md: `sp12_digest`,
+    /// `binary_content`). A scenario needing one it does not claim is skipped, with the reason.
+    fn capabilities(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The SPEC.md variants the implementation takes (PROTOCOL.md: `init_ok`'s `variants`);
+    /// scenarios and the model follow them. Default: every variant at its default.
+    fn variants(&self) -> crate::variants::Declared {
+        crate::variants::Declared::defaults()
+    }
+    fn create(&self, profile: Profile, env: &Environment) -> Result<Box<dyn Driver>, DriverError>;
+}

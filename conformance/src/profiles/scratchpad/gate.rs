@@ -12,11 +12,11 @@
 //! ```no_run
 //! // tests/conformance.rs of a Rust implementation
 //! # struct MyScratchpadFactory;
-//! # impl tidemark_conformance::profiles::scratchpad::driver::DriverFactory for MyScratchpadFactory {
+//! # impl tidemark_conformance::profiles::scratchpad::contract::DriverFactory for MyScratchpadFactory {
 //! #     fn name(&self) -> String { unimplemented!() }
-//! #     fn supports(&self, _: tidemark_conformance::profiles::scratchpad::scenario::Profile) -> bool { unimplemented!() }
-//! #     fn create(&self, _: tidemark_conformance::profiles::scratchpad::scenario::Profile, _: &tidemark_conformance::profiles::scratchpad::driver::Environment)
-//! #         -> Result<Box<dyn tidemark_conformance::profiles::scratchpad::driver::Driver>, tidemark_conformance::driver::DriverError> { unimplemented!() }
+//! #     fn supports(&self, _: tidemark_conformance::profiles::scratchpad::script::Profile) -> bool { unimplemented!() }
+//! #     fn create(&self, _: tidemark_conformance::profiles::scratchpad::script::Profile, _: &tidemark_conformance::profiles::scratchpad::contract::Environment)
+//! #         -> Result<Box<dyn tidemark_conformance::profiles::scratchpad::contract::Driver>, tidemark_conformance::driver::DriverError> { unimplemented!() }
 //! # }
 //! fn main() {
 //!     tidemark_conformance::profiles::scratchpad::gate::run_as_tests(MyScratchpadFactory);
@@ -24,10 +24,9 @@
 //! ```
 
 use super::runner::ScenarioResult;
-use super::suite;
-use crate::profiles::scratchpad::driver::DriverFactory;
+use crate::profiles::scratchpad::contract::DriverFactory;
 use crate::profiles::scratchpad::runner::run_scenario;
-use crate::profiles::scratchpad::scenario::{Profile, Scenario};
+use crate::profiles::scratchpad::script::{Profile, Scenario};
 use crate::report::{display_path, CaseReport, RunReport, Verdict};
 use crate::scenario::LoadErrors;
 use crate::{default_scenarios_dir, default_spec_path};
@@ -57,7 +56,7 @@ impl Selection {
                 ));
             }
         }
-        Ok(suite::select(scenarios, &self.profiles)
+        Ok(super::select(scenarios, &self.profiles)
             .into_iter()
             .filter(|s| self.only.is_empty() || self.only.contains(&s.test_name()))
             .collect())
@@ -163,7 +162,7 @@ impl Gate {
     }
 
     pub fn trials(&self) -> Result<Vec<Trial>, LoadErrors> {
-        let scenarios = suite::load(&self.scenarios_dir, &self.spec_path)?;
+        let scenarios = super::load(&self.scenarios_dir, &self.spec_path)?;
         Ok(scenarios.into_iter().map(|s| self.trial(s)).collect())
     }
 

@@ -3,7 +3,7 @@
 //! the suite, not of the implementation.
 
 use crate::profiles::scratchpad::runner::run_scenario;
-use crate::profiles::scratchpad::scenario::{Profile, Scenario};
+use crate::profiles::scratchpad::script::{Profile, Scenario};
 use crate::profiles::scratchpad::ReferenceScratchpad;
 use tidemark_reference::scratchpad::ScratchpadMutant;
 

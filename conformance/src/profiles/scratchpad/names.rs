@@ -8,9 +8,9 @@
 //! (or requester) has one name, however it is asked and after every restart; distinct sessions
 //! (or requesters) have distinct names.
 
+use crate::profiles::scratchpad::contract::Driver;
 use crate::profiles::scratchpad::contract::{Caller, Outcome, Request};
-use crate::profiles::scratchpad::driver::Driver;
-use crate::profiles::scratchpad::scenario::{Action, Component, NameSource, Scenario, SessionKey};
+use crate::profiles::scratchpad::script::{Action, Component, NameSource, Scenario, SessionKey};
 use crate::profiles::scratchpad::variants;
 use crate::variants::Declared;
 use std::collections::{BTreeMap, BTreeSet};

@@ -3,9 +3,9 @@
 //! restarts) the program with the scenario's root, working directory and every knob; each other
 //! request is sent as the body of one protocol request, and its reply read as an [`Outcome`].
 
+use super::contract::{Driver, DriverFactory, Environment};
 use super::contract::{Outcome, Request};
-use super::driver::{Driver, DriverFactory, Environment};
-use super::scenario::Profile;
+use super::script::Profile;
 use crate::driver::DriverError;
 use crate::process::{init_message, ProcessFactory, ProcessSession};
 use async_trait::async_trait;

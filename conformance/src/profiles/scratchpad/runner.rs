@@ -2,10 +2,10 @@
 //! each step, compares each outcome with the step's expectation, and records a trace.
 
 use crate::play::{play, Failure, Located, Mismatch, StepPlayer};
+use crate::profiles::scratchpad::contract::{Driver, DriverFactory, Environment};
 use crate::profiles::scratchpad::contract::{Outcome, Request};
-use crate::profiles::scratchpad::driver::{Driver, DriverFactory, Environment};
 use crate::profiles::scratchpad::names::NameBook;
-use crate::profiles::scratchpad::scenario::{
+use crate::profiles::scratchpad::script::{
     Action, DiskAction, Expected, NameSource, PathTemplate, Scenario, Step,
 };
 use std::ffi::{OsStr, OsString};
@@ -86,7 +86,7 @@ async fn run_in(
         workdir: scratch.workdir.path().to_path_buf(),
         // Every knob, the scenario's or SPEC.md's default (SP-5.6): an implementation's own
         // defaults never decide a verdict.
-        knobs: crate::profiles::scratchpad::scenario::Knobs {
+        knobs: crate::profiles::scratchpad::script::Knobs {
             values: scenario.knobs.complete(scenario.profile),
             ..scenario.knobs.clone()
         },

@@ -11,8 +11,8 @@
 
 use crate::profiles::scratchpad::contract::{Caller, Outcome, Request};
 use crate::profiles::scratchpad::explore::ops::{caller, SimOp, PATHS, PLACES, SIZES, WHO};
-use crate::profiles::scratchpad::oracle::{ModelKnobs, ScratchpadModel};
-use crate::profiles::scratchpad::scenario::parse::context_of;
+use crate::profiles::scratchpad::model::{ModelKnobs, ScratchpadModel};
+use crate::profiles::scratchpad::script::parse::context_of;
 use crate::variants::Declared;
 use crate::world::clock::WorldClock;
 use crate::world::lock;
@@ -95,7 +95,7 @@ async fn serve(cfg: ScratchpadConfig, clock: WorldClock, log: Log) -> turmoil::R
             let mut p = lock(&pad);
             let outcome = match env.op {
                 Request::Start | Request::Tick => return None, // only the host itself starts and ticks
-                ref call => crate::profiles::scratchpad::apply_call(&mut p, call),
+                ref call => crate::profiles::scratchpad::reference::apply_call(&mut p, call),
             };
             lock(&log).push(Applied::Call {
                 at_ms: clock.rel(),

@@ -5,7 +5,7 @@
 //!   crash of any of them, as a database outlives the processes using it.
 //! - Host `server` serves the guests' [`RowsOp`]s (the rows contract, `contract.rs`) as JSON
 //!   lines on port 7100, each at the world clock's now, through the one mapping the reference
-//!   adapter uses (`contract::answer`).
+//!   adapter uses (`reference::answer`).
 //! - Host `reaper` ticks on the world clock: once when it boots and then every world hour, in
 //!   small batches with a pause between them (so writers land between two batches of one
 //!   sweep), some ticks with the reaper's crash fault (`ReapConfig::crashing_after`).
@@ -20,7 +20,7 @@
 //!   moment, or mid-sweep: at the first step it is seen between two batches of a tick) and
 //!   restarted, and the reaper down for a week.
 //!
-//! The oracle is the executable model of part SR (`model.rs`), fed by the server with every
+//! The oracle is the executable model of part SR (`model/`), fed by the server with every
 //! operation the reference accepted, in the order it accepted them (a memory statement never
 //! yields, so the two cannot interleave). Safety, after every tick, crashed or not: with `high`
 //! the latest time any tick reaped at, everything the model still keeps after a reap at `high`
@@ -48,11 +48,12 @@ use std::time::Duration;
 
 use rand::{Rng, RngCore};
 use tidemark_reference::clock::{DAY_MS, HOUR_MS, MINUTE_MS};
-use tidemark_reference::rows::reaper::ReapConfig;
+use tidemark_reference::rows::ReapConfig;
 use tidemark_reference::rows::{ExpiringStore, RowsConfig, RowsMutant, RowsStore};
 
-use super::contract::{answer, RowsOp, RowsOutcome};
+use super::contract::{RowsOp, RowsOutcome};
 use super::model::Model;
+use super::reference::answer;
 use super::runner::Outcome;
 use super::script::Action;
 use crate::world::clock::WorldClock;

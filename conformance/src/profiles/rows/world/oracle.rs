@@ -1,4 +1,4 @@
-//! The rows world's oracle: the executable model of part SR (`model.rs`), fed by the server
+//! The rows world's oracle: the executable model of part SR (`model/`), fed by the server
 //! with every operation the reference accepted, held against what the reference has.
 //!
 //! Safety, after every tick: everything the model keeps after a reap at the latest time any
@@ -7,12 +7,13 @@
 
 use std::collections::BTreeSet;
 
-use tidemark_reference::rows::reaper::ReapConfig;
+use tidemark_reference::rows::ReapConfig;
 use tidemark_reference::rows::TABLES;
 
 use super::{all_sessions, summary, World};
-use crate::profiles::rows::contract::{answer, RowsOp, RowsOutcome};
+use crate::profiles::rows::contract::{RowsOp, RowsOutcome};
 use crate::profiles::rows::model::Model;
+use crate::profiles::rows::reference::answer;
 use crate::profiles::rows::runner::Outcome;
 use crate::profiles::rows::script::{Action, Counted};
 use crate::world::lock;

@@ -39,7 +39,7 @@ pub fn explore(request: &ExploreRequest) -> Result<bool, String> {
         variants: request.variants.clone(),
     };
     let program;
-    let factory: &dyn crate::profiles::scratchpad::driver::DriverFactory = match &request
+    let factory: &dyn crate::profiles::scratchpad::contract::DriverFactory = match &request
         .implementation
     {
         None => &reference,

@@ -134,7 +134,7 @@ mod tests {
     #[test]
     fn every_generated_sequence_passes_and_an_advance_out_of_the_span_does_not() {
         for seed in 0..300 {
-            let (_, ops) = super::super::generate(seed);
+            let (_, ops) = crate::profiles::scratchpad::explore::generate(seed);
             check_ops(&ops).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         }
         for ms in [

@@ -14,7 +14,7 @@ pub mod ops;
 pub mod run;
 pub mod signature;
 
-use super::driver::DriverFactory;
+use super::contract::DriverFactory;
 use super::ReferenceScratchpad;
 use crate::explore::engine::{self, Explorer, Failed, Failure, Outcome};
 use crate::explore::rng_for;
@@ -401,13 +401,13 @@ impl Explorer for ScratchpadExplorer<'_> {
         if self.implementation.is_some() || !self.known.is_empty() {
             return Ok(None);
         }
-        let f = fixture::Fixture {
+        let f = crate::profiles::scratchpad::explore::fixture::Fixture {
             version: crate::explore::saved::FORMAT_VERSION,
-            profile: fixture::PROFILE.into(),
+            profile: crate::profiles::scratchpad::explore::fixture::PROFILE.into(),
             seed: failure.seed,
             generator: ops::GENERATOR_VERSION,
             mutant: mutant.map(|m| m.id().to_string()),
-            setting: fixture::ScratchpadSetting {
+            setting: crate::profiles::scratchpad::explore::fixture::ScratchpadSetting {
                 unmounted: failure.workload.0,
                 variants: self.factory.variants().to_map(),
             },

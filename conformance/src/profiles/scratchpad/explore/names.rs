@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 
 use super::ops::{caller, PLACES, WHO};
 use super::signature::NamesProblem;
+use crate::profiles::scratchpad::contract::Driver;
 use crate::profiles::scratchpad::contract::{Bytes, Caller, Outcome, Request};
-use crate::profiles::scratchpad::driver::Driver;
-use crate::profiles::scratchpad::oracle::ScratchpadModel;
+use crate::profiles::scratchpad::model::ScratchpadModel;
 use tidemark_reference::clock::Timestamp;
 
 /// Oracle name -> implementation name, for session and requester directories.
@@ -222,7 +222,7 @@ pub fn same(expected: &Outcome, actual: &Outcome) -> bool {
 mod tests {
     use super::*;
     use crate::driver::DriverError;
-    use crate::profiles::scratchpad::oracle::ModelKnobs;
+    use crate::profiles::scratchpad::model::ModelKnobs;
 
     /// Answers `names` with names made of `tag`: one per thread, pairing and requester, or, with
     /// `same`, one requester name for everyone.

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
-use crate::profiles::scratchpad::oracle::{ObservedMember, ObservedSession};
+use crate::profiles::scratchpad::model::{ObservedMember, ObservedSession};
 
 /// Whether `path` is a directory itself (a link to one is not).
 fn is_dir(path: &Path) -> bool {

@@ -1,10 +1,12 @@
 //! The rows profile's `tidemark bench` figure.
 
+pub mod scale;
+
 /// The rows profile's reap at scale: `rows` streamed events, half of them expired, reaped beside
 /// a writer in batches of 1,000 and then in one unbounded delete for comparison (SPEC SR-7.3,
 /// SR-8.1). Each on its own fresh database.
 pub fn rows(rows: i64) -> Result<String, String> {
-    use crate::profiles::rows::scale::measure_reap;
+    use scale::measure_reap;
     use std::fmt::Write;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -1,8 +1,8 @@
 //! The whole state of a rows deployment as data, for exploration's checks after every reap:
 //! each table's rows as sorted lines (names, never the reference's ids; times in milliseconds
-//! from the epoch), read from the reference's schema with read-only queries (SR-1.4) and
-//! produced by the model ([`super::model::Model::rows`]) in the same format, so the two compare
-//! line by line. Replies are seen through each session's transcript.
+//! from the epoch), produced by the model ([`super::Model::rows`]) and read from an
+//! implementation in the same format (`explore/observe.rs`), so the two compare line by line.
+//! Replies are seen through each session's transcript.
 //!
 //! After a crashed tick the exact rows removed depend on the order of rows tied in a batch; what
 //! SR fixes is checked instead ([`check_crashed`]): every table lies between the state before the
@@ -11,14 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use sqlx::Row;
-use tidemark_reference::clock::Timestamp;
-use tidemark_reference::rows::ExpiringStore;
 use tidemark_sim::clock::EPOCH;
-
-use super::contract::{Observation, ReferenceRows, RowsEndpoint};
-use super::runner::{perform, Learnt, Outcome};
-use super::script::{transcript_text, Action};
 
 /// Table (or `transcripts`) to its rows, each a line, sorted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -183,7 +176,7 @@ pub enum Detail {
 }
 
 /// The tables a state holds besides `catalog_snapshots` and `transcripts`.
-const COUNTED: [&str; 14] = [
+pub const COUNTED: [&str; 14] = [
     "workspaces",
     "sessions",
     "session_prompts",
@@ -218,179 +211,6 @@ impl State {
             },
         }
     }
-}
-
-/// The reference's whole state at `detail`: the rows (or their counts), the snapshot listing and
-/// the transcripts of `sessions` (the model's: a session missing from the reference shows as its
-/// refusal, an extra one in the sessions table).
-pub(super) async fn read(
-    endpoint: &mut ReferenceRows,
-    now: Timestamp,
-    learnt: &mut Learnt,
-    detail: Detail,
-    sessions: &[String],
-) -> Result<State, String> {
-    let mut st = match detail {
-        Detail::Rows => read_rows(endpoint, learnt).await?,
-        Detail::Counts => {
-            let mut st = State::default();
-            for table in COUNTED {
-                let n = endpoint
-                    .observe(&Observation::Table {
-                        table: table.into(),
-                    })
-                    .await?;
-                st.put(table, (0..n).map(|_| "a row".to_string()));
-            }
-            st
-        }
-    };
-    match perform(endpoint, &Action::Snapshots, now, learnt).await? {
-        Outcome::Snapshots(names) => st.put("catalog_snapshots", names.into_iter()),
-        other => return Err(format!("the snapshot listing answered {}", other.text())),
-    }
-    for s in sessions {
-        let line = match perform(endpoint, &Action::Transcript(s.clone()), now, learnt).await? {
-            Outcome::Transcript(entries) => transcript_text(&entries),
-            other => super::explore_run::outcome_line(&other),
-        };
-        st.put_one("transcripts", format!("{s}: {line}"));
-    }
-    Ok(st)
-}
-
-/// Every row of the reference's schema (`tidemark_rows`), read by the harness, read-only
-/// (SR-1.4). Replies are seen through the transcripts, and counted here.
-async fn read_rows(endpoint: &ReferenceRows, learnt: &Learnt) -> Result<State, String> {
-    let pool = endpoint.store.pool().clone();
-    let pool = &pool;
-    let q = |sql: &'static str| sqlx::query(sql);
-    let err = |e: sqlx::Error| format!("reading the state: {e}");
-    let name = |ids: &super::script::Ids, id: i64| Learnt::name_of(ids, &id.to_string());
-    let mut st = State::default();
-    let rows = q("SELECT id FROM tidemark_rows.workspaces")
-        .fetch_all(pool)
-        .await
-        .map_err(err)?;
-    st.put("workspaces", rows.iter().map(|r| r.get::<String, _>(0)));
-    let sessions: Vec<(String, String)> =
-        q("SELECT id, workspace_id FROM tidemark_rows.sessions ORDER BY id")
-            .fetch_all(pool)
-            .await
-            .map_err(err)?
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
-    st.put(
-        "sessions",
-        sessions.iter().map(|(s, w)| format!("{s} in {w}")),
-    );
-    let rows = q("SELECT session_id FROM tidemark_rows.session_prompts")
-        .fetch_all(pool)
-        .await
-        .map_err(err)?;
-    st.put(
-        "session_prompts",
-        rows.iter().map(|r| r.get::<String, _>(0)),
-    );
-    let rows =
-        q("SELECT session_id, reply_id, kind, payload, forget_after_ms FROM tidemark_rows.events")
-            .fetch_all(pool)
-            .await
-            .map_err(err)?;
-    st.put(
-        "events",
-        rows.iter().map(|r| {
-            line_event(
-                r.get(0),
-                r.get::<Option<i64>, _>(1)
-                    .map(|i| name(&learnt.replies, i))
-                    .as_deref(),
-                r.get(2),
-                r.get(3),
-                r.get::<Option<i64>, _>(4).map(rel),
-            )
-        }),
-    );
-    let rows = q("SELECT session_id, expires_at_ms FROM tidemark_rows.tool_invocations")
-        .fetch_all(pool)
-        .await
-        .map_err(err)?;
-    st.put(
-        "tool_invocations",
-        rows.iter().map(|r| line_expiring(r.get(0), rel(r.get(1)))),
-    );
-    let rows = q("SELECT expires_at_ms FROM tidemark_rows.trigger_firings")
-        .fetch_all(pool)
-        .await
-        .map_err(err)?;
-    st.put(
-        "trigger_firings",
-        rows.iter().map(|r| line_expiring("firing", rel(r.get(0)))),
-    );
-    let rows = q("SELECT id, snapshot_id FROM tidemark_rows.models")
-        .fetch_all(pool)
-        .await
-        .map_err(err)?;
-    st.put(
-        "models",
-        rows.iter().map(|r| {
-            format!(
-                "{} -> {}",
-                r.get::<String, _>(0),
-                name(&learnt.snapshots, r.get(1))
-            )
-        }),
-    );
-    for store in ExpiringStore::ALL {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT id, expires_at_ms FROM tidemark_rows.{}",
-            store.table()
-        )))
-        .fetch_all(pool)
-        .await
-        .map_err(err)?;
-        st.put(
-            store.table(),
-            rows.iter().map(|r| line_expiring(r.get(0), rel(r.get(1)))),
-        );
-    }
-    let rows = q("SELECT id, workspace_id, settled_at_ms FROM tidemark_rows.action_items")
-        .fetch_all(pool)
-        .await
-        .map_err(err)?;
-    st.put(
-        "action_items",
-        rows.iter().map(|r| {
-            line_item(
-                &name(&learnt.items, r.get(0)),
-                r.get(1),
-                r.get::<Option<i64>, _>(2).map(rel),
-            )
-        }),
-    );
-    let rows = q("SELECT session_id, item_id FROM tidemark_rows.held_requests")
-        .fetch_all(pool)
-        .await
-        .map_err(err)?;
-    st.put(
-        "held_requests",
-        rows.iter().map(|r| {
-            format!(
-                "{} for {}",
-                r.get::<String, _>(0),
-                r.get::<Option<i64>, _>(1)
-                    .map_or("-".to_string(), |i| name(&learnt.items, i))
-            )
-        }),
-    );
-    let replies = endpoint
-        .store
-        .count("replies")
-        .await
-        .map_err(|e| e.to_string())?;
-    st.put("replies", (0..replies).map(|_| "a row".to_string()));
-    Ok(st)
 }
 
 #[cfg(test)]

@@ -1,14 +1,19 @@
-//! `tidemark explore --profile rows`: seeded operation sequences ([`super::explore_ops`]) against
+//! `tidemark explore --profile rows`: seeded operation sequences ([`ops`]) against
 //! the rows reference on PostgreSQL or its in-memory backend, checked at every step by the
-//! executable model of SPEC part SR ([`super::explore_run`]), on the engine's exploration loop
+//! executable model of SPEC part SR ([`run`]), on the engine's exploration loop
 //! (`crate::explore::engine`) as [`RowsExplorer`]. One PostgreSQL for the run; each seed in
 //! flight has a database of its own, reused from seed to seed.
 //!
 //! A failing seed is shrunk by deleting chunks of its operations (its batch size stays as the
 //! seed fixed it), printed with its trace tail, and saved under `fixtures/explore/rows/`
-//! ([`super::fixture`]), where `cargo test --test suites rows_fixture` replays it for ever. `--hunt`,
+//! ([`fixture`]), where `cargo test --test suites rows_fixture` replays it for ever. `--hunt`,
 //! `--check-determinism` and `--differential` (each seed on both tiers, read as counts) are the
 //! engine's.
+
+pub mod fixture;
+pub mod observe;
+pub mod ops;
+pub mod run;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -16,18 +21,16 @@ use std::time::Instant;
 use proptest::strategy::ValueTree;
 use tidemark_reference::rows::RowsMutant;
 
-use super::explore_ops::{generate, ExploreOp, DEFAULT_STEPS};
-use super::explore_run::{
-    run_ops_at, run_ops_taking, Databases, Divergence, RunError, RunOk, Tier,
-};
-use super::explore_state::Detail;
-use super::fixture::{self, mutant_arg, new_fixture};
 use crate::explore::engine::{self, Explorer, Failure, Outcome};
 use crate::explore::shrink::{Beside, OpsTree};
 use crate::explore::signature::{text_difference, Signature};
 use crate::explore::text::{tier_option, DivergenceText, TextStyle};
+use crate::profiles::rows::model::state::Detail;
 use crate::profiles::ExploreRequest;
 use crate::variants::Declared;
+use fixture::{mutant_arg, new_fixture};
+use ops::{generate, ExploreOp, DEFAULT_STEPS};
+use run::{run_ops_at, run_ops_taking, Databases, Divergence, RunError, RunOk, Tier};
 
 /// A seed's workload: the batch size its reaps use, and its operations.
 pub type RowsWorkload = (i64, Vec<ExploreOp>);

@@ -23,36 +23,14 @@ pub use names::{Component, NameSource, PathTemplate, SessionKey};
 pub use parse::{parse_file, parse_str};
 
 use crate::profiles::scratchpad::contract::{Bytes, Caller, Request};
+/// The profile a header names and the knobs it sets are what an implementation is started with:
+/// the contract's.
+pub use crate::profiles::scratchpad::contract::{Knobs, Profile};
 use crate::scenario::load::{self, LoadErrors};
 use crate::variants::{Declared, Guards};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Profile {
-    Scratchpad,
-}
-
-impl Profile {
-    pub fn name(self) -> &'static str {
-        match self {
-            Profile::Scratchpad => "scratchpad",
-        }
-    }
-    pub fn from_name(s: &str) -> Option<Profile> {
-        match s {
-            "scratchpad" => Some(Profile::Scratchpad),
-            _ => None,
-        }
-    }
-    /// The prefix of this profile's rule ids in SPEC.md.
-    pub fn rule_prefix(self) -> &'static str {
-        match self {
-            Profile::Scratchpad => "SP-",
-        }
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scenario {
@@ -92,27 +70,6 @@ impl Scenario {
     /// The test name: `<profile>::<file stem>`, so `cargo test eviction` filters by file name.
     pub fn test_name(&self) -> String {
         load::test_name(self.profile.name(), &self.file)
-    }
-}
-
-/// Knob values handed to the implementation at start: byte sizes in bytes, durations in
-/// milliseconds, counts as counts. `mounted = false` hands it an empty root (`knob root
-/// unmounted`); `root_missing` hands it the path of a root that does not exist (`knob root
-/// missing`). Both are unmounted roots (SP-1.3).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Knobs {
-    pub values: BTreeMap<String, i64>,
-    pub mounted: bool,
-    pub root_missing: bool,
-}
-
-impl Default for Knobs {
-    fn default() -> Self {
-        Knobs {
-            values: BTreeMap::new(),
-            mounted: true,
-            root_missing: false,
-        }
     }
 }
 

@@ -2,17 +2,19 @@
 //! without the reference's code, answering every step of the rows vocabulary with the outcome
 //! the SPEC predicts. `tests::every_scenario_is_predicted_by_the_model` plays every
 //! `scenarios/rows/*.tdm` through it, so the scenarios, the model and (through
-//! `rows_scenarios`) the reference agree. It is exploration's oracle too (`explore_run.rs`):
+//! `rows_scenarios`) the reference agree. It is exploration's oracle too (`explore/run.rs`):
 //! every outcome, and after every reap every row ([`Model::rows`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use tidemark_reference::clock::DAY_MS;
-use tidemark_reference::rows::reaper::ReapReport;
 use tidemark_reference::rows::ExpiringStore;
+use tidemark_reference::rows::ReapReport;
 
 use super::runner::Outcome;
 use super::script::{Action, Counted, Entry};
+
+pub mod state;
 
 /// The streamed kinds (SR-2.1), written out again rather than imported.
 const STREAMED: [&str; 6] = [
@@ -587,10 +589,10 @@ impl Model {
     }
 
     /// Every row the model holds, table by table, each as one line of
-    /// [`super::explore_state`]'s format, sorted: what the reference's tables must hold after a
+    /// [`state`]'s format, sorted: what the reference's tables must hold after a
     /// reap. Times are milliseconds from the epoch; replies are seen through the transcripts.
-    pub fn rows(&self) -> super::explore_state::State {
-        use super::explore_state::{line_event, line_expiring, State};
+    pub fn rows(&self) -> state::State {
+        use state::{line_event, line_expiring, State};
         let mut st = State::default();
         st.put("workspaces", self.workspaces.iter().cloned());
         st.put(
@@ -637,7 +639,7 @@ impl Model {
             "action_items",
             self.items
                 .iter()
-                .map(|(i, (w, settled))| super::explore_state::line_item(i, w, *settled)),
+                .map(|(i, (w, settled))| state::line_item(i, w, *settled)),
         );
         st.put(
             "held_requests",

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tidemark_reference::rows::RowsMutant;
 
-use super::explore_ops::{ExploreOp, GENERATOR_VERSION};
-use super::explore_run::{run_ops_taking, Divergence, RunError, Tier};
+use super::ops::{ExploreOp, GENERATOR_VERSION};
+use super::run::{run_ops_taking, Divergence, RunError, Tier};
 use crate::explore::saved::SavedFailure;
 use crate::variants::Declared;
 
@@ -83,12 +83,12 @@ pub fn load(path: &Path) -> Result<RowsFixture, String> {
             f.setting.batch
         ));
     }
-    if !super::runner::TIERS.contains(&f.setting.tier.as_str()) {
+    if !crate::profiles::rows::runner::TIERS.contains(&f.setting.tier.as_str()) {
         return Err(format!(
             "{}: unknown rows tier {:?} (expected {})",
             path.display(),
             f.setting.tier,
-            super::runner::TIERS.join(" or ")
+            crate::profiles::rows::runner::TIERS.join(" or ")
         ));
     }
     Ok(f)
@@ -100,7 +100,7 @@ pub fn load(path: &Path) -> Result<RowsFixture, String> {
 /// a scenario's, an exploration's steps may name what was never made: that is how it reaches the
 /// refusals.)
 pub fn check_ops(ops: &[ExploreOp]) -> Result<(), String> {
-    use super::script::{Action, Counted};
+    use crate::profiles::rows::script::{Action, Counted};
     let mut clock = crate::scenario::units::Clock::default();
     for (i, op) in ops.iter().enumerate() {
         let ExploreOp::Step(action) = op else {
@@ -109,7 +109,7 @@ pub fn check_ops(ops: &[ExploreOp]) -> Result<(), String> {
         let at = |e: String| {
             format!(
                 "operation {i} ({}): {e}",
-                tidemark_sim::clip::clip(&super::explore_ops::action_text(action))
+                tidemark_sim::clip::clip(&super::ops::action_text(action))
             )
         };
         match action {
@@ -185,7 +185,7 @@ pub async fn replay(tier: Tier<'_>, f: &RowsFixture) -> Result<RowsReplay, Strin
             expected: d.expected.clone(),
             actual: d.actual.clone(),
             trace: d.trace.lines().to_vec(),
-            rule: Some(super::explore::signature(f.ops.get(d.step), d).rule),
+            rule: Some(super::signature(f.ops.get(d.step), d).rule),
             model_state: d.model_state.clone(),
         }),
         _ => None,
@@ -202,7 +202,7 @@ pub async fn replay(tier: Tier<'_>, f: &RowsFixture) -> Result<RowsReplay, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profiles::rows::explore_ops::{generate, DEFAULT_STEPS};
+    use crate::profiles::rows::explore::ops::{generate, DEFAULT_STEPS};
     use crate::profiles::rows::script::Action;
 
     #[test]

@@ -1,7 +1,7 @@
 //! One step line of a rows scenario, read from the shared lexer's tokens: its action
 //! ([`action`]) and its expectation ([`expect`]), with the names the scenario has made so far
 //! ([`Names`]) so a use before the making, and an unknown kind, table, store, sweep, state or
-//! reason, is an error for [`super::script::parse_with`] to place at the line.
+//! reason, is an error for [`super::parse_with`] to place at the line.
 
 use std::collections::BTreeSet;
 
@@ -9,7 +9,7 @@ use tidemark_reference::rows::replies::{check_kind, STREAMED_KINDS};
 use tidemark_reference::rows::{ExpiringStore, TABLES};
 use tidemark_sim::clip::{clip, clip_bytes};
 
-use super::script::{Action, Counted, Entry, Expect, REASONS, STATES, SWEEPS};
+use super::{Action, Counted, Entry, Expect, REASONS, STATES, SWEEPS};
 use crate::scenario::lex::Token;
 
 /// What the scenario has made so far, by name, so a use before the making is a load error.

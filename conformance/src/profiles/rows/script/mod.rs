@@ -23,6 +23,8 @@
 //! after; a name used before it is made, or made twice, is a load error at its line. Every
 //! error is `file:line: what was expected`.
 
+mod grammar;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use std::path::{Path, PathBuf};
@@ -35,7 +37,7 @@ use crate::scenario::header::{self, HeaderVocabulary, StepLine};
 use crate::scenario::lex::{tokenize, Token};
 use crate::scenario::load::{self, LoadErrors, ScenarioFileError};
 
-use super::grammar::{action, expect, Names};
+use grammar::{action, expect, Names};
 
 /// The rows profile's header vocabulary: part SR of SPEC.md and the rows mutants.
 pub const VOCABULARY: HeaderVocabulary = HeaderVocabulary {
@@ -134,7 +136,7 @@ pub enum Counted {
     EventsIn(String),
 }
 
-/// One step's action. Also exploration's operations (`explore_ops.rs`), hence serialisable:
+/// One step's action. Also exploration's operations (`explore/ops.rs`), hence serialisable:
 /// a saved failure (`fixtures/explore/rows/`) stores them.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -1,6 +1,6 @@
 //! One explored sequence against the rows reference and the executable model, compared at every
 //! step: each operation's outcome, and after every reap the whole state (every table's rows and
-//! every transcript, [`super::explore_state`]).
+//! every transcript, [`crate::profiles::rows::model::state`]).
 //!
 //! The reaper's crash ([`ExploreOp::CrashedReap`]) is checked by what SR fixes rather than by rows
 //! whose order in a batch is the database's: the tick answers `database_unavailable` exactly
@@ -12,18 +12,20 @@
 use std::sync::Mutex;
 
 use tidemark_reference::clock::Timestamp;
-use tidemark_reference::rows::reaper::{ReapConfig, ReapReport};
+use tidemark_reference::rows::{ReapConfig, ReapReport};
 use tidemark_reference::rows::{RowsConfig, RowsMutant, RowsStore, TABLES};
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::{PgProvider, TestDatabase};
 use tidemark_sim::trace::Trace;
 
-use super::contract::{ReferenceRows, Swept};
-use super::explore_ops::ExploreOp;
-use super::explore_state::{self, check_crashed, first_difference, Detail};
-use super::model::Model;
-use super::runner::{perform, same, Learnt, Outcome};
-use super::script::Action;
+use super::observe::{self, outcome_line};
+use super::ops::ExploreOp;
+use crate::profiles::rows::contract::Swept;
+use crate::profiles::rows::model::state::{self, check_crashed, first_difference, Detail};
+use crate::profiles::rows::model::Model;
+use crate::profiles::rows::reference::ReferenceRows;
+use crate::profiles::rows::runner::{perform, same, Learnt, Outcome};
+use crate::profiles::rows::script::Action;
 use crate::variants::Declared;
 
 /// Databases for explored sequences, reused: a seed's store starts from an emptied schema
@@ -148,7 +150,7 @@ impl Tier<'_> {
     }
 }
 
-/// The reference behind the contract's endpoint (`contract.rs`): every explored step reaches it
+/// The reference behind the contract's endpoint (`reference.rs`): every explored step reaches it
 /// as the scenarios' steps do, the reaper's batches (and its crash) set on the endpoint.
 struct Opened<'a> {
     endpoint: ReferenceRows,
@@ -272,14 +274,6 @@ fn reap_config(batch: i64, crash_after: Option<u64>) -> ReapConfig {
     ReapConfig { batch, ..base }
 }
 
-/// An outcome as the trace records it: a refusal by its reason only (messages are free text).
-pub(super) fn outcome_line(o: &Outcome) -> String {
-    match o {
-        Outcome::Refused { reason, .. } => format!("refused {reason}"),
-        o => o.text(),
-    }
-}
-
 /// Runs `ops` on a fresh store on `tier` with `mutant` switched on (or the reference), every
 /// reap in batches of `batch`.
 pub async fn run_ops(
@@ -313,7 +307,8 @@ pub async fn run_ops_taking(
     mutant: Option<RowsMutant>,
     variants: &Declared,
 ) -> Result<RunOk, RunError> {
-    let config = super::variants::configured(RowsConfig::with_mutant(mutant), variants);
+    let config =
+        crate::profiles::rows::variants::configured(RowsConfig::with_mutant(mutant), variants);
     let mut opened = tier.open(config).await.map_err(RunError::Setup)?;
     let result = Run {
         endpoint: &mut opened.endpoint,
@@ -420,9 +415,9 @@ impl Run<'_> {
         Ok(got)
     }
 
-    async fn read_state(&mut self) -> Result<explore_state::State, Stop> {
+    async fn read_state(&mut self) -> Result<state::State, Stop> {
         let sessions = self.model.sessions();
-        explore_state::read(
+        observe::read(
             &mut *self.endpoint,
             self.now,
             &mut self.learnt,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tidemark_reference::clock::{Timestamp, DAY_MS};
-use tidemark_reference::rows::reaper::ReapConfig;
+use tidemark_reference::rows::ReapConfig;
 use tidemark_reference::rows::RowsStore;
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::PgProvider;
