@@ -256,19 +256,15 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
         Some(ModelOp::Promote { .. }) => ("promotion", "SL-6.2"),
         Some(ModelOp::PromoteDuringSweep { .. }) => ("promotion during a sweep", "SL-6.4"),
         Some(ModelOp::ToolOutput { .. }) => ("tool output", "SL-7.1"),
+        Some(ModelOp::Close { .. }) => ("close", "SL-3.1"),
+        Some(ModelOp::SetRetention { .. }) => ("workspace retention", "SL-5.1"),
+        Some(ModelOp::ApplyLifecycle { .. }) => ("lifecycle configuration", "SL-5.3"),
         None => ("the end", "SC-5.3"),
     }
 }
 
-/// Why the generator never reaches the mutants of a session's close and of the policy sweep.
-const NO_CLOSE_OPERATION: &str =
-    "the generator closes no session (SPEC SL-3); the scenarios kill it";
-
 /// Why the generator never reaches the erasure obligations' mutants (SPEC SL-4).
 const NO_ERASURE_OPERATION: &str = "the generator has no erasure request (SPEC SL-4) and its model keeps no erasure obligation; the scenarios kill it";
-
-/// Why the generator never reaches the mutants of SPEC SL-5 (retention per workspace).
-const NO_WORKSPACE_RETENTION: &str = "the generator never sets a workspace's retention nor puts a lifecycle configuration (SPEC SL-5); the scenarios kill it";
 
 /// Scoped mutants the exploration generator never reaches, and why; the scenarios kill each
 /// of them (`tidemark mutants --profile scoped`). Reaching them needs the store's error classes
@@ -285,14 +281,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "throttle-not-retried",
         "the generator's store down lasts until heal, longer than any retry",
-    ),
-    (
-        "lifecycle-merged",
-        "the generator never puts a lifecycle configuration on the bucket",
-    ),
-    (
-        "kept-classes-expire",
-        "the generator never puts a lifecycle configuration on the bucket",
     ),
     (
         "backstop-checked-against-default-ttl",
@@ -347,30 +335,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         NO_ERASURE_OPERATION,
     ),
     (
-        "close-is-activity",
-        NO_CLOSE_OPERATION,
-    ),
-    (
-        "close-waits-for-ttl",
-        NO_CLOSE_OPERATION,
-    ),
-    (
-        "close-sweeps-waiting",
-        NO_CLOSE_OPERATION,
-    ),
-    (
-        "repeated-close-moves-time",
-        NO_CLOSE_OPERATION,
-    ),
-    (
-        "activity-keeps-close",
-        NO_CLOSE_OPERATION,
-    ),
-    (
-        "sweeper-drops-backstop",
-        "the generator never puts a lifecycle configuration on the bucket, so none can go",
-    ),
-    (
         "overflow-overwrites",
         "each of the generator's tool results is its own (its step is in it), so none overflows twice onto a file the guest edited in between (SPEC SL-7.1); the scenarios kill it",
     ),
@@ -386,12 +350,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "count-ranks-emptied-sessions",
         "seldom in the generator's reach: an emptied session must be newer than an older one whose wait went after the count swept past it, with the count raised in between and nothing touching either; 400 seeds on the memory tier staged none, so the scenario that stages it kills it",
     ),
-    ("workspace-retention-merged", NO_WORKSPACE_RETENTION),
-    ("workspace-ttl-only-shortens", NO_WORKSPACE_RETENTION),
-    ("workspace-ttl-at-backstop", NO_WORKSPACE_RETENTION),
-    ("workspace-rule-at-default", NO_WORKSPACE_RETENTION),
-    ("workspace-rules-over-budget", NO_WORKSPACE_RETENTION),
-    ("workspace-rules-by-id", NO_WORKSPACE_RETENTION),
 ];
 
 /// The command: explore (or hunt, or check determinism, or compare the tiers) on the engine's

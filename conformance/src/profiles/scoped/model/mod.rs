@@ -17,6 +17,7 @@
 //! state in `state.rs`, outcomes in `outcome.rs`, people's requests over HTTP (SPEC part SF)
 //! in `people_http.rs` with their URL spellings in `people_urls.rs`.
 
+mod close;
 pub mod hostile;
 pub mod ops;
 mod outcome;
@@ -25,6 +26,7 @@ pub mod people_http;
 pub mod people_urls;
 mod policies;
 mod state;
+pub mod workspace_retention;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -236,6 +238,10 @@ impl<'a> Runner<'a> {
         config.max_upload_bytes = people_http::MAX_UPLOAD_BYTES;
         config.alternatives = crate::profiles::scoped::variants::alternatives(variants);
         config.tool_output_limit_bytes = policies::TOOL_OUTPUT_LIMIT_BYTES;
+        // Generator 7's knobs; older sequences hold no close and put no configuration, so
+        // they run as they ran.
+        config.close_grace_days = close::CLOSE_GRACE_DAYS;
+        config.lifecycle_rule_limit = workspace_retention::RULE_LIMIT;
         let store = ScopedStore::with_metadata(
             client.clone(),
             meta.clone(),
@@ -278,6 +284,7 @@ impl<'a> Runner<'a> {
             emptied: BTreeSet::new(),
             beside_deleted: false,
             policy: policies::PolicyModel::default(),
+            retention: workspace_retention::RetentionModel::default(),
         };
         for (i, t) in turns.iter().enumerate().take(SETUP_SESSIONS) {
             if ticks {
@@ -741,6 +748,13 @@ impl<'a> Runner<'a> {
             | ModelOp::Promote { .. }
             | ModelOp::PromoteDuringSweep { .. }
             | ModelOp::ToolOutput { .. } => self.policy(step, op, now).await,
+            ModelOp::Close {
+                session: s,
+                again_after_hours,
+            } => self.close(session(s), again_after_hours, now).await,
+            ModelOp::SetRetention { .. } | ModelOp::ApplyLifecycle { .. } => {
+                self.workspace_retention(op).await
+            }
             ModelOp::DeleteAgent { agent: a } => {
                 let a = agent(a);
                 if self.model.deleted_agents.contains(a) {
@@ -944,6 +958,7 @@ impl<'a> Runner<'a> {
                 );
             }
         }
+        self.check_lifecycle_kept()?;
         let obligations = self.store.deletion_obligations().await.map_err(harness)?;
         let records = self.store.deletion_records().await.map_err(harness)?;
         for o in &obligations {
@@ -1321,7 +1336,7 @@ impl<'a> Runner<'a> {
             }
         }
         if landed_first {
-            self.swept_files += self.model.sweep_counts();
+            self.swept_files += self.model.sweep_policies(now);
         }
         if healed {
             // The healed sweep ran after the write: it takes what a failed write left in an

@@ -550,7 +550,7 @@ impl Runner<'_> {
         self.judge_promotion(i, p, &to, shape, promoted, now)
             .await?;
         if landed_first {
-            self.swept_files += self.model.sweep_counts();
+            self.swept_files += self.model.sweep_policies(now);
         }
         if healed {
             // The healed sweep ran after the promotion.
