@@ -29,13 +29,13 @@ use super::{diverged, Runner, Step};
 /// grace in most seeds and by the TTL in some (a workspace TTL shorter than it, SL-5.1).
 pub(super) const CLOSE_GRACE_DAYS: u32 = 3;
 
-/// One close: one in three is repeated a few hours to three days later (before the grace of
-/// the first has ended or after), so a sweep can fall between the two graces.
+/// One close: one in two is repeated an hour to five days later, before the grace of the
+/// first has ended or after it, so the sweeps after it fall between the two graces (SL-3.2).
 pub(super) fn one(rng: &mut ChaCha8Rng, session: u8) -> ModelOp {
     ModelOp::Close {
         session,
-        again_after_hours: if rng.gen_bool(1.0 / 3.0) {
-            rng.gen_range(1..=72)
+        again_after_hours: if rng.gen_bool(0.5) {
+            rng.gen_range(1..=120)
         } else {
             0
         },

@@ -545,7 +545,7 @@ pub fn traversal(p: u8, encoded: bool) -> String {
 /// ([`super::policies::one`]), and from generator 6 five more writes during a sweep, five more
 /// sweeps, four more text reads and two more deletions (out of 236 in all); generator 7 adds
 /// sessions' closes 16 ([`super::close::one`]) and workspaces' retention with lifecycle
-/// configurations 20 ([`super::workspace_retention::one`]), out of 272.
+/// configurations 28 ([`super::workspace_retention::one`]), out of 280.
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
@@ -560,7 +560,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         rng.gen_range(0..SESSIONS.len() as u8)
     };
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..272u32) {
+    match rng.gen_range(0..280u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
@@ -640,7 +640,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         150..=189 => super::people_http::draw(rng, session, p),
         190..=219 => super::policies::one(rng, session, p),
         236..=251 => super::close::one(rng, session),
-        252..=271 => super::workspace_retention::one(rng),
+        252..=279 => super::workspace_retention::one(rng),
         _ => ModelOp::Hostile {
             session,
             spelling: rng.gen_range(0..super::hostile::SPELLINGS.len() as u8),
