@@ -15,7 +15,9 @@
 //! Why one file of this length: running a sequence and checking it after every sweep (the
 //! bucket, the ledger) share the run's state; the operations are in `ops.rs`, the model's
 //! state in `state.rs`, outcomes in `outcome.rs`, people's requests over HTTP (SPEC part SF)
-//! in `people_http.rs` with their URL spellings in `people_urls.rs`.
+//! in `people_http.rs` with their URL spellings in `people_urls.rs`, part SL's policies in
+//! `policies.rs`, sessions' closes in `close.rs` and workspaces' retention in
+//! `workspace_retention.rs`.
 
 mod close;
 pub mod hostile;

@@ -160,7 +160,7 @@ fn a_tool_result_at_the_limit_is_shown_and_one_byte_over_is_a_session_file() {
 }
 
 /// Needs nothing but memory: random search on the simulation tier finds every mutant of
-/// part SL in its reach within a few seeds of generator 6.
+/// part SL in its reach within a few seeds of generator 7.
 #[test]
 fn random_search_finds_every_mutant_of_part_sl_within_a_few_seeds() {
     use crate::explore::engine::{hunt, Seeds};
@@ -190,7 +190,7 @@ fn random_search_finds_every_mutant_of_part_sl_within_a_few_seeds() {
         let lines = rt.block_on(hunt(&explorer, &seeds, Some(m), 1));
         assert!(
             lines[0].median().is_some(),
-            "{} survives 40 seeds of generator 6",
+            "{} survives 40 seeds of generator 7",
             m.id()
         );
     }
