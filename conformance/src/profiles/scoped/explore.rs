@@ -259,6 +259,7 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
         Some(ModelOp::Close { .. }) => ("close", "SL-3.1"),
         Some(ModelOp::SetRetention { .. }) => ("workspace retention", "SL-5.1"),
         Some(ModelOp::ApplyLifecycle { .. }) => ("lifecycle configuration", "SL-5.3"),
+        Some(ModelOp::OverflowAgain { .. }) => ("a tool result handed in again", "SL-7.1"),
         None => ("the end", "SC-5.3"),
     }
 }
@@ -333,10 +334,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "erasure-past-deadline-accepted",
         NO_ERASURE_OPERATION,
-    ),
-    (
-        "overflow-overwrites",
-        "each of the generator's tool results is its own (its step is in it), so none overflows twice onto a file the guest edited in between (SPEC SL-7.1); the scenarios kill it",
     ),
     (
         "policy-deletes-per-session",

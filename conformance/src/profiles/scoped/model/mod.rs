@@ -23,6 +23,7 @@ mod close;
 pub mod hostile;
 pub mod ops;
 mod outcome;
+mod overflow_again;
 mod people;
 pub mod people_http;
 pub mod people_urls;
@@ -287,6 +288,7 @@ impl<'a> Runner<'a> {
             beside_deleted: false,
             policy: policies::PolicyModel::default(),
             retention: workspace_retention::RetentionModel::default(),
+            last_overflow: BTreeMap::new(),
         };
         for (i, t) in turns.iter().enumerate().take(SETUP_SESSIONS) {
             if ticks {
@@ -756,6 +758,9 @@ impl<'a> Runner<'a> {
             } => self.close(session(s), again_after_hours, now).await,
             ModelOp::SetRetention { .. } | ModelOp::ApplyLifecycle { .. } => {
                 self.workspace_retention(op).await
+            }
+            ModelOp::OverflowAgain { session: s, edit } => {
+                self.overflow_again(session(s), edit, step, now).await
             }
             ModelOp::DeleteAgent { agent: a } => {
                 let a = agent(a);

@@ -291,6 +291,13 @@ pub enum ModelOp {
     ApplyLifecycle {
         backstop_days: u16,
     },
+    /// One tool result, the same every time, handed in again (SL-7.1, generator 7, run by
+    /// `overflow_again.rs`); with `edit`, the guest first writes over the file it overflowed to
+    /// last in this session.
+    OverflowAgain {
+        session: u8,
+        edit: bool,
+    },
 }
 
 impl ModelOp {
@@ -315,7 +322,8 @@ impl ModelOp {
             | ModelOp::Promote { session: s, .. }
             | ModelOp::PromoteDuringSweep { session: s, .. }
             | ModelOp::ToolOutput { session: s, .. }
-            | ModelOp::Close { session: s, .. } => Some(session(s)),
+            | ModelOp::Close { session: s, .. }
+            | ModelOp::OverflowAgain { session: s, .. } => Some(session(s)),
             ModelOp::People(ref r) => Some(session(r.session)),
             _ => None,
         }
@@ -507,6 +515,7 @@ impl fmt::Display for ModelOp {
             | ModelOp::PromoteDuringSweep { .. }
             | ModelOp::ToolOutput { .. } => super::policies::describe(self, f),
             ModelOp::Close { .. } => super::close::describe(self, f),
+            ModelOp::OverflowAgain { .. } => super::overflow_again::describe(self, f),
             ModelOp::SetRetention { .. } | ModelOp::ApplyLifecycle { .. } => {
                 super::workspace_retention::describe(self, f)
             }
@@ -545,7 +554,8 @@ pub fn traversal(p: u8, encoded: bool) -> String {
 /// ([`super::policies::one`]), and from generator 6 five more writes during a sweep, five more
 /// sweeps, four more text reads and two more deletions (out of 236 in all); generator 7 adds
 /// sessions' closes 16 ([`super::close::one`]) and workspaces' retention with lifecycle
-/// configurations 28 ([`super::workspace_retention::one`]), out of 280.
+/// configurations 28 ([`super::workspace_retention::one`]) and a tool result handed in again 8
+/// ([`super::overflow_again::one`]), out of 288.
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
@@ -560,7 +570,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         rng.gen_range(0..SESSIONS.len() as u8)
     };
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..280u32) {
+    match rng.gen_range(0..288u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
@@ -641,6 +651,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         190..=219 => super::policies::one(rng, session, p),
         236..=251 => super::close::one(rng, session),
         252..=279 => super::workspace_retention::one(rng),
+        280..=287 => super::overflow_again::one(rng),
         _ => ModelOp::Hostile {
             session,
             spelling: rng.gen_range(0..super::hostile::SPELLINGS.len() as u8),

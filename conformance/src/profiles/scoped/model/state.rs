@@ -60,6 +60,8 @@ pub(super) struct Model {
     pub(super) policy: super::policies::PolicyModel,
     /// The workspaces' own retention and the lifecycle configuration put (SL-5, generator 7).
     pub(super) retention: super::workspace_retention::RetentionModel,
+    /// Where the repeated tool result last overflowed, by session (generator 7).
+    pub(super) last_overflow: super::overflow_again::LastOverflow,
 }
 
 impl Model {
