@@ -336,16 +336,16 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         NO_ERASURE_OPERATION,
     ),
     (
+        "count-ranks-emptied-sessions",
+        "seldom in the generator's reach: an emptied session must be newer than a kept one past the count in its agent's ranking, with nothing touching it before a count is set, raised or a wait goes (activity, which the generator sends to every session often, makes an emptied session a kept one again). Generator 7's closes empty sessions of any age, yet 400 seeds on the memory tier staged none, and a count set after closes one time in four staged one in 372; the scenario that stages it kills it",
+    ),
+    (
         "policy-deletes-per-session",
         "the model judges what the bucket holds after a sweep, not how many DeleteObjects requests the sweep sent; the scenarios count them",
     ),
     (
         "policy-sweep-unclaimed",
         "the generator never runs two sweeps at once (a write or a promotion races a sweep, never another sweep); the scenarios stage two",
-    ),
-    (
-        "count-ranks-emptied-sessions",
-        "seldom in the generator's reach: an emptied session must be newer than an older one whose wait went after the count swept past it, with the count raised in between and nothing touching either; 400 seeds on the memory tier staged none, so the scenario that stages it kills it",
     ),
 ];
 
