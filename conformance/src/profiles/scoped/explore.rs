@@ -340,10 +340,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "seldom in the generator's reach: an emptied session must be newer than a kept one past the count in its agent's ranking, with nothing touching it before a count is set, raised or a wait goes (activity, which the generator sends to every session often, makes an emptied session a kept one again). Generator 7's closes empty sessions of any age, yet 400 seeds on the memory tier staged none, and a count set after closes one time in four staged one in 372; the scenario that stages it kills it",
     ),
     (
-        "policy-deletes-per-session",
-        "the model judges what the bucket holds after a sweep, not how many DeleteObjects requests the sweep sent; the scenarios count them",
-    ),
-    (
         "policy-sweep-unclaimed",
         "the generator never runs two sweeps at once (a write or a promotion races a sweep, never another sweep); the scenarios stage two",
     ),

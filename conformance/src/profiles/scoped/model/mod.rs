@@ -29,6 +29,7 @@ pub mod people_http;
 pub mod people_urls;
 mod policies;
 mod state;
+mod sweep_requests;
 pub mod workspace_retention;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -209,6 +210,8 @@ struct Runner<'a> {
     variants: Declared,
     /// The people's files API and its client, from the first person's request over HTTP.
     people_http: Option<people_http::PeopleHttp>,
+    /// A plain sweep's DeleteObjects are counted ([`sweep_requests::counts_requests`]).
+    counts_requests: bool,
 }
 
 impl<'a> Runner<'a> {
@@ -323,6 +326,7 @@ impl<'a> Runner<'a> {
             ticks,
             variants: variants.clone(),
             people_http: None,
+            counts_requests: sweep_requests::counts_requests(generator),
         })
     }
 
@@ -476,11 +480,7 @@ impl<'a> Runner<'a> {
                     .advance_ms(i64::from(days) * DAY_MS + i64::from(hours) * HOUR_MS);
                 Ok(())
             }
-            ModelOp::Sweep => {
-                self.sweep_healing().await?;
-                self.swept_files += self.model.sweep(now);
-                self.check_bucket_and_ledger().await
-            }
+            ModelOp::Sweep => self.plain_sweep(now).await,
             ModelOp::List { session: s } => self.list(session(s), now).await,
             ModelOp::Text {
                 session: s,
