@@ -31,9 +31,11 @@ pub(super) const CLOSE_GRACE_DAYS: u32 = 3;
 
 /// One close: one in two is repeated an hour to five days later, before the grace of the
 /// first has ended or after it, so the sweeps after it fall between the two graces (SL-3.2).
-pub(super) fn one(rng: &mut ChaCha8Rng, session: u8) -> ModelOp {
+/// Every session is closed as often: the later sessions, seldom touched, are those whose close
+/// is not undone by activity, so one sweep's policy pass often takes several (SL-1.2).
+pub(super) fn one(rng: &mut ChaCha8Rng) -> ModelOp {
     ModelOp::Close {
-        session,
+        session: rng.gen_range(0..SESSIONS.len() as u8),
         again_after_hours: if rng.gen_bool(0.5) {
             rng.gen_range(1..=120)
         } else {

@@ -555,7 +555,9 @@ pub fn traversal(p: u8, encoded: bool) -> String {
 /// sweeps, four more text reads and two more deletions (out of 236 in all); generator 7 adds
 /// sessions' closes 16 ([`super::close::one`]) and workspaces' retention with lifecycle
 /// configurations 28 ([`super::workspace_retention::one`]) and a tool result handed in again 8
-/// ([`super::overflow_again::one`]), out of 288.
+/// ([`super::overflow_again::one`]), and ten more people's requests, one more agent access,
+/// eight more of part SL's operations and one more faulty sweep, so what generator 6 drew keeps
+/// its share of the mix (out of 308).
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
@@ -570,7 +572,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         rng.gen_range(0..SESSIONS.len() as u8)
     };
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..288u32) {
+    match rng.gen_range(0..308u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
@@ -613,7 +615,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         105 => ModelOp::MissingScope { session, path: p },
         106 | 234..=235 => ModelOp::Delete { session, path: p },
         107 => ModelOp::WorkspaceWrite { session, path: p },
-        108..=111 => ModelOp::SetAgentAccess {
+        108..=111 | 298 => ModelOp::SetAgentAccess {
             agent: rng.gen_range(0..AGENTS.len() as u8),
             access: rng.gen_range(0..3),
         },
@@ -626,7 +628,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
             session,
             file: rng.gen_range(0..SKILL_FILES.len() as u8),
         },
-        117..=118 => ModelOp::FaultySweep {
+        117..=118 | 307 => ModelOp::FaultySweep {
             percent: rng.gen_range(20..80),
         },
         119..=120 => ModelOp::CrashSweep {
@@ -647,9 +649,9 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         },
         147 => ModelOp::WorkspaceBeside,
         148..=149 => ModelOp::List { session },
-        150..=189 => super::people_http::draw(rng, session, p),
-        190..=219 => super::policies::one(rng, session, p),
-        236..=251 => super::close::one(rng, session),
+        150..=189 | 288..=297 => super::people_http::draw(rng, session, p),
+        190..=219 | 299..=306 => super::policies::one(rng, session, p),
+        236..=251 => super::close::one(rng),
         252..=279 => super::workspace_retention::one(rng),
         280..=287 => super::overflow_again::one(rng),
         _ => ModelOp::Hostile {
