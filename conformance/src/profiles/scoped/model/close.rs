@@ -93,7 +93,8 @@ impl Runner<'_> {
     pub(super) async fn close(&mut self, i: usize, again_after_hours: u8, now: i64) -> Step {
         self.close_once(i, now).await?;
         if again_after_hours > 0 {
-            self.clock.advance_ms(i64::from(again_after_hours) * HOUR_MS);
+            self.clock
+                .advance_ms(i64::from(again_after_hours) * HOUR_MS);
             let later = self.clock.now().0;
             self.close_once(i, later).await?;
         }

@@ -572,7 +572,9 @@ impl Runner<'_> {
         let (len, how) = tool_size(size);
         let content = tool_result(step, len);
         let what = format!("{} tool output of {len} bytes ({how})", who(i));
-        self.hand_tool_result(i, content, what, now).await.map(|_| ())
+        self.hand_tool_result(i, content, what, now)
+            .await
+            .map(|_| ())
     }
 
     /// Hands `content` to the store as session `i`'s tool result and judges the answer

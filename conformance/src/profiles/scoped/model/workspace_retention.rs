@@ -199,7 +199,10 @@ pub(super) fn describe(op: &ModelOp, f: &mut fmt::Formatter<'_>) -> fmt::Result 
             ttl_days: None,
         } => write!(f, "retention of {} default", workspace(w)),
         ModelOp::ApplyLifecycle { backstop_days } => {
-            write!(f, "apply lifecycle {backstop_days}, then read its rules back")
+            write!(
+                f,
+                "apply lifecycle {backstop_days}, then read its rules back"
+            )
         }
         _ => unreachable!("not one of SL-5's operations: {op:?}"),
     }
@@ -248,8 +251,7 @@ impl Runner<'_> {
         }
         let r = self.store.set_workspace_retention(&ws, ttl_days).await;
         let backstop = self.model.retention.backstop_days();
-        let absurd =
-            ttl_days.is_some_and(|d| !(1..=MAX_TTL_DAYS).contains(&d) || d >= backstop);
+        let absurd = ttl_days.is_some_and(|d| !(1..=MAX_TTL_DAYS).contains(&d) || d >= backstop);
         let gone = w == NEVER_CREATED;
         let what = match ttl_days {
             Some(d) => format!("retention of {w} ttl {d} days"),
