@@ -20,6 +20,8 @@
 //! `workspace_retention.rs`.
 
 mod close;
+#[cfg(test)]
+mod generator7_tests;
 pub mod hostile;
 pub mod ops;
 mod outcome;
