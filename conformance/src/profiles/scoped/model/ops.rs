@@ -68,8 +68,10 @@ impl IdStyle {
     /// sends them over HTTP instead ([`ModelOp::People`]) with every session its own UUID;
     /// version 6 adds retention policies (count policies, promotions, tool output: SPEC part
     /// SL), three sessions created when first used, and one second of the clock per operation
-    /// ([`ticks`]); version 7 adds sessions' closes (SL-3) and workspaces' own retention with
-    /// the lifecycle configuration built from it (SL-5); a seed's workload is version 7's
+    /// ([`ticks`]); version 7 adds sessions' closes (SL-3), workspaces' own retention with
+    /// the lifecycle configuration built from it (SL-5), one tool result handed in again
+    /// (SL-7.1) and a bound on a plain sweep's DeleteObjects (SL-1.2, `sweep_requests.rs`);
+    /// a seed's workload is version 7's
     /// ([`GENERATOR`]). A style names the first version that used it.
     pub fn version(self) -> u32 {
         match self {
