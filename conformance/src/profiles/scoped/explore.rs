@@ -168,18 +168,26 @@ impl Explorer for ScopedExplorer<'_> {
         Some(
             ops.iter()
                 .flat_map(|op| {
-                    let also = match op {
-                        ModelOp::People(r) => r.also_decides(),
-                        _ => None,
+                    let also: Vec<&'static str> = match op {
+                        ModelOp::People(r) => r.also_decides().into_iter().collect(),
+                        // Generator 7's operations judged by more than their own rule.
+                        ModelOp::Close {
+                            again_after_hours: 1..,
+                            ..
+                        } => vec!["SL-3.2"],
+                        ModelOp::SetRetention { .. } => vec!["SL-5.2", "SL-1.4"],
+                        ModelOp::ApplyLifecycle { .. } => vec!["SL-5.4", "SL-5.2", "SC-7.5"],
+                        _ => Vec::new(),
                     };
-                    std::iter::once((operation(Some(op)).1, 1)).chain(also.map(|rule| (rule, 1)))
+                    std::iter::once((operation(Some(op)).1, 1))
+                        .chain(also.into_iter().map(|rule| (rule, 1)))
                 })
                 .collect(),
         )
     }
 
     fn rules_counting(&self) -> &'static str {
-        "every operation of a passing seed, counted by its operation's rule as the signature table names it, and a person's request for a file of their own session also by SF-2.3, which decides its access (the model does not record a finer deciding rule per outcome)"
+        "every operation of a passing seed, counted by its operation's rule as the signature table names it, a person's request for a file of their own session also by SF-2.3, which decides its access, a repeated close also by SL-3.2, a workspace's retention also by SL-5.2 and SL-1.4 (its bound and range), and a lifecycle configuration also by SL-5.4, SL-5.2 and SC-7.5 (the budget, the bound, the configuration put whole) (the model does not record a finer deciding rule per outcome)"
     }
 
     fn divergence_text<'d>(&self, d: &'d Divergence) -> DivergenceText<'d> {
