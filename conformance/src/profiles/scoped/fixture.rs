@@ -25,8 +25,9 @@ pub struct ScopedSetting {
 
 /// A saved scoped failure, in the one saved-failure format ([`SavedFailure`]). Its seed also
 /// seeds the S3 fault generator. Generator 1 gave the store short ids (`w1`), 2 to 4 UUIDs, 5 a
-/// UUID per session ([`IdStyle`]), 6 a second of the clock per operation; a replay runs as the
-/// file's own version ran, so its trace hash still holds.
+/// UUID per session ([`IdStyle`]), 6 a second of the clock per operation, 7 closes and
+/// workspaces' retention; a replay runs as the file's own version ran, so its trace hash still
+/// holds.
 pub type ScopedFixture = SavedFailure<ModelOp, ScopedSetting>;
 
 pub const PROFILE: &str = "scoped";
@@ -81,7 +82,7 @@ impl ScopedFixture {
         let f = SavedFailure::load_as(path, PROFILE)?;
         if IdStyle::of_version(f.generator).is_none() {
             return Err(format!(
-                "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs; 3, UUIDs and a workspace deleted beside published skills; 4, people through the store's door; 5, people over HTTP and a UUID per session; 6, retention policies and a second of the clock per operation)",
+                "{}: unknown scoped generator version {} (known: 1, short ids; 2, UUIDs; 3, UUIDs and a workspace deleted beside published skills; 4, people through the store's door; 5, people over HTTP and a UUID per session; 6, retention policies and a second of the clock per operation; 7, sessions' closes and workspaces' retention)",
                 path.display(),
                 f.generator
             ));
@@ -221,10 +222,10 @@ mod tests {
             old.ops.clone(),
             &d,
         );
-        // Version 6: UUIDs (one per session), a workspace deleted beside published skills,
+        // Version 7: UUIDs (one per session), a workspace deleted beside published skills,
         // people's requests over HTTP and part SL's policies in the mix, each operation a
-        // second of the clock.
-        assert_eq!(f.generator, 6);
+        // second of the clock, closes and workspaces' retention.
+        assert_eq!(f.generator, 7);
         let ws = crate::profiles::scoped::model::IdStyle::Uuid.id("w1");
         assert!(
             f.divergence.contains(&format!("workspaces/{ws}/")),

@@ -15,16 +15,24 @@
 //! Why one file of this length: running a sequence and checking it after every sweep (the
 //! bucket, the ledger) share the run's state; the operations are in `ops.rs`, the model's
 //! state in `state.rs`, outcomes in `outcome.rs`, people's requests over HTTP (SPEC part SF)
-//! in `people_http.rs` with their URL spellings in `people_urls.rs`.
+//! in `people_http.rs` with their URL spellings in `people_urls.rs`, part SL's policies in
+//! `policies.rs`, sessions' closes in `close.rs` and workspaces' retention in
+//! `workspace_retention.rs`.
 
+mod close;
+#[cfg(test)]
+mod generator7_tests;
 pub mod hostile;
 pub mod ops;
 mod outcome;
+mod overflow_again;
 mod people;
 pub mod people_http;
 pub mod people_urls;
 mod policies;
 mod state;
+mod sweep_requests;
+pub mod workspace_retention;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -204,6 +212,8 @@ struct Runner<'a> {
     variants: Declared,
     /// The people's files API and its client, from the first person's request over HTTP.
     people_http: Option<people_http::PeopleHttp>,
+    /// A plain sweep's DeleteObjects are counted ([`sweep_requests::counts_requests`]).
+    counts_requests: bool,
 }
 
 impl<'a> Runner<'a> {
@@ -236,6 +246,10 @@ impl<'a> Runner<'a> {
         config.max_upload_bytes = people_http::MAX_UPLOAD_BYTES;
         config.alternatives = crate::profiles::scoped::variants::alternatives(variants);
         config.tool_output_limit_bytes = policies::TOOL_OUTPUT_LIMIT_BYTES;
+        // Generator 7's knobs; older sequences hold no close and put no configuration, so
+        // they run as they ran.
+        config.close_grace_days = close::CLOSE_GRACE_DAYS;
+        config.lifecycle_rule_limit = workspace_retention::RULE_LIMIT;
         let store = ScopedStore::with_metadata(
             client.clone(),
             meta.clone(),
@@ -278,6 +292,8 @@ impl<'a> Runner<'a> {
             emptied: BTreeSet::new(),
             beside_deleted: false,
             policy: policies::PolicyModel::default(),
+            retention: workspace_retention::RetentionModel::default(),
+            last_overflow: BTreeMap::new(),
         };
         for (i, t) in turns.iter().enumerate().take(SETUP_SESSIONS) {
             if ticks {
@@ -312,6 +328,7 @@ impl<'a> Runner<'a> {
             ticks,
             variants: variants.clone(),
             people_http: None,
+            counts_requests: sweep_requests::counts_requests(generator),
         })
     }
 
@@ -465,11 +482,7 @@ impl<'a> Runner<'a> {
                     .advance_ms(i64::from(days) * DAY_MS + i64::from(hours) * HOUR_MS);
                 Ok(())
             }
-            ModelOp::Sweep => {
-                self.sweep_healing().await?;
-                self.swept_files += self.model.sweep(now);
-                self.check_bucket_and_ledger().await
-            }
+            ModelOp::Sweep => self.plain_sweep(now).await,
             ModelOp::List { session: s } => self.list(session(s), now).await,
             ModelOp::Text {
                 session: s,
@@ -741,6 +754,16 @@ impl<'a> Runner<'a> {
             | ModelOp::Promote { .. }
             | ModelOp::PromoteDuringSweep { .. }
             | ModelOp::ToolOutput { .. } => self.policy(step, op, now).await,
+            ModelOp::Close {
+                session: s,
+                again_after_hours,
+            } => self.close(session(s), again_after_hours, now).await,
+            ModelOp::SetRetention { .. } | ModelOp::ApplyLifecycle { .. } => {
+                self.workspace_retention(op).await
+            }
+            ModelOp::OverflowAgain { session: s, edit } => {
+                self.overflow_again(session(s), edit, step, now).await
+            }
             ModelOp::DeleteAgent { agent: a } => {
                 let a = agent(a);
                 if self.model.deleted_agents.contains(a) {
@@ -944,6 +967,7 @@ impl<'a> Runner<'a> {
                 );
             }
         }
+        self.check_lifecycle_kept()?;
         let obligations = self.store.deletion_obligations().await.map_err(harness)?;
         let records = self.store.deletion_records().await.map_err(harness)?;
         for o in &obligations {
@@ -1321,7 +1345,7 @@ impl<'a> Runner<'a> {
             }
         }
         if landed_first {
-            self.swept_files += self.model.sweep_counts();
+            self.swept_files += self.model.sweep_policies(now);
         }
         if healed {
             // The healed sweep ran after the write: it takes what a failed write left in an

@@ -43,7 +43,7 @@ pub enum IdStyle {
 }
 
 /// The generator version of today's seeds.
-pub const GENERATOR: u32 = 6;
+pub const GENERATOR: u32 = 7;
 
 /// Whether a sequence of generator `version` gives each operation (and each session created at
 /// setup) a second of the clock of its own: from version 6, so no two sessions ever share a
@@ -68,8 +68,11 @@ impl IdStyle {
     /// sends them over HTTP instead ([`ModelOp::People`]) with every session its own UUID;
     /// version 6 adds retention policies (count policies, promotions, tool output: SPEC part
     /// SL), three sessions created when first used, and one second of the clock per operation
-    /// ([`ticks`]); a seed's workload is version 6's ([`GENERATOR`]). A style names the first
-    /// version that used it.
+    /// ([`ticks`]); version 7 adds sessions' closes (SL-3), workspaces' own retention with
+    /// the lifecycle configuration built from it (SL-5), one tool result handed in again
+    /// (SL-7.1) and a bound on a plain sweep's DeleteObjects (SL-1.2, `sweep_requests.rs`);
+    /// a seed's workload is version 7's
+    /// ([`GENERATOR`]). A style names the first version that used it.
     pub fn version(self) -> u32 {
         match self {
             IdStyle::Short => 1,
@@ -270,6 +273,33 @@ pub enum ModelOp {
         session: u8,
         size: u8,
     },
+    /// A session's close (SL-3, generator 7, run by `close.rs`): the host closes it; with
+    /// `again_after_hours` above 0 the clock moves on that many hours and the host closes it
+    /// again, which keeps the first close (SL-3.2).
+    Close {
+        session: u8,
+        again_after_hours: u8,
+    },
+    /// A workspace's retention put whole (SL-5.1, generator 7, run by
+    /// `workspace_retention.rs`): `workspace` indexes its `WORKSPACES`, `ttl_days` is its own
+    /// idle TTL (any integer, so SL-1.4's and SL-5.2's refusals are staged), `None` the
+    /// deployment's again.
+    SetRetention {
+        workspace: u8,
+        ttl_days: Option<i64>,
+    },
+    /// The lifecycle configuration built from every workspace's retention and put on the bucket
+    /// with this session backstop (SL-5.3, SL-5.4), then read back.
+    ApplyLifecycle {
+        backstop_days: u16,
+    },
+    /// One tool result, the same every time, handed in again (SL-7.1, generator 7, run by
+    /// `overflow_again.rs`); with `edit`, the guest first writes over the file it overflowed to
+    /// last in this session.
+    OverflowAgain {
+        session: u8,
+        edit: bool,
+    },
 }
 
 impl ModelOp {
@@ -293,7 +323,9 @@ impl ModelOp {
             | ModelOp::Person { session: s, .. }
             | ModelOp::Promote { session: s, .. }
             | ModelOp::PromoteDuringSweep { session: s, .. }
-            | ModelOp::ToolOutput { session: s, .. } => Some(session(s)),
+            | ModelOp::ToolOutput { session: s, .. }
+            | ModelOp::Close { session: s, .. }
+            | ModelOp::OverflowAgain { session: s, .. } => Some(session(s)),
             ModelOp::People(ref r) => Some(session(r.session)),
             _ => None,
         }
@@ -484,6 +516,11 @@ impl fmt::Display for ModelOp {
             | ModelOp::Promote { .. }
             | ModelOp::PromoteDuringSweep { .. }
             | ModelOp::ToolOutput { .. } => super::policies::describe(self, f),
+            ModelOp::Close { .. } => super::close::describe(self, f),
+            ModelOp::OverflowAgain { .. } => super::overflow_again::describe(self, f),
+            ModelOp::SetRetention { .. } | ModelOp::ApplyLifecycle { .. } => {
+                super::workspace_retention::describe(self, f)
+            }
             ModelOp::People(r) => r.fmt(f),
             ModelOp::Hostile {
                 session,
@@ -517,7 +554,12 @@ pub fn traversal(p: u8, encoded: bool) -> String {
 /// hostile spelling 7 (half writes), a workspace deleted beside published skills 1, a person's
 /// request over HTTP 40 ([`super::people_http::draw`]), part SL's operations 30
 /// ([`super::policies::one`]), and from generator 6 five more writes during a sweep, five more
-/// sweeps, four more text reads and two more deletions (out of 236 in all).
+/// sweeps, four more text reads and two more deletions (out of 236 in all); generator 7 adds
+/// sessions' closes 16 ([`super::close::one`]) and workspaces' retention with lifecycle
+/// configurations 28 ([`super::workspace_retention::one`]) and a tool result handed in again 8
+/// ([`super::overflow_again::one`]), and ten more people's requests, one more agent access,
+/// eight more of part SL's operations and one more faulty sweep, so what generator 6 drew keeps
+/// its share of the mix (out of 308).
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
@@ -532,7 +574,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         rng.gen_range(0..SESSIONS.len() as u8)
     };
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..236u32) {
+    match rng.gen_range(0..308u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
@@ -575,7 +617,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         105 => ModelOp::MissingScope { session, path: p },
         106 | 234..=235 => ModelOp::Delete { session, path: p },
         107 => ModelOp::WorkspaceWrite { session, path: p },
-        108..=111 => ModelOp::SetAgentAccess {
+        108..=111 | 298 => ModelOp::SetAgentAccess {
             agent: rng.gen_range(0..AGENTS.len() as u8),
             access: rng.gen_range(0..3),
         },
@@ -588,7 +630,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
             session,
             file: rng.gen_range(0..SKILL_FILES.len() as u8),
         },
-        117..=118 => ModelOp::FaultySweep {
+        117..=118 | 307 => ModelOp::FaultySweep {
             percent: rng.gen_range(20..80),
         },
         119..=120 => ModelOp::CrashSweep {
@@ -609,8 +651,11 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         },
         147 => ModelOp::WorkspaceBeside,
         148..=149 => ModelOp::List { session },
-        150..=189 => super::people_http::draw(rng, session, p),
-        190..=219 => super::policies::one(rng, session, p),
+        150..=189 | 288..=297 => super::people_http::draw(rng, session, p),
+        190..=219 | 299..=306 => super::policies::one(rng, session, p),
+        236..=251 => super::close::one(rng),
+        252..=279 => super::workspace_retention::one(rng),
+        280..=287 => super::overflow_again::one(rng),
         _ => ModelOp::Hostile {
             session,
             spelling: rng.gen_range(0..super::hostile::SPELLINGS.len() as u8),

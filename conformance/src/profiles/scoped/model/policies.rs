@@ -546,7 +546,7 @@ impl Runner<'_> {
         self.judge_promotion(i, p, &to, shape, promoted, now)
             .await?;
         if landed_first {
-            self.swept_files += self.model.sweep_counts();
+            self.swept_files += self.model.sweep_policies(now);
         }
         if healed {
             // The healed sweep ran after the promotion.
@@ -567,18 +567,33 @@ impl Runner<'_> {
         }
         let (len, how) = tool_size(size);
         let content = tool_result(step, len);
+        let what = format!("{} tool output of {len} bytes ({how})", who(i));
+        self.hand_tool_result(i, content, what, now)
+            .await
+            .map(|_| ())
+    }
+
+    /// Hands `content` to the store as session `i`'s tool result and judges the answer
+    /// (SL-7.1, SL-7.2); answers the session file it overflowed to, if it did.
+    pub(super) async fn hand_tool_result(
+        &mut self,
+        i: usize,
+        content: String,
+        what: String,
+        now: i64,
+    ) -> Result<Option<String>, super::Stop> {
+        let len = content.len();
         let r = self
             .store
             .tool_output(&self.turns[i], content.clone().into_bytes())
             .await;
         let over = len as u64 > TOOL_OUTPUT_LIMIT_BYTES;
-        let what = format!("{} tool output of {len} bytes ({how})", who(i));
         match r {
-            Ok(ToolOutput::Inline(b)) if !over && b == content.as_bytes() => Ok(()),
+            Ok(ToolOutput::Inline(b)) if !over && b == content.as_bytes() => Ok(None),
             Err(ScopedError::Storage { .. }) if over && self.faulty() => {
                 self.model.sessions[i].write_failed();
                 self.note("failed: storage");
-                Ok(())
+                Ok(None)
             }
             Ok(ToolOutput::Written(guest)) if over => {
                 let Some(name) = guest.strip_prefix("session/") else {
@@ -587,18 +602,26 @@ impl Runner<'_> {
                         format!("{what}: written {guest}"),
                     );
                 };
-                if let Some(held) = self.model.sessions[i].files.get(name) {
+                // A path holding this very result may be written again (SL-7.1), one holding
+                // anything else never.
+                if let Some(held) = self.model.sessions[i]
+                    .files
+                    .get(name)
+                    .filter(|held| **held != content)
+                {
                     return diverged(
                         format!("{what}: written where no file of the session is (SL-7.1)"),
                         format!("{what}: written over {guest}, which held {:?}", short(held)),
                     );
                 }
+                let name = name.to_string();
                 self.model.sessions[i]
                     .files
-                    .insert(name.to_string(), content.clone());
+                    .insert(name.clone(), content.clone());
                 self.model.sessions[i].touched(now);
                 self.note(format!("written {guest}"));
-                self.overflow_read_back(i, &guest, &content).await
+                self.overflow_read_back(i, &guest, &content).await?;
+                Ok(Some(name))
             }
             r => {
                 let want = if over {

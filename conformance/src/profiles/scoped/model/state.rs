@@ -23,13 +23,17 @@ pub(super) struct SessionModel {
     /// A sweep emptied it and marked it swept (SC-5.4), until activity or a failed write
     /// (SC-5.4's decision) clears the mark: a count ranks only sessions not swept (SL-2.1).
     pub(super) swept: bool,
+    /// When the host first closed it, until activity reopens it (SL-3, generator 7).
+    pub(super) closed: Option<i64>,
 }
 
 impl SessionModel {
-    /// Activity (SC-5.1): the last activity never moves back, and the swept mark goes.
+    /// Activity (SC-5.1): the last activity never moves back, the swept mark goes, and a
+    /// close goes with it (SL-3.2: activity reopens the session).
     pub(super) fn touched(&mut self, now: i64) {
         self.last_activity = self.last_activity.max(now);
         self.swept = false;
+        self.closed = None;
     }
 
     /// A write that failed with the store clears the swept mark, so the next sweep takes what
@@ -54,25 +58,37 @@ pub(super) struct Model {
     pub(super) beside_deleted: bool,
     /// Part SL's state: count policies, the agent layers' workspace access, workspace files.
     pub(super) policy: super::policies::PolicyModel,
+    /// The workspaces' own retention and the lifecycle configuration put (SL-5, generator 7).
+    pub(super) retention: super::workspace_retention::RetentionModel,
+    /// Where the repeated tool result last overflowed, by session (generator 7).
+    pub(super) last_overflow: super::overflow_again::LastOverflow,
 }
 
 impl Model {
-    /// Applies a sweep: idle sessions, deleted ones, then the count policies (SL-1.1); returns
+    /// Applies a sweep: idle sessions, deleted ones, then the policy sweep (SL-1.1); returns
     /// how many files it removed.
     pub(super) fn sweep(&mut self, now: i64) -> usize {
-        self.sweep_idle(now) + self.sweep_counts()
+        self.sweep_idle(now) + self.sweep_policies(now)
+    }
+
+    /// The policy sweep (SL-1): the count policies, then the closed sessions whose grace has
+    /// ended (SL-3.1), in one pass; a session both is taken once.
+    pub(super) fn sweep_policies(&mut self, now: i64) -> usize {
+        self.sweep_counts() + self.sweep_closes(now)
     }
 
     /// The part of a sweep before its count policies: idle sessions (SC-5.3) and what deleted
     /// sessions and agents left (SC-6). Starts the sweep's set of emptied sessions.
     pub(super) fn sweep_idle(&mut self, now: i64) -> usize {
         let mut removed = 0;
+        // The sessions are workspace w1's: its own TTL replaces the deployment's (SL-5.1).
+        let ttl_days = self.retention.idle_ttl_days();
         self.emptied.clear();
         for (i, s) in self.sessions.iter_mut().enumerate() {
             if !s.created {
                 continue;
             }
-            if s.deleted || (s.waits.is_empty() && now - s.last_activity >= TTL_DAYS * DAY_MS) {
+            if s.deleted || (s.waits.is_empty() && now - s.last_activity >= ttl_days * DAY_MS) {
                 s.swept = !s.deleted;
                 removed += s.files.len();
                 s.files.clear();
@@ -99,7 +115,7 @@ impl Model {
             let s = &self.sessions[i];
             let (a, n) = SESSIONS[i];
             format!(
-                "session {a}/{n}: last activity {} (idle {}), {} files, {} waits{}{}{}",
+                "session {a}/{n}: last activity {} (idle {}), {} files, {} waits{}{}{}{}",
                 at(s.last_activity),
                 crate::html::timeline::duration(now - s.last_activity),
                 s.files.len(),
@@ -110,12 +126,16 @@ impl Model {
                 } else {
                     ""
                 },
-                if s.created { "" } else { ", not created yet" }
+                if s.created { "" } else { ", not created yet" },
+                s.closed
+                    .map(|c| format!(", closed at {}", at(c)))
+                    .unwrap_or_default()
             )
         };
         let mut out = vec![format!(
-            "at {}; idle TTL {TTL_DAYS}d; workspace beside {}",
+            "at {}; idle TTL {}d; workspace beside {}",
             at(now),
+            self.retention.idle_ttl_days(),
             if self.beside_deleted {
                 "deleted"
             } else {
@@ -142,6 +162,7 @@ impl Model {
             None => out.extend((0..self.sessions.len()).map(session_line)),
         }
         out.extend(self.policy.state_lines());
+        out.extend(self.retention.state_lines());
         if let Some(a) = op.and_then(ModelOp::agent_touched) {
             let files = self.agent_files.get(a);
             out.push(format!(
