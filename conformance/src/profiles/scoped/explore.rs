@@ -256,6 +256,8 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
         Some(ModelOp::Promote { .. }) => ("promotion", "SL-6.2"),
         Some(ModelOp::PromoteDuringSweep { .. }) => ("promotion during a sweep", "SL-6.4"),
         Some(ModelOp::ToolOutput { .. }) => ("tool output", "SL-7.1"),
+        Some(ModelOp::Erase { .. }) => ("erasure", "SL-4.1"),
+        Some(ModelOp::ErasureTouch { .. }) => ("erasure subject", "SL-4.6"),
         None => ("the end", "SC-5.3"),
     }
 }
@@ -263,9 +265,6 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
 /// Why the generator never reaches the mutants of a session's close and of the policy sweep.
 const NO_CLOSE_OPERATION: &str =
     "the generator closes no session (SPEC SL-3); the scenarios kill it";
-
-/// Why the generator never reaches the erasure obligations' mutants (SPEC SL-4).
-const NO_ERASURE_OPERATION: &str = "the generator has no erasure request (SPEC SL-4) and its model keeps no erasure obligation; the scenarios kill it";
 
 /// Why the generator never reaches the mutants of SPEC SL-5 (retention per workspace).
 const NO_WORKSPACE_RETENTION: &str = "the generator never sets a workspace's retention nor puts a lifecycle configuration (SPEC SL-5); the scenarios kill it";
@@ -313,38 +312,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "repeated-create-is-activity",
         "the generator creates each session once, at setup",
-    ),
-    (
-        "erasure-overdue-closed",
-        NO_ERASURE_OPERATION,
-    ),
-    (
-        "erasure-late-stamped-on-time",
-        NO_ERASURE_OPERATION,
-    ),
-    (
-        "erasure-proof-before-deletion",
-        NO_ERASURE_OPERATION,
-    ),
-    (
-        "erasure-without-write-ahead",
-        NO_ERASURE_OPERATION,
-    ),
-    (
-        "erasure-proof-counts-the-backstop",
-        NO_ERASURE_OPERATION,
-    ),
-    (
-        "recreated-under-pending-erasure",
-        NO_ERASURE_OPERATION,
-    ),
-    (
-        "erasure-keeps-the-rows",
-        NO_ERASURE_OPERATION,
-    ),
-    (
-        "erasure-past-deadline-accepted",
-        NO_ERASURE_OPERATION,
     ),
     (
         "close-is-activity",

@@ -17,6 +17,7 @@
 //! state in `state.rs`, outcomes in `outcome.rs`, people's requests over HTTP (SPEC part SF)
 //! in `people_http.rs` with their URL spellings in `people_urls.rs`.
 
+mod erasure;
 pub mod hostile;
 pub mod ops;
 mod outcome;
@@ -278,6 +279,7 @@ impl<'a> Runner<'a> {
             emptied: BTreeSet::new(),
             beside_deleted: false,
             policy: policies::PolicyModel::default(),
+            erasure: erasure::ErasureModel::default(),
         };
         for (i, t) in turns.iter().enumerate().take(SETUP_SESSIONS) {
             if ticks {
@@ -388,6 +390,14 @@ impl<'a> Runner<'a> {
             self.clock.advance_ms(policies::TICK_MS);
         }
         let now = self.clock.now().0;
+        // Boxed: the operations' future is large, and a debug build's test thread (2 MB of
+        // stack) would hold it twice, once per layer.
+        Box::pin(self.perform(step, op, now)).await
+    }
+
+    /// Performs `op` at `now`, the clock's step taken: an erasure's staging (`erasure.rs`)
+    /// performs a sweep this way after moving the clock itself.
+    async fn perform(&mut self, step: usize, op: &ModelOp, now: i64) -> Step {
         if let Some(i) = op.session_touched() {
             self.start_session(i, now).await?;
         }
@@ -649,6 +659,8 @@ impl<'a> Runner<'a> {
                     ..FaultPlan::default()
                 });
                 let first = self.store.sweep().await;
+                // What the failing keys left of an erasure: pending, or met with nothing left.
+                Box::pin(self.check_erasures(now, erasure::Reading::Interim)).await?;
                 self.server.faults().heal();
                 match first {
                     Ok(r) => self.note(format!(
@@ -741,6 +753,10 @@ impl<'a> Runner<'a> {
             | ModelOp::Promote { .. }
             | ModelOp::PromoteDuringSweep { .. }
             | ModelOp::ToolOutput { .. } => self.policy(step, op, now).await,
+            // Boxed: its staging performs a sweep, and its future would swell every step's.
+            ModelOp::Erase { .. } | ModelOp::ErasureTouch { .. } => {
+                Box::pin(self.erasure_op(step, op, now)).await
+            }
             ModelOp::DeleteAgent { agent: a } => {
                 let a = agent(a);
                 if self.model.deleted_agents.contains(a) {
@@ -830,10 +846,16 @@ impl<'a> Runner<'a> {
         r: Result<tidemark_reference::scoped::SweepReport, ScopedError>,
         what: &str,
     ) -> Result<bool, Stop> {
-        let incomplete = match &r {
+        let mut incomplete = match &r {
             Ok(r) => r.sessions_retried_later > 0 || r.obligations_retried_later > 0,
             Err(e) => matches!(e, ScopedError::Storage { .. }),
         };
+        if self.faulty() && self.model.erasure.active() {
+            // An erasure the faults left pending is in no count of the report (SL-4).
+            let now = self.clock.now().0;
+            Box::pin(self.check_erasures(now, erasure::Reading::Interim)).await?;
+            incomplete = incomplete || self.erasure_left_pending().await?;
+        }
         if !(incomplete && self.faulty()) {
             return self.complete(r, what).map(|()| false);
         }
@@ -964,6 +986,10 @@ impl<'a> Runner<'a> {
             }
         }
         for r in &records {
+            if self.reused_by_a_subject(&r.prefix) {
+                // An erased subject created again after its erasure was met (SL-4.6).
+                continue;
+            }
             let left = self.mem.keys(BUCKET, &r.prefix);
             if !left.is_empty() {
                 return diverged(
@@ -978,7 +1004,8 @@ impl<'a> Runner<'a> {
                 obligations.len()
             ));
         }
-        Ok(())
+        let now = self.clock.now().0;
+        Box::pin(self.check_erasures(now, erasure::Reading::Swept)).await
     }
 
     async fn write(

@@ -43,7 +43,7 @@ pub enum IdStyle {
 }
 
 /// The generator version of today's seeds.
-pub const GENERATOR: u32 = 6;
+pub const GENERATOR: u32 = 7;
 
 /// Whether a sequence of generator `version` gives each operation (and each session created at
 /// setup) a second of the clock of its own: from version 6, so no two sessions ever share a
@@ -68,8 +68,9 @@ impl IdStyle {
     /// sends them over HTTP instead ([`ModelOp::People`]) with every session its own UUID;
     /// version 6 adds retention policies (count policies, promotions, tool output: SPEC part
     /// SL), three sessions created when first used, and one second of the clock per operation
-    /// ([`ticks`]); a seed's workload is version 6's ([`GENERATOR`]). A style names the first
-    /// version that used it.
+    /// ([`ticks`]); version 7 adds erasure obligations ([`ModelOp::Erase`],
+    /// [`ModelOp::ErasureTouch`]: SPEC SL-4); a seed's workload is version 7's
+    /// ([`GENERATOR`]). A style names the first version that used it.
     pub fn version(self) -> u32 {
         match self {
             IdStyle::Short => 1,
@@ -269,6 +270,23 @@ pub enum ModelOp {
     ToolOutput {
         session: u8,
         size: u8,
+    },
+    /// An erasure (SL-4, generator 7; run by `erasure.rs`) of one of the subjects outside the
+    /// sessions above (`erasure::SUBJECTS`: two agents of the model's workspace and a workspace
+    /// of its own), set up with files first unless it exists; `deadline` picks one of
+    /// `erasure::DEADLINES` (past ones refused, SL-1.4), and `then` what follows at once
+    /// (`erasure::Then`: nothing, a sweep crashing between its batch and its record, or the
+    /// sweeper down past the deadline while keys fail or the backstop runs).
+    Erase {
+        subject: u8,
+        deadline: u8,
+        then: u8,
+    },
+    /// Something done to an erasure's subject (SL-4.6, SL-4.7): `action` 0 a turn's write
+    /// into its session, 1 creating it again, 2 reading its obligations and proofs.
+    ErasureTouch {
+        subject: u8,
+        action: u8,
     },
 }
 
@@ -484,6 +502,9 @@ impl fmt::Display for ModelOp {
             | ModelOp::Promote { .. }
             | ModelOp::PromoteDuringSweep { .. }
             | ModelOp::ToolOutput { .. } => super::policies::describe(self, f),
+            ModelOp::Erase { .. } | ModelOp::ErasureTouch { .. } => {
+                super::erasure::describe(self, f)
+            }
             ModelOp::People(r) => r.fmt(f),
             ModelOp::Hostile {
                 session,
@@ -517,7 +538,8 @@ pub fn traversal(p: u8, encoded: bool) -> String {
 /// hostile spelling 7 (half writes), a workspace deleted beside published skills 1, a person's
 /// request over HTTP 40 ([`super::people_http::draw`]), part SL's operations 30
 /// ([`super::policies::one`]), and from generator 6 five more writes during a sweep, five more
-/// sweeps, four more text reads and two more deletions (out of 236 in all).
+/// sweeps, four more text reads and two more deletions (out of 236), and from generator 7
+/// erasures 20 ([`super::erasure::one`]; out of 256 in all).
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
@@ -532,7 +554,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         rng.gen_range(0..SESSIONS.len() as u8)
     };
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..236u32) {
+    match rng.gen_range(0..256u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
@@ -611,6 +633,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         148..=149 => ModelOp::List { session },
         150..=189 => super::people_http::draw(rng, session, p),
         190..=219 => super::policies::one(rng, session, p),
+        236..=255 => super::erasure::one(rng),
         _ => ModelOp::Hostile {
             session,
             spelling: rng.gen_range(0..super::hostile::SPELLINGS.len() as u8),

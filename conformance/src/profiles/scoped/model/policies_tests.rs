@@ -160,7 +160,8 @@ fn a_tool_result_at_the_limit_is_shown_and_one_byte_over_is_a_session_file() {
 }
 
 /// Needs nothing but memory: random search on the simulation tier finds every mutant of
-/// part SL in its reach within a few seeds of generator 6.
+/// part SL in its reach within a few dozen seeds of today's generator (60: generator 7's
+/// erasures moved the seeds, and the count sweep's crash mutants are first found at seed 44).
 #[test]
 fn random_search_finds_every_mutant_of_part_sl_within_a_few_seeds() {
     use crate::explore::engine::{hunt, Seeds};
@@ -172,7 +173,7 @@ fn random_search_finds_every_mutant_of_part_sl_within_a_few_seeds() {
     };
     let seeds = Seeds {
         first_seed: 0,
-        seeds: 40,
+        seeds: 60,
         shard: Shard::ALL,
         jobs: 1,
     };
@@ -190,8 +191,9 @@ fn random_search_finds_every_mutant_of_part_sl_within_a_few_seeds() {
         let lines = rt.block_on(hunt(&explorer, &seeds, Some(m), 1));
         assert!(
             lines[0].median().is_some(),
-            "{} survives 40 seeds of generator 6",
-            m.id()
+            "{} survives 60 seeds of generator {}",
+            m.id(),
+            crate::profiles::scoped::model::GENERATOR
         );
     }
 }

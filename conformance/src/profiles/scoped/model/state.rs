@@ -54,6 +54,8 @@ pub(super) struct Model {
     pub(super) beside_deleted: bool,
     /// Part SL's state: count policies, the agent layers' workspace access, workspace files.
     pub(super) policy: super::policies::PolicyModel,
+    /// SL-4's erasure subjects and obligations (generator 7).
+    pub(super) erasure: super::erasure::ErasureModel,
 }
 
 impl Model {
@@ -142,6 +144,7 @@ impl Model {
             None => out.extend((0..self.sessions.len()).map(session_line)),
         }
         out.extend(self.policy.state_lines());
+        out.extend(self.erasure.state_lines(now));
         if let Some(a) = op.and_then(ModelOp::agent_touched) {
             let files = self.agent_files.get(a);
             out.push(format!(
