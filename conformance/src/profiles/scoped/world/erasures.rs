@@ -19,6 +19,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use tidemark_reference::clock::{DAY_MS, HOUR_MS};
 use tidemark_reference::scoped::metadata::{ErasureMetadata, MemoryMetadata};
+use tidemark_reference::scoped::Access;
 use tidemark_sim::real_tier::memory_s3::MemoryHandle;
 
 use super::{AGENTS, BUCKET, EXPOSED};
@@ -30,25 +31,47 @@ use crate::profiles::scoped::uuid_ids::uuid_for;
 /// SL-1.4's boundary by transit), then hours and days on.
 const DEADLINES: [i64; 5] = [-HOUR_MS, 0, 2 * HOUR_MS, DAY_MS, 3 * DAY_MS];
 
-/// An erasure for the admin's plan, one time in four: its deadline is relative to the moment
-/// it is sent ([`at_send`]), the plan being drawn before the world's clock runs.
-pub(super) fn draw(rng: &mut ChaCha8Rng) -> Option<(u64, ScopedOp)> {
+/// An erasure for the admin's plan, one time in four, and half the time a create of its subject
+/// right after it (a host repeating its create, SL-4.6's mistake to refuse while the erasure
+/// is pending): its deadline is relative to the moment it is sent ([`at_send`]), the plan
+/// being drawn before the world's clock runs.
+pub(super) fn draw(rng: &mut ChaCha8Rng) -> Vec<(u64, ScopedOp)> {
     if !rng.gen_bool(0.25) {
-        return None;
+        return Vec::new();
     }
     let agent = if rng.gen_bool(0.25) {
         None
     } else {
         Some(AGENTS[rng.gen_range(0..AGENTS.len())].to_string())
     };
-    Some((
+    let mut out = vec![(
         rng.gen_range(50..600),
         ScopedOp::RequestErasure {
             workspace: EXPOSED.to_string(),
-            agent,
+            agent: agent.clone(),
             deadline_ms: DEADLINES[rng.gen_range(0..DEADLINES.len())],
         },
-    ))
+    )];
+    if rng.gen_bool(0.5) {
+        let workspace = EXPOSED.to_string();
+        out.push((
+            rng.gen_range(20..100),
+            match agent {
+                Some(agent) => ScopedOp::CreateAgent {
+                    workspace,
+                    agent,
+                    agent_access: None,
+                    workspace_access: None,
+                },
+                None => ScopedOp::CreateWorkspace {
+                    workspace,
+                    agent_access: None,
+                    workspace_access: Some(Access::ReadWrite),
+                },
+            },
+        ));
+    }
+    out
 }
 
 /// The admin's operation as sent at `now_ms` (absolute): an erasure's deadline is its plan's
