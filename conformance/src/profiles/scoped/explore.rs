@@ -347,7 +347,7 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     ),
     (
         "policy-sweep-unclaimed",
-        "the generator never runs two sweeps at once (a write or a promotion races a sweep, never another sweep); the scenarios stage two",
+        "the generator never runs two sweeps at once (a write or a promotion races a sweep, never another sweep), and the mutant drops only the claim of closed sessions (policies/close.rs), which the generator never closes; the scenarios stage two sweeps over a close",
     ),
     (
         "count-ranks-emptied-sessions",

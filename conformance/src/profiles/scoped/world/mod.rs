@@ -800,7 +800,7 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     ),
     (
         "policy-sweep-unclaimed",
-        "the world runs one sweeper at a time (a restarted host's sweeper replaces the crashed one's), never two sweeps at once; the scenarios stage two",
+        "the world runs one sweeper at a time (a restarted host's sweeper replaces the crashed one's), never two sweeps at once; and the mutant drops only the claim of closed sessions (policies/close.rs), which the world never closes; the scenarios stage two sweeps over a close",
     ),
     (
         "sweeper-drops-backstop",
