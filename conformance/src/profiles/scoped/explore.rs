@@ -268,12 +268,12 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
         Some(ModelOp::SetRetention { .. }) => ("workspace retention", "SL-5.1"),
         Some(ModelOp::ApplyLifecycle { .. }) => ("lifecycle configuration", "SL-5.3"),
         Some(ModelOp::OverflowAgain { .. }) => ("a tool result handed in again", "SL-7.1"),
+        Some(ModelOp::Erase { .. }) => ("erasure", "SL-4.1"),
+        Some(ModelOp::ErasureTouch { .. }) => ("erasure subject", "SL-4.6"),
         None => ("the end", "SC-5.3"),
     }
 }
 
-/// Why the generator never reaches the erasure obligations' mutants (SPEC SL-4).
-const NO_ERASURE_OPERATION: &str = "the generator has no erasure request (SPEC SL-4) and its model keeps no erasure obligation; the scenarios kill it";
 
 /// Scoped mutants the exploration generator never reaches, and why; the scenarios kill each
 /// of them (`tidemark mutants --profile scoped`). Reaching them needs the store's error classes
@@ -312,44 +312,12 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
         "the generator creates each session once, at setup",
     ),
     (
-        "erasure-overdue-closed",
-        NO_ERASURE_OPERATION,
-    ),
-    (
-        "erasure-late-stamped-on-time",
-        NO_ERASURE_OPERATION,
-    ),
-    (
-        "erasure-proof-before-deletion",
-        NO_ERASURE_OPERATION,
-    ),
-    (
-        "erasure-without-write-ahead",
-        NO_ERASURE_OPERATION,
-    ),
-    (
-        "erasure-proof-counts-the-backstop",
-        NO_ERASURE_OPERATION,
-    ),
-    (
-        "recreated-under-pending-erasure",
-        NO_ERASURE_OPERATION,
-    ),
-    (
-        "erasure-keeps-the-rows",
-        NO_ERASURE_OPERATION,
-    ),
-    (
-        "erasure-past-deadline-accepted",
-        NO_ERASURE_OPERATION,
-    ),
-    (
         "count-ranks-emptied-sessions",
         "seldom in the generator's reach: an emptied session must be newer than a kept one past the count in its agent's ranking, with nothing touching it before a count is set, raised or a wait goes (activity, which the generator sends to every session often, makes an emptied session a kept one again). Generator 7's closes empty sessions of any age, yet 400 seeds on the memory tier staged none, and a count set after closes one time in four staged one in 372; the scenario that stages it kills it",
     ),
     (
         "policy-sweep-unclaimed",
-        "the generator never runs two sweeps at once (a write or a promotion races a sweep, never another sweep); the scenarios stage two",
+        "the generator never runs two sweeps at once (a write or a promotion races a sweep, never another sweep), and the mutant drops only the claim of closed sessions (policies/close.rs), so generator 7's closes alone do not stage it; the scenarios stage two sweeps over a close",
     ),
 ];
 

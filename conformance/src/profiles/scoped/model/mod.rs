@@ -22,6 +22,7 @@
 mod close;
 #[cfg(test)]
 mod generator7_tests;
+mod erasure;
 pub mod hostile;
 pub mod ops;
 mod outcome;
@@ -294,6 +295,7 @@ impl<'a> Runner<'a> {
             policy: policies::PolicyModel::default(),
             retention: workspace_retention::RetentionModel::default(),
             last_overflow: BTreeMap::new(),
+            erasure: erasure::ErasureModel::default(),
         };
         for (i, t) in turns.iter().enumerate().take(SETUP_SESSIONS) {
             if ticks {
@@ -405,6 +407,14 @@ impl<'a> Runner<'a> {
             self.clock.advance_ms(policies::TICK_MS);
         }
         let now = self.clock.now().0;
+        // Boxed: the operations' future is large, and a debug build's test thread (2 MB of
+        // stack) would hold it twice, once per layer.
+        Box::pin(self.perform(step, op, now)).await
+    }
+
+    /// Performs `op` at `now`, the clock's step taken: an erasure's staging (`erasure.rs`)
+    /// performs a sweep this way after moving the clock itself.
+    async fn perform(&mut self, step: usize, op: &ModelOp, now: i64) -> Step {
         if let Some(i) = op.session_touched() {
             self.start_session(i, now).await?;
         }
@@ -662,6 +672,8 @@ impl<'a> Runner<'a> {
                     ..FaultPlan::default()
                 });
                 let first = self.store.sweep().await;
+                // What the failing keys left of an erasure: pending, or met with nothing left.
+                Box::pin(self.check_erasures(now, erasure::Reading::Interim)).await?;
                 self.server.faults().heal();
                 match first {
                     Ok(r) => self.note(format!(
@@ -764,6 +776,10 @@ impl<'a> Runner<'a> {
             ModelOp::OverflowAgain { session: s, edit } => {
                 self.overflow_again(session(s), edit, step, now).await
             }
+            // Boxed: its staging performs a sweep, and its future would swell every step's.
+            ModelOp::Erase { .. } | ModelOp::ErasureTouch { .. } => {
+                Box::pin(self.erasure_op(step, op, now)).await
+            }
             ModelOp::DeleteAgent { agent: a } => {
                 let a = agent(a);
                 if self.model.deleted_agents.contains(a) {
@@ -853,10 +869,16 @@ impl<'a> Runner<'a> {
         r: Result<tidemark_reference::scoped::SweepReport, ScopedError>,
         what: &str,
     ) -> Result<bool, Stop> {
-        let incomplete = match &r {
+        let mut incomplete = match &r {
             Ok(r) => r.sessions_retried_later > 0 || r.obligations_retried_later > 0,
             Err(e) => matches!(e, ScopedError::Storage { .. }),
         };
+        if self.faulty() && self.model.erasure.active() {
+            // An erasure the faults left pending is in no count of the report (SL-4).
+            let now = self.clock.now().0;
+            Box::pin(self.check_erasures(now, erasure::Reading::Interim)).await?;
+            incomplete = incomplete || self.erasure_left_pending().await?;
+        }
         if !(incomplete && self.faulty()) {
             return self.complete(r, what).map(|()| false);
         }
@@ -988,6 +1010,10 @@ impl<'a> Runner<'a> {
             }
         }
         for r in &records {
+            if self.reused_by_a_subject(&r.prefix) {
+                // An erased subject created again after its erasure was met (SL-4.6).
+                continue;
+            }
             let left = self.mem.keys(BUCKET, &r.prefix);
             if !left.is_empty() {
                 return diverged(
@@ -1002,7 +1028,8 @@ impl<'a> Runner<'a> {
                 obligations.len()
             ));
         }
-        Ok(())
+        let now = self.clock.now().0;
+        Box::pin(self.check_erasures(now, erasure::Reading::Swept)).await
     }
 
     async fn write(

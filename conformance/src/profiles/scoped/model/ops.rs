@@ -70,8 +70,9 @@ impl IdStyle {
     /// SL), three sessions created when first used, and one second of the clock per operation
     /// ([`ticks`]); version 7 adds sessions' closes (SL-3), workspaces' own retention with
     /// the lifecycle configuration built from it (SL-5), one tool result handed in again
-    /// (SL-7.1) and a bound on a plain sweep's DeleteObjects (SL-1.2, `sweep_requests.rs`);
-    /// a seed's workload is version 7's
+    /// (SL-7.1), a bound on a plain sweep's DeleteObjects (SL-1.2, `sweep_requests.rs`) and
+    /// erasure obligations ([`ModelOp::Erase`], [`ModelOp::ErasureTouch`]: SPEC SL-4); a seed's
+    /// workload is version 7's
     /// ([`GENERATOR`]). A style names the first version that used it.
     pub fn version(self) -> u32 {
         match self {
@@ -300,6 +301,23 @@ pub enum ModelOp {
         session: u8,
         edit: bool,
     },
+    /// An erasure (SL-4, generator 7; run by `erasure.rs`) of one of the subjects outside the
+    /// sessions above (`erasure::SUBJECTS`: two agents of the model's workspace and a workspace
+    /// of its own), set up with files first unless it exists; `deadline` picks one of
+    /// `erasure::DEADLINES` (past ones refused, SL-1.4), and `then` what follows at once
+    /// (`erasure::Then`: nothing, a sweep crashing between its batch and its record, or the
+    /// sweeper down past the deadline while keys fail or the backstop runs).
+    Erase {
+        subject: u8,
+        deadline: u8,
+        then: u8,
+    },
+    /// Something done to an erasure's subject (SL-4.6, SL-4.7): `action` 0 a turn's write
+    /// into its session, 1 creating it again, 2 reading its obligations and proofs.
+    ErasureTouch {
+        subject: u8,
+        action: u8,
+    },
 }
 
 impl ModelOp {
@@ -521,6 +539,9 @@ impl fmt::Display for ModelOp {
             ModelOp::SetRetention { .. } | ModelOp::ApplyLifecycle { .. } => {
                 super::workspace_retention::describe(self, f)
             }
+            ModelOp::Erase { .. } | ModelOp::ErasureTouch { .. } => {
+                super::erasure::describe(self, f)
+            }
             ModelOp::People(r) => r.fmt(f),
             ModelOp::Hostile {
                 session,
@@ -559,7 +580,7 @@ pub fn traversal(p: u8, encoded: bool) -> String {
 /// configurations 28 ([`super::workspace_retention::one`]) and a tool result handed in again 8
 /// ([`super::overflow_again::one`]), and ten more people's requests, one more agent access,
 /// eight more of part SL's operations and one more faulty sweep, so what generator 6 drew keeps
-/// its share of the mix (out of 308).
+/// its share of the mix, and erasures 20 ([`super::erasure::one`]; out of 328 in all).
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
@@ -574,7 +595,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         rng.gen_range(0..SESSIONS.len() as u8)
     };
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..308u32) {
+    match rng.gen_range(0..328u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
@@ -656,6 +677,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         236..=251 => super::close::one(rng),
         252..=279 => super::workspace_retention::one(rng),
         280..=287 => super::overflow_again::one(rng),
+        308..=327 => super::erasure::one(rng),
         _ => ModelOp::Hostile {
             session,
             spelling: rng.gen_range(0..super::hostile::SPELLINGS.len() as u8),

@@ -62,6 +62,8 @@ pub(super) struct Model {
     pub(super) retention: super::workspace_retention::RetentionModel,
     /// Where the repeated tool result last overflowed, by session (generator 7).
     pub(super) last_overflow: super::overflow_again::LastOverflow,
+    /// SL-4's erasure subjects and obligations (generator 7).
+    pub(super) erasure: super::erasure::ErasureModel,
 }
 
 impl Model {
@@ -163,6 +165,7 @@ impl Model {
         }
         out.extend(self.policy.state_lines());
         out.extend(self.retention.state_lines());
+        out.extend(self.erasure.state_lines(now));
         if let Some(a) = op.and_then(ModelOp::agent_touched) {
             let files = self.agent_files.get(a);
             out.push(format!(

@@ -260,6 +260,8 @@ pub(super) fn admin_ops(master: MasterSeed) -> Vec<(u64, ScopedOp)> {
     let mut rng = master.stream("scoped-world-admin");
     // Count policies draw from their own stream and come between the other calls.
     let mut counts = master.stream("scoped-world-admin-counts");
+    // Erasures (SPEC SL-4) likewise, from theirs (`erasures.rs`).
+    let mut erasures = master.stream("scoped-world-admin-erasures");
     // First, each guest's agent keeps its last session (SPEC SL-2): of its kept session (a
     // wait) and its busy one, the count takes the busy one's files whenever the kept one is
     // the newer (`oracle::policies`). Set here rather than at setup, so the guests' plans
@@ -287,6 +289,7 @@ pub(super) fn admin_ops(master: MasterSeed) -> Vec<(u64, ScopedOp)> {
                 },
             ));
         }
+        out.extend(super::erasures::draw(&mut erasures));
         let ws = EXPOSED.to_string();
         let agent = AGENTS[rng.gen_range(0..AGENTS.len())].to_string();
         let op = match rng.gen_range(0..8) {
