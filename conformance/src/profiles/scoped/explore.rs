@@ -274,7 +274,6 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
     }
 }
 
-
 /// Scoped mutants the exploration generator never reaches, and why; the scenarios kill each
 /// of them (`tidemark mutants --profile scoped`). Reaching them needs the store's error classes
 /// and lifecycle configurations among the generated operations: a new generator version.

@@ -152,6 +152,11 @@ pub(super) struct ErasureModel {
 }
 
 impl ErasureModel {
+    /// The erasures no sweep has met yet (SL-4).
+    pub(super) fn pending_count(&self) -> usize {
+        self.expected.iter().filter(|e| e.done_at.is_none()).count()
+    }
+
     /// Whether any erasure was accepted: the ledger checks run from then on, so a sequence of
     /// an older generator reads nothing more.
     pub(super) fn active(&self) -> bool {

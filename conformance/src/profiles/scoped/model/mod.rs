@@ -20,9 +20,9 @@
 //! `workspace_retention.rs`.
 
 mod close;
+mod erasure;
 #[cfg(test)]
 mod generator7_tests;
-mod erasure;
 pub mod hostile;
 pub mod ops;
 mod outcome;

@@ -2,7 +2,9 @@
 //! the keys of every session it takes in batches of at most 1,000 keys across sessions, so a
 //! sweep of a sequence (a few sessions of a few files each, `sweep_chunk` 1,000) sends at most
 //! one DeleteObjects for the idle sessions, one for the policies' and one for the deletion
-//! obligations met (SC-5.5, SL-1.2 and SC-6.3 keep each pass's batches its own). The in-memory
+//! obligations met (SC-5.5, SL-1.2 and SC-6.3 keep each pass's batches its own), and one for
+//! each erasure the sweep met (SL-4.3 records an erasure's keys before it deletes them, and SPEC
+//! does not ask erasures to share a batch with each other or with any pass). The in-memory
 //! S3 counts the requests it serves; the model knows which passes emptied sessions, and the
 //! sweep's report how many obligations it met, so the count is bounded from above.
 //!
@@ -33,6 +35,7 @@ impl Runner<'_> {
                 .unwrap_or(0)
         };
         let before = sent();
+        let erasures_pending = self.model.erasure.pending_count();
         let r = self.store.sweep().await;
         // SC-6.3's pass: one batch across the obligations it meets.
         let obligations = matches!(&r, Ok(report) if report.obligations_completed > 0);
@@ -45,14 +48,16 @@ impl Runner<'_> {
         self.swept_files += self.model.sweep_policies(now);
         let policy = self.model.emptied.len() > emptied_idle;
         self.check_bucket_and_ledger().await?;
+        let erasures_met = erasures_pending.saturating_sub(self.model.erasure.pending_count());
         if !self.counts_requests || self.faulty() || healed {
             return Ok(());
         }
-        let bound = u64::from(idle) + u64::from(policy) + u64::from(obligations);
+        let bound =
+            u64::from(idle) + u64::from(policy) + u64::from(obligations) + erasures_met as u64;
         if after - before > bound {
             return diverged(
                 format!(
-                    "sweep: at most {bound} DeleteObjects, one per pass that emptied sessions or met obligations (the idle pass {}, the policy pass {}, the obligations' pass {}), its keys batched across them (SL-1.2)",
+                    "sweep: at most {bound} DeleteObjects, one per pass that emptied sessions or met obligations (the idle pass {}, the policy pass {}, the obligations' pass {}) and one per erasure met ({erasures_met}), its keys batched across them (SL-1.2)",
                     if idle { "did" } else { "did not" },
                     if policy { "did" } else { "did not" },
                     if obligations { "did" } else { "did not" }
