@@ -14,11 +14,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 git clone -q "$src" "$dir"
 [ -z "$ref" ] || git -C "$dir" checkout -q "$ref"
 cd "$dir"
+# A copy of the wrapper: the clone being measured may predate it, and editing it meanwhile
+# must not reach a running build.
+wrapper=$dir/.git/rustc-cpu
+cp "$here/rustc-cpu" "$wrapper"
 log=$dir/rustc-cpu.log
 : >"$log"
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 t0=$(date +%s.%N)
-CARGO_INCREMENTAL=0 RUSTC_WRAPPER="$here/rustc-cpu" RUSTC_CPU_LOG="$log" \
+CARGO_INCREMENTAL=0 RUSTC_WRAPPER="$wrapper" RUSTC_CPU_LOG="$log" \
   /usr/bin/time -f '%U %S' -o "$dir/cargo-cpu.txt" \
   cargo build --workspace --all-targets --timings 2>"$dir/build.err"
 t1=$(date +%s.%N)
@@ -29,7 +33,7 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
   read -r u s <"$dir/cargo-cpu.txt"
   printf 'total CPU %.0f s (user %.0f + system %.0f), every process the build ran\n' "$(echo "$u + $s" | bc)" "$u" "$s"
   awk '{n++; c += $3 + $4} END {printf "rustc CPU %.0f s over %d units\n", c, n}' "$log"
-  echo "test binaries: $(awk '$2 == "test"' "$log" | wc -l)"
+  echo "test binaries: $(awk '$2 == "test"' "$log" | wc -l) ($(awk '$2 == "test" {print $1}' "$log" | sort | tr '\n' ' '))"
   echo "the ten dearest units (CPU s = user + system; wall s under the load above):"
   awk '{printf "%8.1f %7.1f  %s (%s)\n", $3 + $4, $5, $1, $2}' "$log" | sort -rn | head -10
 } | tee "$dir/build-timings.txt"
