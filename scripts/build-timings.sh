@@ -35,5 +35,5 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
   awk '{n++; c += $3 + $4} END {printf "rustc CPU %.0f s over %d units\n", c, n}' "$log"
   echo "test binaries: $(awk '$2 == "test"' "$log" | wc -l) ($(awk '$2 == "test" {print $1}' "$log" | sort | tr '\n' ' '))"
   echo "the ten dearest units (CPU s = user + system; wall s under the load above):"
-  awk '{printf "%8.1f %7.1f  %s (%s)\n", $3 + $4, $5, $1, $2}' "$log" | sort -rn | head -10
+  awk '{printf "%8.1f %7.1f  %s (%s)\n", $3 + $4, $5, $1, $2}' "$log" | sort -rn | head -10 || true # head closes the pipe early
 } | tee "$dir/build-timings.txt"
