@@ -16,7 +16,7 @@ async fn without_any_postgresql_the_error_names_all_three_sources_and_a_forced_o
         Ok(_) => panic!("a PostgreSQL was found with every source disabled"),
         Err(e) => e.to_string(),
     };
-    for source in ["DATABASE_URL", "ephemeral cluster", "testcontainers"] {
+    for source in ["DATABASE_URL", "ephemeral cluster", "Docker container"] {
         assert!(err.contains(source), "{source} is not named in:\n{err}");
     }
     assert!(err.contains("no Docker daemon answers"), "{err}");

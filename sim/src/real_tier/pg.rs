@@ -1,5 +1,5 @@
 //! PostgreSQL for the real tier, from `DATABASE_URL`, an ephemeral cluster started from local
-//! PostgreSQL binaries, or a container through testcontainers (`pg_container`); which one, and
+//! PostgreSQL binaries, or a Docker container (`pg_container`); which one, and
 //! in what order they are tried, is decided in `pg_source`. Each scenario gets its own
 //! database. An ephemeral cluster is stopped and its directory removed, and a container
 //! removed, when the provider is dropped.
@@ -35,7 +35,7 @@ pub enum PgSourceKind {
     EphemeralCluster {
         bin_dir: PathBuf,
     },
-    /// A container of this local image, through testcontainers.
+    /// A container of this local image, through the Docker API.
     Container {
         image: String,
     },
@@ -50,7 +50,7 @@ impl std::fmt::Display for PgSourceKind {
                 write!(f, "ephemeral cluster from {}", bin_dir.display())
             }
             PgSourceKind::Container { image } => {
-                write!(f, "container of {image} (testcontainers)")
+                write!(f, "Docker container of {image}")
             }
         }
     }

@@ -1,4 +1,4 @@
-//! PostgreSQL in a Docker container started through testcontainers: the third source of
+//! PostgreSQL in a Docker container started through bollard, the Docker API client: the third source of
 //! [`PgProvider`](super::PgProvider), after `DATABASE_URL` and the ephemeral local cluster.
 //!
 //! The image is local (no registry is reachable here): `scripts/build-pg-image.sh` builds
@@ -17,25 +17,30 @@
 //!   binary at its start, before `reap::reap_dead_runs` (which forgets a dead run's lock file
 //!   once its directories are gone; after that its containers would be of an unknown owner).
 //!
-//! Caveat (issue 12): testcontainers 0.28's client, bollard 0.21, is built for Docker API 1.53,
-//! while Debian's dockerd 20.10 accepts at most 1.41. It works because that bollard leaves the
-//! version out of request paths. `Cargo.lock` pins both; the test
-//! `sim/tests/integration/real_tier_container.rs` starts a container through them and fails the day that
-//! stops working.
+//! The client is bollard itself with its default features (Unix socket and plain HTTP), not
+//! testcontainers: testcontainers 0.28 turns on bollard's buildkit support unconditionally, and
+//! with it a gRPC stack, protobufs and rustls with ring, about 75 crates this module never
+//! calls (issue 25 measured them). The steps testcontainers took here are the few below:
+//! create, start, follow the logs to the ready line, read the published port, remove.
+//!
+//! Caveat (issue 12): bollard 0.21 is built for Docker API 1.53, while Debian's dockerd 20.10
+//! accepts at most 1.41. It works because that bollard leaves the version out of request
+//! paths. `sim/Cargo.toml` pins it; the test `sim/tests/integration/real_tier_container.rs`
+//! starts a container through it and fails the day that stops working.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use bollard::container::LogOutput;
+use bollard::models::{ContainerCreateBody, HostConfig, PortBinding};
+use bollard::query_parameters::{
+    CreateContainerOptions, ListContainersOptions, LogsOptions, RemoveContainerOptions,
+};
+use bollard::Docker;
+use futures_util::StreamExt;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection};
-use testcontainers::bollard::models::PortBinding;
-use testcontainers::bollard::query_parameters::{ListContainersOptions, RemoveContainerOptions};
-use testcontainers::bollard::Docker;
-use testcontainers::core::error::{ClientError, TestcontainersError};
-use testcontainers::core::{IntoContainerPort, WaitFor};
-use testcontainers::runners::AsyncRunner;
-use testcontainers::{ContainerAsync, GenericImage, ImageExt};
 
 use crate::owner;
 
@@ -47,6 +52,8 @@ pub const IMAGE_ENV: &str = "TIDEMARK_PG_IMAGE";
 pub const OWNER_LABEL: &str = "tidemark.owner";
 /// The label naming one start (`<token>-<n>`), to remove what a failed start left.
 pub const START_LABEL: &str = "tidemark.start";
+/// The server's port inside the container, as Docker names it.
+const PORT: &str = "5432/tcp";
 /// What the server prints once it accepts connections.
 const READY_LINE: &str = "database system is ready to accept connections";
 /// Bounds each Docker call of a reap or a sweep, so a stuck daemon cannot hold a run.
@@ -119,7 +126,8 @@ pub struct ContainerError {
 
 /// A running PostgreSQL container of this run, removed when dropped.
 pub struct PgContainer {
-    container: Option<ContainerAsync<GenericImage>>,
+    /// The container's id; empty once removed.
+    id: String,
     image: String,
     port: u16,
 }
@@ -158,46 +166,54 @@ impl PgContainer {
             }
             Err(e) => return Err(fail(Step::FindImage, e)),
         }
-        let (name, tag) = image.rsplit_once(':').unwrap_or((image.as_str(), "latest"));
         let token = owner::Owner::current().token().to_string();
         let start_id = format!("{token}-{}", STARTS.fetch_add(1, Ordering::SeqCst));
         STARTED_ANY.store(true, Ordering::SeqCst);
-        let request = GenericImage::new(name, tag)
-            .with_exposed_port(5432.tcp())
-            .with_wait_for(WaitFor::message_on_stderr(READY_LINE))
-            .with_label(OWNER_LABEL, token)
-            .with_label(START_LABEL, start_id.clone())
-            .with_startup_timeout(STARTUP_TIMEOUT)
-            // Published on the host's loopback only: the cluster trusts every client.
-            .with_host_config_modifier(|host| {
-                host.publish_all_ports = Some(false);
-                host.port_bindings = Some(HashMap::from([(
-                    "5432/tcp".to_string(),
+        let body = ContainerCreateBody {
+            image: Some(image.clone()),
+            labels: Some(HashMap::from([
+                (OWNER_LABEL.to_string(), token),
+                (START_LABEL.to_string(), start_id.clone()),
+            ])),
+            exposed_ports: Some(vec![PORT.to_string()]),
+            host_config: Some(HostConfig {
+                // Published on the host's loopback only: the cluster trusts every client.
+                publish_all_ports: Some(false),
+                port_bindings: Some(HashMap::from([(
+                    PORT.to_string(),
                     Some(vec![PortBinding {
                         host_ip: Some("127.0.0.1".to_string()),
                         host_port: Some(String::new()),
                     }]),
-                )]));
-            });
-        let container = match request.start().await {
-            Ok(c) => c,
-            Err(e) => {
-                // testcontainers removes a container it constructed, but not one that was
-                // created and never started: remove whatever carries this start's label.
-                let _ = remove_labelled(&docker, &format!("{START_LABEL}={start_id}")).await;
-                return Err(fail(step_of(&e), e.to_string()));
-            }
+                )])),
+                ..Default::default()
+            }),
+            ..Default::default()
         };
+        let created = bounded(docker.create_container(None::<CreateContainerOptions>, body)).await;
         let mut out = PgContainer {
-            container: Some(container),
+            id: String::new(),
             image: image.clone(),
             port: 0,
         };
-        let c = out.container.as_ref().expect("just set");
-        out.port = c
-            .get_host_port_ipv4(5432.tcp())
+        // From here on a failure drops `out`, which removes the container; a container the
+        // daemon made but whose id never came back is removed by this start's label.
+        match created {
+            Ok(c) => out.id = c.id,
+            Err(e) => {
+                let _ = remove_labelled(&docker, &format!("{START_LABEL}={start_id}")).await;
+                return Err(fail(Step::CreateContainer, e));
+            }
+        }
+        bounded(docker.start_container(&out.id, None))
             .await
-            .map_err(|e| fail(Step::ReadPort, e.to_string()))?;
+            .map_err(|e| fail(Step::StartContainer, e))?;
+        wait_for_ready_line(&docker, &out.id)
+            .await
+            .map_err(|e| fail(Step::WaitReady, e))?;
+        out.port = published_port(&docker, &out.id)
+            .await
+            .map_err(|e| fail(Step::ReadPort, e))?;
         out.wait_connectable(Duration::from_secs(20))
             .await
             .map_err(|e| fail(Step::Connect, e))?;
@@ -215,7 +231,7 @@ impl PgContainer {
 
     /// The container's id.
     pub fn id(&self) -> &str {
-        self.container.as_ref().map(|c| c.id()).unwrap_or("")
+        &self.id
     }
 
     pub fn connect_options(&self) -> PgConnectOptions {
@@ -247,36 +263,68 @@ impl PgContainer {
 
 impl Drop for PgContainer {
     fn drop(&mut self) {
-        let Some(container) = self.container.take() else {
+        let id = std::mem::take(&mut self.id);
+        if id.is_empty() {
             return;
-        };
-        // testcontainers' own Drop needs a current runtime (and blocks it); this Drop may run
-        // outside one or on a runtime's only thread, so the removal gets a thread and runtime
-        // of its own.
-        let removed = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())?;
-            rt.block_on(async { container.rm().await.map_err(|e| e.to_string()) })
-        })
-        .join();
-        if let Ok(Err(e)) = removed {
+        }
+        // This Drop may run outside a runtime or on a runtime's only thread (which it must not
+        // block on itself), so the removal gets a thread, a runtime and a client of its own.
+        if let Err(e) = blocking(async move { remove(&client()?, &id).await }) {
             eprintln!("tidemark: removing the PostgreSQL container: {e}");
         }
     }
 }
 
-/// Which step a testcontainers error belongs to.
-fn step_of(e: &TestcontainersError) -> Step {
-    match e {
-        TestcontainersError::Client(ClientError::CreateContainer(_))
-        | TestcontainersError::Client(ClientError::PullImage { .. }) => Step::CreateContainer,
-        TestcontainersError::WaitContainer(_) => Step::WaitReady,
-        TestcontainersError::PortNotExposed { .. }
-        | TestcontainersError::Client(ClientError::PortMapping(_)) => Step::ReadPort,
-        _ => Step::StartContainer,
+/// Follows the container's stderr until the server's ready line, for at most
+/// [`STARTUP_TIMEOUT`]. A container that exits first ends the stream: an error, with the
+/// last of what it printed.
+async fn wait_for_ready_line(docker: &Docker, id: &str) -> Result<(), String> {
+    let options = LogsOptions {
+        follow: true,
+        stderr: true,
+        ..Default::default()
+    };
+    let mut logs = docker.logs(id, Some(options));
+    // Everything printed so far: the line may arrive split across frames.
+    let mut printed = String::new();
+    let follow = async {
+        while let Some(frame) = logs.next().await {
+            if let LogOutput::StdErr { message } = frame.map_err(|e| e.to_string())? {
+                printed.push_str(&String::from_utf8_lossy(&message));
+                if printed.contains(READY_LINE) {
+                    return Ok(());
+                }
+            }
+        }
+        let tail: Vec<&str> = printed.lines().rev().take(5).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        Err(format!(
+            "the container stopped before printing {READY_LINE:?}; its last lines: {}",
+            tail.join(" | ")
+        ))
+    };
+    match tokio::time::timeout(STARTUP_TIMEOUT, follow).await {
+        Ok(r) => r,
+        Err(_) => Err(format!(
+            "no {READY_LINE:?} within {} s",
+            STARTUP_TIMEOUT.as_secs()
+        )),
     }
+}
+
+/// The host port the daemon published [`PORT`] on (on 127.0.0.1).
+async fn published_port(docker: &Docker, id: &str) -> Result<u16, String> {
+    let inspected = bounded(docker.inspect_container(id, None)).await?;
+    let bindings = inspected
+        .network_settings
+        .and_then(|n| n.ports)
+        .and_then(|mut ports| ports.remove(PORT).flatten())
+        .unwrap_or_default();
+    bindings
+        .iter()
+        .filter_map(|b| b.host_port.as_deref())
+        .find_map(|p| p.parse::<u16>().ok())
+        .ok_or_else(|| format!("{PORT} is not published: {bindings:?}"))
 }
 
 fn client() -> Result<Docker, String> {

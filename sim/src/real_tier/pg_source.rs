@@ -7,7 +7,7 @@
 //! 2. The ephemeral local cluster (`initdb` + `postgres` from the host's binaries): no daemon,
 //!    no image, ready in about a second, and it stops with the run by itself (parent-death
 //!    signal) even when the run is killed.
-//! 3. A container through testcontainers: needs a Docker daemon and the local image
+//! 3. A Docker container (bollard, the Docker API client): needs a Docker daemon and the local image
 //!    (`scripts/build-pg-image.sh`); it starts as fast, but a killed run's container outlives
 //!    it until the next run reaps it, so it comes last among the automatic choices.
 //!
@@ -85,7 +85,7 @@ impl PgProvider {
                 }
                 match PgProvider::from_container().await {
                     Ok(p) => return Ok(p),
-                    Err(e) => reasons.push(format!("testcontainers: {e}")),
+                    Err(e) => reasons.push(format!("Docker container: {e}")),
                 }
                 Err(RealTierError::NoPostgres { reasons })
             }
@@ -107,7 +107,7 @@ impl PgProvider {
         ))
     }
 
-    /// A container of [`pg_container::image_name`] through testcontainers.
+    /// A container of [`pg_container::image_name`], started through the Docker API.
     pub async fn from_container() -> Result<PgProvider, String> {
         let container = PgContainer::start().await.map_err(|e| e.to_string())?;
         let admin = container.connect_options();

@@ -1,4 +1,4 @@
-//! The containerised PostgreSQL source (`pg_container`): the pinned testcontainers client
+//! The containerised PostgreSQL source (`pg_container`): the pinned Docker API client (bollard)
 //! against the installed dockerd, errors that name their step, and no container left behind.
 //!
 //! Needs a Docker daemon and the local image (`scripts/build-pg-image.sh`). Without them each
@@ -60,7 +60,7 @@ fn containers_with_all(filters: &[String]) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_pinned_testcontainers_client_runs_the_local_image_on_the_installed_dockerd() {
+async fn the_pinned_docker_client_runs_the_local_image_on_the_installed_dockerd() {
     if !docker_ready() {
         return;
     }
