@@ -152,9 +152,13 @@ pub(super) struct ErasureModel {
 }
 
 impl ErasureModel {
-    /// The erasures no sweep has met yet (SL-4).
-    pub(super) fn pending_count(&self) -> usize {
-        self.expected.iter().filter(|e| e.done_at.is_none()).count()
+    /// The erasures no sweep has met yet that have keys for a sweep to delete (SL-4): one
+    /// whose keys the backstop took sends no DeleteObjects when it is met.
+    pub(super) fn pending_with_keys(&self) -> usize {
+        self.expected
+            .iter()
+            .filter(|e| e.done_at.is_none() && !e.proof().is_empty())
+            .count()
     }
 
     /// Whether any erasure was accepted: the ledger checks run from then on, so a sequence of

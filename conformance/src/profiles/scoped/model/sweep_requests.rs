@@ -3,7 +3,7 @@
 //! sweep of a sequence (a few sessions of a few files each, `sweep_chunk` 1,000) sends at most
 //! one DeleteObjects for the idle sessions, one for the policies' and one for the deletion
 //! obligations met (SC-5.5, SL-1.2 and SC-6.3 keep each pass's batches its own), and one for
-//! each erasure the sweep met (SL-4.3 records an erasure's keys before it deletes them, and SPEC
+//! each erasure with keys left that the sweep met (SL-4.3 records an erasure's keys before it deletes them, and SPEC
 //! does not ask erasures to share a batch with each other or with any pass). The in-memory
 //! S3 counts the requests it serves; the model knows which passes emptied sessions, and the
 //! sweep's report how many obligations it met, so the count is bounded from above.
@@ -35,7 +35,7 @@ impl Runner<'_> {
                 .unwrap_or(0)
         };
         let before = sent();
-        let erasures_pending = self.model.erasure.pending_count();
+        let erasures_pending = self.model.erasure.pending_with_keys();
         let r = self.store.sweep().await;
         // SC-6.3's pass: one batch across the obligations it meets.
         let obligations = matches!(&r, Ok(report) if report.obligations_completed > 0);
@@ -48,7 +48,7 @@ impl Runner<'_> {
         self.swept_files += self.model.sweep_policies(now);
         let policy = self.model.emptied.len() > emptied_idle;
         self.check_bucket_and_ledger().await?;
-        let erasures_met = erasures_pending.saturating_sub(self.model.erasure.pending_count());
+        let erasures_met = erasures_pending.saturating_sub(self.model.erasure.pending_with_keys());
         if !self.counts_requests || self.faulty() || healed {
             return Ok(());
         }
