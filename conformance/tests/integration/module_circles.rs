@@ -44,7 +44,17 @@ const KNOWN: &[(&str, &[&str])] = &[
     ),
     (
         "conformance/src/profiles/scoped/model",
-        &["ops", "people", "people_http", "policies", "state"],
+        &[
+            "close",
+            "erasure",
+            "ops",
+            "overflow_again",
+            "people",
+            "people_http",
+            "policies",
+            "state",
+            "workspace_retention",
+        ],
     ),
     (
         "conformance/src/profiles/scoped/world",

@@ -492,7 +492,7 @@ impl<'a> Runner<'a> {
                     .advance_ms(i64::from(days) * DAY_MS + i64::from(hours) * HOUR_MS);
                 Ok(())
             }
-            ModelOp::Sweep => self.plain_sweep(now).await,
+            ModelOp::Sweep => Box::pin(self.plain_sweep(now)).await,
             ModelOp::List { session: s } => self.list(session(s), now).await,
             ModelOp::Text {
                 session: s,
@@ -766,15 +766,18 @@ impl<'a> Runner<'a> {
             | ModelOp::Promote { .. }
             | ModelOp::PromoteDuringSweep { .. }
             | ModelOp::ToolOutput { .. } => self.policy(step, op, now).await,
+            // Generator 7's operations are boxed, each future on the heap: inline, the largest
+            // of them sets the size of every step's future, and a debug build's test thread
+            // (2 MB of stack) overflowed with all of them in.
             ModelOp::Close {
                 session: s,
                 again_after_hours,
-            } => self.close(session(s), again_after_hours, now).await,
+            } => Box::pin(self.close(session(s), again_after_hours, now)).await,
             ModelOp::SetRetention { .. } | ModelOp::ApplyLifecycle { .. } => {
-                self.workspace_retention(op).await
+                Box::pin(self.workspace_retention(op)).await
             }
             ModelOp::OverflowAgain { session: s, edit } => {
-                self.overflow_again(session(s), edit, step, now).await
+                Box::pin(self.overflow_again(session(s), edit, step, now)).await
             }
             // Boxed: its staging performs a sweep, and its future would swell every step's.
             ModelOp::Erase { .. } | ModelOp::ErasureTouch { .. } => {
