@@ -71,7 +71,9 @@ impl IdStyle {
     /// ([`ticks`]); version 7 adds sessions' closes (SL-3), workspaces' own retention with
     /// the lifecycle configuration built from it (SL-5), one tool result handed in again
     /// (SL-7.1), a bound on a plain sweep's DeleteObjects (SL-1.2, `sweep_requests.rs`) and
-    /// erasure obligations ([`ModelOp::Erase`], [`ModelOp::ErasureTouch`]: SPEC SL-4); a seed's
+    /// erasure obligations ([`ModelOp::Erase`], [`ModelOp::ErasureTouch`]: SPEC SL-4), two
+    /// sweeps at once over closes ([`ModelOp::SweepsAtOnce`], SL-1.3) and a count set after a
+    /// sweep emptied a newer session ([`ModelOp::EmptiedThenCount`], SL-2.1); a seed's
     /// workload is version 7's
     /// ([`GENERATOR`]). A style names the first version that used it.
     pub fn version(self) -> u32 {
