@@ -6,7 +6,9 @@
 //! The operation closes the sessions it names, sweeps (a plain sweep, judged as every sweep is)
 //! one millisecond before their grace ends, so that sweep takes everything else then due, and
 //! races two sweeps at the instant the grace ends: what the pair must take is the closed
-//! sessions (and, in the same millisecond, nothing else the model would not name). What the
+//! sessions and whatever else the model sees come due in that millisecond (an erasure
+//! subject's session, which the model does not follow, would be counted unnamed were its TTL
+//! to end in it; none did in seeds 0-1299 of the memory tier). What the
 //! model predicts: each session taken is counted once by the two reports together (the claim
 //! makes the second sweep pass by what the first holds), and the bucket and the ledger are as
 //! after one sweep (each session's files deleted, each deletion recorded once).
