@@ -270,6 +270,8 @@ pub fn operation(op: Option<&ModelOp>) -> (&'static str, &'static str) {
         Some(ModelOp::OverflowAgain { .. }) => ("a tool result handed in again", "SL-7.1"),
         Some(ModelOp::Erase { .. }) => ("erasure", "SL-4.1"),
         Some(ModelOp::ErasureTouch { .. }) => ("erasure subject", "SL-4.6"),
+        Some(ModelOp::SweepsAtOnce { .. }) => ("two sweeps at once", "SL-1.3"),
+        Some(ModelOp::EmptiedThenCount { .. }) => ("a count after an emptied session", "SL-2.1"),
         None => ("the end", "SC-5.3"),
     }
 }
@@ -309,14 +311,6 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     (
         "repeated-create-is-activity",
         "the generator creates each session once, at setup",
-    ),
-    (
-        "count-ranks-emptied-sessions",
-        "seldom in the generator's reach: an emptied session must be newer than a kept one past the count in its agent's ranking, with nothing touching it before a count is set, raised or a wait goes (activity, which the generator sends to every session often, makes an emptied session a kept one again). Generator 7's closes empty sessions of any age, yet 400 seeds on the memory tier staged none, and a count set after closes one time in four staged one in 372; the scenario that stages it kills it",
-    ),
-    (
-        "policy-sweep-unclaimed",
-        "the generator never runs two sweeps at once (a write or a promotion races a sweep, never another sweep), and the mutant drops only the claim of closed sessions (policies/close.rs), so generator 7's closes alone do not stage it; the scenarios stage two sweeps over a close",
     ),
 ];
 

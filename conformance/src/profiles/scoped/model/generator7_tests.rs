@@ -1,6 +1,7 @@
 //! Generator 7's operations (closes, workspaces' retention and lifecycle configurations, a tool
-//! result handed in again), tried on hand-written sequences on the memory tier: each passes
-//! against the reference, and each mutant it stages makes it diverge.
+//! result handed in again, two sweeps at once, a count after an emptied session), tried on
+//! hand-written sequences on the memory tier: each passes against the reference, and each
+//! mutant it stages makes it diverge.
 
 use super::ops::IdStyle;
 use super::{run_ops, ModelOp, SequenceError, Tier};
@@ -143,4 +144,31 @@ fn a_tool_result_handed_in_again_never_overwrites_the_guests_edit_of_its_file() 
         ModelOp::List { session: 0 },
     ];
     passes_and_each_mutant_diverges(&ops, &[ScopedMutant::OverflowOverwrites]);
+}
+
+/// a1/s1 and a1/s2 closed, swept a millisecond before their grace ends (nothing due), then
+/// two sweeps at once as it ends: between them both sessions are swept and counted once.
+#[test]
+fn two_sweeps_at_once_over_two_closed_sessions_count_each_once() {
+    let ops = [write(0), write(1), ModelOp::SweepsAtOnce { sessions: 0b11 }];
+    let swept = passes_and_each_mutant_diverges(&ops, &[ScopedMutant::PolicySweepUnclaimed]);
+    assert_eq!(swept, 2, "both closed sessions' files");
+}
+
+/// a1/s2, the newer of a1's two sessions, closed and swept empty at its grace; a count of one
+/// then keeps a1/s1, the one session whose files are kept.
+#[test]
+fn a_count_set_after_a_sweep_emptied_the_newer_session_keeps_the_older() {
+    let ops = [
+        write(0),
+        write(1),
+        ModelOp::EmptiedThenCount {
+            agent: 0,
+            rank: 0,
+            lower: 0,
+            hours: 0,
+        },
+    ];
+    let swept = passes_and_each_mutant_diverges(&ops, &[ScopedMutant::CountRanksEmptiedSessions]);
+    assert_eq!(swept, 1, "a1/s2's file only");
 }

@@ -20,6 +20,7 @@
 //! `workspace_retention.rs`.
 
 mod close;
+mod emptied_count;
 mod erasure;
 #[cfg(test)]
 mod generator7_tests;
@@ -33,6 +34,7 @@ pub mod people_urls;
 mod policies;
 mod state;
 mod sweep_requests;
+mod two_sweeps;
 pub mod workspace_retention;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -783,6 +785,15 @@ impl<'a> Runner<'a> {
             ModelOp::Erase { .. } | ModelOp::ErasureTouch { .. } => {
                 Box::pin(self.erasure_op(step, op, now)).await
             }
+            ModelOp::SweepsAtOnce { sessions } => {
+                Box::pin(self.sweeps_at_once(sessions, now)).await
+            }
+            ModelOp::EmptiedThenCount {
+                agent: a,
+                rank,
+                lower,
+                hours,
+            } => Box::pin(self.emptied_then_count(step, a, rank, lower, hours, now)).await,
             ModelOp::DeleteAgent { agent: a } => {
                 let a = agent(a);
                 if self.model.deleted_agents.contains(a) {

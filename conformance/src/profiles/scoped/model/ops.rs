@@ -71,7 +71,9 @@ impl IdStyle {
     /// ([`ticks`]); version 7 adds sessions' closes (SL-3), workspaces' own retention with
     /// the lifecycle configuration built from it (SL-5), one tool result handed in again
     /// (SL-7.1), a bound on a plain sweep's DeleteObjects (SL-1.2, `sweep_requests.rs`) and
-    /// erasure obligations ([`ModelOp::Erase`], [`ModelOp::ErasureTouch`]: SPEC SL-4); a seed's
+    /// erasure obligations ([`ModelOp::Erase`], [`ModelOp::ErasureTouch`]: SPEC SL-4), two
+    /// sweeps at once over closes ([`ModelOp::SweepsAtOnce`], SL-1.3) and a count set after a
+    /// sweep emptied a newer session ([`ModelOp::EmptiedThenCount`], SL-2.1); a seed's
     /// workload is version 7's
     /// ([`GENERATOR`]). A style names the first version that used it.
     pub fn version(self) -> u32 {
@@ -318,6 +320,21 @@ pub enum ModelOp {
         subject: u8,
         action: u8,
     },
+    /// Closes the sessions of the mask `sessions` (bit `i`: [`SESSIONS`]`[i]`), sweeps a
+    /// millisecond before their grace ends, then runs two sweeps at once as their grace ends
+    /// (SL-1.3, generator 7; run by `two_sweeps.rs`).
+    SweepsAtOnce {
+        sessions: u8,
+    },
+    /// An agent's kept session of rank `rank` (newest first, never the oldest) closed and swept
+    /// empty `hours` past its grace, then the agent's count set to its kept sessions less
+    /// `lower` and a sweep (SL-2.1, generator 7; run by `emptied_count.rs`).
+    EmptiedThenCount {
+        agent: u8,
+        rank: u8,
+        lower: u8,
+        hours: u8,
+    },
 }
 
 impl ModelOp {
@@ -355,7 +372,8 @@ impl ModelOp {
             ModelOp::SetAgentAccess { agent: a, .. }
             | ModelOp::DeleteAgent { agent: a }
             | ModelOp::SetCount { agent: a, .. }
-            | ModelOp::SetWorkspaceAccess { agent: a, .. } => Some(agent(a)),
+            | ModelOp::SetWorkspaceAccess { agent: a, .. }
+            | ModelOp::EmptiedThenCount { agent: a, .. } => Some(agent(a)),
             _ => self.session_touched().map(|i| SESSIONS[i].0),
         }
     }
@@ -542,6 +560,8 @@ impl fmt::Display for ModelOp {
             ModelOp::Erase { .. } | ModelOp::ErasureTouch { .. } => {
                 super::erasure::describe(self, f)
             }
+            ModelOp::SweepsAtOnce { .. } => super::two_sweeps::describe(self, f),
+            ModelOp::EmptiedThenCount { .. } => super::emptied_count::describe(self, f),
             ModelOp::People(r) => r.fmt(f),
             ModelOp::Hostile {
                 session,
@@ -580,7 +600,9 @@ pub fn traversal(p: u8, encoded: bool) -> String {
 /// configurations 28 ([`super::workspace_retention::one`]) and a tool result handed in again 8
 /// ([`super::overflow_again::one`]), and ten more people's requests, one more agent access,
 /// eight more of part SL's operations and one more faulty sweep, so what generator 6 drew keeps
-/// its share of the mix, and erasures 20 ([`super::erasure::one`]; out of 328 in all).
+/// its share of the mix, erasures 20 ([`super::erasure::one`]), two sweeps at once over
+/// closes 6 ([`super::two_sweeps::one`]) and a count set after a sweep emptied a newer
+/// session 6 ([`super::emptied_count::one`]; out of 340 in all).
 pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..steps).map(|_| one(&mut rng)).collect()
@@ -595,7 +617,7 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         rng.gen_range(0..SESSIONS.len() as u8)
     };
     let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..328u32) {
+    match rng.gen_range(0..340u32) {
         0..=24 => ModelOp::Write {
             session,
             path: p,
@@ -678,6 +700,8 @@ fn one(rng: &mut ChaCha8Rng) -> ModelOp {
         252..=279 => super::workspace_retention::one(rng),
         280..=287 => super::overflow_again::one(rng),
         308..=327 => super::erasure::one(rng),
+        328..=333 => super::two_sweeps::one(rng),
+        334..=339 => super::emptied_count::one(rng),
         _ => ModelOp::Hostile {
             session,
             spelling: rng.gen_range(0..super::hostile::SPELLINGS.len() as u8),
