@@ -46,6 +46,7 @@ const KNOWN: &[(&str, &[&str])] = &[
         "conformance/src/profiles/scoped/model",
         &[
             "close",
+            "emptied_count",
             "erasure",
             "ops",
             "overflow_again",
@@ -53,6 +54,7 @@ const KNOWN: &[(&str, &[&str])] = &[
             "people_http",
             "policies",
             "state",
+            "two_sweeps",
             "workspace_retention",
         ],
     ),

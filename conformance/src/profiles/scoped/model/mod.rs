@@ -39,6 +39,8 @@ pub mod workspace_retention;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use tidemark_reference::clock::{Clock, ManualClock, DAY_MS, HOUR_MS};
@@ -414,6 +416,50 @@ impl<'a> Runner<'a> {
         Box::pin(self.perform(step, op, now)).await
     }
 
+    /// Generator 7's operations, each future built here and boxed: built inline in `perform`,
+    /// every one of them took its own slot in `perform`'s poll frame in a debug build (boxing at
+    /// the call site does not spare the frame the future before it moves), and a test thread's
+    /// 2 MB of stack overflowed on PostgreSQL with all of them in. Here the frame is popped
+    /// before the future is polled.
+    #[inline(never)]
+    fn generator7<'s>(
+        &'s mut self,
+        step: usize,
+        op: &'s ModelOp,
+        now: i64,
+    ) -> Pin<Box<dyn Future<Output = Step> + 's>> {
+        match *op {
+            ModelOp::Close {
+                session: s,
+                again_after_hours,
+            } => Box::pin(self.close(session(s), again_after_hours, now)),
+            ModelOp::SetRetention { .. } | ModelOp::ApplyLifecycle { .. } => {
+                Box::pin(self.workspace_retention(op))
+            }
+            ModelOp::OverflowAgain { session: s, edit } => {
+                Box::pin(self.overflow_again(session(s), edit, step, now))
+            }
+            // Its staging performs a sweep through `perform`, so it is boxed in any case.
+            ModelOp::Erase { .. } | ModelOp::ErasureTouch { .. } => {
+                Box::pin(self.erasure_op(step, op, now))
+            }
+            ModelOp::SweepsAtOnce { sessions } => Box::pin(self.sweeps_at_once(sessions, now)),
+            ModelOp::EmptiedThenCount {
+                agent: a,
+                rank,
+                lower,
+                hours,
+            } => Box::pin(self.emptied_then_count(step, a, rank, lower, hours, now)),
+            _ => unreachable!("generator7 is given generator 7's operations only"),
+        }
+    }
+
+    /// A plain sweep's future, built and boxed outside `perform`'s frame (see `generator7`).
+    #[inline(never)]
+    fn boxed_sweep(&mut self, now: i64) -> Pin<Box<dyn Future<Output = Step> + '_>> {
+        Box::pin(self.plain_sweep(now))
+    }
+
     /// Performs `op` at `now`, the clock's step taken: an erasure's staging (`erasure.rs`)
     /// performs a sweep this way after moving the clock itself.
     async fn perform(&mut self, step: usize, op: &ModelOp, now: i64) -> Step {
@@ -494,7 +540,7 @@ impl<'a> Runner<'a> {
                     .advance_ms(i64::from(days) * DAY_MS + i64::from(hours) * HOUR_MS);
                 Ok(())
             }
-            ModelOp::Sweep => Box::pin(self.plain_sweep(now)).await,
+            ModelOp::Sweep => self.boxed_sweep(now).await,
             ModelOp::List { session: s } => self.list(session(s), now).await,
             ModelOp::Text {
                 session: s,
@@ -768,32 +814,16 @@ impl<'a> Runner<'a> {
             | ModelOp::Promote { .. }
             | ModelOp::PromoteDuringSweep { .. }
             | ModelOp::ToolOutput { .. } => self.policy(step, op, now).await,
-            // Generator 7's operations are boxed, each future on the heap: inline, the largest
-            // of them sets the size of every step's future, and a debug build's test thread
-            // (2 MB of stack) overflowed with all of them in.
-            ModelOp::Close {
-                session: s,
-                again_after_hours,
-            } => Box::pin(self.close(session(s), again_after_hours, now)).await,
-            ModelOp::SetRetention { .. } | ModelOp::ApplyLifecycle { .. } => {
-                Box::pin(self.workspace_retention(op)).await
-            }
-            ModelOp::OverflowAgain { session: s, edit } => {
-                Box::pin(self.overflow_again(session(s), edit, step, now)).await
-            }
-            // Boxed: its staging performs a sweep, and its future would swell every step's.
-            ModelOp::Erase { .. } | ModelOp::ErasureTouch { .. } => {
-                Box::pin(self.erasure_op(step, op, now)).await
-            }
-            ModelOp::SweepsAtOnce { sessions } => {
-                Box::pin(self.sweeps_at_once(sessions, now)).await
-            }
-            ModelOp::EmptiedThenCount {
-                agent: a,
-                rank,
-                lower,
-                hours,
-            } => Box::pin(self.emptied_then_count(step, a, rank, lower, hours, now)).await,
+            // Generator 7's operations are built and boxed in a function of their own (see
+            // `generator7`).
+            ModelOp::Close { .. }
+            | ModelOp::SetRetention { .. }
+            | ModelOp::ApplyLifecycle { .. }
+            | ModelOp::OverflowAgain { .. }
+            | ModelOp::Erase { .. }
+            | ModelOp::ErasureTouch { .. }
+            | ModelOp::SweepsAtOnce { .. }
+            | ModelOp::EmptiedThenCount { .. } => self.generator7(step, op, now).await,
             ModelOp::DeleteAgent { agent: a } => {
                 let a = agent(a);
                 if self.model.deleted_agents.contains(a) {
