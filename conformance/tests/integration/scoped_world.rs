@@ -3,6 +3,17 @@
 //! every guest, then heal and a liveness check; and the same seed replays byte-identically.
 
 use tidemark_conformance::profiles::scoped::world::run_scoped_world;
+use tidemark_reference::scoped::ScopedMutant;
+
+/// The first safety failure the world reports with `mutant` switched on, within `seeds` seeds
+/// from seed 0.
+fn first_safety_failure(mutant: ScopedMutant, seeds: u64) -> Option<String> {
+    (0..seeds).find_map(|seed| {
+        run_scoped_world(seed, Some(mutant))
+            .failure
+            .filter(|f| f.starts_with("safety: "))
+    })
+}
 
 #[test]
 fn the_reference_keeps_every_promise_of_the_safety_oracle_and_after_heal_nothing_expired_remains() {
@@ -52,7 +63,6 @@ fn a_scoped_world_seed_replays_to_the_same_trace_hash() {
 #[test]
 fn the_liveness_check_catches_deletions_recorded_by_application_code_and_batches_marked_done_despite_errors_within_sixty_seeds(
 ) {
-    use tidemark_reference::scoped::ScopedMutant;
     for m in [
         ScopedMutant::AppRecordedDeletions,
         ScopedMutant::PartialBatchMarkedDone,
@@ -69,7 +79,6 @@ fn the_liveness_check_catches_deletions_recorded_by_application_code_and_batches
 #[test]
 fn the_safety_oracle_catches_expiry_waits_skills_permissions_listings_resolution_and_text_mutants_within_four_seeds(
 ) {
-    use tidemark_reference::scoped::ScopedMutant;
     for m in [
         ScopedMutant::AgeOnlyExpiry,
         ScopedMutant::WaitsIgnored,
@@ -82,11 +91,7 @@ fn the_safety_oracle_catches_expiry_waits_skills_permissions_listings_resolution
         ScopedMutant::EncodedTraversalAccepted,
         ScopedMutant::TextOutlivesFile,
     ] {
-        let caught = (0..4).find_map(|seed| {
-            run_scoped_world(seed, Some(m))
-                .failure
-                .filter(|f| f.starts_with("safety: "))
-        });
+        let caught = first_safety_failure(m, 4);
         assert!(
             caught.is_some(),
             "{} passes the safety oracle on four world seeds",
@@ -98,12 +103,7 @@ fn the_safety_oracle_catches_expiry_waits_skills_permissions_listings_resolution
 #[test]
 fn a_write_racing_a_sweep_that_does_not_lock_its_candidates_is_lost_and_the_safety_oracle_sees_it_within_thirty_seeds(
 ) {
-    use tidemark_reference::scoped::ScopedMutant;
-    let caught = (0..30).find_map(|seed| {
-        run_scoped_world(seed, Some(ScopedMutant::SweepUnlocked))
-            .failure
-            .filter(|f| f.starts_with("safety: "))
-    });
+    let caught = first_safety_failure(ScopedMutant::SweepUnlocked, 30);
     assert!(
         caught.is_some(),
         "sweep-unlocked passes the safety oracle on thirty world seeds"
@@ -155,7 +155,6 @@ fn people_upload_download_list_and_are_refused_over_turmoil_http_beside_the_agen
 
 #[test]
 fn the_people_oracle_catches_every_mutant_of_the_people_api_it_reaches_within_five_seeds() {
-    use tidemark_reference::scoped::ScopedMutant;
     for m in [
         ScopedMutant::UploadEchoesRawPath,
         ScopedMutant::PeopleListingRefuses,
@@ -173,11 +172,7 @@ fn the_people_oracle_catches_every_mutant_of_the_people_api_it_reaches_within_fi
         ScopedMutant::PersonCappedByAgentSettings,
         ScopedMutant::PlusAsSpace,
     ] {
-        let caught = (0..5).find_map(|seed| {
-            run_scoped_world(seed, Some(m))
-                .failure
-                .filter(|f| f.starts_with("safety: "))
-        });
+        let caught = first_safety_failure(m, 5);
         assert!(
             caught.is_some(),
             "{} passes the people's oracle on five world seeds",
@@ -188,12 +183,7 @@ fn the_people_oracle_catches_every_mutant_of_the_people_api_it_reaches_within_fi
 
 #[test]
 fn a_persons_request_served_from_what_an_interrupted_sweep_left_is_caught_within_sixty_seeds() {
-    use tidemark_reference::scoped::ScopedMutant;
-    let caught = (0..60).find_map(|seed| {
-        run_scoped_world(seed, Some(ScopedMutant::PersonSkipsUnfinishedSweep))
-            .failure
-            .filter(|f| f.starts_with("safety: "))
-    });
+    let caught = first_safety_failure(ScopedMutant::PersonSkipsUnfinishedSweep, 60);
     assert!(
         caught.is_some(),
         "person-skips-unfinished-sweep passes the safety oracle on sixty world seeds"
@@ -203,7 +193,6 @@ fn a_persons_request_served_from_what_an_interrupted_sweep_left_is_caught_within
 #[test]
 fn guests_promote_and_overflow_and_the_oracle_catches_every_mutant_of_part_sl_in_its_reach_within_eight_seeds(
 ) {
-    use tidemark_reference::scoped::ScopedMutant;
     let mut lines = Vec::new();
     for seed in 0..4 {
         let r = run_scoped_world(seed, None);

@@ -75,18 +75,7 @@ impl Metadata for PostgresMetadata {
     }
 
     async fn upsert_workspace(&self, ws: &str, settings: ScopeSettings) -> Result<(), ScopedError> {
-        sqlx::query(
-            "INSERT INTO workspaces (id, agent_access, workspace_access) VALUES ($1, $2, $3)
-             ON CONFLICT (id) DO UPDATE SET agent_access = EXCLUDED.agent_access,
-                                            workspace_access = EXCLUDED.workspace_access",
-        )
-        .bind(ws)
-        .bind(settings.agent.map(Access::as_str))
-        .bind(settings.workspace.map(Access::as_str))
-        .execute(&self.pool)
-        .await
-        .map_err(ScopedError::db("create workspace"))?;
-        Ok(())
+        put_workspace(&self.pool, ws, settings).await
     }
 
     async fn upsert_agent(
@@ -95,37 +84,11 @@ impl Metadata for PostgresMetadata {
         agent: &str,
         settings: ScopeSettings,
     ) -> Result<bool, ScopedError> {
-        let r = sqlx::query(
-            "INSERT INTO agents (workspace_id, id, agent_access, workspace_access)
-             SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM workspaces WHERE id = $1)
-             ON CONFLICT (workspace_id, id) DO UPDATE SET agent_access = EXCLUDED.agent_access,
-                                                         workspace_access = EXCLUDED.workspace_access",
-        )
-        .bind(ws)
-        .bind(agent)
-        .bind(settings.agent.map(Access::as_str))
-        .bind(settings.workspace.map(Access::as_str))
-        .execute(&self.pool)
-        .await
-        .map_err(ScopedError::db("create agent"))?;
-        Ok(r.rows_affected() > 0)
+        put_agent(&self.pool, ws, agent, settings).await
     }
 
     async fn insert_session(&self, key: &SessionKey, now_ms: i64) -> Result<bool, ScopedError> {
-        let r = sqlx::query(
-            "INSERT INTO sessions (workspace_id, agent_id, id, last_activity_ms, created_at_ms)
-             SELECT $1, $2, $3, $4, $4
-              WHERE EXISTS (SELECT 1 FROM agents WHERE workspace_id = $1 AND id = $2)
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(&key.workspace)
-        .bind(&key.agent)
-        .bind(&key.session)
-        .bind(now_ms)
-        .execute(&self.pool)
-        .await
-        .map_err(ScopedError::db("create session"))?;
-        Ok(r.rows_affected() > 0)
+        put_session(&self.pool, key, now_ms).await
     }
 
     async fn session_exists(&self, key: &SessionKey) -> Result<bool, ScopedError> {
@@ -871,4 +834,73 @@ impl MetaTx for PgTx {
             .await
             .map_err(ScopedError::db("rollback"))
     }
+}
+
+/// A workspace's row with its settings, replaced whole when it exists: the one statement of a
+/// create, run on the pool or inside an erasure-checked create's transaction
+/// (`postgres/erasure.rs`).
+async fn put_workspace<'e>(
+    ex: impl sqlx::PgExecutor<'e>,
+    ws: &str,
+    settings: ScopeSettings,
+) -> Result<(), ScopedError> {
+    sqlx::query(
+        "INSERT INTO workspaces (id, agent_access, workspace_access) VALUES ($1, $2, $3)
+         ON CONFLICT (id) DO UPDATE SET agent_access = EXCLUDED.agent_access,
+                                        workspace_access = EXCLUDED.workspace_access",
+    )
+    .bind(ws)
+    .bind(settings.agent.map(Access::as_str))
+    .bind(settings.workspace.map(Access::as_str))
+    .execute(ex)
+    .await
+    .map_err(ScopedError::db("create workspace"))?;
+    Ok(())
+}
+
+/// An agent's row with its settings, replaced whole when it exists; false when its workspace
+/// does not exist (nothing written).
+async fn put_agent<'e>(
+    ex: impl sqlx::PgExecutor<'e>,
+    ws: &str,
+    agent: &str,
+    settings: ScopeSettings,
+) -> Result<bool, ScopedError> {
+    let r = sqlx::query(
+        "INSERT INTO agents (workspace_id, id, agent_access, workspace_access)
+         SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM workspaces WHERE id = $1)
+         ON CONFLICT (workspace_id, id) DO UPDATE SET agent_access = EXCLUDED.agent_access,
+                                                     workspace_access = EXCLUDED.workspace_access",
+    )
+    .bind(ws)
+    .bind(agent)
+    .bind(settings.agent.map(Access::as_str))
+    .bind(settings.workspace.map(Access::as_str))
+    .execute(ex)
+    .await
+    .map_err(ScopedError::db("create agent"))?;
+    Ok(r.rows_affected() > 0)
+}
+
+/// A new session's row, active from `now_ms`; false when it exists already or its agent does
+/// not (nothing written).
+async fn put_session<'e>(
+    ex: impl sqlx::PgExecutor<'e>,
+    key: &SessionKey,
+    now_ms: i64,
+) -> Result<bool, ScopedError> {
+    let r = sqlx::query(
+        "INSERT INTO sessions (workspace_id, agent_id, id, last_activity_ms, created_at_ms)
+         SELECT $1, $2, $3, $4, $4
+          WHERE EXISTS (SELECT 1 FROM agents WHERE workspace_id = $1 AND id = $2)
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(&key.workspace)
+    .bind(&key.agent)
+    .bind(&key.session)
+    .bind(now_ms)
+    .execute(ex)
+    .await
+    .map_err(ScopedError::db("create session"))?;
+    Ok(r.rows_affected() > 0)
 }

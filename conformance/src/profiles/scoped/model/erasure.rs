@@ -340,6 +340,15 @@ impl Runner<'_> {
             .collect()
     }
 
+    /// The keys in the bucket under the subjects standing live (set up, or created again, and
+    /// not erased since): the model follows their sessions only for their erasures.
+    pub(super) fn live_subject_keys(&self) -> BTreeSet<String> {
+        (0..SUBJECTS.len())
+            .filter(|&s| self.model.erasure.standing[s] == Standing::Live)
+            .flat_map(|s| self.subject_keys(s))
+            .collect()
+    }
+
     /// Whether `prefix` (a recorded deletion's) is under a subject created again after its
     /// erasure was met: the new subject's files are there by right (SL-4.6).
     pub(super) fn reused_by_a_subject(&self, prefix: &str) -> bool {

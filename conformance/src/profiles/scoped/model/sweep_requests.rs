@@ -35,11 +35,11 @@ impl Runner<'_> {
                 .unwrap_or(0)
         };
         let before = sent();
+        let subjects_before = self.live_subject_keys();
         let erasures_pending = self.model.erasure.pending_with_keys();
         let r = self.store.sweep().await;
         // SC-6.3's pass: one batch across the obligations it meets.
         let obligations = matches!(&r, Ok(report) if report.obligations_completed > 0);
-        let swept = r.as_ref().map_or(0, |report| report.sessions_swept);
         let healed = self.finish_sweep(r, "sweep").await?;
         let after = sent();
         self.swept_files += self.model.sweep_idle(now);
@@ -49,10 +49,10 @@ impl Runner<'_> {
         self.swept_files += self.model.sweep_policies(now);
         let policy = self.model.emptied.len() > emptied_idle;
         // An erasure's subject (`erasure.rs`) holds a session the model keeps no idle account
-        // of: set up with files for its erasure and left when the erasure was refused, it is
-        // swept in its time, one more batch.
-        let modelled = model_emptied(self) as u64;
-        let untracked = swept > modelled;
+        // of: set up with files for its erasure and left live when the erasure was refused, it
+        // is swept in its time, one more batch. The bucket, not the sweep's report, says so.
+        let subjects_after = self.live_subject_keys();
+        let untracked = subjects_before.iter().any(|k| !subjects_after.contains(k));
         self.check_bucket_and_ledger().await?;
         let erasures_met = erasures_pending.saturating_sub(self.model.erasure.pending_with_keys());
         if !self.counts_requests || self.faulty() || healed {
@@ -77,15 +77,4 @@ impl Runner<'_> {
         }
         Ok(())
     }
-}
-
-/// The sessions the model's sweep just emptied that are still there (a deleted session's files
-/// go by its obligation, not by a pass).
-fn model_emptied(runner: &Runner<'_>) -> usize {
-    let model = &runner.model;
-    model
-        .emptied
-        .iter()
-        .filter(|&&i| !model.sessions[i].deleted)
-        .count()
 }

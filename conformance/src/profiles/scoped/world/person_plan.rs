@@ -244,6 +244,26 @@ fn sized(content: String, bytes: usize) -> String {
 }
 
 /// Person `c`'s plan, from its own stream.
+/// A request by someone who may learn nothing of the session (another workspace's person, or no
+/// one signed in): a listing, a download or an upload, each refused alike.
+fn must_learn_nothing(
+    rng: &mut impl Rng,
+    c: usize,
+    upload: &mut impl FnMut(String, &str, Option<usize>) -> PeopleCall,
+) -> PeopleCall {
+    match rng.gen_range(0..3) {
+        0 => PeopleCall::List,
+        1 => PeopleCall::Download {
+            url_path: "session/keep.md".into(),
+        },
+        _ => upload(
+            format!("session/p{c}-notes.md"),
+            &format!("session/p{c}-notes.md"),
+            None,
+        ),
+    }
+}
+
 pub(super) fn person_plan(master: MasterSeed, g: &Guest, grant: Grant) -> Vec<PersonOp> {
     let c = g.c;
     let mut rng = master.stream(&format!("scoped-world-person-{c}"));
@@ -360,17 +380,7 @@ pub(super) fn person_plan(master: MasterSeed, g: &Guest, grant: Grant) -> Vec<Pe
             }
             72..=79 => {
                 // Another workspace's person: told exactly what a session nobody has is told.
-                let call = match rng.gen_range(0..3) {
-                    0 => PeopleCall::List,
-                    1 => PeopleCall::Download {
-                        url_path: "session/keep.md".into(),
-                    },
-                    _ => upload(
-                        format!("session/p{c}-notes.md"),
-                        &format!("session/p{c}-notes.md"),
-                        None,
-                    ),
-                };
+                let call = must_learn_nothing(&mut rng, c, &mut upload);
                 let target = if rng.gen_bool(0.8) {
                     Target::In(s)
                 } else {
@@ -397,17 +407,7 @@ pub(super) fn person_plan(master: MasterSeed, g: &Guest, grant: Grant) -> Vec<Pe
                 )
             }
             85..=91 => {
-                let call = match rng.gen_range(0..3) {
-                    0 => PeopleCall::List,
-                    1 => PeopleCall::Download {
-                        url_path: "session/keep.md".into(),
-                    },
-                    _ => upload(
-                        format!("session/p{c}-notes.md"),
-                        &format!("session/p{c}-notes.md"),
-                        None,
-                    ),
-                };
+                let call = must_learn_nothing(&mut rng, c, &mut upload);
                 let target = if rng.gen_bool(0.5) {
                     Target::In(s)
                 } else {

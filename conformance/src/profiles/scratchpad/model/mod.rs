@@ -245,15 +245,7 @@ impl ScratchpadModel {
     pub fn plant_link(&mut self, caller: &Caller, path: &[String], now: i64) {
         let (sid, thread) = self.session_of(caller);
         let me = self.requester_of(&caller.requester);
-        let session = self.sessions.entry(sid).or_insert(Session {
-            thread,
-            dir_mtime: now,
-            members: BTreeMap::new(),
-        });
-        if !session.members.contains_key(&me) {
-            session.dir_mtime = now;
-        }
-        let sub = session.members.entry(me).or_default();
+        let sub = self.member_subtree(sid, thread, me, now);
         for n in 1..path.len() {
             sub.dirs.insert(path[..n].to_vec());
         }
@@ -370,6 +362,13 @@ impl ScratchpadModel {
     fn make_caller_dirs(&mut self, now: i64, caller: &Caller) {
         let (sid, thread) = self.session_of(caller);
         let me = self.requester_of(&caller.requester);
+        self.member_subtree(sid, thread, me, now);
+    }
+
+    /// The requester `me`'s subtree in session `sid`, the session and the member directory made
+    /// at `now` where missing: a new member directory moves the session directory's time
+    /// (SP-5.3).
+    fn member_subtree(&mut self, sid: String, thread: bool, me: String, now: i64) -> &mut Subtree {
         let session = self.sessions.entry(sid).or_insert(Session {
             thread,
             dir_mtime: now,
@@ -377,8 +376,8 @@ impl ScratchpadModel {
         });
         if !session.members.contains_key(&me) {
             session.dir_mtime = now;
-            session.members.insert(me, Subtree::default());
         }
+        session.members.entry(me).or_default()
     }
 
     /// The refusal for a path that is no file or directory under any candidate: `not_found`,
@@ -483,15 +482,7 @@ impl ScratchpadModel {
                 evicted.push(l);
             }
         }
-        let session = self.sessions.entry(sid).or_insert(Session {
-            thread,
-            dir_mtime: now,
-            members: BTreeMap::new(),
-        });
-        if !session.members.contains_key(&me) {
-            session.dir_mtime = now;
-        }
-        let sub = session.members.entry(me).or_default();
+        let sub = self.member_subtree(sid, thread, me, now);
         for n in 1..path.len() {
             sub.dirs.insert(path[..n].to_vec());
         }

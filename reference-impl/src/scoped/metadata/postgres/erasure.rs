@@ -6,13 +6,13 @@
 use async_trait::async_trait;
 use sqlx::Row;
 
-use super::{PgTx, PostgresMetadata};
+use super::{put_agent, put_session, put_workspace, PgTx, PostgresMetadata};
 use crate::scoped::error::ScopedError;
 use crate::scoped::metadata::erasure::{
     Creation, ErasureMetadata, ErasureObligation, ErasureProof, ErasureTx,
 };
 use crate::scoped::metadata::SessionKey;
-use crate::scoped::permissions::{Access, ScopeSettings};
+use crate::scoped::permissions::ScopeSettings;
 
 /// A subject's lock (SL-4.6): a transaction-scoped advisory lock on the hash of its name
 /// (`<ws>` or `<ws>/<agent>`; an identifier holds no `/`). Two names sharing a hash only wait
@@ -153,17 +153,7 @@ impl ErasureMetadata for PostgresMetadata {
             tx.rollback().await.map_err(ScopedError::db("rollback"))?;
             return Ok(Creation::ErasurePending);
         }
-        sqlx::query(
-            "INSERT INTO workspaces (id, agent_access, workspace_access) VALUES ($1, $2, $3)
-             ON CONFLICT (id) DO UPDATE SET agent_access = EXCLUDED.agent_access,
-                                            workspace_access = EXCLUDED.workspace_access",
-        )
-        .bind(ws)
-        .bind(settings.agent.map(Access::as_str))
-        .bind(settings.workspace.map(Access::as_str))
-        .execute(&mut *tx)
-        .await
-        .map_err(ScopedError::db("create workspace"))?;
+        put_workspace(&mut *tx, ws, settings).await?;
         tx.commit().await.map_err(ScopedError::db("commit"))?;
         Ok(Creation::Done)
     }
@@ -182,21 +172,9 @@ impl ErasureMetadata for PostgresMetadata {
             tx.rollback().await.map_err(ScopedError::db("rollback"))?;
             return Ok(Creation::ErasurePending);
         }
-        let r = sqlx::query(
-            "INSERT INTO agents (workspace_id, id, agent_access, workspace_access)
-             SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM workspaces WHERE id = $1)
-             ON CONFLICT (workspace_id, id) DO UPDATE SET agent_access = EXCLUDED.agent_access,
-                                                         workspace_access = EXCLUDED.workspace_access",
-        )
-        .bind(ws)
-        .bind(agent)
-        .bind(settings.agent.map(Access::as_str))
-        .bind(settings.workspace.map(Access::as_str))
-        .execute(&mut *tx)
-        .await
-        .map_err(ScopedError::db("create agent"))?;
+        let created = put_agent(&mut *tx, ws, agent, settings).await?;
         tx.commit().await.map_err(ScopedError::db("commit"))?;
-        Ok(if r.rows_affected() > 0 {
+        Ok(if created {
             Creation::Done
         } else {
             Creation::NoParent
@@ -211,21 +189,9 @@ impl ErasureMetadata for PostgresMetadata {
         let mut tx = self.pool.begin().await.map_err(ScopedError::db("begin"))?;
         lock(&mut tx, &key.workspace, true).await?;
         lock(&mut tx, &format!("{}/{}", key.workspace, key.agent), true).await?;
-        let r = sqlx::query(
-            "INSERT INTO sessions (workspace_id, agent_id, id, last_activity_ms, created_at_ms)
-             SELECT $1, $2, $3, $4, $4
-              WHERE EXISTS (SELECT 1 FROM agents WHERE workspace_id = $1 AND id = $2)
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(&key.workspace)
-        .bind(&key.agent)
-        .bind(&key.session)
-        .bind(now_ms)
-        .execute(&mut *tx)
-        .await
-        .map_err(ScopedError::db("create session"))?;
+        let created = put_session(&mut *tx, key, now_ms).await?;
         tx.commit().await.map_err(ScopedError::db("commit"))?;
-        Ok(r.rows_affected() > 0)
+        Ok(created)
     }
 
     async fn unrecorded_erasure_keys(&self, erasure_id: i64) -> Result<Vec<String>, ScopedError> {
