@@ -1003,7 +1003,9 @@ fn long_scratchpad_suite() -> tempfile::TempDir {
         repo_root().join("scenarios/scratchpad/the-session-cap-evicts-oldest-first.tdm"),
     )
     .unwrap();
-    let files: Vec<(String, String)> = (0..400)
+    // Long enough to be mid-run when the signal comes at 700 ms: 400 copies took about 1 s on
+    // a quiet machine, and finished first in one CI run of two; 2,000 take about 5 s.
+    let files: Vec<(String, String)> = (0..2000)
         .map(|i| (format!("scratchpad/copy-{i}.tdm"), text.clone()))
         .collect();
     let borrowed: Vec<(&str, &str)> = files
