@@ -25,21 +25,6 @@ use tidemark_conformance::spec::repo_root;
 const KNOWN: &[(&str, &[&str])] = &[
     (
         "conformance/src/profiles/scoped",
-        &[
-            "bindings",
-            "driver",
-            "erasure_script",
-            "people",
-            "process",
-            "remote",
-            "script",
-            "script_close",
-            "sweeps_at_once",
-            "text_segment",
-        ],
-    ),
-    (
-        "conformance/src/profiles/scoped",
         &["explore", "fixture", "model"],
     ),
     (

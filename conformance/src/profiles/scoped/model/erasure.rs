@@ -584,7 +584,7 @@ impl Runner<'_> {
         if self.faulty() {
             self.server.faults().heal();
         }
-        let taken = crate::profiles::scoped::remote::run_age_rule(
+        let taken = crate::profiles::scoped::process::harness::run_age_rule(
             &self.client,
             BUCKET,
             &prefix,

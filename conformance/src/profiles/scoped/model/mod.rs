@@ -50,7 +50,7 @@ use tidemark_reference::scoped::{
     ScopedStore, SweepPause, TurnSpace,
 };
 
-use crate::profiles::scoped::driver::race_against_sweep;
+use crate::profiles::scoped::sweeps_at_once::race_against_sweep;
 use crate::variants::Declared;
 use ops::{
     agent, path, session, traversal, AGENTS, SESSIONS, SETUP_SESSIONS, SKILL_FILES, WAIT_NAMES,

@@ -34,7 +34,7 @@ use super::ops::{path, session, ModelOp, PEOPLE, PERSON_SCOPES, SESSIONS, WORKSP
 use super::people::OUTSIDE;
 use super::people_urls;
 use super::{diverged, harness, Runner, Step};
-use crate::profiles::scoped::driver::{PeopleCall, ScopedOutcome, ANONYMOUS};
+use crate::profiles::scoped::contract::{PeopleCall, ScopedOutcome, ANONYMOUS};
 use crate::profiles::scoped::people::PeopleClient;
 
 /// The `max_upload_bytes` knob the sequences run with (SF-4.3): small, so a body past it costs

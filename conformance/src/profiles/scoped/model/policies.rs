@@ -30,7 +30,7 @@ use tidemark_reference::scoped::{Access, Resolved, ScopeSettings, ScopedError, S
 use super::ops::{agent, path, session, ModelOp, ACCESS_NAMES, AGENTS, PATHS, SESSIONS, WORKSPACE};
 use super::state::Model;
 use super::{diverged, Runner, Step, BUCKET};
-use crate::profiles::scoped::driver::race_against_sweep;
+use crate::profiles::scoped::sweeps_at_once::race_against_sweep;
 
 /// The clock's step before each operation of generator 5 (and each session created at setup).
 pub(super) const TICK_MS: i64 = 1_000;

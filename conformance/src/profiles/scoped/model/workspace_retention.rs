@@ -315,9 +315,10 @@ impl Runner<'_> {
                 )
             }
         }
-        let mut got = crate::profiles::scoped::remote::lifecycle_rules(&self.client, BUCKET)
-            .await
-            .map_err(harness)?;
+        let mut got =
+            crate::profiles::scoped::process::harness::lifecycle_rules(&self.client, BUCKET)
+                .await
+                .map_err(harness)?;
         got.sort();
         let want = self
             .model

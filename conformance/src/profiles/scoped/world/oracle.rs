@@ -17,7 +17,7 @@ use super::paths::{net_ms, PathModel, Ticket};
 use super::{
     summary, turn, AGENTS, EXPOSED, HOME, REF_PATH, SKILL_CONTENT, SKILL_NAME, SKILL_PATH, TTL_DAYS,
 };
-use crate::profiles::scoped::driver::{ScopedOp, ScopedOutcome, Turn};
+use crate::profiles::scoped::contract::{ScopedOp, ScopedOutcome, Turn};
 use crate::world::lock;
 
 /// How close to the TTL a session's idle time may come before the oracle stops promising its

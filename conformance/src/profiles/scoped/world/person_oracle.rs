@@ -10,7 +10,7 @@ use super::paths::{net_ms, Ticket};
 use super::people::Answer;
 use super::person_plan::{Expect, Grant, PersonOp, Target, Who};
 use super::REF_PATH;
-use crate::profiles::scoped::driver::{PeopleCall, ScopedOutcome};
+use crate::profiles::scoped::contract::{PeopleCall, ScopedOutcome};
 use crate::world::lock;
 
 /// The scope a guest path is in: its first segment.
