@@ -32,7 +32,7 @@
 //!   with AWS semantics and answers the keys it deleted)
 //! - `bucket PREFIX`, `pending deletions`, `deletion records`, `lifecycle rules`
 //! - `close session W/A/S`, `sweep twice at once` (SPEC SL-3, SL-1.3; parsed by
-//!   `close.rs`, which [`grammar::action`] falls through to)
+//!   `close.rs`, which `grammar.rs` falls through to)
 //! - `erase workspace W within D`, `erase agent W/A within D`, `erasure of SUBJECT`,
 //!   `proof of SUBJECT` (SPEC SL-4; their parsing is `erasure.rs`'s)
 //! - `retention of W ttl N days`, `retention of W default` (a workspace's retention, SL-5)
