@@ -39,10 +39,6 @@ const KNOWN: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "conformance/src/profiles/scoped",
-        &["explore", "fixture", "model"],
-    ),
-    (
         "conformance/src/profiles/scoped/model",
         &[
             "close",

@@ -14,7 +14,8 @@
 //!   erasure obligations and their proofs, read and judged likewise (SPEC SL-4).
 //! - [`uuid_ids`]: the UUIDs every short identifier becomes.
 //! - [`model`]: the executable model of part SC, and the operations exploration generates.
-//! - [`explore`] and [`fixture`]: `tidemark explore --profile scoped` and its saved failures.
+//! - [`explore`]: `tidemark explore --profile scoped`, and its saved failures
+//!   ([`explore::fixture`]).
 //! - [`world`]: the reference as a turmoil host, with concurrent guests and faults.
 //!
 //! This module is the command line's entry point to them: one PostgreSQL for a run (each
@@ -28,7 +29,6 @@ pub mod driver;
 pub mod erasure;
 pub mod erasure_script;
 pub mod explore;
-pub mod fixture;
 pub mod gate;
 pub mod ledger;
 pub mod model;
@@ -291,7 +291,7 @@ impl super::Profile for ScopedProfile {
     }
 
     fn owns_fixture(&self, path: &Path) -> bool {
-        fixture::is_scoped(path)
+        explore::fixture::is_scoped(path)
     }
 
     fn replay(
