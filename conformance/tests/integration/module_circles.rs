@@ -39,22 +39,6 @@ const KNOWN: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "conformance/src/profiles/scoped/model",
-        &[
-            "close",
-            "emptied_count",
-            "erasure",
-            "ops",
-            "overflow_again",
-            "people",
-            "people_http",
-            "policies",
-            "state",
-            "two_sweeps",
-            "workspace_retention",
-        ],
-    ),
-    (
         "conformance/src/profiles/scoped/world",
         &["claims", "guests", "oracle", "people", "person_plan"],
     ),

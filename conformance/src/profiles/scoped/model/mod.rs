@@ -13,13 +13,16 @@
 //! Used by `conformance/tests/integration/real_tier_scoped_model.rs` and by `tidemark explore --profile scoped`.
 //!
 //! Why one file of this length: running a sequence and checking it after every sweep (the
-//! bucket, the ledger) share the run's state; the operations are in `ops.rs`, the model's
+//! bucket, the ledger) share the run's state; the operations as data are in `ops.rs` (which
+//! uses no part's module: the seeded mix is in `draw.rs`, an operation's line in `display.rs`), the model's
 //! state in `state.rs`, outcomes in `outcome.rs`, people's requests over HTTP (SPEC part SF)
 //! in `people_http.rs` with their URL spellings in `people_urls.rs`, part SL's policies in
 //! `policies.rs`, sessions' closes in `close.rs` and workspaces' retention in
 //! `workspace_retention.rs`.
 
 mod close;
+mod display;
+mod draw;
 mod emptied_count;
 mod erasure;
 #[cfg(test)]
@@ -52,15 +55,17 @@ use tidemark_reference::scoped::{
 
 use crate::profiles::scoped::driver::race_against_sweep;
 use crate::variants::Declared;
+pub use draw::generate;
 use ops::{
     agent, path, session, traversal, AGENTS, SESSIONS, SETUP_SESSIONS, SKILL_FILES, WAIT_NAMES,
     WORKSPACE,
 };
-pub use ops::{generate, IdStyle, ModelOp, GENERATOR};
+pub use ops::{IdStyle, ModelOp, GENERATOR};
 pub use outcome::{trace_hash, Divergence, SequenceError, SequenceRun};
-use state::{kind, Model, SessionModel, TTL_DAYS};
+use state::{kind, Model, SessionModel};
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::{FaultPlan, MemoryHandle, PgProvider, S3Server};
+use workspace_retention::TTL_DAYS;
 
 /// Steps per sequence unless a caller says otherwise.
 pub const DEFAULT_STEPS: usize = 80;
@@ -296,7 +301,7 @@ impl<'a> Runner<'a> {
             deleted_agents: BTreeSet::new(),
             emptied: BTreeSet::new(),
             beside_deleted: false,
-            policy: policies::PolicyModel::default(),
+            policy: state::PolicyModel::default(),
             retention: workspace_retention::RetentionModel::default(),
             last_overflow: BTreeMap::new(),
             erasure: erasure::ErasureModel::default(),
