@@ -24,26 +24,6 @@ use tidemark_conformance::spec::repo_root;
 /// members (the folder's files without `.rs`, or subfolders), sorted.
 const KNOWN: &[(&str, &[&str])] = &[
     (
-        "conformance/src/profiles/scoped",
-        &["explore", "fixture", "model"],
-    ),
-    (
-        "conformance/src/profiles/scoped/model",
-        &[
-            "close",
-            "emptied_count",
-            "erasure",
-            "ops",
-            "overflow_again",
-            "people",
-            "people_http",
-            "policies",
-            "state",
-            "two_sweeps",
-            "workspace_retention",
-        ],
-    ),
-    (
         "conformance/src/profiles/scoped/world",
         &["claims", "guests", "oracle", "people", "person_plan"],
     ),

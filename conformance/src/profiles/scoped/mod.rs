@@ -20,7 +20,8 @@
 //!   raced against a paused sweep; [`text_segment`]: the segment a program's text files go
 //!   under; [`uuid_ids`]: the UUIDs every short identifier becomes.
 //! - [`model`]: the executable model of part SC, and the operations exploration generates.
-//! - [`explore`] and [`fixture`]: `tidemark explore --profile scoped` and its saved failures.
+//! - [`explore`]: `tidemark explore --profile scoped`, and its saved failures
+//!   ([`explore::fixture`]).
 //! - [`world`]: the reference as a turmoil host, with concurrent guests and faults.
 //! - [`bench`]: `tidemark bench`'s figures.
 //!
@@ -32,7 +33,6 @@ pub mod bench;
 pub mod contract;
 pub mod erasure;
 pub mod explore;
-pub mod fixture;
 pub mod gate;
 pub mod ledger;
 pub mod model;
@@ -237,7 +237,7 @@ impl super::Profile for ScopedProfile {
     }
 
     fn owns_fixture(&self, path: &Path) -> bool {
-        fixture::is_scoped(path)
+        explore::fixture::is_scoped(path)
     }
 
     fn replay(
