@@ -23,12 +23,16 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
 use super::alternatives::Alternative;
-use super::error::{PathError, ScopedError};
-use super::layout::{self, Id, Purpose, Resolved, Scope, TurnSpace};
-use super::metadata::{Creation, Entity, MetaTx, Metadata, PostgresMetadata, SessionKey};
+use super::config::{ScopedConfig, DEFAULT_TTL_DAYS};
+use super::error::{CrashPoint, PathError, ScopedError};
+use super::layout::{self, Id, Purpose, Resolved, TurnSpace};
+use super::metadata::{
+    Creation, DeletionObligation, DeletionRecord, Entity, MetaTx, Metadata, PostgresMetadata,
+    SessionKey, WaitKind,
+};
 use super::mutants::ScopedMutant;
-use super::permissions::{Access, Permissions, ScopeSettings};
-use crate::clock::{Clock, Timestamp, DAY_MS};
+use super::permissions::{Access, Permissions, Scope, ScopeSettings};
+use crate::clock::{Clock, Timestamp};
 
 /// S3's limit on keys per DeleteObjects request, and ListObjectsV2's page size.
 pub const S3_BATCH: usize = 1000;
@@ -37,10 +41,6 @@ pub const S3_BATCH: usize = 1000;
 /// fails with `storage_unavailable`: SPEC SC-8.4's "at least three", as the AWS SDKs' standard
 /// retry mode makes.
 pub const S3_ATTEMPTS: u32 = 3;
-
-/// The environment variable naming the idle TTL of session files, in days.
-pub const TTL_ENV: &str = "OUTTURN_SESSION_FILE_TTL_DAYS";
-pub const DEFAULT_TTL_DAYS: u32 = 30;
 
 /// User metadata carrying the (handed-in) time a file was written. The real tier's S3 store reports
 /// wall time as LastModified, which a simulated clock knows nothing about; this is what the
@@ -51,126 +51,6 @@ pub const WRITTEN_AT_META: &str = "tidemark-written-at-ms";
 /// whose stamp differs from its file's is stale (an overwrite failed between the two PUTs) and
 /// is never served: the text is extracted afresh from the file instead.
 pub const SOURCE_SHA_META: &str = "tidemark-source-sha256";
-
-/// A point at which the harness can make the process "die". The operation returns
-/// [`ScopedError::Crashed`] there, abandoning (rolling back) whatever was not yet committed; a
-/// new store over the same bucket and database must finish the job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum CrashPoint {
-    /// In a file write: the extracted text is stored, the file not yet.
-    AfterTextWritten,
-    /// In the session sweep: the objects are deleted, the sessions not yet marked swept.
-    AfterSessionObjectsDeleted,
-    /// In the deletion sweep: a prefix is emptied, the obligation not yet marked or recorded.
-    AfterObligationObjectsDeleted,
-}
-
-#[derive(Clone, Debug)]
-pub struct ScopedConfig {
-    pub bucket: String,
-    /// Session files are swept once the session has been idle this long (and nothing waits).
-    pub session_file_ttl_days: u32,
-    /// The deployment layer of the settings cascade.
-    pub deployment_settings: ScopeSettings,
-    /// Sessions claimed per sweep transaction.
-    pub sweep_chunk: i64,
-    pub mutant: Option<ScopedMutant>,
-    pub crash_at: Option<CrashPoint>,
-    /// Harness hook: the session sweep stops after claiming its candidates and before listing
-    /// them, until released, so a test can race a write against it deterministically.
-    pub sweep_pause: Option<Arc<SweepPause>>,
-    /// The variants this store takes the other way (SPEC.md's table); empty: the defaults.
-    pub alternatives: std::collections::BTreeSet<super::alternatives::Alternative>,
-    /// The first segment, under a scope's prefix, that holds extracted text (SC-1.4): its
-    /// spelling is the implementation's own, declared to a harness in `init_ok`.
-    pub text_segment: String,
-    /// The longest upload the people's files API stores (SPEC SF-4.3), in bytes.
-    pub max_upload_bytes: u64,
-    /// A tool result larger than this is written to a session file (SPEC SL-7.1).
-    pub tool_output_limit_bytes: u64,
-    /// A closed session is swept this many days after its close (SPEC SL-3.1).
-    pub close_grace_days: u32,
-    /// Harness hook: the policy sweep stops after claiming its sessions and before listing
-    /// them, until released, so a test can run a second sweep beside it (SPEC SL-1.3).
-    pub policy_pause: Option<Arc<SweepPause>>,
-    /// The most lifecycle rules the bucket may hold (SPEC SL-5.4): S3's 1,000, lowered only so
-    /// a scenario can stage the budget with a few workspaces.
-    pub lifecycle_rule_limit: usize,
-}
-
-/// SF-4.3's default upload limit: 25 MiB.
-pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 26_214_400;
-
-/// A rendezvous inside the session sweep (see [`ScopedConfig::sweep_pause`]).
-#[derive(Debug, Default)]
-pub struct SweepPause {
-    /// Notified when the sweep has claimed its candidates.
-    pub reached: tokio::sync::Notify,
-    /// The sweep waits for this before listing and deleting.
-    pub resume: tokio::sync::Notify,
-    /// Set once the sweep has stopped here.
-    pub used: std::sync::atomic::AtomicBool,
-}
-
-impl ScopedConfig {
-    pub fn new(bucket: impl Into<String>) -> ScopedConfig {
-        ScopedConfig {
-            bucket: bucket.into(),
-            session_file_ttl_days: DEFAULT_TTL_DAYS,
-            deployment_settings: ScopeSettings::default(),
-            sweep_chunk: 1000,
-            mutant: None,
-            crash_at: None,
-            sweep_pause: None,
-            alternatives: std::collections::BTreeSet::new(),
-            text_segment: layout::TEXT_DIR.to_string(),
-            max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
-            tool_output_limit_bytes: super::policies::overflow::DEFAULT_TOOL_OUTPUT_LIMIT_BYTES,
-            close_grace_days: super::policies::close::DEFAULT_CLOSE_GRACE_DAYS,
-            policy_pause: None,
-            lifecycle_rule_limit: super::lifecycle::MAX_RULES,
-        }
-    }
-
-    /// Whether this store takes `a` rather than the variant's default.
-    pub fn takes(&self, a: super::alternatives::Alternative) -> bool {
-        self.alternatives.contains(&a)
-    }
-
-    /// How this store reads a guest path.
-    pub fn path_rules(&self) -> layout::PathRules<'_> {
-        layout::PathRules {
-            mutant: self.mutant,
-            text_segment: &self.text_segment,
-            tidy: self.takes(super::alternatives::Alternative::SegmentsTidied),
-        }
-    }
-
-    /// Reads `OUTTURN_SESSION_FILE_TTL_DAYS` (default 30). A value that is not a positive
-    /// integer is a configuration error rather than a silent default.
-    pub fn from_env(bucket: impl Into<String>) -> Result<ScopedConfig, ScopedError> {
-        let mut c = ScopedConfig::new(bucket);
-        if let Ok(v) = std::env::var(TTL_ENV) {
-            c.session_file_ttl_days = parse_ttl_days(&v)?;
-        }
-        Ok(c)
-    }
-
-    pub(crate) fn ttl_ms(&self) -> i64 {
-        i64::from(self.session_file_ttl_days) * DAY_MS
-    }
-}
-
-/// Parses an `OUTTURN_SESSION_FILE_TTL_DAYS` value: a positive whole number of days.
-pub fn parse_ttl_days(v: &str) -> Result<u32, ScopedError> {
-    v.trim()
-        .parse::<u32>()
-        .ok()
-        .filter(|d| *d > 0)
-        .ok_or_else(|| {
-            ScopedError::Config(format!("{TTL_ENV}={v:?} is not a positive whole number"))
-        })
-}
 
 /// Requests this store has issued to S3, by kind. The sweep's efficiency is judged in
 /// requests, not seconds (a disk-backed listing's cost grows with the bucket).
@@ -206,57 +86,6 @@ pub struct ListedFile {
     /// The guest path: `session/notes.md`.
     pub path: String,
     pub size: u64,
-}
-
-/// What a sweep did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct SweepReport {
-    pub sessions_swept: u64,
-    /// Sessions whose deletion was incomplete (a key failed); left for the next sweep.
-    pub sessions_retried_later: u64,
-    pub obligations_completed: u64,
-    pub obligations_retried_later: u64,
-    pub objects_deleted: u64,
-    pub list_requests: u64,
-    pub delete_requests: u64,
-}
-
-/// A row of `storage_deletions`.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct DeletionObligation {
-    pub id: i64,
-    pub prefix: String,
-    pub entity_kind: String,
-    pub entity_id: String,
-    pub requested_at_ms: Option<i64>,
-    pub done_at_ms: Option<i64>,
-}
-
-/// A row of `storage_deletion_records`: the proof an obligation was met.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct DeletionRecord {
-    pub deletion_id: i64,
-    pub prefix: String,
-    pub objects_deleted: i64,
-    pub completed_at_ms: i64,
-}
-
-/// The kinds of thing that keep an idle session from being swept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum WaitKind {
-    Queued,
-    Parked,
-    Waiting,
-}
-
-impl WaitKind {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            WaitKind::Queued => "queued",
-            WaitKind::Parked => "parked",
-            WaitKind::Waiting => "waiting",
-        }
-    }
 }
 
 pub struct ScopedStore {
@@ -391,7 +220,7 @@ impl ScopedStore {
         self.clock.now()
     }
 
-    fn mutant(&self) -> Option<ScopedMutant> {
+    pub(crate) fn mutant(&self) -> Option<ScopedMutant> {
         self.cfg.mutant
     }
 
@@ -918,6 +747,28 @@ impl ScopedStore {
                 S3Failure::Error(e) => Err(e),
             },
         }
+    }
+
+    /// The (handed-in) time a file was written, from its [`WRITTEN_AT_META`] stamp; a file
+    /// without one is as old as can be. What the age-only sweeps measure age from.
+    pub(crate) async fn written_at_ms(&self, key: &str) -> Result<i64, ScopedError> {
+        self.counters.head.fetch_add(1, Ordering::Relaxed);
+        let head = self
+            .send(|| {
+                self.s3
+                    .head_object()
+                    .bucket(&self.cfg.bucket)
+                    .key(key)
+                    .send()
+            })
+            .await
+            .map_err(|e| must("HeadObject", &self.cfg.bucket, self.mutant(), e))?;
+        let written = head
+            .metadata()
+            .and_then(|m| m.get(WRITTEN_AT_META))
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(i64::MIN);
+        Ok(written)
     }
 
     pub(crate) async fn delete_one(&self, key: &str) -> Result<(), ScopedError> {
@@ -1523,283 +1374,6 @@ impl ScopedStore {
     pub async fn deletion_records(&self) -> Result<Vec<DeletionRecord>, ScopedError> {
         self.meta.records().await
     }
-
-    // ----- the sweep ------------------------------------------------------------------------
-
-    /// The hourly sweep: idle sessions' files, then pending deletion obligations.
-    pub async fn sweep(&self) -> Result<SweepReport, ScopedError> {
-        let before = self.requests();
-        let mut report = SweepReport::default();
-        // What an earlier sweep left unfinished, whatever swept it (SPEC SL-2.4).
-        self.finish_unfinished_sweeps(&mut report).await?;
-        if self.is(ScopedMutant::AgeOnlyExpiry) {
-            self.sweep_by_age(layout::SESSIONS_CLASS_PREFIX, &mut report)
-                .await?;
-        } else {
-            self.sweep_idle_sessions(&mut report).await?;
-        }
-        // The policy sweeper (SPEC SL-1): count policies and closes, beside the idle sweep.
-        self.sweep_policies(&mut report).await?;
-        // Erasure obligations (SPEC SL-4), before SC-6's: the deletions an erasure's subject
-        // recorded are the erasure's, met with its proof.
-        self.sweep_erasures(&mut report).await?;
-        if self.is(ScopedMutant::SkillsSwept) {
-            self.sweep_by_age(layout::SKILLS_CLASS_PREFIX, &mut report)
-                .await?;
-        }
-        self.sweep_obligations(&mut report).await?;
-        let after = self.requests();
-        report.list_requests = after.list - before.list;
-        report.delete_requests = after.delete_batch - before.delete_batch;
-        Ok(report)
-    }
-
-    /// SQL selecting the sweep's candidates: `$1` is now, `$2` the chunk, `$3` the deployment's
-    /// TTL in milliseconds, which a workspace's own replaces (SPEC SL-5.1). The first bound on
-    /// `last_activity_ms` (now minus the shortest TTL in force) is the index's range; the second
-    /// is each session's own. Public so the plan can be shown (EXPLAIN) and checked to use
-    /// `sessions_sweep_candidates`.
-    pub const CANDIDATES_SQL: &'static str =
-        "SELECT s.workspace_id, s.agent_id, s.id, s.last_activity_ms
-           FROM sessions s
-           LEFT JOIN workspace_retention r ON r.workspace_id = s.workspace_id
-          WHERE s.files_swept_at_ms IS NULL
-            AND s.last_activity_ms <= $1 - LEAST($3, (SELECT min(session_file_ttl_days)::bigint * 86400000
-                                                        FROM workspace_retention))
-            AND s.last_activity_ms <= $1 - COALESCE(r.session_file_ttl_days::bigint * 86400000, $3)
-            AND NOT EXISTS (SELECT 1 FROM session_waits w
-                             WHERE w.workspace_id = s.workspace_id AND w.agent_id = s.agent_id
-                               AND w.session_id = s.id)
-          ORDER BY s.last_activity_ms, s.workspace_id, s.agent_id, s.id
-          LIMIT $2
-          FOR UPDATE OF s SKIP LOCKED";
-
-    /// Deletes every object under the prefixes of `sessions` (one DeleteObjects per 1,000 keys
-    /// across sessions: the request count approaches the lower bound, list pages +
-    /// ceil(keys / 1000)), counting the deletions in `report`. Answers, per session, whether
-    /// some of its objects may remain (a listing or a deletion failed): an S3 failure costs the
-    /// sessions it touches, never the whole sweep.
-    pub(crate) async fn delete_sessions_objects(
-        &self,
-        sessions: &[SessionKey],
-        report: &mut SweepReport,
-    ) -> Result<Vec<bool>, ScopedError> {
-        let mut keys: Vec<String> = Vec::new();
-        let mut owner: Vec<usize> = Vec::new();
-        let mut incomplete = vec![false; sessions.len()];
-        for (i, session) in sessions.iter().enumerate() {
-            match self.list_keys(&session.prefix()).await {
-                Ok(listed) => {
-                    for (k, _) in listed {
-                        keys.push(k);
-                        owner.push(i);
-                    }
-                }
-                Err(ScopedError::Storage { .. }) => incomplete[i] = true,
-                Err(e) => return Err(e),
-            }
-        }
-        let failed: std::collections::BTreeSet<String> = match self.delete_keys(&keys).await {
-            Ok(failed) => failed.into_iter().collect(),
-            // A whole request failed: which of its keys went is unknown, so none count.
-            Err(ScopedError::Storage { .. }) => keys.iter().cloned().collect(),
-            Err(e) => return Err(e),
-        };
-        for (k, o) in keys.iter().zip(&owner) {
-            if failed.contains(k) {
-                incomplete[*o] = true;
-            }
-        }
-        report.objects_deleted += (keys.len() - failed.len()) as u64;
-        Ok(incomplete)
-    }
-
-    async fn sweep_idle_sessions(&self, report: &mut SweepReport) -> Result<(), ScopedError> {
-        let now = self.now().0;
-        let ignoring_waits = self.is(ScopedMutant::WaitsIgnored);
-        // The sweep-unlocked bug: candidates read without claiming their rows, so a write can
-        // touch the session and land between the listing and the deletion.
-        let claim = !self.is(ScopedMutant::SweepUnlocked);
-        loop {
-            let mut tx = self.meta.begin().await?;
-            // Any error rolls back at once and releases the claimed rows (see `settle`).
-            let result: Result<bool, ScopedError> = async {
-                let sessions = tx
-                    .claim_idle_sessions(
-                        now,
-                        self.cfg.ttl_ms(),
-                        self.cfg.sweep_chunk,
-                        ignoring_waits,
-                        claim,
-                    )
-                    .await?;
-                // The close-waits-for-ttl mutant keeps a closed session past its TTL until its
-                // grace ends (SPEC SL-3.1 takes the earlier of the two).
-                let sessions = self.held_by_close_grace(tx.as_mut(), sessions).await?;
-                if let Some(pause) = &self.cfg.sweep_pause {
-                    // Once per rendezvous: a later chunk of the same sweep does not stop again.
-                    if !pause.used.swap(true, Ordering::SeqCst) {
-                        pause.reached.notify_one();
-                        pause.resume.notified().await;
-                    }
-                }
-                if sessions.is_empty() {
-                    return Ok(false);
-                }
-                let claimed = sessions.len() as i64;
-                // An S3 failure costs the sessions it touches, not the sweep: each claimed
-                // session ends either swept or marked unfinished, never as if never claimed.
-                let incomplete = self.delete_sessions_objects(&sessions, report).await?;
-                self.crash(CrashPoint::AfterSessionObjectsDeleted)?;
-                for (i, session) in sessions.iter().enumerate() {
-                    if incomplete[i] {
-                        // Left unswept for the next sweep, and marked so that an operation
-                        // arriving first deletes the rest before it revives the session.
-                        tx.mark_sweep_unfinished(session, self.now().0).await?;
-                        report.sessions_retried_later += 1;
-                        continue;
-                    }
-                    tx.mark_swept(session, self.now().0).await?;
-                    report.sessions_swept += 1;
-                }
-                // Incomplete sessions stay unswept; looping would pick them straight back up.
-                Ok(claimed == self.cfg.sweep_chunk && report.sessions_retried_later == 0)
-            }
-            .await;
-            if !settle(tx, result, "commit sweep").await? {
-                return Ok(());
-            }
-        }
-    }
-
-    /// The age-only bug (and the skills-swept bug): delete by object age under a class prefix,
-    /// knowing nothing about session activity.
-    async fn sweep_by_age(&self, class: &str, report: &mut SweepReport) -> Result<(), ScopedError> {
-        let cutoff = self.now().0.saturating_sub(self.cfg.ttl_ms());
-        let mut doomed = Vec::new();
-        for (key, _) in self.list_keys(class).await? {
-            self.counters.head.fetch_add(1, Ordering::Relaxed);
-            let head = self
-                .send(|| {
-                    self.s3
-                        .head_object()
-                        .bucket(&self.cfg.bucket)
-                        .key(&key)
-                        .send()
-                })
-                .await
-                .map_err(|e| must("HeadObject", &self.cfg.bucket, self.mutant(), e))?;
-            let written = head
-                .metadata()
-                .and_then(|m| m.get(WRITTEN_AT_META))
-                .and_then(|v| v.parse::<i64>().ok())
-                .unwrap_or(i64::MIN);
-            if written <= cutoff {
-                doomed.push(key);
-            }
-        }
-        let failed = self.delete_keys(&doomed).await?;
-        report.objects_deleted += (doomed.len() - failed.len()) as u64;
-        Ok(())
-    }
-
-    /// Empties pending deletion obligations, a chunk at a time: each claimed prefix is listed,
-    /// the keys of the whole chunk are deleted in batches of 1,000, and only then, in the same
-    /// transaction, is each fully emptied obligation recorded and marked done. A crash anywhere
-    /// before the commit leaves every obligation of the chunk pending for the next sweep.
-    async fn sweep_obligations(&self, report: &mut SweepReport) -> Result<(), ScopedError> {
-        if self.is(ScopedMutant::DeletionBeforeRecord) {
-            for id in self.meta.pending_obligation_ids().await? {
-                self.meet_obligation_marking_first(id, report).await?;
-            }
-            return Ok(());
-        }
-        loop {
-            let mut tx = self.meta.begin().await?;
-            let result: Result<bool, ScopedError> = async {
-                let rows = tx.claim_obligations(self.cfg.sweep_chunk).await?;
-                if rows.is_empty() {
-                    return Ok(false);
-                }
-                let claimed = rows.len() as i64;
-                let mut obligations: Vec<(i64, String, Vec<String>)> = Vec::new();
-                for (id, prefix) in rows {
-                    let keys = if prefix.starts_with(layout::SKILLS_CLASS_PREFIX)
-                        && self.is(ScopedMutant::WorkspaceDeletionSparesSkills)
-                    {
-                        // The mutant reads "never swept" as "never deleted": the obligation is
-                        // recorded met with the skill versions left in place.
-                        Vec::new()
-                    } else {
-                        self.list_keys(&prefix)
-                            .await?
-                            .into_iter()
-                            .map(|(k, _)| k)
-                            .collect()
-                    };
-                    obligations.push((id, prefix, keys));
-                }
-                // One DeleteObjects per 1,000 keys across the chunk; a key under two recorded
-                // prefixes is sent once.
-                let unique: Vec<String> = obligations
-                    .iter()
-                    .flat_map(|(_, _, keys)| keys.iter().cloned())
-                    .collect::<std::collections::BTreeSet<_>>()
-                    .into_iter()
-                    .collect();
-                let failed: std::collections::BTreeSet<String> =
-                    self.delete_keys(&unique).await?.into_iter().collect();
-                report.objects_deleted += (unique.len() - failed.len()) as u64;
-                self.crash(CrashPoint::AfterObligationObjectsDeleted)?;
-                let mut retried = 0;
-                for (id, prefix, keys) in &obligations {
-                    if keys.iter().any(|k| failed.contains(k)) {
-                        // Left pending: recorded done only once its prefix is empty.
-                        retried += 1;
-                        continue;
-                    }
-                    tx.record_obligation(*id, prefix, keys.len() as i64, self.now().0)
-                        .await?;
-                    tx.mark_done(*id, self.now().0).await?;
-                    report.obligations_completed += 1;
-                }
-                report.obligations_retried_later += retried;
-                Ok(claimed == self.cfg.sweep_chunk && retried == 0)
-            }
-            .await;
-            if !settle(tx, result, "commit obligations").await? {
-                return Ok(());
-            }
-        }
-    }
-
-    /// The deletion-before-record bug: the obligation is closed first, the objects deleted
-    /// after, the record written last; a crash in between performs a deletion nobody recorded.
-    async fn meet_obligation_marking_first(
-        &self,
-        id: i64,
-        report: &mut SweepReport,
-    ) -> Result<(), ScopedError> {
-        let Some(prefix) = self.meta.mark_done_if_pending(id, self.now().0).await? else {
-            return Ok(());
-        };
-        let keys: Vec<String> = self
-            .list_keys(&prefix)
-            .await?
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect();
-        let failed = self.delete_keys(&keys).await?;
-        report.objects_deleted += (keys.len() - failed.len()) as u64;
-        self.crash(CrashPoint::AfterObligationObjectsDeleted)?;
-        let mut tx = self.meta.begin().await?;
-        let r = tx
-            .record_obligation(id, &prefix, keys.len() as i64, self.now().0)
-            .await;
-        settle(tx, r, "commit record").await?;
-        report.obligations_completed += 1;
-        Ok(())
-    }
 }
 
 pub(crate) fn session_key(turn: &TurnSpace) -> SessionKey {
@@ -1838,15 +1412,6 @@ pub(crate) async fn settle<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_ttl_knob_takes_a_positive_whole_number_of_days_and_nothing_else() {
-        assert_eq!(parse_ttl_days("30").unwrap(), 30);
-        assert_eq!(parse_ttl_days(" 7 ").unwrap(), 7);
-        for bad in ["0", "-1", "thirty", "1.5", ""] {
-            assert_eq!(parse_ttl_days(bad).unwrap_err().kind(), "config", "{bad:?}");
-        }
-    }
 
     #[test]
     fn text_is_extracted_from_utf8_without_nul_only() {

@@ -29,12 +29,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use tokio::sync::Notify;
 
-use super::{Entity, MetaTx, Metadata, SessionKey, SessionLayers, SessionStanding};
+use super::{
+    DeletionObligation, DeletionRecord, Entity, MetaTx, Metadata, SessionKey, SessionLayers,
+    SessionStanding, WaitKind,
+};
 
 mod erasure;
 use crate::scoped::error::ScopedError;
 use crate::scoped::permissions::ScopeSettings;
-use crate::scoped::store::{DeletionObligation, DeletionRecord, WaitKind};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct SessionRow {

@@ -6,10 +6,12 @@ use sqlx::{PgPool, Postgres, Row, Transaction};
 
 mod erasure;
 
-use super::{Entity, MetaTx, Metadata, SessionKey, SessionLayers, SessionStanding};
+use super::{
+    DeletionObligation, DeletionRecord, Entity, MetaTx, Metadata, SessionKey, SessionLayers,
+    SessionStanding, WaitKind,
+};
 use crate::scoped::error::ScopedError;
 use crate::scoped::permissions::{Access, ScopeSettings};
-use crate::scoped::store::{DeletionObligation, DeletionRecord, ScopedStore, WaitKind};
 
 /// PostgreSQL behind the [`Metadata`] trait.
 #[derive(Clone, Debug)]
@@ -23,7 +25,27 @@ impl PostgresMetadata {
     }
 }
 
-/// [`ScopedStore::CANDIDATES_SQL`] without its wait check (the waits-ignored mutant).
+/// SQL selecting the sweep's candidates: `$1` is now, `$2` the chunk, `$3` the deployment's
+/// TTL in milliseconds, which a workspace's own replaces (SPEC SL-5.1). The first bound on
+/// `last_activity_ms` (now minus the shortest TTL in force) is the index's range; the second
+/// is each session's own. Public so the plan can be shown (EXPLAIN) and checked to use
+/// `sessions_sweep_candidates`.
+pub const CANDIDATES_SQL: &str =
+        "SELECT s.workspace_id, s.agent_id, s.id, s.last_activity_ms
+           FROM sessions s
+           LEFT JOIN workspace_retention r ON r.workspace_id = s.workspace_id
+          WHERE s.files_swept_at_ms IS NULL
+            AND s.last_activity_ms <= $1 - LEAST($3, (SELECT min(session_file_ttl_days)::bigint * 86400000
+                                                        FROM workspace_retention))
+            AND s.last_activity_ms <= $1 - COALESCE(r.session_file_ttl_days::bigint * 86400000, $3)
+            AND NOT EXISTS (SELECT 1 FROM session_waits w
+                             WHERE w.workspace_id = s.workspace_id AND w.agent_id = s.agent_id
+                               AND w.session_id = s.id)
+          ORDER BY s.last_activity_ms, s.workspace_id, s.agent_id, s.id
+          LIMIT $2
+          FOR UPDATE OF s SKIP LOCKED";
+
+/// [`CANDIDATES_SQL`] without its wait check (the waits-ignored mutant).
 const CANDIDATES_IGNORING_WAITS_SQL: &str =
     "SELECT s.workspace_id, s.agent_id, s.id, s.last_activity_ms
        FROM sessions s
@@ -470,7 +492,7 @@ impl MetaTx for PgTx {
         let sql = if ignoring_waits {
             CANDIDATES_IGNORING_WAITS_SQL
         } else {
-            ScopedStore::CANDIDATES_SQL
+            CANDIDATES_SQL
         };
         let rows = if claim {
             sqlx::query(sql)
