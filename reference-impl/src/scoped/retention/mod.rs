@@ -1,8 +1,10 @@
 //! Retention: what removes what is past keeping. The idle sweep (SPEC SC-5, SC-6), and the
 //! retention policies that lifecycle rules cannot express (SPEC part SL) beside it: the
 //! lifecycle rules stay the backstop (SL-1.1), and these are the sweeper's. Each is an
-//! `impl ScopedStore` over the store's own S3 calls and rows ([`super::store`]); the store
-//! knows nothing of them but that `sweep` is a method.
+//! `impl ScopedStore` over the store's own S3 calls and rows ([`super::store`]), which names
+//! nothing here; it calls two of these methods, each where its rule acts inside the store's
+//! transaction: a create asks whether a pending erasure refuses it (`refuses_pending_erasure`,
+//! SL-4.6) and a touch reopens a closed session (`touch_reopening`, SL-3).
 //!
 //! - [`idle`]: the hourly sweep: idle sessions' files, the policy sweep, deletion obligations.
 //! - [`policy_sweep`]: the policy sweep, beside the idle sweep: claim, delete across sessions,
