@@ -2,8 +2,9 @@
 //! a person thought of.
 
 use proptest::prelude::*;
-use tidemark_reference::scoped::layout::{resolve, Purpose, Scope, TurnSpace};
+use tidemark_reference::scoped::layout::{resolve, Purpose, TurnSpace};
 use tidemark_reference::scoped::PathError;
+use tidemark_reference::scoped::Scope;
 
 fn turn() -> TurnSpace {
     TurnSpace::new("w1", "a1", "s1").unwrap().with_skill(

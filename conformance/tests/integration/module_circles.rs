@@ -27,19 +27,6 @@ const KNOWN: &[(&str, &[&str])] = &[
         "conformance/src/profiles/scoped/world",
         &["claims", "guests", "oracle", "people", "person_plan"],
     ),
-    (
-        "reference-impl/src/scoped",
-        &[
-            "error",
-            "layout",
-            "lifecycle",
-            "metadata",
-            "permissions",
-            "policies",
-            "schema",
-            "store",
-        ],
-    ),
 ];
 
 /// One circle: the folder it is inside and its members, sorted.

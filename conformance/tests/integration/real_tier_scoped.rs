@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tidemark_conformance::profiles::scoped::process::harness::lifecycle_rules;
 use tidemark_reference::clock::{Clock, ManualClock, DAY_MS};
 use tidemark_reference::scoped::lifecycle::LifecycleConfiguration;
-use tidemark_reference::scoped::store::{CrashPoint, ListedFile};
+use tidemark_reference::scoped::{store::ListedFile, CrashPoint};
 use tidemark_reference::scoped::{
     Access, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, SweepPause,
     TurnSpace, WaitKind,

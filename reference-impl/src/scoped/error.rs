@@ -1,8 +1,7 @@
 //! Typed errors of the scoped profile. Every refusal names what was refused and, where the
 //! guest can fix it on its own, how.
 
-use super::layout::Scope;
-use super::permissions::Access;
+use super::permissions::{Access, Scope};
 
 /// A guest path or identifier that cannot be resolved. Resolution never clamps: it refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -95,7 +94,7 @@ pub enum ScopedError {
     /// A crash injected at a named point (harness only): the process "dies" there, and a new
     /// store built from what was persisted must pick up the work.
     #[error("crashed at injected point {0:?}")]
-    Crashed(super::store::CrashPoint),
+    Crashed(CrashPoint),
 }
 
 impl ScopedError {
@@ -134,4 +133,17 @@ impl ScopedError {
             ScopedError::Crashed(_) => "crashed",
         }
     }
+}
+
+/// A point at which the harness can make the process "die". The operation returns
+/// [`ScopedError::Crashed`] there, abandoning (rolling back) whatever was not yet committed; a
+/// new store over the same bucket and database must finish the job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CrashPoint {
+    /// In a file write: the extracted text is stored, the file not yet.
+    AfterTextWritten,
+    /// In the session sweep: the objects are deleted, the sessions not yet marked swept.
+    AfterSessionObjectsDeleted,
+    /// In the deletion sweep: a prefix is emptied, the obligation not yet marked or recorded.
+    AfterObligationObjectsDeleted,
 }

@@ -2,10 +2,53 @@
 //! agent settings, each layer overriding only what it sets. Session scope is always read/write
 //! and skills always read-only; neither is settable, so no layer can say otherwise.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
-use super::layout::Scope;
 use super::mutants::ScopedMutant;
+
+/// The three scopes a guest can write to, plus the read-only skill view: what a permission is
+/// granted over (the keys each scope's files live under are [`super::layout`]'s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    Session,
+    Agent,
+    Workspace,
+    /// `skill/<slug>/<path>`: read-only, resolved through the turn's skill table.
+    Skill,
+}
+
+impl Scope {
+    /// The writable scopes in the order a listing and a correction present them.
+    pub const FILE_SCOPES: [Scope; 3] = [Scope::Session, Scope::Agent, Scope::Workspace];
+
+    /// The guest-facing name (the first segment of a guest path).
+    pub fn guest_name(self) -> &'static str {
+        match self {
+            Scope::Session => "session",
+            Scope::Agent => "agent",
+            Scope::Workspace => "workspace",
+            Scope::Skill => "skill",
+        }
+    }
+
+    pub fn from_guest_name(s: &str) -> Option<Scope> {
+        match s {
+            "session" => Some(Scope::Session),
+            "agent" => Some(Scope::Agent),
+            "workspace" => Some(Scope::Workspace),
+            "skill" => Some(Scope::Skill),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.guest_name())
+    }
+}
 
 /// What an agent may do with a scope. Ordered: write implies read (there is no write-only
 /// value, because a write extracts the file's text straight back out).

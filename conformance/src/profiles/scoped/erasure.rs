@@ -50,7 +50,7 @@ impl ErasureQueries {
 
     /// The reference's own queries, as its adapter declares them.
     pub fn reference() -> ErasureQueries {
-        use tidemark_reference::scoped::policies::erasure::{OBLIGATIONS_SQL, PROOFS_SQL};
+        use tidemark_reference::scoped::retention::erasure::{OBLIGATIONS_SQL, PROOFS_SQL};
         ErasureQueries {
             obligations: OBLIGATIONS_SQL.into(),
             proofs: PROOFS_SQL.into(),

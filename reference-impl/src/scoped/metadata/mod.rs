@@ -24,11 +24,48 @@ use async_trait::async_trait;
 
 use super::error::ScopedError;
 use super::permissions::ScopeSettings;
-use super::store::{DeletionObligation, DeletionRecord, WaitKind};
 
 pub use erasure::{Creation, ErasureMetadata, ErasureObligation, ErasureProof, ErasureTx};
 pub use memory::MemoryMetadata;
 pub use postgres::PostgresMetadata;
+
+/// A row of `storage_deletions`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DeletionObligation {
+    pub id: i64,
+    pub prefix: String,
+    pub entity_kind: String,
+    pub entity_id: String,
+    pub requested_at_ms: Option<i64>,
+    pub done_at_ms: Option<i64>,
+}
+
+/// A row of `storage_deletion_records`: the proof an obligation was met.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DeletionRecord {
+    pub deletion_id: i64,
+    pub prefix: String,
+    pub objects_deleted: i64,
+    pub completed_at_ms: i64,
+}
+
+/// The kinds of thing that keep an idle session from being swept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WaitKind {
+    Queued,
+    Parked,
+    Waiting,
+}
+
+impl WaitKind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            WaitKind::Queued => "queued",
+            WaitKind::Parked => "parked",
+            WaitKind::Waiting => "waiting",
+        }
+    }
+}
 
 /// A session's primary key.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -19,8 +19,8 @@ use super::credentials::{Credentials, Person};
 use super::url::{self, Target};
 use super::{ApiError, StoreSlot};
 use crate::clock::{ManualClock, Timestamp};
-use crate::scoped::layout::Scope;
 use crate::scoped::mutants::ScopedMutant;
+use crate::scoped::permissions::Scope;
 use crate::scoped::store::ScopedStore;
 
 /// The header through which a harness hands each request its time (PROTOCOL.md, "The people's

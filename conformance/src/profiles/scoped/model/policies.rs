@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use tidemark_reference::scoped::policies::overflow::ToolOutput;
-use tidemark_reference::scoped::policies::MAX_KEEP_LAST;
+use tidemark_reference::scoped::ToolOutput;
+use tidemark_reference::scoped::MAX_KEEP_LAST;
 use tidemark_reference::scoped::{Access, Resolved, ScopeSettings, ScopedError, SweepPause};
 
 use super::ops::{agent, path, session, ModelOp, ACCESS_NAMES, AGENTS, PATHS, SESSIONS, WORKSPACE};

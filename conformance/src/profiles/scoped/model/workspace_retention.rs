@@ -25,7 +25,7 @@ use std::fmt;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use tidemark_reference::scoped::policies::workspace_retention::{
+use tidemark_reference::scoped::retention::workspace_retention::{
     CLASS_RULES, DEFAULT_SESSION_BACKSTOP_DAYS, MAX_TTL_DAYS,
 };
 use tidemark_reference::scoped::ScopeSettings;

@@ -521,7 +521,7 @@ pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutc
             path: s.promote(&space(s, turn)?, from, to).await?.guest_path(),
         },
         ScopedOp::ToolOutput { turn, content } => {
-            use tidemark_reference::scoped::policies::overflow::ToolOutput;
+            use tidemark_reference::scoped::ToolOutput;
             match s
                 .tool_output(&space(s, turn)?, content.as_bytes().to_vec())
                 .await?

@@ -13,9 +13,8 @@ use crate::scoped::error::ScopedError;
 use crate::scoped::metadata::erasure::{
     Creation, ErasureMetadata, ErasureObligation, ErasureProof, ErasureTx,
 };
-use crate::scoped::metadata::SessionKey;
+use crate::scoped::metadata::{DeletionRecord, SessionKey};
 use crate::scoped::permissions::ScopeSettings;
-use crate::scoped::store::DeletionRecord;
 
 /// The committed rows: `erasure_obligations`, `erasure_proofs`, and
 /// `storage_deletions.erasure_id` (deletion id -> erasure id, only where set).

@@ -23,9 +23,11 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
+use crate::scoped::error::CrashPoint;
 use crate::scoped::error::ScopedError;
 use crate::scoped::metadata::{MetaTx, SessionKey};
-use crate::scoped::store::{settle, CrashPoint, ScopedStore, SweepReport};
+use crate::scoped::retention::SweepReport;
+use crate::scoped::store::{settle, ScopedStore};
 use crate::scoped::ScopedMutant;
 
 /// What one pass of the policy sweep leaves to do.

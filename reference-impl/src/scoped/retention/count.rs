@@ -1,6 +1,6 @@
 //! "Keep the last N sessions" (SPEC SL-2): a count per agent, ranked by last activity, swept
 //! as the idle sweep sweeps a session (files and text gone, row kept, marked swept) by the
-//! policy sweep ([`super::sweep`]).
+//! policy sweep ([`super::policy_sweep`]).
 
 use std::cmp::Reverse;
 

@@ -4,8 +4,10 @@
 //! newer session deleted, the count lowered or removed). The idle sweep alone would retry only
 //! the sessions still past their TTL.
 
+use crate::scoped::error::CrashPoint;
 use crate::scoped::error::ScopedError;
-use crate::scoped::store::{settle, CrashPoint, ScopedStore, SweepReport};
+use crate::scoped::retention::SweepReport;
+use crate::scoped::store::{settle, ScopedStore};
 use crate::scoped::ScopedMutant;
 
 impl ScopedStore {

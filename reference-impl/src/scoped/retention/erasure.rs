@@ -20,10 +20,12 @@
 
 use std::collections::BTreeSet;
 
+use crate::scoped::error::CrashPoint;
 use crate::scoped::error::ScopedError;
 use crate::scoped::layout::{self, Id};
 use crate::scoped::metadata::{Entity, ErasureObligation};
-use crate::scoped::store::{settle, CrashPoint, ScopedStore, SweepReport};
+use crate::scoped::retention::SweepReport;
+use crate::scoped::store::{settle, ScopedStore};
 use crate::scoped::ScopedMutant;
 
 /// The reference's obligations as SL-4.7 asks a harness to read them: `obligation` (its id as

@@ -8,9 +8,6 @@ use crate::scoped::layout::TurnSpace;
 use crate::scoped::store::{session_key, ScopedStore};
 use crate::scoped::{Access, ScopedMutant};
 
-/// SL-7.1's default `tool_output_limit_bytes`.
-pub const DEFAULT_TOOL_OUTPUT_LIMIT_BYTES: u64 = 65_536;
-
 /// How many names an overflow tries. A name is passed by only when a file other than this very
 /// result holds it (the guest wrote or changed it), so a second is seldom needed and the last
 /// is never reached but by a guest filling the names on purpose.

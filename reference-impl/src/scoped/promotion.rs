@@ -7,7 +7,8 @@ use sha2::{Digest, Sha256};
 
 use crate::scoped::alternatives::Alternative;
 use crate::scoped::error::ScopedError;
-use crate::scoped::layout::{Resolved, Scope, TurnSpace};
+use crate::scoped::layout::{Resolved, TurnSpace};
+use crate::scoped::permissions::Scope;
 use crate::scoped::store::{extract_text, session_key, ScopedStore};
 use crate::scoped::{Access, ScopedMutant};
 

@@ -1,7 +1,7 @@
 //! A session's close (SPEC SL-3): the host closes a session, and the policy sweep takes a
 //! closed session with no wait `close_grace_days` after its close, unless its idle TTL (the idle
 //! sweep's, SC-5.3) came first. Closing is not activity; activity reopens; a repeated close
-//! keeps the first close time. The sweep itself is [`super::sweep`]'s.
+//! keeps the first close time. The sweep itself is [`super::policy_sweep`]'s.
 
 use crate::clock::DAY_MS;
 use crate::scoped::error::ScopedError;
@@ -9,9 +9,6 @@ use crate::scoped::layout::TurnSpace;
 use crate::scoped::metadata::{MetaTx, SessionKey, SessionStanding};
 use crate::scoped::store::{session_key, settle, ScopedStore};
 use crate::scoped::ScopedMutant;
-
-/// SL-3.1's default grace: a week after its close.
-pub const DEFAULT_CLOSE_GRACE_DAYS: u32 = 7;
 
 impl ScopedStore {
     /// Closes the session (a request of the host's, never a guest's). Not activity: its last
