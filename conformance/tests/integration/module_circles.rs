@@ -59,10 +59,6 @@ const KNOWN: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "conformance/src/profiles/scoped/world",
-        &["claims", "guests", "oracle", "people", "person_plan"],
-    ),
-    (
         "reference-impl/src/scoped",
         &[
             "error",
