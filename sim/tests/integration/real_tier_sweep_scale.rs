@@ -62,6 +62,18 @@ impl Scale {
     }
 }
 
+/// `what`'s plan (the rows of its EXPLAIN), printed, names `index`: its cost follows what the
+/// index holds, not the table.
+fn assert_uses_index(what: &str, explain: &[sqlx::postgres::PgRow], index: &str) {
+    let plan: Vec<String> = explain.iter().map(|r| r.get::<String, _>(0)).collect();
+    println!("{what} plan:\n{}", plan.join("\n"));
+    assert!(
+        plan.iter().any(|l| l.contains(index)),
+        "the {what} does not use its index:\n{}",
+        plan.join("\n")
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweep_of_a_thousand_expired_sessions_among_ten_thousand_stays_within_a_tenth_of_the_lower_bound(
 ) {
@@ -138,7 +150,7 @@ async fn the_sweep_of_a_thousand_expired_sessions_among_ten_thousand_stays_withi
         .await
         .unwrap();
     sqlx::query("ANALYZE").execute(&db.pool).await.unwrap();
-    let plan: Vec<String> = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let plan = sqlx::query(sqlx::AssertSqlSafe(format!(
         "EXPLAIN {}",
         ScopedStore::CANDIDATES_SQL
     )))
@@ -147,15 +159,11 @@ async fn the_sweep_of_a_thousand_expired_sessions_among_ten_thousand_stays_withi
     .bind(30 * DAY_MS)
     .fetch_all(&db.pool)
     .await
-    .unwrap()
-    .iter()
-    .map(|r| r.get::<String, _>(0))
-    .collect();
-    println!("candidate query plan:\n{}", plan.join("\n"));
-    assert!(
-        plan.iter().any(|l| l.contains("sessions_sweep_candidates")),
-        "the sweep's candidate query does not use its index:\n{}",
-        plan.join("\n")
+    .unwrap();
+    assert_uses_index(
+        "sweep's candidate query",
+        &plan,
+        "sessions_sweep_candidates",
     );
 
     server.faults().reset_counts();
@@ -262,22 +270,14 @@ async fn deleting_a_workspace_of_a_thousand_sessions_costs_one_list_per_prefix_a
         .execute(&db.pool)
         .await
         .unwrap();
-    let plan: Vec<String> = sqlx::query(
+    let plan = sqlx::query(
         "EXPLAIN SELECT id, prefix FROM storage_deletions WHERE done_at_ms IS NULL
           ORDER BY id LIMIT 1000 FOR UPDATE SKIP LOCKED",
     )
     .fetch_all(&db.pool)
     .await
-    .unwrap()
-    .iter()
-    .map(|r| r.get::<String, _>(0))
-    .collect();
-    println!("obligation claim plan:\n{}", plan.join("\n"));
-    assert!(
-        plan.iter().any(|l| l.contains("storage_deletions_pending")),
-        "the obligation claim does not use its index:\n{}",
-        plan.join("\n")
-    );
+    .unwrap();
+    assert_uses_index("obligation claim", &plan, "storage_deletions_pending");
     assert_eq!(prefixes, 2 + agents + agents * per_agent);
 
     server.faults().reset_counts();
