@@ -20,8 +20,9 @@ use std::io::Write;
 use std::process::ExitCode;
 use tidemark_conformance::profiles::rows::contract::RowsOp;
 use tidemark_conformance::profiles::rows::reference::ReferenceRows;
+use tidemark_conformance::profiles::scoped::contract;
 use tidemark_conformance::profiles::scoped::erasure::{self, ErasureQueries};
-use tidemark_conformance::profiles::scoped::remote::{self, S3Access, ScopedService};
+use tidemark_conformance::profiles::scoped::process::service::{S3Access, ScopedService};
 use tidemark_conformance::profiles::scoped::text_segment;
 use tidemark_conformance::profiles::scoped::ScopedOp;
 use tidemark_conformance::profiles::scratchpad::contract::{Driver, DriverFactory, Environment};
@@ -45,15 +46,15 @@ const ROWS: &str = "rows";
 /// a reap's batch size and crash fault. The scratchpad's (SP-1.2's recommended digest unless a
 /// thread is named by its id alone, binary content) are the in-process reference's.
 const OTHER_CAPABILITIES: [&str; 10] = [
-    remote::CRASH_POINTS,
-    remote::WRITE_DURING_SWEEP,
-    remote::WRITTEN_AT_STAMP,
-    remote::PEOPLE_API,
-    remote::RETENTION_POLICIES,
-    remote::SESSION_CLOSE,
-    remote::CONCURRENT_SWEEPS,
-    remote::ERASURE_OBLIGATIONS,
-    remote::WORKSPACE_RETENTION,
+    contract::CRASH_POINTS,
+    contract::WRITE_DURING_SWEEP,
+    contract::WRITTEN_AT_STAMP,
+    contract::PEOPLE_API,
+    contract::RETENTION_POLICIES,
+    contract::SESSION_CLOSE,
+    contract::CONCURRENT_SWEEPS,
+    contract::ERASURE_OBLIGATIONS,
+    contract::WORKSPACE_RETENTION,
     tidemark_conformance::profiles::rows::contract::REAP_BATCHES,
 ];
 

@@ -54,7 +54,7 @@ fn a_passing_scratchpad_run_works_out_no_model_state() {
 
 #[test]
 fn a_scoped_divergence_shows_the_sessions_activity_files_and_its_agents() {
-    use crate::profiles::scoped::fixture;
+    use crate::profiles::scoped::explore::fixture;
     use crate::profiles::scoped::model::Tier;
     let path = repo_root().join("fixtures/explore/scoped/scoped-age-only-expiry-seed-0.json");
     let f = fixture::ScopedFixture::load(&path).unwrap();

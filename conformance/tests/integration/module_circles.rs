@@ -22,56 +22,19 @@ use tidemark_conformance::spec::repo_root;
 
 /// Circles that stood when the check came in, by folder (relative to the repository) and their
 /// members (the folder's files without `.rs`, or subfolders), sorted.
-const KNOWN: &[(&str, &[&str])] = &[
-    (
-        "conformance/src/profiles/scoped",
-        &[
-            "bindings",
-            "driver",
-            "erasure_script",
-            "people",
-            "process",
-            "remote",
-            "script",
-            "script_close",
-            "sweeps_at_once",
-            "text_segment",
-        ],
-    ),
-    (
-        "conformance/src/profiles/scoped",
-        &["explore", "fixture", "model"],
-    ),
-    (
-        "conformance/src/profiles/scoped/model",
-        &[
-            "close",
-            "emptied_count",
-            "erasure",
-            "ops",
-            "overflow_again",
-            "people",
-            "people_http",
-            "policies",
-            "state",
-            "two_sweeps",
-            "workspace_retention",
-        ],
-    ),
-    (
-        "reference-impl/src/scoped",
-        &[
-            "error",
-            "layout",
-            "lifecycle",
-            "metadata",
-            "permissions",
-            "policies",
-            "schema",
-            "store",
-        ],
-    ),
-];
+const KNOWN: &[(&str, &[&str])] = &[(
+    "reference-impl/src/scoped",
+    &[
+        "error",
+        "layout",
+        "lifecycle",
+        "metadata",
+        "permissions",
+        "policies",
+        "schema",
+        "store",
+    ],
+)];
 
 /// One circle: the folder it is inside and its members, sorted.
 type Circle = (String, Vec<String>);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tidemark_conformance::profiles::scoped::driver::PeopleCall;
+use tidemark_conformance::profiles::scoped::contract::PeopleCall;
 use tidemark_conformance::profiles::scoped::people::PeopleClient;
 use tidemark_conformance::profiles::scoped::ScopedOutcome;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -90,7 +90,7 @@ impl Stores {
     }
 
     async fn keys(&self) -> usize {
-        tidemark_conformance::profiles::scoped::remote::bucket_keys(
+        tidemark_conformance::profiles::scoped::process::harness::bucket_keys(
             &self.s3.client(),
             &self.bucket,
             "sessions/",

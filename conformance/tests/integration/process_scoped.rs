@@ -10,8 +10,8 @@ use std::sync::Arc;
 use super::support::{block_on, tidemark_in_repo, verdicts};
 
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
-use tidemark_conformance::profiles::scoped::play;
 use tidemark_conformance::profiles::scoped::process;
+use tidemark_conformance::profiles::scoped::runner;
 use tidemark_conformance::profiles::scoped::script::{self, Script};
 use tidemark_conformance::report::{CaseReport, Verdict};
 use tidemark_conformance::spec::repo_root;
@@ -44,7 +44,7 @@ fn the_reference_adapter_passes_every_scoped_scenario_through_the_protocol_as_in
     assert!(scripts.len() >= 20, "the scoped suite is loaded");
     block_on(async {
         let pg = Arc::new(PgProvider::from_environment().await.expect("PostgreSQL"));
-        let in_process = play::run_suite(pg.clone(), &scripts, None).await;
+        let in_process = runner::run_suite(pg.clone(), &scripts, None).await;
         let in_process_passed = in_process.iter().filter(|r| r.failure.is_none()).count();
         assert_eq!(
             in_process_passed,
@@ -144,7 +144,7 @@ fn a_scoped_mutant_behind_the_protocol_fails_its_killers_at_the_same_lines_as_in
     block_on(async {
         let pg = Arc::new(PgProvider::from_environment().await.expect("PostgreSQL"));
         let in_process: Vec<(String, Option<usize>)> =
-            play::run_suite(pg.clone(), &killers, Some(mutant))
+            runner::run_suite(pg.clone(), &killers, Some(mutant))
                 .await
                 .into_iter()
                 .map(|r| (r.test_name, r.failure.map(|f| f.line)))
@@ -267,7 +267,7 @@ fn measure_the_overhead_of_the_scoped_process_path() {
         let mut through = Vec::new();
         for round in 0..=ROUNDS {
             let started = std::time::Instant::now();
-            let results = play::run_suite(pg.clone(), &scripts, None).await;
+            let results = runner::run_suite(pg.clone(), &scripts, None).await;
             let a = started.elapsed();
             assert!(results.iter().all(|r| r.failure.is_none()));
             let started = std::time::Instant::now();
@@ -392,7 +392,7 @@ fn a_declared_ledger_query_cannot_change_the_database_and_its_column_types_are_c
 /// The reference scoped service, with a mutant, as a Rust implementation for the in-process gate.
 struct ReferenceWith(Option<ScopedMutant>);
 
-struct ReferenceInstance(tidemark_conformance::profiles::scoped::remote::ScopedService);
+struct ReferenceInstance(tidemark_conformance::profiles::scoped::process::service::ScopedService);
 
 impl tidemark_conformance::profiles::scoped::gate::ScopedImplementation for ReferenceWith {
     fn name(&self) -> String {
@@ -412,15 +412,17 @@ impl tidemark_conformance::profiles::scoped::gate::ScopedImplementation for Refe
     > {
         Box::pin(async move {
             let s3 = init.s3.as_ref().ok_or("no S3")?;
-            let access = tidemark_conformance::profiles::scoped::remote::S3Access::from(s3);
+            let access =
+                tidemark_conformance::profiles::scoped::process::service::S3Access::from(s3);
             let url = init.postgres_url.as_deref().ok_or("no PostgreSQL")?;
-            let service = tidemark_conformance::profiles::scoped::remote::ScopedService::open(
-                &access,
-                url,
-                &init.knobs,
-                self.0,
-            )
-            .await?;
+            let service =
+                tidemark_conformance::profiles::scoped::process::service::ScopedService::open(
+                    &access,
+                    url,
+                    &init.knobs,
+                    self.0,
+                )
+                .await?;
             Ok(Box::new(ReferenceInstance(service))
                 as Box<
                     dyn tidemark_conformance::profiles::scoped::gate::ScopedInstance,

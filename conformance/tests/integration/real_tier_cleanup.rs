@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use sqlx::ConnectOptions;
-use tidemark_conformance::profiles::scoped::{play, script};
+use tidemark_conformance::profiles::scoped::{runner, script};
 use tidemark_sim::real_tier::PgProvider;
 
 async fn databases_of_this_process(pg: &PgProvider) -> i64 {
@@ -28,10 +28,10 @@ async fn a_scenario_leaves_no_database_behind_whether_it_passes_or_fails() {
         .find(|s| s.test_name() == "scoped::workspace_is_read_only_by_default")
         .expect("the scenario exists");
     assert_eq!(databases_of_this_process(&pg).await, 0);
-    play::run(pg.clone(), s, None).await.unwrap();
+    runner::run(pg.clone(), s, None).await.unwrap();
     assert_eq!(databases_of_this_process(&pg).await, 0);
     // The mutant fails the scenario; its database goes all the same.
     let m = tidemark_reference::scoped::ScopedMutant::WorkspaceWritableByDefault;
-    assert!(play::run(pg.clone(), s, Some(m)).await.is_err());
+    assert!(runner::run(pg.clone(), s, Some(m)).await.is_err());
     assert_eq!(databases_of_this_process(&pg).await, 0);
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use tidemark_conformance::profiles::scoped::remote::lifecycle_rules;
+use tidemark_conformance::profiles::scoped::process::harness::lifecycle_rules;
 use tidemark_reference::clock::{Clock, ManualClock, DAY_MS};
 use tidemark_reference::scoped::lifecycle::LifecycleConfiguration;
 use tidemark_reference::scoped::store::{CrashPoint, ListedFile};
@@ -796,10 +796,11 @@ scenario!(
             let write = store.write(&t, "session/new.txt", b"new".to_vec());
             tokio::pin!(write);
             // Give the write every chance to land while the sweep is between claim and delete.
-            let landed = tidemark_conformance::profiles::scoped::driver::race_until_blocked(
-                &mut write, &w.db.pool,
-            )
-            .await;
+            let landed =
+                tidemark_conformance::profiles::scoped::sweeps_at_once::race_until_blocked(
+                    &mut write, &w.db.pool,
+                )
+                .await;
             pause.resume.notify_one();
             match landed {
                 Some(r) => r,

@@ -1,8 +1,8 @@
 //! Every scoped scenario runs with UUID identifiers: loading the suite replaces each short id
 //! (`w1`, `a1`, `s1`) with a 36-byte UUID, and what reaches the bucket is keyed by them.
 
-use tidemark_conformance::profiles::scoped::driver::{ScopedOp, ScopedOutcome};
-use tidemark_conformance::profiles::scoped::play::{self, Backend};
+use tidemark_conformance::profiles::scoped::contract::{ScopedOp, ScopedOutcome};
+use tidemark_conformance::profiles::scoped::runner::{self, Backend};
 use tidemark_conformance::profiles::scoped::script::{self, Action};
 
 fn scenarios_dir() -> std::path::PathBuf {
@@ -52,7 +52,7 @@ async fn a_scenarios_bucket_keys_carry_its_uuids_and_still_meet_its_expectations
         .iter()
         .find(|s| s.test_name() == "scoped::files_live_under_scope_first_keys")
         .expect("the layout scenario");
-    let rec = play::run_recorded(None, s, None, Backend::Sim).await;
+    let rec = runner::run_recorded(None, s, None, Backend::Sim).await;
     assert!(rec.result.is_ok(), "{:?}", rec.result);
     let (w, a, sess) = (s.uuid_of("w1"), s.uuid_of("a1"), s.uuid_of("s1"));
     let keys: Vec<&String> = rec

@@ -4,7 +4,7 @@
 //! deployment and stops at the budget, with the configuration accepted by the S3 server; the
 //! sweep's S3 requests stay near their lower bound.
 
-use tidemark_conformance::profiles::scoped::bench_retention::{
+use tidemark_conformance::profiles::scoped::bench::retention::{
     lifecycle_rules_at, policy_sweep, Population,
 };
 

@@ -9,7 +9,7 @@
 use libtest_mimic::{Failed, Trial};
 
 use super::shared::{every_rule_bites, every_rule_cited, scoped_scripts, Claims, Shared};
-use tidemark_conformance::profiles::scoped::play;
+use tidemark_conformance::profiles::scoped::runner;
 use tidemark_conformance::profiles::scoped::script::Script;
 use tidemark_reference::scoped::ScopedMutant;
 
@@ -75,7 +75,7 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
         let get_tier = get_tier.clone();
         trials.push(Trial::test(s.test_name(), move || {
             let tier = get_tier()?;
-            rt.block_on(play::run(tier, &s, None))
+            rt.block_on(runner::run(tier, &s, None))
                 .map_err(|f| Failed::from(format!("{}: {}\n{f}", s.file.display(), s.name)))
         }));
     }
@@ -89,7 +89,7 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
             .replacen("scoped::", "differential::memory::", 1);
         trials.push(Trial::test(name, move || {
             let pg = get_tier()?;
-            rt.block_on(play::run_on(pg, &s, None, play::Backend::Memory))
+            rt.block_on(runner::run_on(pg, &s, None, runner::Backend::Memory))
                 .map_err(|f| Failed::from(format!("{}: {}\n{f}", s.file.display(), s.name)))
         }));
     }
@@ -116,7 +116,7 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
                 let tier = get_tier()?;
                 let survived: Vec<String> = killers
                     .iter()
-                    .filter(|s| rt.block_on(play::run(tier.clone(), s, Some(m))).is_ok())
+                    .filter(|s| rt.block_on(runner::run(tier.clone(), s, Some(m))).is_ok())
                     .map(|s| s.test_name())
                     .collect();
                 if survived.is_empty() {

@@ -4,7 +4,9 @@
 //! test (DATABASE_URL or an ephemeral cluster); one is started for the whole file.
 
 use libtest_mimic::Trial;
-use tidemark_conformance::profiles::scoped::fixture::{self as scoped_fixture, default_dir};
+use tidemark_conformance::profiles::scoped::explore::fixture::{
+    self as scoped_fixture, default_dir,
+};
 use tidemark_conformance::profiles::scoped::model::Tier;
 
 use super::shared::{saved_failure_verdict, Replayed, Shared};

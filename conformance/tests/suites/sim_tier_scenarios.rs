@@ -14,8 +14,8 @@ use std::sync::Arc;
 use libtest_mimic::{Failed, Trial};
 
 use super::shared::{failure_line, scoped_scripts, Shared};
-use tidemark_conformance::profiles::scoped::play;
-use tidemark_conformance::profiles::scoped::play::{Backend, Recorded};
+use tidemark_conformance::profiles::scoped::runner;
+use tidemark_conformance::profiles::scoped::runner::{Backend, Recorded};
 use tidemark_conformance::profiles::scoped::script::Script;
 use tidemark_conformance::profiles::scoped::variants;
 use tidemark_conformance::profiles::scoped::ScopedOutcome;
@@ -78,7 +78,7 @@ fn failures(
         .iter()
         .filter(|s| s.skip_reason(declares).is_none())
         .filter_map(|s| {
-            rt.block_on(play::run_recorded_declaring(
+            rt.block_on(runner::run_recorded_declaring(
                 None,
                 s,
                 None,
@@ -119,7 +119,7 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
         let rt = rt.clone();
         let name = s.test_name().replacen("scoped::", "sim::", 1);
         trials.push(Trial::test(name, move || {
-            rt.block_on(play::run_recorded(None, &s, None, Backend::Sim))
+            rt.block_on(runner::run_recorded(None, &s, None, Backend::Sim))
                 .result
                 .map_err(|f| described(&s, f.to_string()))
         }));
@@ -130,8 +130,8 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
         let name = s.test_name().replacen("scoped::", "differential::sim::", 1);
         trials.push(Trial::test(name, move || {
             let pg = get_pg()?;
-            let sim = rt.block_on(play::run_recorded(None, &s, None, Backend::Sim));
-            let real = rt.block_on(play::run_recorded(Some(pg), &s, None, Backend::Disk));
+            let sim = rt.block_on(runner::run_recorded(None, &s, None, Backend::Sim));
+            let real = rt.block_on(runner::run_recorded(Some(pg), &s, None, Backend::Disk));
             if let Err(f) = &real.result {
                 return Err(described(&s, format!("fails on the real tier: {f}")));
             }
@@ -159,7 +159,7 @@ pub fn trials(shared: &Shared) -> Result<Vec<Trial>, String> {
                     killers
                         .iter()
                         .find(|s| {
-                            rt.block_on(play::run_recorded(pg.clone(), s, Some(m), backend))
+                            rt.block_on(runner::run_recorded(pg.clone(), s, Some(m), backend))
                                 .result
                                 .is_err()
                         })

@@ -2,7 +2,7 @@
 //! that starts an instance over the bucket and database the harness hands over, and answers
 //! each request. The gate is one call in `tests/scoped_conformance.rs`.
 //!
-//! The implementation here is the reference (`tidemark_conformance::profiles::scoped::remote::ScopedService`)
+//! The implementation here is the reference (`tidemark_conformance::profiles::scoped::process::service::ScopedService`)
 //! standing in for yours: replace it with your type and map each [`ScopedOp`] onto its API.
 //! Two things to keep:
 //!
@@ -11,11 +11,12 @@
 //!   one with the same init: what you persisted to S3 and PostgreSQL is all it gets.
 
 use futures::future::BoxFuture;
+use tidemark_conformance::profiles::scoped::contract::{
+    CRASH_POINTS, PEOPLE_API, WRITE_DURING_SWEEP, WRITTEN_AT_STAMP,
+};
 use tidemark_conformance::profiles::scoped::gate::{ScopedImplementation, ScopedInstance};
 use tidemark_conformance::profiles::scoped::ledger::LedgerQueries;
-use tidemark_conformance::profiles::scoped::remote::{
-    S3Access, ScopedService, CRASH_POINTS, PEOPLE_API, WRITE_DURING_SWEEP, WRITTEN_AT_STAMP,
-};
+use tidemark_conformance::profiles::scoped::process::service::{S3Access, ScopedService};
 use tidemark_conformance::profiles::scoped::{ScopedOp, ScopedOutcome};
 use tidemark_conformance::protocol::Init;
 use tidemark_reference::clock::Timestamp;

@@ -1,50 +1,55 @@
 //! The scoped profile (SPEC part SC): scoped object storage on S3 and PostgreSQL. Everything
-//! the profile owns lives in this folder:
+//! the profile owns lives in this folder, in the skeleton every profile has (ARCHITECTURE.md,
+//! "The profiles"):
 //!
-//! - [`script`]: its scenario files (`scenarios/scoped/*.tdm`) and their step vocabulary;
-//!   [`play`]: a parsed scenario run step by step; [`bindings`]: the paths a scenario names
-//!   after the implementation chose them (`=> overflowed as OUT`).
-//! - [`driver`]: the reference implementation on the real tier (the disk S3 store over loopback
-//!   HTTP through aws-sdk-s3, and a real PostgreSQL) or the simulation tier, and the operations
-//!   and outcomes a step speaks ([`ScopedOp`], [`ScopedOutcome`]).
-//! - [`remote`]: the profile split where the process protocol splits it.
-//! - [`process`] and [`gate`]: an implementation behind the process protocol, and the one-call
-//!   Rust gate.
+//! - [`script`]: its scenario files (`scenarios/scoped/*.tdm`) and their step vocabulary, with
+//!   the paths a scenario names after the implementation chose them (`script/bindings.rs`:
+//!   `=> overflowed as OUT`); [`runner`]: a parsed scenario run step by step.
+//! - [`contract`]: the operations and outcomes a step speaks ([`ScopedOp`], [`ScopedOutcome`]),
+//!   and which side performs each when the implementation is another process.
+//! - [`reference`]: the reference implementation in process ([`ScopedDriver`]) on the real tier
+//!   (the disk S3 store over loopback HTTP through aws-sdk-s3, and a real PostgreSQL) or the
+//!   simulation tier.
+//! - [`process`] and [`gate`]: an implementation behind the process protocol (the steps the
+//!   harness keeps in `process/harness.rs`, the reference adapter's side in
+//!   `process/service.rs`), and the one-call Rust gate.
+//! - [`mutants`]: the mutant run; [`variants`]: the variants' other choices.
 //! - [`ledger`]: the deletion ledger read from the implementation's database; [`erasure`]:
-//!   erasure obligations and their proofs, read and judged likewise (SPEC SL-4).
-//! - [`uuid_ids`]: the UUIDs every short identifier becomes.
+//!   erasure obligations and their proofs, read and judged likewise (SPEC SL-4); [`people`]:
+//!   a person's requests over HTTP (SPEC part SF); [`sweeps_at_once`]: a write or a second sweep
+//!   raced against a paused sweep; [`text_segment`]: the segment a program's text files go
+//!   under; [`uuid_ids`]: the UUIDs every short identifier becomes.
 //! - [`model`]: the executable model of part SC, and the operations exploration generates.
-//! - [`explore`] and [`fixture`]: `tidemark explore --profile scoped` and its saved failures.
+//! - [`explore`]: `tidemark explore --profile scoped`, and its saved failures
+//!   ([`explore::fixture`]).
 //! - [`world`]: the reference as a turmoil host, with concurrent guests and faults.
+//! - [`bench`]: `tidemark bench`'s figures.
 //!
 //! This module is the command line's entry point to them: one PostgreSQL for a run (each
-//! scenario gets its own database and its own S3 server, so its faults stay its own), the
-//! suite and the mutant catalogue.
+//! scenario gets its own database and its own S3 server, so its faults stay its own) and the
+//! suite.
 
 pub mod bench;
-pub mod bench_retention;
-pub mod bindings;
-pub mod driver;
+pub mod contract;
 pub mod erasure;
-pub mod erasure_script;
 pub mod explore;
-pub mod fixture;
 pub mod gate;
 pub mod ledger;
 pub mod model;
+pub mod mutants;
 pub mod people;
-pub mod play;
 pub mod process;
-pub mod remote;
+pub mod reference;
+pub mod runner;
 pub mod script;
-pub mod script_close;
 pub mod sweeps_at_once;
 pub mod text_segment;
 pub mod uuid_ids;
 pub mod variants;
 pub mod world;
 
-pub use driver::{ScopedDriver, ScopedOp, ScopedOutcome, Turn};
+pub use contract::{ScopedOp, ScopedOutcome, Turn};
+pub use reference::ScopedDriver;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -66,64 +71,6 @@ pub async fn postgres() -> Result<(Arc<PgProvider>, String, Duration), String> {
         .map_err(|e| e.to_string())?;
     let source = pg.kind().to_string();
     Ok((Arc::new(pg), source, t.elapsed()))
-}
-
-/// One scoped mutant and the scenario that killed it.
-#[derive(Clone, Debug)]
-pub struct ScopedMutantResult {
-    pub id: &'static str,
-    pub description: &'static str,
-    pub killed_by: Option<String>,
-}
-
-/// Runs every scoped mutant (or only `only`) against the scenarios that name it in `kills:`.
-pub async fn mutants(dir: &Path, only: Option<&str>) -> Result<Vec<ScopedMutantResult>, String> {
-    let scripts = script::load_dir(dir).map_err(|e| e.to_string())?;
-    let (pg, _, _) = postgres().await?;
-    let mut out = Vec::new();
-    for m in ScopedMutant::ALL {
-        if only.is_some_and(|o| o != m.id()) {
-            continue;
-        }
-        let mut killed_by = None;
-        for s in scripts
-            .iter()
-            .filter(|s| s.kills.iter().any(|k| k == m.id()))
-        {
-            if play::run(pg.clone(), s, Some(m)).await.is_err() {
-                killed_by = Some(s.test_name());
-                break;
-            }
-        }
-        out.push(ScopedMutantResult {
-            id: m.id(),
-            description: m.description(),
-            killed_by,
-        });
-    }
-    Ok(out)
-}
-
-/// Mutant table lines in the shape of the scratchpad's.
-pub fn mutant_table(results: &[ScopedMutantResult]) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let width = results.iter().map(|r| r.id.len()).max().unwrap_or(0);
-    for r in results {
-        match &r.killed_by {
-            Some(k) => {
-                let _ = writeln!(s, "KILLED    {:<11} {:<width$}  by {k}", "scoped", r.id);
-            }
-            None => {
-                let _ = writeln!(
-                    s,
-                    "SURVIVED  {:<11} {:<width$}  {}: no scenario fails",
-                    "scoped", r.id, r.description
-                );
-            }
-        }
-    }
-    s
 }
 
 /// The scoped scenarios against the reference in process (or one of its mutants), each on its
@@ -168,7 +115,6 @@ async fn play_in_process(
     variants: &crate::variants::Declared,
     trace: &mut tidemark_sim::trace::Trace,
 ) -> Result<(), crate::play::Failure> {
-    use self::driver::ScopedDriver;
     use self::process::setup_failure;
     use tidemark_sim::real_tier::RealTier;
     let name = s
@@ -189,13 +135,13 @@ async fn play_in_process(
 }
 
 async fn steps_in_process(
-    driver: &mut driver::ScopedDriver,
+    driver: &mut ScopedDriver,
     s: &script::Script,
     trace: &mut tidemark_sim::trace::Trace,
 ) -> Result<(), crate::play::Failure> {
     use self::process::{expect_text, outcome_text, rel};
     let mut now = tidemark_sim::clock::EPOCH;
-    let mut bindings = bindings::Bindings::default();
+    let mut bindings = script::bindings::Bindings::default();
     for step in &s.steps {
         let step = &bindings.resolve(step);
         let op = match &step.action {
@@ -272,9 +218,9 @@ impl super::Profile for ScopedProfile {
         &self,
         request: &super::MutantsRequest<'_>,
     ) -> Result<super::MutantRows, String> {
-        let results = mutants(request.scenarios, request.only).await?;
+        let results = mutants::run(request.scenarios, request.only).await?;
         Ok(super::MutantRows {
-            rows: mutant_table(&results),
+            rows: mutants::mutant_table(&results),
             killed: results.iter().filter(|r| r.killed_by.is_some()).count(),
             survived: results.iter().filter(|r| r.killed_by.is_none()).count(),
         })
@@ -291,7 +237,7 @@ impl super::Profile for ScopedProfile {
     }
 
     fn owns_fixture(&self, path: &Path) -> bool {
-        fixture::is_scoped(path)
+        explore::fixture::is_scoped(path)
     }
 
     fn replay(

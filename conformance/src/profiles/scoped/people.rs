@@ -18,7 +18,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
-use super::driver::{PeopleCall, ScopedOutcome, ANONYMOUS};
+use super::contract::{PeopleCall, ScopedOutcome, ANONYMOUS, PEOPLE_API_FIELD};
 use tidemark_sim::clip::clip;
 
 /// The longest a request may take, its whole body read.
@@ -80,7 +80,7 @@ pub fn loopback_base_url(url: &str) -> Result<String, String> {
 /// its scoped init_ok names none.)
 pub fn declared(claims: &crate::protocol::InitOk) -> Result<Option<String>, String> {
     claims
-        .declared::<String>(super::process::PEOPLE_API_FIELD)?
+        .declared::<String>(PEOPLE_API_FIELD)?
         .map(|url| loopback_base_url(&url))
         .transpose()
 }

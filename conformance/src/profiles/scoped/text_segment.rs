@@ -10,7 +10,7 @@
 
 use tidemark_reference::scoped::layout::TEXT_DIR;
 
-use super::driver::PeopleCall;
+use super::contract::PeopleCall;
 use super::script::{Action, Expect, Script, Step};
 use super::ScopedOp;
 use crate::protocol::InitOk;

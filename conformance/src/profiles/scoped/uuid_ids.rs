@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use rand::RngCore;
 use tidemark_reference::scoped::layout::Id;
 
-use super::driver::{ScopedOp, Turn};
+use super::contract::{ScopedOp, Turn};
 use super::script::{Action, Expect, Script};
 use tidemark_sim::seed::MasterSeed;
 
@@ -352,7 +352,7 @@ mod tests {
 
     fn parsed(text: &str) -> Script {
         let rules = ["SC-1.1".to_string()].into_iter().collect();
-        super::super::script::parse_with(std::path::Path::new("ids.tdm"), text, &rules)
+        crate::profiles::scoped::script::parse_with(std::path::Path::new("ids.tdm"), text, &rules)
             .expect("parses")
     }
 

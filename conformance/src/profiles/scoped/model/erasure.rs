@@ -569,7 +569,7 @@ impl Runner<'_> {
     }
 
     /// The lifecycle backstop's rule for the session class, come due while the sweeper was
-    /// down: an age-only rule (one day, AWS's semantics, `remote::run_age_rule`) over the
+    /// down: an age-only rule (one day, AWS's semantics, `process::harness::run_age_rule`) over the
     /// erased subject's session files, on a healed store. What it takes no proof may name
     /// (SL-4.5). Run on the subject only: what the backstop does to live sessions is SC-7's.
     async fn backstop(&mut self, s: usize, now: i64) -> Step {
@@ -584,7 +584,7 @@ impl Runner<'_> {
         if self.faulty() {
             self.server.faults().heal();
         }
-        let taken = crate::profiles::scoped::remote::run_age_rule(
+        let taken = crate::profiles::scoped::process::harness::run_age_rule(
             &self.client,
             BUCKET,
             &prefix,

@@ -3,13 +3,19 @@
 //! Every operation is valid in every state: one that no longer applies (a deleted agent's
 //! settings, a second deletion) is skipped by the runner, which is what lets a shrinker delete
 //! any step.
+//!
+//! This file is the bottom of the model: every part's module uses it and it uses none of them
+//! (`draw.rs` draws a sequence, `display.rs` writes an operation's line). A person's request
+//! over HTTP ([`PeopleRequest`]) is data of [`ModelOp`], so it is here too, with its callers
+//! and actions; `people_http.rs` draws and sends it.
 
 use std::fmt;
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use tidemark_reference::scoped::Access;
+
+use super::people_urls;
+use crate::profiles::scoped::contract::ANONYMOUS;
 
 /// Sessions of the sequence, by index: (agent, session) in workspace `w1`. The first
 /// [`SETUP_SESSIONS`] are created at setup; the others (reached from generator 6 on) start at
@@ -238,8 +244,8 @@ pub enum ModelOp {
         scope: u8,
     },
     /// A person's request over HTTP to the people's files API the reference serves on
-    /// loopback (SPEC part SF, generator version 5): [`super::people_http::PeopleRequest`].
-    People(super::people_http::PeopleRequest),
+    /// loopback (SPEC part SF, generator version 5): [`PeopleRequest`], sent by `people_http.rs`.
+    People(PeopleRequest),
     /// Part SL's operations (generator 6), run by `policies.rs`. An agent's count policy
     /// (SL-2): keep its last `keep` sessions, `None` removes it; any integer is sent, so an
     /// absurd one's refusal is staged too (SL-1.4).
@@ -410,173 +416,8 @@ pub fn agent(i: u8) -> &'static str {
     AGENTS[i as usize % AGENTS.len()]
 }
 
-fn who(i: u8) -> String {
-    let (a, s) = SESSIONS[session(i)];
-    format!("{a}/{s}")
-}
-
 pub const ACCESS_NAMES: [&str; 3] = ["none", "read", "read-write"];
 pub const WAIT_NAMES: [&str; 3] = ["queued", "parked", "waiting"];
-
-impl fmt::Display for ModelOp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let scope = |agent: &bool| if *agent { "agent" } else { "session" };
-        match self {
-            ModelOp::Write {
-                session,
-                path: p,
-                agent_scope,
-            } => write!(
-                f,
-                "{} write {}/{}",
-                who(*session),
-                scope(agent_scope),
-                path(*p)
-            ),
-            ModelOp::Read {
-                session,
-                path: p,
-                agent_scope,
-            } => write!(
-                f,
-                "{} read {}/{}",
-                who(*session),
-                scope(agent_scope),
-                path(*p)
-            ),
-            ModelOp::Activity { session } => write!(f, "{} activity", who(*session)),
-            ModelOp::Wait {
-                session,
-                kind,
-                id,
-                add,
-            } => write!(
-                f,
-                "{} {} wait {} w{}",
-                who(*session),
-                if *add { "add" } else { "remove" },
-                WAIT_NAMES[*kind as usize % 3],
-                id % 2
-            ),
-            ModelOp::Advance { days, hours } => write!(f, "advance {days}d{hours}h"),
-            ModelOp::Sweep => write!(f, "sweep"),
-            ModelOp::List { session } => write!(f, "{} list", who(*session)),
-            ModelOp::Text { session, path: p } => {
-                write!(f, "{} text session/{}", who(*session), path(*p))
-            }
-            ModelOp::Traversal {
-                session,
-                path: p,
-                encoded,
-            } => write!(f, "{} read {}", who(*session), traversal(*p, *encoded)),
-            ModelOp::MissingScope { session, path: p } => {
-                write!(f, "{} read {}", who(*session), path(*p))
-            }
-            ModelOp::Delete { session, path: p } => {
-                write!(f, "{} delete session/{}", who(*session), path(*p))
-            }
-            ModelOp::WorkspaceWrite { session, path: p } => {
-                write!(f, "{} write workspace/{}", who(*session), path(*p))
-            }
-            ModelOp::SetAgentAccess { agent: a, access } => write!(
-                f,
-                "agent {} sets agent access {}",
-                agent(*a),
-                ACCESS_NAMES[*access as usize % 3]
-            ),
-            ModelOp::WorkspaceBeside => write!(
-                f,
-                "publish the skill in workspaces w1-n and w1-n2, then delete workspace w1-n"
-            ),
-            ModelOp::ReadSkill { session, file } => write!(
-                f,
-                "{} read skill/kit/{}",
-                who(*session),
-                SKILL_FILES[*file as usize % SKILL_FILES.len()].0
-            ),
-            ModelOp::FaultySweep { percent } => {
-                write!(
-                    f,
-                    "sweep with {percent}% of deleted keys failing, heal, sweep"
-                )
-            }
-            ModelOp::CrashSweep { obligations } => write!(
-                f,
-                "sweep crashing after deleting {} objects, restart, sweep",
-                if *obligations {
-                    "obligation"
-                } else {
-                    "session"
-                }
-            ),
-            ModelOp::WriteDuringSweep { session, path: p } => write!(
-                f,
-                "{} write session/{} while a sweep holds its candidates",
-                who(*session),
-                path(*p)
-            ),
-            ModelOp::DeleteSession { session } => write!(f, "{} delete session", who(*session)),
-            ModelOp::DeleteAgent { agent: a } => write!(f, "delete agent {}", agent(*a)),
-            ModelOp::StoreFaults {
-                error_percent,
-                key_failure_percent,
-            } => write!(
-                f,
-                "store faults: {error_percent}% of requests, {key_failure_percent}% of deleted keys"
-            ),
-            ModelOp::Heal => write!(f, "store heals"),
-            ModelOp::JumpBack { hours } => write!(f, "clock jumps back {hours}h"),
-            ModelOp::Person {
-                session,
-                person,
-                action,
-                path: p,
-                scope,
-            } => {
-                let action = PERSON_ACTIONS[*action as usize % 4];
-                let who_asks = PEOPLE[*person as usize % PEOPLE.len()].0;
-                if action == "list" {
-                    write!(f, "{who_asks} lists {}'s files", who(*session))
-                } else {
-                    write!(
-                        f,
-                        "{who_asks} {action}s {}/{} in {}",
-                        PERSON_SCOPES[*scope as usize % 3],
-                        path(*p),
-                        who(*session)
-                    )
-                }
-            }
-            ModelOp::SetCount { .. }
-            | ModelOp::SetWorkspaceAccess { .. }
-            | ModelOp::Promote { .. }
-            | ModelOp::PromoteDuringSweep { .. }
-            | ModelOp::ToolOutput { .. } => super::policies::describe(self, f),
-            ModelOp::Close { .. } => super::close::describe(self, f),
-            ModelOp::OverflowAgain { .. } => super::overflow_again::describe(self, f),
-            ModelOp::SetRetention { .. } | ModelOp::ApplyLifecycle { .. } => {
-                super::workspace_retention::describe(self, f)
-            }
-            ModelOp::Erase { .. } | ModelOp::ErasureTouch { .. } => {
-                super::erasure::describe(self, f)
-            }
-            ModelOp::SweepsAtOnce { .. } => super::two_sweeps::describe(self, f),
-            ModelOp::EmptiedThenCount { .. } => super::emptied_count::describe(self, f),
-            ModelOp::People(r) => r.fmt(f),
-            ModelOp::Hostile {
-                session,
-                spelling,
-                write,
-            } => write!(
-                f,
-                "{} {} a hostile path: {}",
-                who(*session),
-                if *write { "write" } else { "read" },
-                super::hostile::spelling(*spelling).what
-            ),
-        }
-    }
-}
 
 /// The guest path of a traversal attempt at `path(p)` in the agent scope.
 pub fn traversal(p: u8, encoded: bool) -> String {
@@ -587,140 +428,195 @@ pub fn traversal(p: u8, encoded: bool) -> String {
     }
 }
 
-/// The `steps` operations of `seed`. The mix (out of 140): write 25 (agent scope 2 more),
-/// read 18, activity 10, wait 10, advance 15 (one in five 30–60 days, else 0–19 days), sweep 17, list 4, text 2, traversal 2, missing
-/// scope 1, single delete 1, workspace write 1, agent access 4, agent-scope read 3, skill read 2,
-/// faulty sweep 2, crashing sweep 2, write during a sweep 5, session deletion 5, agent deletion 1,
-/// store faults 3 (requests 5–20%, keys 10–40%), heal 3, clock jump back 4 (1–48 hours),
-/// hostile spelling 7 (half writes), a workspace deleted beside published skills 1, a person's
-/// request over HTTP 40 ([`super::people_http::draw`]), part SL's operations 30
-/// ([`super::policies::one`]), and from generator 6 five more writes during a sweep, five more
-/// sweeps, four more text reads and two more deletions (out of 236 in all); generator 7 adds
-/// sessions' closes 16 ([`super::close::one`]) and workspaces' retention with lifecycle
-/// configurations 28 ([`super::workspace_retention::one`]) and a tool result handed in again 8
-/// ([`super::overflow_again::one`]), and ten more people's requests, one more agent access,
-/// eight more of part SL's operations and one more faulty sweep, so what generator 6 drew keeps
-/// its share of the mix, erasures 20 ([`super::erasure::one`]), two sweeps at once over
-/// closes 6 ([`super::two_sweeps::one`]) and a count set after a sweep emptied a newer
-/// session 6 ([`super::emptied_count::one`]; out of 340 in all).
-pub fn generate(seed: u64, steps: usize) -> Vec<ModelOp> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    (0..steps).map(|_| one(&mut rng)).collect()
+// A person's request over HTTP (SPEC part SF, generator version 5) as data.
+
+/// A caller whose token the API never minted: a well-formed bearer token of the reference's
+/// shape, from no deployment (SF-2.1).
+pub(super) const FORGER: &str = "forger";
+pub(super) const FORGED_TOKEN: &str =
+    "Bearer tdm_0000000000000000000000000000000000000000000000000000000000000000";
+
+/// Who sends a request: the people of [`PEOPLE`] by name, then a caller without credentials
+/// and one with a forged token.
+pub const CALLERS: [&str; 6] = ["member", "steward", "reader", "outsider", ANONYMOUS, FORGER];
+
+/// What a request does: `upload scopes` is the listing read for its `writable` (SF-2.7).
+pub const ACTIONS: [&str; 5] = ["upload", "download", "list", "remove", "upload scopes"];
+pub(super) const UPLOAD: u8 = 0;
+pub(super) const DOWNLOAD: u8 = 1;
+pub(super) const LIST: u8 = 2;
+pub(super) const REMOVE: u8 = 3;
+pub(super) const MEMBER: u8 = 0;
+
+/// Which session a request's URL names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Addressed {
+    /// The operation's session.
+    #[default]
+    Session,
+    /// A UUID no workspace has (SF-2.2: `unknown_entity`, once the credentials pass).
+    Unknown,
+    /// The operation's session id with `.1` after it: outside SC-1.3's alphabet (`invalid_id`).
+    Dotted,
 }
 
-fn one(rng: &mut ChaCha8Rng) -> ModelOp {
-    // Three operations in four go to the sessions of setup, so each keeps enough files and
-    // activity for the races and sweeps the generator is for; the fourth to any session.
-    let session = if rng.gen_bool(0.75) {
-        rng.gen_range(0..SETUP_SESSIONS as u8)
-    } else {
-        rng.gen_range(0..SESSIONS.len() as u8)
-    };
-    let p = rng.gen_range(0..PATHS.len() as u8);
-    match rng.gen_range(0..340u32) {
-        0..=24 => ModelOp::Write {
-            session,
-            path: p,
-            agent_scope: false,
-        },
-        25..=42 => ModelOp::Read {
-            session,
-            path: p,
-            agent_scope: false,
-        },
-        45..=54 => ModelOp::Activity { session },
-        55..=64 => ModelOp::Wait {
-            session,
-            kind: rng.gen_range(0..3),
-            id: rng.gen_range(0..2),
-            add: rng.gen_bool(0.5),
-        },
-        65..=79 => ModelOp::Advance {
-            // One advance in five is the sweeper down for longer than the retention period.
-            days: if rng.gen_bool(0.2) {
-                rng.gen_range(30..=60)
-            } else {
-                rng.gen_range(0..20)
-            },
-            hours: rng.gen_range(0..24),
-        },
-        80..=96 | 225..=229 => ModelOp::Sweep,
-        97..=98 => ModelOp::Write {
-            session,
-            path: p,
-            agent_scope: true,
-        },
-        99..=100 => ModelOp::List { session },
-        101..=102 | 230..=233 => ModelOp::Text { session, path: p },
-        103..=104 => ModelOp::Traversal {
-            session,
-            path: p,
-            encoded: rng.gen_bool(0.5),
-        },
-        105 => ModelOp::MissingScope { session, path: p },
-        106 | 234..=235 => ModelOp::Delete { session, path: p },
-        107 => ModelOp::WorkspaceWrite { session, path: p },
-        108..=111 | 298 => ModelOp::SetAgentAccess {
-            agent: rng.gen_range(0..AGENTS.len() as u8),
-            access: rng.gen_range(0..3),
-        },
-        112..=114 => ModelOp::Read {
-            session,
-            path: p,
-            agent_scope: true,
-        },
-        115..=116 => ModelOp::ReadSkill {
-            session,
-            file: rng.gen_range(0..SKILL_FILES.len() as u8),
-        },
-        117..=118 | 307 => ModelOp::FaultySweep {
-            percent: rng.gen_range(20..80),
-        },
-        119..=120 => ModelOp::CrashSweep {
-            obligations: rng.gen_bool(0.5),
-        },
-        43..=44 | 121..=123 | 220..=224 => ModelOp::WriteDuringSweep { session, path: p },
-        124..=128 => ModelOp::DeleteSession { session },
-        129 => ModelOp::DeleteAgent {
-            agent: rng.gen_range(0..AGENTS.len() as u8),
-        },
-        130..=132 => ModelOp::StoreFaults {
-            error_percent: rng.gen_range(5..=20),
-            key_failure_percent: rng.gen_range(10..=40),
-        },
-        133..=135 => ModelOp::Heal,
-        136..=139 => ModelOp::JumpBack {
-            hours: rng.gen_range(1..=48),
-        },
-        147 => ModelOp::WorkspaceBeside,
-        148..=149 => ModelOp::List { session },
-        150..=189 | 288..=297 => super::people_http::draw(rng, session, p),
-        190..=219 | 299..=306 => super::policies::one(rng, session, p),
-        236..=251 => super::close::one(rng),
-        252..=279 => super::workspace_retention::one(rng),
-        280..=287 => super::overflow_again::one(rng),
-        308..=327 => super::erasure::one(rng),
-        328..=333 => super::two_sweeps::one(rng),
-        334..=339 => super::emptied_count::one(rng),
-        _ => ModelOp::Hostile {
-            session,
-            spelling: rng.gen_range(0..super::hostile::SPELLINGS.len() as u8),
-            write: rng.gen_bool(0.5),
-        },
+/// An upload's body.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Body {
+    /// A few bytes naming the step.
+    #[default]
+    Small,
+    /// Exactly [`MAX_UPLOAD_BYTES`]: stored (SF-4.3).
+    AtLimit,
+    /// One byte more: `too_large`, nothing written (SF-4.3).
+    OverLimit,
+}
+
+/// What happens just before the request: the clock moves `idle_days` on, and a sweep runs while
+/// `key_failure_percent`% of the keys it deletes fail, so a session it found expired is left
+/// unfinished (SC-5.5); after the request the store heals and sweeps, and the bucket and the
+/// ledger are checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterruptedSweep {
+    pub idle_days: u8,
+    pub key_failure_percent: u8,
+}
+
+/// One person's request, as data (any value of any field is valid).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeopleRequest {
+    /// The session, an index into [`SESSIONS`].
+    pub session: u8,
+    /// An index into [`CALLERS`].
+    pub caller: u8,
+    /// An index into [`ACTIONS`].
+    pub action: u8,
+    /// `{scope}` of a plain URL: a download reaches any of the three scopes, an upload or a
+    /// removal session or agent scope (the workspace's files are the agents': promoted, or
+    /// written where an agent's layer opened the scope).
+    pub scope: u8,
+    /// The file of a plain URL, an index into the model's paths.
+    pub path: u8,
+    /// The URL's file part is this spelling of [`people_urls`] instead of `{scope}/{path}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spelling: Option<u8>,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub addressed: Addressed,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub body: Body,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_interrupted_sweep: Option<InterruptedSweep>,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+impl PeopleRequest {
+    pub(super) fn caller(&self) -> &'static str {
+        CALLERS[self.caller as usize % CALLERS.len()]
+    }
+
+    pub(super) fn action(&self) -> u8 {
+        self.action % ACTIONS.len() as u8
+    }
+
+    /// `{scope}` of a plain URL.
+    pub(super) fn scope(&self) -> &'static str {
+        match self.action() {
+            DOWNLOAD => PERSON_SCOPES[self.scope as usize % 3],
+            _ => PERSON_SCOPES[self.scope as usize % 2],
+        }
+    }
+
+    /// The operation's name and the SPEC rule deciding its outcome: a divergence's signature
+    /// and what `--coverage` counts.
+    pub fn operation(&self) -> (&'static str, &'static str) {
+        if self.after_interrupted_sweep.is_some() {
+            return ("a person's request after an interrupted sweep", "SF-4.1");
+        }
+        match (self.caller(), self.addressed) {
+            (ANONYMOUS | FORGER, _) => return ("a person's request without credentials", "SF-2.1"),
+            (_, Addressed::Dotted) => return ("a person's request naming an invalid id", "SC-1.3"),
+            (_, Addressed::Unknown) | ("outsider", _) => {
+                return ("a person's request to a session not theirs", "SF-2.2")
+            }
+            _ => {}
+        }
+        match (self.action(), self.spelling, self.body) {
+            (LIST, _, _) => ("a person's listing", "SF-2.6"),
+            (4, _, _) => ("a person's upload scopes", "SF-2.7"),
+            (_, Some(k), _) => ("a person's URL spelling", people_urls::rule(k)),
+            (UPLOAD, None, Body::Small) => ("a person's upload", "SF-1.3"),
+            (UPLOAD, None, _) => ("a person's upload at the size limit", "SF-4.3"),
+            (DOWNLOAD, None, _) => ("a person's download", "SF-1.4"),
+            _ => ("a person's removal", "SF-4.4"),
+        }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl PeopleRequest {
+    /// A rule every sending of this request decides besides [`Self::operation`]'s: SF-2.3 for
+    /// a credentialed person's request for a file of a session of their own workspace (by a
+    /// name SPEC accepts), whose access their own authorities decide.
+    pub fn also_decides(&self) -> Option<&'static str> {
+        let own = matches!(self.caller(), "member" | "steward" | "reader")
+            && self.addressed == Addressed::Session
+            && self.after_interrupted_sweep.is_none();
+        // A file's request whose URL SPEC refuses for its shape never reaches the access.
+        let file = !matches!(self.action(), LIST | 4)
+            && self.spelling.is_none_or(people_urls::names_a_file);
+        (own && file && self.operation().1 != "SF-2.3").then_some("SF-2.3")
+    }
+}
 
-    #[test]
-    fn a_seed_means_one_sequence_and_operations_round_trip_through_json() {
-        let a = generate(7, 80);
-        assert_eq!(a, generate(7, 80));
-        assert_ne!(a, generate(8, 80));
-        let json = serde_json::to_string(&a).unwrap();
-        let back: Vec<ModelOp> = serde_json::from_str(&json).unwrap();
-        assert_eq!(a, back);
+impl fmt::Display for PeopleRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(s) = self.after_interrupted_sweep {
+            if s.idle_days > 0 {
+                write!(f, "advance {}d, ", s.idle_days)?;
+            }
+            write!(
+                f,
+                "sweep with {}% of deleted keys failing, then: ",
+                s.key_failure_percent
+            )?;
+        }
+        let (a, s) = SESSIONS[session(self.session)];
+        let place = match self.addressed {
+            Addressed::Session => format!("{a}/{s}"),
+            Addressed::Unknown => "a session no workspace has".to_string(),
+            Addressed::Dotted => format!("{a}/{s}'s id with `.1` after it"),
+        };
+        let caller = self.caller();
+        match self.action() {
+            LIST => write!(f, "{caller} lists {place}'s files over HTTP")?,
+            4 => write!(
+                f,
+                "{caller} asks which scopes of {place} they may upload to over HTTP"
+            )?,
+            action => {
+                let target = match self.spelling {
+                    Some(k) => people_urls::shown(k),
+                    None => format!("{}/{}", self.scope(), path(self.path)),
+                };
+                write!(
+                    f,
+                    "{caller} {}s {target} in {place} over HTTP",
+                    ACTIONS[action as usize]
+                )?;
+                match (action, self.body) {
+                    (UPLOAD, Body::AtLimit) => write!(f, ", a body of exactly the limit")?,
+                    (UPLOAD, Body::OverLimit) => write!(f, ", a body one byte over the limit")?,
+                    _ => {}
+                }
+            }
+        }
+        if self.after_interrupted_sweep.is_some() {
+            write!(f, "; the store heals and sweeps")?;
+        }
+        Ok(())
     }
 }

@@ -4,7 +4,6 @@
 //! edit the file it overflowed to before it comes again: the overflow may go where this very
 //! result is, never over the guest's edit.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use rand::Rng;
@@ -13,9 +12,6 @@ use rand_chacha::ChaCha8Rng;
 use super::ops::{session, ModelOp, SESSIONS};
 use super::policies::TOOL_OUTPUT_LIMIT_BYTES;
 use super::{Runner, Step};
-
-/// Where the repeated result last overflowed, by session: the guest's edit goes there.
-pub(super) type LastOverflow = BTreeMap<usize, String>;
 
 /// The repeated result, twice the limit: the same bytes every time.
 fn repeated_result() -> String {

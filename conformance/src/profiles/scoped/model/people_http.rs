@@ -13,6 +13,8 @@
 //! the size knob, and, drawn from the seed, a request right after a sweep left a session
 //! unfinished (SF-4.1).
 //!
+//! The request as data ([`PeopleRequest`]) is in `ops.rs`; this module draws and sends it.
+//!
 //! Determinism: nothing of the exchange reaches the trace but the operation's line and the
 //! model's notes; the port, the tokens and the wall clock never do (each request carries the
 //! simulated time in `tidemark-now-ms`, which the API's clock is set from).
@@ -23,214 +25,26 @@ use std::sync::{Arc, RwLock};
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 use tidemark_reference::clock::DAY_MS;
 use tidemark_reference::scoped::people::{PeopleApi, Person, StoreSlot};
 use tidemark_reference::scoped::{Access, ScopedError};
 use tidemark_sim::real_tier::FaultPlan;
 
 use super::hostile::Fit;
-use super::ops::{path, session, ModelOp, PEOPLE, PERSON_SCOPES, SESSIONS, WORKSPACE};
+use super::ops::{
+    path, session, Addressed, Body, InterruptedSweep, ModelOp, PeopleRequest, ACTIONS, CALLERS,
+    DOWNLOAD, FORGED_TOKEN, FORGER, LIST, MEMBER, PEOPLE, PERSON_SCOPES, REMOVE, SESSIONS, UPLOAD,
+    WORKSPACE,
+};
 use super::people::OUTSIDE;
 use super::people_urls;
 use super::{diverged, harness, Runner, Step};
-use crate::profiles::scoped::driver::{PeopleCall, ScopedOutcome, ANONYMOUS};
+use crate::profiles::scoped::contract::{PeopleCall, ScopedOutcome};
 use crate::profiles::scoped::people::PeopleClient;
 
 /// The `max_upload_bytes` knob the sequences run with (SF-4.3): small, so a body past it costs
 /// nothing to send.
 pub(super) const MAX_UPLOAD_BYTES: u64 = 64;
-
-/// A caller whose token the API never minted: a well-formed bearer token of the reference's
-/// shape, from no deployment (SF-2.1).
-const FORGER: &str = "forger";
-const FORGED_TOKEN: &str =
-    "Bearer tdm_0000000000000000000000000000000000000000000000000000000000000000";
-
-/// Who sends a request: the people of [`PEOPLE`] by name, then a caller without credentials
-/// and one with a forged token.
-pub const CALLERS: [&str; 6] = ["member", "steward", "reader", "outsider", ANONYMOUS, FORGER];
-
-/// What a request does: `upload scopes` is the listing read for its `writable` (SF-2.7).
-pub const ACTIONS: [&str; 5] = ["upload", "download", "list", "remove", "upload scopes"];
-const UPLOAD: u8 = 0;
-const DOWNLOAD: u8 = 1;
-const LIST: u8 = 2;
-const REMOVE: u8 = 3;
-const MEMBER: u8 = 0;
-
-/// Which session a request's URL names.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Addressed {
-    /// The operation's session.
-    #[default]
-    Session,
-    /// A UUID no workspace has (SF-2.2: `unknown_entity`, once the credentials pass).
-    Unknown,
-    /// The operation's session id with `.1` after it: outside SC-1.3's alphabet (`invalid_id`).
-    Dotted,
-}
-
-/// An upload's body.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Body {
-    /// A few bytes naming the step.
-    #[default]
-    Small,
-    /// Exactly [`MAX_UPLOAD_BYTES`]: stored (SF-4.3).
-    AtLimit,
-    /// One byte more: `too_large`, nothing written (SF-4.3).
-    OverLimit,
-}
-
-/// What happens just before the request: the clock moves `idle_days` on, and a sweep runs while
-/// `key_failure_percent`% of the keys it deletes fail, so a session it found expired is left
-/// unfinished (SC-5.5); after the request the store heals and sweeps, and the bucket and the
-/// ledger are checked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InterruptedSweep {
-    pub idle_days: u8,
-    pub key_failure_percent: u8,
-}
-
-/// One person's request, as data (any value of any field is valid).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PeopleRequest {
-    /// The session, an index into [`SESSIONS`].
-    pub session: u8,
-    /// An index into [`CALLERS`].
-    pub caller: u8,
-    /// An index into [`ACTIONS`].
-    pub action: u8,
-    /// `{scope}` of a plain URL: a download reaches any of the three scopes, an upload or a
-    /// removal session or agent scope (the workspace's files are the agents': promoted, or
-    /// written where an agent's layer opened the scope).
-    pub scope: u8,
-    /// The file of a plain URL, an index into the model's paths.
-    pub path: u8,
-    /// The URL's file part is this spelling of [`people_urls`] instead of `{scope}/{path}`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spelling: Option<u8>,
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub addressed: Addressed,
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub body: Body,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub after_interrupted_sweep: Option<InterruptedSweep>,
-}
-
-fn is_default<T: Default + PartialEq>(v: &T) -> bool {
-    *v == T::default()
-}
-
-impl PeopleRequest {
-    fn caller(&self) -> &'static str {
-        CALLERS[self.caller as usize % CALLERS.len()]
-    }
-
-    fn action(&self) -> u8 {
-        self.action % ACTIONS.len() as u8
-    }
-
-    /// `{scope}` of a plain URL.
-    fn scope(&self) -> &'static str {
-        match self.action() {
-            DOWNLOAD => PERSON_SCOPES[self.scope as usize % 3],
-            _ => PERSON_SCOPES[self.scope as usize % 2],
-        }
-    }
-
-    /// The operation's name and the SPEC rule deciding its outcome: a divergence's signature
-    /// and what `--coverage` counts.
-    pub fn operation(&self) -> (&'static str, &'static str) {
-        if self.after_interrupted_sweep.is_some() {
-            return ("a person's request after an interrupted sweep", "SF-4.1");
-        }
-        match (self.caller(), self.addressed) {
-            (ANONYMOUS | FORGER, _) => return ("a person's request without credentials", "SF-2.1"),
-            (_, Addressed::Dotted) => return ("a person's request naming an invalid id", "SC-1.3"),
-            (_, Addressed::Unknown) | ("outsider", _) => {
-                return ("a person's request to a session not theirs", "SF-2.2")
-            }
-            _ => {}
-        }
-        match (self.action(), self.spelling, self.body) {
-            (LIST, _, _) => ("a person's listing", "SF-2.6"),
-            (4, _, _) => ("a person's upload scopes", "SF-2.7"),
-            (_, Some(k), _) => ("a person's URL spelling", people_urls::rule(k)),
-            (UPLOAD, None, Body::Small) => ("a person's upload", "SF-1.3"),
-            (UPLOAD, None, _) => ("a person's upload at the size limit", "SF-4.3"),
-            (DOWNLOAD, None, _) => ("a person's download", "SF-1.4"),
-            _ => ("a person's removal", "SF-4.4"),
-        }
-    }
-}
-
-impl PeopleRequest {
-    /// A rule every sending of this request decides besides [`Self::operation`]'s: SF-2.3 for
-    /// a credentialed person's request for a file of a session of their own workspace (by a
-    /// name SPEC accepts), whose access their own authorities decide.
-    pub fn also_decides(&self) -> Option<&'static str> {
-        let own = matches!(self.caller(), "member" | "steward" | "reader")
-            && self.addressed == Addressed::Session
-            && self.after_interrupted_sweep.is_none();
-        // A file's request whose URL SPEC refuses for its shape never reaches the access.
-        let file = !matches!(self.action(), LIST | 4)
-            && self.spelling.is_none_or(people_urls::names_a_file);
-        (own && file && self.operation().1 != "SF-2.3").then_some("SF-2.3")
-    }
-}
-
-impl fmt::Display for PeopleRequest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(s) = self.after_interrupted_sweep {
-            if s.idle_days > 0 {
-                write!(f, "advance {}d, ", s.idle_days)?;
-            }
-            write!(
-                f,
-                "sweep with {}% of deleted keys failing, then: ",
-                s.key_failure_percent
-            )?;
-        }
-        let (a, s) = SESSIONS[session(self.session)];
-        let place = match self.addressed {
-            Addressed::Session => format!("{a}/{s}"),
-            Addressed::Unknown => "a session no workspace has".to_string(),
-            Addressed::Dotted => format!("{a}/{s}'s id with `.1` after it"),
-        };
-        let caller = self.caller();
-        match self.action() {
-            LIST => write!(f, "{caller} lists {place}'s files over HTTP")?,
-            4 => write!(
-                f,
-                "{caller} asks which scopes of {place} they may upload to over HTTP"
-            )?,
-            action => {
-                let target = match self.spelling {
-                    Some(k) => people_urls::shown(k),
-                    None => format!("{}/{}", self.scope(), path(self.path)),
-                };
-                write!(
-                    f,
-                    "{caller} {}s {target} in {place} over HTTP",
-                    ACTIONS[action as usize]
-                )?;
-                match (action, self.body) {
-                    (UPLOAD, Body::AtLimit) => write!(f, ", a body of exactly the limit")?,
-                    (UPLOAD, Body::OverLimit) => write!(f, ", a body one byte over the limit")?,
-                    _ => {}
-                }
-            }
-        }
-        if self.after_interrupted_sweep.is_some() {
-            write!(f, "; the store heals and sweeps")?;
-        }
-        Ok(())
-    }
-}
 
 /// A person's request of a version-5 sequence (the `session` and `path` already drawn), out of
 /// 20:

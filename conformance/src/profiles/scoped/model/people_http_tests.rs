@@ -2,6 +2,7 @@
 //! failing one request the reference answers as SPEC says.
 
 use super::*;
+use crate::profiles::scoped::contract::ANONYMOUS;
 use crate::profiles::scoped::model::{generate, run_ops, SequenceError, Tier};
 use tidemark_reference::scoped::ScopedMutant;
 

@@ -17,7 +17,6 @@
 //!   other, and is activity of the session (SL-7.1, SL-7.2).
 
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -28,9 +27,9 @@ use tidemark_reference::scoped::policies::MAX_KEEP_LAST;
 use tidemark_reference::scoped::{Access, Resolved, ScopeSettings, ScopedError, SweepPause};
 
 use super::ops::{agent, path, session, ModelOp, ACCESS_NAMES, AGENTS, PATHS, SESSIONS, WORKSPACE};
-use super::state::Model;
+use super::state::{short, Model};
 use super::{diverged, Runner, Step, BUCKET};
-use crate::profiles::scoped::driver::race_against_sweep;
+use crate::profiles::scoped::sweeps_at_once::race_against_sweep;
 
 /// The clock's step before each operation of generator 5 (and each session created at setup).
 pub(super) const TICK_MS: i64 = 1_000;
@@ -52,47 +51,6 @@ const KEEPS: [Option<i64>; 9] = [
     Some(-1),
     Some(MAX_KEEP_LAST + 1),
 ];
-
-/// What the model knows of part SL's state.
-#[derive(Clone, Debug, Default)]
-pub(super) struct PolicyModel {
-    /// Count policies by agent (SL-2).
-    pub(super) counts: BTreeMap<&'static str, i64>,
-    /// The agent layer's workspace access, where a `SetWorkspaceAccess` set one.
-    pub(super) workspace_layer: BTreeMap<&'static str, Access>,
-    /// The workspace's files: promoted (SL-6), or written where an agent's layer opened the
-    /// scope.
-    pub(super) workspace_files: BTreeMap<String, String>,
-}
-
-impl PolicyModel {
-    /// The workspace scope's access for `agent`'s turns: its layer's, else the default, read
-    /// (SC-3.2; the model's workspace layer sets none).
-    pub(super) fn workspace_access(&self, agent: &str) -> Access {
-        self.workspace_layer
-            .get(agent)
-            .copied()
-            .unwrap_or(Access::Read)
-    }
-
-    pub(super) fn state_lines(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for (a, n) in &self.counts {
-            out.push(format!("agent {a} keeps its last {n} sessions"));
-        }
-        for (a, access) in &self.workspace_layer {
-            out.push(format!("agent {a}: workspace access {access:?}"));
-        }
-        for (p, content) in &self.workspace_files {
-            out.push(format!(
-                "  workspace/{p} ({} B: {})",
-                content.len(),
-                short(content)
-            ));
-        }
-        out
-    }
-}
 
 impl Model {
     /// The sweep's count policies, after its idle sessions (SL-1.1): each live agent's
@@ -228,14 +186,6 @@ fn tool_size(size: u8) -> (usize, &'static str) {
         1 => (limit, "at the limit"),
         2 => (limit + 1, "one byte over the limit"),
         _ => (limit * 3, "over the limit"),
-    }
-}
-
-fn short(content: &str) -> String {
-    if content.len() > 24 {
-        format!("{}…", &content[..24])
-    } else {
-        content.to_string()
     }
 }
 

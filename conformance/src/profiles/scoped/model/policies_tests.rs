@@ -1,4 +1,5 @@
-//! The model's part SL, tried on hand-written sequences and by random search (memory tier).
+//! The model's part SL, tried on hand-written sequences (memory tier). Random search for its
+//! mutants is exploration's to test (`explore/mod.rs`), which the model does not import.
 
 use super::super::{run_ops, SequenceError, Tier};
 use super::*;
@@ -155,46 +156,6 @@ fn a_tool_result_at_the_limit_is_shown_and_one_byte_over_is_a_session_file() {
             matches!(r, Err(SequenceError::Diverged(_))),
             "{} passes",
             m.id()
-        );
-    }
-}
-
-/// Needs nothing but memory: random search on the simulation tier finds every mutant of
-/// part SL in its reach within the 80 seeds `tidemark explore --hunt --seeds 80` gives it, with
-/// generator 7 (its closes, workspace retention and erasures together; the seeds each mutant
-/// needs are measured in the closing notes and ARCHITECTURE.md).
-#[test]
-fn random_search_finds_every_mutant_of_part_sl_within_a_few_seeds() {
-    use crate::explore::engine::{hunt, Seeds};
-    use crate::explore::Shard;
-    use crate::profiles::scoped::explore::ScopedExplorer;
-    let explorer = ScopedExplorer {
-        tier: Tier::Memory,
-        variants: crate::variants::Declared::defaults(),
-    };
-    let seeds = Seeds {
-        first_seed: 0,
-        seeds: 80,
-        shard: Shard::ALL,
-        jobs: 1,
-    };
-    let rt = runtime();
-    let in_reach = |m: &ScopedMutant| {
-        crate::profiles::scoped::explore::OUT_OF_REACH
-            .iter()
-            .all(|(id, _)| *id != m.id())
-    };
-    for m in ScopedMutant::ALL
-        .into_iter()
-        .filter(|m| m.rules().iter().any(|r| r.starts_with("SL-")))
-        .filter(in_reach)
-    {
-        let lines = rt.block_on(hunt(&explorer, &seeds, Some(m), 1));
-        assert!(
-            lines[0].median().is_some(),
-            "{} survives 80 seeds of generator {}",
-            m.id(),
-            crate::profiles::scoped::model::GENERATOR
         );
     }
 }

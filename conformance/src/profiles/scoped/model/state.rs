@@ -1,5 +1,7 @@
 //! The executable model of SPEC part SC the sequences are checked against: what each session
-//! holds, its activity and waits, agent-scope files and access, and what a sweep removes.
+//! holds, its activity and waits, agent-scope files and access, and what a sweep removes; part
+//! SL's policies and where a repeated tool result last overflowed are kept here too, since the
+//! modules that act on them (`policies.rs`, `overflow_again.rs`) use the whole state.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -8,9 +10,6 @@ use tidemark_reference::scoped::{Access, WaitKind};
 
 use super::ops::{ModelOp, SESSIONS, WAIT_NAMES};
 use tidemark_sim::clock::EPOCH;
-
-/// The idle TTL the sequences run with, in days.
-pub(super) const TTL_DAYS: i64 = 30;
 
 #[derive(Default, Clone, Debug)]
 pub(super) struct SessionModel {
@@ -57,11 +56,11 @@ pub(super) struct Model {
     /// neighbour's skill version must then outlive it.
     pub(super) beside_deleted: bool,
     /// Part SL's state: count policies, the agent layers' workspace access, workspace files.
-    pub(super) policy: super::policies::PolicyModel,
+    pub(super) policy: PolicyModel,
     /// The workspaces' own retention and the lifecycle configuration put (SL-5, generator 7).
     pub(super) retention: super::workspace_retention::RetentionModel,
     /// Where the repeated tool result last overflowed, by session (generator 7).
-    pub(super) last_overflow: super::overflow_again::LastOverflow,
+    pub(super) last_overflow: LastOverflow,
     /// SL-4's erasure subjects and obligations (generator 7).
     pub(super) erasure: super::erasure::ErasureModel,
 }
@@ -219,4 +218,57 @@ impl Model {
 
 pub(super) fn kind(k: u8) -> WaitKind {
     [WaitKind::Queued, WaitKind::Parked, WaitKind::Waiting][k as usize % 3]
+}
+
+/// What the model knows of part SL's state.
+#[derive(Clone, Debug, Default)]
+pub(super) struct PolicyModel {
+    /// Count policies by agent (SL-2).
+    pub(super) counts: BTreeMap<&'static str, i64>,
+    /// The agent layer's workspace access, where a `SetWorkspaceAccess` set one.
+    pub(super) workspace_layer: BTreeMap<&'static str, Access>,
+    /// The workspace's files: promoted (SL-6), or written where an agent's layer opened the
+    /// scope.
+    pub(super) workspace_files: BTreeMap<String, String>,
+}
+
+impl PolicyModel {
+    /// The workspace scope's access for `agent`'s turns: its layer's, else the default, read
+    /// (SC-3.2; the model's workspace layer sets none).
+    pub(super) fn workspace_access(&self, agent: &str) -> Access {
+        self.workspace_layer
+            .get(agent)
+            .copied()
+            .unwrap_or(Access::Read)
+    }
+
+    pub(super) fn state_lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (a, n) in &self.counts {
+            out.push(format!("agent {a} keeps its last {n} sessions"));
+        }
+        for (a, access) in &self.workspace_layer {
+            out.push(format!("agent {a}: workspace access {access:?}"));
+        }
+        for (p, content) in &self.workspace_files {
+            out.push(format!(
+                "  workspace/{p} ({} B: {})",
+                content.len(),
+                short(content)
+            ));
+        }
+        out
+    }
+}
+
+/// Where the repeated result last overflowed, by session: the guest's edit goes there.
+pub(super) type LastOverflow = BTreeMap<usize, String>;
+
+/// A file's content as a trace shows it: its first 24 bytes.
+pub(super) fn short(content: &str) -> String {
+    if content.len() > 24 {
+        format!("{}…", &content[..24])
+    } else {
+        content.to_string()
+    }
 }

@@ -31,13 +31,16 @@ use tidemark_reference::scoped::policies::workspace_retention::{
 use tidemark_reference::scoped::ScopeSettings;
 
 use super::ops::{IdStyle, ModelOp, WORKSPACE};
-use super::state::TTL_DAYS;
 use super::{diverged, harness, Runner, Step, BUCKET};
 
 /// The workspaces a retention names: the model's, two without sessions, and one never
 /// created. Two are enough to pass the rule budget ([`RULE_LIMIT`]) and to order the rules
 /// other than by id, and few enough that one workspace's retention is put again soon.
 pub const WORKSPACES: [&str; 4] = [WORKSPACE, "w2", "w3", "w9"];
+
+/// The deployment's idle TTL the sequences run with, in days: what a workspace without its own
+/// retention keeps its idle sessions for (SL-5.1).
+pub(super) const TTL_DAYS: i64 = 30;
 
 /// The workspace no operation creates: every retention put on it is `unknown_entity`.
 const NEVER_CREATED: &str = "w9";
@@ -118,7 +121,7 @@ impl RetentionModel {
     }
 
     /// The rules a configuration with session backstop `backstop` holds (SL-5.3, SL-5.4),
-    /// sorted, described as `remote::lifecycle_rules` describes them (a workspace rule's abort,
+    /// sorted, described as `process::harness::lifecycle_rules` describes them (a workspace rule's abort,
     /// the class rule's, is left out).
     fn rules(&self, backstop: i64, ids: IdStyle) -> Vec<String> {
         let mut rules = vec![
@@ -315,9 +318,10 @@ impl Runner<'_> {
                 )
             }
         }
-        let mut got = crate::profiles::scoped::remote::lifecycle_rules(&self.client, BUCKET)
-            .await
-            .map_err(harness)?;
+        let mut got =
+            crate::profiles::scoped::process::harness::lifecycle_rules(&self.client, BUCKET)
+                .await
+                .map_err(harness)?;
         got.sort();
         let want = self
             .model

@@ -70,7 +70,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::profiles::scoped::driver::Turn;
+    use crate::profiles::scoped::contract::Turn;
 
     fn idle_session() -> SessionModel {
         SessionModel {

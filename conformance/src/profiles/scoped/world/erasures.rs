@@ -23,7 +23,7 @@ use tidemark_reference::scoped::Access;
 use tidemark_sim::real_tier::memory_s3::MemoryHandle;
 
 use super::{AGENTS, BUCKET, EXPOSED};
-use crate::profiles::scoped::driver::{ScopedOp, ScopedOutcome};
+use crate::profiles::scoped::contract::{ScopedOp, ScopedOutcome};
 use crate::profiles::scoped::uuid_ids::uuid_for;
 
 /// Deadlines from the moment the admin sends the request: an hour before it (refused), the

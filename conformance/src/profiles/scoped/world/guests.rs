@@ -15,7 +15,7 @@ use super::{
     turn, AGENTS, EXPOSED, GUESTS, HOME, OPS_PER_CLIENT, REF_PATH, SKILL_PATH,
     TOOL_OUTPUT_LIMIT_BYTES,
 };
-use crate::profiles::scoped::driver::{ScopedOp, Turn, WaitKindName};
+use crate::profiles::scoped::contract::{ScopedOp, Turn, WaitKindName};
 
 /// A path to refuse: the guest's own stream picks a traversal as it always has; then, half the
 /// time, the hostile stream swaps it for a spelling from [`refused_spellings`].

@@ -81,7 +81,7 @@ use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata};
 use tidemark_reference::scoped::people::PeopleRoutes;
 use tidemark_reference::scoped::{Access, ScopedConfig, ScopedError, ScopedMutant, ScopedStore};
 
-use crate::profiles::scoped::driver::{ScopedOp, ScopedOutcome, Turn};
+use crate::profiles::scoped::contract::{ScopedOp, ScopedOutcome, Turn};
 use crate::world::clock::WorldClock;
 use crate::world::lock;
 use crate::world::net::{serve_lines, Envelope};
@@ -146,7 +146,7 @@ fn summary(o: &ScopedOutcome) -> String {
 type Skills = Arc<Mutex<BTreeMap<String, String>>>;
 
 /// Performs one client operation on the store, through the one mapping from an operation to the
-/// store the process protocol's implementation side uses (`super::remote::apply_to_store`). Clients
+/// store the process protocol's implementation side uses (`super::process::service::apply_to_store`). Clients
 /// name things short (`w1`, `g0`); the store is given a UUID for each, as a real system's
 /// identifiers are (the log keeps the short names, so a seed's trace does not depend on the
 /// mapping), and a turn's skill names become the hashes they were published under.
@@ -155,7 +155,7 @@ async fn apply(
     skills: &Skills,
     op: &ScopedOp,
 ) -> Result<ScopedOutcome, ScopedError> {
-    let serves = super::remote::is_store_operation(op)
+    let serves = super::process::service::is_store_operation(op)
         && !matches!(op, ScopedOp::Sweep | ScopedOp::ApplyLifecycle { .. });
     if !serves {
         return Err(ScopedError::Config(format!(
@@ -163,8 +163,8 @@ async fn apply(
         )));
     }
     let op = crate::profiles::scoped::uuid_ids::op_with_uuid_ids(op, "scoped-world");
-    let op = super::remote::with_skill_hashes(&op, &lock(skills));
-    let outcome = super::remote::apply_to_store(store, &op).await?;
+    let op = super::contract::with_skill_hashes(&op, &lock(skills));
+    let outcome = super::process::service::apply_to_store(store, &op).await?;
     if let (ScopedOp::PublishSkill { name, .. }, ScopedOutcome::Published { sha256 }) =
         (&op, &outcome)
     {

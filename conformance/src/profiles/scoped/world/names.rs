@@ -4,7 +4,7 @@
 //! [`refused_spellings`]), and the files a person writes that its agent guest reads by name
 //! ([`readable_by_agent`]). Below the plans and the oracle, so each uses it one way.
 
-use crate::profiles::scoped::driver::Turn;
+use crate::profiles::scoped::contract::Turn;
 
 /// Who wrote a file, and what: a read returning anything else saw another workspace, agent,
 /// session or path.

@@ -19,7 +19,7 @@ use super::session::{Request, Sess, SessionModel};
 use super::{
     summary, turn, AGENTS, EXPOSED, HOME, REF_PATH, SKILL_CONTENT, SKILL_NAME, SKILL_PATH,
 };
-use crate::profiles::scoped::driver::{ScopedOp, ScopedOutcome, Turn};
+use crate::profiles::scoped::contract::{ScopedOp, ScopedOutcome, Turn};
 use crate::world::lock;
 
 /// Whether `content` may be read at `path` from turn `t`: session files must carry the

@@ -36,7 +36,7 @@ use super::paths::Ticket;
 use super::person_plan::{person_plan, Grant, Target, Who};
 use super::session::Sess;
 use super::{Log, APP, CALL_TIMEOUT, EXPOSED, HOME};
-use crate::profiles::scoped::driver::{PeopleCall, ScopedOp, ScopedOutcome, ANONYMOUS};
+use crate::profiles::scoped::contract::{PeopleCall, ScopedOp, ScopedOutcome, ANONYMOUS};
 use crate::profiles::scoped::people::{judge, request_parts, MAX_BODY_BYTES};
 use crate::profiles::scoped::uuid_ids::{op_with_uuid_ids, uuid_for};
 use crate::world::lock;

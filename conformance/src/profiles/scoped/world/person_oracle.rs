@@ -11,7 +11,7 @@ use super::people::Answer;
 use super::person_plan::{Expect, Grant, PersonOp, Target, Who};
 use super::session::Sess;
 use super::REF_PATH;
-use crate::profiles::scoped::driver::{PeopleCall, ScopedOutcome};
+use crate::profiles::scoped::contract::{PeopleCall, ScopedOutcome};
 use crate::world::lock;
 
 /// The scope a guest path is in: its first segment.

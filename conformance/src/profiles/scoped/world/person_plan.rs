@@ -13,7 +13,7 @@ use super::names::{agent_file, content_for, refused_spellings, workspace_file, T
 use super::oracle::Guest;
 use super::session::Sess;
 use super::{MAX_UPLOAD_BYTES, REF_PATH};
-use crate::profiles::scoped::driver::PeopleCall;
+use crate::profiles::scoped::contract::PeopleCall;
 use crate::profiles::scoped::uuid_ids::uuid_for;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 
@@ -127,7 +127,7 @@ fn encoded(guest_path: &str) -> String {
 
 /// SF-3's spellings of a session file's name: the URLs after `/files/` that name it, and its
 /// guest path. Only the person writes these names.
-fn names(t: &crate::profiles::scoped::driver::Turn, c: usize) -> Vec<(Vec<String>, String)> {
+fn names(t: &crate::profiles::scoped::contract::Turn, c: usize) -> Vec<(Vec<String>, String)> {
     use crate::profiles::scoped::model::hostile::{Fit, Verdict, SPELLINGS};
     let mut out: Vec<(Vec<String>, String)> = [
         (
@@ -169,7 +169,7 @@ fn names(t: &crate::profiles::scoped::driver::Turn, c: usize) -> Vec<(Vec<String
 /// table, look-alike scopes (SF-1.1), and the guest paths SC-2 refuses (the traversals and the
 /// hostile table's) encoded as a client encodes a name, which one decoding gives back.
 fn refused_urls(
-    t: &crate::profiles::scoped::driver::Turn,
+    t: &crate::profiles::scoped::contract::Turn,
 ) -> Vec<(String, &'static str, &'static str)> {
     let mut out: Vec<(String, &'static str, &'static str)> = [
         ("session/%2e%2e/x.md", "traversal", "SC-2.2"),

@@ -9,7 +9,7 @@ use tidemark_reference::clock::DAY_MS;
 
 use super::paths::PathModel;
 use super::TTL_DAYS;
-use crate::profiles::scoped::driver::Turn;
+use crate::profiles::scoped::contract::Turn;
 
 /// How close to the TTL a session's idle time may come before the oracle stops promising its
 /// files. The server stamps activity when it handles a request (after the guest sent it) and the

@@ -17,7 +17,7 @@ use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata, SessionKey}
 use tidemark_sim::real_tier::memory_s3::MemoryHandle;
 
 use super::{is_infra, may_land, Guest};
-use crate::profiles::scoped::driver::{PeopleCall, ScopedOp, ScopedOutcome, Turn};
+use crate::profiles::scoped::contract::{PeopleCall, ScopedOp, ScopedOutcome, Turn};
 use crate::profiles::scoped::world::paths::Ticket;
 use crate::profiles::scoped::world::session::{Sess, EXPIRY_MARGIN_MS};
 use crate::profiles::scoped::world::{summary, BUCKET, TOOL_OUTPUT_LIMIT_BYTES};

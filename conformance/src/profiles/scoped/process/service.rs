@@ -1,11 +1,10 @@
-//! The scoped profile split across a process boundary (conformance/PROTOCOL.md, "The scoped
-//! profile"): which operations an implementation answers and which steps the harness performs
-//! itself, the implementation side as the reference adapter runs it ([`ScopedService`]: a
-//! [`ScopedStore`] on the bucket and database the harness handed over), and the harness side's
-//! steps ([`bucket_keys`], [`run_age_rule`], [`fault_plan`]; the ledger is read by
-//! [`super::ledger`]).
+//! The implementation side of the process boundary as the reference adapter runs it
+//! (conformance/PROTOCOL.md, "The scoped profile"): a [`ScopedService`] is a [`ScopedStore`] on
+//! the bucket and database the harness handed over, answering every step the implementation
+//! answers ([`side`](crate::profiles::scoped::contract::side)); the steps the harness keeps are
+//! `harness.rs`'s.
 //!
-//! The in-process [`super::ScopedDriver`] does both halves in one place: it performs the
+//! The in-process `ScopedDriver` (`reference.rs`) does both halves in one place: it performs the
 //! harness's steps itself and hands every other step to a [`ScopedService`] over its own stores,
 //! so the mapping from an operation to the store is written once, here.
 
@@ -16,7 +15,6 @@ use std::time::Duration;
 use sqlx::postgres::PgPoolOptions;
 pub use sqlx::PgPool;
 use tidemark_reference::clock::{Clock, ManualClock, Timestamp};
-use tidemark_reference::scoped::lifecycle::{Filter, LifecycleConfiguration, Rule};
 use tidemark_reference::scoped::metadata::{Metadata, PostgresMetadata};
 use tidemark_reference::scoped::people::{PeopleApi, Person, StoreSlot};
 use tidemark_reference::scoped::{
@@ -24,124 +22,8 @@ use tidemark_reference::scoped::{
     TurnSpace, WaitKind,
 };
 
-use super::driver::{race_write_against_sweep, ScopedOp, ScopedOutcome, Turn};
-use tidemark_sim::lifecycle::LifecycleExecutor;
-use tidemark_sim::real_tier::FaultPlan;
-
-/// Who performs a scoped step when the implementation runs in another process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side {
-    /// Sent to the implementation as a request; it answers with an outcome.
-    Implementation,
-    /// Sent to the implementation only if it claims this capability; otherwise the scenario is
-    /// skipped, not failed.
-    ImplementationWith(&'static str),
-    /// The harness performs it on its own S3 server, its own database, or the process itself.
-    Harness,
-    /// The harness sends it over HTTP to the people's files API the implementation named
-    /// (SPEC part SF), as the person it names; only to a program claiming [`PEOPLE_API`].
-    People,
-}
-
-/// The capability a program claims to be sent `crash_at` (and to die where it says).
-pub const CRASH_POINTS: &str = "crash_points";
-/// The capability a program claims to be sent `write_during_sweep` (and race it itself).
-pub const WRITE_DURING_SWEEP: &str = "write_during_sweep";
-/// The capability a program claims when every object it puts carries the user metadata
-/// `tidemark-written-at-ms` (SC-7.4), so the harness can run an age-only lifecycle rule on the
-/// scenario's clock.
-pub const WRITTEN_AT_STAMP: &str = "written_at_stamp";
-/// The capability a program claims when it serves the people's files API (SPEC part SF) and
-/// names its base URL in `init_ok` (`people_api`): it is then sent `person` requests, and the
-/// harness sends people's requests over HTTP.
-pub const PEOPLE_API: &str = "people_api";
-
-/// The capability a program claims to be sent SPEC part SL's requests (retention policies).
-pub const RETENTION_POLICIES: &str = "retention_policies";
-
-/// The capability a program claims to be sent `close_session` (SPEC SL-3) and to sweep what
-/// it closed: a program claiming only [`RETENTION_POLICIES`] skips the scenarios of a close.
-pub const SESSION_CLOSE: &str = "session_close";
-
-/// The capability a program claims to be sent `concurrent_sweeps` (SPEC SL-1.3) and run two
-/// sweeps at once itself, as [`WRITE_DURING_SWEEP`] races a write.
-pub const CONCURRENT_SWEEPS: &str = "concurrent_sweeps";
-
-/// The capability a program claims to be sent erasure requests (SPEC SL-4) and to have its
-/// erasure obligations and proofs read with the queries it declares in `init_ok`'s `erasure`.
-pub const ERASURE_OBLIGATIONS: &str = "erasure_obligations";
-
-/// The capability a program claims to be sent SPEC SL-5's request (a workspace's own retention,
-/// `set_workspace_retention`), and to build its lifecycle rules from the retentions it accepted.
-pub const WORKSPACE_RETENTION: &str = "workspace_retention";
-
-/// The capability a step needs of the implementation, if any: one sent only to a program
-/// claiming it, or a harness step that reads what only such a program writes (an age-only rule
-/// reads the write stamps, SC-7.4).
-pub fn capability_needed(op: &ScopedOp) -> Option<&'static str> {
-    match (op, side(op)) {
-        (_, Side::ImplementationWith(c)) => Some(c),
-        (_, Side::People) => Some(PEOPLE_API),
-        (ScopedOp::RunAgeRule { .. }, _) => Some(WRITTEN_AT_STAMP),
-        // Read with the queries only a program claiming it declares (SL-4.7).
-        (ScopedOp::ErasureStates { .. } | ScopedOp::ErasureProof { .. }, _) => {
-            Some(ERASURE_OBLIGATIONS)
-        }
-        _ => None,
-    }
-}
-
-/// Where each operation is performed (PROTOCOL.md lists the same split).
-pub fn side(op: &ScopedOp) -> Side {
-    match op {
-        ScopedOp::CreateWorkspace { .. }
-        | ScopedOp::CreateAgent { .. }
-        | ScopedOp::CreateSession { .. }
-        | ScopedOp::Activity { .. }
-        | ScopedOp::AddWait { .. }
-        | ScopedOp::RemoveWait { .. }
-        | ScopedOp::Write { .. }
-        | ScopedOp::Read { .. }
-        | ScopedOp::ReadText { .. }
-        | ScopedOp::List { .. }
-        | ScopedOp::Delete { .. }
-        | ScopedOp::PublishSkill { .. }
-        | ScopedOp::DeleteSession { .. }
-        | ScopedOp::DeleteAgent { .. }
-        | ScopedOp::DeleteWorkspace { .. }
-        | ScopedOp::Sweep
-        | ScopedOp::ApplyLifecycle { .. } => Side::Implementation,
-        ScopedOp::CrashAt { .. } => Side::ImplementationWith(CRASH_POINTS),
-        ScopedOp::WriteDuringSweep { .. } => Side::ImplementationWith(WRITE_DURING_SWEEP),
-        ScopedOp::Person { .. } => Side::ImplementationWith(PEOPLE_API),
-        ScopedOp::People { .. } => Side::People,
-        ScopedOp::SetSessionCount { .. }
-        | ScopedOp::Promote { .. }
-        | ScopedOp::ToolOutput { .. } => Side::ImplementationWith(RETENTION_POLICIES),
-        ScopedOp::CloseSession { .. } => Side::ImplementationWith(SESSION_CLOSE),
-        ScopedOp::ConcurrentSweeps => Side::ImplementationWith(CONCURRENT_SWEEPS),
-        ScopedOp::RequestErasure { .. } => Side::ImplementationWith(ERASURE_OBLIGATIONS),
-        ScopedOp::SetWorkspaceRetention { .. } => Side::ImplementationWith(WORKSPACE_RETENTION),
-        ScopedOp::Restart
-        | ScopedOp::Faults { .. }
-        | ScopedOp::Heal
-        | ScopedOp::BucketKeys { .. }
-        | ScopedOp::PendingDeletions
-        | ScopedOp::DeletionRecords
-        | ScopedOp::LifecycleRules
-        | ScopedOp::RunAgeRule { .. }
-        | ScopedOp::ErasureStates { .. }
-        | ScopedOp::ErasureProof { .. } => Side::Harness,
-    }
-}
-
-/// The operation's name on the wire (its `op` tag).
-pub fn op_name(op: &ScopedOp) -> String {
-    serde_json::to_value(op)
-        .ok()
-        .and_then(|v| v.get("op").and_then(|o| o.as_str()).map(str::to_string))
-        .unwrap_or_else(|| "?".into())
-}
+use crate::profiles::scoped::contract::{op_name, ScopedOp, ScopedOutcome, Turn, WaitKindName};
+use crate::profiles::scoped::sweeps_at_once::race_write_against_sweep;
 
 /// The object store an implementation is handed in `init`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -232,7 +114,7 @@ pub fn config_taking(
     variants: &crate::variants::Declared,
 ) -> Result<ScopedConfig, String> {
     let mut config = config_for(bucket, knobs, mutant)?;
-    config.alternatives = super::variants::alternatives(variants);
+    config.alternatives = crate::profiles::scoped::variants::alternatives(variants);
     Ok(config)
 }
 
@@ -427,9 +309,13 @@ impl ScopedService {
                 )
                 .await?;
                 let store: &ScopedStore = &self.store;
-                let (first, second) =
-                    super::sweeps_at_once::race(store, &pause, &other, store.metadata().as_ref())
-                        .await;
+                let (first, second) = crate::profiles::scoped::sweeps_at_once::race(
+                    store,
+                    &pause,
+                    &other,
+                    store.metadata().as_ref(),
+                )
+                .await;
                 self.reopen(self.config.clone()).await?;
                 let (first, second) = (first?, second?);
                 ScopedOutcome::Swept {
@@ -495,10 +381,11 @@ pub fn is_store_operation(op: &ScopedOp) -> bool {
 /// Performs one store operation (see [`is_store_operation`]) on `s`: the one mapping from an
 /// operation to the store's API, shared by every implementation side the harness runs (the
 /// program side of the protocol, the in-process driver, the turmoil world's host). A turn's
-/// skill table must already carry the published hashes ([`with_skill_hashes`]).
+/// skill table must already carry the published hashes
+/// ([`with_skill_hashes`](crate::profiles::scoped::contract::with_skill_hashes)).
 pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutcome, ScopedError> {
     let settings = |agent, workspace| ScopeSettings { agent, workspace };
-    let wait_kind = |k: &super::driver::WaitKindName| {
+    let wait_kind = |k: &WaitKindName| {
         wait_kind(&k.0).ok_or_else(|| ScopedError::Config(format!("no wait kind {:?}", k.0)))
     };
     Ok(match op {
@@ -663,41 +550,6 @@ pub async fn apply_to_store(s: &ScopedStore, op: &ScopedOp) -> Result<ScopedOutc
     })
 }
 
-/// `op` with each turn's skill table mapped from the scenario's skill names to the sha256 each
-/// was published under (a name never published is sent as written, so a scenario can send a
-/// bad hash on purpose).
-pub fn with_skill_hashes(op: &ScopedOp, skills: &BTreeMap<String, String>) -> ScopedOp {
-    let mut op = op.clone();
-    if let Some(turn) = turn_mut(&mut op) {
-        for name in turn.skills.values_mut() {
-            if let Some(sha) = skills.get(name.as_str()) {
-                *name = sha.clone();
-            }
-        }
-    }
-    op
-}
-
-fn turn_mut(op: &mut ScopedOp) -> Option<&mut Turn> {
-    match op {
-        ScopedOp::CreateSession { turn }
-        | ScopedOp::Activity { turn }
-        | ScopedOp::AddWait { turn, .. }
-        | ScopedOp::RemoveWait { turn, .. }
-        | ScopedOp::Write { turn, .. }
-        | ScopedOp::WriteDuringSweep { turn, .. }
-        | ScopedOp::Read { turn, .. }
-        | ScopedOp::ReadText { turn, .. }
-        | ScopedOp::List { turn, .. }
-        | ScopedOp::Delete { turn, .. }
-        | ScopedOp::Promote { turn, .. }
-        | ScopedOp::ToolOutput { turn, .. }
-        | ScopedOp::CloseSession { turn }
-        | ScopedOp::DeleteSession { turn } => Some(turn),
-        _ => None,
-    }
-}
-
 /// A turn as sent over the protocol: its skill table already maps each slug to a sha256.
 /// The identifiers are checked as the store's deployment checks them (SC-1.3).
 fn space(s: &ScopedStore, t: &Turn) -> Result<TurnSpace, ScopedError> {
@@ -740,263 +592,5 @@ impl From<ScopedError> for Failure {
 impl From<String> for Failure {
     fn from(e: String) -> Self {
         Failure::Other(e)
-    }
-}
-
-// ----- the harness side --------------------------------------------------------------------
-
-/// Every key under `prefix`, straight from the bucket.
-pub async fn bucket_keys(
-    client: &aws_sdk_s3::Client,
-    bucket: &str,
-    prefix: &str,
-) -> Result<Vec<String>, String> {
-    let mut keys = Vec::new();
-    let mut token = None;
-    loop {
-        let page = client
-            .list_objects_v2()
-            .bucket(bucket)
-            .prefix(prefix)
-            .set_continuation_token(token.take())
-            .send()
-            .await
-            .map_err(|e| {
-                format!(
-                    "listing the bucket: {}",
-                    aws_sdk_s3::error::DisplayErrorContext(&e)
-                )
-            })?;
-        keys.extend(
-            page.contents()
-                .iter()
-                .filter_map(|o| o.key().map(str::to_string)),
-        );
-        match (page.is_truncated(), page.next_continuation_token()) {
-            (Some(true), Some(t)) => token = Some(t.to_string()),
-            _ => break,
-        }
-    }
-    Ok(keys)
-}
-
-/// Runs an age-only expiry rule of `days` over `prefix` with AWS semantics, at `now`; answers
-/// the keys it deleted.
-pub async fn run_age_rule(
-    client: &aws_sdk_s3::Client,
-    bucket: &str,
-    prefix: &str,
-    days: u32,
-    now: Timestamp,
-) -> Result<Vec<String>, String> {
-    let ex = LifecycleExecutor::new(LifecycleConfiguration {
-        rules: vec![Rule {
-            id: "age-only".into(),
-            enabled: true,
-            filter: Some(Filter::Prefix(prefix.to_string())),
-            expiration_days: Some(days),
-            abort_incomplete_multipart_days: None,
-        }],
-    })
-    .map_err(|e| e.to_string())?;
-    ex.run_on_bucket(client, bucket, now).await
-}
-
-/// The bucket's lifecycle configuration as the store answers GetBucketLifecycleConfiguration,
-/// one description per rule in id order (none when the bucket has no configuration), judged by
-/// what SPEC SC-7.1 pins and not by the ids, which are the implementation's choice: a rule is
-/// `PREFIX` (`""` for an empty one; a filter that is not a prefix is spelled `tag:K=V`,
-/// `size>N`, `size<N`, `and(...)` or `no-filter`), then `expire Nd` or `expire on DATE`,
-/// `abort Nd` (left out of a workspace's own rule under `sessions/` when no shorter than the
-/// session class rule's, which covers it: SPEC SL-5.3), and `disabled` when it is not enabled, with anything else the rule carries
-/// (noncurrent versions, transitions, delete markers) named so that it never matches silently.
-/// Ids that SC-7.2 forbids (empty, longer than 255 characters, or used twice) add one entry
-/// naming them, so no expectation can match them either.
-pub async fn lifecycle_rules(
-    client: &aws_sdk_s3::Client,
-    bucket: &str,
-) -> Result<Vec<String>, String> {
-    use aws_sdk_s3::error::ProvideErrorMetadata;
-    use aws_sdk_s3::types::{ExpirationStatus, LifecycleRuleFilter};
-    let got = match client
-        .get_bucket_lifecycle_configuration()
-        .bucket(bucket)
-        .send()
-        .await
-    {
-        Ok(got) => got,
-        Err(e) if e.code() == Some("NoSuchLifecycleConfiguration") => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(format!(
-                "reading the bucket's lifecycle configuration: {}",
-                aws_sdk_s3::error::DisplayErrorContext(&e)
-            ))
-        }
-    };
-    let filter = |f: Option<&LifecycleRuleFilter>| -> String {
-        let Some(f) = f else {
-            return "no-filter".into();
-        };
-        let prefix = |p: &str| {
-            if p.is_empty() {
-                "\"\"".to_string()
-            } else {
-                p.to_string()
-            }
-        };
-        if let Some(p) = f.prefix() {
-            return prefix(p);
-        }
-        if let Some(t) = f.tag() {
-            return format!("tag:{}={}", t.key(), t.value());
-        }
-        if let Some(n) = f.object_size_greater_than() {
-            return format!("size>{n}");
-        }
-        if let Some(n) = f.object_size_less_than() {
-            return format!("size<{n}");
-        }
-        if let Some(a) = f.and() {
-            let mut parts = Vec::new();
-            if let Some(p) = a.prefix() {
-                parts.push(prefix(p));
-            }
-            parts.extend(
-                a.tags()
-                    .iter()
-                    .map(|t| format!("tag:{}={}", t.key(), t.value())),
-            );
-            if let Some(n) = a.object_size_greater_than() {
-                parts.push(format!("size>{n}"));
-            }
-            if let Some(n) = a.object_size_less_than() {
-                parts.push(format!("size<{n}"));
-            }
-            return format!("and({})", parts.join(" "));
-        }
-        "no-filter".into()
-    };
-    // A rule's prefix, in either spelling (the filter's, or the older one outside it).
-    #[allow(deprecated)]
-    let prefix_of = |r: &aws_sdk_s3::types::LifecycleRule| -> Option<String> {
-        r.filter()
-            .and_then(|f| f.prefix())
-            .or(r.prefix())
-            .map(str::to_string)
-    };
-    let abort_of = |r: &aws_sdk_s3::types::LifecycleRule| {
-        r.abort_incomplete_multipart_upload()
-            .and_then(|a| a.days_after_initiation())
-    };
-    // The session class's multipart abort covers every workspace's own rule under it (SPEC
-    // SL-5.3): where rules overlap the shortest wins (SC-7.3), so a workspace rule's abort no
-    // shorter than the class's changes nothing and is the implementation's own to carry or not.
-    let class_abort = got
-        .rules()
-        .iter()
-        .filter(|r| prefix_of(r).as_deref() == Some("sessions/"))
-        .filter_map(abort_of)
-        .min();
-    let redundant_abort = |r: &aws_sdk_s3::types::LifecycleRule| {
-        let nested = prefix_of(r).is_some_and(|p| p.starts_with("sessions/") && p != "sessions/");
-        matches!((abort_of(r), class_abort), (Some(a), Some(c)) if nested && a >= c)
-    };
-    let mut rules: Vec<(String, String)> = Vec::new();
-    let mut ids = std::collections::BTreeMap::<String, usize>::new();
-    #[allow(deprecated)]
-    for r in got.rules() {
-        let id = r.id().unwrap_or_default().to_string();
-        *ids.entry(id.clone()).or_default() += 1;
-        // A rule's prefix may also sit outside the filter (the older, deprecated spelling).
-        let mut d = match (r.filter(), r.prefix()) {
-            (None, Some(p)) => p.to_string(),
-            (f, _) => filter(f),
-        };
-        if let Some(e) = r.expiration() {
-            if let Some(days) = e.days() {
-                d.push_str(&format!(" expire {days}d"));
-            }
-            if let Some(date) = e.date() {
-                d.push_str(&format!(" expire on {date}"));
-            }
-            if e.expired_object_delete_marker() == Some(true) {
-                d.push_str(" expire delete-markers");
-            }
-        }
-        if let Some(days) = abort_of(r).filter(|_| !redundant_abort(r)) {
-            d.push_str(&format!(" abort {days}d"));
-        }
-        if r.noncurrent_version_expiration().is_some() {
-            d.push_str(" noncurrent-expiration");
-        }
-        if !r.transitions().is_empty() || !r.noncurrent_version_transitions().is_empty() {
-            d.push_str(" transitions");
-        }
-        if r.status() != &ExpirationStatus::Enabled {
-            d.push_str(" disabled");
-        }
-        rules.push((id, d));
-    }
-    rules.sort();
-    let mut out: Vec<String> = rules.into_iter().map(|(_, d)| d).collect();
-    let bad: Vec<String> = ids
-        .iter()
-        .filter(|(id, n)| **n > 1 || id.is_empty() || id.chars().count() > 255)
-        .map(|(id, n)| {
-            if *n > 1 {
-                format!("{:?} used {n} times", tidemark_sim::clip::clip(id))
-            } else {
-                format!("{:?} not 1-255 characters", tidemark_sim::clip::clip(id))
-            }
-        })
-        .collect();
-    if !bad.is_empty() {
-        out.push(format!("ids SC-7.2 refuses: {}", bad.join("; ")));
-    }
-    Ok(out)
-}
-
-/// The fault plan a `faults` step sets, if `op` is one.
-pub fn fault_plan(op: &ScopedOp) -> Option<FaultPlan> {
-    match op {
-        ScopedOp::Faults {
-            down,
-            error_rate,
-            delete_key_failure_rate,
-            fail_requests,
-            fail_from,
-            no_such_bucket,
-            access_denied,
-            throttle,
-        } => Some(FaultPlan {
-            down: *down,
-            error_rate: *error_rate,
-            delete_key_failure_rate: *delete_key_failure_rate,
-            latency: Duration::ZERO,
-            fail_requests: fail_requests.clone(),
-            fail_from: fail_from.clone(),
-            no_such_bucket: *no_such_bucket,
-            access_denied: *access_denied,
-            throttle: *throttle,
-        }),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_ledger_and_the_bucket_are_read_by_the_harness_and_crashes_need_a_capability() {
-        assert_eq!(side(&ScopedOp::PendingDeletions), Side::Harness);
-        assert_eq!(side(&ScopedOp::Sweep), Side::Implementation);
-        assert_eq!(
-            side(&ScopedOp::CrashAt {
-                point: super::super::driver::CrashPointName("after_text_written".into())
-            }),
-            Side::ImplementationWith(CRASH_POINTS)
-        );
-        assert_eq!(op_name(&ScopedOp::PendingDeletions), "pending_deletions");
     }
 }

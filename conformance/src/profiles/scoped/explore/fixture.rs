@@ -96,7 +96,7 @@ impl ScopedFixture {
     }
 
     pub fn mutant(&self) -> Result<Option<ScopedMutant>, String> {
-        super::explore::mutant_arg(self.mutant.as_deref())
+        super::mutant_arg(self.mutant.as_deref())
     }
 
     /// The SPEC.md variants the reference took when this failure was found.
@@ -149,7 +149,7 @@ pub async fn replay(tier: Tier<'_>, f: &ScopedFixture) -> Result<ScopedReplay, S
             expected: d.expected.clone(),
             actual: d.actual.clone(),
             trace: d.ops.clone(),
-            rule: Some(super::explore::signature(f.ops.get(d.step), d).rule),
+            rule: Some(super::signature(f.ops.get(d.step), d).rule),
             model_state: d.model_state.clone(),
         }),
         _ => None,

@@ -1,12 +1,13 @@
 //! Playing a parsed scoped scenario ([`Script`]) step by step against the reference, on the
 //! real tier or the simulation tier ([`Backend`]), comparing each outcome with its expectation:
-//! the scoped profile's runner, apart from its vocabulary (`script.rs`). The loop over steps is
+//! the scoped profile's runner, apart from its vocabulary (`script/`). The loop over steps is
 //! the engine's (`crate::play`); `ScopedPlayer` performs one step.
 
 use std::path::PathBuf;
 
-use super::bindings::Bindings;
-use super::driver::{ScopedDriver, ScopedOutcome};
+use super::contract::ScopedOutcome;
+use super::reference::ScopedDriver;
+use super::script::bindings::Bindings;
 use super::script::{Action, Script, Step};
 use crate::play::{Failure, Located, Mismatch, StepPlayer};
 use crate::variants::Declared;

@@ -12,8 +12,8 @@
 
 use std::collections::BTreeMap;
 
-use super::driver::{ScopedOp, ScopedOutcome};
-use super::script::{Action, Expect, Step};
+use super::{Action, Expect, Step};
+use crate::profiles::scoped::contract::{ScopedOp, ScopedOutcome};
 
 /// The paths the scenario bound so far, by name.
 #[derive(Clone, Debug, Default)]

@@ -15,7 +15,7 @@ use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata, SessionKey}
 use tidemark_reference::scoped::{ScopeSettings, ScopedConfig, ScopedStore};
 use tidemark_sim::real_tier::{MemoryHandle, S3Server};
 
-use super::uuid_ids::uuid_for;
+use crate::profiles::scoped::uuid_ids::uuid_for;
 
 const BUCKET: &str = "retention-bench";
 
@@ -78,9 +78,11 @@ pub async fn lifecycle_rules_at(workspaces: usize, ttls: &[i64]) -> Result<usize
         .apply_lifecycle_with_retention(365)
         .await
         .map_err(|e| format!("the configuration was refused: {e}"))?;
-    Ok(super::remote::lifecycle_rules(&server.client(), BUCKET)
-        .await?
-        .len())
+    Ok(
+        crate::profiles::scoped::process::harness::lifecycle_rules(&server.client(), BUCKET)
+            .await?
+            .len(),
+    )
 }
 
 /// The shape of the policy sweep's population.

@@ -1,14 +1,14 @@
 //! The steps of a session's close and of two sweeps at once (SPEC SL-3, SL-1.3), beside
-//! `script.rs`'s table (which falls through to [`action`] for a step it does not know):
+//! `grammar.rs`'s table (which falls through to [`action`] for a step it does not know):
 //!
 //! - `close session W/A/S`: the host closes the session.
 //! - `sweep twice at once`: two sweeps run together; the expectation is what both swept
 //!   (`swept N sessions, M deletions`).
 
-use super::driver::{ScopedOp, Turn};
+use crate::profiles::scoped::contract::{ScopedOp, Turn};
 
 /// The step `s` (its words) if it is one of this module's; `None` leaves it to the caller's
-/// "no such step". `turn` reads a turn as `script.rs` does.
+/// "no such step". `turn` reads a turn as `grammar.rs` does.
 pub(super) fn action(
     s: &[&str],
     turn: fn(&str) -> Result<Turn, String>,

@@ -1,13 +1,15 @@
 //! The scoped profile's `tidemark bench` figures. Timings come from the wall clock here on
 //! purpose: they are measurements, never inputs to a decision.
 
+pub mod retention;
+
 use std::time::Instant;
 
 /// The scoped profile's figures, measured side by side in one run: exploration seeds per second
 /// on the memory tier and on the PostgreSQL tier over the same seeds, their ratio, and the wall
 /// time of the scoped suite (as `tidemark run --profile scoped` runs it, PostgreSQL's start
 /// included), the people's files API's requests per second, and the retention figures
-/// ([`super::bench_retention`]).
+/// ([`retention`]).
 pub fn scoped(seeds: u64, jobs: std::num::NonZeroUsize) -> Result<String, String> {
     use crate::explore::engine::explore_seeds;
     use crate::profiles::scoped::explore::ScopedExplorer;
@@ -57,7 +59,7 @@ pub fn scoped(seeds: u64, jobs: std::num::NonZeroUsize) -> Result<String, String
             per_second.push(seeds as f64 / run.elapsed.as_secs_f64().max(1e-9));
         }
         let people = people_api(REQUESTS).await?;
-        let retention = super::bench_retention::figures().await?;
+        let retention = retention::figures().await?;
         let _ = writeln!(
             s,
             "scoped suite: {} scenarios in {:.2} s (--jobs {jobs}, PostgreSQL's start included)",
@@ -86,7 +88,8 @@ const REQUESTS: usize = 300;
 /// the store on the simulation tier's stores (the in-memory S3 over loopback HTTP, in-memory
 /// metadata), so a request's figure includes its S3 round trips.
 async fn people_api(n: usize) -> Result<String, String> {
-    use super::driver::{PeopleCall, ScopedDriver, ScopedOp, Turn};
+    use crate::profiles::scoped::contract::{PeopleCall, ScopedOp, Turn};
+    use crate::profiles::scoped::reference::ScopedDriver;
     use tidemark_reference::clock::Timestamp;
     let mut d = ScopedDriver::start_sim(
         None,
@@ -148,7 +151,7 @@ async fn people_api(n: usize) -> Result<String, String> {
             let out = d
                 .call(Timestamp::from_millis(now.as_millis() + i as i64), &op)
                 .await?;
-            if let super::ScopedOutcome::Refused { reason, .. } = out {
+            if let crate::profiles::scoped::ScopedOutcome::Refused { reason, .. } = out {
                 return Err(format!("a people's {kind} was refused {reason}"));
             }
         }

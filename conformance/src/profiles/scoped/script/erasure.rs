@@ -1,5 +1,5 @@
 //! The scoped vocabulary's erasure steps (SPEC SL-4; `scenarios/scoped/README.md`), kept
-//! beside `script.rs` rather than in it:
+//! beside the grammar (`grammar.rs`) rather than in it:
 //!
 //! - `erase workspace W within DURATION`, `erase agent W/A within DURATION`: an erasure whose
 //!   deadline is DURATION after the step's clock (`-1s` stages a deadline already past).
@@ -10,9 +10,10 @@
 
 use tidemark_sim::clip::clip;
 
-use super::driver::ScopedOp;
-use super::erasure::parse_state;
-use super::script::{duration_ms, Action, Expect};
+use super::words::duration_ms;
+use super::{Action, Expect};
+use crate::profiles::scoped::contract::ScopedOp;
+use crate::profiles::scoped::erasure::parse_state;
 
 /// `erase workspace W within D` or `erase agent W/A within D`, its deadline still D from the
 /// step's clock: [`dated`] makes it a time once the loader knows where the clock stands.
@@ -103,10 +104,10 @@ pub fn expectation(action: &Action, expect: Expect) -> Result<Expect, String> {
 mod tests {
     use std::path::Path;
 
-    use super::super::script::parse;
     use super::*;
+    use crate::profiles::scoped::script::parse;
 
-    fn steps(body: &str) -> Result<Vec<super::super::script::Step>, String> {
+    fn steps(body: &str) -> Result<Vec<crate::profiles::scoped::script::Step>, String> {
         parse(
             Path::new("x.tdm"),
             &format!("scenario: s\nprofile: scoped\nrules: SL-4.1\n\n{body}"),

@@ -4,7 +4,7 @@
 //! For each scenario the harness starts its own S3 server (the disk store behind the fault wrapper) and
 //! makes a fresh PostgreSQL database, creates the bucket, and hands both to the program in
 //! `init`. Steps the implementation answers are sent as requests carrying the simulated time;
-//! the rest the harness performs itself ([`remote::side`]): faults and heal on its S3 server,
+//! the rest the harness performs itself ([`contract::side`]): faults and heal on its S3 server,
 //! bucket listings straight from the bucket, the deletion ledger straight from the database (with
 //! the read-only queries the program declared in `init_ok`, else SC-6.6's tables), an age-only lifecycle rule run with the lifecycle executor, and `restart`
 //! (SIGKILL to the process group, then the same init again). `crash at` and `write … during
@@ -14,13 +14,16 @@
 //! Results are [`CaseReport`]s, so scoped scenarios read in the table, JSON and JUnit reports
 //! exactly as scratchpad ones do.
 
+pub mod harness;
+pub mod service;
+
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{ScopedOp, ScopedOutcome};
-use crate::profiles::scoped::remote::{self, Side};
+use crate::profiles::scoped::contract::{self, Side, PEOPLE_API_FIELD};
 use crate::profiles::scoped::script::{self, Action, Expect, Script};
 use futures::StreamExt;
 use tidemark_reference::clock::Timestamp;
@@ -39,9 +42,6 @@ use crate::report::{CaseReport, Verdict};
 
 /// The profile's name in `init` and `init_ok`.
 pub const PROFILE: &str = "scoped";
-
-/// The `init_ok` field naming the people's files API's base URL (PROTOCOL.md).
-pub const PEOPLE_API_FIELD: &str = "people_api";
 
 /// The scoped scenarios under `dir` whose test names are in `only` (all when it is empty). A
 /// name in `only` that names no scoped scenario is an error, so a mistyped replay command cannot
@@ -82,7 +82,7 @@ pub fn skip_reason(factory: &ProcessFactory, script: &Script) -> Option<String> 
 /// The first step of `script` needing a capability not in `capabilities`, as a skip reason.
 pub fn missing_capability(capabilities: &[String], script: &Script) -> Option<String> {
     script.steps.iter().find_map(|step| match &step.action {
-        Action::Op(op) => match remote::capability_needed(op) {
+        Action::Op(op) => match contract::capability_needed(op) {
             Some(capability) if !capabilities.iter().any(|c| c == capability) => {
                 Some(format!(
                     "line {}: `{}` needs the capability {capability}, which the implementation does not claim",
@@ -291,7 +291,7 @@ pub trait Endpoint {
 
 impl Endpoint for ProcessSession {
     async fn call(&mut self, now_ms: i64, op: &ScopedOp) -> Result<ScopedOutcome, DriverError> {
-        ProcessSession::call(self, now_ms, &remote::op_name(op), op).await
+        ProcessSession::call(self, now_ms, &contract::op_name(op), op).await
     }
 
     async fn restart(&mut self) -> Result<(), DriverError> {
@@ -345,7 +345,7 @@ async fn steps(
     let mut people = super::people::PeopleClient::with_timeout(session.people_timeout());
     let mut persons: BTreeMap<String, ScopedOp> = BTreeMap::new();
     // Paths the scenario names after the implementation chose them (`overflowed as OUT`).
-    let mut bindings = super::bindings::Bindings::default();
+    let mut bindings = script::bindings::Bindings::default();
     for step in &script.steps {
         let step = &bindings.resolve(step);
         let op = match &step.action {
@@ -363,7 +363,7 @@ async fn steps(
             expected: expected.clone(),
             actual,
         };
-        let got = match remote::side(op) {
+        let got = match contract::side(op) {
             Side::People => {
                 let ScopedOp::People {
                     person,
@@ -396,7 +396,7 @@ async fn steps(
                 got
             }
             Side::Implementation | Side::ImplementationWith(_) => {
-                let sent = remote::with_skill_hashes(op, &skills);
+                let sent = contract::with_skill_hashes(op, &skills);
                 let got: ScopedOutcome = session
                     .call(now.as_millis(), &sent)
                     .await
@@ -485,7 +485,7 @@ async fn harness_step(
             ScopedOutcome::Ok
         }
         ScopedOp::Faults { .. } => {
-            if let Some(plan) = remote::fault_plan(op) {
+            if let Some(plan) = harness::fault_plan(op) {
                 provided.tier.s3.faults().set_plan(plan);
             }
             ScopedOutcome::Ok
@@ -495,7 +495,7 @@ async fn harness_step(
             ScopedOutcome::Ok
         }
         ScopedOp::BucketKeys { prefix } => ScopedOutcome::Keys {
-            keys: remote::bucket_keys(&client, &provided.bucket, prefix)
+            keys: harness::bucket_keys(&client, &provided.bucket, prefix)
                 .await
                 .map_err(harness)?,
         },
@@ -518,12 +518,12 @@ async fn harness_step(
             }
         }
         ScopedOp::LifecycleRules => ScopedOutcome::Rules {
-            rules: remote::lifecycle_rules(&client, &provided.bucket)
+            rules: harness::lifecycle_rules(&client, &provided.bucket)
                 .await
                 .map_err(harness)?,
         },
         ScopedOp::RunAgeRule { prefix, days } => ScopedOutcome::Keys {
-            keys: remote::run_age_rule(&client, &provided.bucket, prefix, *days, now)
+            keys: harness::run_age_rule(&client, &provided.bucket, prefix, *days, now)
                 .await
                 .map_err(harness)?,
         },
@@ -542,7 +542,7 @@ async fn harness_step(
         other => {
             return Err(harness(format!(
                 "{} is not a harness-side step",
-                remote::op_name(other)
+                contract::op_name(other)
             )))
         }
     })
@@ -576,7 +576,7 @@ async fn erasure_ledger(
         .ok_or_else(|| {
             DriverError(format!(
                 "the implementation claims {} but declares no `{}` queries in init_ok (SL-4.7: the harness reads obligations and proofs with them)",
-                remote::ERASURE_OBLIGATIONS,
+                contract::ERASURE_OBLIGATIONS,
                 super::erasure::DECLARED_FIELD
             ))
         })?;
