@@ -195,11 +195,7 @@ pub fn render_text(r: &ExploreReport) -> String {
 /// The exploration as JUnit XML: one test case for the passing seeds, one failing test case
 /// per distinct difference (its seeds, divergence and replay), one per seed not set up.
 pub fn render_junit(r: &ExploreReport) -> String {
-    let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
-    write_junit(&mut w, r).expect("writing XML to memory cannot fail");
-    let mut s = String::from_utf8(w.into_inner()).expect("the XML writer writes UTF-8");
-    s.push('\n');
-    s
+    crate::report::xml_document(|w| write_junit(w, r))
 }
 
 fn write_junit(w: &mut Writer<Vec<u8>>, r: &ExploreReport) -> std::io::Result<()> {

@@ -511,8 +511,16 @@ pub fn render_json(report: &RunReport) -> String {
 /// with its reason. No `time` attributes: reports of the same run are byte-identical.
 pub fn render_junit(report: &RunReport) -> String {
     let report = &bounded(report);
+    xml_document(|w| write_junit(w, report))
+}
+
+/// One XML document, indented by two spaces and ending in a newline, as `write` writes it (every
+/// JUnit file the harness writes: a run's, a run's that could not begin, an exploration's).
+pub(crate) fn xml_document(
+    write: impl FnOnce(&mut Writer<Vec<u8>>) -> std::io::Result<()>,
+) -> String {
     let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
-    write_junit(&mut w, report).expect("writing XML to memory cannot fail");
+    write(&mut w).expect("writing XML to memory cannot fail");
     let mut s = String::from_utf8(w.into_inner()).expect("the XML writer writes UTF-8");
     s.push('\n');
     s
@@ -634,13 +642,8 @@ fn write_out_of_date(w: &mut Writer<Vec<u8>>, judged: &Judged) -> std::io::Resul
 /// JUnit XML for a run that could not begin (the program did not complete the init exchange):
 /// one `<error>` test case, so a CI job that publishes the file shows why instead of "no report".
 pub fn render_junit_setup_error(implementation: &str, message: &str) -> String {
-    let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
     let message = clip(message);
-    write_setup_error(&mut w, &clip(implementation), &message)
-        .expect("writing XML to memory cannot fail");
-    let mut s = String::from_utf8(w.into_inner()).expect("the XML writer writes UTF-8");
-    s.push('\n');
-    s
+    xml_document(|w| write_setup_error(w, &clip(implementation), &message))
 }
 
 fn write_setup_error(

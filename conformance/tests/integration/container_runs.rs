@@ -9,10 +9,12 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tidemark_conformance::spec::repo_root;
+
+use super::sandbox::wait_within;
 
 /// Bounds the wait for a run to start its container, and for it to end.
 const RUN_BOUND: Duration = Duration::from_secs(120);
@@ -110,20 +112,6 @@ fn wait_for_container(child: &mut Child) -> Vec<String> {
     }
 }
 
-fn wait_bounded(child: &mut Child) -> ExitStatus {
-    let deadline = Instant::now() + RUN_BOUND;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("tidemark did not exit within {RUN_BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn output_of(child: &mut Child) -> String {
     use std::io::Read;
     let mut s = String::new();
@@ -165,7 +153,7 @@ fn the_whole_scoped_suite_passes_on_a_container_and_the_container_goes_with_the_
         .spawn()
         .unwrap();
     let ids = wait_for_container(&mut child);
-    let status = wait_bounded(&mut child);
+    let status = wait_within(&mut child, RUN_BOUND);
     let output = output_of(&mut child);
     println!(
         "scoped suite on the container source: {:.1} s",
@@ -194,7 +182,7 @@ fn a_container_run_stopped_by_sigint_removes_its_container_and_exits_130() {
         .unwrap();
     wait_for_container(&mut child);
     signal(&child, libc::SIGINT);
-    let status = wait_bounded(&mut child);
+    let status = wait_within(&mut child, RUN_BOUND);
     let output = output_of(&mut child);
     let left = containers_of(child.id());
     remove(&left);
@@ -213,7 +201,7 @@ fn the_container_of_a_sigkilled_run_is_removed_by_the_next_run_whatever_it_runs(
         .unwrap();
     let ids = wait_for_container(&mut child);
     signal(&child, libc::SIGKILL);
-    let status = wait_bounded(&mut child);
+    let status = wait_within(&mut child, RUN_BOUND);
     assert_eq!(status.signal(), Some(libc::SIGKILL));
     // The leak is real: nothing of the killed run could remove it.
     let after_kill = containers_of(child.id());

@@ -11,23 +11,13 @@
 //! left out: a test reaching across is not a dependency of the code. An inline module other than
 //! a test's is read as part of its file.
 //!
-//! The scoped profile and the scoped design had circles when this check came in; they are listed
-//! in [`KNOWN`] (each by its folder and members, exactly) until its own reshaping removes them.
-//! A circle not listed fails, and so does a listed one that is gone, so the list stays true.
+//! The scoped profile and the scoped design had circles when this check came in; their reshaping
+//! removed the last of them, and with them the list of known ones: any circle fails.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use tidemark_conformance::spec::repo_root;
-
-/// Circles that stood when the check came in, by folder (relative to the repository) and their
-/// members (the folder's files without `.rs`, or subfolders), sorted.
-const KNOWN: &[(&str, &[&str])] = &[
-    (
-        "conformance/src/profiles/scoped/world",
-        &["claims", "guests", "oracle", "people", "person_plan"],
-    ),
-];
 
 /// One circle: the folder it is inside and its members, sorted.
 type Circle = (String, Vec<String>);
@@ -466,26 +456,16 @@ fn repository_circles() -> Vec<Circle> {
 }
 
 #[test]
-fn no_import_circle_inside_a_profile_or_a_design_but_the_known_ones() {
+fn no_import_circle_inside_a_profile_or_a_design() {
     let found = repository_circles();
-    let known: Vec<Circle> = KNOWN
+    let show = found
         .iter()
-        .map(|(f, m)| (f.to_string(), m.iter().map(|s| s.to_string()).collect()))
-        .collect();
-    let new: Vec<_> = found.iter().filter(|c| !known.contains(c)).collect();
-    let gone: Vec<_> = known.iter().filter(|c| !found.contains(c)).collect();
-    let show = |cs: &[&Circle]| {
-        cs.iter()
-            .map(|(f, m)| format!("  {f}: {}", m.join(" <-> ")))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
+        .map(|(f, m)| format!("  {f}: {}", m.join(" <-> ")))
+        .collect::<Vec<_>>()
+        .join("\n");
     assert!(
-        new.is_empty() && gone.is_empty(),
-        "import circles inside a folder (each part should use the others one way):\n{}\n\
-         listed in KNOWN but no longer there (remove them from the list):\n{}",
-        show(&new),
-        show(&gone)
+        found.is_empty(),
+        "import circles inside a folder (each part should use the others one way):\n{show}"
     );
 }
 

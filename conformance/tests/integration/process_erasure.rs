@@ -6,8 +6,9 @@
 
 use std::sync::Arc;
 
+use super::support::{block_on, tidemark_in_repo};
+
 use tidemark_conformance::profiles::scoped::erasure::ErasureQueries;
-use tidemark_conformance::spec::repo_root;
 use tidemark_sim::real_tier::PgProvider;
 
 const ADAPTER: &str = env!("CARGO_BIN_EXE_tidemark-reference-adapter");
@@ -20,21 +21,14 @@ const SCENARIO: &str =
 /// `tidemark run` of [`SCENARIO`] through `fixtures/adapters/erasure-declared.py MODE` wrapped
 /// around the reference adapter: its exit code and stdout.
 fn with_declared_erasure(mode: &str) -> (i32, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args([
-            "run",
-            "--impl",
-            &format!("python3 fixtures/adapters/erasure-declared.py {mode} {ADAPTER}"),
-            "--only",
-            SCENARIO,
-        ])
-        .current_dir(repo_root())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    let ran = tidemark_in_repo(&[
+        "run",
+        "--impl",
+        &format!("python3 fixtures/adapters/erasure-declared.py {mode} {ADAPTER}"),
+        "--only",
+        SCENARIO,
+    ]);
+    (ran.code, ran.stdout)
 }
 
 #[test]
@@ -79,14 +73,6 @@ fn erasure_queries_that_cannot_be_read_or_cannot_be_true_fail_with_the_reason() 
         assert_eq!(code, 1, "{mode}: {out}");
         assert!(out.contains(reason), "{mode}: {out}");
     }
-}
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(f)
 }
 
 /// Run in a read-only transaction and rolled back: a declared query that would delete the

@@ -1,7 +1,7 @@
 //! Adapters that break the protocol: each failure names the scenario, the step and what
 //! happened, the wait is bounded, the next scenario still runs, and no process is left behind.
 
-use super::support::block_on;
+use super::support::{block_on, fixture_adapter, tidemark_in_repo};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tidemark_conformance::play::Failure;
@@ -22,23 +22,6 @@ const TWO_SCENARIOS: [&str; 2] = [
 /// cannot turn their misbehaviour into a timeout.
 const SHORT_REPLY_TIMEOUT: Duration = Duration::from_millis(400);
 
-async fn factory(fixture: &str, reply_timeout: Duration) -> ProcessFactory {
-    let command = AdapterCommand::parse(
-        &format!("python3 fixtures/adapters/{fixture}"),
-        &repo_root(),
-    )
-    .expect("a command");
-    ProcessFactory::probe(
-        command,
-        ProcessOptions {
-            reply_timeout,
-            ..ProcessOptions::default()
-        },
-    )
-    .await
-    .expect("the fixture completes init")
-}
-
 /// Runs the two scenarios against a fixture adapter.
 fn run_two(fixture: &str) -> RunReport {
     run_two_within(fixture, ProcessOptions::default().reply_timeout)
@@ -52,7 +35,7 @@ fn run_two_within(fixture: &str, reply_timeout: Duration) -> RunReport {
     };
     let selected = selection.apply(&all).expect("the scenarios exist");
     block_on(async {
-        let factory = factory(fixture, reply_timeout).await;
+        let factory = fixture_adapter(fixture, reply_timeout).await;
         gate::check(
             &selected,
             &factory,
@@ -293,24 +276,18 @@ fn each_misbehaviour_reads_clearly_in_the_table() {
         ("claims-no-known-profile.py", "10000"),
     ] {
         let command = format!("python3 fixtures/adapters/{fixture}");
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-            .args([
-                "run",
-                "--impl",
-                &command,
-                "--timeout-ms",
-                timeout_ms,
-                "--only",
-                TWO_SCENARIOS[0],
-            ])
-            .current_dir(repo_root())
-            .output()
-            .unwrap();
+        let ran = tidemark_in_repo(&[
+            "run",
+            "--impl",
+            &command,
+            "--timeout-ms",
+            timeout_ms,
+            "--only",
+            TWO_SCENARIOS[0],
+        ]);
         tables.push_str(&format!(
             "$ tidemark run --impl '{command}' --timeout-ms {timeout_ms} --only {}   # exit {}\n{}\n",
-            TWO_SCENARIOS[0],
-            out.status.code().unwrap(),
-            String::from_utf8_lossy(&out.stdout)
+            TWO_SCENARIOS[0], ran.code, ran.stdout
         ));
     }
     insta::assert_snapshot!("misbehaving_adapters_table", tables);

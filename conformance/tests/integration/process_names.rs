@@ -2,22 +2,17 @@
 //! an answer that breaks one of SP-1.2's rules, or is not a names answer at all, fails the
 //! scenario with a message naming the rule or the protocol error, never a hang.
 
-use tidemark_conformance::spec::repo_root;
+use super::support::tidemark_in_repo;
 
 /// `tidemark run` against `fixtures/adapters/bad-names.py MODE` on one scenario.
 fn run(mode: &str, scenario: &str) -> (i32, String) {
     let command = format!("python3 fixtures/adapters/bad-names.py {mode}");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(["run", "--impl", &command, "--only", scenario])
-        .current_dir(repo_root())
-        .output()
-        .expect("tidemark runs");
+    let ran = tidemark_in_repo(&["run", "--impl", &command, "--only", scenario]);
     (
-        out.status.code().expect("an exit code"),
+        ran.code,
         format!(
             "$ tidemark run --impl '{command}' --only {scenario}   # exit {}\n{}",
-            out.status.code().unwrap(),
-            String::from_utf8_lossy(&out.stdout)
+            ran.code, ran.stdout
         ),
     )
 }

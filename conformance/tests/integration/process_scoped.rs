@@ -7,6 +7,8 @@
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
+use super::support::{block_on, tidemark_in_repo, verdicts};
+
 use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
 use tidemark_conformance::profiles::scoped::process;
 use tidemark_conformance::profiles::scoped::runner;
@@ -17,14 +19,6 @@ use tidemark_reference::scoped::ScopedMutant;
 use tidemark_sim::real_tier::PgProvider;
 
 const ADAPTER: &str = env!("CARGO_BIN_EXE_tidemark-reference-adapter");
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(f)
-}
 
 fn scripts() -> Vec<Script> {
     script::load_dir(&repo_root().join("scenarios/scoped")).expect("the scoped suite loads")
@@ -42,21 +36,6 @@ async fn through_the_adapter(
     process::check(&factory, scripts, NonZeroUsize::MIN, Some(pg))
         .await
         .expect("the scoped suite runs")
-}
-
-/// Test name and, for a failure, its line and actual outcome.
-fn verdicts(cases: &[CaseReport]) -> Vec<(String, String)> {
-    cases
-        .iter()
-        .map(|c| {
-            let v = match &c.verdict {
-                Verdict::Passed => "passed".to_string(),
-                Verdict::Failed(f) => format!("failed at line {}: {}", f.line, f.actual),
-                Verdict::Skipped { reason } => format!("skipped: {reason}"),
-            };
-            (c.test_name.clone(), v)
-        })
-        .collect()
 }
 
 #[test]
@@ -192,25 +171,20 @@ fn a_scoped_mutant_behind_the_protocol_fails_its_killers_at_the_same_lines_as_in
 /// `tidemark run --impl <fixture> --only <two scoped scenarios>` as a person reads it.
 fn table_for(mode: &str, timeout_ms: &str) -> String {
     let command = format!("python3 fixtures/adapters/scoped-misbehaving.py {mode}");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args([
-            "run",
-            "--impl",
-            &command,
-            "--timeout-ms",
-            timeout_ms,
-            "--only",
-            "scoped::files_live_under_scope_first_keys",
-            "--only",
-            "scoped::a_crashed_write_leaves_nothing_readable",
-        ])
-        .current_dir(repo_root())
-        .output()
-        .unwrap();
+    let ran = tidemark_in_repo(&[
+        "run",
+        "--impl",
+        &command,
+        "--timeout-ms",
+        timeout_ms,
+        "--only",
+        "scoped::files_live_under_scope_first_keys",
+        "--only",
+        "scoped::a_crashed_write_leaves_nothing_readable",
+    ]);
     format!(
         "$ tidemark run --impl '{command}' --timeout-ms {timeout_ms} --only scoped::files_live_under_scope_first_keys --only scoped::a_crashed_write_leaves_nothing_readable   # exit {}\n{}\n",
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout)
+        ran.code, ran.stdout
     )
 }
 
@@ -246,16 +220,8 @@ fn a_program_that_claims_scoped_but_answers_wrongly_fails_with_a_readable_messag
 
 /// `tidemark run <args>` from the repository root: exit code and stderr.
 fn tidemark_run(args: &[&str]) -> (i32, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .arg("run")
-        .args(args)
-        .current_dir(repo_root())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let ran = tidemark_in_repo(&[&["run"], args].concat());
+    (ran.code, ran.stderr)
 }
 
 #[test]
@@ -328,21 +294,14 @@ fn measure_the_overhead_of_the_scoped_process_path() {
 /// `tidemark run` of the one scenario that reads pending obligations after a crash, through
 /// `fixtures/adapters/ledger-declared.py MODE` wrapped around the reference adapter: its stdout.
 fn with_declared_ledger(mode: &str) -> (i32, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args([
-            "run",
-            "--impl",
-            &format!("python3 fixtures/adapters/ledger-declared.py {mode} {ADAPTER}"),
-            "--only",
-            "scoped::an_obligation_survives_a_crash_between_deleting_and_recording",
-        ])
-        .current_dir(repo_root())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    let ran = tidemark_in_repo(&[
+        "run",
+        "--impl",
+        &format!("python3 fixtures/adapters/ledger-declared.py {mode} {ADAPTER}"),
+        "--only",
+        "scoped::an_obligation_survives_a_crash_between_deleting_and_recording",
+    ]);
+    (ran.code, ran.stdout)
 }
 
 /// The ledger is read with the queries the program declares (its own tables, its own SQL), still
@@ -528,25 +487,14 @@ fn the_in_process_scoped_gate_passes_the_reference_and_fails_a_mutant_at_its_lin
 /// exit code and what it printed (stdout, then stderr).
 fn people_run(mode: &str) -> (Option<i32>, String) {
     let command = format!("python3 fixtures/adapters/scoped-people-misbehaving.py {mode}");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args([
-            "run",
-            "--impl",
-            &command,
-            "--only",
-            "scoped::an_upload_over_the_limit_is_too_large_and_writes_nothing",
-        ])
-        .current_dir(repo_root())
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    let ran = tidemark_in_repo(&[
+        "run",
+        "--impl",
+        &command,
+        "--only",
+        "scoped::an_upload_over_the_limit_is_too_large_and_writes_nothing",
+    ]);
+    (Some(ran.code), format!("{}{}", ran.stdout, ran.stderr))
 }
 
 /// A people's files API named off loopback fails the handshake naming it: no request is ever

@@ -187,14 +187,19 @@ pub fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
 }
 
 pub fn wait_bounded(child: &mut Child) -> ExitStatus {
-    let deadline = Instant::now() + RUN_BOUND;
+    wait_within(child, RUN_BOUND)
+}
+
+/// Waits for `child` to exit, killing it and failing the test past `bound`.
+pub fn wait_within(child: &mut Child, bound: Duration) -> ExitStatus {
+    let deadline = Instant::now() + bound;
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             return status;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("tidemark did not exit within {RUN_BOUND:?}");
+            panic!("tidemark did not exit within {bound:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }

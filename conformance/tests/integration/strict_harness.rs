@@ -3,11 +3,11 @@
 //! reproduces a run from another folder, and `tidemark replay` tells its three outcomes apart by
 //! exit status.
 
-use super::support::block_on;
+use super::support::{block_on, fixture_adapter};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
+use tidemark_conformance::process::ProcessOptions;
 use tidemark_conformance::profiles::scratchpad as suite;
 use tidemark_conformance::profiles::scratchpad::gate::{self, Selection};
 use tidemark_conformance::profiles::scratchpad::runner::run_scenario;
@@ -114,23 +114,6 @@ fn a_ten_megabyte_scenario_line_is_cut_in_its_failure_report() {
     assert_bounded(&report, "a 10 MB step");
 }
 
-async fn adapter(fixture: &str, reply_timeout: Duration) -> ProcessFactory {
-    let command = AdapterCommand::parse(
-        &format!("python3 fixtures/adapters/{fixture}"),
-        &repo_root(),
-    )
-    .expect("a command");
-    ProcessFactory::probe(
-        command,
-        ProcessOptions {
-            reply_timeout,
-            ..ProcessOptions::default()
-        },
-    )
-    .await
-    .expect("the fixture completes init")
-}
-
 fn run_one_against(fixture: &str, reply_timeout: Duration) -> RunReport {
     let all = suite::load(&default_scenarios_dir(), &default_spec_path()).expect("the suite loads");
     let selection = Selection {
@@ -139,7 +122,7 @@ fn run_one_against(fixture: &str, reply_timeout: Duration) -> RunReport {
     };
     let selected = selection.apply(&all).expect("the scenario exists");
     block_on(async {
-        let factory = adapter(fixture, reply_timeout).await;
+        let factory = fixture_adapter(fixture, reply_timeout).await;
         gate::check(
             &selected,
             &factory,

@@ -1,7 +1,12 @@
-//! What several of this binary's modules set up the same way: a runtime per test, and a run's
-//! verdicts as (test name, what happened) pairs to compare two ways of running the same suite.
+//! What several of this binary's modules set up the same way: a runtime per test, a run's
+//! verdicts as (test name, what happened) pairs to compare two ways of running the same suite,
+//! and `tidemark` run as a person runs it from the repository root.
 
+use std::time::Duration;
+
+use tidemark_conformance::process::{AdapterCommand, ProcessFactory, ProcessOptions};
 use tidemark_conformance::report::{CaseReport, Verdict};
+use tidemark_conformance::spec::repo_root;
 
 /// A future run to its end on a current-thread runtime of its own.
 pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -26,4 +31,44 @@ pub fn verdicts(cases: &[CaseReport]) -> Vec<(String, String)> {
             (c.test_name.clone(), v)
         })
         .collect()
+}
+
+/// How a `tidemark` command ended: its exit code and what it printed.
+pub struct Ran {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// `tidemark ARGS` from the repository root, where the fixtures' relative paths resolve.
+pub fn tidemark_in_repo(args: &[&str]) -> Ran {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .expect("tidemark runs");
+    Ran {
+        code: out.status.code().expect("an exit code"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `python3 fixtures/adapters/FIXTURE` through the init exchange, each reply awaited for
+/// `reply_timeout`.
+pub async fn fixture_adapter(fixture: &str, reply_timeout: Duration) -> ProcessFactory {
+    let command = AdapterCommand::parse(
+        &format!("python3 fixtures/adapters/{fixture}"),
+        &repo_root(),
+    )
+    .expect("a command");
+    ProcessFactory::probe(
+        command,
+        ProcessOptions {
+            reply_timeout,
+            ..ProcessOptions::default()
+        },
+    )
+    .await
+    .expect("the fixture completes init")
 }

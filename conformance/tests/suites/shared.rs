@@ -71,6 +71,22 @@ pub fn rows_scripts() -> Result<Vec<tidemark_conformance::profiles::rows::script
     .map_err(|e| format!("the rows scenarios do not load: {e}"))
 }
 
+/// The rules SPEC.md defines in `part` (`SC` defines `SC-1.1` ...), counted first: a SPEC.md
+/// the reader found fewer than ten rules of a part in would make every check over them hollow.
+fn defined_rules(part: &str) -> Result<BTreeSet<String>, Failed> {
+    let spec = std::fs::read_to_string(root().join("SPEC.md"))
+        .map_err(|e| Failed::from(format!("cannot read SPEC.md: {e}")))?;
+    let prefix = format!("{part}-");
+    let defined: BTreeSet<String> = tidemark_sim::spec_rules::rule_ids(&spec)
+        .into_iter()
+        .filter(|r| r.starts_with(&prefix))
+        .collect();
+    if defined.len() < 10 {
+        return Err(format!("SPEC.md defines only {} {part} rules", defined.len()).into());
+    }
+    Ok(defined)
+}
+
 /// A trial: every rule of SPEC.md's `part` (`SP`, `SC`, `SR`) is cited by some scenario, and
 /// every citation names a rule SPEC.md defines. The rules are counted first: a SPEC.md the
 /// reader found no rules in would otherwise pass with nothing checked. `not_staged` lists the
@@ -85,16 +101,8 @@ pub fn every_rule_cited(
         part.to_lowercase()
     );
     Trial::test(name, move || {
-        let spec = std::fs::read_to_string(root().join("SPEC.md"))
-            .map_err(|e| Failed::from(format!("cannot read SPEC.md: {e}")))?;
+        let defined = defined_rules(part)?;
         let prefix = format!("{part}-");
-        let defined: BTreeSet<String> = tidemark_sim::spec_rules::rule_ids(&spec)
-            .into_iter()
-            .filter(|r| r.starts_with(&prefix))
-            .collect();
-        if defined.len() < 10 {
-            return Err(format!("SPEC.md defines only {} {part} rules", defined.len()).into());
-        }
         let mut cited = BTreeSet::new();
         for (file, rules) in &citations {
             // Scoped scenarios cite SC and SF rules; each part's check reads its own.
@@ -151,16 +159,8 @@ pub fn every_rule_bites(
         part.to_lowercase()
     );
     Trial::test(name, move || {
-        let spec = std::fs::read_to_string(root().join("SPEC.md"))
-            .map_err(|e| Failed::from(format!("cannot read SPEC.md: {e}")))?;
+        let defined = defined_rules(part)?;
         let prefix = format!("{part}-");
-        let defined: BTreeSet<String> = tidemark_sim::spec_rules::rule_ids(&spec)
-            .into_iter()
-            .filter(|r| r.starts_with(&prefix))
-            .collect();
-        if defined.len() < 10 {
-            return Err(format!("SPEC.md defines only {} {part} rules", defined.len()).into());
-        }
         let mut problems = Vec::new();
         let mut bitten: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
         for (id, rules) in &mutants {

@@ -18,7 +18,7 @@
 //!
 //! Listing reads the header of every object in the bucket and sorts by key (S3's order: the
 //! key's UTF-8 bytes, which is `str`'s order); the page itself is computed by the same function
-//! as the in-memory store's ([`super::s3_listing`]). A scan per page is what s3s-fs did too;
+//! as the in-memory store's ([`super::s3_shared`]). A scan per page is what s3s-fs did too;
 //! scale benchmarks use the in-memory store. Write times come from the handed-in clock (the
 //! real tier hands in the system clock, so LastModified is wall time as on S3).
 //!
@@ -37,8 +37,10 @@ use s3s::{s3_error, S3Request, S3Response, S3Result, S3};
 use sha2::{Digest, Sha256};
 use tidemark_reference::clock::Clock;
 
-use super::memory_s3::MAX_OBJECT_BYTES;
-use super::s3_listing::{check_key, etag_of, list_page, scan_start, timestamp, ListEntry};
+use super::s3_shared::{
+    check_batch, check_key, delete_objects_output, etag_of, get_output, head_output, list_page,
+    put_output, read_body, scan_start, ListEntry,
+};
 
 /// What an object file says about itself, before its body.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -200,16 +202,7 @@ impl S3 for DiskS3 {
         let input = req.input;
         check_key(&input.key)?;
         let dir = self.existing_bucket(&input.bucket)?;
-        let bytes = match input.body {
-            Some(blob) => {
-                let mut body: s3s::Body = blob.into();
-                body.store_all_limited(MAX_OBJECT_BYTES)
-                    .await
-                    .map_err(|e| s3_error!(IncompleteBody, "{e}"))?
-                    .to_vec()
-            }
-            None => Vec::new(),
-        };
+        let bytes = read_body(input.body).await?;
         let etag = etag_of(&bytes);
         let size = bytes.len() as i64;
         let header = Header {
@@ -241,11 +234,7 @@ impl S3 for DiskS3 {
             })
         })
         .await?;
-        Ok(S3Response::new(PutObjectOutput {
-            e_tag: Some(ETag::Strong(etag)),
-            size: Some(size),
-            ..Default::default()
-        }))
+        Ok(S3Response::new(put_output(etag, size)))
     }
 
     async fn get_object(
@@ -260,14 +249,13 @@ impl S3 for DiskS3 {
         let (h, body) = blocking(move || read_object(&object_file(&dir, &key), &key, true))
             .await?
             .ok_or_else(|| s3_error!(NoSuchKey))?;
-        Ok(S3Response::new(GetObjectOutput {
-            body: Some(StreamingBlob::from(s3s::Body::from(body))),
-            content_length: Some(h.size),
-            e_tag: Some(ETag::Strong(h.etag)),
-            last_modified: Some(timestamp(h.modified_ms)),
-            metadata: Some(h.metadata.into_iter().collect()),
-            ..Default::default()
-        }))
+        Ok(S3Response::new(get_output(
+            s3s::Body::from(body),
+            h.size,
+            h.etag,
+            h.modified_ms,
+            h.metadata,
+        )))
     }
 
     async fn head_object(
@@ -279,13 +267,12 @@ impl S3 for DiskS3 {
         let (h, _) = blocking(move || read_object(&object_file(&dir, &key), &key, false))
             .await?
             .ok_or_else(|| s3_error!(NoSuchKey))?;
-        Ok(S3Response::new(HeadObjectOutput {
-            content_length: Some(h.size),
-            e_tag: Some(ETag::Strong(h.etag)),
-            last_modified: Some(timestamp(h.modified_ms)),
-            metadata: Some(h.metadata.into_iter().collect()),
-            ..Default::default()
-        }))
+        Ok(S3Response::new(head_output(
+            h.size,
+            h.etag,
+            h.modified_ms,
+            h.metadata,
+        )))
     }
 
     async fn delete_object(
@@ -302,30 +289,20 @@ impl S3 for DiskS3 {
         req: S3Request<DeleteObjectsInput>,
     ) -> S3Result<S3Response<DeleteObjectsOutput>> {
         let input = req.input;
-        if input.delete.objects.len() > 1000 {
-            return Err(s3_error!(MalformedXML, "more than 1000 keys"));
-        }
+        check_batch(&input)?;
         let dir = self.existing_bucket(&input.bucket)?;
         let quiet = input.delete.quiet.unwrap_or(false);
         let objects = input.delete.objects;
-        let deleted = blocking(move || {
-            let mut deleted = Vec::new();
+        let removed = blocking(move || {
+            let mut removed = Vec::new();
             for o in objects {
                 remove_object(&dir, &o.key)?;
-                if !quiet {
-                    deleted.push(DeletedObject {
-                        key: Some(o.key),
-                        ..Default::default()
-                    });
-                }
+                removed.push(o.key);
             }
-            Ok(deleted)
+            Ok(removed)
         })
         .await?;
-        Ok(S3Response::new(DeleteObjectsOutput {
-            deleted: (!deleted.is_empty()).then_some(deleted),
-            ..Default::default()
-        }))
+        Ok(S3Response::new(delete_objects_output(removed, quiet)))
     }
 
     async fn list_objects_v2(

@@ -12,10 +12,13 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result, S3};
 use tidemark_reference::clock::Clock;
 
-use super::s3_listing::{check_key, etag_of, list_page, scan_start, timestamp as ts, ListEntry};
+use super::s3_shared::{
+    check_batch, check_key, delete_objects_output, etag_of, get_output, head_output, list_page,
+    put_output, read_body, scan_start, ListEntry,
+};
 
-/// Largest object body accepted, to bound memory.
-pub const MAX_OBJECT_BYTES: usize = 64 * 1024 * 1024;
+/// Largest object body accepted, to bound memory (both stores').
+pub use super::s3_shared::MAX_OBJECT_BYTES;
 
 #[derive(Clone, Debug)]
 struct Obj {
@@ -154,16 +157,7 @@ impl S3 for MemoryS3 {
         if !self.state.lock().contains_key(&input.bucket) {
             return Err(no_bucket(&input.bucket));
         }
-        let bytes = match input.body {
-            Some(blob) => {
-                let mut body: s3s::Body = blob.into();
-                body.store_all_limited(MAX_OBJECT_BYTES)
-                    .await
-                    .map_err(|e| s3_error!(IncompleteBody, "{e}"))?
-                    .to_vec()
-            }
-            None => Vec::new(),
-        };
+        let bytes = read_body(input.body).await?;
         let metadata: BTreeMap<String, String> =
             input.metadata.unwrap_or_default().into_iter().collect();
         let etag = etag_of(&bytes);
@@ -182,11 +176,7 @@ impl S3 for MemoryS3 {
                 etag: etag.clone(),
             },
         );
-        Ok(S3Response::new(PutObjectOutput {
-            e_tag: Some(ETag::Strong(etag)),
-            size: Some(size),
-            ..Default::default()
-        }))
+        Ok(S3Response::new(put_output(etag, size)))
     }
 
     async fn get_object(
@@ -205,14 +195,13 @@ impl S3 for MemoryS3 {
         }
         let len = obj.bytes.len() as i64;
         let body = s3s::Body::from(obj.bytes.as_ref().clone());
-        Ok(S3Response::new(GetObjectOutput {
-            body: Some(StreamingBlob::from(body)),
-            content_length: Some(len),
-            e_tag: Some(ETag::Strong(obj.etag)),
-            last_modified: Some(ts(obj.modified_ms)),
-            metadata: Some(obj.metadata.into_iter().collect()),
-            ..Default::default()
-        }))
+        Ok(S3Response::new(get_output(
+            body,
+            len,
+            obj.etag,
+            obj.modified_ms,
+            obj.metadata,
+        )))
     }
 
     async fn head_object(
@@ -224,13 +213,12 @@ impl S3 for MemoryS3 {
             .get(&req.input.bucket)
             .ok_or_else(|| no_bucket(&req.input.bucket))?;
         let obj = b.get(&req.input.key).ok_or_else(no_key)?;
-        Ok(S3Response::new(HeadObjectOutput {
-            content_length: Some(obj.bytes.len() as i64),
-            e_tag: Some(ETag::Strong(obj.etag.clone())),
-            last_modified: Some(ts(obj.modified_ms)),
-            metadata: Some(obj.metadata.clone().into_iter().collect()),
-            ..Default::default()
-        }))
+        Ok(S3Response::new(head_output(
+            obj.bytes.len() as i64,
+            obj.etag.clone(),
+            obj.modified_ms,
+            obj.metadata.clone(),
+        )))
     }
 
     async fn delete_object(
@@ -251,28 +239,19 @@ impl S3 for MemoryS3 {
         req: S3Request<DeleteObjectsInput>,
     ) -> S3Result<S3Response<DeleteObjectsOutput>> {
         let input = req.input;
-        if input.delete.objects.len() > 1000 {
-            return Err(s3_error!(MalformedXML, "more than 1000 keys"));
-        }
+        check_batch(&input)?;
         let mut s = self.state.lock();
         let b = s
             .get_mut(&input.bucket)
             .ok_or_else(|| no_bucket(&input.bucket))?;
         let quiet = input.delete.quiet.unwrap_or(false);
-        let mut deleted = Vec::new();
+        let mut removed = Vec::new();
         for o in input.delete.objects {
+            // Deleting a missing key succeeds, as in S3.
             b.remove(&o.key);
-            if !quiet {
-                deleted.push(DeletedObject {
-                    key: Some(o.key),
-                    ..Default::default()
-                });
-            }
+            removed.push(o.key);
         }
-        Ok(S3Response::new(DeleteObjectsOutput {
-            deleted: (!deleted.is_empty()).then_some(deleted),
-            ..Default::default()
-        }))
+        Ok(S3Response::new(delete_objects_output(removed, quiet)))
     }
 
     async fn list_objects_v2(

@@ -3,7 +3,8 @@
 //!
 //! - [`disk_s3`]: the S3 store over a directory, holding every key S3 allows.
 //! - [`memory_s3`]: the same in memory, for simulation and scale.
-//! - [`s3_listing`]: what both stores share (key rules, ETag, the ListObjectsV2 page).
+//! - [`s3_shared`]: what both stores share (key rules, ETag, the body's bound, the answers to
+//!   PUT, GET, HEAD and DeleteObjects, the ListObjectsV2 page).
 //! - [`faults`]: the fault-injecting `s3s::S3` wrapper (errors, latency, partial DeleteObjects,
 //!   store down) that also stores lifecycle configuration.
 //! - [`server`]: the in-process server and an aws-sdk-s3 client for it.
@@ -21,7 +22,7 @@ pub mod pg_container;
 pub mod pg_reap;
 pub mod pg_source;
 pub mod pg_template;
-pub mod s3_listing;
+pub mod s3_shared;
 pub mod server;
 
 use std::sync::atomic::{AtomicU64, Ordering};

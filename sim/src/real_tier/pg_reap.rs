@@ -81,15 +81,7 @@ pub async fn reap_stale_databases(admin: &PgConnectOptions) -> Result<Vec<String
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let names: Vec<String> = sqlx::query(
-            "SELECT datname FROM pg_database WHERE datname LIKE 'tdm\\_%' ORDER BY datname",
-        )
-        .fetch_all(&mut conn)
-        .await
-        .map_err(|e| format!("list databases: {e}"))?
-        .into_iter()
-        .map(|r| r.get::<String, _>(0))
-        .collect();
+        let names = tdm_databases(&mut conn).await?;
         let own = owner::Owner::current().token();
         let mut dropped = Vec::new();
         for name in names {
@@ -183,17 +175,24 @@ pub async fn drop_own_databases(admin: &PgConnectOptions) -> Result<Vec<String>,
 /// Names of databases starting `tdm_` on the server of `admin`, sorted: what runs left there.
 pub async fn run_databases(admin: &PgConnectOptions) -> Result<Vec<String>, String> {
     let mut conn = admin.connect().await.map_err(|e| format!("connect: {e}"))?;
-    let names = sqlx::query(
-        "SELECT datname FROM pg_database WHERE datname LIKE 'tdm\\_%' ORDER BY datname",
-    )
-    .fetch_all(&mut conn)
-    .await
-    .map_err(|e| format!("list databases: {e}"))?
-    .into_iter()
-    .map(|r| r.get::<String, _>(0))
-    .collect();
+    let names = tdm_databases(&mut conn).await;
     let _ = conn.close().await;
-    Ok(names)
+    names
+}
+
+/// Names of databases starting `tdm_` on `conn`'s server, sorted.
+async fn tdm_databases(conn: &mut PgConnection) -> Result<Vec<String>, String> {
+    Ok(
+        sqlx::query(
+            "SELECT datname FROM pg_database WHERE datname LIKE 'tdm\\_%' ORDER BY datname",
+        )
+        .fetch_all(conn)
+        .await
+        .map_err(|e| format!("list databases: {e}"))?
+        .into_iter()
+        .map(|r| r.get::<String, _>(0))
+        .collect(),
+    )
 }
 
 /// One line on stderr about a reap at start: what was dropped, or why it could not be.

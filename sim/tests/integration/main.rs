@@ -15,4 +15,5 @@ mod real_tier_rows;
 mod real_tier_smoke;
 mod real_tier_sweep_scale;
 mod real_tier_two_sweepers;
+mod support;
 mod turmoil_s3;

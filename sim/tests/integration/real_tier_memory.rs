@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 use tidemark_reference::clock::ManualClock;
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::S3Server;
+
+use super::support::{delete_batch, page_entries};
 
 /// Everything observable from a fixed request sequence, as text.
 async fn transcript(c: &aws_sdk_s3::Client) -> Vec<String> {
@@ -46,16 +47,7 @@ async fn transcript(c: &aws_sdk_s3::Client) -> Vec<String> {
                     .send()
                     .await
                     .unwrap();
-                let objs: Vec<String> = page
-                    .contents()
-                    .iter()
-                    .map(|o| format!("{}:{}", o.key().unwrap(), o.size().unwrap()))
-                    .collect();
-                let cps: Vec<&str> = page
-                    .common_prefixes()
-                    .iter()
-                    .filter_map(|p| p.prefix())
-                    .collect();
+                let (objs, cps) = page_entries(&page);
                 t.push(format!("list {prefix:?} {delimiter:?}: {objs:?} {cps:?}"));
                 match page.next_continuation_token() {
                     Some(n) if page.is_truncated() == Some(true) => token = Some(n.to_string()),
@@ -83,16 +75,7 @@ async fn transcript(c: &aws_sdk_s3::Client) -> Vec<String> {
             .err()
             .and_then(|e| e.into_service_error().meta().code().map(str::to_string))
     ));
-    let del = Delete::builder()
-        .set_objects(Some(
-            keys[..3]
-                .iter()
-                .map(|k| ObjectIdentifier::builder().key(*k).build().unwrap())
-                .collect(),
-        ))
-        .quiet(true)
-        .build()
-        .unwrap();
+    let del = delete_batch(&keys[..3], true);
     let out = c
         .delete_objects()
         .bucket("diff")
@@ -224,15 +207,7 @@ async fn random_transcript(c: &aws_sdk_s3::Client, seed: u64) -> Vec<String> {
                 let n = rng.gen_range(1..4);
                 let keys: Vec<&str> = (0..n).map(|_| KEYS[rng.gen_range(0..KEYS.len())]).collect();
                 let quiet = rng.gen_bool(0.5);
-                let del = Delete::builder()
-                    .set_objects(Some(
-                        keys.iter()
-                            .map(|k| ObjectIdentifier::builder().key(*k).build().unwrap())
-                            .collect(),
-                    ))
-                    .quiet(quiet)
-                    .build()
-                    .unwrap();
+                let del = delete_batch(&keys, quiet);
                 let out = c
                     .delete_objects()
                     .bucket("rand")
@@ -268,16 +243,7 @@ async fn random_transcript(c: &aws_sdk_s3::Client, seed: u64) -> Vec<String> {
                         .send()
                         .await
                         .unwrap();
-                    let objs: Vec<String> = page
-                        .contents()
-                        .iter()
-                        .map(|o| format!("{}:{}", o.key().unwrap(), o.size().unwrap()))
-                        .collect();
-                    let cps: Vec<&str> = page
-                        .common_prefixes()
-                        .iter()
-                        .filter_map(|p| p.prefix())
-                        .collect();
+                    let (objs, cps) = page_entries(&page);
                     pages.push(format!("{objs:?} {cps:?} {:?}", page.key_count()));
                     match page.next_continuation_token() {
                         Some(n) if page.is_truncated() == Some(true) => token = Some(n.to_string()),

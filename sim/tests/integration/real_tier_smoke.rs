@@ -3,8 +3,9 @@
 //! its own.
 
 use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 use tidemark_sim::real_tier::{FaultPlan, RealTier};
+
+use super::support::delete_batch;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_go_through_a_real_s3_client_and_postgres_answers_in_its_own_database() {
@@ -46,15 +47,7 @@ async fn objects_go_through_a_real_s3_client_and_postgres_answers_in_its_own_dat
         delete_key_failure_rate: 1.0,
         ..Default::default()
     });
-    let delete = Delete::builder()
-        .set_objects(Some(
-            keys.iter()
-                .map(|k| ObjectIdentifier::builder().key(*k).build().unwrap())
-                .collect(),
-        ))
-        .quiet(true)
-        .build()
-        .unwrap();
+    let delete = delete_batch(&keys, true);
     let out = c
         .delete_objects()
         .bucket("smoke")

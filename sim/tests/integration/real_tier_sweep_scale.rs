@@ -15,29 +15,78 @@ use tidemark_reference::clock::{Clock, ManualClock, DAY_MS};
 use tidemark_reference::scoped::store::WRITTEN_AT_META;
 use tidemark_reference::scoped::{ScopeSettings, ScopedConfig, ScopedStore};
 use tidemark_sim::clock::EPOCH;
-use tidemark_sim::real_tier::{PgProvider, S3Server};
+use tidemark_sim::real_tier::{MemoryHandle, PgProvider, S3Server, TestDatabase};
 
 const SESSIONS: usize = 10_000;
 const AGENTS: usize = 100;
 const OBJECTS_PER_SESSION: usize = 10;
 const EXPIRED_EVERY: usize = 10; // one session in ten: 1,000 expired
 
+/// A scoped store at scale: the in-memory S3 served over HTTP from `seed`, a fresh PostgreSQL
+/// database named after `hint`, and the clock both share (what the tests need kept alive with it).
+struct Scale {
+    clock: ManualClock,
+    server: S3Server,
+    mem: MemoryHandle,
+    _pg: PgProvider,
+    db: TestDatabase,
+    store: ScopedStore,
+}
+
+impl Scale {
+    async fn open(seed: u64, hint: &str, config: ScopedConfig) -> Scale {
+        let clock = ManualClock::starting_at(EPOCH);
+        let (server, mem) = S3Server::start_memory(Arc::new(clock.clone()), seed)
+            .await
+            .unwrap();
+        let pg = PgProvider::from_environment().await.unwrap();
+        let db = pg.fresh_database(hint).await.unwrap();
+        let client = server.client();
+        client
+            .create_bucket()
+            .bucket(&config.bucket)
+            .send()
+            .await
+            .unwrap();
+        let store = ScopedStore::open(client, db.pool.clone(), config, Arc::new(clock.clone()))
+            .await
+            .unwrap();
+        Scale {
+            clock,
+            server,
+            mem,
+            _pg: pg,
+            db,
+            store,
+        }
+    }
+}
+
+/// `what`'s plan (the rows of its EXPLAIN), printed, names `index`: its cost follows what the
+/// index holds, not the table.
+fn assert_uses_index(what: &str, explain: &[sqlx::postgres::PgRow], index: &str) {
+    let plan: Vec<String> = explain.iter().map(|r| r.get::<String, _>(0)).collect();
+    println!("{what} plan:\n{}", plan.join("\n"));
+    assert!(
+        plan.iter().any(|l| l.contains(index)),
+        "the {what} does not use its index:\n{}",
+        plan.join("\n")
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweep_of_a_thousand_expired_sessions_among_ten_thousand_stays_within_a_tenth_of_the_lower_bound(
 ) {
-    let clock = ManualClock::starting_at(EPOCH);
-    let (server, mem) = S3Server::start_memory(Arc::new(clock.clone()), 9)
-        .await
-        .unwrap();
-    let pg = PgProvider::from_environment().await.unwrap();
-    let db = pg.fresh_database("scale").await.unwrap();
-    let client = server.client();
-    client.create_bucket().bucket("scale").send().await.unwrap();
     let mut config = ScopedConfig::new("scale");
     config.session_file_ttl_days = 30;
-    let store = ScopedStore::open(client, db.pool.clone(), config, Arc::new(clock.clone()))
-        .await
-        .unwrap();
+    let Scale {
+        clock,
+        server,
+        mem,
+        _pg,
+        db,
+        store,
+    } = Scale::open(9, "scale", config).await;
     store
         .create_workspace("w", ScopeSettings::default())
         .await
@@ -101,7 +150,7 @@ async fn the_sweep_of_a_thousand_expired_sessions_among_ten_thousand_stays_withi
         .await
         .unwrap();
     sqlx::query("ANALYZE").execute(&db.pool).await.unwrap();
-    let plan: Vec<String> = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let plan = sqlx::query(sqlx::AssertSqlSafe(format!(
         "EXPLAIN {}",
         ScopedStore::CANDIDATES_SQL
     )))
@@ -110,15 +159,11 @@ async fn the_sweep_of_a_thousand_expired_sessions_among_ten_thousand_stays_withi
     .bind(30 * DAY_MS)
     .fetch_all(&db.pool)
     .await
-    .unwrap()
-    .iter()
-    .map(|r| r.get::<String, _>(0))
-    .collect();
-    println!("candidate query plan:\n{}", plan.join("\n"));
-    assert!(
-        plan.iter().any(|l| l.contains("sessions_sweep_candidates")),
-        "the sweep's candidate query does not use its index:\n{}",
-        plan.join("\n")
+    .unwrap();
+    assert_uses_index(
+        "sweep's candidate query",
+        &plan,
+        "sessions_sweep_candidates",
     );
 
     server.faults().reset_counts();
@@ -158,22 +203,14 @@ async fn the_sweep_of_a_thousand_expired_sessions_among_ten_thousand_stays_withi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_workspace_of_a_thousand_sessions_costs_one_list_per_prefix_and_one_delete_per_thousand_keys(
 ) {
-    let clock = ManualClock::starting_at(EPOCH);
-    let (server, mem) = S3Server::start_memory(Arc::new(clock.clone()), 10)
-        .await
-        .unwrap();
-    let pg = PgProvider::from_environment().await.unwrap();
-    let db = pg.fresh_database("wsdelete").await.unwrap();
-    let client = server.client();
-    client.create_bucket().bucket("wsdel").send().await.unwrap();
-    let store = ScopedStore::open(
-        client,
-        db.pool.clone(),
-        ScopedConfig::new("wsdel"),
-        Arc::new(clock.clone()),
-    )
-    .await
-    .unwrap();
+    let Scale {
+        clock: _,
+        server,
+        mem,
+        _pg,
+        db,
+        store,
+    } = Scale::open(10, "wsdelete", ScopedConfig::new("wsdel")).await;
     store
         .create_workspace("w", ScopeSettings::default())
         .await
@@ -233,22 +270,14 @@ async fn deleting_a_workspace_of_a_thousand_sessions_costs_one_list_per_prefix_a
         .execute(&db.pool)
         .await
         .unwrap();
-    let plan: Vec<String> = sqlx::query(
+    let plan = sqlx::query(
         "EXPLAIN SELECT id, prefix FROM storage_deletions WHERE done_at_ms IS NULL
           ORDER BY id LIMIT 1000 FOR UPDATE SKIP LOCKED",
     )
     .fetch_all(&db.pool)
     .await
-    .unwrap()
-    .iter()
-    .map(|r| r.get::<String, _>(0))
-    .collect();
-    println!("obligation claim plan:\n{}", plan.join("\n"));
-    assert!(
-        plan.iter().any(|l| l.contains("storage_deletions_pending")),
-        "the obligation claim does not use its index:\n{}",
-        plan.join("\n")
-    );
+    .unwrap();
+    assert_uses_index("obligation claim", &plan, "storage_deletions_pending");
     assert_eq!(prefixes, 2 + agents + agents * per_agent);
 
     server.faults().reset_counts();

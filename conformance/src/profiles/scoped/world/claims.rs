@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use tidemark_reference::clock::DAY_MS;
 
-use super::oracle::SessionModel;
+use super::session::{Request, SessionModel};
 use super::TTL_DAYS;
 use crate::world::lock;
 
@@ -32,15 +32,6 @@ pub(super) struct SweepRecord {
 
 /// Every sweep that ran to its end, as `app` records them (outside the trace).
 pub(super) type Sweeps = Arc<Mutex<Vec<SweepRecord>>>;
-
-/// One request to a session: sent and answered (turmoil ms, `u64::MAX` if no answer came),
-/// and answered at world ms.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Request {
-    pub(super) sent_net: u64,
-    pub(super) replied_net: u64,
-    pub(super) replied_at: i64,
-}
 
 const MARGIN_MS: i64 = TTL_DAYS as i64 * DAY_MS + DAY_MS;
 

@@ -8,8 +8,9 @@ use rand::Rng;
 use tidemark_reference::scoped::Access;
 use tidemark_sim::seed::MasterSeed;
 
-use super::oracle::{refused_spellings, Guest, Sess, PROMOTED, TRAVERSALS};
-use super::person_plan::readable_by_agent;
+use super::names::{content_for, readable_by_agent, refused_spellings, TRAVERSALS};
+use super::oracle::{Guest, PROMOTED};
+use super::session::Sess;
 use super::{
     turn, AGENTS, EXPOSED, GUESTS, HOME, OPS_PER_CLIENT, REF_PATH, SKILL_PATH,
     TOOL_OUTPUT_LIMIT_BYTES,
@@ -28,12 +29,6 @@ fn refused_pick(rng: &mut impl Rng, hostile: &mut impl Rng, t: &Turn) -> String 
     } else {
         traversal.to_string()
     }
-}
-
-/// Who wrote a file, and what: a read returning anything else saw another workspace, agent,
-/// session or path.
-pub(super) fn content_for(t: &Turn, path: &str, tag: &str) -> String {
-    format!("{}/{}/{}/{path}#{tag}", t.workspace, t.agent, t.session)
 }
 
 /// A guest's plan: `(pause in ms, session, op, retry until it succeeds)`.

@@ -10,8 +10,9 @@ use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata, SessionKey}
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::memory_s3::MemoryHandle;
 
-use super::oracle::{Guest, Sess};
+use super::oracle::Guest;
 use super::paths::PathModel;
+use super::session::Sess;
 use super::{sweep_started, BUCKET, HOME, TTL_DAYS};
 use crate::profiles::scoped::uuid_ids::uuid_for;
 use crate::world::lock;

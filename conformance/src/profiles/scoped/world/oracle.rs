@@ -2,65 +2,25 @@
 //! every answer checked against it as it arrives (`Guest::observe`; a person's answers in
 //! `super::person_oracle`, against the same model). Liveness: after the heal and one sweep,
 //! what the store and the metadata hold (`super::liveness`). Part SL's share (count policies,
-//! promotions, tool results) is in [`policies`]. Past 800 lines because a guest's verdicts all
-//! read and change its one model; what else could go has gone to `paths`, `claims`, `policies`.
+//! promotions, tool results) is in [`policies`]; what a session's model holds is in
+//! `super::session`, what the files are called and hold in `super::names`, one path's model in
+//! `super::paths`, and when a sweep certainly took a session in `super::claims`.
 
 pub(super) mod policies;
 pub(super) use policies::PROMOTED;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use tidemark_reference::clock::DAY_MS;
 
-use super::claims::{Request, Sweeps};
+use super::claims::Sweeps;
+use super::names::refused_spellings;
 use super::paths::{net_ms, PathModel, Ticket};
+use super::session::{Request, Sess, SessionModel};
 use super::{
-    summary, turn, AGENTS, EXPOSED, HOME, REF_PATH, SKILL_CONTENT, SKILL_NAME, SKILL_PATH, TTL_DAYS,
+    summary, turn, AGENTS, EXPOSED, HOME, REF_PATH, SKILL_CONTENT, SKILL_NAME, SKILL_PATH,
 };
 use crate::profiles::scoped::contract::{ScopedOp, ScopedOutcome, Turn};
 use crate::world::lock;
-
-/// How close to the TTL a session's idle time may come before the oracle stops promising its
-/// files. The server stamps activity when it handles a request (after the guest sent it) and the
-/// clock may jump back by up to two hours, so a sweep can see a session idle for up to two hours
-/// longer than the guest measured from its own send times; a day covers that with room to
-/// spare. The cost is only that a session idle between six and seven days is not checked.
-const EXPIRY_MARGIN_MS: i64 = DAY_MS;
-const TTL_MS: i64 = TTL_DAYS as i64 * DAY_MS;
-
-/// Spellings of traversal every implementation must refuse (SC-2.2), whatever it stores.
-pub(super) const TRAVERSALS: [&str; 4] = [
-    "session/sub/../notes.md",
-    "session/%2e%2e/notes.md",
-    "agent/../session/notes.md",
-    "session/./notes.md",
-];
-
-/// Paths every implementation must refuse, whatever it stores, with the reason and rule: the
-/// traversals above and the hostile spellings SPEC refuses (`model::hostile`), the key-length
-/// one fitted to `t`'s session.
-pub(super) fn refused_spellings(t: &Turn) -> Vec<(String, &'static str, &'static str)> {
-    use crate::profiles::scoped::model::hostile::{Fit, Verdict, SPELLINGS};
-    // The store sees the UUIDs the host gives it (`apply`), not the clients' short names.
-    let id = |short: &str| crate::profiles::scoped::uuid_ids::uuid_for("scoped-world", short);
-    let fit = Fit {
-        prefix_bytes: format!(
-            "sessions/{}/{}/{}/",
-            id(&t.workspace),
-            id(&t.agent),
-            id(&t.session)
-        )
-        .len(),
-    };
-    TRAVERSALS
-        .iter()
-        .map(|p| (p.to_string(), "traversal", "SC-2.2"))
-        .chain(SPELLINGS.iter().filter_map(|s| match s.verdict {
-            Verdict::Refused(reason) => Some((s.guest_path(&fit), reason, s.rule)),
-            Verdict::Name => None,
-        }))
-        .collect()
-}
 
 /// Whether `content` may be read at `path` from turn `t`: session files must carry the
 /// session's identity, agent files the agent's, workspace files the workspace's.
@@ -76,58 +36,6 @@ fn identity_ok(t: &Turn, path: &str, content: &str) -> bool {
         _ => return false,
     };
     content.starts_with(&owner) && content.contains(&format!("/{path}#"))
-}
-
-/// Which of a guest's sessions an operation goes to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Sess {
-    /// Holds a wait from the start and idles until the end.
-    Kept,
-    /// The busy one.
-    Active,
-    /// Its agent's access to agent and workspace scope is `none`.
-    Shut,
-    /// In the workspace the deleter works on: identity checks only.
-    Exposed,
-}
-
-pub(super) struct SessionModel {
-    pub(super) turn: Turn,
-    /// World ms the guest sent the first request that may have created the session, and then
-    /// each later operation of the guest, or upload or removal of its person, that succeeded.
-    pub(super) last_activity: Option<i64>,
-    pub(super) wait_confirmed: bool,
-    /// The wait is known to have been in place before the session could have expired.
-    pub(super) protected: bool,
-    pub(super) paths: BTreeMap<String, PathModel>,
-    /// Every request to the session, the guest's and its person's (`super::claims`).
-    pub(super) requests: Vec<Request>,
-    /// The network ms of each request sent to the session and not yet in `requests` (its
-    /// answer, or its timeout, still to come): it may be holding the session's row now, so no
-    /// sweep running meanwhile certainly claimed the session (`super::claims`).
-    pub(super) in_flight: Vec<u64>,
-}
-
-impl SessionModel {
-    fn new(turn: Turn) -> SessionModel {
-        SessionModel {
-            turn,
-            last_activity: None,
-            wait_confirmed: false,
-            protected: false,
-            paths: BTreeMap::new(),
-            requests: Vec::new(),
-            in_flight: Vec::new(),
-        }
-    }
-
-    /// Whether a sweep may have found the session idle for the TTL by `at`.
-    pub(super) fn expirable(&self, at: i64) -> bool {
-        !self.protected
-            && self
-                .last_activity
-                .is_some_and(|last| at - last >= TTL_MS - EXPIRY_MARGIN_MS)
-    }
 }
 
 /// The files people upload to the home workspace's scope, by guest path: every guest lists

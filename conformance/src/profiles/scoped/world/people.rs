@@ -31,9 +31,10 @@ use tidemark_reference::scoped::people::{PeopleRoutes, Person};
 use tidemark_reference::scoped::Access;
 use tidemark_sim::seed::MasterSeed;
 
-use super::oracle::{Guest, Sess};
+use super::oracle::Guest;
 use super::paths::Ticket;
 use super::person_plan::{person_plan, Grant, Target, Who};
+use super::session::Sess;
 use super::{Log, APP, CALL_TIMEOUT, EXPOSED, HOME};
 use crate::profiles::scoped::contract::{PeopleCall, ScopedOp, ScopedOutcome, ANONYMOUS};
 use crate::profiles::scoped::people::{judge, request_parts, MAX_BODY_BYTES};
@@ -43,8 +44,6 @@ use tidemark_sim::clip::clip_to;
 
 /// The port `app` serves the people's API on.
 pub(super) const PEOPLE_PORT: u16 = 8080;
-/// The world's `max_upload_bytes` (SF-4.3's knob): small, so a body past it is cheap to send.
-pub(super) const MAX_UPLOAD_BYTES: u64 = 2048;
 /// The session id no session has: a request to it is `unknown_entity` (SF-2.2), never more.
 const NOWHERE: &str = "gone";
 

@@ -5,10 +5,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::oracle::{is_infra, may_land, Guest, Sess};
+use super::oracle::{is_infra, may_land, Guest};
 use super::paths::{net_ms, Ticket};
 use super::people::Answer;
 use super::person_plan::{Expect, Grant, PersonOp, Target, Who};
+use super::session::Sess;
 use super::REF_PATH;
 use crate::profiles::scoped::contract::{PeopleCall, ScopedOutcome};
 use crate::world::lock;
@@ -118,7 +119,7 @@ impl Guest {
                 }
                 if let Target::In(s) = op.target {
                     // It may land, and be activity, at any time (part SL's count).
-                    self.person_unknown(s, op);
+                    self.person_unknown(s, &op.call);
                 }
                 return;
             }
@@ -135,7 +136,7 @@ impl Guest {
         if let (Some(r), Target::In(s)) = (refused, op.target) {
             if is_infra(r) && may_land(ticket) {
                 // Refused after the store client's timeout: it may still land, as activity.
-                self.person_unknown(s, op);
+                self.person_unknown(s, &op.call);
             }
         }
         let shown = match out {

@@ -9,10 +9,10 @@ use rand::Rng;
 use tidemark_reference::scoped::Access;
 use tidemark_sim::seed::MasterSeed;
 
-use super::guests::content_for;
-use super::oracle::{refused_spellings, Guest, Sess, TRAVERSALS};
-use super::people::MAX_UPLOAD_BYTES;
-use super::REF_PATH;
+use super::names::{agent_file, content_for, refused_spellings, workspace_file, TRAVERSALS};
+use super::oracle::Guest;
+use super::session::Sess;
+use super::{MAX_UPLOAD_BYTES, REF_PATH};
 use crate::profiles::scoped::contract::PeopleCall;
 use crate::profiles::scoped::uuid_ids::uuid_for;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
@@ -208,29 +208,6 @@ fn refused_urls(
     out
 }
 
-/// Person `c`'s agent-scope and workspace-scope files (only the person writes them).
-pub(super) fn agent_file(c: usize) -> String {
-    format!("agent/p{c}-brief.md")
-}
-
-pub(super) fn workspace_file(c: usize) -> String {
-    format!("workspace/p{c}-guide.md")
-}
-
-/// The files of person `c` its agent guest reads by name, through its kept or active session.
-pub(super) fn readable_by_agent(c: usize) -> Vec<String> {
-    let mut out: Vec<String> = vec![
-        format!("session/p{c}-notes.md"),
-        "session/my notes.md".into(),
-        "session/100%.md".into(),
-        "session/50%41.md".into(),
-        "session/a+b.md".into(),
-        format!("session/p{c}-big.md"),
-    ];
-    out.extend([agent_file(c), workspace_file(c)]);
-    out
-}
-
 /// `content` padded to exactly `bytes` bytes (some of them not ASCII).
 fn sized(content: String, bytes: usize) -> String {
     let mut s = content;
@@ -243,7 +220,6 @@ fn sized(content: String, bytes: usize) -> String {
     s
 }
 
-/// Person `c`'s plan, from its own stream.
 /// A request by someone who may learn nothing of the session (another workspace's person, or no
 /// one signed in): a listing, a download or an upload, each refused alike.
 fn must_learn_nothing(
@@ -264,6 +240,7 @@ fn must_learn_nothing(
     }
 }
 
+/// Person `c`'s plan, from its own stream.
 pub(super) fn person_plan(master: MasterSeed, g: &Guest, grant: Grant) -> Vec<PersonOp> {
     let c = g.c;
     let mut rng = master.stream(&format!("scoped-world-person-{c}"));

@@ -499,16 +499,26 @@ impl ScratchpadModel {
         }
     }
 
-    fn read(&self, caller: &Caller, raw: &[u8]) -> Outcome {
-        let path = match parse_path(raw, &self.knobs) {
-            Ok(p) => p,
-            Err(o) => return o,
-        };
+    /// What a read and a path listing start from: the path parsed, the caller's session (none is
+    /// `not_found`) and who the caller is.
+    fn reading(
+        &self,
+        caller: &Caller,
+        raw: &[u8],
+    ) -> Result<(Vec<String>, &Session, String), Outcome> {
+        let path = parse_path(raw, &self.knobs)?;
         let (sid, _) = self.session_of(caller);
         let Some(session) = self.sessions.get(&sid) else {
-            return refused("not_found");
+            return Err(refused("not_found"));
         };
-        let me = self.requester_of(&caller.requester);
+        Ok((path, session, self.requester_of(&caller.requester)))
+    }
+
+    fn read(&self, caller: &Caller, raw: &[u8]) -> Outcome {
+        let (path, session, me) = match self.reading(caller, raw) {
+            Ok(r) => r,
+            Err(o) => return o,
+        };
         let mut saw_dir = false;
         let mut crossed_a_file = false;
         // Own path first (SP-3.2), then the path as the listing shows it.
@@ -565,15 +575,10 @@ impl ScratchpadModel {
     /// is (the caller's own path first, then the path as the listing shows it). Links are refused
     /// on each candidate as it is tried (SP-2.7) and never listed.
     fn list_path(&self, caller: &Caller, raw: &[u8]) -> Outcome {
-        let path = match parse_path(raw, &self.knobs) {
-            Ok(p) => p,
+        let (path, session, me) = match self.reading(caller, raw) {
+            Ok(r) => r,
             Err(o) => return o,
         };
-        let (sid, _) = self.session_of(caller);
-        let Some(session) = self.sessions.get(&sid) else {
-            return refused("not_found");
-        };
-        let me = self.requester_of(&caller.requester);
         let own = session
             .members
             .get(&me)

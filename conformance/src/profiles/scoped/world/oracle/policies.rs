@@ -16,10 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use tidemark_reference::scoped::metadata::{MemoryMetadata, Metadata, SessionKey};
 use tidemark_sim::real_tier::memory_s3::MemoryHandle;
 
-use super::{is_infra, may_land, Guest, Sess, EXPIRY_MARGIN_MS};
+use super::{is_infra, may_land, Guest};
 use crate::profiles::scoped::contract::{PeopleCall, ScopedOp, ScopedOutcome, Turn};
 use crate::profiles::scoped::world::paths::Ticket;
-use crate::profiles::scoped::world::person_plan::PersonOp;
+use crate::profiles::scoped::world::session::{Sess, EXPIRY_MARGIN_MS};
 use crate::profiles::scoped::world::{summary, BUCKET, TOOL_OUTPUT_LIMIT_BYTES};
 
 /// Where a guest promotes its session files: `agent/kept/<the session file's path>`.
@@ -122,12 +122,12 @@ impl Guest {
 
     /// A person's request whose answer never came: an upload or removal in the kept session
     /// may land, and be activity, at any time.
-    pub(in crate::profiles::scoped::world) fn person_unknown(&mut self, s: Sess, op: &PersonOp) {
-        if s == Sess::Kept
-            && matches!(
-                op.call,
-                PeopleCall::Upload { .. } | PeopleCall::Remove { .. }
-            )
+    pub(in crate::profiles::scoped::world) fn person_unknown(
+        &mut self,
+        s: Sess,
+        call: &PeopleCall,
+    ) {
+        if s == Sess::Kept && matches!(call, PeopleCall::Upload { .. } | PeopleCall::Remove { .. })
         {
             self.policy.kept_unknown = true;
         }

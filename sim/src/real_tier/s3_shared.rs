@@ -1,11 +1,13 @@
 //! What both of the harness's own S3 stores ([`super::disk_s3`] and [`super::memory_s3`]) share:
-//! S3's key rules, the ETag, and one ListObjectsV2 page computed from keys in S3's order.
+//! S3's key rules, the ETag, the body's bound, the answers to PUT, GET, HEAD and DeleteObjects
+//! built from what a store keeps of an object, and one ListObjectsV2 page computed from keys in
+//! S3's order. Each store keeps only where its objects live.
 //!
 //! One listing function for both stores, so the two cannot drift apart on the delicate parts
 //! (delimiters, continuation past a common prefix, `start-after`); the differential key test then
 //! checks what each store does on its own: keep every key, return it whole, order it by bytes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use s3s::dto::*;
 use s3s::s3_error;
@@ -13,6 +15,9 @@ use sha2::{Digest, Sha256};
 
 /// S3's longest key, in UTF-8 bytes.
 pub const MAX_KEY_BYTES: usize = 1024;
+
+/// Largest object body accepted, to bound memory.
+pub const MAX_OBJECT_BYTES: usize = 64 * 1024 * 1024;
 
 /// S3 refuses an empty key and one longer than 1,024 bytes (`KeyTooLongError`).
 pub fn check_key(key: &str) -> Result<(), s3s::S3Error> {
@@ -36,6 +41,92 @@ pub fn etag_of(bytes: &[u8]) -> String {
 
 pub fn timestamp(ms: i64) -> Timestamp {
     Timestamp::from(tidemark_reference::clock::Timestamp(ms).to_system_time())
+}
+
+/// A PUT's body, whole, refused past [`MAX_OBJECT_BYTES`]; no body is an empty object.
+pub async fn read_body(body: Option<StreamingBlob>) -> Result<Vec<u8>, s3s::S3Error> {
+    Ok(match body {
+        Some(blob) => {
+            let mut body: s3s::Body = blob.into();
+            body.store_all_limited(MAX_OBJECT_BYTES)
+                .await
+                .map_err(|e| s3_error!(IncompleteBody, "{e}"))?
+                .to_vec()
+        }
+        None => Vec::new(),
+    })
+}
+
+/// A PUT's answer for the object stored.
+pub fn put_output(etag: String, size: i64) -> PutObjectOutput {
+    PutObjectOutput {
+        e_tag: Some(ETag::Strong(etag)),
+        size: Some(size),
+        ..Default::default()
+    }
+}
+
+/// A HEAD's answer: what a store keeps of an object besides its body.
+pub fn head_output(
+    size: i64,
+    etag: String,
+    modified_ms: i64,
+    metadata: BTreeMap<String, String>,
+) -> HeadObjectOutput {
+    HeadObjectOutput {
+        content_length: Some(size),
+        e_tag: Some(ETag::Strong(etag)),
+        last_modified: Some(timestamp(modified_ms)),
+        metadata: Some(metadata.into_iter().collect()),
+        ..Default::default()
+    }
+}
+
+/// A GET's answer: the body, and what a HEAD tells of the object.
+pub fn get_output(
+    body: s3s::Body,
+    size: i64,
+    etag: String,
+    modified_ms: i64,
+    metadata: BTreeMap<String, String>,
+) -> GetObjectOutput {
+    let head = head_output(size, etag, modified_ms, metadata);
+    GetObjectOutput {
+        body: Some(StreamingBlob::from(body)),
+        content_length: head.content_length,
+        e_tag: head.e_tag,
+        last_modified: head.last_modified,
+        metadata: head.metadata,
+        ..Default::default()
+    }
+}
+
+/// S3 takes at most 1,000 keys in one DeleteObjects.
+pub fn check_batch(input: &DeleteObjectsInput) -> Result<(), s3s::S3Error> {
+    if input.delete.objects.len() > 1000 {
+        return Err(s3_error!(MalformedXML, "more than 1000 keys"));
+    }
+    Ok(())
+}
+
+/// A DeleteObjects's answer once every key of `removed` is gone: each named, unless the request
+/// asked for a quiet answer (only the failures, and these stores fail a batch whole).
+pub fn delete_objects_output(removed: Vec<ObjectKey>, quiet: bool) -> DeleteObjectsOutput {
+    let deleted: Vec<DeletedObject> = if quiet {
+        Vec::new()
+    } else {
+        removed
+            .into_iter()
+            .map(|key| DeletedObject {
+                key: Some(key),
+                ..Default::default()
+            })
+            .collect()
+    };
+    DeleteObjectsOutput {
+        deleted: (!deleted.is_empty()).then_some(deleted),
+        ..Default::default()
+    }
 }
 
 /// One object as a listing shows it.
