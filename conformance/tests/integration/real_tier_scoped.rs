@@ -607,6 +607,7 @@ scenario!(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_mutant_is_named_in_a_killing_scenario_in_this_file() {
+    // "This file" is the three files of the scoped real-tier scenarios, split by subject.
     let src = [
         include_str!("real_tier_scoped.rs"),
         include_str!("real_tier_scoped_retention.rs"),
