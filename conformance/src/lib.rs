@@ -2,7 +2,7 @@
 //! the reports, the process protocol, exploration's shrinking and saved failures, interruption)
 //! and the profiles that plug into it (`profiles/<name>/`: each one's contract, step
 //! vocabulary, runner, model, exploration, mutants and world). The `tidemark` binary
-//! (src/main.rs) is a thin command line over this library.
+//! (src/bin/tidemark/) is a thin command line over this library.
 
 pub mod coverage;
 pub mod declared_sql;

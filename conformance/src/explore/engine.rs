@@ -6,7 +6,11 @@
 //! saving, the determinism and differential checks (two runs of each seed, traces compared), the
 //! hunt (per mutant, seeds to the first divergence over several searches, the median;
 //! out-of-reach mutants listed with their reason), and the summary lines every profile prints.
-//! Its tests, on a profile in miniature, are in `engine_tests.rs`.
+//! This file holds the trait, the seed loop, shrinking, grouping and `tidemark explore`; the
+//! determinism and differential checks are `compare.rs`, the hunt `hunt.rs`, and the summary
+//! lines and the findings as data `findings_text.rs`, re-exported here so that a profile reaches
+//! all of exploration through `engine`. Its tests, on a profile in miniature, are in
+//! `engine_tests.rs`.
 //!
 //! The runs are async (the scoped profile's wait on PostgreSQL); a profile whose runs are
 //! synchronous implements [`Explorer::run`] without awaiting and caps [`Explorer::jobs`] at one.
@@ -23,6 +27,11 @@ use super::cli::progress;
 use super::signature::{self, Groups, KnownDifferences, Signature};
 use super::text::{self, DivergenceText, FailureText, TextStyle};
 use super::Shard;
+
+pub use super::compare::compare;
+use super::findings_text::plural;
+pub use super::findings_text::{closing_line, explore_report, failure_view, findings_summary};
+pub use super::hunt::{hunt, hunt_command, hunt_report, HuntLine};
 
 /// What one run of a sequence showed.
 pub enum Outcome<P, D> {
@@ -485,13 +494,18 @@ impl Seeds {
         self.shard.seeds(self.first_seed, self.seeds)
     }
 
-    fn count(&self) -> u64 {
+    pub(super) fn count(&self) -> u64 {
         self.iter().count() as u64
     }
 }
 
 /// `N seeds in Xs: R seed runs/s`, and the simulated time when there is some.
-fn throughput(seeds: u64, runs: u64, elapsed: Duration, simulated_ms: Option<i64>) -> String {
+pub(super) fn throughput(
+    seeds: u64,
+    runs: u64,
+    elapsed: Duration,
+    simulated_ms: Option<i64>,
+) -> String {
     let secs = elapsed.as_secs_f64().max(1e-9);
     let mut s = format!(
         "{seeds} seeds in {:.2}s: {:.1} seed runs/s",
@@ -615,146 +629,6 @@ pub async fn findings<E: Explorer + ?Sized>(
     })
 }
 
-/// The summary of `findings` a person reads, before the throughput line: each distinct
-/// difference with its count and the command that replays its shrunk seed, then the known
-/// differences (went past, or where seeds ended because this profile cannot go on past one).
-pub fn findings_summary<E: Explorer + ?Sized>(
-    e: &E,
-    f: &Findings<E::Workload, E::Divergence>,
-    mutant: Option<E::Mutant>,
-    known: &KnownDifferences,
-) -> String {
-    let mut s = String::new();
-    let failed: usize = f.differences.iter().map(|d| d.seeds.len()).sum();
-    if !f.differences.is_empty() {
-        let _ = writeln!(
-            s,
-            "{} in {failed} failed seed{}:",
-            signature::distinct(f.differences.len()),
-            plural(failed)
-        );
-        let width = f
-            .differences
-            .iter()
-            .map(|d| d.seeds.len().to_string().len())
-            .max()
-            .unwrap_or(1);
-        for d in &f.differences {
-            let n = d.seeds.len();
-            let _ = writeln!(s, "  {n:>width$} seed{}  {}", plural_pad(n), d.signature);
-            let _ = writeln!(
-                s,
-                "  {:width$}        seeds: {}",
-                "",
-                signature::seed_list(&d.seeds)
-            );
-            let replay = match &d.saved {
-                Some(p) => format!("tidemark replay {}", p.display()),
-                None => e.replay_command(d.shrunk.seed, mutant),
-            };
-            let _ = writeln!(
-                s,
-                "  {:width$}        shrunk: seed {} ({} of {} operations); replay: {replay}",
-                "",
-                d.shrunk.seed,
-                e.len(&d.shrunk.workload),
-                d.shrunk.original_len
-            );
-        }
-    }
-    if !f.setup.is_empty() {
-        let seeds: Vec<u64> = f.setup.iter().map(|x| x.seed).collect();
-        let _ = writeln!(
-            s,
-            "{} seed{} could not be set up (no verdict): {}",
-            seeds.len(),
-            plural(seeds.len()),
-            signature::seed_list(&seeds)
-        );
-    }
-    let listed = |sig: &Signature| {
-        known
-            .get(sig)
-            .map(|k| format!("{}:{}", known.file, k.line))
-            .unwrap_or_default()
-    };
-    if !f.went_past_known.is_empty() {
-        let _ = writeln!(
-            s,
-            "known differences ({}), gone past and explored beyond:",
-            known.file
-        );
-        for (sig, times, seeds) in &f.went_past_known {
-            let _ = writeln!(
-                s,
-                "  {times} time{} in {} seed{}  {sig}  ({})",
-                plural(*times),
-                seeds.len(),
-                plural(seeds.len()),
-                listed(sig)
-            );
-        }
-    }
-    for (sig, seeds) in &f.ended_at_known {
-        let _ = writeln!(
-            s,
-            "{} seed{} ended at the known difference {sig} ({}): the {} exploration cannot go on past a known difference yet, so what follows it in those seeds was not explored",
-            seeds.len(),
-            plural(seeds.len()),
-            listed(sig),
-            e.profile()
-        );
-    }
-    let seen = |k: &signature::KnownEntry| {
-        f.went_past_known
-            .iter()
-            .any(|w| w.0.to_string() == k.signature)
-            || f.ended_at_known
-                .iter()
-                .any(|w| w.0.to_string() == k.signature)
-    };
-    for k in known.entries.iter().filter(|k| !seen(k)) {
-        let _ = writeln!(
-            s,
-            "known difference not seen in these seeds: {} ({}:{})",
-            k.signature, known.file, k.line
-        );
-    }
-    s
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
-/// `s`, or a space where there is none, so counts' words line up.
-fn plural_pad(n: usize) -> &'static str {
-    if n == 1 {
-        " "
-    } else {
-        "s"
-    }
-}
-
-/// The closing line: `N passed, M failed`, then the distinct differences among the failures
-/// and the seeds that ended at a known difference.
-pub fn closing_line<W, D>(passed: usize, f: &Findings<W, D>) -> String {
-    let failed: usize = f.differences.iter().map(|d| d.seeds.len()).sum::<usize>() + f.setup.len();
-    let mut s = format!("{passed} passed, {failed} failed");
-    if !f.differences.is_empty() {
-        let _ = write!(s, ": {}", signature::distinct(f.differences.len()));
-    }
-    let ended: usize = f.ended_at_known.iter().map(|e| e.1.len()).sum();
-    if ended > 0 {
-        let _ = write!(s, ", {ended} ended at a known difference");
-    }
-    s
-}
-
 /// `tidemark explore`: every seed; failures grouped by signature, one seed per group shrunk,
 /// saved under `save_dir` (when given) and described; then the summary. Differences `known`
 /// lists do not fail the run. True if no seed failed otherwise.
@@ -814,355 +688,6 @@ pub async fn explore<E: Explorer + ?Sized>(
         super::report::write_outputs(&report, outputs)?;
     }
     Ok(f.differences.is_empty() && f.setup.is_empty())
-}
-
-/// The exploration as data (`explore/report.rs`): its run, each distinct difference with its
-/// seeds and shrunk failure, the seeds not set up, the known differences, the rules reached.
-pub fn explore_report<E: Explorer + ?Sized>(
-    e: &E,
-    seeds: &Seeds,
-    mutant: Option<E::Mutant>,
-    passed: usize,
-    f: &Findings<E::Workload, E::Divergence>,
-    mut rules: std::collections::BTreeMap<String, u64>,
-) -> super::report::ExploreReport {
-    use super::report::{DifferenceReport, ExploreReport, FORMAT};
-    // A difference found exercised its rule too, once per seed that showed it.
-    for d in &f.differences {
-        *rules.entry(d.signature.rule.clone()).or_default() += d.seeds.len() as u64;
-    }
-    let mut notes = Vec::new();
-    for (sig, times, seeds) in &f.went_past_known {
-        notes.push(format!(
-            "known difference {sig}: gone past {times} time{} in {} seed{}",
-            plural(*times),
-            seeds.len(),
-            plural(seeds.len())
-        ));
-    }
-    for (sig, seeds) in &f.ended_at_known {
-        notes.push(format!(
-            "{} seed{} ended at the known difference {sig}: what follows it in those seeds was not explored",
-            seeds.len(),
-            plural(seeds.len())
-        ));
-    }
-    ExploreReport {
-        format: FORMAT.into(),
-        harness_version: env!("CARGO_PKG_VERSION").into(),
-        profile: e.profile().into(),
-        setting: e.setting(),
-        against: e.against(mutant),
-        command: text::run_command(
-            e.profile(),
-            e.program(),
-            seeds.first_seed,
-            seeds.seeds,
-            mutant.map(|m| e.mutant_id(m)),
-            &e.setting_options(),
-        ),
-        first_seed: seeds.first_seed,
-        seeds: seeds.seeds,
-        shard: format!("{}/{}", seeds.shard.index, seeds.shard.count),
-        passed,
-        failed: f.differences.iter().map(|d| d.seeds.len()).sum::<usize>() + f.setup.len(),
-        differences: f
-            .differences
-            .iter()
-            .map(|d| DifferenceReport {
-                signature: d.signature.to_string(),
-                rule: d.signature.rule.clone(),
-                seeds: d.seeds.clone(),
-                shrunk: failure_view(e, &d.shrunk, mutant, d.saved.as_deref(), Some(&d.signature)),
-            })
-            .collect(),
-        setup: f
-            .setup
-            .iter()
-            .map(|s| failure_view(e, s, mutant, None, None))
-            .collect(),
-        notes,
-        rules_reached: rules,
-        rules_counting: format!("{} exploration: {}", e.profile(), e.rules_counting()),
-    }
-}
-
-/// A failure as the HTML page shows it: the divergence, the shrunk operations, the whole trace.
-pub fn failure_view<E: Explorer + ?Sized>(
-    e: &E,
-    failure: &Failure<E::Workload, E::Divergence>,
-    mutant: Option<E::Mutant>,
-    saved: Option<&Path>,
-    signature: Option<&Signature>,
-) -> crate::html::FailureView {
-    let title = format!(
-        "seed {} against {}{}",
-        failure.seed,
-        e.against(mutant),
-        e.heading_detail(&failure.workload)
-    );
-    let replay = match saved {
-        Some(p) => format!("tidemark replay {}", p.display()),
-        None => e.replay_command(failure.seed, mutant),
-    };
-    let mut view = crate::html::FailureView {
-        title,
-        profile: e.profile().into(),
-        replay,
-        operations: e.op_lines(&failure.workload),
-        ..Default::default()
-    };
-    match &failure.error {
-        Failed::Diverged(d) => {
-            let t = e.divergence_text(d);
-            view.what = signature.map(|s| s.to_string()).unwrap_or_default();
-            view.at = t.at;
-            view.expected = t.expected.to_string();
-            view.actual = t.actual.to_string();
-            view.trace = t.trace.to_vec();
-            view.model_state = t.model_state.to_vec();
-            view.rules = signature
-                .map(|s| s.rule.clone())
-                .filter(|r| crate::spec::is_rule_id(r))
-                .into_iter()
-                .collect();
-        }
-        Failed::Setup(why) => {
-            view.what = "could not be set up (no verdict)".into();
-            view.at = "set-up".into();
-            view.expected = "the run set up".into();
-            view.actual = why.clone();
-        }
-    }
-    view
-}
-/// The hash a run is known by: its trace, or its divergence's.
-fn outcome_hash<E: Explorer + ?Sized>(
-    e: &E,
-    o: &Outcome<E::Passed, E::Divergence>,
-) -> Result<String, String> {
-    match o {
-        Outcome::Passed(p) => Ok(e.pass_hash(p)),
-        Outcome::Diverged(d) => Ok(e.divergence_hash(d)),
-        Outcome::Setup(why) => Err(why.clone()),
-    }
-}
-
-/// Two runs of every seed, on `a` then `b`, compared by trace hash. The same explorer twice is
-/// the determinism check; two settings of one profile (the scoped tiers) the differential
-/// check. A set-up error ends the command: it is no verdict on either run.
-pub async fn compare<E: Explorer + ?Sized>(
-    a: &E,
-    b: &E,
-    seeds: &Seeds,
-    mutant: Option<E::Mutant>,
-) -> Result<bool, String> {
-    let start = Instant::now();
-    let twice = a.setting() == b.setting();
-    let bar = progress(
-        seeds.count(),
-        if twice { "determinism" } else { "differential" },
-    );
-    let bar = &bar;
-    let results: Vec<(u64, Result<[String; 2], String>)> = futures::stream::iter(seeds.iter())
-        .map(|seed| async move {
-            let x = outcome_hash(a, &run_seed(a, seed, mutant).await.1);
-            let y = outcome_hash(b, &run_seed(b, seed, mutant).await.1);
-            bar.inc(1);
-            let r = match (x, y) {
-                (Ok(x), Ok(y)) => Ok([x, y]),
-                (Err(why), _) | (_, Err(why)) => Err(format!("seed {seed}: {why}")),
-            };
-            (seed, r)
-        })
-        .buffered(a.jobs(seeds.jobs).min(b.jobs(seeds.jobs)).max(1))
-        .collect()
-        .await;
-    bar.finish_and_clear();
-    let (mut same, mut n) = (0u64, 0u64);
-    for (seed, hashes) in results {
-        let [x, y] = hashes?;
-        n += 1;
-        if x == y {
-            same += 1;
-        } else {
-            println!(
-                "DIFFERENT  seed {seed}: {x} on {}, {y} on {}; replay: {}",
-                a.setting(),
-                b.setting(),
-                b.replay_command(seed, mutant)
-            );
-        }
-    }
-    println!("{}", throughput(n, 2 * n, start.elapsed(), None));
-    let how = if twice {
-        format!("each run twice on {}", a.setting())
-    } else {
-        format!("on {} and on {}", a.setting(), b.setting())
-    };
-    println!("{same} of {n} give byte-identical traces ({how})");
-    println!("{same} passed, {} failed", n - same);
-    Ok(same == n)
-}
-
-/// One mutant hunted by random search.
-pub struct HuntLine<M> {
-    pub mutant: M,
-    /// Each search's find: the seed that diverged and how many seeds it took.
-    pub searches: Vec<Option<(u64, u64)>>,
-    /// A seed that could not be set up ends the mutant's hunt as a failure.
-    pub setup_error: Option<String>,
-    /// Seeds run for this mutant, over every search.
-    pub tried: u64,
-    /// Why the generator cannot reach it: not searched, never counted as found.
-    pub out_of_reach: Option<&'static str>,
-}
-
-impl<M> HuntLine<M> {
-    /// The median number of seeds a search needed, if more than half the searches found it.
-    pub fn median(&self) -> Option<u64> {
-        let mut finite: Vec<u64> = self.searches.iter().flatten().map(|f| f.1).collect();
-        finite.sort();
-        (self.setup_error.is_none() && finite.len() * 2 > self.searches.len())
-            .then(|| finite[(self.searches.len() - 1) / 2])
-    }
-
-    /// The first seed any search found it with.
-    pub fn first_found(&self) -> Option<u64> {
-        self.searches.iter().flatten().map(|f| f.0).next()
-    }
-}
-
-/// For each mutant (or only `only`): `trials` independent searches, the k-th from
-/// `first_seed + k * 1,000,000`, each running up to `limit` seeds of the shard until one
-/// diverges. Mutants side by side up to [`Explorer::jobs`].
-pub async fn hunt<E: Explorer + ?Sized>(
-    e: &E,
-    seeds: &Seeds,
-    only: Option<E::Mutant>,
-    trials: u64,
-) -> Vec<HuntLine<E::Mutant>> {
-    let mutants: Vec<E::Mutant> = e
-        .mutants()
-        .into_iter()
-        .filter(|m| only.is_none_or(|o| o == *m))
-        .collect();
-    futures::stream::iter(mutants)
-        .map(|m| async move {
-            let mut line = HuntLine {
-                mutant: m,
-                searches: Vec::new(),
-                setup_error: None,
-                tried: 0,
-                out_of_reach: e.out_of_reach(m),
-            };
-            if line.out_of_reach.is_some() {
-                return line;
-            }
-            'searches: for trial in 0..trials.max(1) {
-                let start = seeds.first_seed + trial * 1_000_000;
-                let mut found = None;
-                for (i, seed) in seeds.shard.seeds(start, seeds.seeds).enumerate() {
-                    line.tried += 1;
-                    match run_seed(e, seed, Some(m)).await.1 {
-                        Outcome::Passed(_) => {}
-                        Outcome::Diverged(_) => {
-                            found = Some((seed, i as u64 + 1));
-                            break;
-                        }
-                        Outcome::Setup(why) => {
-                            line.setup_error = Some(format!("seed {seed}: {why}"));
-                            break 'searches;
-                        }
-                    }
-                }
-                line.searches.push(found);
-            }
-            line
-        })
-        .buffered(e.jobs(seeds.jobs).max(1))
-        .collect()
-        .await
-}
-
-/// The hunt's lines (`FOUND`, `NOT FOUND`, `ERROR`, `SKIPPED` with the reason) and its
-/// `N passed, M failed[, K skipped]`.
-pub fn hunt_report<E: Explorer + ?Sized>(
-    e: &E,
-    lines: &[HuntLine<E::Mutant>],
-    limit: u64,
-) -> String {
-    let mut s = String::new();
-    let width = lines
-        .iter()
-        .map(|l| e.mutant_id(l.mutant).len())
-        .max()
-        .unwrap_or(0);
-    for l in lines {
-        let id = e.mutant_id(l.mutant);
-        let per_search = if l.searches.len() > 1 {
-            let shown: Vec<String> = l
-                .searches
-                .iter()
-                .map(|f| f.map_or("-".into(), |f| f.1.to_string()))
-                .collect();
-            format!(" (per search: {})", shown.join(" "))
-        } else {
-            String::new()
-        };
-        if let Some(why) = l.out_of_reach {
-            let _ = writeln!(s, "SKIPPED    {id:<width$}  {why}");
-        } else if let Some(why) = &l.setup_error {
-            let _ = writeln!(s, "ERROR      {id:<width$}  {why}");
-        } else if let (Some(median), Some(seed)) = (l.median(), l.first_found()) {
-            let _ = writeln!(
-                s,
-                "FOUND      {id:<width$}  after {median} seed(s){per_search}; replay: {}",
-                e.replay_command(seed, Some(l.mutant))
-            );
-        } else {
-            let _ = writeln!(
-                s,
-                "NOT FOUND  {id:<width$}  in {} seed(s) of random search (limit {limit}){per_search}",
-                l.tried
-            );
-        }
-    }
-    let found = lines.iter().filter(|l| l.median().is_some()).count();
-    let skipped = lines.iter().filter(|l| l.out_of_reach.is_some()).count();
-    let failed = lines.len() - found - skipped;
-    if skipped == 0 {
-        let _ = writeln!(s, "{found} passed, {failed} failed");
-    } else {
-        let _ = writeln!(s, "{found} passed, {failed} failed, {skipped} skipped");
-    }
-    s
-}
-
-/// `tidemark explore --hunt`: the hunt, its lines, its throughput and its summary. True if
-/// every mutant in reach was found.
-pub async fn hunt_command<E: Explorer + ?Sized>(
-    e: &E,
-    seeds: &Seeds,
-    only: Option<E::Mutant>,
-    trials: Option<u64>,
-) -> Result<bool, String> {
-    let start = Instant::now();
-    let lines = hunt(e, seeds, only, trials.unwrap_or(E::HUNT_TRIALS)).await;
-    let tried: u64 = lines.iter().map(|l| l.tried).sum();
-    let report = hunt_report(e, &lines, seeds.seeds);
-    let (body, summary) = report
-        .trim_end()
-        .rsplit_once('\n')
-        .unwrap_or(("", report.trim_end()));
-    if !body.is_empty() {
-        println!("{body}");
-    }
-    println!("{}", throughput(tried, tried, start.elapsed(), None));
-    println!("{summary}");
-    Ok(lines
-        .iter()
-        .all(|l| l.median().is_some() || l.out_of_reach.is_some()))
 }
 
 #[cfg(test)]

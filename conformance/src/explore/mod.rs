@@ -1,6 +1,8 @@
 //! Exploration's engine, written once for every profile: a seed's generator, shards of seeds,
-//! the loop (`engine.rs`: seeds, the determinism and differential checks, the hunt, the summary
-//! lines), shrinking (`shrink.rs`), the saved-failure format (`saved.rs`), a failure's text and
+//! the loop (`engine.rs`: seeds, shrinking a failing one, grouping failures), the determinism and
+//! differential checks (`compare.rs`), the hunt (`hunt.rs`), the summary lines and the findings
+//! as data (`findings_text.rs`), the value trees shrinking walks (`shrink.rs`), the
+//! saved-failure format (`saved.rs`), a failure's text and
 //! replay command (`text.rs`) and what the `explore` and `replay` commands print for any
 //! profile (`cli.rs`). A profile supplies its operations,
 //! its model and how one sequence runs, as an `engine::Explorer`.
@@ -10,7 +12,10 @@
 //! `--shard K/M` partitions seeds without coordination.
 
 pub mod cli;
+mod compare;
 pub mod engine;
+mod findings_text;
+mod hunt;
 pub mod report;
 pub mod saved;
 pub mod shrink;

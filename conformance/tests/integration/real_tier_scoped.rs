@@ -2,23 +2,23 @@
 //! through aws-sdk-s3, and a real PostgreSQL. Each check is written once as a scenario function and run
 //! against the correct implementation (it must pass) and against the mutants it is meant to
 //! kill (each must fail it).
+//!
+//! This file holds the world, the `scenario!` form and the scopes, paths and listings; the
+//! retention scenarios are in `real_tier_scoped_retention.rs` and the failing tier's in
+//! `real_tier_scoped_faults.rs`, which use this file's world and forms.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use tidemark_conformance::profiles::scoped::process::harness::lifecycle_rules;
 use tidemark_reference::clock::{Clock, ManualClock, DAY_MS};
-use tidemark_reference::scoped::lifecycle::LifecycleConfiguration;
-use tidemark_reference::scoped::{store::ListedFile, CrashPoint};
+use tidemark_reference::scoped::store::ListedFile;
 use tidemark_reference::scoped::{
-    Access, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, SweepPause,
-    TurnSpace, WaitKind,
+    Access, ScopeSettings, ScopedConfig, ScopedError, ScopedMutant, ScopedStore, TurnSpace,
 };
 use tidemark_sim::clock::EPOCH;
-use tidemark_sim::real_tier::faults::Throttle;
-use tidemark_sim::real_tier::{FaultPlan, RealTier, TestDatabase};
+use tidemark_sim::real_tier::{RealTier, TestDatabase};
 
-type Check = Result<(), String>;
+pub(super) type Check = Result<(), String>;
 
 macro_rules! ensure {
     ($cond:expr, $($msg:tt)+) => {
@@ -27,27 +27,28 @@ macro_rules! ensure {
         }
     };
 }
+pub(crate) use ensure;
 
-fn ok<T>(r: Result<T, ScopedError>, what: &str) -> Result<T, String> {
+pub(super) fn ok<T>(r: Result<T, ScopedError>, what: &str) -> Result<T, String> {
     r.map_err(|e| format!("{what}: {e}"))
 }
 
-struct World {
-    tier: Arc<RealTier>,
-    clock: ManualClock,
-    store: ScopedStore,
-    db: TestDatabase,
-    config: ScopedConfig,
+pub(super) struct World {
+    pub(super) tier: Arc<RealTier>,
+    pub(super) clock: ManualClock,
+    pub(super) store: ScopedStore,
+    pub(super) db: TestDatabase,
+    pub(super) config: ScopedConfig,
 }
 
 impl World {
-    async fn new(name: &str, mutant: Option<ScopedMutant>) -> World {
+    pub(super) async fn new(name: &str, mutant: Option<ScopedMutant>) -> World {
         let tier = Arc::new(RealTier::start(42).await.expect("real tier starts"));
         World::on(tier, name, mutant).await
     }
 
     /// A fresh bucket and database on an existing tier.
-    async fn on(tier: Arc<RealTier>, name: &str, mutant: Option<ScopedMutant>) -> World {
+    pub(super) async fn on(tier: Arc<RealTier>, name: &str, mutant: Option<ScopedMutant>) -> World {
         let clock = ManualClock::starting_at(EPOCH);
         let mut config = ScopedConfig::new("unset");
         config.mutant = mutant;
@@ -66,19 +67,19 @@ impl World {
     }
 
     /// A new process over what the old one persisted (bucket and database), with `config`.
-    async fn restart(&mut self, config: ScopedConfig) {
+    pub(super) async fn restart(&mut self, config: ScopedConfig) {
         let clock: Arc<dyn Clock> = Arc::new(self.clock.clone());
         self.store = ScopedStore::open(self.tier.s3.client(), self.db.pool.clone(), config, clock)
             .await
             .expect("store reopens");
     }
 
-    fn days(&self, d: i64) {
+    pub(super) fn days(&self, d: i64) {
         self.clock.advance_ms(d * DAY_MS);
     }
 
     /// Workspace w1 with agent a1 and session s1 (plus anything in `extra_sessions`).
-    async fn standard(&self) -> TurnSpace {
+    pub(super) async fn standard(&self) -> TurnSpace {
         self.store
             .create_workspace("w1", ScopeSettings::default())
             .await
@@ -92,13 +93,17 @@ impl World {
         t
     }
 
-    async fn paths(&self, turn: &TurnSpace, prefix: Option<&str>) -> Result<Vec<String>, String> {
+    pub(super) async fn paths(
+        &self,
+        turn: &TurnSpace,
+        prefix: Option<&str>,
+    ) -> Result<Vec<String>, String> {
         let files: Vec<ListedFile> = ok(self.store.list(turn, prefix).await, "list")?;
         Ok(files.into_iter().map(|f| f.path).collect())
     }
 
     /// Every key in the bucket, straight from S3 (not through the implementation).
-    async fn raw_keys(&self, prefix: &str) -> Vec<String> {
+    pub(super) async fn raw_keys(&self, prefix: &str) -> Vec<String> {
         let out = self
             .tier
             .s3
@@ -142,6 +147,7 @@ macro_rules! scenario {
         }
     };
 }
+pub(crate) use scenario;
 
 scenario!(
     files_round_trip_through_every_scope_and_the_bare_listing_shows_all_three,
@@ -444,574 +450,6 @@ scenario!(
 );
 
 scenario!(
-    extracted_text_goes_with_its_file,
-    kills = [TextOutlivesFile],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store
-                .write(&t, "session/report.md", b"quarterly numbers".to_vec())
-                .await,
-            "write",
-        )?;
-        ok(
-            w.store
-                .write(&t, "session/image.bin", vec![0, 159, 146, 150])
-                .await,
-            "write binary",
-        )?;
-        let text = ok(
-            w.store.read_text(&t, "session/report.md").await,
-            "read text",
-        )?;
-        ensure!(
-            text.as_deref() == Some("quarterly numbers"),
-            "text {text:?}"
-        );
-        let text = ok(
-            w.store.read_text(&t, "session/image.bin").await,
-            "read text",
-        )?;
-        ensure!(text.is_none(), "binary has text {text:?}");
-        let listed = w.paths(&t, Some("session")).await?;
-        ensure!(
-            listed == vec!["session/image.bin", "session/report.md"],
-            "listing shows {listed:?}"
-        );
-        ok(w.store.delete(&t, "session/report.md").await, "delete")?;
-        let r = w.store.read_text(&t, "session/report.md").await;
-        ensure!(
-            matches!(r, Err(ScopedError::NotFound { .. })),
-            "text after delete: {r:?}"
-        );
-        ensure!(
-            w.raw_keys("sessions/w1/a1/s1/.tidemark-text/report.md")
-                .await
-                .is_empty(),
-            "text object left behind"
-        );
-        Ok(())
-    }
-);
-
-scenario!(
-    a_conversation_older_than_the_ttl_but_still_active_keeps_its_uploads,
-    kills = [AgeOnlyExpiry],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store
-                .write(&t, "session/upload.pdf", b"contract".to_vec())
-                .await,
-            "upload",
-        )?;
-        for _ in 0..4 {
-            w.days(10);
-            ok(w.store.record_activity(&t).await, "activity")?;
-            ok(w.store.sweep().await, "sweep")?;
-        }
-        // Forty days old, last active today: the upload is still there.
-        let got = w.store.read(&t, "session/upload.pdf").await;
-        ensure!(got.is_ok(), "upload lost mid-conversation: {:?}", got.err());
-        // Idle for the TTL: swept, text and all.
-        w.days(30);
-        let r = ok(w.store.sweep().await, "sweep")?;
-        ensure!(r.sessions_swept == 1, "sweep report {r:?}");
-        ensure!(
-            w.raw_keys("sessions/w1/a1/s1/").await.is_empty(),
-            "left: {:?}",
-            w.raw_keys("sessions/").await
-        );
-        Ok(())
-    }
-);
-
-scenario!(
-    a_session_one_day_short_of_the_ttl_is_kept_and_swept_on_the_day,
-    kills = [],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store.write(&t, "session/a.txt", b"a".to_vec()).await,
-            "write",
-        )?;
-        w.days(29);
-        ok(w.store.sweep().await, "sweep")?;
-        ensure!(
-            w.store.read(&t, "session/a.txt").await.is_ok(),
-            "swept a day early"
-        );
-        // Reading counted as activity: the session is idle from now.
-        w.days(30);
-        ok(w.store.sweep().await, "sweep")?;
-        ensure!(
-            w.raw_keys("sessions/").await.is_empty(),
-            "not swept at the TTL"
-        );
-        Ok(())
-    }
-);
-
-scenario!(
-    an_idle_session_with_work_queued_parked_or_waiting_is_not_swept,
-    kills = [WaitsIgnored],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store.write(&t, "session/a.txt", b"a".to_vec()).await,
-            "write",
-        )?;
-        for (kind, id) in [
-            (WaitKind::Queued, "m1"),
-            (WaitKind::Parked, "turn7"),
-            (WaitKind::Waiting, "wake"),
-        ] {
-            ok(w.store.add_wait(&t, kind, id).await, "add wait")?;
-            w.days(31);
-            ok(w.store.sweep().await, "sweep")?;
-            ensure!(
-                !w.raw_keys("sessions/").await.is_empty(),
-                "swept while {kind:?}"
-            );
-            ok(w.store.remove_wait(&t, kind, id).await, "remove wait")?;
-        }
-        ok(w.store.sweep().await, "sweep")?;
-        ensure!(
-            w.raw_keys("sessions/").await.is_empty(),
-            "not swept once nothing waits"
-        );
-        Ok(())
-    }
-);
-
-scenario!(
-    skill_versions_are_read_only_through_the_skill_table_and_never_swept,
-    kills = [SkillsSwept, SkillsWritable],
-    |w| {
-        let t = w.standard().await;
-        let files = BTreeMap::from([("README.md".to_string(), b"how to price".to_vec())]);
-        let sha = ok(w.store.publish_skill_version("w1", &files).await, "publish")?;
-        let t = t.with_skill("pricing", &sha);
-        let got = ok(
-            w.store.read(&t, "skill/pricing/README.md").await,
-            "read skill",
-        )?;
-        ensure!(got == b"how to price", "skill read {got:?}");
-        let e = w
-            .store
-            .write(&t, "skill/pricing/README.md", b"x".to_vec())
-            .await
-            .err()
-            .map(|e| e.kind());
-        ensure!(e == Some("read_only"), "skill write gave {e:?}");
-        w.days(400);
-        ok(w.store.sweep().await, "sweep")?;
-        let got = ok(
-            w.store.read(&t, "skill/pricing/README.md").await,
-            "read skill after a year",
-        )?;
-        ensure!(got == b"how to price", "skill changed");
-        Ok(())
-    }
-);
-
-scenario!(
-    deleting_a_workspace_records_every_prefix_by_trigger_and_the_sweep_empties_them,
-    kills = [AppRecordedDeletions, WorkspaceDeletionSparesSkills],
-    |w| {
-        w.store
-            .create_workspace(
-                "w1",
-                ScopeSettings {
-                    agent: None,
-                    workspace: Some(Access::ReadWrite),
-                },
-            )
-            .await
-            .unwrap();
-        let files = BTreeMap::from([("SKILL.md".to_string(), b"s".to_vec())]);
-        ok(w.store.publish_skill_version("w1", &files).await, "publish")?;
-        for a in ["a1", "a2"] {
-            w.store
-                .create_agent("w1", a, ScopeSettings::default())
-                .await
-                .unwrap();
-            for s in ["s1", "s2"] {
-                let t = TurnSpace::new("w1", a, s).unwrap();
-                ok(w.store.create_session(&t).await, "session")?;
-                ok(
-                    w.store.write(&t, "session/f.txt", b"f".to_vec()).await,
-                    "write",
-                )?;
-                ok(
-                    w.store.write(&t, "agent/g.txt", b"g".to_vec()).await,
-                    "write",
-                )?;
-                ok(
-                    w.store.write(&t, "workspace/h.txt", b"h".to_vec()).await,
-                    "write",
-                )?;
-            }
-        }
-        // A neighbour that must survive.
-        w.store
-            .create_workspace("w2", ScopeSettings::default())
-            .await
-            .unwrap();
-        w.store
-            .create_agent("w2", "a1", ScopeSettings::default())
-            .await
-            .unwrap();
-        let n = TurnSpace::new("w2", "a1", "s1").unwrap();
-        ok(w.store.create_session(&n).await, "session")?;
-        ok(
-            w.store.write(&n, "session/keep.txt", b"k".to_vec()).await,
-            "write",
-        )?;
-
-        ok(w.store.delete_workspace("w1").await, "delete workspace")?;
-        let prefixes: Vec<String> = ok(w.store.deletion_obligations().await, "obligations")?
-            .into_iter()
-            .map(|o| o.prefix)
-            .collect();
-        for p in [
-            "workspaces/w1/",
-            "skills/w1/",
-            "agents/w1/a1/",
-            "agents/w1/a2/",
-            "sessions/w1/a1/s1/",
-            "sessions/w1/a1/s2/",
-            "sessions/w1/a2/s1/",
-            "sessions/w1/a2/s2/",
-        ] {
-            ensure!(
-                prefixes.contains(&p.to_string()),
-                "{p} not recorded; recorded {prefixes:?}"
-            );
-        }
-        let r = ok(w.store.sweep().await, "sweep")?;
-        ensure!(
-            r.obligations_completed as usize == prefixes.len(),
-            "report {r:?}"
-        );
-        let left = w.raw_keys("").await;
-        ensure!(
-            left.iter().all(|k| k.contains("/w2/")),
-            "left after cascade: {left:?}"
-        );
-        ensure!(!left.is_empty(), "the neighbour workspace was swept too");
-        let records = ok(w.store.deletion_records().await, "records")?;
-        ensure!(records.len() == prefixes.len(), "records {records:?}");
-        Ok(())
-    }
-);
-
-scenario!(
-    an_obligation_survives_a_crash_between_deleting_and_recording,
-    kills = [DeletionBeforeRecord],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store.write(&t, "session/f.txt", b"f".to_vec()).await,
-            "write",
-        )?;
-        ok(w.store.delete_session(&t).await, "delete session")?;
-        let mut crashing = w.config.clone();
-        crashing.crash_at = Some(CrashPoint::AfterObligationObjectsDeleted);
-        w.restart(crashing).await;
-        let r = w.store.sweep().await;
-        ensure!(
-            matches!(r, Err(ScopedError::Crashed(_))),
-            "crash point not reached: {r:?}"
-        );
-        w.restart(w.config.clone()).await;
-        ok(w.store.sweep().await, "sweep after restart")?;
-        let records = ok(w.store.deletion_records().await, "records")?;
-        ensure!(
-            records.iter().any(|r| r.prefix == "sessions/w1/a1/s1/"),
-            "the performed deletion was never recorded: {records:?}"
-        );
-        let pending: Vec<_> = ok(w.store.deletion_obligations().await, "obligations")?
-            .into_iter()
-            .filter(|o| o.done_at_ms.is_none())
-            .collect();
-        ensure!(pending.is_empty(), "obligation still pending: {pending:?}");
-        ensure!(w.raw_keys("sessions/").await.is_empty(), "objects left");
-        Ok(())
-    }
-);
-
-scenario!(
-    a_partly_failed_delete_batch_leaves_the_session_for_the_next_sweep,
-    kills = [PartialBatchMarkedDone],
-    |w| {
-        let t = w.standard().await;
-        for i in 0..20 {
-            ok(
-                w.store
-                    .write(&t, &format!("session/f{i}.bin"), vec![0, 1, 2, 0])
-                    .await,
-                "write",
-            )?;
-        }
-        w.days(31);
-        w.tier.s3.faults().set_plan(FaultPlan {
-            delete_key_failure_rate: 0.5,
-            ..Default::default()
-        });
-        let r = ok(w.store.sweep().await, "sweep under faults")?;
-        w.tier.s3.faults().heal();
-        ensure!(
-            r.sessions_swept == 0,
-            "a partly deleted session was marked swept: {r:?}"
-        );
-        // Healed: the next sweep finishes the job (the session was not forgotten).
-        ok(w.store.sweep().await, "sweep")?;
-        ensure!(
-            w.raw_keys("sessions/").await.is_empty(),
-            "left after healing: {:?}",
-            w.raw_keys("sessions/").await
-        );
-        Ok(())
-    }
-);
-
-scenario!(
-    a_write_racing_a_sweep_is_never_lost,
-    kills = [SweepUnlocked],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store.write(&t, "session/old.txt", b"old".to_vec()).await,
-            "write",
-        )?;
-        w.days(31);
-        let pause = Arc::new(SweepPause::default());
-        let mut cfg = w.config.clone();
-        cfg.sweep_pause = Some(pause.clone());
-        w.restart(cfg).await;
-        let store = &w.store;
-        let race = async {
-            pause.reached.notified().await;
-            let write = store.write(&t, "session/new.txt", b"new".to_vec());
-            tokio::pin!(write);
-            // Give the write every chance to land while the sweep is between claim and delete.
-            let landed =
-                tidemark_conformance::profiles::scoped::sweeps_at_once::race_until_blocked(
-                    &mut write, &w.db.pool,
-                )
-                .await;
-            pause.resume.notify_one();
-            match landed {
-                Some(r) => r,
-                None => write.await,
-            }
-        };
-        let (swept, written) = tokio::join!(store.sweep(), race);
-        ok(swept, "sweep")?;
-        ok(written, "write")?;
-        let got = w.store.read(&t, "session/new.txt").await;
-        ensure!(
-            got.is_ok(),
-            "the write racing the sweep was lost: {:?}",
-            got.err()
-        );
-        Ok(())
-    }
-);
-
-scenario!(
-    a_write_that_crashes_after_storing_its_text_leaves_nothing_readable,
-    kills = [TextOutlivesFile, FileBeforeText],
-    |w| {
-        let t = w.standard().await;
-        let mut crashing = w.config.clone();
-        crashing.crash_at = Some(CrashPoint::AfterTextWritten);
-        w.restart(crashing).await;
-        let r = w
-            .store
-            .write(&t, "session/half.md", b"half written".to_vec())
-            .await;
-        ensure!(
-            matches!(r, Err(ScopedError::Crashed(_))),
-            "crash point not reached: {r:?}"
-        );
-        w.restart(w.config.clone()).await;
-        let listed = w.paths(&t, None).await?;
-        ensure!(listed.is_empty(), "a crashed write is listed: {listed:?}");
-        let r = w.store.read_text(&t, "session/half.md").await;
-        ensure!(
-            matches!(r, Err(ScopedError::NotFound { .. })),
-            "a crashed write's text is readable: {r:?}"
-        );
-        Ok(())
-    }
-);
-
-scenario!(
-    a_sweep_that_crashes_after_deleting_finishes_on_the_next_run,
-    kills = [],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store.write(&t, "session/a.txt", b"a".to_vec()).await,
-            "write",
-        )?;
-        w.days(30);
-        let mut crashing = w.config.clone();
-        crashing.crash_at = Some(CrashPoint::AfterSessionObjectsDeleted);
-        w.restart(crashing).await;
-        let r = w.store.sweep().await;
-        ensure!(
-            matches!(r, Err(ScopedError::Crashed(_))),
-            "crash point not reached: {r:?}"
-        );
-        w.restart(w.config.clone()).await;
-        let r = ok(w.store.sweep().await, "sweep after restart")?;
-        ensure!(
-            r.sessions_swept == 1,
-            "the interrupted session was not finished: {r:?}"
-        );
-        ensure!(w.raw_keys("sessions/").await.is_empty(), "objects left");
-        Ok(())
-    }
-);
-
-scenario!(
-    dropped_database_connections_are_survived_without_half_writes,
-    kills = [],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store.write(&t, "session/a.txt", b"a".to_vec()).await,
-            "write",
-        )?;
-        let killed: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-          WHERE datname = current_database() AND pid <> pg_backend_pid()) t",
-        )
-        .fetch_one(&w.db.pool)
-        .await
-        .map_err(|e| e.to_string())?;
-        ensure!(killed >= 1, "no connection was dropped");
-        // The pool notices dead connections and reconnects; each operation either completes or
-        // reports a database error, and a reported error wrote nothing.
-        let mut outcomes = Vec::new();
-        for i in 0..5 {
-            let path = format!("session/b{i}.txt");
-            match w.store.write(&t, &path, b"b".to_vec()).await {
-                Ok(_) => outcomes.push((path, true)),
-                Err(e) if e.kind() == "database_unavailable" => outcomes.push((path, false)),
-                Err(e) => return Err(format!("unexpected error after dropped connections: {e}")),
-            }
-        }
-        ensure!(
-            outcomes.iter().any(|(_, ok)| *ok),
-            "never recovered: {outcomes:?}"
-        );
-        Ok(())
-    }
-);
-
-scenario!(
-    an_overwrite_that_fails_between_its_two_puts_never_serves_the_other_versions_text,
-    kills = [FailedWriteReportedWritten],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store
-                .write(&t, "session/doc.md", b"first version".to_vec())
-                .await,
-            "write",
-        )?;
-        // The overwrite stores its text (PUT 1) and then fails storing the file (PUT 2).
-        w.tier.s3.faults().set_plan(FaultPlan {
-            fail_requests: vec![("PutObject".into(), 2)],
-            ..Default::default()
-        });
-        let r = w
-            .store
-            .write(&t, "session/doc.md", b"second version".to_vec())
-            .await;
-        w.tier.s3.faults().heal();
-        ensure!(
-            r.as_ref().err().map(|e| e.kind()) == Some("storage_unavailable"),
-            "the failed overwrite reported {:?}",
-            r.map(|r| r.key)
-        );
-        let content = ok(w.store.read(&t, "session/doc.md").await, "read")?;
-        let text = ok(w.store.read_text(&t, "session/doc.md").await, "read text")?;
-        ensure!(
-            content == b"first version",
-            "content {:?}",
-            String::from_utf8_lossy(&content)
-        );
-        ensure!(
-            text.as_deref() == Some("first version"),
-            "the file says \"first version\" but its text says {text:?}"
-        );
-        Ok(())
-    }
-);
-
-scenario!(
-    deleting_an_agent_records_its_sessions_and_spares_its_neighbours,
-    kills = [AppRecordedDeletions],
-    |w| {
-        let t = w.standard().await;
-        w.store
-            .create_agent("w1", "a2", ScopeSettings::default())
-            .await
-            .unwrap();
-        let t2 = TurnSpace::new("w1", "a1", "s2").unwrap();
-        let n = TurnSpace::new("w1", "a2", "s1").unwrap();
-        for turn in [&t, &t2, &n] {
-            ok(w.store.create_session(turn).await, "session")?;
-            ok(
-                w.store.write(turn, "session/f.txt", b"f".to_vec()).await,
-                "write",
-            )?;
-            ok(
-                w.store.write(turn, "agent/g.txt", b"g".to_vec()).await,
-                "write",
-            )?;
-        }
-        ok(w.store.delete_agent("w1", "a1").await, "delete agent")?;
-        let mut prefixes: Vec<String> = ok(w.store.deletion_obligations().await, "obligations")?
-            .into_iter()
-            .map(|o| o.prefix)
-            .collect();
-        prefixes.sort();
-        ensure!(
-            prefixes == vec!["agents/w1/a1/", "sessions/w1/a1/s1/", "sessions/w1/a1/s2/"],
-            "recorded {prefixes:?}"
-        );
-        ok(w.store.sweep().await, "sweep")?;
-        let left = w.raw_keys("").await;
-        ensure!(
-            left.iter().all(|k| !k.contains("/a1/")),
-            "agent a1 left {left:?}"
-        );
-        ensure!(
-            w.store.read(&n, "session/f.txt").await.is_ok()
-                && w.store.read(&n, "agent/g.txt").await.is_ok(),
-            "the neighbouring agent lost files"
-        );
-        let e = w
-            .store
-            .read(&t, "session/f.txt")
-            .await
-            .err()
-            .map(|e| e.kind());
-        ensure!(
-            e == Some("unknown_entity"),
-            "a deleted agent's session still answers: {e:?}"
-        );
-        Ok(())
-    }
-);
-
-scenario!(
     a_skill_version_is_immutable_addressed_by_content_and_listed_only_through_its_slug,
     kills = [],
     |w| {
@@ -1066,158 +504,6 @@ scenario!(
 );
 
 scenario!(
-    a_clock_that_jumps_backwards_never_makes_a_session_look_older,
-    kills = [],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store.write(&t, "session/a.txt", b"a".to_vec()).await,
-            "write",
-        )?;
-        w.days(20);
-        ok(w.store.record_activity(&t).await, "activity on day 20")?;
-        // The clock jumps back ten days; activity recorded now must not move the session back.
-        w.days(-10);
-        ok(w.store.record_activity(&t).await, "activity after the jump")?;
-        // Day 45 by the clock: 25 days after the day-20 activity. Not yet idle for 30.
-        w.days(35);
-        ok(w.store.sweep().await, "sweep")?;
-        ensure!(
-            w.store.read(&t, "session/a.txt").await.is_ok(),
-            "swept early after a clock jump"
-        );
-        Ok(())
-    }
-);
-
-scenario!(
-    the_stores_error_classes_map_to_their_reasons,
-    kills = [MissingBucketUnavailable, StoreDeniedAsPermission],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store.write(&t, "session/a.md", b"v1".to_vec()).await,
-            "write",
-        )?;
-        let kind = |r: Result<(), ScopedError>| r.err().map(|e| e.kind());
-        let fault = |plan: FaultPlan| w.tier.s3.faults().set_plan(plan);
-        // SC-8.3: NoSuchBucket (404) is no_such_bucket on a write and a listing.
-        fault(FaultPlan {
-            no_such_bucket: true,
-            ..Default::default()
-        });
-        let wrote = kind(
-            w.store
-                .write(&t, "session/a.md", b"v2".to_vec())
-                .await
-                .map(|_| ()),
-        );
-        let listed = kind(w.store.list(&t, None).await.map(|_| ()));
-        ensure!(
-            wrote == Some("no_such_bucket") && listed == Some("no_such_bucket"),
-            "a missing bucket: write {wrote:?}, list {listed:?}"
-        );
-        // AccessDenied (403) is storage_unavailable, never permission_denied.
-        fault(FaultPlan {
-            access_denied: true,
-            ..Default::default()
-        });
-        let wrote = kind(
-            w.store
-                .write(&t, "session/a.md", b"v2".to_vec())
-                .await
-                .map(|_| ()),
-        );
-        let read = kind(w.store.read(&t, "session/a.md").await.map(|_| ()));
-        ensure!(
-            wrote == Some("storage_unavailable") && read == Some("storage_unavailable"),
-            "access denied: write {wrote:?}, read {read:?}"
-        );
-        w.tier.s3.faults().heal();
-        let content = ok(w.store.read(&t, "session/a.md").await, "read")?;
-        ensure!(
-            content == b"v1",
-            "after the faults the file holds {:?}",
-            String::from_utf8_lossy(&content)
-        );
-        Ok(())
-    }
-);
-
-scenario!(
-    a_throttle_within_three_attempts_is_not_seen_and_a_lasting_one_fails,
-    kills = [ThrottleNotRetried],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store.write(&t, "session/a.md", b"v1".to_vec()).await,
-            "write",
-        )?;
-        let kind = |r: Result<(), ScopedError>| r.err().map(|e| e.kind());
-        let fault = |plan: FaultPlan| w.tier.s3.faults().set_plan(plan);
-        // SC-8.4: two throttles, then the third attempt is served; a lasting one fails.
-        fault(FaultPlan {
-            throttle: Throttle::Next(2),
-            ..Default::default()
-        });
-        ok(
-            w.store.write(&t, "session/a.md", b"v2".to_vec()).await,
-            "a write throttled twice",
-        )?;
-        fault(FaultPlan {
-            throttle: Throttle::Always,
-            ..Default::default()
-        });
-        let wrote = kind(
-            w.store
-                .write(&t, "session/a.md", b"v3".to_vec())
-                .await
-                .map(|_| ()),
-        );
-        ensure!(
-            wrote == Some("storage_unavailable"),
-            "a lasting throttle: write {wrote:?}"
-        );
-        w.tier.s3.faults().heal();
-        let content = ok(w.store.read(&t, "session/a.md").await, "read")?;
-        ensure!(
-            content == b"v2",
-            "after the faults the file holds {:?}",
-            String::from_utf8_lossy(&content)
-        );
-        Ok(())
-    }
-);
-
-scenario!(
-    the_lifecycle_configuration_read_back_expires_only_sessions_and_a_second_replaces_the_first,
-    kills = [LifecycleMerged, KeptClassesExpire],
-    |w| {
-        let client = w.tier.s3.client();
-        for days in [365, 400] {
-            ok(
-                w.store
-                    .apply_lifecycle(&LifecycleConfiguration::for_profile(days, 7))
-                    .await,
-                "apply lifecycle",
-            )?;
-            let mut got = lifecycle_rules(&client, &w.config.bucket).await?;
-            got.sort();
-            let want = vec![
-                "agents/ abort 7d".to_string(),
-                format!("sessions/ expire {days}d abort 7d"),
-                "workspaces/ abort 7d".to_string(),
-            ];
-            ensure!(
-                got == want,
-                "after applying {days} days the bucket has {got:?}"
-            );
-        }
-        Ok(())
-    }
-);
-
-scenario!(
     a_listing_across_scopes_is_one_list_in_byte_order,
     kills = [ListingByScope],
     |w| {
@@ -1233,52 +519,6 @@ scenario!(
         Ok(())
     }
 );
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_store_that_is_down_or_a_bucket_that_does_not_exist_is_a_typed_error() {
-    let w = World::new("down", None).await;
-    let t = w.standard().await;
-    w.tier.s3.faults().set_down(true);
-    let e = w
-        .store
-        .write(&t, "session/a.txt", b"a".to_vec())
-        .await
-        .unwrap_err();
-    assert_eq!(e.kind(), "storage_unavailable", "{e}");
-    w.tier.s3.faults().heal();
-    assert!(
-        w.raw_keys("").await.is_empty(),
-        "a failed write left an object"
-    );
-
-    let mut config = w.config.clone();
-    config.bucket = "no-such-bucket".into();
-    let clock: Arc<dyn Clock> = Arc::new(w.clock.clone());
-    let s = ScopedStore::open(w.tier.s3.client(), w.db.pool.clone(), config, clock)
-        .await
-        .unwrap();
-    let e = s
-        .write(&t, "session/a.txt", b"a".to_vec())
-        .await
-        .unwrap_err();
-    assert_eq!(e.kind(), "no_such_bucket", "{e}");
-    let e = s.read(&t, "session/a.txt").await.unwrap_err();
-    assert_eq!(e.kind(), "no_such_bucket", "{e}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_database_that_is_down_is_a_typed_error() {
-    let w = World::new("pgdown", None).await;
-    let t = w.standard().await;
-    w.db.pool.close().await;
-    let e = w
-        .store
-        .write(&t, "session/a.txt", b"a".to_vec())
-        .await
-        .unwrap_err();
-    assert_eq!(e.kind(), "database_unavailable", "{e}");
-    assert!(w.raw_keys("").await.is_empty());
-}
 
 scenario!(
     an_identifier_with_a_dot_is_refused_never_used,
@@ -1365,118 +605,15 @@ scenario!(
     }
 );
 
-scenario!(
-    a_refused_operation_and_a_repeated_create_are_not_activity,
-    kills = [RefusalIsActivity, RepeatedCreateIsActivity],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store.write(&t, "session/a.txt", b"a".to_vec()).await,
-            "write",
-        )?;
-        w.days(29);
-        let r = w.store.read(&t, "session/missing.txt").await;
-        ensure!(
-            r.as_ref().err().map(|e| e.kind()) == Some("not_found"),
-            "{r:?}"
-        );
-        ok(w.store.create_session(&t).await, "create the session again")?;
-        // Idle since the write: thirty days later it is swept, the refused read and the
-        // repeated create counting for nothing.
-        w.days(1);
-        let swept = ok(w.store.sweep().await, "sweep")?;
-        ensure!(swept.sessions_swept == 1, "sweep report {swept:?}");
-        Ok(())
-    }
-);
-
-scenario!(
-    a_write_that_fails_after_its_text_in_a_swept_session_leaves_nothing_past_retention,
-    kills = [FailedWriteKeepsTheMark],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store.write(&t, "session/old.txt", b"old".to_vec()).await,
-            "write",
-        )?;
-        w.days(31);
-        ok(w.store.sweep().await, "sweep")?;
-        w.tier.s3.faults().set_plan(FaultPlan {
-            fail_requests: vec![("PutObject".into(), 2)],
-            ..Default::default()
-        });
-        let r = w.store.write(&t, "session/new.txt", b"new".to_vec()).await;
-        w.tier.s3.faults().heal();
-        ensure!(r.is_err(), "the failed write reported success");
-        w.days(31);
-        ok(w.store.sweep().await, "sweep")?;
-        let left = w.raw_keys("sessions/w1/a1/s1/").await;
-        ensure!(left.is_empty(), "left past retention: {left:?}");
-        Ok(())
-    }
-);
-
-scenario!(
-    the_session_backstop_is_checked_against_the_deployments_ttl,
-    kills = [BackstopCheckedAgainstDefaultTtl],
-    |w| {
-        let mut config = w.config.clone();
-        config.session_file_ttl_days = 7;
-        w.restart(config).await;
-        let refused = w
-            .store
-            .apply_lifecycle(&LifecycleConfiguration::for_profile(7, 7))
-            .await;
-        ensure!(
-            refused.is_err(),
-            "a 7-day backstop over a 7-day TTL was accepted"
-        );
-        ok(
-            w.store
-                .apply_lifecycle(&LifecycleConfiguration::for_profile(8, 7))
-                .await,
-            "an 8-day backstop over a 7-day TTL",
-        )?;
-        Ok(())
-    }
-);
-
-scenario!(
-    an_age_only_rule_ages_an_object_by_its_written_at_stamp,
-    kills = [NoWrittenAtStamp],
-    |w| {
-        let t = w.standard().await;
-        ok(
-            w.store
-                .write(&t, "session/upload.pdf", b"contract".to_vec())
-                .await,
-            "upload",
-        )?;
-        w.days(31);
-        let rule = tidemark_sim::lifecycle::LifecycleExecutor::new(LifecycleConfiguration {
-            rules: vec![tidemark_sim::lifecycle::Rule {
-                id: "age".into(),
-                enabled: true,
-                filter: Some(tidemark_sim::lifecycle::Filter::Prefix("sessions/".into())),
-                expiration_days: Some(30),
-                abort_incomplete_multipart_days: None,
-            }],
-        })
-        .map_err(|e| e.to_string())?;
-        let deleted = rule
-            .run_on_bucket(&w.tier.s3.client(), &w.config.bucket, w.clock.now())
-            .await?;
-        ensure!(
-            deleted.contains(&"sessions/w1/a1/s1/upload.pdf".to_string()),
-            "aged by the deployment's clock, 31 days on, the upload is due: deleted {deleted:?}"
-        );
-        Ok(())
-    }
-);
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_mutant_is_named_in_a_killing_scenario_in_this_file() {
-    let src = include_str!("real_tier_scoped.rs");
+    // "This file" is the three files of the scoped real-tier scenarios, split by subject.
+    let src = [
+        include_str!("real_tier_scoped.rs"),
+        include_str!("real_tier_scoped_retention.rs"),
+        include_str!("real_tier_scoped_faults.rs"),
+    ]
+    .concat();
     // The mutants of parts SF (the people's files API, behind the HTTP door) and SL (retention
     // policies) came with scenarios of their own, which kill them on this same tier (disk S3
     // over HTTP, PostgreSQL) in the suites' `mutant::scoped::*` trials. A store-level check

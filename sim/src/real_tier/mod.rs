@@ -9,6 +9,7 @@
 //!   store down) that also stores lifecycle configuration.
 //! - [`server`]: the in-process server and an aws-sdk-s3 client for it.
 //! - [`pg`]: PostgreSQL from `DATABASE_URL`, an ephemeral cluster, or (detected) Docker.
+//! - [`pg_cluster`]: an ephemeral cluster from local PostgreSQL binaries, started and stopped.
 //! - [`pg_reap`]: databases of killed runs on a shared server, told apart by advisory locks.
 //! - [`pg_template`]: the cached `initdb` output an ephemeral cluster starts from.
 //! - [`remote`]: the scoped profile split where the process protocol splits it.
@@ -18,6 +19,7 @@ pub mod disk_s3;
 pub mod faults;
 pub mod memory_s3;
 pub mod pg;
+pub mod pg_cluster;
 pub mod pg_container;
 pub mod pg_reap;
 pub mod pg_source;
