@@ -71,6 +71,7 @@ const SP_3_6: &str = "SP-3.6 disk: a directory the model never had";
 const PYTHON_BUG: &str = "SP-5.2 sweep: an error where the model says swept";
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_python_copys_sweeper_bug_is_found_only_past_its_known_difference() {
     let copy = program("python3 fixtures/adapters/deviating-scratchpad.py");
     // Seeds 3 and 5 fail on the bug once exploration goes on past the difference (found by
@@ -131,6 +132,7 @@ const SP_3_2: &str = "SP-3.2 read: refused not_a_directory where the model says 
 const GO_BUG: &str = "SP-4.1 write: refused ceiling_exceeded where the model says written";
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_go_copys_double_count_is_found_only_past_its_known_difference() {
     let dir = tempfile::tempdir().unwrap();
     let Some(binary) = go_copy(&dir.path().join("go-deviating")) else {

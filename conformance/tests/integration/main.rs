@@ -44,5 +44,6 @@ mod scoped_uuid_ids;
 mod scoped_world;
 mod strict_harness;
 mod support;
+mod test_tiers;
 mod workspace_retention_scale;
 mod world;

@@ -30,6 +30,7 @@ fn explore(seeds: std::ops::Range<u64>) {
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_python_example_agrees_with_the_oracle_on_random_sequences() {
     explore(0..4);
 }

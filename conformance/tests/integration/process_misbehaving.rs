@@ -264,6 +264,7 @@ fn a_program_whose_variants_change_after_the_probe_fails_every_scenario_at_start
 
 /// What a person reads for each kind of misbehaviour, as the CLI prints it.
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn each_misbehaviour_reads_clearly_in_the_table() {
     let mut tables = String::new();
     for (fixture, timeout_ms) in [

@@ -18,6 +18,7 @@ fn run(mode: &str, scenario: &str) -> (i32, String) {
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn a_names_answer_that_breaks_a_rule_fails_the_scenario_naming_the_rule() {
     let mut table = String::new();
     for (mode, scenario) in [

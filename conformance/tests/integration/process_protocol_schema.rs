@@ -190,6 +190,7 @@ fn request_body_definition(profile: Option<&str>) -> &'static str {
 /// suite with its S3 endpoint and database in `init`, and the rows suite with its database
 /// (PostgreSQL as the real-tier tests get it).
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
     let dir = tempfile::tempdir().unwrap();
     let (to_impl, from_impl) = (

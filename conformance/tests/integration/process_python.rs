@@ -55,6 +55,7 @@ fn parse_junit(path: &Path) -> String {
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_python_example_passes_the_scratchpad_suite_through_the_protocol() {
     let (_dir, junit) = scratch_file("junit.xml");
     let run = tidemark_run(&["--impl", EXAMPLE, "--junit", &junit]);
@@ -72,6 +73,7 @@ fn the_python_example_passes_the_scratchpad_suite_through_the_protocol() {
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_broken_python_copy_fails_the_whole_suite_run() {
     let run = tidemark_run(&["--impl", BROKEN]);
     assert_eq!(
@@ -236,6 +238,7 @@ fn a_program_that_resolves_an_empty_root_to_its_working_directory_is_caught_and_
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_report_is_the_same_whatever_the_number_of_scenarios_in_flight() {
     let mut args = vec!["--impl", BROKEN];
     for name in SNAPSHOT_SCENARIOS {

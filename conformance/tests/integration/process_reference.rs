@@ -51,6 +51,7 @@ fn verdicts(report: &RunReport) -> Vec<(String, String)> {
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_reference_behind_the_protocol_passes_every_scenario_exactly_as_in_process() {
     let scenarios = scenarios();
     let process = through_the_adapter(&scenarios, "");
@@ -60,6 +61,7 @@ fn the_reference_behind_the_protocol_passes_every_scenario_exactly_as_in_process
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn a_mutant_behind_the_protocol_fails_the_same_scenarios_with_the_same_outcomes_as_in_process() {
     let scenarios = scenarios();
     // Three mutants from different families keep the test quick; `tidemark mutants` covers all.
@@ -84,6 +86,7 @@ fn a_mutant_behind_the_protocol_fails_the_same_scenarios_with_the_same_outcomes_
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_reference_declaring_a_variant_behind_the_protocol_is_judged_by_it_as_in_process() {
     use tidemark_conformance::profiles::scratchpad::variants;
     let scenarios = scenarios();

@@ -70,6 +70,7 @@ fn a_declared_variant_is_followed_through_the_protocol() {
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_reference_adapter_passes_every_rows_scenario_through_the_protocol_as_in_process() {
     let scripts = scripts();
     assert!(scripts.len() >= 13, "the rows suite is loaded");
@@ -94,6 +95,7 @@ fn the_reference_adapter_passes_every_rows_scenario_through_the_protocol_as_in_p
 /// Every rows mutant, switched on in the adapter, fails each scenario naming it at the line it
 /// fails in process: the protocol path loses none of what the scenarios check.
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn every_rows_mutant_behind_the_protocol_fails_its_killers_at_the_same_lines_as_in_process() {
     let scripts = scripts();
     block_on(async {

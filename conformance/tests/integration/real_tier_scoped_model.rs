@@ -10,6 +10,7 @@ use tidemark_reference::scoped::ScopedMutant;
 use tidemark_sim::real_tier::{FaultPlan, PgProvider};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 async fn random_sequences_of_writes_reads_waits_sweeps_and_deletions_agree_with_the_model() {
     let pg = PgProvider::from_environment().await.unwrap();
     let mut swept = 0;
@@ -47,6 +48,7 @@ async fn random_sequences_find_the_age_only_and_waits_ignored_mutants() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 async fn under_random_store_faults_nothing_half_done_is_reported_done_and_a_healed_sweep_finishes()
 {
     let pg = PgProvider::from_environment().await.unwrap();

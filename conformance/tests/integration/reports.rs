@@ -68,6 +68,7 @@ fn a_scenario_named_and_written_in_markup_is_escaped_text_on_the_html_page() {
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn an_explorations_shards_merge_into_the_verdict_of_the_unsharded_run() {
     let dir = tempfile::tempdir().unwrap();
     let explore = |extra: &[&str]| {

@@ -78,6 +78,7 @@ const REPRESENTATIVE: [RowsMutant; 9] = [
 ];
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn random_search_finds_a_representative_set_of_mutants_within_eight_seeds() {
     on_postgres(async |tier| {
         for m in REPRESENTATIVE {
@@ -108,6 +109,7 @@ fn random_search_finds_every_rows_mutant_within_sixty_seeds() {
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn a_shrunk_failure_keeps_only_the_operations_that_matter() {
     on_postgres(async |tier| {
         let run = explore_seeds(

@@ -16,6 +16,7 @@ fn first_safety_failure(mutant: ScopedMutant, seeds: u64) -> Option<String> {
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_reference_keeps_every_promise_of_the_safety_oracle_and_after_heal_nothing_expired_remains() {
     for seed in 0..4 {
         let r = run_scoped_world(seed, None);
@@ -61,6 +62,7 @@ fn a_scoped_world_seed_replays_to_the_same_trace_hash() {
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_liveness_check_catches_deletions_recorded_by_application_code_and_batches_marked_done_despite_errors_within_sixty_seeds(
 ) {
     for m in [
@@ -77,6 +79,7 @@ fn the_liveness_check_catches_deletions_recorded_by_application_code_and_batches
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_safety_oracle_catches_expiry_waits_skills_permissions_listings_resolution_and_text_mutants_within_four_seeds(
 ) {
     for m in [
@@ -101,6 +104,7 @@ fn the_safety_oracle_catches_expiry_waits_skills_permissions_listings_resolution
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn a_write_racing_a_sweep_that_does_not_lock_its_candidates_is_lost_and_the_safety_oracle_sees_it_within_thirty_seeds(
 ) {
     let caught = first_safety_failure(ScopedMutant::SweepUnlocked, 30);
@@ -111,6 +115,7 @@ fn a_write_racing_a_sweep_that_does_not_lock_its_candidates_is_lost_and_the_safe
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn people_upload_download_list_and_are_refused_over_turmoil_http_beside_the_agents() {
     let lines: Vec<String> = (0..4)
         .flat_map(|seed| {
@@ -154,6 +159,7 @@ fn people_upload_download_list_and_are_refused_over_turmoil_http_beside_the_agen
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_people_oracle_catches_every_mutant_of_the_people_api_it_reaches_within_five_seeds() {
     for m in [
         ScopedMutant::UploadEchoesRawPath,
@@ -182,6 +188,7 @@ fn the_people_oracle_catches_every_mutant_of_the_people_api_it_reaches_within_fi
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn a_persons_request_served_from_what_an_interrupted_sweep_left_is_caught_within_sixty_seeds() {
     let caught = first_safety_failure(ScopedMutant::PersonSkipsUnfinishedSweep, 60);
     assert!(
@@ -191,6 +198,7 @@ fn a_persons_request_served_from_what_an_interrupted_sweep_left_is_caught_within
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn guests_promote_and_overflow_and_the_oracle_catches_every_mutant_of_part_sl_in_its_reach_within_eight_seeds(
 ) {
     let mut lines = Vec::new();

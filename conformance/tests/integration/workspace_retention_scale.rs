@@ -33,6 +33,7 @@ fn ten_thousand_workspaces_one_percent_shorter_need_a_hundred_and_three_rules_an
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_policy_sweep_of_ten_thousand_sessions_with_mixed_policies_stays_near_its_lower_bound() {
     let p = Population {
         workspaces: 100,

@@ -46,6 +46,7 @@ fn the_world_finds_a_sweeper_that_skips_its_startup_sweep() {
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn every_mutant_out_of_the_worlds_reach_is_a_real_one_killed_by_a_scenario() {
     use tidemark_reference::scratchpad::ScratchpadMutant;
     let suite = tidemark_conformance::profiles::scratchpad::load(

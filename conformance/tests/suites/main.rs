@@ -10,6 +10,12 @@
 //!
 //! A suite that does not load (a malformed scenario or fixture) stops the binary with status
 //! 101, naming the file.
+//!
+//! Three families are the slow tier ([`SLOW_TIER`]), ignored unless `--include-ignored` (CI
+//! passes it): every rows scenario again on both tiers side by side, every variant's choice over
+//! the whole suite, and the command-line round trip over the rows profile. Together they are
+//! about half the binary's time; the quick tier keeps every scenario, mutant, saved failure and
+//! the scoped tiers' differential check.
 
 use libtest_mimic::Arguments;
 
@@ -21,6 +27,9 @@ mod scenarios;
 mod scoped_fixtures;
 mod shared;
 mod sim_tier_scenarios;
+
+/// The name prefixes of the slow tier's trials.
+const SLOW_TIER: [&str; 3] = ["tiers::", "variant::", "cli::"];
 
 fn main() {
     let args = Arguments::from_args();
@@ -37,7 +46,11 @@ fn main() {
     let mut trials = Vec::new();
     for suite in suites {
         match suite {
-            Ok(t) => trials.extend(t),
+            Ok(t) => trials.extend(t.into_iter().map(|t| {
+                let slow = SLOW_TIER.iter().any(|p| t.name().starts_with(p));
+                let ignored = t.has_ignored_flag() || slow;
+                t.with_ignored_flag(ignored)
+            })),
             Err(e) => {
                 eprintln!("{e}");
                 std::process::exit(101);

@@ -454,6 +454,7 @@ mod tests {
 
     /// Needs PostgreSQL like every real-tier test (DATABASE_URL or an ephemeral cluster).
     #[test]
+    #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
     fn the_reference_passes_a_few_seeds_and_random_search_finds_age_only_expiry() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -530,6 +531,7 @@ mod tests {
     /// generator 7 (its closes, workspace retention and erasures together; the seeds each mutant
     /// needs are measured in the closing notes and ARCHITECTURE.md).
     #[test]
+    #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
     fn random_search_finds_every_mutant_of_part_sl_within_a_few_seeds() {
         use crate::explore::engine::hunt;
         let explorer = ScopedExplorer {
