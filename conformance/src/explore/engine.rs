@@ -28,10 +28,7 @@ use super::signature::{self, Groups, KnownDifferences, Signature};
 use super::text::{self, DivergenceText, FailureText, TextStyle};
 use super::Shard;
 
-pub use super::compare::compare;
-use super::findings_text::plural;
-pub use super::findings_text::{closing_line, explore_report, failure_view, findings_summary};
-pub use super::hunt::{hunt, hunt_command, hunt_report, HuntLine};
+use super::findings_text::{closing_line, explore_report, findings_summary, plural};
 
 /// What one run of a sequence showed.
 pub enum Outcome<P, D> {

@@ -1,6 +1,8 @@
 //! The engine's loop, shrinking, hunt and determinism check on a profile in miniature.
 
 use super::*;
+use crate::explore::compare::compare;
+use crate::explore::hunt::{hunt, hunt_report};
 use crate::explore::shrink::OpsTree;
 use crate::explore::signature::KnownDifferences;
 use std::cell::Cell;

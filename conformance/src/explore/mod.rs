@@ -12,10 +12,10 @@
 //! `--shard K/M` partitions seeds without coordination.
 
 pub mod cli;
-mod compare;
+pub mod compare;
 pub mod engine;
-mod findings_text;
-mod hunt;
+pub mod findings_text;
+pub mod hunt;
 pub mod report;
 pub mod saved;
 pub mod shrink;
@@ -78,7 +78,7 @@ impl std::str::FromStr for Shard {
 }
 
 /// Checks a command line's seeds: at least one, and every seed asked for (a hunt's `trials`
-/// searches each start a million seeds further, `engine::hunt`) below 2^64, so no range wraps
+/// searches each start a million seeds further, `hunt::hunt`) below 2^64, so no range wraps
 /// to nothing and reports success having run no seed.
 pub fn check_seeds(first_seed: u64, seeds: u64, trials: u64) -> Result<(), String> {
     if seeds == 0 {

@@ -17,6 +17,7 @@ use crate::explore::cli::ReplayOutcome;
 use crate::explore::engine::{self, Explorer, Seeds};
 use crate::explore::signature::KnownDifferences;
 use crate::explore::Shard;
+use crate::explore::{compare, hunt};
 use crate::process::ProcessFactory;
 use crate::protocol::InitOk;
 use crate::report::CaseReport;
@@ -177,10 +178,10 @@ impl ExploreRequest {
             );
         }
         if self.hunt {
-            return engine::hunt_command(explorer, &seeds, mutant, self.hunt_trials).await;
+            return hunt::hunt_command(explorer, &seeds, mutant, self.hunt_trials).await;
         }
         if self.check_determinism {
-            return engine::compare(explorer, explorer, &seeds, mutant).await;
+            return compare::compare(explorer, explorer, &seeds, mutant).await;
         }
         let save_dir = self.save.dir(default_dir);
         engine::explore(

@@ -3,7 +3,8 @@
 //! finds the rows mutants unaided. Needs PostgreSQL like every real-tier test.
 
 use tidemark_conformance::explore::engine::Explorer;
-use tidemark_conformance::explore::engine::{explore_seeds, hunt, hunt_report, Failed, Seeds};
+use tidemark_conformance::explore::engine::{explore_seeds, Failed, Seeds};
+use tidemark_conformance::explore::hunt::{hunt, hunt_report};
 use tidemark_conformance::explore::Shard;
 use tidemark_conformance::profiles::rows::explore::run::{Databases, RunError, Tier};
 use tidemark_conformance::profiles::rows::explore::{run_seed, RowsExplorer};

@@ -21,7 +21,8 @@ use std::time::Instant;
 use proptest::strategy::ValueTree;
 use tidemark_reference::rows::RowsMutant;
 
-use crate::explore::engine::{self, Explorer, Failure, Outcome};
+use crate::explore::compare;
+use crate::explore::engine::{Explorer, Failure, Outcome};
 use crate::explore::shrink::{Beside, OpsTree};
 use crate::explore::signature::{text_difference, Signature};
 use crate::explore::text::{tier_option, DivergenceText, TextStyle};
@@ -289,7 +290,7 @@ pub fn command(request: &ExploreRequest) -> Result<bool, String> {
                 detail: Detail::Counts,
                 variants: request.variants.clone(),
             };
-            engine::compare(
+            compare::compare(
                 &on(Tier::Memory),
                 &on(Tier::Postgres(&dbs)),
                 &request.seeds(),

@@ -12,7 +12,8 @@ pub mod fixture;
 
 use std::path::{Path, PathBuf};
 
-use crate::explore::engine::{self, Explorer, Failure, Outcome};
+use crate::explore::compare;
+use crate::explore::engine::{Explorer, Failure, Outcome};
 use crate::explore::shrink::OpsTree;
 use crate::explore::signature::{text_difference, Signature};
 use crate::explore::text::{tier_option, DivergenceText};
@@ -354,7 +355,7 @@ pub fn command(request: &ExploreRequest) -> Result<bool, String> {
                 tier: Tier::Postgres(pg),
                 variants: request.variants.clone(),
             };
-            return engine::compare(&memory, &postgres, &request.seeds(), mutant).await;
+            return compare::compare(&memory, &postgres, &request.seeds(), mutant).await;
         }
         request
             .run_on(
@@ -449,7 +450,8 @@ mod tests {
     }
 
     use super::*;
-    use crate::explore::engine::Seeds;
+    use crate::explore::engine::{self, Seeds};
+    use crate::explore::hunt;
     use crate::explore::Shard;
 
     /// Needs PostgreSQL like every real-tier test (DATABASE_URL or an ephemeral cluster).
@@ -482,12 +484,12 @@ mod tests {
                 shard: Shard::ALL,
                 jobs: 1,
             };
-            let lines = engine::hunt(&explorer, &seeds, Some(ScopedMutant::AgeOnlyExpiry), 1).await;
+            let lines = hunt::hunt(&explorer, &seeds, Some(ScopedMutant::AgeOnlyExpiry), 1).await;
             assert_eq!(lines.len(), 1);
             assert!(
                 lines[0].median().is_some(),
                 "{}",
-                engine::hunt_report(&explorer, &lines, 24)
+                hunt::hunt_report(&explorer, &lines, 24)
             );
         });
     }
@@ -512,9 +514,9 @@ mod tests {
             .unwrap();
         for (id, why) in OUT_OF_REACH {
             let m = ScopedMutant::from_id(id).expect("a scoped mutant");
-            let lines = rt.block_on(engine::hunt(&explorer, &seeds, Some(m), 2));
+            let lines = rt.block_on(hunt::hunt(&explorer, &seeds, Some(m), 2));
             assert_eq!((lines[0].tried, lines[0].median()), (0, None));
-            let report = engine::hunt_report(&explorer, &lines, 3);
+            let report = hunt::hunt_report(&explorer, &lines, 3);
             assert!(
                 report.contains(&format!("SKIPPED    {id}  {why}")),
                 "{report}"
@@ -533,7 +535,7 @@ mod tests {
     #[test]
     #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
     fn random_search_finds_every_mutant_of_part_sl_within_a_few_seeds() {
-        use crate::explore::engine::hunt;
+        use crate::explore::hunt::hunt;
         let explorer = ScopedExplorer {
             tier: Tier::Memory,
             variants: crate::variants::Declared::defaults(),
