@@ -173,9 +173,8 @@ fn filter_to_model(f: &RuleFilter) -> Option<Filter> {
 /// The rules as a PutBucketLifecycleConfiguration body, elements in the order AWS's own SDKs
 /// write them (Expiration, ID, Prefix, Filter, Status, AbortIncompleteMultipartUpload).
 pub fn to_xml(lifecycle: &BucketLifecycle) -> String {
-    let mut x = String::from(
-        "<LifecycleConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">",
-    );
+    let mut x =
+        String::from("<LifecycleConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
     for r in &lifecycle.rules {
         x.push_str("<Rule>");
         if let Some(e) = &r.expiration {
@@ -227,7 +226,9 @@ fn tag_xml(key: &str, value: &str, x: &mut String) {
 
 fn sizes_xml(greater: Option<i64>, less: Option<i64>, x: &mut String) {
     if let Some(n) = greater {
-        x.push_str(&format!("<ObjectSizeGreaterThan>{n}</ObjectSizeGreaterThan>"));
+        x.push_str(&format!(
+            "<ObjectSizeGreaterThan>{n}</ObjectSizeGreaterThan>"
+        ));
     }
     if let Some(n) = less {
         x.push_str(&format!("<ObjectSizeLessThan>{n}</ObjectSizeLessThan>"));

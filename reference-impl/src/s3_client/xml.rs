@@ -138,10 +138,17 @@ pub(super) fn list_page(body: &[u8]) -> Result<ListPage, String> {
     let mut objects = Vec::new();
     for c in root.all("Contents") {
         objects.push(ListedObject {
-            key: c.text_of("Key").ok_or("an object without a key")?.to_string(),
+            key: c
+                .text_of("Key")
+                .ok_or("an object without a key")?
+                .to_string(),
             size: c
                 .text_of("Size")
-                .map(|s| s.trim().parse::<u64>().map_err(|e| format!("Size {s:?}: {e}")))
+                .map(|s| {
+                    s.trim()
+                        .parse::<u64>()
+                        .map_err(|e| format!("Size {s:?}: {e}"))
+                })
                 .transpose()?
                 .unwrap_or(0),
             e_tag: c.text_of("ETag").map(str::to_string),
@@ -157,6 +164,9 @@ pub(super) fn list_page(body: &[u8]) -> Result<ListPage, String> {
         common_prefixes,
         is_truncated: root.text_of("IsTruncated").map(str::trim) == Some("true"),
         next_continuation_token: root.text_of("NextContinuationToken").map(str::to_string),
+        key_count: root
+            .text_of("KeyCount")
+            .and_then(|n| n.trim().parse::<u64>().ok()),
     })
 }
 
@@ -175,24 +185,27 @@ pub(super) fn http_date(s: &str) -> Option<Timestamp> {
         .map(|z| Timestamp(z.timestamp().as_millisecond()))
 }
 
-/// A quiet DeleteObjects request body: only failures are reported back.
-pub(super) fn delete_request(keys: &[String]) -> String {
-    let mut body = String::from("<Delete><Quiet>true</Quiet>");
+/// A DeleteObjects request body; quiet, only failures are reported back.
+pub(super) fn delete_request<K: AsRef<str>>(keys: &[K], quiet: bool) -> String {
+    let mut body = format!("<Delete><Quiet>{quiet}</Quiet>");
     for k in keys {
         body.push_str("<Object><Key>");
-        body.push_str(&escape(k));
+        body.push_str(&escape(k.as_ref()));
         body.push_str("</Key></Object>");
     }
     body.push_str("</Delete>");
     body
 }
 
-/// A DeleteObjects result (`<DeleteResult>`): how many were reported deleted (none when quiet)
-/// and each key that was not.
+/// A DeleteObjects result (`<DeleteResult>`): the keys reported deleted (none when quiet) and
+/// each key that was not.
 pub(super) fn delete_result(body: &[u8]) -> Result<DeleteObjectsOutput, String> {
     let root = parse(body)?;
     Ok(DeleteObjectsOutput {
-        deleted: root.all("Deleted").count(),
+        deleted: root
+            .all("Deleted")
+            .filter_map(|d| d.text_of("Key").map(str::to_string))
+            .collect(),
         errors: root
             .all("Error")
             .map(|e| DeleteObjectError {

@@ -74,10 +74,7 @@ impl ScopedStore {
     /// store answers 503 (SlowDown or ServiceUnavailable: a throttle), at most
     /// [`S3_ATTEMPTS`] attempts in all with a short backoff between them (SPEC SC-8.4). Any
     /// other error is answered at once, never retried.
-    pub(super) async fn send<T, Fut>(
-        &self,
-        mut request: impl FnMut() -> Fut,
-    ) -> Result<T, S3Error>
+    pub(super) async fn send<T, Fut>(&self, mut request: impl FnMut() -> Fut) -> Result<T, S3Error>
     where
         Fut: std::future::Future<Output = Result<T, S3Error>>,
     {
@@ -203,8 +200,8 @@ impl ScopedStore {
     pub(crate) async fn delete_one(&self, key: &str) -> Result<(), ScopedError> {
         self.counters.delete_one.fetch_add(1, Ordering::Relaxed);
         self.send(|| self.s3.delete_object(&self.cfg.bucket, key))
-        .await
-        .map_err(|e| must("DeleteObject", &self.cfg.bucket, self.mutant(), e))?;
+            .await
+            .map_err(|e| must("DeleteObject", &self.cfg.bucket, self.mutant(), e))?;
         Ok(())
     }
 
@@ -245,7 +242,7 @@ impl ScopedStore {
         for chunk in keys.chunks(S3_BATCH) {
             self.counters.delete_batch.fetch_add(1, Ordering::Relaxed);
             let out = self
-                .send(|| self.s3.delete_objects(&self.cfg.bucket, chunk))
+                .send(|| self.s3.delete_objects(&self.cfg.bucket, chunk, true))
                 .await
                 .map_err(|e| must("DeleteObjects", &self.cfg.bucket, self.mutant(), e))?;
             if !self.is(ScopedMutant::PartialBatchMarkedDone) {
