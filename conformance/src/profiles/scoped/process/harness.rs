@@ -76,18 +76,11 @@ pub async fn run_age_rule(
 /// (noncurrent versions, transitions, delete markers) named so that it never matches silently.
 /// Ids that SC-7.2 forbids (empty, longer than 255 characters, or used twice) add one entry
 /// naming them, so no expectation can match them either.
-pub async fn lifecycle_rules(
-    client: &S3Client,
-    bucket: &str,
-) -> Result<Vec<String>, String> {
+pub async fn lifecycle_rules(client: &S3Client, bucket: &str) -> Result<Vec<String>, String> {
     let got = match client.get_bucket_lifecycle(bucket).await {
         Ok(got) => got,
         Err(e) if e.code() == Some("NoSuchLifecycleConfiguration") => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(format!(
-                "reading the bucket's lifecycle configuration: {e}"
-            ))
-        }
+        Err(e) => return Err(format!("reading the bucket's lifecycle configuration: {e}")),
     };
     let tag = |(k, v): &(String, String)| format!("tag:{k}={v}");
     let filter = |f: Option<&RuleFilter>| -> String {
