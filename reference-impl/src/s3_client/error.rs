@@ -95,3 +95,28 @@ impl S3Error {
         self.code.as_deref()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_answer_names_operation_status_code_and_message() {
+        let body = b"<?xml version=\"1.0\"?><Error><Code>SlowDown</Code>\
+            <Message>Please reduce your request rate.</Message></Error>";
+        let e = S3Error::response("PutObject", 503, body);
+        assert_eq!(e.status, Some(503));
+        assert_eq!(e.code(), Some("SlowDown"));
+        assert_eq!(
+            e.to_string(),
+            "PutObject: HTTP 503 SlowDown: Please reduce your request rate."
+        );
+    }
+
+    #[test]
+    fn a_head_answer_has_a_status_and_no_code() {
+        let e = S3Error::response("HeadObject", 404, b"");
+        assert_eq!((e.status, e.code()), (Some(404), None));
+        assert_eq!(e.to_string(), "HeadObject: HTTP 404");
+    }
+}
