@@ -77,6 +77,14 @@ impl Clock for SystemClock {
     }
 }
 
+/// The wall-clock time an S3 request is signed at. Wall time, not a handed-in clock: the S3
+/// server checks a signature's time against its own wall clock and refuses one too far off, and
+/// a simulated clock starts years away from it. No scenario observes this time (it goes into
+/// the presigned URL only), so it cannot make two runs differ in anything a trace records.
+pub fn s3_signing_time() -> Timestamp {
+    SystemClock.now()
+}
+
 pub const SECOND_MS: i64 = 1_000;
 pub const MINUTE_MS: i64 = 60 * SECOND_MS;
 pub const HOUR_MS: i64 = 60 * MINUTE_MS;

@@ -5,10 +5,12 @@
 //! - `scoped`: scope-first object storage on S3 and PostgreSQL (SPEC.md part SC).
 //! - [`rows`]: database rows an agent service keeps, and the reaper that sweeps them (SPEC.md
 //!   part SR).
+//! - [`s3_client`]: the one S3 client of the reference, the simulation and the harness.
 //!
 //! Time is handed in through [`clock::Clock`]; nothing here reads the wall clock.
 
 pub mod clock;
 pub mod rows;
+pub mod s3_client;
 pub mod scoped;
 pub mod scratchpad;

@@ -15,10 +15,10 @@
 
 use std::collections::BTreeMap;
 
-use aws_sdk_s3::types as aws;
 use tidemark_reference::clock::{Timestamp, DAY_MS};
+use tidemark_reference::s3_client::{ListRequest, S3Client};
 pub use tidemark_reference::scoped::lifecycle::{
-    to_aws, Filter, LifecycleConfiguration, LifecycleError, Rule, MAX_RULES,
+    Filter, LifecycleConfiguration, LifecycleError, Rule, MAX_RULES,
 };
 use tidemark_reference::scoped::store::WRITTEN_AT_META;
 
@@ -159,122 +159,52 @@ impl LifecycleExecutor {
     /// stamp fall back to LastModified), and deletes what is due. Returns the deleted keys.
     pub async fn run_on_bucket(
         &self,
-        client: &aws_sdk_s3::Client,
+        client: &S3Client,
         bucket: &str,
         now: Timestamp,
     ) -> Result<Vec<String>, String> {
         let mut objects = Vec::new();
-        let mut token = None;
+        let mut token: Option<String> = None;
         loop {
+            let request = ListRequest {
+                continuation_token: token.as_deref(),
+                ..ListRequest::default()
+            };
             let page = client
-                .list_objects_v2()
-                .bucket(bucket)
-                .set_continuation_token(token.take())
-                .send()
+                .list_objects_v2(bucket, &request)
                 .await
-                .map_err(|e| {
-                    format!(
-                        "ListObjectsV2: {}",
-                        aws_sdk_s3::error::DisplayErrorContext(&e)
-                    )
-                })?;
-            for o in page.contents() {
-                let Some(key) = o.key() else { continue };
+                .map_err(|e| e.to_string())?;
+            for o in page.objects {
                 let head = client
-                    .head_object()
-                    .bucket(bucket)
-                    .key(key)
-                    .send()
+                    .head_object(bucket, &o.key)
                     .await
-                    .map_err(|e| {
-                        format!("HeadObject: {}", aws_sdk_s3::error::DisplayErrorContext(&e))
-                    })?;
+                    .map_err(|e| e.to_string())?;
                 let stamped = head
-                    .metadata()
-                    .and_then(|m| m.get(WRITTEN_AT_META))
+                    .metadata
+                    .get(WRITTEN_AT_META)
                     .and_then(|v| v.parse::<i64>().ok());
-                let modified = o
-                    .last_modified()
-                    .and_then(|t| t.to_millis().ok())
-                    .unwrap_or(0);
+                let modified = o.last_modified.map(|t| t.as_millis()).unwrap_or(0);
                 objects.push(ObjectInfo {
-                    key: key.to_string(),
+                    key: o.key,
                     last_modified: Timestamp(stamped.unwrap_or(modified)),
-                    size: o.size().unwrap_or(0).max(0) as u64,
+                    size: o.size,
                     tags: BTreeMap::new(),
                 });
             }
-            match (page.is_truncated(), page.next_continuation_token()) {
-                (Some(true), Some(t)) => token = Some(t.to_string()),
+            match (page.is_truncated, page.next_continuation_token) {
+                (true, Some(t)) => token = Some(t),
                 _ => break,
             }
         }
         let due = self.due(&objects, now);
         for key in &due {
             client
-                .delete_object()
-                .bucket(bucket)
-                .key(key)
-                .send()
+                .delete_object(bucket, key)
                 .await
-                .map_err(|e| {
-                    format!(
-                        "DeleteObject: {}",
-                        aws_sdk_s3::error::DisplayErrorContext(&e)
-                    )
-                })?;
+                .map_err(|e| e.to_string())?;
         }
         Ok(due)
     }
-}
-
-/// A configuration read back from a bucket (GetBucketLifecycleConfiguration), in the model.
-pub fn from_aws(rules: &[aws::LifecycleRule]) -> LifecycleConfiguration {
-    let rules = rules
-        .iter()
-        .map(|r| Rule {
-            id: r.id().unwrap_or_default().to_string(),
-            enabled: r.status() == &aws::ExpirationStatus::Enabled,
-            filter: r.filter().and_then(filter_from_aws),
-            expiration_days: r
-                .expiration()
-                .and_then(|e| e.days())
-                .map(|d| d.max(0) as u32),
-            abort_incomplete_multipart_days: r
-                .abort_incomplete_multipart_upload()
-                .and_then(|a| a.days_after_initiation())
-                .map(|d| d.max(0) as u32),
-        })
-        .collect();
-    LifecycleConfiguration { rules }
-}
-
-fn filter_from_aws(f: &aws::LifecycleRuleFilter) -> Option<Filter> {
-    if let Some(a) = f.and() {
-        return Some(Filter::And {
-            prefix: a.prefix().map(str::to_string),
-            tags: a
-                .tags()
-                .iter()
-                .map(|t| (t.key().to_string(), t.value().to_string()))
-                .collect(),
-            size_greater_than: a.object_size_greater_than().map(|n| n.max(0) as u64),
-            size_less_than: a.object_size_less_than().map(|n| n.max(0) as u64),
-        });
-    }
-    if let Some(t) = f.tag() {
-        return Some(Filter::Tag {
-            key: t.key().to_string(),
-            value: t.value().to_string(),
-        });
-    }
-    if let Some(n) = f.object_size_greater_than() {
-        return Some(Filter::ObjectSizeGreaterThan(n.max(0) as u64));
-    }
-    if let Some(n) = f.object_size_less_than() {
-        return Some(Filter::ObjectSizeLessThan(n.max(0) as u64));
-    }
-    f.prefix().map(|p| Filter::Prefix(p.to_string()))
 }
 
 #[cfg(test)]
@@ -414,9 +344,11 @@ mod tests {
     }
 
     #[test]
-    fn the_profile_configuration_round_trips_through_the_s3_types() {
+    fn the_profile_configuration_round_trips_through_the_s3_xml() {
+        use tidemark_reference::s3_client::lifecycle_xml::{from_xml, to_xml};
+        use tidemark_reference::s3_client::BucketLifecycle;
         let c = LifecycleConfiguration::for_profile(365, 7);
-        let aws = to_aws(&c).unwrap();
-        assert_eq!(from_aws(aws.rules()), c);
+        let xml = to_xml(&BucketLifecycle::from_configuration(&c));
+        assert_eq!(from_xml(xml.as_bytes()).unwrap().to_configuration(), c);
     }
 }

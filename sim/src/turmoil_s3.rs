@@ -1,14 +1,16 @@
-//! The in-memory S3 store reachable over turmoil's simulated network, and the same aws-sdk-s3
-//! client the real tier uses, connecting through `turmoil::net::TcpStream`.
+//! The in-memory S3 store reachable over turmoil's simulated network, and the same S3 client
+//! the real tier uses ([`tidemark_reference::s3_client::S3Client`]), connecting through
+//! `turmoil::net::TcpStream`.
 //!
 //! - [`memory_service`]: the s3s service over a [`MemoryS3`], with the harness keys. Build it
 //!   once outside the host closure: the service is a cheap clone sharing one store, so the
 //!   store's contents survive a host bounce.
 //! - [`serve`]: the accept loop (hyper-util's auto server over a `turmoil::net::TcpListener`),
 //!   to run as a turmoil host's body.
-//! - [`sim_s3_client`]: an `aws_sdk_s3::Client` whose HTTP connector opens one simulated TCP
-//!   connection per request and speaks HTTP/1.1 over it with hyper. Retries are off and an
-//!   operation timeout bounds every call, so a partition is an error rather than a hang.
+//! - [`sim_s3_client`]: an [`S3Client`] whose transport ([`TurmoilTransport`]) opens one
+//!   simulated TCP connection per request and speaks HTTP/1.1 over it with hyper. The client
+//!   never retries, and an operation timeout bounds every call, so a partition is an error
+//!   rather than a hang.
 //!
 //! Requests are signed with the real wall clock (s3s checks the signing time against its own
 //! wall clock), so signatures differ between runs; what the world observes does not.
@@ -16,18 +18,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_smithy_runtime_api::client::http::{
-    http_client_fn, HttpConnector, HttpConnectorFuture, SharedHttpConnector,
-};
-use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
-use aws_smithy_runtime_api::client::result::ConnectorError;
-use aws_smithy_types::body::SdkBody;
-use http_body_util::BodyExt;
+use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder as ConnBuilder;
 use s3s::auth::SimpleAuth;
 use s3s::service::{S3Service, S3ServiceBuilder};
 use tidemark_reference::clock::Clock;
+use tidemark_reference::s3_client::{error_chain, S3Client, Transport};
 
 use crate::real_tier::faults::{FaultHandle, FaultyS3};
 use crate::real_tier::memory_s3::{MemoryHandle, MemoryS3};
@@ -81,89 +78,76 @@ pub fn endpoint(host: &str, port: u16) -> String {
     format!("http://{host}:{port}")
 }
 
-/// An HTTP connector over turmoil's simulated TCP: per request, one connection to the URI's
-/// host and port, one HTTP/1.1 exchange, and the response body read in full.
+/// A transport over turmoil's simulated TCP: per request, one connection to the URI's host and
+/// port, one HTTP/1.1 exchange, and the response body read in full.
 #[derive(Debug, Clone, Default)]
-pub struct TurmoilConnector;
+pub struct TurmoilTransport;
 
-impl HttpConnector for TurmoilConnector {
-    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        HttpConnectorFuture::new(exchange(request))
+#[async_trait::async_trait]
+impl Transport for TurmoilTransport {
+    async fn send(
+        &self,
+        request: http::Request<bytes::Bytes>,
+    ) -> Result<http::Response<bytes::Bytes>, String> {
+        exchange(request).await
     }
 }
 
-async fn exchange(request: HttpRequest) -> Result<HttpResponse, ConnectorError> {
-    let mut request = request
-        .try_into_http1x()
-        .map_err(|e| ConnectorError::user(Box::new(e)))?;
+async fn exchange(
+    mut request: http::Request<bytes::Bytes>,
+) -> Result<http::Response<bytes::Bytes>, String> {
     let uri = request.uri().clone();
     let host = uri
         .host()
-        .ok_or_else(|| ConnectorError::user(format!("no host in {uri}").into()))?
+        .ok_or_else(|| format!("no host in {uri}"))?
         .to_string();
     let port = uri.port_u16().unwrap_or(80);
     // hyper's connection-level client sends the request as given: an origin-form target and
     // the Host header the signature covers, as a pooled client would send them.
     if !request.headers().contains_key(http::header::HOST) {
         let authority = uri.authority().map(|a| a.as_str()).unwrap_or(host.as_str());
-        let value = http::HeaderValue::from_str(authority)
-            .map_err(|e| ConnectorError::user(Box::new(e)))?;
+        let value = http::HeaderValue::from_str(authority).map_err(|e| e.to_string())?;
         request.headers_mut().insert(http::header::HOST, value);
     }
     let target = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     *request.uri_mut() = target
         .parse()
-        .map_err(|e: http::uri::InvalidUri| ConnectorError::user(Box::new(e)))?;
+        .map_err(|e: http::uri::InvalidUri| e.to_string())?;
     let stream = turmoil::net::TcpStream::connect((host.as_str(), port))
         .await
-        .map_err(|e| ConnectorError::io(Box::new(e)).never_connected())?;
+        .map_err(|e| format!("connect to {host}:{port}: {e}"))?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
-        .map_err(|e| ConnectorError::io(Box::new(e)))?;
+        .map_err(|e| error_chain(&e))?;
     // The connection task ends when the exchange ends (the sender is dropped) or fails.
     tokio::spawn(async move {
         let _ = conn.await;
     });
+    let (parts, body) = request.into_parts();
     let response = sender
-        .send_request(request)
+        .send_request(http::Request::from_parts(parts, Full::new(body)))
         .await
-        .map_err(|e| ConnectorError::io(Box::new(e)))?;
+        .map_err(|e| error_chain(&e))?;
     let (parts, body) = response.into_parts();
     let bytes = body
         .collect()
         .await
-        .map_err(|e| ConnectorError::io(Box::new(e)))?
+        .map_err(|e| format!("reading the body: {}", error_chain(&e)))?
         .to_bytes();
-    let response = http::Response::from_parts(parts, SdkBody::from(bytes));
-    HttpResponse::try_from(response).map_err(|e| ConnectorError::other(Box::new(e), None))
+    Ok(http::Response::from_parts(parts, bytes))
 }
 
-/// An aws-sdk-s3 client for `endpoint` over turmoil's network, configured as the real tier's
-/// [`crate::real_tier::s3_client`] is (path style, harness keys, retries off, checksums only
-/// when required), with every operation bounded by `operation_timeout` of simulated time.
-/// Build and use it inside a turmoil host or client.
-pub fn sim_s3_client(endpoint: &str, operation_timeout: Duration) -> aws_sdk_s3::Client {
-    use aws_sdk_s3::config::timeout::TimeoutConfig;
-    use aws_sdk_s3::config::{
-        Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation,
-    };
-    let creds = Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "tidemark");
-    let http_client = http_client_fn(|_, _| SharedHttpConnector::new(TurmoilConnector));
-    let config = aws_sdk_s3::Config::builder()
-        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
-        .region(Region::new(REGION))
-        .endpoint_url(endpoint)
-        .credentials_provider(creds)
-        .force_path_style(true)
-        .http_client(http_client)
-        .retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled())
-        .timeout_config(
-            TimeoutConfig::builder()
-                .operation_timeout(operation_timeout)
-                .build(),
-        )
-        .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
-        .response_checksum_validation(ResponseChecksumValidation::WhenRequired)
-        .build();
-    aws_sdk_s3::Client::from_conf(config)
+/// An S3 client for `endpoint` over turmoil's network, configured as the real tier's
+/// [`crate::real_tier::s3_client`] is (path style, harness keys, no retries), with every
+/// operation bounded by `operation_timeout` of simulated time. Use it inside a turmoil host or
+/// client.
+pub fn sim_s3_client(endpoint: &str, operation_timeout: Duration) -> S3Client {
+    S3Client::with_transport(
+        endpoint,
+        REGION,
+        ACCESS_KEY,
+        SECRET_KEY,
+        Arc::new(TurmoilTransport),
+    )
+    .with_operation_timeout(operation_timeout)
 }

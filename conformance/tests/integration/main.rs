@@ -1,6 +1,6 @@
 //! The conformance crate's integration tests, one module per subject, in one test binary: each
-//! test binary links aws-sdk-s3, sqlx, s3s and turmoil again, about 9 s of build CPU apiece on
-//! this project's 2-core machines, so the files are modules here rather than binaries of their
+//! test binary links sqlx, s3s, turmoil and the S3 client again, about 9 s of build CPU apiece on
+//! this project's 2-core machines (measured when the client was aws-sdk-s3), so the files are modules here rather than binaries of their
 //! own (`cargo test --test integration <module>::` runs one file's tests). The suites whose
 //! every scenario, mutant and saved failure is its own named test are in `tests/suites/`.
 

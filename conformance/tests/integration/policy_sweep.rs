@@ -26,12 +26,7 @@ async fn stores(sweep_chunk: i64) -> Stores {
         .await
         .expect("the in-memory S3 starts");
     let bucket = tidemark_sim::real_tier::bucket_name(1);
-    s3.client()
-        .create_bucket()
-        .bucket(&bucket)
-        .send()
-        .await
-        .expect("bucket");
+    s3.client().create_bucket(&bucket).await.expect("bucket");
     let mut config = ScopedConfig::new(bucket.clone());
     config.sweep_chunk = sweep_chunk;
     let store = ScopedStore::with_metadata(
@@ -74,11 +69,7 @@ impl Stores {
                 let bucket = self.bucket.clone();
                 async move {
                     client
-                        .put_object()
-                        .bucket(bucket)
-                        .key(key)
-                        .body(b"x".to_vec().into())
-                        .send()
+                        .put_object(&bucket, &key, b"x".to_vec(), &[])
                         .await
                         .expect("put")
                 }

@@ -1,5 +1,5 @@
 //! The scoped reference implementation against the real tier: the disk S3 store over loopback HTTP
-//! through aws-sdk-s3, and a real PostgreSQL. Each check is written once as a scenario function and run
+//! through the S3 client, and a real PostgreSQL. Each check is written once as a scenario function and run
 //! against the correct implementation (it must pass) and against the mutants it is meant to
 //! kill (each must fail it).
 //!
@@ -104,20 +104,18 @@ impl World {
 
     /// Every key in the bucket, straight from S3 (not through the implementation).
     pub(super) async fn raw_keys(&self, prefix: &str) -> Vec<String> {
+        let request = tidemark_reference::s3_client::ListRequest {
+            prefix: Some(prefix),
+            ..Default::default()
+        };
         let out = self
             .tier
             .s3
             .client()
-            .list_objects_v2()
-            .bucket(&self.config.bucket)
-            .prefix(prefix)
-            .send()
+            .list_objects_v2(&self.config.bucket, &request)
             .await
             .unwrap();
-        out.contents()
-            .iter()
-            .filter_map(|o| o.key().map(str::to_string))
-            .collect()
+        out.objects.into_iter().map(|o| o.key).collect()
     }
 }
 

@@ -10,6 +10,9 @@
 //!   job). Every class rule also aborts multipart uploads nobody finished after 7 days.
 //!
 //! `skills/` has no rule: versions are immutable and never swept.
+//!
+//! The configuration goes to S3 as [`crate::s3_client::BucketLifecycle`] (its XML in
+//! [`crate::s3_client::lifecycle_xml`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -171,78 +174,6 @@ impl LifecycleConfiguration {
         }
         Ok(())
     }
-}
-
-/// The configuration in the S3 client's types, for PutBucketLifecycleConfiguration.
-pub fn to_aws(
-    config: &LifecycleConfiguration,
-) -> Result<aws_sdk_s3::types::BucketLifecycleConfiguration, String> {
-    let mut rules = Vec::new();
-    for r in &config.rules {
-        let mut b = aws_sdk_s3::types::LifecycleRule::builder()
-            .id(&r.id)
-            .status(if r.enabled {
-                aws_sdk_s3::types::ExpirationStatus::Enabled
-            } else {
-                aws_sdk_s3::types::ExpirationStatus::Disabled
-            });
-        if let Some(f) = &r.filter {
-            b = b.filter(filter_to_aws(f)?);
-        }
-        if let Some(d) = r.expiration_days {
-            b = b.expiration(
-                aws_sdk_s3::types::LifecycleExpiration::builder()
-                    .days(d as i32)
-                    .build(),
-            );
-        }
-        if let Some(d) = r.abort_incomplete_multipart_days {
-            b = b.abort_incomplete_multipart_upload(
-                aws_sdk_s3::types::AbortIncompleteMultipartUpload::builder()
-                    .days_after_initiation(d as i32)
-                    .build(),
-            );
-        }
-        rules.push(b.build().map_err(|e| e.to_string())?);
-    }
-    aws_sdk_s3::types::BucketLifecycleConfiguration::builder()
-        .set_rules(Some(rules))
-        .build()
-        .map_err(|e| e.to_string())
-}
-
-fn tag(k: &str, v: &str) -> Result<aws_sdk_s3::types::Tag, String> {
-    aws_sdk_s3::types::Tag::builder()
-        .key(k)
-        .value(v)
-        .build()
-        .map_err(|e| e.to_string())
-}
-
-fn filter_to_aws(f: &Filter) -> Result<aws_sdk_s3::types::LifecycleRuleFilter, String> {
-    let b = aws_sdk_s3::types::LifecycleRuleFilter::builder();
-    Ok(match f {
-        Filter::Prefix(p) => b.prefix(p).build(),
-        Filter::Tag { key, value } => b.tag(tag(key, value)?).build(),
-        Filter::ObjectSizeGreaterThan(n) => b.object_size_greater_than(*n as i64).build(),
-        Filter::ObjectSizeLessThan(n) => b.object_size_less_than(*n as i64).build(),
-        Filter::And {
-            prefix,
-            tags,
-            size_greater_than,
-            size_less_than,
-        } => {
-            let mut a =
-                aws_sdk_s3::types::LifecycleRuleAndOperator::builder().set_prefix(prefix.clone());
-            for (k, v) in tags {
-                a = a.tags(tag(k, v)?);
-            }
-            a = a
-                .set_object_size_greater_than(size_greater_than.map(|n| n as i64))
-                .set_object_size_less_than(size_less_than.map(|n| n as i64));
-            b.and(a.build()).build()
-        }
-    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //!   PUT, GET, HEAD and DeleteObjects, the ListObjectsV2 page).
 //! - [`faults`]: the fault-injecting `s3s::S3` wrapper (errors, latency, partial DeleteObjects,
 //!   store down) that also stores lifecycle configuration.
-//! - [`server`]: the in-process server and an aws-sdk-s3 client for it.
+//! - [`server`]: the in-process server and an S3 client for it.
 //! - [`pg`]: PostgreSQL from `DATABASE_URL`, an ephemeral cluster, or (detected) Docker.
 //! - [`pg_cluster`]: an ephemeral cluster from local PostgreSQL binaries, started and stopped.
 //! - [`pg_reap`]: databases of killed runs on a shared server, told apart by advisory locks.
@@ -133,15 +133,10 @@ impl RealTier {
     pub async fn create_bucket(&self, bucket: &str) -> Result<(), RealTierError> {
         self.s3
             .client()
-            .create_bucket()
-            .bucket(bucket)
-            .send()
+            .create_bucket(bucket)
             .await
             .map_err(|e| RealTierError::S3Client {
-                message: format!(
-                    "CreateBucket {bucket}: {}",
-                    aws_sdk_s3::error::DisplayErrorContext(&e)
-                ),
+                message: format!("CreateBucket {bucket}: {e}"),
             })?;
         Ok(())
     }

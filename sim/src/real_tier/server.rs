@@ -1,6 +1,6 @@
 //! The harness's S3 stores (on disk, [`DiskS3`], or in memory, [`MemoryS3`]) served in-process
-//! over loopback HTTP by s3s behind the fault wrapper, and a real S3 client (aws-sdk-s3) pointed
-//! at them.
+//! over loopback HTTP by s3s behind the fault wrapper, and a real S3 client
+//! ([`S3Client`]: rusty-s3 over hyper) pointed at them.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -13,6 +13,7 @@ use s3s::service::S3ServiceBuilder;
 use tokio::net::TcpListener;
 
 use tidemark_reference::clock::{Clock, SystemClock};
+use tidemark_reference::s3_client::S3Client;
 
 use super::disk_s3::DiskS3;
 use super::faults::{FaultHandle, FaultyS3};
@@ -116,7 +117,7 @@ impl S3Server {
     }
 
     /// A client for this server.
-    pub fn client(&self) -> aws_sdk_s3::Client {
+    pub fn client(&self) -> S3Client {
         s3_client(&self.endpoint())
     }
 }
@@ -127,11 +128,11 @@ impl Drop for S3Server {
     }
 }
 
-/// An aws-sdk-s3 client for any S3 endpoint speaking plain HTTP, signing with the harness keys.
-/// Path-style addressing, because a loopback address has no bucket subdomains. The SDK's own
-/// retries are off (they would retry a 500 too, hiding injected faults): the reference retries a
-/// throttle (503) itself and reports every other failed request (SPEC SC-8.4).
-pub fn s3_client(endpoint: &str) -> aws_sdk_s3::Client {
+/// An S3 client for any S3 endpoint speaking plain HTTP, signing with the harness keys.
+/// Path-style addressing, because a loopback address has no bucket subdomains. The client never
+/// retries (a retry would hide injected faults): the reference retries a throttle (503) itself
+/// and reports every other failed request (SPEC SC-8.4).
+pub fn s3_client(endpoint: &str) -> S3Client {
     s3_client_with(endpoint, REGION, ACCESS_KEY, SECRET_KEY)
 }
 
@@ -142,21 +143,6 @@ pub fn s3_client_with(
     region: &str,
     access_key_id: &str,
     secret_access_key: &str,
-) -> aws_sdk_s3::Client {
-    use aws_sdk_s3::config::{
-        Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation,
-    };
-    let creds = Credentials::new(access_key_id, secret_access_key, None, None, "tidemark");
-    let config = aws_sdk_s3::Config::builder()
-        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
-        .region(Region::new(region.to_string()))
-        .endpoint_url(endpoint)
-        .credentials_provider(creds)
-        .force_path_style(true)
-        .http_client(aws_smithy_http_client::Builder::new().build_http())
-        .retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled())
-        .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
-        .response_checksum_validation(ResponseChecksumValidation::WhenRequired)
-        .build();
-    aws_sdk_s3::Client::from_conf(config)
+) -> S3Client {
+    S3Client::new(endpoint, region, access_key_id, secret_access_key)
 }

@@ -121,12 +121,7 @@ async fn a_count_sweep_leaves_the_sessions_it_keeps_unlocked_in_memory() {
         .await
         .expect("the in-memory S3 starts");
     let bucket = bucket_name(1);
-    s3.client()
-        .create_bucket()
-        .bucket(&bucket)
-        .send()
-        .await
-        .expect("bucket");
+    s3.client().create_bucket(&bucket).await.expect("bucket");
     let (config, pause) = paused(ScopedConfig::new(bucket));
     let store = ScopedStore::with_metadata(
         s3.client(),

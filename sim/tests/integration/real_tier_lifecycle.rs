@@ -7,7 +7,7 @@ use tidemark_reference::clock::{ManualClock, DAY_MS};
 use tidemark_reference::scoped::lifecycle::{Filter, LifecycleConfiguration, Rule};
 use tidemark_reference::scoped::{ScopeSettings, ScopedConfig, TurnSpace};
 use tidemark_sim::clock::EPOCH;
-use tidemark_sim::lifecycle::{from_aws, LifecycleExecutor};
+use tidemark_sim::lifecycle::LifecycleExecutor;
 use tidemark_sim::real_tier::RealTier;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -26,12 +26,10 @@ async fn the_profile_puts_three_rules_on_its_bucket_and_refuses_an_invalid_confi
     let got = tier
         .s3
         .client()
-        .get_bucket_lifecycle_configuration()
-        .bucket(&bucket)
-        .send()
+        .get_bucket_lifecycle(&bucket)
         .await
         .unwrap();
-    let read_back = from_aws(got.rules());
+    let read_back = got.to_configuration();
     assert_eq!(read_back, LifecycleConfiguration::for_profile(365, 7));
 
     // A backstop no longer than the idle TTL would cut conversations the sweep keeps.
@@ -59,12 +57,10 @@ async fn the_profile_puts_three_rules_on_its_bucket_and_refuses_an_invalid_confi
     let still = tier
         .s3
         .client()
-        .get_bucket_lifecycle_configuration()
-        .bucket(&bucket)
-        .send()
+        .get_bucket_lifecycle(&bucket)
         .await
         .unwrap();
-    assert_eq!(still.rules().len(), 3);
+    assert_eq!(still.rules.len(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

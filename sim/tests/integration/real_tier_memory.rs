@@ -3,17 +3,17 @@
 
 use std::sync::Arc;
 
-use aws_sdk_s3::primitives::ByteStream;
 use tidemark_reference::clock::ManualClock;
+use tidemark_reference::s3_client::{ListRequest, S3Client};
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::S3Server;
 
-use super::support::{delete_batch, page_entries};
+use super::support::page_entries;
 
 /// Everything observable from a fixed request sequence, as text.
-async fn transcript(c: &aws_sdk_s3::Client) -> Vec<String> {
+async fn transcript(c: &S3Client) -> Vec<String> {
     let mut t = Vec::new();
-    c.create_bucket().bucket("diff").send().await.unwrap();
+    c.create_bucket("diff").await.unwrap();
     let keys = [
         "sessions/w/a/s1/a.txt",
         "sessions/w/a/s1/dir/b.txt",
@@ -23,81 +23,58 @@ async fn transcript(c: &aws_sdk_s3::Client) -> Vec<String> {
         "workspaces/w/f.txt",
     ];
     for (i, k) in keys.iter().enumerate() {
-        c.put_object()
-            .bucket("diff")
-            .key(*k)
-            .metadata("n", i.to_string())
-            .body(ByteStream::from(vec![b'x'; i + 1]))
-            .send()
+        c.put_object("diff", k, vec![b'x'; i + 1], &[("n", &i.to_string())])
             .await
             .unwrap();
     }
     // Pages of two, with and without a delimiter.
     for delimiter in [None, Some("/")] {
         for prefix in ["", "sessions/", "sessions/w/a/", "nothing/"] {
-            let mut token = None;
+            let mut token: Option<String> = None;
             loop {
-                let page = c
-                    .list_objects_v2()
-                    .bucket("diff")
-                    .prefix(prefix)
-                    .set_delimiter(delimiter.map(str::to_string))
-                    .max_keys(2)
-                    .set_continuation_token(token.take())
-                    .send()
-                    .await
-                    .unwrap();
+                let request = ListRequest {
+                    prefix: Some(prefix),
+                    delimiter,
+                    max_keys: Some(2),
+                    continuation_token: token.as_deref(),
+                    ..ListRequest::default()
+                };
+                let page = c.list_objects_v2("diff", &request).await.unwrap();
                 let (objs, cps) = page_entries(&page);
                 t.push(format!("list {prefix:?} {delimiter:?}: {objs:?} {cps:?}"));
-                match page.next_continuation_token() {
-                    Some(n) if page.is_truncated() == Some(true) => token = Some(n.to_string()),
+                match &page.next_continuation_token {
+                    Some(n) if page.is_truncated => token = Some(n.clone()),
                     _ => break,
                 }
             }
         }
     }
-    let head = c
-        .head_object()
-        .bucket("diff")
-        .key("agents/w/a/e.txt")
-        .send()
-        .await
-        .unwrap();
+    let head = c.head_object("diff", "agents/w/a/e.txt").await.unwrap();
     t.push(format!(
         "head {:?} {:?}",
-        head.content_length(),
-        head.metadata().and_then(|m| m.get("n"))
+        head.content_length,
+        head.metadata.get("n")
     ));
-    let missing = c.get_object().bucket("diff").key("nope").send().await;
+    let missing = c.get_object("diff", "nope").await;
     t.push(format!(
         "get missing: {:?}",
-        missing
-            .err()
-            .and_then(|e| e.into_service_error().meta().code().map(str::to_string))
+        missing.err().and_then(|e| e.code)
     ));
-    let del = delete_batch(&keys[..3], true);
-    let out = c
-        .delete_objects()
-        .bucket("diff")
-        .delete(del)
-        .send()
+    let out = c.delete_objects("diff", &keys[..3], true).await.unwrap();
+    t.push(format!("delete errors {}", out.errors.len()));
+    let left = c
+        .list_objects_v2("diff", &ListRequest::default())
         .await
         .unwrap();
-    t.push(format!("delete errors {}", out.errors().len()));
-    let left = c.list_objects_v2().bucket("diff").send().await.unwrap();
     t.push(format!(
         "left {:?}",
-        left.contents()
+        left.objects
             .iter()
-            .filter_map(|o| o.key())
+            .map(|o| o.key.as_str())
             .collect::<Vec<_>>()
     ));
-    let nb = c.list_objects_v2().bucket("no-such").send().await;
-    t.push(format!(
-        "no bucket: {:?}",
-        nb.err()
-            .and_then(|e| e.into_service_error().meta().code().map(str::to_string))
-    ));
+    let nb = c.list_objects_v2("no-such", &ListRequest::default()).await;
+    t.push(format!("no bucket: {:?}", nb.err().and_then(|e| e.code)));
     t
 }
 
@@ -147,11 +124,11 @@ const PREFIXES: [&str; 7] = [
 /// (body and metadata), heads, single and batch deletes (of missing keys too), and paged
 /// listings with and without a delimiter and a start-after. Times are left out: the disk store
 /// stamps the wall clock, the memory store the simulated one.
-async fn random_transcript(c: &aws_sdk_s3::Client, seed: u64) -> Vec<String> {
+async fn random_transcript(c: &S3Client, seed: u64) -> Vec<String> {
     use rand::Rng;
     let mut rng = tidemark_sim::seed::MasterSeed(seed).stream("s3-differential");
     let mut t = Vec::new();
-    c.create_bucket().bucket("rand").send().await.unwrap();
+    c.create_bucket("rand").await.unwrap();
     let code = |e: Option<String>| e.unwrap_or_else(|| "ok".into());
     for step in 0..150 {
         let key = KEYS[rng.gen_range(0..KEYS.len())];
@@ -159,67 +136,44 @@ async fn random_transcript(c: &aws_sdk_s3::Client, seed: u64) -> Vec<String> {
             0..=2 => {
                 let body = vec![b'a' + (step % 26) as u8; rng.gen_range(0..40)];
                 let out = c
-                    .put_object()
-                    .bucket("rand")
-                    .key(key)
-                    .metadata("step", step.to_string())
-                    .body(ByteStream::from(body))
-                    .send()
+                    .put_object("rand", key, body, &[("step", &step.to_string())])
                     .await;
                 t.push(format!(
                     "put {key:?}: {}",
-                    code(
-                        out.err().and_then(|e| e
-                            .into_service_error()
-                            .meta()
-                            .code()
-                            .map(String::from))
-                    )
+                    code(out.err().and_then(|e| e.code))
                 ));
             }
-            3 => match c.get_object().bucket("rand").key(key).send().await {
+            3 => match c.get_object("rand", key).await {
                 Ok(o) => {
-                    let meta = o.metadata().cloned().unwrap_or_default();
-                    let body = o.body.collect().await.unwrap().into_bytes();
+                    let meta = &o.head.metadata;
                     t.push(format!(
                         "get {key:?}: {:?} {meta:?}",
-                        String::from_utf8_lossy(&body)
+                        String::from_utf8_lossy(&o.body)
                     ));
                 }
-                Err(e) => t.push(format!(
-                    "get {key:?}: {:?}",
-                    e.into_service_error().meta().code()
-                )),
+                Err(e) => t.push(format!("get {key:?}: {:?}", e.code())),
             },
-            4 => match c.head_object().bucket("rand").key(key).send().await {
+            4 => match c.head_object("rand", key).await {
                 Ok(o) => t.push(format!(
                     "head {key:?}: {:?} {:?}",
-                    o.content_length(),
-                    o.metadata()
+                    o.content_length, o.metadata
                 )),
-                Err(e) => t.push(format!("head {key:?}: {}", e.into_service_error())),
+                Err(e) => t.push(format!("head {key:?}: {e}")),
             },
             5 => {
-                let out = c.delete_object().bucket("rand").key(key).send().await;
+                let out = c.delete_object("rand", key).await;
                 t.push(format!("delete {key:?}: {}", out.is_ok()));
             }
             6 => {
                 let n = rng.gen_range(1..4);
                 let keys: Vec<&str> = (0..n).map(|_| KEYS[rng.gen_range(0..KEYS.len())]).collect();
                 let quiet = rng.gen_bool(0.5);
-                let del = delete_batch(&keys, quiet);
-                let out = c
-                    .delete_objects()
-                    .bucket("rand")
-                    .delete(del)
-                    .send()
-                    .await
-                    .unwrap();
-                let mut deleted: Vec<&str> = out.deleted().iter().filter_map(|d| d.key()).collect();
+                let out = c.delete_objects("rand", &keys, quiet).await.unwrap();
+                let mut deleted = out.deleted;
                 deleted.sort();
                 t.push(format!(
                     "delete {keys:?} quiet {quiet}: deleted {deleted:?}, {} errors",
-                    out.errors().len()
+                    out.errors.len()
                 ));
             }
             _ => {
@@ -228,25 +182,24 @@ async fn random_transcript(c: &aws_sdk_s3::Client, seed: u64) -> Vec<String> {
                 let after = rng
                     .gen_bool(0.3)
                     .then(|| KEYS[rng.gen_range(0..KEYS.len())]);
-                let max_keys = rng.gen_range(1..5);
-                let mut token = None;
+                // An i32 draw, as when this workload was first written: the same stream.
+                let max_keys: i32 = rng.gen_range(1..5);
+                let mut token: Option<String> = None;
                 let mut pages = Vec::new();
                 loop {
-                    let page = c
-                        .list_objects_v2()
-                        .bucket("rand")
-                        .prefix(prefix)
-                        .set_delimiter(delimiter.map(str::to_string))
-                        .set_start_after(after.map(str::to_string))
-                        .max_keys(max_keys)
-                        .set_continuation_token(token.take())
-                        .send()
-                        .await
-                        .unwrap();
+                    let request = ListRequest {
+                        prefix: Some(prefix),
+                        delimiter,
+                        start_after: after,
+                        max_keys: Some(max_keys as usize),
+                        continuation_token: token.as_deref(),
+                        ..ListRequest::default()
+                    };
+                    let page = c.list_objects_v2("rand", &request).await.unwrap();
                     let (objs, cps) = page_entries(&page);
-                    pages.push(format!("{objs:?} {cps:?} {:?}", page.key_count()));
-                    match page.next_continuation_token() {
-                        Some(n) if page.is_truncated() == Some(true) => token = Some(n.to_string()),
+                    pages.push(format!("{objs:?} {cps:?} {:?}", page.key_count));
+                    match &page.next_continuation_token {
+                        Some(n) if page.is_truncated => token = Some(n.clone()),
                         _ => break,
                     }
                 }

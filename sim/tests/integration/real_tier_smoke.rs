@@ -2,10 +2,8 @@
 //! faults are injected on demand, and an ephemeral PostgreSQL answers queries in a database of
 //! its own.
 
-use aws_sdk_s3::primitives::ByteStream;
+use tidemark_reference::s3_client::ListRequest;
 use tidemark_sim::real_tier::{FaultPlan, RealTier};
-
-use super::support::delete_batch;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_go_through_a_real_s3_client_and_postgres_answers_in_its_own_database() {
@@ -14,32 +12,30 @@ async fn objects_go_through_a_real_s3_client_and_postgres_answers_in_its_own_dat
     let c = tier.s3.client();
 
     for i in 0..5 {
-        c.put_object()
-            .bucket("smoke")
-            .key(format!("sessions/w/a/s/f{i}.txt"))
-            .body(ByteStream::from(format!("hello {i}").into_bytes()))
-            .send()
-            .await
-            .unwrap();
+        c.put_object(
+            "smoke",
+            &format!("sessions/w/a/s/f{i}.txt"),
+            format!("hello {i}").into_bytes(),
+            &[],
+        )
+        .await
+        .unwrap();
     }
     let got = c
-        .get_object()
-        .bucket("smoke")
-        .key("sessions/w/a/s/f3.txt")
-        .send()
+        .get_object("smoke", "sessions/w/a/s/f3.txt")
         .await
         .unwrap();
-    let body = got.body.collect().await.unwrap().into_bytes();
-    assert_eq!(&body[..], b"hello 3");
+    assert_eq!(&got.body[..], b"hello 3");
 
+    let under = |prefix| ListRequest {
+        prefix: Some(prefix),
+        ..ListRequest::default()
+    };
     let listed = c
-        .list_objects_v2()
-        .bucket("smoke")
-        .prefix("sessions/w/")
-        .send()
+        .list_objects_v2("smoke", &under("sessions/w/"))
         .await
         .unwrap();
-    let keys: Vec<&str> = listed.contents().iter().filter_map(|o| o.key()).collect();
+    let keys: Vec<&str> = listed.objects.iter().map(|o| o.key.as_str()).collect();
     assert_eq!(keys.len(), 5);
 
     // A partial DeleteObjects failure: every key fails, nothing is deleted, each is reported.
@@ -47,37 +43,24 @@ async fn objects_go_through_a_real_s3_client_and_postgres_answers_in_its_own_dat
         delete_key_failure_rate: 1.0,
         ..Default::default()
     });
-    let delete = delete_batch(&keys, true);
-    let out = c
-        .delete_objects()
-        .bucket("smoke")
-        .delete(delete.clone())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(out.errors().len(), 5);
+    let out = c.delete_objects("smoke", &keys, true).await.unwrap();
+    assert_eq!(out.errors.len(), 5);
 
     tier.s3.faults().heal();
-    let out = c
-        .delete_objects()
-        .bucket("smoke")
-        .delete(delete)
-        .send()
-        .await
-        .unwrap();
-    assert!(out.errors().is_empty());
+    let out = c.delete_objects("smoke", &keys, true).await.unwrap();
+    assert!(out.errors.is_empty());
     let listed = c
-        .list_objects_v2()
-        .bucket("smoke")
-        .prefix("sessions/")
-        .send()
+        .list_objects_v2("smoke", &under("sessions/"))
         .await
         .unwrap();
-    assert!(listed.contents().is_empty());
+    assert!(listed.objects.is_empty());
 
     // Down: every request fails.
     tier.s3.faults().set_down(true);
-    assert!(c.list_objects_v2().bucket("smoke").send().await.is_err());
+    assert!(c
+        .list_objects_v2("smoke", &ListRequest::default())
+        .await
+        .is_err());
     tier.s3.faults().heal();
 
     let db = tier.pg.fresh_database("smoke").await.unwrap();
@@ -93,39 +76,31 @@ async fn objects_go_through_a_real_s3_client_and_postgres_answers_in_its_own_dat
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fault_wrapper_stores_and_serves_lifecycle_configuration() {
-    use aws_sdk_s3::types::{
-        BucketLifecycleConfiguration, ExpirationStatus, LifecycleExpiration, LifecycleRule,
-        LifecycleRuleFilter,
+    use tidemark_reference::s3_client::lifecycle_xml::{
+        BucketLifecycle, Expiration, LifecycleRule, RuleFilter,
     };
     let tier = RealTier::start(1).await.expect("real tier starts");
     tier.create_bucket("lifecycle").await.unwrap();
     let c = tier.s3.client();
-    let rule = LifecycleRule::builder()
-        .id("sessions-backstop")
-        .status(ExpirationStatus::Enabled)
-        .filter(LifecycleRuleFilter::builder().prefix("sessions/").build())
-        .expiration(LifecycleExpiration::builder().days(365).build())
-        .build()
-        .unwrap();
-    c.put_bucket_lifecycle_configuration()
-        .bucket("lifecycle")
-        .lifecycle_configuration(
-            BucketLifecycleConfiguration::builder()
-                .rules(rule)
-                .build()
-                .unwrap(),
-        )
-        .send()
+    let rule = LifecycleRule {
+        id: Some("sessions-backstop".into()),
+        status: "Enabled".into(),
+        filter: Some(RuleFilter {
+            prefix: Some("sessions/".into()),
+            ..RuleFilter::default()
+        }),
+        expiration: Some(Expiration {
+            days: Some(365),
+            ..Expiration::default()
+        }),
+        ..LifecycleRule::default()
+    };
+    c.put_bucket_lifecycle("lifecycle", &BucketLifecycle { rules: vec![rule] })
         .await
         .unwrap();
-    let got = c
-        .get_bucket_lifecycle_configuration()
-        .bucket("lifecycle")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(got.rules().len(), 1);
-    assert_eq!(got.rules()[0].id(), Some("sessions-backstop"));
+    let got = c.get_bucket_lifecycle("lifecycle").await.unwrap();
+    assert_eq!(got.rules.len(), 1);
+    assert_eq!(got.rules[0].id.as_deref(), Some("sessions-backstop"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -179,7 +154,6 @@ async fn a_scenarios_bucket_is_named_by_its_server_never_by_the_scenarios_name()
 /// in the error body (a HEAD's error has no body, so only its status).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_store_error_faults_answer_with_real_s3_statuses_and_codes() {
-    use aws_sdk_s3::error::ProvideErrorMetadata;
     use tidemark_sim::real_tier::faults::Throttle;
     let tier = RealTier::start(8).await.expect("real tier starts");
     tier.create_bucket("codes").await.unwrap();
@@ -213,23 +187,13 @@ async fn the_store_error_faults_answer_with_real_s3_statuses_and_codes() {
     for (plan, status, code) in cases {
         tier.s3.faults().set_plan(plan);
         let e = c
-            .put_object()
-            .bucket("codes")
-            .key("k")
-            .body(ByteStream::from_static(b"x"))
-            .send()
+            .put_object("codes", "k", b"x".to_vec(), &[])
             .await
             .unwrap_err();
-        assert_eq!(e.raw_response().map(|r| r.status().as_u16()), Some(status));
+        assert_eq!(e.status, Some(status));
         assert_eq!(e.code(), Some(code));
-        let e = c
-            .head_object()
-            .bucket("codes")
-            .key("k")
-            .send()
-            .await
-            .unwrap_err();
-        assert_eq!(e.raw_response().map(|r| r.status().as_u16()), Some(status));
+        let e = c.head_object("codes", "k").await.unwrap_err();
+        assert_eq!(e.status, Some(status));
     }
     // `throttle N` throttles the next N requests of any operation, then serves.
     tier.s3.faults().set_plan(FaultPlan {
@@ -238,8 +202,8 @@ async fn the_store_error_faults_answer_with_real_s3_statuses_and_codes() {
     });
     let mut answers = Vec::new();
     for _ in 0..3 {
-        let r = c.list_objects_v2().bucket("codes").send().await;
-        answers.push(r.err().and_then(|e| e.code().map(str::to_string)));
+        let r = c.list_objects_v2("codes", &ListRequest::default()).await;
+        answers.push(r.err().and_then(|e| e.code));
     }
     assert_eq!(
         answers,

@@ -42,12 +42,7 @@ impl Scale {
         let pg = PgProvider::from_environment().await.unwrap();
         let db = pg.fresh_database(hint).await.unwrap();
         let client = server.client();
-        client
-            .create_bucket()
-            .bucket(&config.bucket)
-            .send()
-            .await
-            .unwrap();
+        client.create_bucket(&config.bucket).await.unwrap();
         let store = ScopedStore::open(client, db.pool.clone(), config, Arc::new(clock.clone()))
             .await
             .unwrap();

@@ -5,31 +5,29 @@
 use std::sync::Arc;
 
 use tidemark_reference::clock::{ManualClock, DAY_MS};
+use tidemark_reference::s3_client::ListRequest;
 use tidemark_reference::scoped::{ScopeSettings, ScopedConfig, ScopedStore, TurnSpace};
 use tidemark_sim::clock::EPOCH;
 use tidemark_sim::real_tier::RealTier;
 
 async fn keys(tier: &RealTier, bucket: &str, prefix: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut token = None;
+    let mut token: Option<String> = None;
     loop {
+        let request = ListRequest {
+            prefix: Some(prefix),
+            continuation_token: token.as_deref(),
+            ..ListRequest::default()
+        };
         let page = tier
             .s3
             .client()
-            .list_objects_v2()
-            .bucket(bucket)
-            .prefix(prefix)
-            .set_continuation_token(token)
-            .send()
+            .list_objects_v2(bucket, &request)
             .await
             .expect("a listing");
-        out.extend(
-            page.contents()
-                .iter()
-                .filter_map(|o| o.key().map(str::to_string)),
-        );
-        match page.next_continuation_token() {
-            Some(t) => token = Some(t.to_string()),
+        out.extend(page.objects.into_iter().map(|o| o.key));
+        match page.next_continuation_token {
+            Some(t) => token = Some(t),
             None => return out,
         }
     }

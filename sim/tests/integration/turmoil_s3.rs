@@ -1,12 +1,11 @@
-//! The in-memory S3 store served inside a turmoil host, reached by the same aws-sdk-s3 client
-//! the real tier uses, over turmoil's simulated network.
+//! The in-memory S3 store served inside a turmoil host, reached by the same S3 client the real
+//! tier uses, over turmoil's simulated network.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use aws_sdk_s3::error::SdkError;
-use aws_sdk_s3::primitives::ByteStream;
 use tidemark_reference::clock::{ManualClock, Timestamp};
+use tidemark_reference::s3_client::{ListRequest, S3Client, S3Error, S3ErrorKind};
 use tidemark_sim::turmoil_s3::{endpoint, memory_service, serve, sim_s3_client, S3_PORT};
 
 const STORE: &str = "s3";
@@ -30,43 +29,38 @@ fn add_store(sim: &mut turmoil::Sim<'static>) -> tidemark_sim::real_tier::Memory
     handle
 }
 
-fn client() -> aws_sdk_s3::Client {
+fn client() -> S3Client {
     sim_s3_client(&endpoint(STORE, S3_PORT), Duration::from_secs(2))
 }
 
-async fn put(c: &aws_sdk_s3::Client, key: &str, body: &str) -> Result<(), String> {
-    c.put_object()
-        .bucket(BUCKET)
-        .key(key)
-        .body(ByteStream::from(body.as_bytes().to_vec()))
-        .send()
+async fn put(c: &S3Client, key: &str, body: &str) -> Result<(), String> {
+    c.put_object(BUCKET, key, body.as_bytes().to_vec(), &[])
         .await
         .map(|_| ())
         .map_err(|e| kind(&e))
 }
 
-async fn list(c: &aws_sdk_s3::Client, prefix: &str) -> Vec<String> {
-    c.list_objects_v2()
-        .bucket(BUCKET)
-        .prefix(prefix)
-        .send()
+async fn list(c: &S3Client, prefix: &str) -> Vec<String> {
+    let request = ListRequest {
+        prefix: Some(prefix),
+        ..ListRequest::default()
+    };
+    c.list_objects_v2(BUCKET, &request)
         .await
         .expect("list")
-        .contents()
-        .iter()
-        .filter_map(|o| o.key().map(str::to_string))
+        .objects
+        .into_iter()
+        .map(|o| o.key)
         .collect()
 }
 
-/// The SDK error's variant, without its (run-dependent) details.
-fn kind<E, R>(e: &SdkError<E, R>) -> String {
-    match e {
-        SdkError::ConstructionFailure(_) => "construction failure",
-        SdkError::TimeoutError(_) => "timeout",
-        SdkError::DispatchFailure(_) => "dispatch failure",
-        SdkError::ResponseError(_) => "response error",
-        SdkError::ServiceError(_) => "service error",
-        _ => "other",
+/// How far the request got, without the error's (run-dependent) details.
+fn kind(e: &S3Error) -> String {
+    match e.kind {
+        S3ErrorKind::Refused => "refused before sending",
+        S3ErrorKind::Timeout => "timeout",
+        S3ErrorKind::Transport => "no answer",
+        S3ErrorKind::Response => "error response",
     }
     .to_string()
 }
@@ -78,26 +72,25 @@ fn the_same_s3_client_reaches_the_in_memory_store_over_the_simulated_network() {
     let seen = store.clone();
     sim.client(CLIENT, async move {
         let c = client();
-        c.create_bucket().bucket(BUCKET).send().await?;
+        c.create_bucket(BUCKET).await?;
         put(&c, "a/1", "one").await?;
         put(&c, "a/2", "two").await?;
         put(&c, "b/1", "three").await?;
 
-        let got = c.get_object().bucket(BUCKET).key("a/2").send().await?;
-        let bytes = got.body.collect().await?.into_bytes();
-        assert_eq!(&bytes[..], b"two");
+        let got = c.get_object(BUCKET, "a/2").await?;
+        assert_eq!(&got.body[..], b"two");
 
         assert_eq!(list(&c, "a/").await, vec!["a/1", "a/2"]);
         assert_eq!(list(&c, "").await, vec!["a/1", "a/2", "b/1"]);
 
-        c.delete_object().bucket(BUCKET).key("a/1").send().await?;
+        c.delete_object(BUCKET, "a/1").await?;
         assert_eq!(list(&c, "").await, vec!["a/2", "b/1"]);
         assert_eq!(seen.keys(BUCKET, ""), vec!["a/2", "b/1"]);
 
-        let missing = c.get_object().bucket(BUCKET).key("a/1").send().await;
+        let missing = c.get_object(BUCKET, "a/1").await;
         let err = missing.expect_err("a deleted key is gone");
         assert!(
-            err.as_service_error().is_some_and(|e| e.is_no_such_key()),
+            err.status == Some(404) && err.code() == Some("NoSuchKey"),
             "expected NoSuchKey, got {err:?}"
         );
         Ok(())
@@ -112,26 +105,20 @@ fn a_partition_between_client_and_store_is_a_typed_error_and_repair_restores_ser
     let store = add_store(&mut sim);
     sim.client(CLIENT, async move {
         let c = client();
-        c.create_bucket().bucket(BUCKET).send().await?;
+        c.create_bucket(BUCKET).await?;
         put(&c, "before", "x").await?;
 
         turmoil::partition(CLIENT, STORE);
         let started = turmoil::elapsed();
         let err = c
-            .put_object()
-            .bucket(BUCKET)
-            .key("during")
-            .body(ByteStream::from_static(b"y"))
-            .send()
+            .put_object(BUCKET, "during", b"y".to_vec(), &[])
             .await
             .expect_err("a partitioned store cannot be reached");
         assert!(
-            matches!(
-                err,
-                SdkError::TimeoutError(_) | SdkError::DispatchFailure(_)
-            ),
-            "expected a timeout or dispatch failure, got {err:?}"
+            matches!(err.kind, S3ErrorKind::Timeout | S3ErrorKind::Transport),
+            "expected a timeout or no answer, got {err:?}"
         );
+        assert_eq!(err.status, None, "no answer has no status");
         // Bounded by the operation timeout (simulated time), not a hang.
         assert!(turmoil::elapsed() - started <= Duration::from_secs(3));
 
@@ -150,7 +137,7 @@ fn a_link_that_holds_messages_times_out_within_the_operation_timeout_instead_of_
     add_store(&mut sim);
     sim.client(CLIENT, async move {
         let c = client();
-        c.create_bucket().bucket(BUCKET).send().await?;
+        c.create_bucket(BUCKET).await?;
 
         turmoil::hold(CLIENT, STORE);
         let started = turmoil::elapsed();
@@ -186,7 +173,7 @@ fn workload(seed: u64) -> Vec<String> {
                 .unwrap()
                 .push(format!("{:>6}ms {s}", turmoil::elapsed().as_millis()))
         };
-        c.create_bucket().bucket(BUCKET).send().await?;
+        c.create_bucket(BUCKET).await?;
         note("create bucket: ok".into());
         for i in 0..6 {
             if i == 3 {

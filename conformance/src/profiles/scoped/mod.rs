@@ -8,7 +8,7 @@
 //! - [`contract`]: the operations and outcomes a step speaks ([`ScopedOp`], [`ScopedOutcome`]),
 //!   and which side performs each when the implementation is another process.
 //! - [`reference`]: the reference implementation in process ([`ScopedDriver`]) on the real tier
-//!   (the disk S3 store over loopback HTTP through aws-sdk-s3, and a real PostgreSQL) or the
+//!   (the disk S3 store over loopback HTTP through the S3 client, and a real PostgreSQL) or the
 //!   simulation tier.
 //! - [`process`] and [`gate`]: an implementation behind the process protocol (the steps the
 //!   harness keeps in `process/harness.rs`, the reference adapter's side in

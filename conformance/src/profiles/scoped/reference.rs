@@ -155,15 +155,10 @@ impl ScopedDriver {
         // A fresh server: its first bucket.
         let bucket = tidemark_sim::real_tier::bucket_name(1);
         s3.client()
-            .create_bucket()
-            .bucket(&bucket)
-            .send()
+            .create_bucket(&bucket)
             .await
             .map_err(|e| RealTierError::S3Client {
-                message: format!(
-                    "CreateBucket {bucket}: {}",
-                    aws_sdk_s3::error::DisplayErrorContext(&e)
-                ),
+                message: format!("CreateBucket {bucket}: {e}"),
             })?;
         config.bucket = bucket;
         let meta: Arc<dyn Metadata> = Arc::new(MemoryMetadata::new());

@@ -82,9 +82,7 @@ impl ScopedStore {
             // The mutant trusts the sweeper alone once a policy is at work.
             let _ = self
                 .s3_client()
-                .delete_bucket_lifecycle()
-                .bucket(&self.config().bucket)
-                .send()
+                .delete_bucket_lifecycle(&self.config().bucket)
                 .await;
         }
         Ok(())

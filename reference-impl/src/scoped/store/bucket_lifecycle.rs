@@ -1,5 +1,6 @@
 //! The bucket's lifecycle configuration (SPEC SC-7): validated, then put on the bucket.
 
+use crate::s3_client::BucketLifecycle;
 use crate::scoped::config::DEFAULT_TTL_DAYS;
 use crate::scoped::error::ScopedError;
 use crate::scoped::mutants::ScopedMutant;
@@ -33,39 +34,22 @@ impl ScopedStore {
         if self.is(ScopedMutant::LifecycleMerged) {
             // Keeps what the bucket has and adds this configuration's rules, with ids made
             // unique by the backstop they carry.
-            let kept = self
-                .send(|| {
-                    self.s3
-                        .get_bucket_lifecycle_configuration()
-                        .bucket(&self.cfg.bucket)
-                        .send()
-                })
+            let mut rules = self
+                .send(|| self.s3.get_bucket_lifecycle(&self.cfg.bucket))
                 .await
-                .map(|got| got.rules().to_vec())
+                .map(|got| got.rules)
                 .unwrap_or_default();
-            let mut aws = crate::scoped::lifecycle::to_aws(&config).map_err(ScopedError::Config)?;
-            let mut rules = kept;
-            for mut r in aws.rules().to_vec() {
-                let days = r.expiration().and_then(|e| e.days()).unwrap_or(0);
-                r.id = Some(format!("{}-{days}", r.id().unwrap_or_default()));
-                if !rules.iter().any(|k| k.id() == r.id()) {
+            for mut r in BucketLifecycle::from_configuration(&config).rules {
+                let days = r.expiration.as_ref().and_then(|e| e.days).unwrap_or(0);
+                r.id = Some(format!("{}-{days}", r.id.unwrap_or_default()));
+                if !rules.iter().any(|k| k.id == r.id) {
                     rules.push(r);
                 }
             }
-            aws = aws_sdk_s3::types::BucketLifecycleConfiguration::builder()
-                .set_rules(Some(rules))
-                .build()
-                .map_err(|e| ScopedError::Config(e.to_string()))?;
+            let merged = BucketLifecycle { rules };
             return self
-                .send(|| {
-                    self.s3
-                        .put_bucket_lifecycle_configuration()
-                        .bucket(&self.cfg.bucket)
-                        .lifecycle_configuration(aws.clone())
-                        .send()
-                })
+                .send(|| self.s3.put_bucket_lifecycle(&self.cfg.bucket, &merged))
                 .await
-                .map(|_| ())
                 .map_err(|e| {
                     must(
                         "PutBucketLifecycleConfiguration",
@@ -75,23 +59,17 @@ impl ScopedStore {
                     )
                 });
         }
-        let aws = crate::scoped::lifecycle::to_aws(&config).map_err(ScopedError::Config)?;
-        self.send(|| {
-            self.s3
-                .put_bucket_lifecycle_configuration()
-                .bucket(&self.cfg.bucket)
-                .lifecycle_configuration(aws.clone())
-                .send()
-        })
-        .await
-        .map_err(|e| {
-            must(
-                "PutBucketLifecycleConfiguration",
-                &self.cfg.bucket,
-                self.mutant(),
-                e,
-            )
-        })?;
+        let lifecycle = BucketLifecycle::from_configuration(&config);
+        self.send(|| self.s3.put_bucket_lifecycle(&self.cfg.bucket, &lifecycle))
+            .await
+            .map_err(|e| {
+                must(
+                    "PutBucketLifecycleConfiguration",
+                    &self.cfg.bucket,
+                    self.mutant(),
+                    e,
+                )
+            })?;
         Ok(())
     }
 }

@@ -96,7 +96,7 @@ pub struct ListedFile {
 }
 
 pub struct ScopedStore {
-    s3: aws_sdk_s3::Client,
+    s3: crate::s3_client::S3Client,
     meta: Arc<dyn Metadata>,
     cfg: ScopedConfig,
     clock: Arc<dyn Clock>,
@@ -106,7 +106,7 @@ pub struct ScopedStore {
 impl ScopedStore {
     /// Builds a store and brings the database schema up to date.
     pub async fn open(
-        s3: aws_sdk_s3::Client,
+        s3: crate::s3_client::S3Client,
         pg: PgPool,
         cfg: ScopedConfig,
         clock: Arc<dyn Clock>,
@@ -117,7 +117,7 @@ impl ScopedStore {
     /// Builds a store over any metadata store (the in-memory one in simulation) and brings its
     /// schema up to date.
     pub async fn with_metadata(
-        s3: aws_sdk_s3::Client,
+        s3: crate::s3_client::S3Client,
         meta: Arc<dyn Metadata>,
         cfg: ScopedConfig,
         clock: Arc<dyn Clock>,
@@ -146,7 +146,7 @@ impl ScopedStore {
     }
 
     /// The S3 client, for a policy module's request the store has no method for.
-    pub(crate) fn s3_client(&self) -> &aws_sdk_s3::Client {
+    pub(crate) fn s3_client(&self) -> &crate::s3_client::S3Client {
         &self.s3
     }
 

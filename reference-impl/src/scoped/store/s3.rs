@@ -4,10 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::types::{Delete, ObjectIdentifier};
-
+use crate::s3_client::{ListRequest, S3Error};
 use crate::scoped::alternatives::Alternative;
 use crate::scoped::error::ScopedError;
 use crate::scoped::mutants::ScopedMutant;
@@ -24,20 +21,14 @@ pub(super) enum S3Failure {
 /// How a store's error maps to a reason (SPEC SC-8.1, SC-8.3): a missing bucket is
 /// `no_such_bucket`, a missing object is not found, and everything else the store answers
 /// (AccessDenied and a throttle that outlasted its retries included) is `storage_unavailable`.
-pub(super) fn classify<E>(
+pub(super) fn classify(
     operation: &'static str,
     bucket: &str,
     mutant: Option<ScopedMutant>,
-    err: SdkError<E>,
-) -> S3Failure
-where
-    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-{
-    let status = err.raw_response().map(|r| r.status().as_u16());
-    let code = err
-        .as_service_error()
-        .and_then(|e| e.code())
-        .map(str::to_string);
+    err: S3Error,
+) -> S3Failure {
+    let status = err.status;
+    let code = err.code.clone();
     match code.as_deref() {
         Some("NoSuchBucket") if mutant != Some(ScopedMutant::MissingBucketUnavailable) => {
             return S3Failure::Error(ScopedError::NoSuchBucket {
@@ -59,19 +50,16 @@ where
     }
     S3Failure::Error(ScopedError::Storage {
         operation,
-        message: format!("{}", DisplayErrorContext(&err)),
+        message: err.message,
     })
 }
 
-pub(super) fn must<E>(
+pub(super) fn must(
     operation: &'static str,
     bucket: &str,
     mutant: Option<ScopedMutant>,
-    err: SdkError<E>,
-) -> ScopedError
-where
-    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-{
+    err: S3Error,
+) -> ScopedError {
     match classify(operation, bucket, mutant, err) {
         S3Failure::NotFound => ScopedError::Storage {
             operation,
@@ -86,12 +74,9 @@ impl ScopedStore {
     /// store answers 503 (SlowDown or ServiceUnavailable: a throttle), at most
     /// [`S3_ATTEMPTS`] attempts in all with a short backoff between them (SPEC SC-8.4). Any
     /// other error is answered at once, never retried.
-    pub(super) async fn send<T, E, Fut>(
-        &self,
-        mut request: impl FnMut() -> Fut,
-    ) -> Result<T, SdkError<E>>
+    pub(super) async fn send<T, Fut>(&self, mut request: impl FnMut() -> Fut) -> Result<T, S3Error>
     where
-        Fut: std::future::Future<Output = Result<T, SdkError<E>>>,
+        Fut: std::future::Future<Output = Result<T, S3Error>>,
     {
         let mut attempt = 1;
         // What is retried: a throttle (503), unless this store reports it at once
@@ -107,10 +92,7 @@ impl ScopedStore {
         };
         loop {
             match request().await {
-                Err(e)
-                    if attempt < S3_ATTEMPTS
-                        && retried(e.raw_response().map(|r| r.status().as_u16())) =>
-                {
+                Err(e) if attempt < S3_ATTEMPTS && retried(e.status) => {
                     // Backoff is not time the scenario sees: every attempt runs at the
                     // request's `now`.
                     tokio::time::sleep(std::time::Duration::from_millis(10 << attempt)).await;
@@ -136,15 +118,16 @@ impl ScopedStore {
         self.counters.put.fetch_add(1, Ordering::Relaxed);
         let written_at = self.now().0.to_string();
         let stamped = !self.is(ScopedMutant::NoWrittenAtStamp);
+        let mut metadata: Vec<(&str, &str)> = Vec::new();
+        if stamped {
+            metadata.push((WRITTEN_AT_META, &written_at));
+        }
+        if let Some(sha) = source_sha {
+            metadata.push((SOURCE_SHA_META, sha));
+        }
         self.send(|| {
-            let mut req = self.s3.put_object().bucket(&self.cfg.bucket).key(key);
-            if stamped {
-                req = req.metadata(WRITTEN_AT_META, &written_at);
-            }
-            if let Some(sha) = source_sha {
-                req = req.metadata(SOURCE_SHA_META, sha);
-            }
-            req.body(ByteStream::from(bytes.clone())).send()
+            self.s3
+                .put_object(&self.cfg.bucket, key, bytes.clone(), &metadata)
         })
         .await
         .map_err(|e| must("PutObject", &self.cfg.bucket, self.mutant(), e))?;
@@ -162,22 +145,12 @@ impl ScopedStore {
     ) -> Result<Option<(Vec<u8>, Option<String>)>, ScopedError> {
         self.counters.get.fetch_add(1, Ordering::Relaxed);
         match self
-            .send(|| {
-                self.s3
-                    .get_object()
-                    .bucket(&self.cfg.bucket)
-                    .key(key)
-                    .send()
-            })
+            .send(|| self.s3.get_object(&self.cfg.bucket, key))
             .await
         {
             Ok(out) => {
-                let stamp = out.metadata().and_then(|m| m.get(SOURCE_SHA_META)).cloned();
-                let body = out.body.collect().await.map_err(|e| ScopedError::Storage {
-                    operation: "GetObject body",
-                    message: e.to_string(),
-                })?;
-                Ok(Some((body.into_bytes().to_vec(), stamp)))
+                let stamp = out.head.metadata.get(SOURCE_SHA_META).cloned();
+                Ok(Some((out.body, stamp)))
             }
             Err(e) => match classify("GetObject", &self.cfg.bucket, self.mutant(), e) {
                 S3Failure::NotFound => Ok(None),
@@ -197,18 +170,10 @@ impl ScopedStore {
     ) -> Result<Option<Option<String>>, ScopedError> {
         self.counters.head.fetch_add(1, Ordering::Relaxed);
         match self
-            .send(|| {
-                self.s3
-                    .head_object()
-                    .bucket(&self.cfg.bucket)
-                    .key(key)
-                    .send()
-            })
+            .send(|| self.s3.head_object(&self.cfg.bucket, key))
             .await
         {
-            Ok(out) => Ok(Some(
-                out.metadata().and_then(|m| m.get(SOURCE_SHA_META)).cloned(),
-            )),
+            Ok(out) => Ok(Some(out.metadata.get(SOURCE_SHA_META).cloned())),
             Err(e) => match classify("HeadObject", &self.cfg.bucket, self.mutant(), e) {
                 S3Failure::NotFound => Ok(None),
                 S3Failure::Error(e) => Err(e),
@@ -221,18 +186,12 @@ impl ScopedStore {
     pub(crate) async fn written_at_ms(&self, key: &str) -> Result<i64, ScopedError> {
         self.counters.head.fetch_add(1, Ordering::Relaxed);
         let head = self
-            .send(|| {
-                self.s3
-                    .head_object()
-                    .bucket(&self.cfg.bucket)
-                    .key(key)
-                    .send()
-            })
+            .send(|| self.s3.head_object(&self.cfg.bucket, key))
             .await
             .map_err(|e| must("HeadObject", &self.cfg.bucket, self.mutant(), e))?;
         let written = head
-            .metadata()
-            .and_then(|m| m.get(WRITTEN_AT_META))
+            .metadata
+            .get(WRITTEN_AT_META)
             .and_then(|v| v.parse::<i64>().ok())
             .unwrap_or(i64::MIN);
         Ok(written)
@@ -240,15 +199,9 @@ impl ScopedStore {
 
     pub(crate) async fn delete_one(&self, key: &str) -> Result<(), ScopedError> {
         self.counters.delete_one.fetch_add(1, Ordering::Relaxed);
-        self.send(|| {
-            self.s3
-                .delete_object()
-                .bucket(&self.cfg.bucket)
-                .key(key)
-                .send()
-        })
-        .await
-        .map_err(|e| must("DeleteObject", &self.cfg.bucket, self.mutant(), e))?;
+        self.send(|| self.s3.delete_object(&self.cfg.bucket, key))
+            .await
+            .map_err(|e| must("DeleteObject", &self.cfg.bucket, self.mutant(), e))?;
         Ok(())
     }
 
@@ -260,23 +213,21 @@ impl ScopedStore {
             self.counters.list.fetch_add(1, Ordering::Relaxed);
             let page = self
                 .send(|| {
-                    self.s3
-                        .list_objects_v2()
-                        .bucket(&self.cfg.bucket)
-                        .prefix(prefix)
-                        .max_keys(S3_BATCH as i32)
-                        .set_continuation_token(token.clone())
-                        .send()
+                    let request = ListRequest {
+                        prefix: Some(prefix),
+                        max_keys: Some(S3_BATCH),
+                        continuation_token: token.as_deref(),
+                        ..ListRequest::default()
+                    };
+                    async move { self.s3.list_objects_v2(&self.cfg.bucket, &request).await }
                 })
                 .await
                 .map_err(|e| must("ListObjectsV2", &self.cfg.bucket, self.mutant(), e))?;
-            for o in page.contents() {
-                if let Some(k) = o.key() {
-                    out.push((k.to_string(), o.size().unwrap_or(0).max(0) as u64));
-                }
+            for o in page.objects {
+                out.push((o.key, o.size));
             }
-            match (page.is_truncated(), page.next_continuation_token()) {
-                (Some(true), Some(t)) => token = Some(t.to_string()),
+            match (page.is_truncated, page.next_continuation_token) {
+                (true, Some(t)) => token = Some(t),
                 _ => break,
             }
         }
@@ -289,39 +240,13 @@ impl ScopedStore {
     pub(crate) async fn delete_keys(&self, keys: &[String]) -> Result<Vec<String>, ScopedError> {
         let mut failed = Vec::new();
         for chunk in keys.chunks(S3_BATCH) {
-            let ids = chunk
-                .iter()
-                .map(|k| ObjectIdentifier::builder().key(k).build())
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| ScopedError::Storage {
-                    operation: "DeleteObjects",
-                    message: e.to_string(),
-                })?;
-            let delete = Delete::builder()
-                .set_objects(Some(ids))
-                .quiet(true)
-                .build()
-                .map_err(|e| ScopedError::Storage {
-                    operation: "DeleteObjects",
-                    message: e.to_string(),
-                })?;
             self.counters.delete_batch.fetch_add(1, Ordering::Relaxed);
             let out = self
-                .send(|| {
-                    self.s3
-                        .delete_objects()
-                        .bucket(&self.cfg.bucket)
-                        .delete(delete.clone())
-                        .send()
-                })
+                .send(|| self.s3.delete_objects(&self.cfg.bucket, chunk, true))
                 .await
                 .map_err(|e| must("DeleteObjects", &self.cfg.bucket, self.mutant(), e))?;
             if !self.is(ScopedMutant::PartialBatchMarkedDone) {
-                failed.extend(
-                    out.errors()
-                        .iter()
-                        .filter_map(|e| e.key().map(str::to_string)),
-                );
+                failed.extend(out.errors.into_iter().filter_map(|e| e.key));
             }
         }
         Ok(failed)

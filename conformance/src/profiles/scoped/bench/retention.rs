@@ -34,9 +34,7 @@ async fn stores(
         .map_err(|e| e.to_string())?;
     server
         .client()
-        .create_bucket()
-        .bucket(BUCKET)
-        .send()
+        .create_bucket(BUCKET)
         .await
         .map_err(|e| format!("CreateBucket: {e}"))?;
     let store = ScopedStore::with_metadata(server.client(), meta, config, Arc::new(clock.clone()))

@@ -206,7 +206,7 @@ struct Runner<'a> {
     mem: MemoryHandle,
     meta: Arc<dyn Metadata>,
     clock: ManualClock,
-    client: aws_sdk_s3::Client,
+    client: tidemark_reference::s3_client::S3Client,
     config: ScopedConfig,
     store: ScopedStore,
     turns: Vec<TurnSpace>,
@@ -245,9 +245,7 @@ impl<'a> Runner<'a> {
         let setup = |e: String| SequenceError::Setup(e);
         let client = server.client();
         client
-            .create_bucket()
-            .bucket(BUCKET)
-            .send()
+            .create_bucket(BUCKET)
             .await
             .map_err(|e| setup(format!("{e:?}")))?;
         let mut config = ScopedConfig::new(BUCKET);

@@ -9,6 +9,8 @@
 use std::time::Duration;
 
 use tidemark_reference::clock::Timestamp;
+use tidemark_reference::s3_client::lifecycle_xml::{LifecycleRule, RuleFilter};
+use tidemark_reference::s3_client::{ListRequest, S3Client};
 use tidemark_reference::scoped::lifecycle::{Filter, LifecycleConfiguration, Rule};
 use tidemark_sim::lifecycle::LifecycleExecutor;
 use tidemark_sim::real_tier::FaultPlan;
@@ -17,33 +19,25 @@ use crate::profiles::scoped::contract::ScopedOp;
 
 /// Every key under `prefix`, straight from the bucket.
 pub async fn bucket_keys(
-    client: &aws_sdk_s3::Client,
+    client: &S3Client,
     bucket: &str,
     prefix: &str,
 ) -> Result<Vec<String>, String> {
     let mut keys = Vec::new();
-    let mut token = None;
+    let mut token: Option<String> = None;
     loop {
+        let request = ListRequest {
+            prefix: Some(prefix),
+            continuation_token: token.as_deref(),
+            ..ListRequest::default()
+        };
         let page = client
-            .list_objects_v2()
-            .bucket(bucket)
-            .prefix(prefix)
-            .set_continuation_token(token.take())
-            .send()
+            .list_objects_v2(bucket, &request)
             .await
-            .map_err(|e| {
-                format!(
-                    "listing the bucket: {}",
-                    aws_sdk_s3::error::DisplayErrorContext(&e)
-                )
-            })?;
-        keys.extend(
-            page.contents()
-                .iter()
-                .filter_map(|o| o.key().map(str::to_string)),
-        );
-        match (page.is_truncated(), page.next_continuation_token()) {
-            (Some(true), Some(t)) => token = Some(t.to_string()),
+            .map_err(|e| format!("listing the bucket: {e}"))?;
+        keys.extend(page.objects.into_iter().map(|o| o.key));
+        match (page.is_truncated, page.next_continuation_token) {
+            (true, Some(t)) => token = Some(t),
             _ => break,
         }
     }
@@ -53,7 +47,7 @@ pub async fn bucket_keys(
 /// Runs an age-only expiry rule of `days` over `prefix` with AWS semantics, at `now`; answers
 /// the keys it deleted.
 pub async fn run_age_rule(
-    client: &aws_sdk_s3::Client,
+    client: &S3Client,
     bucket: &str,
     prefix: &str,
     days: u32,
@@ -82,28 +76,14 @@ pub async fn run_age_rule(
 /// (noncurrent versions, transitions, delete markers) named so that it never matches silently.
 /// Ids that SC-7.2 forbids (empty, longer than 255 characters, or used twice) add one entry
 /// naming them, so no expectation can match them either.
-pub async fn lifecycle_rules(
-    client: &aws_sdk_s3::Client,
-    bucket: &str,
-) -> Result<Vec<String>, String> {
-    use aws_sdk_s3::error::ProvideErrorMetadata;
-    use aws_sdk_s3::types::{ExpirationStatus, LifecycleRuleFilter};
-    let got = match client
-        .get_bucket_lifecycle_configuration()
-        .bucket(bucket)
-        .send()
-        .await
-    {
+pub async fn lifecycle_rules(client: &S3Client, bucket: &str) -> Result<Vec<String>, String> {
+    let got = match client.get_bucket_lifecycle(bucket).await {
         Ok(got) => got,
         Err(e) if e.code() == Some("NoSuchLifecycleConfiguration") => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(format!(
-                "reading the bucket's lifecycle configuration: {}",
-                aws_sdk_s3::error::DisplayErrorContext(&e)
-            ))
-        }
+        Err(e) => return Err(format!("reading the bucket's lifecycle configuration: {e}")),
     };
-    let filter = |f: Option<&LifecycleRuleFilter>| -> String {
+    let tag = |(k, v): &(String, String)| format!("tag:{k}={v}");
+    let filter = |f: Option<&RuleFilter>| -> String {
         let Some(f) = f else {
             return "no-filter".into();
         };
@@ -114,32 +94,28 @@ pub async fn lifecycle_rules(
                 p.to_string()
             }
         };
-        if let Some(p) = f.prefix() {
+        if let Some(p) = &f.prefix {
             return prefix(p);
         }
-        if let Some(t) = f.tag() {
-            return format!("tag:{}={}", t.key(), t.value());
+        if let Some(t) = &f.tag {
+            return tag(t);
         }
-        if let Some(n) = f.object_size_greater_than() {
+        if let Some(n) = f.object_size_greater_than {
             return format!("size>{n}");
         }
-        if let Some(n) = f.object_size_less_than() {
+        if let Some(n) = f.object_size_less_than {
             return format!("size<{n}");
         }
-        if let Some(a) = f.and() {
+        if let Some(a) = &f.and {
             let mut parts = Vec::new();
-            if let Some(p) = a.prefix() {
+            if let Some(p) = &a.prefix {
                 parts.push(prefix(p));
             }
-            parts.extend(
-                a.tags()
-                    .iter()
-                    .map(|t| format!("tag:{}={}", t.key(), t.value())),
-            );
-            if let Some(n) = a.object_size_greater_than() {
+            parts.extend(a.tags.iter().map(tag));
+            if let Some(n) = a.object_size_greater_than {
                 parts.push(format!("size>{n}"));
             }
-            if let Some(n) = a.object_size_less_than() {
+            if let Some(n) = a.object_size_less_than {
                 parts.push(format!("size<{n}"));
             }
             return format!("and({})", parts.join(" "));
@@ -147,62 +123,57 @@ pub async fn lifecycle_rules(
         "no-filter".into()
     };
     // A rule's prefix, in either spelling (the filter's, or the older one outside it).
-    #[allow(deprecated)]
-    let prefix_of = |r: &aws_sdk_s3::types::LifecycleRule| -> Option<String> {
-        r.filter()
-            .and_then(|f| f.prefix())
-            .or(r.prefix())
-            .map(str::to_string)
+    let prefix_of = |r: &LifecycleRule| -> Option<String> {
+        r.filter
+            .as_ref()
+            .and_then(|f| f.prefix.clone())
+            .or(r.legacy_prefix.clone())
     };
-    let abort_of = |r: &aws_sdk_s3::types::LifecycleRule| {
-        r.abort_incomplete_multipart_upload()
-            .and_then(|a| a.days_after_initiation())
-    };
+    let abort_of = |r: &LifecycleRule| r.abort_incomplete_multipart_days;
     // The session class's multipart abort covers every workspace's own rule under it (SPEC
     // SL-5.3): where rules overlap the shortest wins (SC-7.3), so a workspace rule's abort no
     // shorter than the class's changes nothing and is the implementation's own to carry or not.
     let class_abort = got
-        .rules()
+        .rules
         .iter()
         .filter(|r| prefix_of(r).as_deref() == Some("sessions/"))
         .filter_map(abort_of)
         .min();
-    let redundant_abort = |r: &aws_sdk_s3::types::LifecycleRule| {
+    let redundant_abort = |r: &LifecycleRule| {
         let nested = prefix_of(r).is_some_and(|p| p.starts_with("sessions/") && p != "sessions/");
         matches!((abort_of(r), class_abort), (Some(a), Some(c)) if nested && a >= c)
     };
     let mut rules: Vec<(String, String)> = Vec::new();
     let mut ids = std::collections::BTreeMap::<String, usize>::new();
-    #[allow(deprecated)]
-    for r in got.rules() {
-        let id = r.id().unwrap_or_default().to_string();
+    for r in &got.rules {
+        let id = r.id.clone().unwrap_or_default();
         *ids.entry(id.clone()).or_default() += 1;
         // A rule's prefix may also sit outside the filter (the older, deprecated spelling).
-        let mut d = match (r.filter(), r.prefix()) {
+        let mut d = match (&r.filter, &r.legacy_prefix) {
             (None, Some(p)) => p.to_string(),
-            (f, _) => filter(f),
+            (f, _) => filter(f.as_ref()),
         };
-        if let Some(e) = r.expiration() {
-            if let Some(days) = e.days() {
+        if let Some(e) = &r.expiration {
+            if let Some(days) = e.days {
                 d.push_str(&format!(" expire {days}d"));
             }
-            if let Some(date) = e.date() {
+            if let Some(date) = &e.date {
                 d.push_str(&format!(" expire on {date}"));
             }
-            if e.expired_object_delete_marker() == Some(true) {
+            if e.expired_object_delete_marker == Some(true) {
                 d.push_str(" expire delete-markers");
             }
         }
         if let Some(days) = abort_of(r).filter(|_| !redundant_abort(r)) {
             d.push_str(&format!(" abort {days}d"));
         }
-        if r.noncurrent_version_expiration().is_some() {
+        if r.noncurrent_version_expiration {
             d.push_str(" noncurrent-expiration");
         }
-        if !r.transitions().is_empty() || !r.noncurrent_version_transitions().is_empty() {
+        if r.transitions {
             d.push_str(" transitions");
         }
-        if r.status() != &ExpirationStatus::Enabled {
+        if !r.enabled() {
             d.push_str(" disabled");
         }
         rules.push((id, d));

@@ -15,6 +15,7 @@ use std::time::Duration;
 use sqlx::postgres::PgPoolOptions;
 pub use sqlx::PgPool;
 use tidemark_reference::clock::{Clock, ManualClock, Timestamp};
+use tidemark_reference::s3_client::S3Client;
 use tidemark_reference::scoped::metadata::{Metadata, PostgresMetadata};
 use tidemark_reference::scoped::people::{PeopleApi, Person, StoreSlot};
 use tidemark_reference::scoped::{
@@ -49,8 +50,9 @@ impl From<&crate::protocol::S3Endpoint> for S3Access {
     }
 }
 
-/// An aws-sdk-s3 client for `access` (configured as [`tidemark_sim::real_tier::s3_client`]: path style, no retries).
-pub fn s3_client_for(access: &S3Access) -> aws_sdk_s3::Client {
+/// An S3 client for `access` (configured as [`tidemark_sim::real_tier::s3_client`]: path style,
+/// no retries).
+pub fn s3_client_for(access: &S3Access) -> S3Client {
     tidemark_sim::real_tier::server::s3_client_with(
         &access.endpoint_url,
         &access.region,
@@ -122,7 +124,7 @@ pub fn config_taking(
 /// and a metadata store, its clock set from each request's time. The reference adapter runs one
 /// over what `init` handed it; the in-process driver runs one over its own stores.
 pub struct ScopedService {
-    s3: aws_sdk_s3::Client,
+    s3: S3Client,
     meta: Arc<dyn Metadata>,
     clock: ManualClock,
     config: ScopedConfig,
@@ -177,7 +179,7 @@ impl ScopedService {
     /// Opens the store over `s3` (the bucket is `config.bucket`) and `meta`, reading time from
     /// `clock`, which [`ScopedService::call`] sets.
     pub async fn over(
-        s3: aws_sdk_s3::Client,
+        s3: S3Client,
         meta: Arc<dyn Metadata>,
         config: ScopedConfig,
         clock: ManualClock,

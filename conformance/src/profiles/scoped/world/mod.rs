@@ -4,7 +4,7 @@
 //!   turmoil's network. Its contents live outside the host, so they survive a bounce.
 //! - Host `app`: the scoped reference ([`ScopedStore`]) over the in-memory metadata store
 //!   ([`MemoryMetadata`], committed state shared across restarts; open transactions die with
-//!   the host) and an aws-sdk-s3 client reaching `s3` through turmoil. It sweeps once on start
+//!   the host) and the S3 client (rusty-s3 over hyper) reaching `s3` through turmoil. It sweeps once on start
 //!   and then hourly (world time), serves [`ScopedOp`]s as JSON lines on port 7000, and the
 //!   reference's people's files API (SPEC part SF: its axum routes, [`PeopleRoutes`]) over
 //!   HTTP on port 8080, on the same store and so on the world clock. Its tokens live in the
@@ -187,7 +187,7 @@ async fn serve_app(
     let boot = boots.fetch_add(1, Ordering::SeqCst) + 1;
     let s3 = sim_s3_client(&endpoint(STORE, S3_PORT), S3_TIMEOUT);
     // The bucket exists after the first boot; a later boot's attempt is refused and ignored.
-    let _ = s3.create_bucket().bucket(BUCKET).send().await;
+    let _ = s3.create_bucket(BUCKET).await;
     let meta: Arc<dyn Metadata> = Arc::new(meta);
     let store = Arc::new(
         ScopedStore::with_metadata(s3, meta, cfg, Arc::new(clock.clone()))
