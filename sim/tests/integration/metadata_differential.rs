@@ -476,6 +476,7 @@ async fn tables(m: &dyn Metadata) -> Result<String, String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 async fn the_in_memory_metadata_answers_every_operation_as_postgresql_does() {
     let pg = Arc::new(PgProvider::from_environment().await.expect("PostgreSQL"));
     // Whether some erasure was met with a deletion obligation it held: the erasure steps are

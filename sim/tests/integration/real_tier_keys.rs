@@ -389,6 +389,7 @@ fn cases() -> u32 {
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn random_hostile_keys_get_the_same_answers_from_the_disk_and_memory_stores() {
     let rt = runtime();
     let stores = rt.block_on(Stores::start());

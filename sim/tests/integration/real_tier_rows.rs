@@ -592,6 +592,7 @@ async fn sweep_plans(
 /// instant; no plan may read a swept table sequentially or sort, since a sort over the expired
 /// range makes each batch cost what expired and a reap cost what expired squared.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 async fn every_sweep_reads_its_expired_rows_in_order_from_an_index_without_a_scan_or_a_sort() {
     use tidemark_reference::rows::batch::StatementLog;
     // The statements: one tick on an empty database, each sweep's statement recorded as it runs.

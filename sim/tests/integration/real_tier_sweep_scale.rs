@@ -70,6 +70,7 @@ fn assert_uses_index(what: &str, explain: &[sqlx::postgres::PgRow], index: &str)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 async fn the_sweep_of_a_thousand_expired_sessions_among_ten_thousand_stays_within_a_tenth_of_the_lower_bound(
 ) {
     let mut config = ScopedConfig::new("scale");
