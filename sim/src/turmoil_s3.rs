@@ -18,13 +18,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder as ConnBuilder;
 use s3s::auth::SimpleAuth;
 use s3s::service::{S3Service, S3ServiceBuilder};
 use tidemark_reference::clock::Clock;
-use tidemark_reference::s3_client::{error_chain, S3Client, Transport};
+use tidemark_reference::s3_client::{error_chain, read_whole, S3Client, Transport};
 
 use crate::real_tier::faults::{FaultHandle, FaultyS3};
 use crate::real_tier::memory_s3::{MemoryHandle, MemoryS3};
@@ -128,13 +128,7 @@ async fn exchange(
         .send_request(http::Request::from_parts(parts, Full::new(body)))
         .await
         .map_err(|e| error_chain(&e))?;
-    let (parts, body) = response.into_parts();
-    let bytes = body
-        .collect()
-        .await
-        .map_err(|e| format!("reading the body: {}", error_chain(&e)))?
-        .to_bytes();
-    Ok(http::Response::from_parts(parts, bytes))
+    read_whole(response).await
 }
 
 /// An S3 client for `endpoint` over turmoil's network, configured as the real tier's

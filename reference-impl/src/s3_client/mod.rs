@@ -77,14 +77,22 @@ impl Transport for HyperTransport {
             .request(http::Request::from_parts(parts, Full::new(body)))
             .await
             .map_err(|e| error_chain(&e))?;
-        let (parts, body) = response.into_parts();
-        let bytes = body
-            .collect()
-            .await
-            .map_err(|e| format!("reading the body: {}", error_chain(&e)))?
-            .to_bytes();
-        Ok(http::Response::from_parts(parts, bytes))
+        read_whole(response).await
     }
+}
+
+/// A response with its whole body read, as a [`Transport`] returns it (this one's and the
+/// sim's).
+pub async fn read_whole(
+    response: http::Response<hyper::body::Incoming>,
+) -> Result<http::Response<Bytes>, String> {
+    let (parts, body) = response.into_parts();
+    let bytes = body
+        .collect()
+        .await
+        .map_err(|e| format!("reading the body: {}", error_chain(&e)))?
+        .to_bytes();
+    Ok(http::Response::from_parts(parts, bytes))
 }
 
 /// An error and its sources on one line (hyper's top-level message alone says little).

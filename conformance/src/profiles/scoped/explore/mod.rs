@@ -535,7 +535,6 @@ mod tests {
     #[test]
     #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
     fn random_search_finds_every_mutant_of_part_sl_within_a_few_seeds() {
-        use crate::explore::hunt::hunt;
         let explorer = ScopedExplorer {
             tier: Tier::Memory,
             variants: crate::variants::Declared::defaults(),
@@ -556,7 +555,7 @@ mod tests {
             .filter(|m| m.rules().iter().any(|r| r.starts_with("SL-")))
             .filter(in_reach)
         {
-            let lines = rt.block_on(hunt(&explorer, &seeds, Some(m), 1));
+            let lines = rt.block_on(hunt::hunt(&explorer, &seeds, Some(m), 1));
             assert!(
                 lines[0].median().is_some(),
                 "{} survives 80 seeds of generator {}",
