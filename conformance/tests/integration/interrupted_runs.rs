@@ -334,7 +334,7 @@ fn a_helper_that_called_setsid_dies_with_the_scenario() {
 
 /// A PostgreSQL server of the test's own, as a user's `DATABASE_URL` would be.
 struct OwnServer {
-    cluster: tidemark_sim::real_tier::pg::EphemeralCluster,
+    cluster: tidemark_sim::real_tier::pg_cluster::EphemeralCluster,
     rt: tokio::runtime::Runtime,
 }
 
@@ -351,7 +351,7 @@ impl OwnServer {
             .or_else(|| std::env::var_os("TIDEMARK_PG_BIN").map(PathBuf::from))
             .expect("PostgreSQL binaries");
         let cluster = rt
-            .block_on(tidemark_sim::real_tier::pg::EphemeralCluster::start(&bin))
+            .block_on(tidemark_sim::real_tier::pg_cluster::EphemeralCluster::start(&bin))
             .expect("a cluster for the test");
         OwnServer { cluster, rt }
     }

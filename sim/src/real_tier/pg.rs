@@ -23,7 +23,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
 
 pub(super) use super::pg_cluster::find_pg_bin;
-pub use super::pg_cluster::EphemeralCluster;
+use super::pg_cluster::EphemeralCluster;
 use super::RealTierError;
 
 /// Where the server binaries are looked for when `TIDEMARK_PG_BIN` is not set.

@@ -15,7 +15,8 @@
 //! forces one (`url`, `cluster`, `container`): CI runs the scoped suite on each, and a forced
 //! source that cannot serve is an error naming the step that failed, never a fall-through.
 
-use super::pg::{find_pg_bin, EphemeralCluster, PgProvider, PgSourceKind};
+use super::pg::{find_pg_bin, PgProvider, PgSourceKind};
+use super::pg_cluster::EphemeralCluster;
 use super::pg_container::PgContainer;
 use super::RealTierError;
 
