@@ -468,4 +468,14 @@ mod tests {
             "starting the container (image tidemark-postgres:15): exec: \"/x\": no such file"
         );
     }
+
+    #[test]
+    fn the_published_port_is_read_from_the_inspected_containers_bindings() {
+        let inspected = json!({ "NetworkSettings": { "Ports": {
+            "5432/tcp": [{ "HostIp": "127.0.0.1", "HostPort": "49153" }],
+        } } });
+        assert_eq!(published_host_port(&inspected), Some(49153));
+        let unpublished = json!({ "NetworkSettings": { "Ports": { "5432/tcp": null } } });
+        assert_eq!(published_host_port(&unpublished), None);
+    }
 }
