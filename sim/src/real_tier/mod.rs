@@ -16,6 +16,7 @@
 //! - [`model`]: seeded random operation sequences checked against a model of SPEC part SC.
 
 pub mod disk_s3;
+pub mod docker_api;
 pub mod faults;
 pub mod memory_s3;
 pub mod pg;

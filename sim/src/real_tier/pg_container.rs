@@ -1,4 +1,5 @@
-//! PostgreSQL in a Docker container started through bollard, the Docker API client: the third source of
+//! PostgreSQL in a Docker container started through our own Docker API client
+//! ([`docker_api`](super::docker_api)): the third source of
 //! [`PgProvider`](super::PgProvider), after `DATABASE_URL` and the ephemeral local cluster.
 //!
 //! The image is local (no registry is reachable here): `scripts/build-pg-image.sh` builds
@@ -17,31 +18,26 @@
 //!   binary at its start, before `reap::reap_dead_runs` (which forgets a dead run's lock file
 //!   once its directories are gone; after that its containers would be of an unknown owner).
 //!
-//! The client is bollard itself with its default features (Unix socket and plain HTTP), not
-//! testcontainers: testcontainers 0.28 turns on bollard's buildkit support unconditionally, and
-//! with it a gRPC stack, protobufs and rustls with ring, about 75 crates this module never
-//! calls (issue 25 measured them). The steps testcontainers took here are the few below:
-//! create, start, follow the logs to the ready line, read the published port, remove.
+//! The client is a few calls over the daemon's Unix socket with hyper, already in the build
+//! (issue 25): testcontainers pulled in a gRPC stack, protobufs and rustls with ring, and
+//! bollard alone cost about 22 s of build CPU in generated API models. The steps are the few
+//! below: create, start, follow the logs to the ready line, read the published port, remove.
 //!
-//! Caveat (issue 12): bollard 0.21 is built for Docker API 1.53, while Debian's dockerd 20.10
-//! accepts at most 1.41. It works because that bollard leaves the version out of request
-//! paths. `sim/Cargo.toml` pins it; the test `sim/tests/integration/real_tier_container.rs`
-//! starts a container through it and fails the day that stops working.
+//! API version (issue 12): every request names Docker API 1.41
+//! ([`docker_api::API_VERSION`](super::docker_api::API_VERSION)), the highest Debian's dockerd
+//! 20.10 accepts; newer daemons still serve it. The test
+//! `sim/tests/integration/real_tier_container.rs` starts a container through it.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use bollard::container::LogOutput;
-use bollard::models::{ContainerCreateBody, HostConfig, PortBinding};
-use bollard::query_parameters::{
-    CreateContainerOptions, ListContainersOptions, LogsOptions, RemoveContainerOptions,
-};
-use bollard::Docker;
-use futures_util::StreamExt;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection};
 
+use super::docker_api::{ApiError, Docker, LogFrames};
 use crate::owner;
 
 /// The image `scripts/build-pg-image.sh` builds.
@@ -148,14 +144,14 @@ impl PgContainer {
             detail,
         };
         daemon_socket_answers().map_err(|e| fail(Step::ReachDaemon, e))?;
-        let docker = client().map_err(|e| fail(Step::ReachDaemon, e))?;
+        let docker = client();
         bounded(docker.ping())
             .await
-            .map_err(|e| fail(Step::ReachDaemon, e))?;
+            .map_err(|e| fail(Step::ReachDaemon, e.into()))?;
         report_reaped(reap_dead_containers_with(&docker).await);
         match bounded(docker.inspect_image(&image)).await {
             Ok(_) => {}
-            Err(e) if e.contains("404") || e.contains("No such image") => {
+            Err(e) if e.is_not_found() => {
                 return Err(fail(
                     Step::FindImage,
                     format!(
@@ -164,33 +160,27 @@ impl PgContainer {
                     ),
                 ))
             }
-            Err(e) => return Err(fail(Step::FindImage, e)),
+            Err(e) => return Err(fail(Step::FindImage, e.into())),
         }
         let token = owner::Owner::current().token().to_string();
         let start_id = format!("{token}-{}", STARTS.fetch_add(1, Ordering::SeqCst));
         STARTED_ANY.store(true, Ordering::SeqCst);
-        let body = ContainerCreateBody {
-            image: Some(image.clone()),
-            labels: Some(HashMap::from([
-                (OWNER_LABEL.to_string(), token),
-                (START_LABEL.to_string(), start_id.clone()),
-            ])),
-            exposed_ports: Some(vec![PORT.to_string()]),
-            host_config: Some(HostConfig {
-                // Published on the host's loopback only: the cluster trusts every client.
-                publish_all_ports: Some(false),
-                port_bindings: Some(HashMap::from([(
-                    PORT.to_string(),
-                    Some(vec![PortBinding {
-                        host_ip: Some("127.0.0.1".to_string()),
-                        host_port: Some(String::new()),
-                    }]),
-                )])),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let created = bounded(docker.create_container(None::<CreateContainerOptions>, body)).await;
+        let labels = BTreeMap::from([
+            (OWNER_LABEL.to_string(), token),
+            (START_LABEL.to_string(), start_id.clone()),
+        ]);
+        let body = json!({
+            "Image": image,
+            "Labels": labels,
+            "ExposedPorts": { PORT: {} },
+            "HostConfig": {
+                // Published on the host's loopback only: the cluster trusts every client. An
+                // empty host port asks the daemon for an ephemeral one.
+                "PublishAllPorts": false,
+                "PortBindings": { PORT: [{ "HostIp": "127.0.0.1", "HostPort": "" }] },
+            },
+        });
+        let created = bounded(docker.create_container(&body)).await;
         let mut out = PgContainer {
             id: String::new(),
             image: image.clone(),
@@ -199,15 +189,15 @@ impl PgContainer {
         // From here on a failure drops `out`, which removes the container; a container the
         // daemon made but whose id never came back is removed by this start's label.
         match created {
-            Ok(c) => out.id = c.id,
+            Ok(id) => out.id = id,
             Err(e) => {
                 let _ = remove_labelled(&docker, &format!("{START_LABEL}={start_id}")).await;
-                return Err(fail(Step::CreateContainer, e));
+                return Err(fail(Step::CreateContainer, e.into()));
             }
         }
-        bounded(docker.start_container(&out.id, None))
+        bounded(docker.start_container(&out.id))
             .await
-            .map_err(|e| fail(Step::StartContainer, e))?;
+            .map_err(|e| fail(Step::StartContainer, e.into()))?;
         wait_for_ready_line(&docker, &out.id)
             .await
             .map_err(|e| fail(Step::WaitReady, e))?;
@@ -269,28 +259,29 @@ impl Drop for PgContainer {
         }
         // This Drop may run outside a runtime or on a runtime's only thread (which it must not
         // block on itself), so the removal gets a thread, a runtime and a client of its own.
-        if let Err(e) = blocking(async move { remove(&client()?, &id).await }) {
+        if let Err(e) = blocking(async move { remove(&client(), &id).await }) {
             eprintln!("tidemark: removing the PostgreSQL container: {e}");
         }
     }
 }
 
-/// Follows the container's stderr until the server's ready line, for at most
+/// Follows the container's stdout and stderr until the server's ready line, for at most
 /// [`STARTUP_TIMEOUT`]. A container that exits first ends the stream: an error, with the
 /// last of what it printed.
 async fn wait_for_ready_line(docker: &Docker, id: &str) -> Result<(), String> {
-    let options = LogsOptions {
-        follow: true,
-        stderr: true,
-        ..Default::default()
-    };
-    let mut logs = docker.logs(id, Some(options));
     // Everything printed so far: the line may arrive split across frames.
     let mut printed = String::new();
     let follow = async {
-        while let Some(frame) = logs.next().await {
-            if let LogOutput::StdErr { message } = frame.map_err(|e| e.to_string())? {
-                printed.push_str(&String::from_utf8_lossy(&message));
+        let mut logs = docker.follow_logs(id).await?;
+        let mut frames = LogFrames::new();
+        while let Some(part) = logs.frame().await {
+            let part = part.map_err(|e| format!("reading the container's logs: {e}"))?;
+            let Ok(chunk) = part.into_data() else {
+                continue; // trailers: none expected
+            };
+            frames.push(&chunk);
+            while let Some((_, payload)) = frames.next_frame()? {
+                printed.push_str(&String::from_utf8_lossy(&payload));
                 if printed.contains(READY_LINE) {
                     return Ok(());
                 }
@@ -314,51 +305,51 @@ async fn wait_for_ready_line(docker: &Docker, id: &str) -> Result<(), String> {
 
 /// The host port the daemon published [`PORT`] on (on 127.0.0.1).
 async fn published_port(docker: &Docker, id: &str) -> Result<u16, String> {
-    let inspected = bounded(docker.inspect_container(id, None)).await?;
-    let bindings = inspected
-        .network_settings
-        .and_then(|n| n.ports)
-        .and_then(|mut ports| ports.remove(PORT).flatten())
-        .unwrap_or_default();
-    bindings
+    let inspected = bounded(docker.inspect_container(id)).await?;
+    published_host_port(&inspected).ok_or_else(|| {
+        format!(
+            "{PORT} is not published: {}",
+            inspected["NetworkSettings"]["Ports"]
+        )
+    })
+}
+
+/// The first host port in an inspected container's `NetworkSettings.Ports[PORT]`.
+fn published_host_port(inspected: &Value) -> Option<u16> {
+    inspected["NetworkSettings"]["Ports"][PORT]
+        .as_array()?
         .iter()
-        .filter_map(|b| b.host_port.as_deref())
+        .filter_map(|b| b["HostPort"].as_str())
         .find_map(|p| p.parse::<u16>().ok())
-        .ok_or_else(|| format!("{PORT} is not published: {bindings:?}"))
 }
 
-fn client() -> Result<Docker, String> {
-    Docker::connect_with_defaults().map_err(|e| format!("Docker client: {e}"))
+fn client() -> Docker {
+    Docker::new(docker_socket())
 }
 
-async fn bounded<T, E: std::fmt::Display>(
-    call: impl std::future::Future<Output = Result<T, E>>,
-) -> Result<T, String> {
+async fn bounded<T>(
+    call: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
     match tokio::time::timeout(DOCKER_CALL_TIMEOUT, call).await {
-        Ok(r) => r.map_err(|e| e.to_string()),
-        Err(_) => Err(format!(
-            "the Docker daemon did not answer within {} s",
-            DOCKER_CALL_TIMEOUT.as_secs()
-        )),
+        Ok(r) => r,
+        Err(_) => Err(ApiError {
+            status: None,
+            message: format!(
+                "the Docker daemon did not answer within {} s",
+                DOCKER_CALL_TIMEOUT.as_secs()
+            ),
+        }),
     }
 }
 
 /// Containers (running or not) carrying `label` (`key` or `key=value`): (id, owner token).
 async fn labelled(docker: &Docker, label: &str) -> Result<Vec<(String, String)>, String> {
-    let options = ListContainersOptions {
-        all: true,
-        filters: Some(HashMap::from([(
-            "label".to_string(),
-            vec![label.to_string()],
-        )])),
-        ..Default::default()
-    };
-    let mut out: Vec<(String, String)> = bounded(docker.list_containers(Some(options)))
+    let mut out: Vec<(String, String)> = bounded(docker.list_labelled(label))
         .await?
-        .into_iter()
+        .iter()
         .filter_map(|c| {
-            let owner = c.labels.as_ref()?.get(OWNER_LABEL)?.clone();
-            Some((c.id?, owner))
+            let owner = c["Labels"][OWNER_LABEL].as_str()?;
+            Some((c["Id"].as_str()?.to_string(), owner.to_string()))
         })
         .collect();
     out.sort();
@@ -366,15 +357,10 @@ async fn labelled(docker: &Docker, label: &str) -> Result<Vec<(String, String)>,
 }
 
 async fn remove(docker: &Docker, id: &str) -> Result<(), String> {
-    let options = RemoveContainerOptions {
-        force: true,
-        v: true,
-        ..Default::default()
-    };
-    match bounded(docker.remove_container(id, Some(options))).await {
+    match bounded(docker.remove_container(id)).await {
         Ok(()) => Ok(()),
         // Someone else (its own Drop, another reaper) removed it first.
-        Err(e) if e.contains("404") || e.contains("No such container") => Ok(()),
+        Err(e) if e.is_not_found() => Ok(()),
         Err(e) => Err(format!("removing container {id}: {e}")),
     }
 }
@@ -395,7 +381,7 @@ pub async fn reap_dead_containers() -> Result<Vec<String>, String> {
     if daemon_socket_answers().is_err() {
         return Ok(Vec::new());
     }
-    reap_dead_containers_with(&client()?).await
+    reap_dead_containers_with(&client()).await
 }
 
 async fn reap_dead_containers_with(docker: &Docker) -> Result<Vec<String>, String> {
@@ -418,7 +404,7 @@ pub async fn remove_own_containers() -> Result<usize, String> {
     if daemon_socket_answers().is_err() {
         return Ok(0);
     }
-    let docker = client()?;
+    let docker = client();
     let label = format!("{OWNER_LABEL}={}", owner::Owner::current().token());
     Ok(remove_labelled(&docker, &label).await?.len())
 }
@@ -431,7 +417,7 @@ pub fn started_any() -> bool {
 /// Containers carrying an owner label, as (id, token), sorted: for tests and diagnostics.
 pub async fn run_containers() -> Result<Vec<(String, String)>, String> {
     daemon_socket_answers()?;
-    labelled(&client()?, OWNER_LABEL).await
+    labelled(&client(), OWNER_LABEL).await
 }
 
 /// Runs `work` on a thread with its own runtime: for callers that are not async (the binary's
@@ -481,5 +467,15 @@ mod tests {
             e.to_string(),
             "starting the container (image tidemark-postgres:15): exec: \"/x\": no such file"
         );
+    }
+
+    #[test]
+    fn the_published_port_is_read_from_the_inspected_containers_bindings() {
+        let inspected = json!({ "NetworkSettings": { "Ports": {
+            "5432/tcp": [{ "HostIp": "127.0.0.1", "HostPort": "49153" }],
+        } } });
+        assert_eq!(published_host_port(&inspected), Some(49153));
+        let unpublished = json!({ "NetworkSettings": { "Ports": { "5432/tcp": null } } });
+        assert_eq!(published_host_port(&unpublished), None);
     }
 }

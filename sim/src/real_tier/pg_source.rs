@@ -7,9 +7,10 @@
 //! 2. The ephemeral local cluster (`initdb` + `postgres` from the host's binaries): no daemon,
 //!    no image, ready in about a second, and it stops with the run by itself (parent-death
 //!    signal) even when the run is killed.
-//! 3. A Docker container (bollard, the Docker API client): needs a Docker daemon and the local image
-//!    (`scripts/build-pg-image.sh`); it starts as fast, but a killed run's container outlives
-//!    it until the next run reaps it, so it comes last among the automatic choices.
+//! 3. A Docker container (through [`docker_api`](super::docker_api), our Docker API client):
+//!    needs a Docker daemon and the local image (`scripts/build-pg-image.sh`); it starts as
+//!    fast, but a killed run's container outlives it until the next run reaps it, so it comes
+//!    last among the automatic choices.
 //!
 //! With none available, the error names each source and why it was not used. [`SOURCE_ENV`]
 //! forces one (`url`, `cluster`, `container`): CI runs the scoped suite on each, and a forced

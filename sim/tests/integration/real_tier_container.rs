@@ -1,5 +1,5 @@
-//! The containerised PostgreSQL source (`pg_container`): the pinned Docker API client (bollard)
-//! against the installed dockerd, errors that name their step, and no container left behind.
+//! The containerised PostgreSQL source (`pg_container`): our Docker API client (`docker_api`,
+//! API version 1.41 pinned) against the installed dockerd, errors that name their step, and no container left behind.
 //!
 //! Needs a Docker daemon and the local image (`scripts/build-pg-image.sh`). Without them each
 //! test prints why it is skipped and passes, except under CI (`CI` set), where `.ci/run`
@@ -64,8 +64,8 @@ async fn the_pinned_docker_client_runs_the_local_image_on_the_installed_dockerd(
     if !docker_ready() {
         return;
     }
-    // The day bollard puts its API version (1.53) in request paths, dockerd 20.10 (at most
-    // 1.41) refuses every call and this start fails.
+    // Every call names API 1.41 in its path: the day that is raised past what the installed
+    // dockerd 20.10 accepts (at most 1.41), it refuses every call and this start fails.
     let container = PgContainer::start().await.expect("a PostgreSQL container");
     let id = container.id().to_string();
     let own = format!("{OWNER_LABEL}={}", Owner::current().token());
