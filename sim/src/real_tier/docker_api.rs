@@ -14,6 +14,7 @@ use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 
 /// The Docker Engine API version every request names.
@@ -28,7 +29,7 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn unanswered(message: impl Into<String>) -> ApiError {
+    pub(crate) fn unanswered(message: impl Into<String>) -> ApiError {
         ApiError {
             status: None,
             message: message.into(),
@@ -226,24 +227,21 @@ async fn read_all(body: Incoming, path: &str) -> Result<Bytes, ApiError> {
         .map_err(|e| ApiError::unanswered(format!("reading Docker's answer to {path}: {e}")))
 }
 
+/// Every byte but RFC 3986's unreserved characters is percent-encoded in a query value.
+const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// The `filters` query parameter selecting containers with `label`: the JSON object
 /// `{"label":["<label>"]}`, percent-encoded.
 pub fn label_filter_query(label: &str) -> String {
     let filters = serde_json::json!({ "label": [label] });
-    format!("filters={}", percent_encode(&filters.to_string()))
-}
-
-/// Percent-encodes every byte but RFC 3986's unreserved characters.
-fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() * 3);
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    format!(
+        "filters={}",
+        utf8_percent_encode(&filters.to_string(), QUERY_VALUE)
+    )
 }
 
 /// Which of the container's streams a log frame came from.

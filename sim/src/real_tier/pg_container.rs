@@ -332,13 +332,10 @@ async fn bounded<T>(
 ) -> Result<T, ApiError> {
     match tokio::time::timeout(DOCKER_CALL_TIMEOUT, call).await {
         Ok(r) => r,
-        Err(_) => Err(ApiError {
-            status: None,
-            message: format!(
-                "the Docker daemon did not answer within {} s",
-                DOCKER_CALL_TIMEOUT.as_secs()
-            ),
-        }),
+        Err(_) => Err(ApiError::unanswered(format!(
+            "the Docker daemon did not answer within {} s",
+            DOCKER_CALL_TIMEOUT.as_secs()
+        ))),
     }
 }
 
