@@ -1,5 +1,7 @@
 //! protocol.schema.json describes the protocol as it is actually spoken: every line of a real
-//! run through the reference adapter, in both directions, validates against it.
+//! run through the reference adapter, in both directions, validates against it. The same run is
+//! the one that holds the reference behind the protocol to its in-process verdicts (every
+//! profile's whole suite; the mutants and variants behind the protocol are in `process_*`).
 //!
 //! The validator covers exactly the JSON Schema keywords the file uses (`$ref`, `oneOf`, `anyOf`, `type`,
 //! `const`, `enum`, `required`, `properties`, `items`, `additionalProperties`, `minimum`,
@@ -186,17 +188,56 @@ fn request_body_definition(profile: Option<&str>) -> &'static str {
     }
 }
 
-/// Every profile: the scratchpad suite and, because the reference adapter claims them, the scoped
-/// suite with its S3 endpoint and database in `init`, and the rows suite with its database
-/// (PostgreSQL as the real-tier tests get it).
+/// The names of the scenarios a `tidemark run` printed as passed (`PASS  <name>  <rules>`).
+fn passed(stdout: &[u8]) -> std::collections::BTreeSet<String> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("PASS "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The `name` of every `<testcase>` in a JUnit file, which must be well-formed XML (quick-xml's
+/// reader says where not).
+fn junit_testcases(path: &std::path::Path) -> std::collections::BTreeSet<String> {
+    use quick_xml::events::Event;
+    let xml = std::fs::read_to_string(path).expect("the JUnit file is written");
+    let mut reader = quick_xml::Reader::from_str(&xml);
+    let mut names = std::collections::BTreeSet::new();
+    loop {
+        match reader.read_event() {
+            Ok(Event::Eof) => break,
+            Ok(Event::Start(e) | Event::Empty(e)) if e.name().as_ref() == b"testcase" => {
+                let name = e
+                    .try_get_attribute("name")
+                    .unwrap()
+                    .expect("a testcase has a name");
+                names.insert(String::from_utf8(name.value.into_owned()).unwrap());
+            }
+            Ok(_) => {}
+            Err(e) => panic!("the JUnit file is not well-formed XML: {e}\n{xml}"),
+        }
+    }
+    names
+}
+
+/// One run of the reference adapter through the protocol, every profile it claims (the
+/// scratchpad suite; the scoped suite with the harness's S3 endpoint and a database in `init`;
+/// the rows suite with its database, PostgreSQL as the real-tier tests get it), holds three
+/// things: it passes exactly the scenarios the reference passes in process, its JUnit file is
+/// well-formed and names them all, and every line it spoke, in both directions, validates
+/// against the schema. (One run for the three: each is a whole suite through the protocol.)
 #[test]
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
-fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
+fn the_reference_behind_the_protocol_passes_what_it_passes_in_process_speaking_only_what_the_schema_allows(
+) {
     let dir = tempfile::tempdir().unwrap();
     let (to_impl, from_impl) = (
         dir.path().join("to-impl.jsonl"),
         dir.path().join("from-impl.jsonl"),
     );
+    let junit = dir.path().join("reference.xml");
     // A recording adapter: the reference, with both directions of its pipe copied to files. Each
     // line reaches its file before it is passed on (tee passes it on first), because the harness
     // kills the whole process group right after some answers (`crashed`), recorder included.
@@ -209,7 +250,8 @@ fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
         rec = recorder.display()
     );
     let out = Command::new(TIDEMARK)
-        .args(["run", "--impl", &recording])
+        .args(["run", "--impl", &recording, "--junit"])
+        .arg(&junit)
         .current_dir(repo_root())
         .output()
         .unwrap();
@@ -217,6 +259,32 @@ fn every_line_of_a_real_run_validates_against_the_schema_in_both_directions() {
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stdout)
+    );
+    let in_process = Command::new(TIDEMARK)
+        .arg("run")
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    assert!(
+        in_process.status.success(),
+        "the reference passes in process"
+    );
+    let in_process = passed(&in_process.stdout);
+    for profile in ["scratchpad::", "scoped::", "rows::"] {
+        assert!(
+            in_process.iter().any(|n| n.starts_with(profile)),
+            "the in-process run holds {profile} scenarios"
+        );
+    }
+    assert_eq!(
+        passed(&out.stdout),
+        in_process,
+        "passed through the protocol"
+    );
+    assert_eq!(
+        junit_testcases(&junit),
+        in_process,
+        "the JUnit file's testcases"
     );
 
     let schema = schema();
