@@ -3,7 +3,76 @@
 //! every guest, then heal and a liveness check; and the same seed replays byte-identically.
 
 use tidemark_conformance::profiles::scoped::world::run_scoped_world;
+use tidemark_conformance::profiles::scoped::world::OUT_OF_REACH;
 use tidemark_reference::scoped::ScopedMutant;
+
+/// The mutants each test below hunts, by what catches them and within how many seeds. Together
+/// with part SL's mutants in reach and those out of the world's reach, they are every scoped
+/// mutant (`every_scoped_mutant_is_hunted_by_a_world_test_or_out_of_its_reach`), so these tests
+/// are the world's whole hunt: `tidemark world --profile scoped --hunt` runs the same search for
+/// a person at the command line.
+const CAUGHT_BY_LIVENESS: [ScopedMutant; 3] = [
+    ScopedMutant::AppRecordedDeletions,
+    ScopedMutant::PartialBatchMarkedDone,
+    ScopedMutant::DeletionBeforeRecord,
+];
+const CAUGHT_WITHIN_FOUR_SEEDS: [ScopedMutant; 10] = [
+    ScopedMutant::AgeOnlyExpiry,
+    ScopedMutant::WaitsIgnored,
+    ScopedMutant::SkillsSwept,
+    ScopedMutant::WorkspaceWritableByDefault,
+    ScopedMutant::NoneStillReadable,
+    ScopedMutant::ListingOwnScopeOnly,
+    ScopedMutant::ScopeGuessed,
+    ScopedMutant::ClampingResolution,
+    ScopedMutant::EncodedTraversalAccepted,
+    ScopedMutant::TextOutlivesFile,
+];
+const LAYOUT_LISTINGS_AND_DELETION_RIGHTS: [ScopedMutant; 6] = [
+    ScopedMutant::SessionsUnderTheirAgent,
+    ScopedMutant::TextKeyUncounted,
+    ScopedMutant::FileBeforeText,
+    ScopedMutant::ListingByScope,
+    ScopedMutant::FailedWriteReportedWritten,
+    ScopedMutant::DeleteNeedsOnlyRead,
+];
+const PATH_SHAPES: [ScopedMutant; 4] = [
+    ScopedMutant::BackslashAccepted,
+    ScopedMutant::LookalikeDotsAccepted,
+    ScopedMutant::TrailingSlashTrimmed,
+    ScopedMutant::PermissionBeforeShape,
+];
+const RACING_A_SWEEP: ScopedMutant = ScopedMutant::SweepUnlocked;
+const SERVED_FROM_AN_INTERRUPTED_SWEEP: ScopedMutant = ScopedMutant::PersonSkipsUnfinishedSweep;
+const CAUGHT_BY_THE_PEOPLES_ORACLE: [ScopedMutant; 15] = [
+    ScopedMutant::UploadEchoesRawPath,
+    ScopedMutant::PeopleListingRefuses,
+    ScopedMutant::ForeignSessionServed,
+    ScopedMutant::PersonWrongScopeAuthority,
+    ScopedMutant::UrlDecodedTwice,
+    ScopedMutant::UploadNotActivity,
+    ScopedMutant::PersonDeleteNeedsOnlyRead,
+    ScopedMutant::EncodedSlashSplits,
+    ScopedMutant::UploadUnbounded,
+    ScopedMutant::SessionBeforeCredentials,
+    ScopedMutant::DownloadServedInline,
+    ScopedMutant::PathRefusalIsServerError,
+    ScopedMutant::LookalikeScopeAccepted,
+    ScopedMutant::PersonCappedByAgentSettings,
+    ScopedMutant::PlusAsSpace,
+];
+
+fn out_of_reach(m: ScopedMutant) -> bool {
+    OUT_OF_REACH.iter().any(|(id, _)| *id == m.id())
+}
+
+/// Part SL's mutants the world can reach (promotion, overflow, the count and workspace rules).
+fn part_sl_in_reach() -> impl Iterator<Item = ScopedMutant> {
+    ScopedMutant::ALL
+        .into_iter()
+        .filter(|m| m.rules().iter().any(|r| r.starts_with("SL-")))
+        .filter(|m| !out_of_reach(*m))
+}
 
 /// The first safety failure the world reports with `mutant` switched on, within `seeds` seeds
 /// from seed 0.
@@ -65,11 +134,7 @@ fn a_scoped_world_seed_replays_to_the_same_trace_hash() {
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_liveness_check_catches_deletions_recorded_by_application_code_and_batches_marked_done_despite_errors_within_sixty_seeds(
 ) {
-    for m in [
-        ScopedMutant::AppRecordedDeletions,
-        ScopedMutant::PartialBatchMarkedDone,
-        ScopedMutant::DeletionBeforeRecord,
-    ] {
+    for m in CAUGHT_BY_LIVENESS {
         assert!(
             (0..60).any(|seed| run_scoped_world(seed, Some(m)).failure.is_some()),
             "{} survives sixty world seeds",
@@ -82,18 +147,7 @@ fn the_liveness_check_catches_deletions_recorded_by_application_code_and_batches
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_safety_oracle_catches_expiry_waits_skills_permissions_listings_resolution_and_text_mutants_within_four_seeds(
 ) {
-    for m in [
-        ScopedMutant::AgeOnlyExpiry,
-        ScopedMutant::WaitsIgnored,
-        ScopedMutant::SkillsSwept,
-        ScopedMutant::WorkspaceWritableByDefault,
-        ScopedMutant::NoneStillReadable,
-        ScopedMutant::ListingOwnScopeOnly,
-        ScopedMutant::ScopeGuessed,
-        ScopedMutant::ClampingResolution,
-        ScopedMutant::EncodedTraversalAccepted,
-        ScopedMutant::TextOutlivesFile,
-    ] {
+    for m in CAUGHT_WITHIN_FOUR_SEEDS {
         let caught = first_safety_failure(m, 4);
         assert!(
             caught.is_some(),
@@ -107,7 +161,7 @@ fn the_safety_oracle_catches_expiry_waits_skills_permissions_listings_resolution
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn a_write_racing_a_sweep_that_does_not_lock_its_candidates_is_lost_and_the_safety_oracle_sees_it_within_thirty_seeds(
 ) {
-    let caught = first_safety_failure(ScopedMutant::SweepUnlocked, 30);
+    let caught = first_safety_failure(RACING_A_SWEEP, 30);
     assert!(
         caught.is_some(),
         "sweep-unlocked passes the safety oracle on thirty world seeds"
@@ -161,23 +215,7 @@ fn people_upload_download_list_and_are_refused_over_turmoil_http_beside_the_agen
 #[test]
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_people_oracle_catches_every_mutant_of_the_people_api_it_reaches_within_five_seeds() {
-    for m in [
-        ScopedMutant::UploadEchoesRawPath,
-        ScopedMutant::PeopleListingRefuses,
-        ScopedMutant::ForeignSessionServed,
-        ScopedMutant::PersonWrongScopeAuthority,
-        ScopedMutant::UrlDecodedTwice,
-        ScopedMutant::UploadNotActivity,
-        ScopedMutant::PersonDeleteNeedsOnlyRead,
-        ScopedMutant::EncodedSlashSplits,
-        ScopedMutant::UploadUnbounded,
-        ScopedMutant::SessionBeforeCredentials,
-        ScopedMutant::DownloadServedInline,
-        ScopedMutant::PathRefusalIsServerError,
-        ScopedMutant::LookalikeScopeAccepted,
-        ScopedMutant::PersonCappedByAgentSettings,
-        ScopedMutant::PlusAsSpace,
-    ] {
+    for m in CAUGHT_BY_THE_PEOPLES_ORACLE {
         let caught = first_safety_failure(m, 5);
         assert!(
             caught.is_some(),
@@ -190,7 +228,7 @@ fn the_people_oracle_catches_every_mutant_of_the_people_api_it_reaches_within_fi
 #[test]
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn a_persons_request_served_from_what_an_interrupted_sweep_left_is_caught_within_sixty_seeds() {
-    let caught = first_safety_failure(ScopedMutant::PersonSkipsUnfinishedSweep, 60);
+    let caught = first_safety_failure(SERVED_FROM_AN_INTERRUPTED_SWEEP, 60);
     assert!(
         caught.is_some(),
         "person-skips-unfinished-sweep passes the safety oracle on sixty world seeds"
@@ -222,15 +260,67 @@ fn guests_promote_and_overflow_and_the_oracle_catches_every_mutant_of_part_sl_in
             "seeds 0 to 3: {what} never wrote a file, so the world proved nothing of it"
         );
     }
-    use tidemark_conformance::profiles::scoped::world::OUT_OF_REACH;
-    for m in ScopedMutant::ALL
-        .into_iter()
-        .filter(|m| m.rules().iter().any(|r| r.starts_with("SL-")))
-        .filter(|m| OUT_OF_REACH.iter().all(|(id, _)| *id != m.id()))
-    {
+    for m in part_sl_in_reach() {
         assert!(
             (0..8).any(|seed| run_scoped_world(seed, Some(m)).failure.is_some()),
             "{} survives eight world seeds",
+            m.id()
+        );
+    }
+}
+
+#[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
+fn the_safety_oracle_catches_a_misplaced_layout_a_listing_out_of_order_and_deletion_with_read_access_within_four_seeds(
+) {
+    for m in LAYOUT_LISTINGS_AND_DELETION_RIGHTS {
+        assert!(
+            first_safety_failure(m, 4).is_some(),
+            "{} passes the safety oracle on four world seeds",
+            m.id()
+        );
+    }
+}
+
+#[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
+fn a_path_is_refused_for_its_shape_before_its_permission_and_no_look_alike_slips_through_within_twenty_seeds(
+) {
+    for m in PATH_SHAPES {
+        assert!(
+            first_safety_failure(m, 20).is_some(),
+            "{} passes the safety oracle on twenty world seeds",
+            m.id()
+        );
+    }
+}
+
+/// Every scoped mutant is hunted by one of the tests above or is out of the world's reach (each
+/// with its reason, `world::every_mutant_out_of_the_worlds_reach_is_a_real_one_killed_by_a_scenario`),
+/// never both: a mutant added to the reference and to none of these lists fails here.
+#[test]
+fn every_scoped_mutant_is_hunted_by_a_world_test_or_out_of_its_reach() {
+    let hunted: Vec<ScopedMutant> = CAUGHT_BY_LIVENESS
+        .into_iter()
+        .chain(CAUGHT_WITHIN_FOUR_SEEDS)
+        .chain(LAYOUT_LISTINGS_AND_DELETION_RIGHTS)
+        .chain(PATH_SHAPES)
+        .chain([RACING_A_SWEEP, SERVED_FROM_AN_INTERRUPTED_SWEEP])
+        .chain(CAUGHT_BY_THE_PEOPLES_ORACLE)
+        .chain(part_sl_in_reach())
+        .collect();
+    let mut ids: Vec<&str> = hunted.iter().map(|m| m.id()).collect();
+    ids.sort_unstable();
+    let before = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), before, "a mutant is hunted by two tests");
+    for m in &hunted {
+        assert!(!out_of_reach(*m), "{} is hunted but out of reach", m.id());
+    }
+    for m in ScopedMutant::ALL {
+        assert!(
+            out_of_reach(m) || ids.contains(&m.id()),
+            "{} is neither hunted by a world test nor out of the world's reach",
             m.id()
         );
     }

@@ -53,15 +53,15 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     ),
     (
         "failed-write-keeps-the-mark",
-        "seldom in the world's reach: a write must fail after its text landed, in a session a sweep had already marked, which then stays idle until the heal; one seed in 300 stages it (132; seed 45 did before part SL's calls joined the world), none of CI's 80; the exploration finds it within 80 seeds and the scenario kills it",
+        "seldom in the world's reach: a write must fail after its text landed, in a session a sweep had already marked, which then stays idle until the heal; one seed in 300 stages it (132; seed 45 did before part SL's calls joined the world), none of the first 80; the exploration finds it within 80 seeds and the scenario kills it",
     ),
     (
         "refusal-is-activity",
-        "seldom in the world's reach: it keeps a session alive longer and loses no file, which only the liveness check after the heal sees, and only when a refused operation came within a TTL of the heal and the last accepted one did not (the oracle's claims count every request, refused or not, before calling a session certainly idle); CI's 80 seeds stage none",
+        "seldom in the world's reach: it keeps a session alive longer and loses no file, which only the liveness check after the heal sees, and only when a refused operation came within a TTL of the heal and the last accepted one did not (the oracle's claims count every request, refused or not, before calling a session certainly idle); 80 seeds from seed 0 stage none",
     ),
     (
         "repeated-create-is-activity",
-        "seldom in the world's reach: a repeated create keeps a session alive longer and loses no file, which only the liveness check after the heal sees, and only when the create came within a TTL of the heal and the last activity did not; CI's 80 seeds stage none",
+        "seldom in the world's reach: a repeated create keeps a session alive longer and loses no file, which only the liveness check after the heal sees, and only when the create came within a TTL of the heal and the last activity did not; 80 seeds from seed 0 stage none",
     ),
     (
         "workspace-deletion-spares-skills",
@@ -93,7 +93,7 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     ),
     (
         "policy-marks-before-deleting",
-        "seldom in the world's reach: a policy sweep's deletion must fail under a fault while its count takes a busy session that still holds files; CI's 80 seeds stage none, the exploration finds it within 80 seeds and the scenario kills it",
+        "seldom in the world's reach: a policy sweep's deletion must fail under a fault while its count takes a busy session that still holds files; 80 seeds from seed 0 stage none, the exploration finds it within 80 seeds and the scenario kills it",
     ),
     (
         "policy-sweep-unclaimed",
@@ -125,7 +125,7 @@ pub const OUT_OF_REACH: &[(&str, &str)] = &[
     ),
     (
         "unfinished-count-sweep-left",
-        "seldom in the world's reach: a count's deletion must fail part-way and the session come back among the last N before the next sweep; CI's 80 seeds stage none, the exploration finds it within 80 seeds and the scenario kills it",
+        "seldom in the world's reach: a count's deletion must fail part-way and the session come back among the last N before the next sweep; 80 seeds from seed 0 stage none, the exploration finds it within 80 seeds and the scenario kills it",
     ),
     (
         "overflow-overwrites",
