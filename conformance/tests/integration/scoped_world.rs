@@ -74,6 +74,29 @@ fn part_sl_in_reach() -> impl Iterator<Item = ScopedMutant> {
         .filter(|m| !out_of_reach(*m))
 }
 
+/// What the reference did on one world seed: its failure, if any, and its trace's lines.
+struct ReferenceSeed {
+    failure: Option<String>,
+    lines: Vec<String>,
+}
+
+/// The reference on world seeds 0 to 3, played once for the tests that read them (each seed
+/// costs a few tenths of a second of CPU, and three tests look at the same four).
+fn reference_on_seeds_0_to_3() -> &'static [ReferenceSeed] {
+    static SEEDS: std::sync::OnceLock<Vec<ReferenceSeed>> = std::sync::OnceLock::new();
+    SEEDS.get_or_init(|| {
+        (0..4)
+            .map(|seed| {
+                let r = run_scoped_world(seed, None);
+                ReferenceSeed {
+                    failure: r.failure,
+                    lines: r.trace.lines().to_vec(),
+                }
+            })
+            .collect()
+    })
+}
+
 /// The first safety failure the world reports with `mutant` switched on, within `seeds` seeds
 /// from seed 0.
 fn first_safety_failure(mutant: ScopedMutant, seeds: u64) -> Option<String> {
@@ -87,30 +110,27 @@ fn first_safety_failure(mutant: ScopedMutant, seeds: u64) -> Option<String> {
 #[test]
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_reference_keeps_every_promise_of_the_safety_oracle_and_after_heal_nothing_expired_remains() {
-    for seed in 0..4 {
-        let r = run_scoped_world(seed, None);
+    for (seed, r) in reference_on_seeds_0_to_3().iter().enumerate() {
         assert!(
             r.failure.is_none(),
             "seed {seed}: {}\n{}",
-            r.failure.unwrap_or_default(),
-            r.trace.tail(12).join("\n")
+            r.failure.clone().unwrap_or_default(),
+            r.lines[r.lines.len().saturating_sub(12)..].join("\n")
         );
         assert!(
-            r.trace.lines().iter().any(|l| l.contains("=> Written")),
+            r.lines.iter().any(|l| l.contains("=> Written")),
             "seed {seed}: no write landed, so the world proved nothing"
         );
         // The oracle had something to hold the reference to: a file of a session with a wait,
         // read back at the end, and a refused write to the read-only workspace scope.
         assert!(
-            r.trace
-                .lines()
+            r.lines
                 .iter()
                 .any(|l| l.contains("session/keep.md") && l.contains("=> Content")),
             "seed {seed}: no guest read its kept file back"
         );
         assert!(
-            r.trace
-                .lines()
+            r.lines
                 .iter()
                 .any(|l| l.contains("workspace/ref.md") && l.contains("refused permission_denied")),
             "seed {seed}: no write to the read-only workspace scope was tried"
@@ -171,19 +191,16 @@ fn a_write_racing_a_sweep_that_does_not_lock_its_candidates_is_lost_and_the_safe
 #[test]
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn people_upload_download_list_and_are_refused_over_turmoil_http_beside_the_agents() {
-    let lines: Vec<String> = (0..4)
-        .flat_map(|seed| {
-            let r = run_scoped_world(seed, None);
-            assert!(
-                r.failure.is_none(),
-                "seed {seed}: {}\n{}",
-                r.failure.unwrap_or_default(),
-                r.trace.tail(12).join("\n")
-            );
-            r.trace.lines().to_vec()
-        })
+    let seeds = reference_on_seeds_0_to_3();
+    for (seed, r) in seeds.iter().enumerate() {
+        assert!(r.failure.is_none(), "seed {seed}: {:?}", r.failure);
+    }
+    let lines: Vec<&str> = seeds
+        .iter()
+        .flat_map(|r| &r.lines)
+        .map(String::as_str)
         .collect();
-    let person = |l: &&String| {
+    let person = |l: &&&str| {
         l.split(' ')
             .any(|w| w.starts_with('p') && w[1..].parse::<u8>().is_ok())
     };
@@ -239,16 +256,15 @@ fn a_persons_request_served_from_what_an_interrupted_sweep_left_is_caught_within
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn guests_promote_and_overflow_and_the_oracle_catches_every_mutant_of_part_sl_in_its_reach_within_eight_seeds(
 ) {
-    let mut lines = Vec::new();
-    for seed in 0..4 {
-        let r = run_scoped_world(seed, None);
-        assert!(
-            r.failure.is_none(),
-            "seed {seed}: {}",
-            r.failure.unwrap_or_default()
-        );
-        lines.extend(r.trace.lines().iter().cloned());
+    let seeds = reference_on_seeds_0_to_3();
+    for (seed, r) in seeds.iter().enumerate() {
+        assert!(r.failure.is_none(), "seed {seed}: {:?}", r.failure);
     }
+    let lines: Vec<&str> = seeds
+        .iter()
+        .flat_map(|r| &r.lines)
+        .map(String::as_str)
+        .collect();
     for (what, call) in [
         ("a promotion", "\"op\":\"promote\""),
         ("a tool result", "\"op\":\"tool_output\""),
