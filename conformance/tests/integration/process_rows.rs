@@ -340,6 +340,7 @@ fn python_venv() -> Option<String> {
 /// counting its rows with the queries it declares. It needs the Python venv `.ci/run` sets up
 /// (psycopg 3); without it the test says so and passes, except under CI, where it must run.
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_python_rows_example_passes_every_rows_scenario_through_the_protocol() {
     let Some(python) = python_venv() else {
         return;
