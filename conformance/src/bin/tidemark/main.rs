@@ -24,7 +24,7 @@ struct Cli {
 
 #[derive(clap::Args, Clone)]
 struct SuiteArgs {
-    /// Run only this profile's scenarios (scratchpad or scoped). Default: every profile.
+    /// Run only this profile's scenarios (scratchpad, scoped or rows). Default: every profile.
     #[arg(long)]
     profile: Option<String>,
     /// The scenario directory.
