@@ -322,6 +322,7 @@ fn tidemark(args: &[&str], expect: i32) {
 }
 
 #[test]
+#[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn every_kind_of_failure_shows_its_divergence_and_its_actors_in_a_real_browser() {
     let Some(binary) = chromium() else {
         assert!(
