@@ -97,6 +97,19 @@ fn reference_on_seeds_0_to_3() -> &'static [ReferenceSeed] {
     })
 }
 
+/// Every trace line of the reference on world seeds 0 to 3, each seed having passed.
+fn passing_reference_lines_on_seeds_0_to_3() -> Vec<&'static str> {
+    let seeds = reference_on_seeds_0_to_3();
+    for (seed, r) in seeds.iter().enumerate() {
+        assert!(r.failure.is_none(), "seed {seed}: {:?}", r.failure);
+    }
+    seeds
+        .iter()
+        .flat_map(|r| &r.lines)
+        .map(String::as_str)
+        .collect()
+}
+
 /// The first safety failure the world reports with `mutant` switched on, within `seeds` seeds
 /// from seed 0.
 fn first_safety_failure(mutant: ScopedMutant, seeds: u64) -> Option<String> {
@@ -105,6 +118,18 @@ fn first_safety_failure(mutant: ScopedMutant, seeds: u64) -> Option<String> {
             .failure
             .filter(|f| f.starts_with("safety: "))
     })
+}
+
+/// Each of `mutants` fails the safety oracle (`oracle` names it in the message) within `seeds`
+/// seeds from seed 0.
+fn assert_each_caught(mutants: &[ScopedMutant], seeds: u64, oracle: &str) {
+    for &m in mutants {
+        assert!(
+            first_safety_failure(m, seeds).is_some(),
+            "{} passes {oracle} on {seeds} world seeds",
+            m.id()
+        );
+    }
 }
 
 #[test]
@@ -167,14 +192,7 @@ fn the_liveness_check_catches_deletions_recorded_by_application_code_and_batches
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_safety_oracle_catches_expiry_waits_skills_permissions_listings_resolution_and_text_mutants_within_four_seeds(
 ) {
-    for m in CAUGHT_WITHIN_FOUR_SEEDS {
-        let caught = first_safety_failure(m, 4);
-        assert!(
-            caught.is_some(),
-            "{} passes the safety oracle on four world seeds",
-            m.id()
-        );
-    }
+    assert_each_caught(&CAUGHT_WITHIN_FOUR_SEEDS, 4, "the safety oracle");
 }
 
 #[test]
@@ -191,15 +209,7 @@ fn a_write_racing_a_sweep_that_does_not_lock_its_candidates_is_lost_and_the_safe
 #[test]
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn people_upload_download_list_and_are_refused_over_turmoil_http_beside_the_agents() {
-    let seeds = reference_on_seeds_0_to_3();
-    for (seed, r) in seeds.iter().enumerate() {
-        assert!(r.failure.is_none(), "seed {seed}: {:?}", r.failure);
-    }
-    let lines: Vec<&str> = seeds
-        .iter()
-        .flat_map(|r| &r.lines)
-        .map(String::as_str)
-        .collect();
+    let lines = passing_reference_lines_on_seeds_0_to_3();
     let person = |l: &&&str| {
         l.split(' ')
             .any(|w| w.starts_with('p') && w[1..].parse::<u8>().is_ok())
@@ -232,14 +242,7 @@ fn people_upload_download_list_and_are_refused_over_turmoil_http_beside_the_agen
 #[test]
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_people_oracle_catches_every_mutant_of_the_people_api_it_reaches_within_five_seeds() {
-    for m in CAUGHT_BY_THE_PEOPLES_ORACLE {
-        let caught = first_safety_failure(m, 5);
-        assert!(
-            caught.is_some(),
-            "{} passes the people's oracle on five world seeds",
-            m.id()
-        );
-    }
+    assert_each_caught(&CAUGHT_BY_THE_PEOPLES_ORACLE, 5, "the people's oracle");
 }
 
 #[test]
@@ -256,15 +259,7 @@ fn a_persons_request_served_from_what_an_interrupted_sweep_left_is_caught_within
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn guests_promote_and_overflow_and_the_oracle_catches_every_mutant_of_part_sl_in_its_reach_within_eight_seeds(
 ) {
-    let seeds = reference_on_seeds_0_to_3();
-    for (seed, r) in seeds.iter().enumerate() {
-        assert!(r.failure.is_none(), "seed {seed}: {:?}", r.failure);
-    }
-    let lines: Vec<&str> = seeds
-        .iter()
-        .flat_map(|r| &r.lines)
-        .map(String::as_str)
-        .collect();
+    let lines = passing_reference_lines_on_seeds_0_to_3();
     for (what, call) in [
         ("a promotion", "\"op\":\"promote\""),
         ("a tool result", "\"op\":\"tool_output\""),
@@ -289,26 +284,14 @@ fn guests_promote_and_overflow_and_the_oracle_catches_every_mutant_of_part_sl_in
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_safety_oracle_catches_a_misplaced_layout_a_listing_out_of_order_and_deletion_with_read_access_within_four_seeds(
 ) {
-    for m in LAYOUT_LISTINGS_AND_DELETION_RIGHTS {
-        assert!(
-            first_safety_failure(m, 4).is_some(),
-            "{} passes the safety oracle on four world seeds",
-            m.id()
-        );
-    }
+    assert_each_caught(&LAYOUT_LISTINGS_AND_DELETION_RIGHTS, 4, "the safety oracle");
 }
 
 #[test]
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn a_path_is_refused_for_its_shape_before_its_permission_and_no_look_alike_slips_through_within_twenty_seeds(
 ) {
-    for m in PATH_SHAPES {
-        assert!(
-            first_safety_failure(m, 20).is_some(),
-            "{} passes the safety oracle on twenty world seeds",
-            m.id()
-        );
-    }
+    assert_each_caught(&PATH_SHAPES, 20, "the safety oracle");
 }
 
 /// Every scoped mutant is hunted by one of the tests above or is out of the world's reach (each
