@@ -195,30 +195,6 @@ fn passed(stdout: &[u8]) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
-/// The `name` of every `<testcase>` in a JUnit file, which must be well-formed XML (quick-xml's
-/// reader says where not).
-fn junit_testcases(path: &std::path::Path) -> std::collections::BTreeSet<String> {
-    use quick_xml::events::Event;
-    let xml = std::fs::read_to_string(path).expect("the JUnit file is written");
-    let mut reader = quick_xml::Reader::from_str(&xml);
-    let mut names = std::collections::BTreeSet::new();
-    loop {
-        match reader.read_event() {
-            Ok(Event::Eof) => break,
-            Ok(Event::Start(e) | Event::Empty(e)) if e.name().as_ref() == b"testcase" => {
-                let name = e
-                    .try_get_attribute("name")
-                    .unwrap()
-                    .expect("a testcase has a name");
-                names.insert(String::from_utf8(name.value.into_owned()).unwrap());
-            }
-            Ok(_) => {}
-            Err(e) => panic!("the JUnit file is not well-formed XML: {e}\n{xml}"),
-        }
-    }
-    names
-}
-
 /// One run of the reference adapter through the protocol, every profile it claims (the
 /// scratchpad suite; the scoped suite with the harness's S3 endpoint and a database in `init`;
 /// the rows suite with its database, PostgreSQL as the real-tier tests get it), holds three
@@ -280,7 +256,7 @@ fn the_reference_behind_the_protocol_passes_what_it_passes_in_process_speaking_o
         "passed through the protocol"
     );
     assert_eq!(
-        junit_testcases(&junit),
+        super::support::read_junit(&junit).1,
         in_process,
         "the JUnit file's testcases"
     );

@@ -2,6 +2,7 @@
 //! through `tidemark run --impl`, and its deliberately broken copy fails with reports a person
 //! can act on. The human table and the JUnit XML of the failing run are snapshots.
 
+use super::support::read_junit;
 use std::path::Path;
 use std::process::Command;
 use tidemark_conformance::spec::repo_root;
@@ -37,23 +38,6 @@ fn scratch_file(name: &str) -> (tempfile::TempDir, String) {
     (dir, path)
 }
 
-fn parse_junit(path: &Path) -> String {
-    let xml = std::fs::read_to_string(path).expect("the JUnit file is written");
-    // Well-formed, or quick-xml's reader says where not.
-    let mut reader = quick_xml::Reader::from_str(&xml);
-    loop {
-        match reader.read_event() {
-            Ok(quick_xml::events::Event::Eof) => break,
-            Ok(_) => {}
-            Err(e) => panic!(
-                "the JUnit file is not well-formed XML at {}: {e}",
-                reader.buffer_position()
-            ),
-        }
-    }
-    xml
-}
-
 #[test]
 #[ignore = "slow tier: run by cargo test --workspace -- --include-ignored, as CI does"]
 fn the_python_example_passes_the_scratchpad_suite_through_the_protocol() {
@@ -65,7 +49,7 @@ fn the_python_example_passes_the_scratchpad_suite_through_the_protocol() {
         "{}",
         run.stdout
     );
-    let xml = parse_junit(Path::new(&junit));
+    let xml = read_junit(Path::new(&junit)).0;
     assert!(
         xml.contains(r#"failures="0""#) && !xml.contains("<failure"),
         "{xml}"
@@ -119,7 +103,7 @@ fn the_broken_python_copy_is_reported_with_scenario_step_expected_actual_and_rep
         run.stdout
     );
     insta::assert_snapshot!("broken_python_table", run.stdout);
-    insta::assert_snapshot!("broken_python_junit", parse_junit(Path::new(&junit)));
+    insta::assert_snapshot!("broken_python_junit", read_junit(Path::new(&junit)).0);
 }
 
 #[test]

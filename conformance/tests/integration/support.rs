@@ -1,6 +1,6 @@
 //! What several of this binary's modules set up the same way: a runtime per test, a run's
 //! verdicts as (test name, what happened) pairs to compare two ways of running the same suite,
-//! and `tidemark` run as a person runs it from the repository root.
+//! `tidemark` run as a person runs it from the repository root, and a JUnit file read back.
 
 use std::time::Duration;
 
@@ -71,4 +71,31 @@ pub async fn fixture_adapter(fixture: &str, reply_timeout: Duration) -> ProcessF
     )
     .await
     .expect("the fixture completes init")
+}
+
+/// A JUnit file the harness wrote, which must be well-formed XML (or quick-xml's reader says
+/// where not): its text and the `name` of every `<testcase>` in it.
+pub fn read_junit(path: &std::path::Path) -> (String, std::collections::BTreeSet<String>) {
+    use quick_xml::events::Event;
+    let xml = std::fs::read_to_string(path).expect("the JUnit file is written");
+    let mut reader = quick_xml::Reader::from_str(&xml);
+    let mut names = std::collections::BTreeSet::new();
+    loop {
+        match reader.read_event() {
+            Ok(Event::Eof) => break,
+            Ok(Event::Start(e) | Event::Empty(e)) if e.name().as_ref() == b"testcase" => {
+                let name = e
+                    .try_get_attribute("name")
+                    .unwrap()
+                    .expect("a testcase has a name");
+                names.insert(String::from_utf8(name.value.into_owned()).unwrap());
+            }
+            Ok(_) => {}
+            Err(e) => panic!(
+                "the JUnit file is not well-formed XML at {}: {e}",
+                reader.buffer_position()
+            ),
+        }
+    }
+    (xml, names)
 }
